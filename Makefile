@@ -1,0 +1,99 @@
+# sbx — bounded, supervised, replayable sandboxes.
+# Every folder's *.c goes into libsbx.a; bin/sbx-*.c are the tools;
+# tests/unit/test_*.c are unit tests; folders may add rules in rules.mk.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
+O       ?= build
+SAN     ?=
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -I. $(SAN)
+LDFLAGS += $(SAN)
+LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
+
+DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev \
+            libarchive-dev libssl-dev bats bats-assert bats-support clang \
+            libclang-rt-14-dev mandoc strace make util-linux
+BENCH_PKGS := proot bubblewrap criu hyperfine
+
+LIB_DIRS := libcommon codec lease trace snap
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+LIB_OBJ  := $(patsubst %.c,$(O)/obj/%.o,$(LIB_SRC))
+LIB_HDR  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/*.def)
+BIN_SRC  := $(wildcard bin/sbx-*.c)
+BINS     := $(patsubst bin/%.c,$(O)/bin/%,$(BIN_SRC))
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNITS    := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
+
+.PHONY: all guests deps bench-deps check unit bats asan fuzz install demo clean lint
+all: $(O)/libsbx.a $(BINS) $(UNITS) guests
+
+# folders add their prerequisites (test guests, fuzz targets) in rules.mk
+guests:
+
+$(O)/obj/%.o: %.c $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(O)/libsbx.a: $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(O)/bin/%: bin/%.c $(O)/libsbx.a $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libsbx.a $(LDLIBS)
+
+$(O)/tests/%: tests/unit/%.c $(O)/libsbx.a $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libsbx.a $(LDLIBS)
+
+-include $(wildcard */rules.mk tests/*/rules.mk)
+
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing$$(echo $$missing | sed 's/^/ /')"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+bench-deps: deps
+	@missing=$$(for p in $(BENCH_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+unit: $(UNITS)
+	@fail=0; for t in $(UNITS); do $$t || fail=1; done; exit $$fail
+
+bats: all
+	SBX_BUILD=$(CURDIR)/$(O) bats --formatter tap tests/*.bats
+
+check: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) bats
+
+asan:
+	$(MAKE) O=build-asan CC=clang SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" unit
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sbx \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(O)/libsbx.a $(DESTDIR)$(PREFIX)/lib/
+	$(CC) -shared -o $(DESTDIR)$(PREFIX)/lib/libsbx.so -Wl,--whole-archive $(O)/libsbx.a -Wl,--no-whole-archive $(LDLIBS)
+	for d in $(LIB_DIRS); do install -d $(DESTDIR)$(PREFIX)/include/sbx/$$d; \
+		for h in $$d/*.h; do case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
+	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	sed -e 's|@PREFIX@|$(PREFIX)|' sbx.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sbx.pc
+
+lint:
+	mandoc -Tlint -Wwarning man/*.1
+
+demo: deps
+	$(MAKE) all
+	SBX_BUILD=$(CURDIR)/$(O) sh examples/demo.sh
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,95 @@
+/* lease: the store, the lease lifecycle, receipts, limits, usage and fees (SPEC §2–§4). */
+#ifndef SBX_LEASE_H
+#define SBX_LEASE_H
+
+#include "libcommon/common.h"
+
+/* Metered dimensions, in SPEC §4.1 order. Names are the SPEC's words. */
+enum lease_dim {
+	LEASE_DIM_FUEL,            /* "fuel": CPU µs */
+	LEASE_DIM_MEMORY,          /* "memory": bytes */
+	LEASE_DIM_STORAGE_READ,    /* "storage_read" */
+	LEASE_DIM_STORAGE_WRITE,   /* "storage_write" */
+	LEASE_DIM_OUTPUT_BYTES,    /* "output_bytes" */
+	LEASE_DIM_OUTPUT_VALUES,   /* "output_values" */
+	LEASE_DIM_TABLE_ELEMENTS,  /* "table_elements" */
+	LEASE_DIM_NAMESPACE_BYTES, /* "namespace_bytes" */
+	LEASE_DIM_COUNT
+};
+const char *lease_dim_name(enum lease_dim d);
+uint64_t lease_dim_ceiling(enum lease_dim d);
+#define LEASE_LIFETIME_CEILING 1000000u
+#define LEASE_PRINCIPAL_SLOTS 32
+
+enum lease_state {
+	LEASE_REQUESTED, LEASE_FUNDED, LEASE_ACTIVE, LEASE_SETTLING,
+	LEASE_EXPIRED, LEASE_DESTROYED, LEASE_STATE_COUNT
+};
+const char *lease_state_name(enum lease_state s);
+int lease_state_parse(const char *s, enum lease_state *out);
+
+enum lease_edge {
+	LEASE_EDGE_REQUEST, LEASE_EDGE_FUND, LEASE_EDGE_ACTIVATE, LEASE_EDGE_OBSERVE,
+	LEASE_EDGE_SNAPSHOT, LEASE_EDGE_RESTORE, LEASE_EDGE_SETTLE, LEASE_EDGE_EXPIRE,
+	LEASE_EDGE_DESTROY, LEASE_EDGE_COUNT
+};
+const char *lease_edge_name(enum lease_edge e);
+
+/* An opened store (created on first use with its authority key). */
+struct lease_store;
+/* dir NULL: $SBX_STORE, else $XDG_STATE_HOME/sbx, else ~/.local/state/sbx. */
+int lease_store_open(const char *dir, struct lease_store **out, struct common_err *e);
+void lease_store_close(struct lease_store *s);
+const char *lease_store_dir(const struct lease_store *s);
+/* Current batch of the store clock. */
+int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e);
+/* Directory of the lease's namespace storage (mounted at /ns in the guest). */
+char *lease_ns_dir(const struct lease_store *s, const char *id);
+
+/* The declared bounds of a request. */
+struct lease_request {
+	const char *principal;      /* NULL: current user name */
+	const char *host_program;   /* NULL: "sbx" */
+	const char *image;          /* path to the guest ELF (validated, hashed) */
+	uint64_t limits[LEASE_DIM_COUNT];
+	int has_limit[LEASE_DIM_COUNT]; /* undeclared limits default to the ceiling */
+	uint64_t lifetime;          /* batches; 0 = default */
+	uint64_t escrow;
+	uint64_t fees[LEASE_DIM_COUNT]; /* price per unit */
+};
+/* Parse "dim=N,dim=N" for --limits / --fees into req (suffixes allowed for limits). */
+int lease_parse_limits(const char *s, struct lease_request *req, struct common_err *e);
+int lease_parse_fees(const char *s, struct lease_request *req, struct common_err *e);
+
+/* Every transition returns {"lease": RECORD, "receipt": RECEIPT} in *out (caller frees). */
+int lease_request(struct lease_store *s, const struct lease_request *req, json_t **out,
+		  struct common_err *e);
+/* Edge-specific arguments go in args (may be NULL):
+ * fund: {"amount": N}; observe: {"usage": {dim: N,...}};
+ * snapshot: {"snapshot": HEX, "bytes": N}; restore: {"snapshot": HEX, "source": ID}.
+ * evidence: the receipt (or {"lease","receipt"} object) the caller holds; it must be
+ * the lease's head. id may be NULL when the evidence names the lease. */
+int lease_transition(struct lease_store *s, const char *id, enum lease_edge edge,
+		     const json_t *evidence, const json_t *args, json_t **out,
+		     struct common_err *e);
+/* The current record and head receipt of a lease (internal callers: sbx-run etc.). */
+int lease_load(struct lease_store *s, const char *id, json_t **record, struct common_err *e);
+int lease_head(struct lease_store *s, const char *id, json_t **receipt, struct common_err *e);
+
+/* Record a usage observation taken by the runtime (monotonic). If usage first
+ * exceeds a bound, the lifetime or escrow, the lease is closed Active → Settling
+ * and *closed names the dimension ("fuel", …, "lifetime", "escrow"), else NULL. */
+int lease_observe_usage(struct lease_store *s, const char *id,
+			const uint64_t usage[LEASE_DIM_COUNT], const char **closed,
+			json_t **receipts, struct common_err *e);
+
+int lease_list(struct lease_store *s, const char *principal, int state /* -1 any */,
+	       json_t **out, struct common_err *e);
+int lease_log(struct lease_store *s, const char *id, json_t **receipts, struct common_err *e);
+/* Re-check chains, signatures, states, slot counts; problems go into *report. */
+int lease_verify(struct lease_store *s, const char *id, json_t **report, struct common_err *e);
+
+/* Image identity: validate an ELF guest image (libelf) and hash it. */
+int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e);
+
+#endif

@@ -1,0 +1,131 @@
+/* libcommon: errors, JSON, hashing/signing, durable files, locking, numbers, CLI. */
+#ifndef SBX_COMMON_H
+#define SBX_COMMON_H
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Exit codes (SPEC §6.6), one vocabulary for every tool. */
+enum {
+	SBX_EXIT_OK = 0,
+	SBX_EXIT_FAIL = 1,       /* a refused request (lease tools) or a failed check */
+	SBX_EXIT_USAGE = 2,      /* bad command line */
+	SBX_EXIT_BOUND = 124,    /* a lease bound closed the lease (run/restore) */
+	SBX_EXIT_SBX = 125,      /* sbx itself failed */
+	SBX_EXIT_NOEXEC = 126,   /* image not executable */
+	SBX_EXIT_NOTFOUND = 127, /* image not found */
+};
+
+/* An error record: WHAT failed and WHY. Library code fills it and returns -1. */
+struct common_err {
+	char what[512];
+	char why[1024];
+};
+
+/* Fill e (may be NULL) and return -1. */
+int common_errf(struct common_err *e, const char *what, const char *whyfmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Same with WHY = strerror(errnum). */
+int common_errno(struct common_err *e, int errnum, const char *whatfmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prefix the WHAT of an existing error with "ctx: ". */
+void common_err_context(struct common_err *e, const char *ctxfmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Tools call this once; messages print as "PROG: error: WHAT: WHY". */
+void common_set_progname(const char *name);
+const char *common_progname(void);
+void common_report(const struct common_err *e);
+void common_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) void common_die(int code, const struct common_err *e);
+__attribute__((noreturn, format(printf, 3, 4)))
+void common_dief(int code, const char *what, const char *whyfmt, ...);
+
+/* Memory that never returns NULL (aborts on exhaustion, like xmalloc). */
+void *common_xmalloc(size_t n);
+void *common_xcalloc(size_t n, size_t m);
+void *common_xrealloc(void *p, size_t n);
+char *common_xstrdup(const char *s);
+char *common_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Hashing (OpenSSL EVP). */
+#define COMMON_SHA256_LEN 32
+#define COMMON_SHA256_HEX 65
+struct common_sha256 { void *ctx; };
+void common_sha256(const void *buf, size_t len, uint8_t out[COMMON_SHA256_LEN]);
+void common_sha256_init(struct common_sha256 *h);
+void common_sha256_update(struct common_sha256 *h, const void *buf, size_t len);
+void common_sha256_final(struct common_sha256 *h, uint8_t out[COMMON_SHA256_LEN]);
+int common_sha256_file(const char *path, uint8_t out[COMMON_SHA256_LEN], struct common_err *e);
+void common_hex(const uint8_t *buf, size_t len, char *out); /* out has 2*len+1 */
+int common_unhex(const char *hex, uint8_t *out, size_t len); /* exact length, lower/upper */
+
+/* Ed25519 authority key (OpenSSL). Files hold raw 32-byte keys, hex-encoded. */
+struct common_key {
+	uint8_t pub[32];
+	uint8_t priv[32];
+	int has_priv;
+};
+int common_key_generate(struct common_key *k, struct common_err *e);
+int common_key_sign(const struct common_key *k, const void *msg, size_t len,
+		    uint8_t sig[64], struct common_err *e);
+int common_key_verify(const uint8_t pub[32], const void *msg, size_t len,
+		      const uint8_t sig[64]); /* 1 valid, 0 not */
+
+/* Files. Paths "-" mean stdin for readers. All writes are durable. */
+int common_read_file(const char *path, size_t max, char **buf, size_t *len,
+		     struct common_err *e); /* NUL-terminated; refuses > max */
+int common_read_fd(int fd, const char *name, size_t max, char **buf, size_t *len,
+		   struct common_err *e);
+int common_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
+			struct common_err *e); /* temp + fsync + rename + fsync dir */
+int common_append_durable(const char *path, const void *buf, size_t len,
+			  struct common_err *e); /* O_APPEND, one write, fsync */
+int common_fsync_dir(const char *dir, struct common_err *e);
+int common_mkdir_p(const char *path, mode_t mode, struct common_err *e);
+int common_rm_rf(const char *path, struct common_err *e);
+int common_write_all(int fd, const void *buf, size_t len);  /* -errno or 0 */
+ssize_t common_read_all(int fd, void *buf, size_t len);     /* bytes read, short at EOF, -errno */
+
+/* Exclusive advisory lock on PATH (created 0600); returns fd or -1. */
+int common_lock(const char *path, struct common_err *e);
+void common_unlock(int fd);
+
+/* Fault injection for crash tests: SBX_FAULT=NAME[:N] makes the Nth (default
+ * first) call of common_fault_point(NAME) raise SIGKILL. */
+void common_fault_point(const char *name);
+
+/* Numbers: decimal u64, optional K/M/G/T (binary) suffix, must be <= max. */
+int common_parse_u64(const char *s, uint64_t max, uint64_t *out, struct common_err *e);
+int common_parse_i64(const char *s, int64_t *out, struct common_err *e); /* plain decimal */
+
+/* JSON (jansson) with hostile-input discipline. */
+#define COMMON_JSON_MAX (16u << 20)
+json_t *common_json_load(const char *buf, size_t len, const char *name, struct common_err *e);
+json_t *common_json_load_file(const char *path, size_t max, struct common_err *e);
+/* Canonical encoding: sorted keys, compact, no trailing newline. malloc'd. */
+char *common_json_canonical(const json_t *j);
+/* Typed field access; "name" names the input for messages. */
+int common_json_int(const json_t *o, const char *key, int64_t *out, const char *name,
+		    struct common_err *e);
+int common_json_u64(const json_t *o, const char *key, uint64_t *out, const char *name,
+		    struct common_err *e);
+int common_json_str(const json_t *o, const char *key, const char **out, const char *name,
+		    struct common_err *e);
+int common_json_obj(const json_t *o, const char *key, json_t **out, const char *name,
+		    struct common_err *e);
+/* Print j canonically + "\n" to stdout (or pretty text when pretty). */
+int common_json_print(const json_t *j, int pretty);
+
+/* CLI: output format shared by all tools. */
+enum common_format { COMMON_FMT_JSON, COMMON_FMT_TEXT };
+int common_parse_format(const char *s, enum common_format *f, struct common_err *e);
+
+/* Time: CLOCK_MONOTONIC / CLOCK_REALTIME in ms and µs. */
+uint64_t common_now_ms(void);
+uint64_t common_mono_us(void);
+
+#endif

@@ -1,0 +1,17 @@
+# Shared bats set-up: a temporary store, the freshly built tools on PATH.
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+: "${SBX_BUILD:=$(cd "$BATS_TEST_DIRNAME/.." && pwd)/build}"
+export SBX_BUILD
+export PATH="$SBX_BUILD/bin:$PATH"
+GUESTS="$SBX_BUILD/guests"
+
+sbx_setup_store() {
+	export SBX_STORE="$BATS_TEST_TMPDIR/store"
+	unset XDG_STATE_HOME
+}
+
+setup() {
+	sbx_setup_store
+}
