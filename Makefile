@@ -8,7 +8,7 @@ CC      ?= cc
 O       ?= build
 SAN     ?=
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -I. $(SAN)
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -fPIC -I. $(SAN)
 LDFLAGS += $(SAN)
 LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
 
@@ -75,7 +75,7 @@ check: deps
 	$(MAKE) bats
 
 asan:
-	$(MAKE) O=build-asan CC=clang SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" unit
+	$(MAKE) O=build-asan CC=clang SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-unknown-warning-option" unit
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sbx \

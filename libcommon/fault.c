@@ -1,0 +1,23 @@
+/* Crash-test hook: SBX_FAULT=NAME[:N] kills the process at the Nth pass of NAME. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include "libcommon/common.h"
+
+void common_fault_point(const char *name)
+{
+	static long passes;
+	const char *spec = getenv("SBX_FAULT");
+	size_t n;
+	long want = 1;
+
+	if (!spec || !*spec)
+		return;
+	n = strlen(name);
+	if (strncmp(spec, name, n) != 0 || (spec[n] != '\0' && spec[n] != ':'))
+		return;
+	if (spec[n] == ':')
+		want = strtol(spec + n + 1, NULL, 10);
+	if (++passes >= want)
+		raise(SIGKILL);
+}

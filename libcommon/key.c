@@ -1,0 +1,53 @@
+/* Ed25519 signing with OpenSSL: raw 32-byte keys, 64-byte signatures. */
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <string.h>
+#include "libcommon/common.h"
+
+int common_key_generate(struct common_key *k, struct common_err *e)
+{
+	EVP_PKEY *pk;
+	size_t n = 32;
+
+	if (RAND_bytes(k->priv, 32) != 1)
+		return common_errf(e, "authority key", "no randomness available");
+	pk = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, k->priv, 32);
+	if (!pk || EVP_PKEY_get_raw_public_key(pk, k->pub, &n) != 1 || n != 32) {
+		EVP_PKEY_free(pk);
+		return common_errf(e, "authority key", "Ed25519 key generation failed");
+	}
+	EVP_PKEY_free(pk);
+	k->has_priv = 1;
+	return 0;
+}
+
+int common_key_sign(const struct common_key *k, const void *msg, size_t len,
+		    uint8_t sig[64], struct common_err *e)
+{
+	EVP_PKEY *pk;
+	EVP_MD_CTX *ctx;
+	size_t n = 64;
+	int ok;
+
+	if (!k->has_priv)
+		return common_errf(e, "sign", "no private authority key");
+	pk = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, k->priv, 32);
+	ctx = EVP_MD_CTX_new();
+	ok = pk && ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, pk) == 1 &&
+	     EVP_DigestSign(ctx, sig, &n, msg, len) == 1 && n == 64;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(pk);
+	return ok ? 0 : common_errf(e, "sign", "Ed25519 signing failed");
+}
+
+int common_key_verify(const uint8_t pub[32], const void *msg, size_t len, const uint8_t sig[64])
+{
+	EVP_PKEY *pk = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, 32);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int ok = pk && ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, pk) == 1 &&
+		 EVP_DigestVerify(ctx, sig, 64, msg, len) == 1;
+
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(pk);
+	return ok;
+}

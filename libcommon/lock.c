@@ -1,0 +1,28 @@
+/* Store lock (flock): one mutation at a time, released by the kernel on death. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include "libcommon/common.h"
+
+int common_lock(const char *path, struct common_err *e)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return common_errno(e, errno, "lock %s", path);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno == EINTR)
+			continue;
+		int err = errno;
+		close(fd);
+		return common_errno(e, err, "lock %s", path);
+	}
+	return fd;
+}
+
+void common_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}

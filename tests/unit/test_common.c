@@ -1,0 +1,105 @@
+/* libcommon: hashing, signing, numbers, canonical JSON, durable files. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "libcommon/common.h"
+#include "tests/unit/unit.h"
+
+static void test_sha256(void)
+{
+	uint8_t d[32];
+	char hex[65];
+
+	common_sha256("abc", 3, d);
+	common_hex(d, 32, hex);
+	CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	uint8_t back[32];
+	CHECK(common_unhex(hex, back, 32) == 0 && !memcmp(back, d, 32));
+	CHECK(common_unhex("zz", back, 1) < 0);
+	CHECK(common_unhex(hex, back, 31) < 0);
+}
+
+static void test_sign(void)
+{
+	struct common_key k;
+	uint8_t sig[64];
+
+	CHECK(common_key_generate(&k, NULL) == 0);
+	CHECK(common_key_sign(&k, "msg", 3, sig, NULL) == 0);
+	CHECK(common_key_verify(k.pub, "msg", 3, sig) == 1);
+	CHECK(common_key_verify(k.pub, "msh", 3, sig) == 0);
+	sig[10] ^= 1;
+	CHECK(common_key_verify(k.pub, "msg", 3, sig) == 0);
+}
+
+static void test_numbers(void)
+{
+	uint64_t v;
+	struct common_err e;
+
+	CHECK(common_parse_u64("64M", UINT64_MAX, &v, &e) == 0 && v == 64ull << 20);
+	CHECK(common_parse_u64("1G", 1ull << 30, &v, &e) == 0 && v == 1ull << 30);
+	CHECK(common_parse_u64("1025M", 1ull << 30, &v, &e) < 0);
+	CHECK(common_parse_u64("-1", UINT64_MAX, &v, &e) < 0);
+	CHECK(common_parse_u64("1.5", UINT64_MAX, &v, &e) < 0);
+	CHECK(common_parse_u64("", UINT64_MAX, &v, &e) < 0);
+	CHECK(common_parse_u64("18446744073709551616", UINT64_MAX, &v, &e) < 0);
+	CHECK(common_parse_u64("17179869184G", UINT64_MAX, &v, &e) < 0);
+	CHECK(common_parse_u64("12x", UINT64_MAX, &v, &e) < 0);
+}
+
+static void test_json(void)
+{
+	struct common_err e;
+	json_t *j = common_json_load("{\"b\":1,\"a\":[true,null],\"c\":\"x\"}", 31, "t", &e);
+	char *s;
+	int64_t i;
+	const char *str;
+
+	CHECK(j != NULL);
+	s = common_json_canonical(j);
+	CHECK_STR(s, "{\"a\":[true,null],\"b\":1,\"c\":\"x\"}");
+	free(s);
+	CHECK(common_json_int(j, "b", &i, "t", &e) == 0 && i == 1);
+	CHECK(common_json_str(j, "b", &str, "t", &e) < 0);
+	CHECK_STR(e.what, "t: field \"b\"");
+	CHECK(common_json_int(j, "zz", &i, "t", &e) < 0);
+	json_decref(j);
+	CHECK(common_json_load("{\"a\":1,\"a\":2}", 13, "t", &e) == NULL);
+	CHECK(common_json_load("{\"a\":", 5, "t", &e) == NULL);
+}
+
+static void test_files(void)
+{
+	char dir[] = "/tmp/sbx-unit-XXXXXX";
+	char *path, *buf;
+	size_t len;
+	struct common_err e;
+
+	CHECK(mkdtemp(dir) != NULL);
+	path = common_xasprintf("%s/a/b/f", dir);
+	CHECK(common_mkdir_p(common_xasprintf("%s/a/b", dir), 0700, &e) == 0);
+	CHECK(common_write_atomic(path, "hello", 5, 0600, &e) == 0);
+	CHECK(common_read_file(path, 100, &buf, &len, &e) == 0 && len == 5 && !strcmp(buf, "hello"));
+	free(buf);
+	CHECK(common_read_file(path, 4, &buf, &len, &e) < 0);
+	CHECK(common_append_durable(path, "!", 1, &e) == 0);
+	CHECK(common_read_file(path, 100, &buf, &len, &e) == 0 && len == 6);
+	free(buf);
+	int fd = common_lock(common_xasprintf("%s/lock", dir), &e);
+	CHECK(fd >= 0);
+	common_unlock(fd);
+	CHECK(common_rm_rf(dir, &e) == 0);
+	CHECK(access(dir, F_OK) < 0);
+	free(path);
+}
+
+int main(void)
+{
+	test_sha256();
+	test_sign();
+	test_numbers();
+	test_json();
+	test_files();
+	return unit_finish("test_common");
+}
