@@ -78,7 +78,8 @@ static void test_files(void)
 
 	CHECK(mkdtemp(dir) != NULL);
 	path = common_xasprintf("%s/a/b/f", dir);
-	CHECK(common_mkdir_p(common_xasprintf("%s/a/b", dir), 0700, &e) == 0);
+	char *sub = common_xasprintf("%s/a/b", dir), *lock = common_xasprintf("%s/lock", dir);
+	CHECK(common_mkdir_p(sub, 0700, &e) == 0);
 	CHECK(common_write_atomic(path, "hello", 5, 0600, &e) == 0);
 	CHECK(common_read_file(path, 100, &buf, &len, &e) == 0 && len == 5 && !strcmp(buf, "hello"));
 	free(buf);
@@ -86,12 +87,14 @@ static void test_files(void)
 	CHECK(common_append_durable(path, "!", 1, &e) == 0);
 	CHECK(common_read_file(path, 100, &buf, &len, &e) == 0 && len == 6);
 	free(buf);
-	int fd = common_lock(common_xasprintf("%s/lock", dir), &e);
+	int fd = common_lock(lock, &e);
 	CHECK(fd >= 0);
 	common_unlock(fd);
 	CHECK(common_rm_rf(dir, &e) == 0);
 	CHECK(access(dir, F_OK) < 0);
 	free(path);
+	free(sub);
+	free(lock);
 }
 
 int main(void)
