@@ -52,4 +52,107 @@ struct trace_stop {
 	const char *rewrite[2];         /* new path strings when rewritten */
 };
 
+/* ---- state transport (SPEC §6.4; trace/state.c) ---- */
+#define TRACE_STATE_FD 3
+#define TRACE_STATE_MAX (1ull << 30) /* largest input or result image, bytes */
+struct trace_state {
+	int memfd;           /* -1: no transport; dup it to guest fd TRACE_STATE_FD */
+	uint64_t result_off; /* kept by the host: 8 + input size, never read back */
+};
+/* Create the memfd holding [u64 LE 8+n][input n bytes]; in_path NULL: empty input. */
+int trace_state_open(struct trace_state *st, const char *in_path, struct common_err *e);
+/* Once every guest is gone: seal, check every length against the file size, copy
+ * the result image to out_path (atomic, durable; NULL: check only). Missing, empty,
+ * truncated, oversized or overlapping results are errors and write nothing. */
+int trace_state_finish(struct trace_state *st, const char *out_path, struct common_err *e);
+void trace_state_close(struct trace_state *st);
+/* Guest side, for programs linked with libsbx: read the input image from fd 3
+ * (malloc'd into *buf) and append the result image after it. 0 or -errno. */
+int sbx_state_read_input(void **buf, size_t *len);
+int sbx_state_write_result(const void *buf, size_t len);
+
+/* ---- trace records: recorder, reader, build record, timeline (issue 5) ---- */
+/* A trace is JSON lines: a header {"sbx_trace":1,...,"h":H0}, then events,
+ * then {"ev":"end",...}. Every line ends in ,"h":"HEX"} where
+ * H0 = SHA-256("sbx/trace/v1\0" || canonical(header without h)) and
+ * H_i = SHA-256(H_{i-1} || canonical(event_i without h)). */
+#define TRACE_FORMAT 1
+#define TRACE_LINE_MAX (256u << 10)      /* longest accepted line */
+#define TRACE_EVENTS_MAX (64u << 20)     /* most events a reader accepts */
+enum trace_level { TRACE_LEVEL_EXEC, TRACE_LEVEL_FILE, TRACE_LEVEL_ALL };
+int trace_level_parse(const char *s, enum trace_level *out, struct common_err *e);
+const char *trace_level_name(enum trace_level l);
+/* Classes the seccomp filter must trap for a level (exec: none; execs, forks
+ * and exits come from ptrace events). */
+unsigned trace_classes(enum trace_level l);
+
+/* Recorder. Writes incrementally; a killed run leaves a valid prefix. */
+struct trace_rec;
+struct trace_rec_info {
+	const char *lease;          /* may be NULL */
+	const char *image_path, *image_sha256;
+	char *const *argv;          /* NULL-terminated */
+	char *const *envp;          /* only its digest is recorded */
+	json_t *mounts;             /* array or NULL; borrowed */
+	uint64_t start_batch;
+	enum trace_level level;
+	int deterministic;          /* no wall-clock fields */
+};
+/* path "-" writes to stdout; fd >= 0 (path NULL) writes to that fd. */
+struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_rec_info *info,
+				 struct common_err *e);
+/* At a seccomp stop: 1 if the recorder wants the syscall-exit stop. */
+int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s);
+/* At entry (has_result 0) or exit (has_result 1) of a syscall. When an exit
+ * was wanted, the entry call stores the stop and the exit call emits one
+ * completion event; otherwise the entry call emits the event. */
+int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s);
+/* PTRACE_EVENT_EXEC: records /proc/PID/exe's path and SHA-256 and argv. */
+int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid);
+/* kind: "fork", "vfork", "clone" or "thread". */
+int trace_rec_spawn(struct trace_rec *r, pid_t parent, pid_t child, const char *kind);
+int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus);
+int trace_rec_flush(struct trace_rec *r); /* also done by size and time */
+/* Writes the end event with the guest's wait status, closes, frees; head
+ * (may be NULL) receives the last chain hash. r is freed even on error. */
+int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct common_err *e);
+/* Frees without an end event (the trace stays a truncated prefix). */
+void trace_rec_abort(struct trace_rec *r);
+
+/* Reader: bytes -> lines -> checked events, verifying the chain. */
+struct trace_reader;
+struct trace_event {           /* one checked line; valid until the next call */
+	uint64_t line;
+	json_t *ev;                /* the parsed event (header for line 1) */
+	uint8_t h[32];
+	const char *kind;          /* "header", "sys", "exec", "spawn", "exit", "end" */
+};
+struct trace_reader *trace_reader_open(const char *path, struct common_err *e);
+/* 1 event read, 0 end of input, -1 error (chain, type, length...). */
+int trace_reader_next(struct trace_reader *t, struct trace_event *out, struct common_err *e);
+const json_t *trace_reader_header(const struct trace_reader *t);
+int trace_reader_complete(const struct trace_reader *t); /* saw the end event */
+int trace_reader_partial_line(const struct trace_reader *t); /* unterminated tail */
+void trace_reader_close(struct trace_reader *t);
+
+/* sbx-trace subcommands (the main only parses options). */
+enum trace_fmt { TRACE_FMT_JSON, TRACE_FMT_TEXT, TRACE_FMT_MAKE };
+int trace_cmd_verify(const char *path, int require_complete, const char *expect_head,
+		     enum trace_fmt f, struct common_err *e); /* 0 ok, 1 bad, -1 error */
+struct trace_filter {
+	pid_t pid_tree;            /* 0: any */
+	unsigned classes;          /* 0: any */
+	const char *glob;          /* NULL: any */
+	const char *name;          /* syscall or event name, NULL: any */
+};
+int trace_cmd_filter(const char *path, const struct trace_filter *f, struct common_err *e);
+int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e);
+int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
+int trace_cmd_bisect(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
+int trace_cmd_adjudicate(const char *a, const char *b, struct common_err *e);
+int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct common_err *e);
+int trace_cmd_timeline(const char *path, const char *out, struct common_err *e);
+/* The build record of a trace as JSON (new reference), or NULL. */
+json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);
+
 #endif
