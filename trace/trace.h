@@ -155,4 +155,54 @@ int trace_cmd_timeline(const char *path, const char *out, struct common_err *e);
 /* The build record of a trace as JSON (new reference), or NULL. */
 json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);
 
+/* ---- inspection (SPEC §6.3; trace/inspect.c, trace/policy.c, trace/coproc.c) ---- */
+/* One trapped syscall at entry, before the kernel runs it; valid inside the callback only. */
+struct sbx_call {
+	const char *name;    /* NULL when the number is not in the table */
+	long nr;             /* editable: a changed number runs instead */
+	uint64_t args[6];    /* editable */
+	const char *path[2]; /* decoded path arguments, absolute in the guest's view, or NULL */
+	pid_t pid, tid;      /* host ids */
+	void *priv;          /* the supervisor's */
+};
+/* A host view of temporary guest pages: edits to data reach the guest page. */
+struct sbx_mem {
+	void *data;
+	uint64_t addr; /* the guest address to put into an argument */
+	size_t size;
+};
+/* The callback returns 0 to run the (possibly edited) call, a positive errno to deny
+ * it, or -1 for an inspector failure, which stops the guest and fails the run. */
+typedef int (*sbx_inspect_fn)(struct sbx_call *call, void *arg);
+/* Temporary guest pages (PROT_READ: the guest cannot write them), unmapped when the
+ * syscall completes. addr 0: zeroed; else a copy of the guest bytes at addr (the
+ * source stays unchanged). 0, or -EFAULT with m->size cut at the first unreadable
+ * byte, or another -errno. A view touched after the callback returns faults. */
+int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_mem *m);
+
+/* What a policy rule or a co-process decided for one call. */
+struct trace_decision {
+	int deny_errno;    /* > 0: deny with this errno */
+	int set_nr;
+	long nr;
+	unsigned set_args; /* bit i: args[i] replaced */
+	uint64_t args[6];
+	char *path[2];     /* replacement strings for the path arguments (malloc'd) or NULL */
+	int record;        /* record this call and its result in the trace */
+	char rule[64];     /* the policy rule that decided, "" if none */
+};
+void trace_decision_clear(struct trace_decision *d); /* frees the paths, zeroes */
+
+/* --policy FILE: JSON rules, first match wins (see sbx-run(1)). */
+struct trace_policy;
+int trace_policy_load(const char *path, struct trace_policy **out, struct common_err *e);
+int trace_policy_parse(const char *buf, size_t len, const char *name,
+		       struct trace_policy **out, struct common_err *e);
+void trace_policy_free(struct trace_policy *p);
+/* 1 when some rule can match this syscall (so the filter must trap it). */
+int trace_policy_traps(const struct trace_policy *p, const struct trace_sysinfo *sys);
+/* Fill d for one stop; 1 when a rule matched, 0 when none did (allow). */
+int trace_policy_decide(const struct trace_policy *p, const struct trace_stop *st,
+			struct trace_decision *d);
+
 #endif

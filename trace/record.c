@@ -1,0 +1,866 @@
+/* The trace writer (SPEC §7): a header binding the run, then one completion
+ * event per recorded step, each chained to the previous by SHA-256. Events are
+ * serialized by hand in canonical form (sorted keys, compact, jansson's string
+ * escapes) because a stop costs ~20 µs here and building jansson objects per
+ * event would add a third to that; test_trace checks the bytes against
+ * common_json_canonical. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "trace/trace.h"
+
+#define REC_BUF_FLUSH (32u << 10)   /* flush when this much is buffered */
+#define REC_FLUSH_US 50000          /* or when the last flush is this old */
+#define REC_HASH_MAX (1ull << 30)   /* larger inputs are not hashed */
+#define REC_CMDLINE_MAX (64u << 10)
+#define HC_BUCKETS 1024
+
+struct sb {
+	char *p;
+	size_t n, cap;
+	int first;
+};
+
+struct pend {
+	pid_t tid;
+	struct trace_stop s;
+	char *path[2], *rewrite[2];
+	int existed;                /* O_CREAT target existed before the call */
+	uint64_t t0;
+};
+
+struct hc_ent {                     /* file identity -> SHA-256, so cc1 is hashed once */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
+	char hex[COMMON_SHA256_HEX];
+	struct hc_ent *next;
+};
+
+struct trace_rec {
+	int fd, own_fd, failed;
+	struct common_err err;
+	enum trace_level level;
+	int deterministic;
+	uint64_t seq, t_start, last_flush;
+	uint8_t h[32];
+	struct sb out;              /* pending bytes for fd */
+	struct sb line;             /* the event being built */
+	struct pend *pend;
+	size_t npend, cappend;
+	struct hc_ent *hc[HC_BUCKETS];
+};
+
+/* ---- canonical serializer ---- */
+
+static void sb_grow(struct sb *b, size_t more)
+{
+	if (b->n + more + 1 > b->cap) {
+		size_t c = b->cap ? b->cap : 1024;
+		while (c < b->n + more + 1)
+			c *= 2;
+		b->p = common_xrealloc(b->p, c);
+		b->cap = c;
+	}
+}
+
+static void sb_raw(struct sb *b, const char *s, size_t n)
+{
+	sb_grow(b, n);
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = 0;
+}
+
+static void sb_cstr(struct sb *b, const char *s)
+{
+	sb_raw(b, s, strlen(s));
+}
+
+static void sb_begin(struct sb *b)
+{
+	b->n = 0;
+	b->first = 1;
+	sb_grow(b, 0);
+	b->p[0] = 0;
+}
+
+/* Length of one valid UTF-8 sequence at s (jansson's rules), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0], cp;
+	size_t n, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* A JSON string as jansson dumps it; invalid UTF-8 bytes become U+FFFD. */
+static void sb_str(struct sb *b, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	char esc[8];
+
+	sb_raw(b, "\"", 1);
+	while (*s) {
+		size_t n = utf8_len(s);
+		if (n == 0) {
+			sb_raw(b, "\xef\xbf\xbd", 3);
+			s++;
+			continue;
+		}
+		if (n > 1) {
+			sb_raw(b, (const char *)s, n);
+			s += n;
+			continue;
+		}
+		switch (*s) {
+		case '"': sb_raw(b, "\\\"", 2); break;
+		case '\\': sb_raw(b, "\\\\", 2); break;
+		case '\b': sb_raw(b, "\\b", 2); break;
+		case '\f': sb_raw(b, "\\f", 2); break;
+		case '\n': sb_raw(b, "\\n", 2); break;
+		case '\r': sb_raw(b, "\\r", 2); break;
+		case '\t': sb_raw(b, "\\t", 2); break;
+		default:
+			if (*s < 0x20) {
+				snprintf(esc, sizeof esc, "\\u%04X", *s);
+				sb_raw(b, esc, 6);
+			} else {
+				sb_raw(b, (const char *)s, 1);
+			}
+		}
+		s++;
+	}
+	sb_raw(b, "\"", 1);
+}
+
+static void sb_key(struct sb *b, const char *k)
+{
+	sb_raw(b, b->first ? "{\"" : ",\"", 2);
+	b->first = 0;
+	sb_cstr(b, k);
+	sb_raw(b, "\":", 2);
+}
+
+static void sb_int(struct sb *b, long long v)
+{
+	char num[32];
+	int n = snprintf(num, sizeof num, "%lld", v);
+
+	sb_raw(b, num, (size_t)n);
+}
+
+static void kv_int(struct sb *b, const char *k, long long v)
+{
+	sb_key(b, k);
+	sb_int(b, v);
+}
+
+static void kv_str(struct sb *b, const char *k, const char *v)
+{
+	sb_key(b, k);
+	sb_str(b, v);
+}
+
+/* ---- output ---- */
+
+static int rec_fail(struct trace_rec *r, int err, const char *what)
+{
+	if (!r->failed)
+		common_errno(&r->err, err, "trace: %s", what);
+	r->failed = 1;
+	return -1;
+}
+
+int trace_rec_flush(struct trace_rec *r)
+{
+	int rc;
+
+	if (r->failed)
+		return -1;
+	if (r->out.n == 0)
+		return 0;
+	rc = common_write_all(r->fd, r->out.p, r->out.n);
+	r->out.n = 0;
+	r->last_flush = common_mono_us();
+	if (rc < 0)
+		return rec_fail(r, -rc, "write");
+	return 0;
+}
+
+/* Close the event in r->line: chain it, append ,"h":"..."} and queue it. */
+static int rec_emit(struct trace_rec *r)
+{
+	struct common_sha256 c;
+	char hex[COMMON_SHA256_HEX];
+	uint64_t now;
+
+	if (r->failed)
+		return -1;
+	sb_raw(&r->line, "}", 1);
+	common_sha256_init(&c);
+	common_sha256_update(&c, r->h, sizeof r->h);
+	common_sha256_update(&c, r->line.p, r->line.n);
+	common_sha256_final(&c, r->h);
+	common_hex(r->h, sizeof r->h, hex);
+	r->line.n--; /* drop the "}" again */
+	sb_raw(&r->out, r->line.p, r->line.n);
+	sb_raw(&r->out, ",\"h\":\"", 6);
+	sb_raw(&r->out, hex, 64);
+	sb_raw(&r->out, "\"}\n", 3);
+	r->seq++;
+	now = common_mono_us();
+	if (r->out.n >= REC_BUF_FLUSH || now - r->last_flush >= REC_FLUSH_US)
+		return trace_rec_flush(r);
+	return 0;
+}
+
+static void rec_time(struct trace_rec *r, struct sb *b, const char *k, uint64_t us)
+{
+	if (!r->deterministic)
+		kv_int(b, k, (long long)us);
+}
+
+static uint64_t rec_now(const struct trace_rec *r)
+{
+	return common_mono_us() - r->t_start;
+}
+
+/* ---- levels and classes ---- */
+
+int trace_level_parse(const char *s, enum trace_level *out, struct common_err *e)
+{
+	if (!strcmp(s, "exec"))
+		*out = TRACE_LEVEL_EXEC;
+	else if (!strcmp(s, "file"))
+		*out = TRACE_LEVEL_FILE;
+	else if (!strcmp(s, "all"))
+		*out = TRACE_LEVEL_ALL;
+	else
+		return common_errf(e, "--trace-level", "unknown level \"%s\" (exec, file or all)", s);
+	return 0;
+}
+
+const char *trace_level_name(enum trace_level l)
+{
+	return l == TRACE_LEVEL_EXEC ? "exec" : l == TRACE_LEVEL_FILE ? "file" : "all";
+}
+
+unsigned trace_classes(enum trace_level l)
+{
+	if (l == TRACE_LEVEL_EXEC)
+		return 0;
+	if (l == TRACE_LEVEL_FILE)
+		return TRACE_CLASS_FILE;
+	return ~0u;
+}
+
+/* Open family: their results (fd, errno) make inputs, outputs and probes. */
+static int is_open(const char *n)
+{
+	return !strcmp(n, "open") || !strcmp(n, "openat") || !strcmp(n, "creat") ||
+	       !strcmp(n, "openat2");
+}
+
+/* At level file, results are fetched (a second stop each) only where the
+ * build record depends on them: opens (input/output/probe), stats and access
+ * checks (probes), mutations (outputs), chdir (cwd) and exec (PATH probes).
+ * readlink, ~69% of gcc's path calls, is recorded at entry only. */
+static const char *const file_results[] = {
+	"open", "openat", "openat2", "creat", "stat", "lstat", "newfstatat", "statx",
+	"access", "faccessat", "faccessat2", "execve", "execveat", "chdir", "mkdir",
+	"mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2",
+	"link", "linkat", "symlink", "symlinkat", "truncate", "mknod", "mknodat",
+	"chmod", "fchmodat", "utime", "utimes", "utimensat", "futimesat", NULL,
+};
+
+static int name_in(const char *n, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(n, *list))
+			return 1;
+	return 0;
+}
+
+static int recorded(const struct trace_rec *r, const struct trace_stop *s)
+{
+	if (s->action != TRACE_ALLOWED)
+		return 1; /* refusals and rewrites are always recorded */
+	if (r->level == TRACE_LEVEL_ALL)
+		return 1;
+	if (r->level == TRACE_LEVEL_FILE)
+		return s->sys && (s->sys->classes & TRACE_CLASS_FILE);
+	return 0;
+}
+
+int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s)
+{
+	if (!recorded(r, s) || s->action == TRACE_DENIED)
+		return 0;
+	if (s->sys && (!strcmp(s->sys->name, "exit") || !strcmp(s->sys->name, "exit_group")))
+		return 0;
+	if (r->level == TRACE_LEVEL_ALL)
+		return 1;
+	if (!s->sys)
+		return 0;
+	/* fstat-like calls on an fd (AT_EMPTY_PATH) decide nothing here */
+	if (!s->path[0] && (!strcmp(s->sys->name, "newfstatat") || !strcmp(s->sys->name, "statx")))
+		return 0;
+	return name_in(s->sys->name, file_results);
+}
+
+/* ---- file identity and hashes ---- */
+
+static struct hc_ent *hc_find(struct trace_rec *r, const struct stat *st)
+{
+	size_t b = (size_t)((st->st_ino * 31u) ^ st->st_dev) % HC_BUCKETS;
+	struct hc_ent *h;
+
+	for (h = r->hc[b]; h; h = h->next)
+		if (h->dev == st->st_dev && h->ino == st->st_ino && h->size == st->st_size &&
+		    h->mtim.tv_sec == st->st_mtim.tv_sec && h->mtim.tv_nsec == st->st_mtim.tv_nsec &&
+		    h->ctim.tv_sec == st->st_ctim.tv_sec && h->ctim.tv_nsec == st->st_ctim.tv_nsec)
+			return h;
+	return NULL;
+}
+
+/* SHA-256 of the file behind a /proc magic link, or 0 when not a regular
+ * file within the size cap. */
+static int hash_proc_file(struct trace_rec *r, const char *proc_path, char hex[COMMON_SHA256_HEX])
+{
+	struct stat st, st2;
+	struct hc_ent *h;
+	uint8_t d[32];
+	int fd;
+
+	if (stat(proc_path, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > REC_HASH_MAX)
+		return 0;
+	h = hc_find(r, &st);
+	if (h) {
+		memcpy(hex, h->hex, COMMON_SHA256_HEX);
+		return 1;
+	}
+	fd = open(proc_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev) {
+		close(fd);
+		return 0;
+	}
+	{
+		struct common_sha256 c;
+		char *buf = common_xmalloc(1u << 20);
+		ssize_t n;
+		common_sha256_init(&c);
+		while ((n = read(fd, buf, 1u << 20)) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				break;
+			common_sha256_update(&c, buf, (size_t)n);
+		}
+		common_sha256_final(&c, d);
+		free(buf);
+		close(fd);
+		if (n < 0)
+			return 0;
+	}
+	h = common_xcalloc(1, sizeof *h);
+	h->dev = st.st_dev;
+	h->ino = st.st_ino;
+	h->size = st.st_size;
+	h->mtim = st.st_mtim;
+	h->ctim = st.st_ctim;
+	common_hex(d, 32, h->hex);
+	{
+		size_t b = (size_t)((st.st_ino * 31u) ^ st.st_dev) % HC_BUCKETS;
+		h->next = r->hc[b];
+		r->hc[b] = h;
+	}
+	memcpy(hex, h->hex, COMMON_SHA256_HEX);
+	return 1;
+}
+
+/* Whether PATH exists in the guest's view (its root, its symlinks). */
+static int guest_exists(pid_t tid, const char *path)
+{
+	char root[64];
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	int rfd, fd;
+
+	snprintf(root, sizeof root, "/proc/%d/root", (int)tid);
+	rfd = open(root, O_PATH | O_CLOEXEC | O_DIRECTORY);
+	if (rfd < 0)
+		return -1;
+	fd = (int)syscall(SYS_openat2, rfd, path, &how, sizeof how);
+	close(rfd);
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	return errno == ENOENT ? 0 : -1;
+}
+
+static int open_flags(const struct trace_stop *s, uint64_t *flags)
+{
+	const char *n = s->sys->name;
+
+	if (!strcmp(n, "open"))
+		*flags = s->args[1];
+	else if (!strcmp(n, "openat"))
+		*flags = s->args[2];
+	else if (!strcmp(n, "creat"))
+		*flags = O_CREAT | O_WRONLY | O_TRUNC;
+	else
+		return 0; /* openat2's flags sit in guest memory */
+	return 1;
+}
+
+/* ---- events ---- */
+
+static struct pend *pend_find(struct trace_rec *r, pid_t tid)
+{
+	for (size_t i = 0; i < r->npend; i++)
+		if (r->pend[i].tid == tid)
+			return &r->pend[i];
+	return NULL;
+}
+
+static void pend_drop(struct trace_rec *r, struct pend *p)
+{
+	for (int i = 0; i < 2; i++) {
+		free(p->path[i]);
+		free(p->rewrite[i]);
+	}
+	*p = r->pend[--r->npend];
+}
+
+static const char *action_name(enum trace_action a)
+{
+	return a == TRACE_DENIED ? "denied" : a == TRACE_REWRITTEN ? "rewritten" : "allowed";
+}
+
+static int nargs(const struct trace_sysinfo *sys)
+{
+	int n = 6;
+
+	if (!sys)
+		return 6;
+	while (n > 0 && sys->arg[n - 1] == TRACE_ARG_NONE)
+		n--;
+	return n;
+}
+
+/* One syscall event; has_result says whether result is known. Keys are
+ * written in sorted order (canonical form). */
+static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_result,
+		    int64_t result, int existed, uint64_t t0, uint64_t t1)
+{
+	struct sb *b = &r->line;
+	char hex[COMMON_SHA256_HEX], name[32];
+	int ok = has_result && result >= 0;
+	int opened = ok && s->sys && is_open(s->sys->name);
+	int hashed = 0;
+
+	if (opened && r->level != TRACE_LEVEL_EXEC) {
+		uint64_t fl = 0;
+		int have = open_flags(s, &fl);
+		if (!have || (fl & O_ACCMODE) != O_WRONLY) {
+			char proc[64];
+			snprintf(proc, sizeof proc, "/proc/%d/fd/%lld", (int)s->tid, (long long)result);
+			hashed = hash_proc_file(r, proc, hex);
+		}
+	}
+	sb_begin(b);
+	kv_str(b, "action", action_name(s->action));
+	sb_key(b, "args");
+	sb_raw(b, "[", 1);
+	for (int i = 0; i < nargs(s->sys); i++) {
+		if (i)
+			sb_raw(b, ",", 1);
+		sb_int(b, (long long)s->args[i]);
+	}
+	sb_raw(b, "]", 1);
+	if (opened && existed == 0)
+		sb_cstr(b, ",\"created\":true");
+	if (has_result && !r->deterministic)
+		kv_int(b, "dt", (long long)(t1 - t0));
+	if (has_result && result < 0 && result > -4096) {
+		const char *en = strerrorname_np((int)-result);
+		if (!en) {
+			snprintf(name, sizeof name, "E%lld", (long long)-result);
+			en = name;
+		}
+		kv_str(b, "errno", en);
+	}
+	kv_str(b, "ev", "sys");
+	if (opened)
+		kv_int(b, "fd", (long long)result);
+	kv_str(b, "name", s->sys ? s->sys->name : "unknown");
+	kv_int(b, "nr", s->nr);
+	if (s->path[0])
+		kv_str(b, "path", s->path[0]);
+	if (s->path[1])
+		kv_str(b, "path2", s->path[1]);
+	kv_int(b, "pid", s->pid);
+	kv_int(b, "ppid", s->ppid);
+	if (has_result)
+		kv_int(b, "result", (long long)result);
+	if (s->action == TRACE_REWRITTEN && s->rewrite[0])
+		kv_str(b, "rewrite", s->rewrite[0]);
+	if (s->action == TRACE_REWRITTEN && s->rewrite[1])
+		kv_str(b, "rewrite2", s->rewrite[1]);
+	kv_int(b, "seq", (long long)r->seq);
+	if (hashed)
+		kv_str(b, "sha256", hex);
+	rec_time(r, b, "t", t0);
+	kv_int(b, "tid", s->tid);
+	return rec_emit(r);
+}
+
+int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s)
+{
+	struct pend *p;
+
+	if (r->failed)
+		return -1;
+	if (s->has_result) {
+		p = pend_find(r, s->tid);
+		if (!p)
+			return 0; /* an exit we did not ask for (another hook did) */
+		struct trace_stop st = p->s;
+		int existed = p->existed, rc;
+		uint64_t t0 = p->t0;
+		for (int i = 0; i < 2; i++) {
+			st.path[i] = p->path[i];
+			st.rewrite[i] = p->rewrite[i];
+		}
+		rc = emit_sys(r, &st, 1, s->result, existed, t0, rec_now(r));
+		pend_drop(r, p);
+		return rc;
+	}
+	if (!recorded(r, s))
+		return 0;
+	if (s->action == TRACE_DENIED)
+		return emit_sys(r, s, 1, -(int64_t)s->deny_errno, -1, rec_now(r), rec_now(r));
+	if (!trace_rec_want_exit(r, s))
+		return emit_sys(r, s, 0, 0, -1, rec_now(r), 0);
+	p = pend_find(r, s->tid);
+	if (p) /* a stale entry (the thread's syscall never completed) */
+		pend_drop(r, p);
+	if (r->npend == r->cappend) {
+		r->cappend = r->cappend ? 2 * r->cappend : 16;
+		r->pend = common_xrealloc(r->pend, r->cappend * sizeof *r->pend);
+	}
+	p = &r->pend[r->npend++];
+	memset(p, 0, sizeof *p);
+	p->tid = s->tid;
+	p->s = *s;
+	for (int i = 0; i < 2; i++) {
+		p->path[i] = s->path[i] ? common_xstrdup(s->path[i]) : NULL;
+		p->rewrite[i] = s->rewrite[i] ? common_xstrdup(s->rewrite[i]) : NULL;
+	}
+	p->existed = -1;
+	uint64_t fl;
+	if (s->sys && is_open(s->sys->name) && s->path[0] && open_flags(s, &fl) && (fl & O_CREAT))
+		p->existed = (fl & O_EXCL) ? 0 : guest_exists(s->tid, s->path[0]);
+	p->t0 = rec_now(r);
+	return 0;
+}
+
+static char *read_small(const char *path, size_t max, size_t *len)
+{
+	char *buf;
+	struct common_err e;
+
+	if (common_read_file(path, max, &buf, len, &e) < 0)
+		return NULL;
+	return buf;
+}
+
+int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid)
+{
+	struct sb *b = &r->line;
+	char proc[64], exe[4096], hex[COMMON_SHA256_HEX];
+	ssize_t n;
+	size_t len = 0;
+	char *cmd;
+	int hashed;
+
+	if (r->failed)
+		return -1;
+	snprintf(proc, sizeof proc, "/proc/%d/exe", (int)pid);
+	n = readlink(proc, exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = 0;
+	hashed = hash_proc_file(r, proc, hex);
+	snprintf(proc, sizeof proc, "/proc/%d/cmdline", (int)pid);
+	cmd = read_small(proc, REC_CMDLINE_MAX, &len);
+	sb_begin(b);
+	sb_key(b, "argv");
+	sb_raw(b, "[", 1);
+	for (size_t i = 0; cmd && i < len;) {
+		if (i)
+			sb_raw(b, ",", 1);
+		sb_str(b, cmd + i);
+		i += strlen(cmd + i) + 1;
+	}
+	sb_raw(b, "]", 1);
+	free(cmd);
+	kv_str(b, "ev", "exec");
+	kv_str(b, "path", exe);
+	kv_int(b, "pid", pid);
+	kv_int(b, "ppid", ppid);
+	kv_int(b, "seq", (long long)r->seq);
+	if (hashed)
+		kv_str(b, "sha256", hex);
+	rec_time(r, b, "t", rec_now(r));
+	kv_int(b, "tid", pid);
+	return rec_emit(r);
+}
+
+int trace_rec_spawn(struct trace_rec *r, pid_t parent, pid_t child, const char *kind)
+{
+	struct sb *b = &r->line;
+
+	if (r->failed)
+		return -1;
+	sb_begin(b);
+	kv_int(b, "child", child);
+	kv_str(b, "ev", "spawn");
+	kv_str(b, "kind", kind);
+	kv_int(b, "pid", parent);
+	kv_int(b, "seq", (long long)r->seq);
+	rec_time(r, b, "t", rec_now(r));
+	return rec_emit(r);
+}
+
+static void kv_status(struct sb *b, int ws, int before_seq)
+{
+	/* "exit" sorts before "seq", "signal" after it */
+	if (before_seq && WIFEXITED(ws))
+		kv_int(b, "exit", WEXITSTATUS(ws));
+	if (!before_seq && WIFSIGNALED(ws))
+		kv_int(b, "signal", WTERMSIG(ws));
+}
+
+int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
+{
+	struct sb *b = &r->line;
+	struct pend *p = pend_find(r, tid);
+	uint64_t now = rec_now(r);
+
+	if (r->failed)
+		return -1;
+	if (p) { /* died inside a recorded syscall: record it without a result */
+		struct trace_stop st = p->s;
+		for (int i = 0; i < 2; i++) {
+			st.path[i] = p->path[i];
+			st.rewrite[i] = p->rewrite[i];
+		}
+		if (emit_sys(r, &st, 0, 0, -1, p->t0, now) < 0)
+			return -1;
+		pend_drop(r, p);
+	}
+	sb_begin(b);
+	kv_str(b, "ev", "exit");
+	kv_status(b, wstatus, 1);
+	kv_int(b, "pid", pid);
+	kv_int(b, "seq", (long long)r->seq);
+	kv_status(b, wstatus, 0);
+	rec_time(r, b, "t", now);
+	kv_int(b, "tid", tid);
+	return rec_emit(r);
+}
+
+/* ---- open / close ---- */
+
+static void free_rec(struct trace_rec *r)
+{
+	while (r->npend)
+		pend_drop(r, &r->pend[0]);
+	free(r->pend);
+	for (size_t i = 0; i < HC_BUCKETS; i++)
+		while (r->hc[i]) {
+			struct hc_ent *n = r->hc[i]->next;
+			free(r->hc[i]);
+			r->hc[i] = n;
+		}
+	if (r->own_fd)
+		close(r->fd);
+	free(r->out.p);
+	free(r->line.p);
+	free(r);
+}
+
+static json_t *strv_json(char *const *v)
+{
+	json_t *a = json_array();
+
+	for (; v && *v; v++) {
+		json_t *s = json_string(*v);
+		if (!s) { /* not UTF-8: keep it readable, lossy */
+			struct sb b = {0};
+			sb_begin(&b);
+			sb_str(&b, *v);
+			b.p[b.n - 1] = 0;
+			s = json_string(b.p + 1);
+			free(b.p);
+		}
+		json_array_append_new(a, s ? s : json_string(""));
+	}
+	return a;
+}
+
+static json_t *header_json(const struct trace_rec_info *in)
+{
+	json_t *h = json_object(), *img = json_object();
+	struct common_sha256 c;
+	uint8_t d[32];
+	char hex[COMMON_SHA256_HEX];
+
+	json_object_set_new(h, "sbx_trace", json_integer(TRACE_FORMAT));
+	json_object_set_new(h, "lease", in->lease ? json_string(in->lease) : json_null());
+	json_object_set_new(img, "path", in->image_path ? json_string(in->image_path) : json_null());
+	json_object_set_new(img, "sha256", in->image_sha256 ? json_string(in->image_sha256) : json_null());
+	json_object_set_new(h, "image", img);
+	json_object_set_new(h, "argv", strv_json(in->argv));
+	json_object_set_new(h, "mounts", in->mounts ? json_deep_copy(in->mounts) : json_array());
+	common_sha256_init(&c);
+	for (char *const *v = in->envp; v && *v; v++)
+		common_sha256_update(&c, *v, strlen(*v) + 1);
+	common_sha256_final(&c, d);
+	common_hex(d, 32, hex);
+	json_object_set_new(h, "env_sha256", json_string(hex));
+	json_object_set_new(h, "start_batch", json_integer((json_int_t)in->start_batch));
+	json_object_set_new(h, "level", json_string(trace_level_name(in->level)));
+	json_object_set_new(h, "deterministic", json_boolean(in->deterministic));
+	if (!in->deterministic)
+		json_object_set_new(h, "start_ms", json_integer((json_int_t)common_now_ms()));
+	return h;
+}
+
+struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_rec_info *info,
+				 struct common_err *e)
+{
+	struct trace_rec *r;
+	json_t *hj;
+	char *canon;
+	struct common_sha256 c;
+	static const char domain[] = "sbx/trace/v1"; /* hashed with its NUL */
+
+	if (path && strcmp(path, "-") != 0) {
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			common_errno(e, errno, "--trace %s", path);
+			return NULL;
+		}
+	} else if (path) {
+		fd = 1;
+	} else if (fd < 0) {
+		common_errf(e, "trace", "no output given");
+		return NULL;
+	}
+	r = common_xcalloc(1, sizeof *r);
+	r->fd = fd;
+	r->own_fd = path && strcmp(path, "-") != 0;
+	r->level = info->level;
+	r->deterministic = info->deterministic;
+	r->t_start = r->last_flush = common_mono_us();
+	hj = header_json(info);
+	canon = common_json_canonical(hj);
+	json_decref(hj);
+	common_sha256_init(&c);
+	common_sha256_update(&c, domain, sizeof domain);
+	common_sha256_update(&c, canon, strlen(canon));
+	common_sha256_final(&c, r->h);
+	sb_begin(&r->line);
+	sb_cstr(&r->line, canon);
+	free(canon);
+	r->line.n--; /* reopen the object to append h */
+	{
+		char hex[COMMON_SHA256_HEX];
+		common_hex(r->h, 32, hex);
+		sb_raw(&r->out, r->line.p, r->line.n);
+		sb_raw(&r->out, ",\"h\":\"", 6);
+		sb_raw(&r->out, hex, 64);
+		sb_raw(&r->out, "\"}\n", 3);
+	}
+	if (trace_rec_flush(r) < 0) {
+		if (e)
+			*e = r->err;
+		free_rec(r);
+		return NULL;
+	}
+	return r;
+}
+
+int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct common_err *e)
+{
+	struct sb *b = &r->line;
+	int rc;
+
+	if (!r->failed) {
+		while (r->npend) { /* syscalls whose exit never came */
+			struct pend *p = &r->pend[0];
+			struct trace_stop st = p->s;
+			for (int i = 0; i < 2; i++) {
+				st.path[i] = p->path[i];
+				st.rewrite[i] = p->rewrite[i];
+			}
+			emit_sys(r, &st, 0, 0, -1, p->t0, 0);
+			pend_drop(r, p);
+		}
+		sb_begin(b);
+		kv_str(b, "ev", "end");
+		kv_int(b, "events", (long long)r->seq);
+		kv_status(b, wstatus, 1);
+		kv_int(b, "seq", (long long)r->seq);
+		kv_status(b, wstatus, 0);
+		rec_time(r, b, "t", rec_now(r));
+		rec_emit(r);
+		trace_rec_flush(r);
+	}
+	if (!r->failed && r->own_fd && fsync(r->fd) < 0 && errno != EINVAL)
+		rec_fail(r, errno, "fsync");
+	rc = r->failed ? -1 : 0;
+	if (rc < 0 && e)
+		*e = r->err;
+	if (head)
+		memcpy(head, r->h, 32);
+	free_rec(r);
+	return rc;
+}
+
+void trace_rec_abort(struct trace_rec *r)
+{
+	if (!r)
+		return;
+	trace_rec_flush(r);
+	free_rec(r);
+}
