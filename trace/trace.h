@@ -126,6 +126,8 @@ struct trace_event {           /* one checked line; valid until the next call */
 	json_t *ev;                /* the parsed event (header for line 1) */
 	uint8_t h[32];
 	const char *kind;          /* "header", "sys", "exec", "spawn", "exit", "end" */
+	const char *canon;         /* the hashed bytes: canonical event without h */
+	size_t canon_len;
 };
 struct trace_reader *trace_reader_open(const char *path, struct common_err *e);
 /* 1 event read, 0 end of input, -1 error (chain, type, length...). */
