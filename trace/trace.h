@@ -31,6 +31,13 @@ struct trace_sysinfo {
 	int nr;                 /* x86-64 number */
 	unsigned classes;       /* enum trace_class bits */
 	unsigned char arg[6];   /* enum trace_arg per argument */
+	int refuse_errno;       /* errno the boundary answers when TRACE_CLASS_REFUSED */
+};
+/* Architecture-neutral names for code that switches on a syscall: TRACE_SYS_openat… */
+enum trace_sys {
+#define SYSCALL(name, nr, cls, err, a0, a1, a2, a3, a4, a5) TRACE_SYS_##name = nr,
+#include "trace/syscalls.def"
+#undef SYSCALL
 };
 const struct trace_sysinfo *trace_sys_by_nr(long nr);  /* NULL if unknown */
 const struct trace_sysinfo *trace_sys_by_name(const char *name);
@@ -50,6 +57,8 @@ struct trace_stop {
 	enum trace_action action;
 	int deny_errno;                 /* when denied */
 	const char *rewrite[2];         /* new path strings when rewritten */
+	int want_exit;                  /* set by on_entry: also stop at syscall exit */
+	int arch_ok;                    /* 0: i386/x32 entry (always refused) */
 };
 
 /* ---- state transport (SPEC §6.4; trace/state.c) ---- */
@@ -206,5 +215,137 @@ int trace_policy_traps(const struct trace_policy *p, const struct trace_sysinfo 
 /* Fill d for one stop; 1 when a rule matched, 0 when none did (allow). */
 int trace_policy_decide(const struct trace_policy *p, const struct trace_stop *st,
 			struct trace_decision *d);
+
+/* ---- run: the boundary, the supervisor, trace_run (issue 3; trace/sandbox.c,
+ * trace/supervise.c, trace/run.c) ---- */
+struct trace_guest;      /* the stopped thread inside a hook; opaque */
+struct trace_supervisor; /* the running supervisor inside a hook; opaque */
+struct user_regs_struct;
+
+struct trace_mount {
+	enum { TRACE_MOUNT_BIND, TRACE_MOUNT_TMPFS, TRACE_MOUNT_PROC } type;
+	const char *src, *dst, *opts; /* src: host path (bind); opts: "mode=…,size=…" (tmpfs) */
+	int rw;
+};
+struct trace_hooks {           /* all optional; ctx passed back */
+	void *ctx;
+	/* once, after the guest tree exists and before its first instruction */
+	int (*on_start)(void *ctx, struct trace_supervisor *sv);
+	/* seccomp stop at syscall entry, before the kernel runs it: may set st->action
+	 * (deny with st->deny_errno, rewrite args via trace_guest_* helpers) and
+	 * st->want_exit. Return <0 to stop the guest (inspector failure). */
+	int (*on_entry)(void *ctx, struct trace_guest *g, struct trace_stop *st);
+	/* the same syscall after it completed (only when on_entry set st->want_exit) */
+	int (*on_exit)(void *ctx, struct trace_guest *g, struct trace_stop *st);
+	/* PTRACE_EVENT_EXEC: path is what the thread really executes (/proc/PID/exe) */
+	void (*on_exec)(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv_or_null);
+	void (*on_spawn)(void *ctx, pid_t parent, pid_t child, unsigned long clone_flags);
+	void (*on_proc_exit)(void *ctx, pid_t pid, int wstatus); /* at PTRACE_EVENT_EXIT: /proc/pid still readable */
+	/* at least every 250 ms while the guest runs (and once at the end); nonzero stops
+	 * the guest tree, with trace_sv_stop()'s reason if set, else "hook" */
+	int (*on_tick)(void *ctx, struct trace_supervisor *sv);
+	/* an fd registered with trace_sv_watch() is readable; <0 stops the guest */
+	int (*on_fd)(void *ctx, struct trace_supervisor *sv, int fd);
+	/* relay_output: bytes the guest wrote to fd 1 (stream 1) or 2 (stream 2),
+	 * before they are copied to sbx-run's own fd; nonzero stops the guest */
+	int (*on_output)(void *ctx, struct trace_supervisor *sv, int stream, const void *buf, size_t n);
+};
+struct trace_config {
+	const char *const *argv;      /* argv[0] is what the guest sees */
+	const char *const *envp;      /* exact guest environment */
+	const char *image;            /* program to exec, a host path (hash-checked by the caller) */
+	const struct trace_mount *mounts; size_t nmounts;
+	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
+	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
+	uint64_t rlimit_nofile, rlimit_as, rlimit_nproc; /* 0 = default (nproc: TRACE_NPROC_DEFAULT) */
+	unsigned trace_classes;       /* syscall classes that must stop (beyond the always-trapped set) */
+	int state_fd;                 /* -1 or a memfd to place at guest fd 3 */
+	int no_aslr;                  /* ADDR_NO_RANDOMIZE (snapshots, sbx_call, determinism) */
+	int relay_output;             /* guest fd 1/2 become pipes relayed by the supervisor */
+	const struct trace_hooks *hooks;
+};
+#define TRACE_NPROC_DEFAULT 512   /* per-run process cap (RLIMIT_NPROC in the run's user ns) */
+#define TRACE_GUEST_UID 1000      /* uid/gid inside */
+struct trace_result {
+	int exited, status;           /* guest exit status when exited */
+	int signal;                   /* killing signal, else 0 */
+	int wstatus;                  /* raw wait status of the guest's main process */
+	char stop_reason[64];         /* "" or why the supervisor stopped the guest */
+	int exec_failed;              /* the image could not be executed: errno */
+	pid_t guest_pid;              /* host pid of the guest's main process */
+	uint64_t stops;               /* seccomp stops handled */
+	uint64_t refused;             /* syscalls the boundary refused */
+	uint64_t cpu_us;              /* user+sys of the whole tree (rusage) */
+	uint64_t maxrss;              /* bytes, largest process */
+};
+/* Run the guest to completion. 0 with *res filled (whatever the guest did), or -1
+ * when the boundary could not be built (nothing ran). */
+int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e);
+/* Exit status for sbx-run (SPEC §6.6) from a result. */
+int trace_result_exit_code(const struct trace_result *res);
+/* Check mount and environment arguments without side effects (run before anything starts). */
+int trace_config_check(const struct trace_config *cfg, struct common_err *e);
+/* Build the seccomp program for cfg (exported for tests and sbx-run --print-filter). */
+int trace_filter_export(unsigned trace_classes, int fd, struct common_err *e);
+
+/* Inside hooks: the stopped thread. Memory reads/writes are bounded, -errno on failure. */
+pid_t trace_guest_tid(const struct trace_guest *g);
+pid_t trace_guest_pid(const struct trace_guest *g);
+ssize_t trace_guest_read(struct trace_guest *g, uint64_t addr, void *buf, size_t len);
+ssize_t trace_guest_write(struct trace_guest *g, uint64_t addr, const void *buf, size_t len);
+/* NUL-terminated string of at most max-1 bytes: length, or -ENAMETOOLONG/-EFAULT. */
+ssize_t trace_guest_read_str(struct trace_guest *g, uint64_t addr, char *buf, size_t max);
+int trace_guest_get_regs(struct trace_guest *g, struct user_regs_struct *r);
+int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r);
+/* At an entry stop: run nr with args instead (re-checked by the filter). */
+int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t args[6]);
+/* The supervisor inside hooks. */
+int trace_sv_watch(struct trace_supervisor *sv, int fd);    /* poll fd; on_fd when readable */
+void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
+void trace_sv_stop(struct trace_supervisor *sv, const char *reason); /* kill the guest tree */
+size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
+pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
+
+/* sbx-run's orchestration (trace/run.c): options as parsed by bin/sbx-run.c. */
+struct trace_run_opts {
+	const char *store;            /* NULL: default */
+	const char *lease;            /* --lease ID, or NULL with ephemeral */
+	int ephemeral;
+	const char *request_image;    /* ephemeral: image path (default: the resolved program) */
+	const char *limits, *fees, *principal, *host_program;
+	uint64_t lifetime, escrow;
+	struct trace_mount *mounts; size_t nmounts; int replace_defaults;
+	int env_clear;                /* start from an empty environment */
+	const char **env_set; size_t nenv_set;
+	const char *result_path;      /* --result FILE */
+	int result_fd;                /* --result-fd N, -1 none */
+	char *const *argv;            /* PROGRAM ARG… */
+	/* issue 4/5 options (policy, inspect-exec, trace, state, deterministic) go below */
+	const char *policy, *inspect_exec, *trace_path, *trace_level, *state_in, *state_out;
+	int deterministic;
+};
+/* Parse one sbx-run option (name without "--", value or NULL) into o. 1 handled,
+ * 0 unknown, -1 error. */
+int trace_run_opt(struct trace_run_opts *o, const char *name, const char *value,
+		  struct common_err *e);
+/* Run it; returns the process exit status (SPEC §6.6). */
+int trace_run_main(struct trace_run_opts *o);
+
+/* ---- metering (SPEC §4.1; trace/meter.c, trace/relay.c) ---- */
+/* Output relay: the guest's stdout/stderr are pipes copied to out_fd/err_fd by a
+ * supervisor thread, in order, counting bytes (both) and newline records (stdout).
+ * Output past max_bytes/max_lines is drained, never delivered, and sets "over". */
+struct trace_relay;
+int trace_relay_open(struct trace_relay **r, int out_fd, int err_fd, uint64_t max_bytes,
+		     uint64_t max_lines, struct common_err *e);
+/* The write ends to dup2 onto the guest's fds 1 and 2 (close-on-exec set). */
+void trace_relay_child_fds(const struct trace_relay *r, int *out_w, int *err_w);
+/* After the guest is forked: closes our write ends, starts the thread. */
+int trace_relay_start(struct trace_relay *r, struct common_err *e);
+void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *lines);
+int trace_relay_over(const struct trace_relay *r);
+/* Once every guest is gone: drain what is buffered, join the thread. */
+void trace_relay_finish(struct trace_relay *r);
+void trace_relay_free(struct trace_relay *r);
 
 #endif

@@ -1,0 +1,54 @@
+/* The syscall table: trace/syscalls.def turned into data, and lookups. */
+#include <errno.h>
+#include <string.h>
+#include "trace/trace.h"
+
+static const struct trace_sysinfo table[] = {
+#define SYSCALL(name, nr, cls, err, a0, a1, a2, a3, a4, a5) \
+	{ #name, nr, cls, { a0, a1, a2, a3, a4, a5 }, err },
+#include "trace/syscalls.def"
+#undef SYSCALL
+};
+#define NSYS (sizeof table / sizeof table[0])
+
+/* Numbers are dense below 512; one index gives O(1) lookups at every stop. */
+#define NR_INDEX 512
+static const struct trace_sysinfo *by_nr[NR_INDEX];
+static int indexed;
+
+static void build_index(void)
+{
+	for (size_t i = 0; i < NSYS; i++)
+		if (table[i].nr >= 0 && table[i].nr < NR_INDEX)
+			by_nr[table[i].nr] = &table[i];
+	indexed = 1;
+}
+
+const struct trace_sysinfo *trace_sys_by_nr(long nr)
+{
+	if (!indexed)
+		build_index();
+	if (nr < 0 || nr >= NR_INDEX)
+		return NULL;
+	return by_nr[nr];
+}
+
+const struct trace_sysinfo *trace_sys_by_name(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < NSYS; i++)
+		if (strcmp(table[i].name, name) == 0)
+			return &table[i];
+	return NULL;
+}
+
+size_t trace_sys_count(void)
+{
+	return NSYS;
+}
+
+const struct trace_sysinfo *trace_sys_at(size_t i)
+{
+	return i < NSYS ? &table[i] : NULL;
+}
