@@ -348,4 +348,31 @@ int trace_relay_over(const struct trace_relay *r);
 void trace_relay_finish(struct trace_relay *r);
 void trace_relay_free(struct trace_relay *r);
 
+/* Usage of the whole guest tree, in enum lease_dim order (lease/lease.h). */
+#define TRACE_DIMS 8
+struct trace_meter;
+struct lease_store;
+/* ns_dir (may be NULL) is metered as namespace_bytes; relay (may be NULL) as output. */
+struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay);
+void trace_meter_free(struct trace_meter *m);
+/* Task lifecycle: every traced task, and its PTRACE_EVENT_EXIT stop (final figures). */
+void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid);
+void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid);
+/* Sample the live tree (fuel, memory, fds, namespace, output). */
+void trace_meter_sample(struct trace_meter *m);
+/* 1 for syscalls the filter must trap for storage metering (read/write family). */
+int trace_meter_traps(const struct trace_sysinfo *sys);
+/* At the seccomp stop: 1 when the call touches a file and its exit stop is needed;
+ * then pass that exit stop (has_result set) to trace_meter_io_exit. */
+int trace_meter_io_entry(struct trace_meter *m, const struct trace_stop *st);
+void trace_meter_io_exit(struct trace_meter *m, const struct trace_stop *st);
+void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
+/* The name of the first dimension above limits, or NULL. */
+const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
+uint64_t trace_meter_ns_bytes(const char *dir);
+/* Publish the usage to the lease (lease_observe_usage): *closed names the dimension
+ * ("fuel", ..., "lifetime", "escrow") when the lease was closed, else NULL. */
+int trace_meter_observe(struct trace_meter *m, struct lease_store *s, const char *id,
+			const char **closed, struct common_err *e);
+
 #endif

@@ -1,0 +1,336 @@
+/* Metering (SPEC §4.1) of the whole guest tree, exited tasks included:
+ * fuel from per-task schedstat (summed at each task's exit event and sampled while it
+ * lives), memory as the peak of the tree's resident memory (Σ RSS samples, VmHWM at
+ * exit), storage from the results of read/write-family syscalls on files,
+ * table_elements as the peak of open fds, namespace_bytes from the ns directory.
+ * Output comes from the relay. Every value is kept monotonic. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lease/lease.h"
+#include "trace/trace.h"
+
+#define NS_DEPTH_MAX 64
+
+_Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dimensions");
+
+struct task {
+	pid_t tgid, tid;
+	uint64_t cpu_ns; /* last sample */
+};
+
+struct trace_meter {
+	struct task *t;
+	size_t n, cap;
+	uint64_t dead_ns;        /* on-CPU time of exited tasks */
+	uint64_t u[LEASE_DIM_COUNT];
+	char *ns_dir;
+	long page;
+	const struct trace_relay *relay;
+	/* one pending read/write per tid: which side touched a file */
+	struct io { pid_t tid; int rd, wr; } *io;
+	size_t nio, capio;
+};
+
+struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay)
+{
+	struct trace_meter *m = common_xcalloc(1, sizeof *m);
+
+	m->ns_dir = ns_dir ? common_xstrdup(ns_dir) : NULL;
+	m->page = sysconf(_SC_PAGESIZE);
+	m->relay = relay;
+	return m;
+}
+
+void trace_meter_free(struct trace_meter *m)
+{
+	if (!m)
+		return;
+	free(m->t);
+	free(m->io);
+	free(m->ns_dir);
+	free(m);
+}
+
+static void raise_to(uint64_t *slot, uint64_t v)
+{
+	if (v > *slot)
+		*slot = v;
+}
+
+/* Small /proc reads: one pread into a stack buffer. */
+static ssize_t read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+static int task_cpu_ns(pid_t tid, uint64_t *ns)
+{
+	char path[64], buf[128];
+
+	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)tid);
+	if (read_small(path, buf, sizeof buf) <= 0)
+		return -1;
+	*ns = strtoull(buf, NULL, 10);
+	return 0;
+}
+
+static uint64_t status_kb(pid_t pid, const char *field)
+{
+	char path[64], buf[4096], *p;
+	size_t fl = strlen(field);
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (read_small(path, buf, sizeof buf) <= 0)
+		return 0;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, field, fl) == 0 && p[fl] == ':')
+			return strtoull(p + fl + 1, NULL, 10);
+	return 0;
+}
+
+static uint64_t rss_bytes(const struct trace_meter *m, pid_t pid)
+{
+	char path[64], buf[256], *p;
+
+	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+	if (read_small(path, buf, sizeof buf) <= 0)
+		return 0;
+	p = strchr(buf, ' ');
+	return p ? strtoull(p + 1, NULL, 10) * (uint64_t)m->page : 0;
+}
+
+static uint64_t fd_count(pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+	uint64_t n = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(path)))
+		return 0;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static struct task *find(struct trace_meter *m, pid_t tid)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->t[i].tid == tid)
+			return &m->t[i];
+	return NULL;
+}
+
+void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid)
+{
+	struct task *t = find(m, tid);
+
+	if (t) {
+		t->tgid = tgid;
+		return;
+	}
+	if (m->n == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 16;
+		m->t = common_xrealloc(m->t, m->cap * sizeof *m->t);
+	}
+	m->t[m->n++] = (struct task){.tgid = tgid, .tid = tid};
+}
+
+/* At PTRACE_EVENT_EXIT the task still has its mm and files: take the final figures. */
+void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
+{
+	struct task *t = find(m, tid);
+	uint64_t ns = 0;
+
+	if (!t) {
+		trace_meter_task_new(m, tgid, tid);
+		t = find(m, tid);
+	}
+	if (task_cpu_ns(tid, &ns) < 0 || ns < t->cpu_ns)
+		ns = t->cpu_ns;
+	m->dead_ns += ns;
+	raise_to(&m->u[LEASE_DIM_MEMORY], status_kb(tid, "VmHWM") * 1024);
+	if (tid == t->tgid)
+		raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fd_count(tid));
+	*t = m->t[--m->n];
+}
+
+/* Σ(key length + value length) of the cells: key = path below the ns dir. */
+static uint64_t ns_walk(int dfd, size_t prefix, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	uint64_t sum = 0;
+
+	if (depth > NS_DEPTH_MAX || !(d = fdopendir(dfd))) {
+		close(dfd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		struct stat sb;
+		size_t nl = strlen(de->d_name);
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(sb.st_mode)) {
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				sum += ns_walk(sub, prefix + nl + 1, depth + 1);
+		} else {
+			sum += prefix + nl + (uint64_t)(S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode) ?
+							sb.st_size : 0);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+uint64_t trace_meter_ns_bytes(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	return fd < 0 ? 0 : ns_walk(fd, 0, 0);
+}
+
+void trace_meter_sample(struct trace_meter *m)
+{
+	uint64_t live_ns = 0, rss = 0, fds = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct task *t = &m->t[i];
+		uint64_t ns;
+
+		if (task_cpu_ns(t->tid, &ns) == 0 && ns > t->cpu_ns)
+			t->cpu_ns = ns;
+		live_ns += t->cpu_ns;
+		if (t->tid == t->tgid) {
+			rss += rss_bytes(m, t->tgid);
+			fds += fd_count(t->tgid);
+		}
+	}
+	raise_to(&m->u[LEASE_DIM_FUEL], (m->dead_ns + live_ns) / 1000);
+	raise_to(&m->u[LEASE_DIM_MEMORY], rss);
+	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
+	if (m->ns_dir)
+		raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], trace_meter_ns_bytes(m->ns_dir));
+	if (m->relay) {
+		uint64_t b, l;
+		trace_relay_counts(m->relay, &b, &l);
+		raise_to(&m->u[LEASE_DIM_OUTPUT_BYTES], b);
+		raise_to(&m->u[LEASE_DIM_OUTPUT_VALUES], l);
+	}
+}
+
+/* Is guest fd of tid a file (regular or block device)? */
+static int is_file(pid_t tid, uint64_t fd)
+{
+	char path[64];
+	struct stat sb;
+
+	if (fd > 1u << 30)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, (int)fd);
+	return stat(path, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode));
+}
+
+int trace_meter_traps(const struct trace_sysinfo *sys)
+{
+	return (sys->classes & (TRACE_CLASS_READ | TRACE_CLASS_WRITE)) != 0;
+}
+
+int trace_meter_io_entry(struct trace_meter *m, const struct trace_stop *st)
+{
+	unsigned c = st->sys ? st->sys->classes : 0;
+	int rd = 0, wr = 0;
+
+	if (!(c & (TRACE_CLASS_READ | TRACE_CLASS_WRITE)))
+		return 0;
+	if ((c & TRACE_CLASS_READ) && (c & TRACE_CLASS_WRITE)) {
+		/* sendfile(out, in, ...); splice and copy_file_range(in, _, out, ...) */
+		int sendf = strcmp(st->sys->name, "sendfile") == 0;
+		rd = is_file(st->tid, st->args[sendf ? 1 : 0]);
+		wr = is_file(st->tid, st->args[sendf ? 0 : 2]);
+	} else if (c & TRACE_CLASS_READ) {
+		rd = is_file(st->tid, st->args[0]);
+	} else {
+		wr = is_file(st->tid, st->args[0]);
+	}
+	if (!rd && !wr)
+		return 0;
+	for (size_t i = 0; i < m->nio; i++)
+		if (m->io[i].tid == st->tid) {
+			m->io[i].rd = rd;
+			m->io[i].wr = wr;
+			return 1;
+		}
+	if (m->nio == m->capio) {
+		m->capio = m->capio ? 2 * m->capio : 8;
+		m->io = common_xrealloc(m->io, m->capio * sizeof *m->io);
+	}
+	m->io[m->nio++] = (struct io){st->tid, rd, wr};
+	return 1;
+}
+
+void trace_meter_io_exit(struct trace_meter *m, const struct trace_stop *st)
+{
+	for (size_t i = 0; i < m->nio; i++) {
+		if (m->io[i].tid != st->tid)
+			continue;
+		if (st->has_result && st->result > 0) {
+			if (m->io[i].rd)
+				m->u[LEASE_DIM_STORAGE_READ] += (uint64_t)st->result;
+			if (m->io[i].wr)
+				m->u[LEASE_DIM_STORAGE_WRITE] += (uint64_t)st->result;
+		}
+		m->io[i] = m->io[--m->nio];
+		return;
+	}
+}
+
+void trace_meter_usage(const struct trace_meter *m, uint64_t usage[LEASE_DIM_COUNT])
+{
+	memcpy(usage, m->u, sizeof m->u);
+}
+
+/* The first dimension past its bound, or NULL. Lease-less runs use this alone. */
+const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[LEASE_DIM_COUNT])
+{
+	for (int d = 0; d < LEASE_DIM_COUNT; d++)
+		if (m->u[d] > limits[d])
+			return lease_dim_name((enum lease_dim)d);
+	return NULL;
+}
+
+int trace_meter_observe(struct trace_meter *m, struct lease_store *s, const char *id,
+			const char **closed, struct common_err *e)
+{
+	json_t *receipts = NULL;
+	int r;
+
+	*closed = NULL;
+	r = lease_observe_usage(s, id, m->u, closed, &receipts, e);
+	json_decref(receipts);
+	return r;
+}

@@ -1,0 +1,232 @@
+/* The stdout/stderr relay (SPEC §4.1 output_bytes/output_values, §6.6): the guest
+ * writes into pipes, one supervisor thread copies them to the real fds in order,
+ * counting bytes and newline records. A slow reader blocks the relay, which lets the
+ * pipe fill and blocks the guest exactly as a direct pipe would. Bytes past a bound
+ * are drained but not delivered. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "trace/trace.h"
+
+struct stream {
+	int rd, wr;     /* pipe ends: rd stays here, wr goes to the guest */
+	int out;        /* the real destination */
+	int open;       /* rd not at EOF yet */
+	int broken;     /* destination gone: guest sees EPIPE */
+};
+
+struct trace_relay {
+	struct stream s[2];
+	pthread_t thread;
+	int started;
+	int stop_pipe[2];           /* wakes the thread for a final drain */
+	uint64_t max_bytes, max_lines;
+	_Atomic uint64_t bytes, lines;
+	_Atomic int over;
+	char buf[1 << 16];
+};
+
+int trace_relay_open(struct trace_relay **out, int out_fd, int err_fd,
+		     uint64_t max_bytes, uint64_t max_lines, struct common_err *e)
+{
+	struct trace_relay *r = common_xcalloc(1, sizeof *r);
+	int fds[2];
+
+	*out = NULL;
+	r->stop_pipe[0] = r->stop_pipe[1] = -1;
+	for (int i = 0; i < 2; i++)
+		r->s[i].rd = r->s[i].wr = -1;
+	for (int i = 0; i < 2; i++) {
+		if (pipe2(fds, O_CLOEXEC) < 0) {
+			common_errno(e, errno, "relay pipe");
+			trace_relay_free(r);
+			return -1;
+		}
+		r->s[i].rd = fds[0];
+		r->s[i].wr = fds[1];
+		r->s[i].out = i == 0 ? out_fd : err_fd;
+		r->s[i].open = 1;
+	}
+	if (pipe2(r->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		common_errno(e, errno, "relay pipe");
+		trace_relay_free(r);
+		return -1;
+	}
+	r->max_bytes = max_bytes;
+	r->max_lines = max_lines;
+	*out = r;
+	return 0;
+}
+
+void trace_relay_child_fds(const struct trace_relay *r, int *out_w, int *err_w)
+{
+	*out_w = r->s[0].wr;
+	*err_w = r->s[1].wr;
+}
+
+static uint64_t count_nl(const char *b, size_t n)
+{
+	uint64_t c = 0;
+	const char *p = b, *end = b + n;
+
+	while ((p = memchr(p, '\n', (size_t)(end - p)))) {
+		c++;
+		p++;
+	}
+	return c;
+}
+
+/* Deliver up to the bounds: the first byte past a bound is never delivered. */
+static void deliver(struct trace_relay *r, int i, const char *buf, size_t n)
+{
+	struct stream *s = &r->s[i];
+	uint64_t before = atomic_load(&r->bytes), lines = atomic_load(&r->lines);
+	size_t keep = n;
+
+	if (before + n > r->max_bytes)
+		keep = before >= r->max_bytes ? 0 : (size_t)(r->max_bytes - before);
+	if (i == 0) {
+		/* cut before the newline that would exceed the record bound */
+		const char *p = buf, *end = buf + keep;
+		uint64_t l = lines;
+		while (p < end && (p = memchr(p, '\n', (size_t)(end - p)))) {
+			if (++l > r->max_lines) {
+				keep = (size_t)(p - buf);
+				break;
+			}
+			p++;
+		}
+		atomic_store(&r->lines, lines + count_nl(buf, n));
+	}
+	atomic_store(&r->bytes, before + n);
+	if (atomic_load(&r->bytes) > r->max_bytes || atomic_load(&r->lines) > r->max_lines)
+		atomic_store(&r->over, 1);
+	if (atomic_load(&r->over) && keep == n)
+		keep = 0;
+	if (keep && !s->broken && common_write_all(s->out, buf, keep) < 0)
+		s->broken = 1;
+}
+
+static void *relay_main(void *arg)
+{
+	struct trace_relay *r = arg;
+	int stopping = 0;
+	sigset_t all;
+
+	/* Signals belong to the tracer thread; a closed stdout shows up as EPIPE here. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+	while (r->s[0].open || r->s[1].open) {
+		struct pollfd p[3];
+		int n = 0, idx[3];
+
+		for (int i = 0; i < 2; i++)
+			if (r->s[i].open) {
+				p[n].fd = r->s[i].rd;
+				p[n].events = POLLIN;
+				idx[n++] = i;
+			}
+		if (!stopping) {
+			p[n].fd = r->stop_pipe[0];
+			p[n].events = POLLIN;
+			idx[n++] = 2;
+		}
+		if (poll(p, (nfds_t)n, stopping ? 0 : -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		int any = 0;
+		for (int k = 0; k < n; k++) {
+			int i = idx[k];
+			if (!p[k].revents)
+				continue;
+			if (i == 2) {
+				stopping = 1;
+				continue;
+			}
+			ssize_t got = read(r->s[i].rd, r->buf, sizeof r->buf);
+			if (got < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (got <= 0) {
+				r->s[i].open = 0;
+				continue;
+			}
+			any = 1;
+			deliver(r, i, r->buf, (size_t)got);
+			if (r->s[i].broken) {
+				/* the reader went away: the guest's next write sees EPIPE */
+				close(r->s[i].rd);
+				r->s[i].rd = -1;
+				r->s[i].open = 0;
+			}
+		}
+		/* After the guest is gone, drain what is buffered, then stop even if a
+		 * stray holder of the write end remains. */
+		if (stopping && !any)
+			break;
+	}
+	return NULL;
+}
+
+int trace_relay_start(struct trace_relay *r, struct common_err *e)
+{
+	int err;
+
+	/* The guest holds the write ends now; ours would keep EOF from ever arriving. */
+	for (int i = 0; i < 2; i++) {
+		close(r->s[i].wr);
+		r->s[i].wr = -1;
+	}
+	if ((err = pthread_create(&r->thread, NULL, relay_main, r)) != 0)
+		return common_errno(e, err, "starting the output relay");
+	r->started = 1;
+	return 0;
+}
+
+void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *lines)
+{
+	*bytes = atomic_load(&((struct trace_relay *)r)->bytes);
+	*lines = atomic_load(&((struct trace_relay *)r)->lines);
+}
+
+int trace_relay_over(const struct trace_relay *r)
+{
+	return atomic_load(&((struct trace_relay *)r)->over);
+}
+
+void trace_relay_finish(struct trace_relay *r)
+{
+	if (r->started) {
+		if (write(r->stop_pipe[1], "x", 1) < 0) {
+			/* the thread then stops at EOF of both pipes */
+		}
+		pthread_join(r->thread, NULL);
+		r->started = 0;
+	}
+}
+
+void trace_relay_free(struct trace_relay *r)
+{
+	if (!r)
+		return;
+	trace_relay_finish(r);
+	for (int i = 0; i < 2; i++) {
+		if (r->s[i].rd >= 0)
+			close(r->s[i].rd);
+		if (r->s[i].wr >= 0)
+			close(r->s[i].wr);
+	}
+	if (r->stop_pipe[0] >= 0)
+		close(r->stop_pipe[0]);
+	if (r->stop_pipe[1] >= 0)
+		close(r->stop_pipe[1]);
+	free(r);
+}
