@@ -34,6 +34,14 @@ enum lease_edge {
 	LEASE_EDGE_DESTROY, LEASE_EDGE_COUNT
 };
 const char *lease_edge_name(enum lease_edge e);
+int lease_edge_parse(const char *s, enum lease_edge *out);
+int lease_dim_parse(const char *s, enum lease_dim *out);
+/* The lifecycle table (SPEC §3.1): 1 and *to set when edge is declared from
+ * state `from`, else 0. lease_edge_needs names the states an edge needs. */
+int lease_edge_next(enum lease_edge e, enum lease_state from, enum lease_state *to);
+const char *lease_edge_needs(enum lease_edge e);
+/* "L" followed by 16 lowercase hex digits. */
+int lease_id_valid(const char *id);
 
 /* An opened store (created on first use with its authority key). */
 struct lease_store;
@@ -45,6 +53,20 @@ const char *lease_store_dir(const struct lease_store *s);
 int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e);
 /* Directory of the lease's namespace storage (mounted at /ns in the guest). */
 char *lease_ns_dir(const struct lease_store *s, const char *id);
+
+/* The store clock (SPEC §2): {"mode", "batch", "batch_ms", "epoch_ms"}.
+ * Switching modes keeps the batch monotonic; tick works in manual mode only. */
+int lease_clock_get(struct lease_store *s, json_t **out, struct common_err *e);
+int lease_clock_set_mode(struct lease_store *s, const char *mode, json_t **out,
+			 struct common_err *e);
+int lease_clock_tick(struct lease_store *s, uint64_t n, json_t **out, struct common_err *e);
+
+/* Namespace bytes now: Σ(key length + value length) over the cells (regular files
+ * under ns/ID, key = relative path; a symlink's value is its target). */
+int lease_ns_bytes(struct lease_store *s, const char *id, uint64_t *bytes, struct common_err *e);
+/* Digest of the namespace cells in key order (what destroy records). */
+int lease_ns_digest(const char *dir, char hex[COMMON_SHA256_HEX], uint64_t *cells,
+		    uint64_t *bytes, struct common_err *e);
 
 /* The declared bounds of a request. */
 struct lease_request {
@@ -60,6 +82,11 @@ struct lease_request {
 /* Parse "dim=N,dim=N" for --limits / --fees into req (suffixes allowed for limits). */
 int lease_parse_limits(const char *s, struct lease_request *req, struct common_err *e);
 int lease_parse_fees(const char *s, struct lease_request *req, struct common_err *e);
+/* "dim=N,..." usage totals for observe; given[d] set for the named dimensions. */
+int lease_parse_usage(const char *s, uint64_t usage[LEASE_DIM_COUNT], int given[LEASE_DIM_COUNT],
+		      struct common_err *e);
+/* A plain non-negative integer amount (escrow, fund). */
+int lease_parse_amount(const char *what, const char *s, uint64_t *out, struct common_err *e);
 
 /* Every transition returns {"lease": RECORD, "receipt": RECEIPT} in *out (caller frees). */
 int lease_request(struct lease_store *s, const struct lease_request *req, json_t **out,
@@ -91,5 +118,20 @@ int lease_verify(struct lease_store *s, const char *id, json_t **report, struct 
 
 /* Image identity: validate an ELF guest image (libelf) and hash it. */
 int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e);
+
+/* {"lease": RECORD, "receipt": HEAD} of one lease (what `sbx-lease show` prints). */
+int lease_show(struct lease_store *s, const char *id, json_t **out, struct common_err *e);
+
+/* Hostile-input readers (also the fuzz entry points). */
+/* Evidence: a bare receipt or a {"lease", "receipt"} object; *receipt is a new ref. */
+int lease_evidence_parse(const char *buf, size_t len, const char *name, json_t **receipt,
+			 struct common_err *e);
+/* Shape and digest of a receipt (not the signature: that needs the store key). */
+int lease_receipt_check(const json_t *r, const char *name, struct common_err *e);
+/* Shape of a lease record (the "lease" member of leases/ID.json). */
+int lease_record_check(const json_t *rec, const char *name, struct common_err *e);
+
+/* The sbx-lease tool: parses argv, runs one command, returns the exit code. */
+int lease_cli_main(int argc, char **argv);
 
 #endif

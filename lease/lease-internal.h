@@ -1,0 +1,62 @@
+/* lease internals shared by the files of lease/ only (never included elsewhere). */
+#ifndef SBX_LEASE_INTERNAL_H
+#define SBX_LEASE_INTERNAL_H
+
+#include "lease/lease.h"
+
+/* Bounds on hostile input. */
+#define LEASE_RECORD_MAX (64u << 10)   /* one leases/ID.json file */
+#define LEASE_LINE_MAX (32u << 10)     /* one journal line */
+#define LEASE_JOURNAL_MAX (512u << 20) /* whole journal read by verify/log */
+#define LEASE_NAME_MAX 64              /* principal, host program */
+#define LEASE_ID_LEN 17                /* "L" + 16 hex */
+#define LEASE_AMOUNT_MAX 1000000000000000ull /* escrow, fund amounts */
+#define LEASE_FEE_MAX 1000000ull       /* price per unit */
+#define LEASE_USAGE_MAX (1ull << 62)   /* an observed total */
+
+struct lease_store {
+	char *dir;
+	int lockfd;     /* -1 when the store lock is not held */
+	int lock_depth; /* nested lock holders in this process */
+	struct common_key key;
+};
+
+/* store.c */
+char *lease_path(const struct lease_store *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int lease_lock(struct lease_store *s, struct common_err *e);
+void lease_unlock(struct lease_store *s);
+/* Roll the last journal receipt forward into its record (under the lock). */
+int lease_recover(struct lease_store *s, struct common_err *e);
+/* leases/ID.json holds {"lease": RECORD, "receipt": HEAD}; *pair NULL when absent. */
+int lease_pair_read(struct lease_store *s, const char *id, json_t **pair, struct common_err *e);
+int lease_pair_write(struct lease_store *s, const char *id, const json_t *pair,
+		     struct common_err *e);
+/* The idempotent side effects of a record's state: ns dir, slot index. */
+int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e);
+int lease_slots_read(struct lease_store *s, json_t **slots, struct common_err *e);
+
+/* receipt.c */
+/* Digest (hex) over the canonical receipt without "digest" and "sig". */
+void lease_receipt_digest_hex(const json_t *r, char hex[COMMON_SHA256_HEX]);
+/* Fill "digest" and "sig" of r with the store key. */
+int lease_receipt_seal(struct lease_store *s, json_t *r, struct common_err *e);
+/* Shape + digest + signature against the store key. */
+int lease_receipt_verify(struct lease_store *s, const json_t *r, const char *name,
+			 struct common_err *e);
+
+/* fold.c: record' = apply(record, receipt); rec NULL for a request. Pure. */
+int lease_fold(const json_t *rec, const json_t *receipt, json_t **out, struct common_err *e);
+/* cost = Σ usage × fee, saturated at INT64_MAX. */
+uint64_t lease_cost(const json_t *usage, const json_t *fees);
+int lease_usage_get(const json_t *usage, uint64_t out[LEASE_DIM_COUNT]);
+json_t *lease_usage_json(const uint64_t v[LEASE_DIM_COUNT]);
+int lease_state_live(enum lease_state s);
+
+/* small json helpers */
+int64_t lease_jint(const json_t *o, const char *key); /* -1 when absent / not integer */
+const char *lease_jstr(const json_t *o, const char *key); /* NULL when absent */
+int lease_hex_valid(const char *s, size_t n);
+int lease_name_valid(const char *s);
+
+#endif

@@ -1,0 +1,567 @@
+/* Transitions: request and every edge of SPEC §3.1, one locked, ordered write path. */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include "lease/lease-internal.h"
+
+#define DEFAULT_LIFETIME 3600u
+
+/* Commit one sealed receipt. The journal is the truth and is written first; a kill
+ * after it is rolled forward by lease_recover, a kill before it leaves nothing. */
+static int commit(struct lease_store *s, json_t *r, json_t *rec, json_t **out,
+		  struct common_err *e)
+{
+	char *line, *c, *jp;
+	json_t *pair;
+	int rc;
+
+	c = common_json_canonical(r);
+	line = common_xasprintf("%s\n", c);
+	free(c);
+	jp = lease_path(s, "journal.jsonl");
+	rc = common_append_durable(jp, line, strlen(line), e);
+	free(jp);
+	free(line);
+	if (rc < 0)
+		return -1;
+	common_fault_point("lease-after-journal");
+	pair = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
+	if (lease_pair_write(s, lease_jstr(r, "lease"), pair, e) < 0) {
+		json_decref(pair);
+		return -1;
+	}
+	common_fault_point("lease-after-record");
+	if (lease_apply_effects(s, rec, e) < 0) {
+		json_decref(pair);
+		return -1;
+	}
+	common_fault_point("lease-after-effects");
+	*out = pair;
+	return 0;
+}
+
+static json_t *receipt_new(const char *id, int64_t seq, enum lease_edge edge, const char *from,
+			   enum lease_state to, uint64_t batch, const char *prev)
+{
+	return json_pack("{s:i, s:s, s:I, s:s, s:s?, s:s, s:I, s:s?}", "v", 1, "lease", id,
+			 "seq", (json_int_t)seq, "edge", lease_edge_name(edge), "from", from,
+			 "to", lease_state_name(to), "batch", (json_int_t)batch, "prev", prev);
+}
+
+/* Seal r, fold it into the record, commit. Consumes r. */
+static int seal_fold_commit(struct lease_store *s, const json_t *rec, json_t *r, json_t **out,
+			    struct common_err *e)
+{
+	json_t *next = NULL;
+	int rc = -1;
+
+	if (lease_receipt_seal(s, r, e) == 0 && lease_fold(rec, r, &next, e) == 0)
+		rc = commit(s, r, next, out, e);
+	json_decref(next);
+	json_decref(r);
+	return rc;
+}
+
+static char *current_user(void)
+{
+	struct passwd *pw = getpwuid(geteuid());
+
+	if (pw && lease_name_valid(pw->pw_name))
+		return common_xstrdup(pw->pw_name);
+	return common_xasprintf("uid%u", (unsigned)geteuid());
+}
+
+static int new_id(struct lease_store *s, char id[LEASE_ID_LEN + 1], struct common_err *e)
+{
+	uint8_t rnd[8];
+	char *p;
+
+	for (int tries = 0; tries < 64; tries++) {
+		if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+			return common_errno(e, errno, "getrandom");
+		id[0] = 'L';
+		common_hex(rnd, sizeof rnd, id + 1);
+		/* Records are never deleted (Destroyed stays), so an id seen once stays taken. */
+		p = lease_path(s, "leases/%s.json", id);
+		if (access(p, F_OK) < 0 && errno == ENOENT) {
+			free(p);
+			return 0;
+		}
+		free(p);
+	}
+	return common_errf(e, "lease id", "no unused id after 64 tries");
+}
+
+int lease_request(struct lease_store *s, const struct lease_request *req, json_t **out,
+		  struct common_err *e)
+{
+	char hash[COMMON_SHA256_HEX], id[LEASE_ID_LEN + 1], *principal, *path = NULL, *ns;
+	const char *host = req->host_program ? req->host_program : "sbx";
+	uint64_t lifetime = req->lifetime ? req->lifetime : DEFAULT_LIFETIME, batch;
+	json_t *limits = json_object(), *fees = json_object(), *slots = NULL, *r, *q;
+	int rc = -1;
+
+	principal = req->principal ? common_xstrdup(req->principal) : current_user();
+	if (!lease_name_valid(principal)) {
+		common_errf(e, "--principal", "\"%s\" is not a plain name (1-64 of A-Z a-z 0-9 . _ - @)",
+			    principal);
+		goto out;
+	}
+	if (!lease_name_valid(host)) {
+		common_errf(e, "--host-program", "\"%s\" is not a plain name (1-64 of A-Z a-z 0-9 . _ - @)",
+			    host);
+		goto out;
+	}
+	if (lifetime > LEASE_LIFETIME_CEILING) {
+		common_errf(e, "--lifetime", "%llu exceeds the ceiling %u",
+			    (unsigned long long)lifetime, LEASE_LIFETIME_CEILING);
+		goto out;
+	}
+	if (req->escrow > LEASE_AMOUNT_MAX) {
+		common_errf(e, "--escrow", "%llu is too large", (unsigned long long)req->escrow);
+		goto out;
+	}
+	for (int d = 0; d < LEASE_DIM_COUNT; d++) {
+		uint64_t ceil = lease_dim_ceiling((enum lease_dim)d);
+		uint64_t v = req->has_limit[d] ? req->limits[d] : ceil;
+		if (v > ceil || req->fees[d] > LEASE_FEE_MAX) {
+			common_errf(e, "--limits", "%s: %llu exceeds the ceiling %llu",
+				    lease_dim_name((enum lease_dim)d), (unsigned long long)v,
+				    (unsigned long long)ceil);
+			goto out;
+		}
+		json_object_set_new(limits, lease_dim_name((enum lease_dim)d), json_integer((json_int_t)v));
+		json_object_set_new(fees, lease_dim_name((enum lease_dim)d),
+				    json_integer((json_int_t)req->fees[d]));
+	}
+	if (!req->image) {
+		common_errf(e, "request", "--image is required");
+		goto out;
+	}
+	if (lease_image_check(req->image, hash, e) < 0)
+		goto out;
+	path = realpath(req->image, NULL);
+	if (!path) {
+		common_errno(e, errno, "%s", req->image);
+		goto out;
+	}
+	if (lease_lock(s, e) < 0)
+		goto out;
+	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0 ||
+	    lease_slots_read(s, &slots, e) < 0)
+		goto unlock;
+	if (json_array_size(json_object_get(slots, principal)) >= LEASE_PRINCIPAL_SLOTS) {
+		common_errf(e, "request refused",
+			    "principal %s already holds %d live leases (Requested, Funded, Active or Settling), the maximum",
+			    principal, LEASE_PRINCIPAL_SLOTS);
+		goto unlock;
+	}
+	if (new_id(s, id, e) < 0)
+		goto unlock;
+	ns = common_xasprintf("%s/%s", host, id);
+	q = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:O, s:I, s:I, s:I, s:O}",
+		      "principal", principal, "host_program", host, "image", "path", path,
+		      "sha256", hash, "namespace", ns, "limits", limits,
+		      "lifetime", (json_int_t)lifetime, "deadline", (json_int_t)(batch + lifetime),
+		      "escrow", (json_int_t)req->escrow, "fees", fees);
+	free(ns);
+	if (!q) {
+		common_errf(e, "request", "image path is not valid UTF-8");
+		goto unlock;
+	}
+	r = receipt_new(id, 0, LEASE_EDGE_REQUEST, NULL, LEASE_REQUESTED, batch, NULL);
+	json_object_set_new(r, "request", q);
+	rc = seal_fold_commit(s, NULL, r, out, e);
+unlock:
+	lease_unlock(s);
+out:
+	json_decref(slots);
+	json_decref(limits);
+	json_decref(fees);
+	free(principal);
+	free(path);
+	return rc;
+}
+
+/* Load a lease's {"lease","receipt"} pair or explain that there is none. */
+static int load_pair(struct lease_store *s, const char *id, json_t **pair, struct common_err *e)
+{
+	if (!lease_id_valid(id))
+		return common_errf(e, id, "not a lease id (expected L followed by 16 hex digits)");
+	if (lease_pair_read(s, id, pair, e) < 0)
+		return -1;
+	if (!*pair)
+		return common_errf(e, id, "no such lease in store %s", s->dir);
+	return 0;
+}
+
+/* Check the caller's evidence: our signature, this lease, and the head (no replays). */
+static int check_evidence(struct lease_store *s, const json_t *rec, const json_t *ev,
+			  struct common_err *e)
+{
+	const char *id = lease_jstr(rec, "id"), *evl;
+
+	if (!ev)
+		return common_errf(e, "evidence", "missing (pass the lease's head receipt with --evidence)");
+	if (lease_receipt_verify(s, ev, "evidence", e) < 0)
+		return -1;
+	evl = lease_jstr(ev, "lease");
+	if (strcmp(evl, id) != 0)
+		return common_errf(e, "evidence", "receipt is for lease %s, not %s", evl, id);
+	if (strcmp(lease_jstr(ev, "digest"), lease_jstr(rec, "head")) != 0)
+		return common_errf(e, "evidence",
+				   "replayed: receipt seq %lld (%s) of lease %s is not its head (seq %lld)",
+				   (long long)lease_jint(ev, "seq"), lease_jstr(ev, "edge"), id,
+				   (long long)lease_jint(rec, "seq"));
+	return 0;
+}
+
+static int refuse_edge(struct common_err *e, enum lease_edge ed, const json_t *rec)
+{
+	char what[128];
+
+	snprintf(what, sizeof what, "cannot %s lease %s", lease_edge_name(ed), lease_jstr(rec, "id"));
+	return common_errf(e, what, "state is %s, %s needs %s%s", lease_jstr(rec, "state"),
+			   lease_edge_name(ed), lease_edge_needs(ed),
+			   strcmp(lease_jstr(rec, "state"), "Destroyed") == 0 ?
+			   " (Destroyed is terminal)" : "");
+}
+
+/* Why the lease must close now, or NULL: the first bound exceeded (SPEC §4.3). */
+static const char *closure(const json_t *rec, const uint64_t u[LEASE_DIM_COUNT], uint64_t cost,
+			   uint64_t batch)
+{
+	json_t *lim = json_object_get(rec, "limits");
+	uint64_t snap = (uint64_t)lease_jint(rec, "snapshot_bytes");
+
+	for (int d = 0; d < LEASE_DIM_COUNT; d++) {
+		uint64_t l = (uint64_t)lease_jint(lim, lease_dim_name((enum lease_dim)d));
+		uint64_t v = u[d] + (d == LEASE_DIM_NAMESPACE_BYTES ? snap : 0);
+		if (v > l)
+			return lease_dim_name((enum lease_dim)d);
+	}
+	if (batch >= (uint64_t)lease_jint(rec, "deadline"))
+		return "lifetime";
+	if (cost > (uint64_t)lease_jint(rec, "escrow"))
+		return "escrow";
+	return NULL;
+}
+
+/* An observation: merge, check monotonic, and close automatically when a bound is
+ * first exceeded. *r NULL when the observation changes nothing (no receipt). */
+static int observe_receipt(const json_t *rec, const json_t *uobj, uint64_t batch,
+			   int force, json_t **r, const char **closed, struct common_err *e)
+{
+	uint64_t old[LEASE_DIM_COUNT], now[LEASE_DIM_COUNT];
+	const char *id = lease_jstr(rec, "id"), *why;
+	json_t *uj;
+	uint64_t cost;
+	int changed = 0;
+	void *it;
+
+	*r = NULL;
+	*closed = NULL;
+	lease_usage_get(json_object_get(rec, "usage"), old);
+	memcpy(now, old, sizeof now);
+	if (!json_is_object(uobj))
+		return common_errf(e, "observe", "usage must be an object of dimension totals");
+	for (it = json_object_iter((json_t *)uobj); it; it = json_object_iter_next((json_t *)uobj, it)) {
+		const char *k = json_object_iter_key(it);
+		json_t *v = json_object_iter_value(it);
+		enum lease_dim d;
+		if (lease_dim_parse(k, &d) < 0)
+			return common_errf(e, "observe", "unknown dimension \"%s\"", k);
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    (uint64_t)json_integer_value(v) > LEASE_USAGE_MAX)
+			return common_errf(e, "observe", "%s: expected an integer in 0..2^62", k);
+		now[d] = (uint64_t)json_integer_value(v);
+		if (now[d] < old[d])
+			return common_errf(e, "cannot observe lease",
+					   "%s: %s %llu is below the recorded %llu (usage is monotonic)",
+					   id, k, (unsigned long long)now[d], (unsigned long long)old[d]);
+		changed |= now[d] != old[d];
+	}
+	uj = lease_usage_json(now);
+	cost = lease_cost(uj, json_object_get(rec, "fees"));
+	why = closure(rec, now, cost, batch);
+	if (!changed && !why && !force) {
+		json_decref(uj);
+		return 0;
+	}
+	*r = receipt_new(id, lease_jint(rec, "seq") + 1, why ? LEASE_EDGE_SETTLE : LEASE_EDGE_OBSERVE,
+			 lease_jstr(rec, "state"), why ? LEASE_SETTLING : LEASE_ACTIVE, batch,
+			 lease_jstr(rec, "head"));
+	json_object_set_new(*r, "usage", uj);
+	json_object_set_new(*r, "cost", json_integer((json_int_t)cost));
+	if (why)
+		json_object_set_new(*r, "reason", json_string(why));
+	*closed = why;
+	return 0;
+}
+
+static int u64_arg(const json_t *args, const char *key, int need, uint64_t max, uint64_t *out,
+		   struct common_err *e)
+{
+	json_t *v = json_object_get(args, key);
+
+	*out = 0;
+	if (!v && !need)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+		return common_errf(e, key, "expected an integer in 0..%llu", (unsigned long long)max);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+/* Edge-specific evidence for an edge already allowed from the record's state. */
+static int edge_receipt(struct lease_store *s, const json_t *rec, enum lease_edge ed,
+			const json_t *args, uint64_t batch, json_t **r, struct common_err *e)
+{
+	const char *id = lease_jstr(rec, "id"), *closed;
+	uint64_t v, esc, cost, charge, cells, bytes, lim;
+	enum lease_state from, to;
+	char what[128], hex[COMMON_SHA256_HEX];
+	const char *snap, *src;
+	json_t *src_pair = NULL;
+	char *ns;
+	int rc;
+
+	snprintf(what, sizeof what, "cannot %s lease %s", lease_edge_name(ed), id);
+	lease_state_parse(lease_jstr(rec, "state"), &from);
+	lease_edge_next(ed, from, &to);
+	if (ed == LEASE_EDGE_OBSERVE) {
+		if (observe_receipt(rec, json_object_get(args, "usage"), batch, 1, r, &closed, e) < 0)
+			return -1;
+		return 0;
+	}
+	*r = receipt_new(id, lease_jint(rec, "seq") + 1, ed, lease_jstr(rec, "state"), to, batch,
+			 lease_jstr(rec, "head"));
+	switch (ed) {
+	case LEASE_EDGE_FUND:
+		if (u64_arg(args, "amount", 1, LEASE_AMOUNT_MAX, &v, e) < 0)
+			goto fail;
+		if (v < (uint64_t)lease_jint(rec, "escrow_required")) {
+			common_errf(e, what, "amount %llu is below the declared escrow %lld",
+				    (unsigned long long)v, (long long)lease_jint(rec, "escrow_required"));
+			goto fail;
+		}
+		json_object_set_new(*r, "amount", json_integer((json_int_t)v));
+		break;
+	case LEASE_EDGE_SNAPSHOT:
+	case LEASE_EDGE_RESTORE:
+		snap = lease_jstr(args, "snapshot");
+		if (!lease_hex_valid(snap, 64)) {
+			common_errf(e, what, "snapshot digest must be 64 lowercase hex digits");
+			goto fail;
+		}
+		if (u64_arg(args, "bytes", ed == LEASE_EDGE_SNAPSHOT, LEASE_USAGE_MAX, &bytes, e) < 0)
+			goto fail;
+		v = (uint64_t)lease_jint(json_object_get(rec, "usage"), "namespace_bytes") +
+		    (uint64_t)lease_jint(rec, "snapshot_bytes");
+		lim = (uint64_t)lease_jint(json_object_get(rec, "limits"), "namespace_bytes");
+		if (v > lim || bytes > lim - v) {
+			common_errf(e, what, "%llu snapshot bytes exceed the namespace_bytes left (%llu used of %llu)",
+				    (unsigned long long)bytes, (unsigned long long)v,
+				    (unsigned long long)lim);
+			goto fail;
+		}
+		json_object_set_new(*r, "snapshot", json_string(snap));
+		json_object_set_new(*r, "bytes", json_integer((json_int_t)bytes));
+		if (ed == LEASE_EDGE_SNAPSHOT)
+			break;
+		src = lease_jstr(args, "source");
+		if (load_pair(s, src ? src : "(none)", &src_pair, e) < 0)
+			goto fail;
+		{
+			json_t *sr = json_object_get(src_pair, "lease");
+			const char *f[] = { "principal", "host_program" };
+			for (size_t i = 0; i < 2; i++)
+				if (strcmp(lease_jstr(sr, f[i]), lease_jstr(rec, f[i])) != 0) {
+					common_errf(e, what, "source lease %s has another %s (%s, not %s)",
+						    src, f[i], lease_jstr(sr, f[i]), lease_jstr(rec, f[i]));
+					goto fail;
+				}
+			if (strcmp(lease_jstr(json_object_get(sr, "image"), "sha256"),
+				   lease_jstr(json_object_get(rec, "image"), "sha256")) != 0) {
+				common_errf(e, what, "source lease %s ran another image", src);
+				goto fail;
+			}
+		}
+		json_object_set_new(*r, "source", json_string(src));
+		break;
+	case LEASE_EDGE_SETTLE:
+		json_object_set(*r, "usage", json_object_get(rec, "usage"));
+		json_object_set(*r, "cost", json_object_get(rec, "cost"));
+		json_object_set_new(*r, "reason", json_string("caller"));
+		break;
+	case LEASE_EDGE_EXPIRE:
+		if (strcmp(lease_jstr(rec, "state"), "Settling") != 0 &&
+		    batch < (uint64_t)lease_jint(rec, "deadline")) {
+			common_errf(e, what, "batch %llu is before the deadline %lld",
+				    (unsigned long long)batch, (long long)lease_jint(rec, "deadline"));
+			goto fail;
+		}
+		esc = (uint64_t)lease_jint(rec, "escrow");
+		cost = (uint64_t)lease_jint(rec, "cost");
+		charge = cost < esc ? cost : esc;
+		json_object_set_new(*r, "charge", json_integer((json_int_t)charge));
+		json_object_set_new(*r, "refund", json_integer((json_int_t)(esc - charge)));
+		break;
+	case LEASE_EDGE_DESTROY:
+		ns = lease_ns_dir(s, id);
+		rc = lease_ns_digest(ns, hex, &cells, &bytes, e);
+		free(ns);
+		if (rc < 0)
+			goto fail;
+		json_object_set_new(*r, "destroyed", json_string(hex));
+		json_object_set_new(*r, "cells", json_integer((json_int_t)cells));
+		json_object_set_new(*r, "bytes", json_integer((json_int_t)bytes));
+		break;
+	default:
+		break;
+	}
+	json_decref(src_pair);
+	return 0;
+fail:
+	json_decref(src_pair);
+	json_decref(*r);
+	*r = NULL;
+	return -1;
+}
+
+int lease_transition(struct lease_store *s, const char *id, enum lease_edge edge,
+		     const json_t *evidence, const json_t *args, json_t **out,
+		     struct common_err *e)
+{
+	json_t *pair = NULL, *ev = NULL, *r = NULL;
+	const json_t *rec;
+	enum lease_state from;
+	uint64_t batch;
+	int rc = -1;
+
+	if (edge == LEASE_EDGE_REQUEST || (unsigned)edge >= LEASE_EDGE_COUNT)
+		return common_errf(e, "transition", "use lease_request to create a lease");
+	if (evidence) {
+		ev = json_object_get(evidence, "receipt");
+		ev = json_incref(json_is_object(ev) ? ev : (json_t *)evidence);
+	}
+	if (!id)
+		id = ev ? lease_jstr(ev, "lease") : NULL;
+	if (!id) {
+		common_errf(e, lease_edge_name(edge), "no lease id given and the evidence names none");
+		goto out;
+	}
+	if (lease_lock(s, e) < 0)
+		goto out;
+	if (lease_recover(s, e) < 0 || load_pair(s, id, &pair, e) < 0)
+		goto unlock;
+	rec = json_object_get(pair, "lease");
+	if (check_evidence(s, rec, ev, e) < 0)
+		goto unlock;
+	lease_state_parse(lease_jstr(rec, "state"), &from);
+	if (!lease_edge_next(edge, from, NULL)) {
+		refuse_edge(e, edge, rec);
+		goto unlock;
+	}
+	if (lease_store_batch(s, &batch, e) < 0)
+		goto unlock;
+	if ((int64_t)batch < lease_jint(rec, "batch"))
+		batch = (uint64_t)lease_jint(rec, "batch");
+	if (edge_receipt(s, rec, edge, args, batch, &r, e) < 0)
+		goto unlock;
+	rc = seal_fold_commit(s, rec, r, out, e);
+unlock:
+	lease_unlock(s);
+out:
+	json_decref(pair);
+	json_decref(ev);
+	return rc;
+}
+
+int lease_observe_usage(struct lease_store *s, const char *id,
+			const uint64_t usage[LEASE_DIM_COUNT], const char **closed,
+			json_t **receipts, struct common_err *e)
+{
+	json_t *pair = NULL, *r = NULL, *uj = lease_usage_json(usage), *out = NULL;
+	const json_t *rec;
+	uint64_t batch;
+	int rc = -1;
+
+	*closed = NULL;
+	*receipts = NULL;
+	if (lease_lock(s, e) < 0)
+		goto out;
+	if (lease_recover(s, e) < 0 || load_pair(s, id, &pair, e) < 0)
+		goto unlock;
+	rec = json_object_get(pair, "lease");
+	if (strcmp(lease_jstr(rec, "state"), "Active") != 0) {
+		refuse_edge(e, LEASE_EDGE_OBSERVE, rec);
+		goto unlock;
+	}
+	if (lease_store_batch(s, &batch, e) < 0)
+		goto unlock;
+	if ((int64_t)batch < lease_jint(rec, "batch"))
+		batch = (uint64_t)lease_jint(rec, "batch");
+	if (observe_receipt(rec, uj, batch, 0, &r, closed, e) < 0)
+		goto unlock;
+	*receipts = json_array();
+	if (!r) {
+		rc = 0;
+		goto unlock;
+	}
+	rc = seal_fold_commit(s, rec, r, &out, e);
+	if (rc == 0)
+		json_array_append(*receipts, json_object_get(out, "receipt"));
+	else
+		*closed = NULL;
+unlock:
+	lease_unlock(s);
+out:
+	if (rc < 0) {
+		json_decref(*receipts);
+		*receipts = NULL;
+	}
+	json_decref(out);
+	json_decref(pair);
+	json_decref(uj);
+	return rc;
+}
+
+int lease_show(struct lease_store *s, const char *id, json_t **out, struct common_err *e)
+{
+	int rc;
+
+	if (lease_lock(s, e) < 0)
+		return -1;
+	rc = lease_recover(s, e);
+	if (rc == 0)
+		rc = load_pair(s, id, out, e);
+	lease_unlock(s);
+	return rc;
+}
+
+int lease_load(struct lease_store *s, const char *id, json_t **record, struct common_err *e)
+{
+	json_t *pair;
+
+	if (lease_show(s, id, &pair, e) < 0)
+		return -1;
+	*record = json_incref(json_object_get(pair, "lease"));
+	json_decref(pair);
+	return 0;
+}
+
+int lease_head(struct lease_store *s, const char *id, json_t **receipt, struct common_err *e)
+{
+	json_t *pair;
+
+	if (lease_show(s, id, &pair, e) < 0)
+		return -1;
+	*receipt = json_incref(json_object_get(pair, "receipt"));
+	json_decref(pair);
+	return 0;
+}

@@ -1,0 +1,378 @@
+/* Reading the store: list, log, and verify (every chain, signature, state, slot). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "lease/lease-internal.h"
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lease ids with a record file, sorted. */
+static int record_ids(struct lease_store *s, char ***ids, size_t *n, struct common_err *e)
+{
+	char *p = lease_path(s, "leases");
+	DIR *d = opendir(p);
+	struct dirent *de;
+	size_t cap = 0;
+
+	*ids = NULL;
+	*n = 0;
+	if (!d) {
+		int r = errno == ENOENT ? 0 : common_errno(e, errno, "%s", p);
+		free(p);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		char id[LEASE_ID_LEN + 1];
+		if (l != LEASE_ID_LEN + 5 || strcmp(de->d_name + LEASE_ID_LEN, ".json") != 0)
+			continue;
+		memcpy(id, de->d_name, LEASE_ID_LEN);
+		id[LEASE_ID_LEN] = '\0';
+		if (!lease_id_valid(id))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*ids = common_xrealloc(*ids, cap * sizeof **ids);
+		}
+		(*ids)[(*n)++] = common_xstrdup(id);
+	}
+	closedir(d);
+	free(p);
+	qsort(*ids, *n, sizeof **ids, cmp_str);
+	return 0;
+}
+
+static void ids_free(char **ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+int lease_list(struct lease_store *s, const char *principal, int state, json_t **out,
+	       struct common_err *e)
+{
+	char **ids;
+	size_t n;
+	json_t *arr, *pair;
+	int rc = -1;
+
+	if (lease_lock(s, e) < 0)
+		return -1;
+	if (lease_recover(s, e) < 0 || record_ids(s, &ids, &n, e) < 0)
+		goto unlock;
+	arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *rec;
+		enum lease_state st;
+		if (lease_pair_read(s, ids[i], &pair, e) < 0) {
+			json_decref(arr);
+			ids_free(ids, n);
+			goto unlock;
+		}
+		if (!pair)
+			continue;
+		rec = json_object_get(pair, "lease");
+		lease_state_parse(lease_jstr(rec, "state"), &st);
+		if ((!principal || strcmp(principal, lease_jstr(rec, "principal")) == 0) &&
+		    (state < 0 || (int)st == state))
+			json_array_append(arr, rec);
+		json_decref(pair);
+	}
+	ids_free(ids, n);
+	*out = arr;
+	rc = 0;
+unlock:
+	lease_unlock(s);
+	return rc;
+}
+
+/* Call fn for every journal line (1-based lineno); stops when fn returns < 0. */
+static int journal_each(struct lease_store *s, int (*fn)(void *, size_t, const char *, size_t),
+			void *arg, struct common_err *e)
+{
+	char *p = lease_path(s, "journal.jsonl"), *buf, *line, *nl;
+	size_t len, no = 0;
+	int rc = 0;
+
+	if (access(p, F_OK) < 0 && errno == ENOENT) {
+		free(p);
+		return 0;
+	}
+	if (common_read_file(p, LEASE_JOURNAL_MAX, &buf, &len, e) < 0) {
+		free(p);
+		return -1;
+	}
+	free(p);
+	for (line = buf; line < buf + len && rc == 0; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(buf + len - line));
+		if (!nl)
+			nl = buf + len;
+		rc = fn(arg, ++no, line, (size_t)(nl - line));
+	}
+	free(buf);
+	return rc;
+}
+
+struct log_ctx {
+	const char *id;
+	json_t *out;
+	struct common_err *e;
+};
+
+static int log_line(void *arg, size_t no, const char *line, size_t len)
+{
+	struct log_ctx *c = arg;
+	char name[64];
+	json_t *r;
+
+	snprintf(name, sizeof name, "journal.jsonl:%zu", no);
+	if (len > LEASE_LINE_MAX)
+		return common_errf(c->e, name, "line longer than %u bytes", LEASE_LINE_MAX);
+	r = common_json_load(line, len, name, c->e);
+	if (!r)
+		return -1;
+	if (json_is_object(r) && lease_jstr(r, "lease") && strcmp(lease_jstr(r, "lease"), c->id) == 0)
+		json_array_append(c->out, r);
+	json_decref(r);
+	return 0;
+}
+
+int lease_log(struct lease_store *s, const char *id, json_t **receipts, struct common_err *e)
+{
+	struct log_ctx c = { id, json_array(), e };
+	json_t *pair = NULL;
+	int rc = -1;
+
+	if (!lease_id_valid(id)) {
+		json_decref(c.out);
+		return common_errf(e, id, "not a lease id (expected L followed by 16 hex digits)");
+	}
+	if (lease_lock(s, e) < 0) {
+		json_decref(c.out);
+		return -1;
+	}
+	if (lease_recover(s, e) < 0 || journal_each(s, log_line, &c, e) < 0)
+		goto out;
+	if (json_array_size(c.out) == 0) {
+		if (lease_pair_read(s, id, &pair, e) == 0)
+			common_errf(e, id, "no such lease in store %s", s->dir);
+		goto out;
+	}
+	*receipts = json_incref(c.out);
+	rc = 0;
+out:
+	json_decref(pair);
+	json_decref(c.out);
+	lease_unlock(s);
+	return rc;
+}
+
+struct verify_ctx {
+	struct lease_store *s;
+	const char *only;
+	json_t *chains;   /* id -> {"rec", "last", "broken"} */
+	json_t *problems;
+	size_t receipts;
+};
+
+static void problem(struct verify_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(struct verify_ctx *c, const char *fmt, ...)
+{
+	char buf[1600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (json_array_size(c->problems) < 1000)
+		json_array_append_new(c->problems, json_string(buf));
+}
+
+static int verify_line(void *arg, size_t no, const char *line, size_t len)
+{
+	struct verify_ctx *c = arg;
+	struct common_err e = { "", "" };
+	char name[64];
+	json_t *r, *ch, *next;
+	const char *id;
+
+	snprintf(name, sizeof name, "journal.jsonl:%zu", no);
+	if (len > LEASE_LINE_MAX) {
+		problem(c, "%s: line longer than %u bytes", name, LEASE_LINE_MAX);
+		return 0;
+	}
+	r = common_json_load(line, len, name, &e);
+	if (!r) {
+		problem(c, "%s: %s", e.what, e.why);
+		return 0;
+	}
+	id = lease_jstr(r, "lease");
+	if (c->only && (!id || strcmp(id, c->only) != 0)) {
+		json_decref(r);
+		return 0;
+	}
+	c->receipts++;
+	if (lease_receipt_verify(c->s, r, name, &e) < 0) {
+		problem(c, "%s: %s", e.what, e.why);
+		if (id && lease_id_valid(id)) {
+			ch = json_object_get(c->chains, id);
+			if (!ch)
+				json_object_set_new(c->chains, id, ch = json_object());
+			json_object_set_new(ch, "broken", json_true());
+		}
+		json_decref(r);
+		return 0;
+	}
+	ch = json_object_get(c->chains, id);
+	if (!ch)
+		json_object_set_new(c->chains, id, ch = json_object());
+	if (json_object_get(ch, "broken")) {
+		json_decref(r);
+		return 0;
+	}
+	if (lease_fold(json_object_get(ch, "rec"), r, &next, &e) < 0) {
+		problem(c, "%s: %s: %s", name, e.what, e.why);
+		json_object_set_new(ch, "broken", json_true());
+	} else {
+		json_object_set_new(ch, "rec", next);
+		json_object_set(ch, "last", r);
+	}
+	json_decref(r);
+	return 0;
+}
+
+static int same_json(const json_t *a, const json_t *b)
+{
+	char *x = common_json_canonical(a), *y = common_json_canonical(b);
+	int r = strcmp(x, y) == 0;
+
+	free(x);
+	free(y);
+	return r;
+}
+
+static void verify_records(struct verify_ctx *c, char **ids, size_t n)
+{
+	struct common_err e = { "", "" };
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *pair, *ch, *rec;
+		char *ns;
+		if (c->only && strcmp(ids[i], c->only) != 0)
+			continue;
+		if (lease_pair_read(c->s, ids[i], &pair, &e) < 0) {
+			problem(c, "%s: %s", e.what, e.why);
+			continue;
+		}
+		ch = json_object_get(c->chains, ids[i]);
+		rec = json_object_get(ch, "rec");
+		if (!ch) {
+			problem(c, "leases/%s.json: no receipts for this lease in the journal", ids[i]);
+		} else if (json_object_get(ch, "broken")) {
+			problem(c, "leases/%s.json: its receipt chain is broken (see above)", ids[i]);
+		} else if (!same_json(json_object_get(pair, "lease"), rec)) {
+			problem(c, "leases/%s.json: record disagrees with its receipt chain (chain says state %s, seq %lld)",
+				ids[i], lease_jstr(rec, "state"), (long long)lease_jint(rec, "seq"));
+		} else if (!same_json(json_object_get(pair, "receipt"), json_object_get(ch, "last"))) {
+			problem(c, "leases/%s.json: head receipt is not the last journal receipt", ids[i]);
+		}
+		if (ch)
+			json_object_set_new(ch, "seen", json_true());
+		if (rec && strcmp(lease_jstr(rec, "state"), "Destroyed") == 0) {
+			ns = lease_ns_dir(c->s, ids[i]);
+			if (access(ns, F_OK) == 0)
+				problem(c, "ns/%s: namespace of a Destroyed lease still exists", ids[i]);
+			free(ns);
+		}
+		json_decref(pair);
+	}
+}
+
+static void verify_slots(struct verify_ctx *c)
+{
+	struct common_err e = { "", "" };
+	json_t *live = json_object(), *slots, *ch, *v;
+	const char *id, *pr;
+
+	json_object_foreach(c->chains, id, ch) {
+		json_t *rec = json_object_get(ch, "rec"), *l;
+		enum lease_state st;
+		if (!rec || lease_state_parse(lease_jstr(rec, "state"), &st) < 0 || !lease_state_live(st))
+			continue;
+		pr = lease_jstr(rec, "principal");
+		if (!(l = json_object_get(live, pr)))
+			json_object_set_new(live, pr, l = json_array());
+		json_array_append_new(l, json_string(id));
+	}
+	json_object_foreach(live, pr, v)
+		if (json_array_size(v) > LEASE_PRINCIPAL_SLOTS)
+			problem(c, "principal %s holds %zu live leases (more than %d)", pr,
+				json_array_size(v), LEASE_PRINCIPAL_SLOTS);
+	if (lease_slots_read(c->s, &slots, &e) < 0) {
+		problem(c, "%s: %s", e.what, e.why);
+		json_decref(live);
+		return;
+	}
+	json_object_foreach(live, pr, v) {
+		json_t *have = json_object_get(slots, pr);
+		if (json_array_size(have) != json_array_size(v))
+			problem(c, "slots.json: principal %s has %zu slots recorded, %zu live leases",
+				pr, json_array_size(have), json_array_size(v));
+	}
+	json_object_foreach(slots, pr, v)
+		if (!json_object_get(live, pr) && json_array_size(v) > 0)
+			problem(c, "slots.json: principal %s has %zu slots recorded, 0 live leases", pr,
+				json_array_size(v));
+	json_decref(slots);
+	json_decref(live);
+}
+
+int lease_verify(struct lease_store *s, const char *id, json_t **report, struct common_err *e)
+{
+	struct verify_ctx c = { s, id, json_object(), json_array(), 0 };
+	const char *k;
+	json_t *ch;
+	char **ids = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (id && !lease_id_valid(id)) {
+		json_decref(c.chains);
+		json_decref(c.problems);
+		return common_errf(e, id, "not a lease id (expected L followed by 16 hex digits)");
+	}
+	if (lease_lock(s, e) < 0)
+		goto out;
+	if (lease_recover(s, e) < 0 || journal_each(s, verify_line, &c, e) < 0 ||
+	    record_ids(s, &ids, &n, e) < 0)
+		goto unlock;
+	verify_records(&c, ids, n);
+	json_object_foreach(c.chains, k, ch)
+		if (!json_object_get(ch, "seen"))
+			problem(&c, "journal.jsonl: lease %s has receipts but no record file", k);
+	if (!id)
+		verify_slots(&c);
+	else if (n == 0 || !json_object_get(c.chains, id))
+		if (!json_object_get(c.chains, id)) {
+			common_errf(e, id, "no such lease in store %s", s->dir);
+			goto unlock;
+		}
+	*report = json_pack("{s:b, s:s, s:I, s:I, s:O}", "ok", json_array_size(c.problems) == 0,
+			    "store", s->dir, "leases", (json_int_t)json_object_size(c.chains),
+			    "receipts", (json_int_t)c.receipts, "problems", c.problems);
+	rc = 0;
+unlock:
+	lease_unlock(s);
+out:
+	ids_free(ids, n);
+	json_decref(c.chains);
+	json_decref(c.problems);
+	return rc;
+}

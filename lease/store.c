@@ -1,0 +1,593 @@
+/* The store directory: creation, key, lock, clock, record files, crash recovery (SPEC §2). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lease/lease-internal.h"
+
+#define CLOCK_MAX 4096
+#define KEY_HEX 128
+
+char *lease_path(const struct lease_store *s, const char *fmt, ...)
+{
+	char *rel, *full;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&rel, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	full = common_xasprintf("%s/%s", s->dir, rel);
+	free(rel);
+	return full;
+}
+
+int lease_lock(struct lease_store *s, struct common_err *e)
+{
+	char *p;
+
+	if (s->lock_depth++ > 0)
+		return 0;
+	p = lease_path(s, "lock");
+	s->lockfd = common_lock(p, e);
+	free(p);
+	if (s->lockfd < 0) {
+		s->lock_depth = 0;
+		return -1;
+	}
+	return 0;
+}
+
+void lease_unlock(struct lease_store *s)
+{
+	if (s->lock_depth == 0 || --s->lock_depth > 0)
+		return;
+	common_unlock(s->lockfd);
+	s->lockfd = -1;
+}
+
+static char *default_dir(void)
+{
+	const char *v = getenv("SBX_STORE");
+
+	if (v && *v)
+		return common_xstrdup(v);
+	v = getenv("XDG_STATE_HOME");
+	if (v && *v)
+		return common_xasprintf("%s/sbx", v);
+	v = getenv("HOME");
+	if (!v || !*v) {
+		struct passwd *pw = getpwuid(getuid());
+		v = pw ? pw->pw_dir : "/";
+	}
+	return common_xasprintf("%s/.local/state/sbx", v);
+}
+
+static int write_json(const char *path, const json_t *j, mode_t mode, struct common_err *e)
+{
+	char *c = common_json_canonical(j), *line;
+	int r;
+
+	line = common_xasprintf("%s\n", c);
+	r = common_write_atomic(path, line, strlen(line), mode, e);
+	free(line);
+	free(c);
+	return r;
+}
+
+/* First use: directories, clock, then the key files (authority.key last marks "created"). */
+static int store_create(struct lease_store *s, struct common_err *e)
+{
+	static const char *const sub[] = { "leases", "ns", "snapshots" };
+	char hex[KEY_HEX + 2], *p;
+	json_t *clk;
+	int r;
+
+	if (chmod(s->dir, 0700) < 0)
+		return common_errno(e, errno, "store %s", s->dir);
+	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+		p = lease_path(s, "%s", sub[i]);
+		r = common_mkdir_p(p, 0700, e);
+		free(p);
+		if (r < 0)
+			return -1;
+	}
+	p = lease_path(s, "clock.json");
+	if (access(p, F_OK) < 0) {
+		clk = json_pack("{s:s, s:I, s:I, s:I}", "mode", "wall", "epoch_ms",
+				(json_int_t)common_now_ms(), "batch_ms", (json_int_t)1000, "batch",
+				(json_int_t)0);
+		r = write_json(p, clk, 0600, e);
+		json_decref(clk);
+		if (r < 0) {
+			free(p);
+			return -1;
+		}
+	}
+	free(p);
+	if (common_key_generate(&s->key, e) < 0)
+		return -1;
+	common_hex(s->key.pub, 32, hex);
+	strcat(hex, "\n");
+	p = lease_path(s, "authority.pub");
+	r = common_write_atomic(p, hex, strlen(hex), 0644, e);
+	free(p);
+	if (r < 0)
+		return -1;
+	common_hex(s->key.priv, 32, hex);
+	common_hex(s->key.pub, 32, hex + 64);
+	strcat(hex, "\n");
+	p = lease_path(s, "authority.key");
+	r = common_write_atomic(p, hex, strlen(hex), 0600, e);
+	free(p);
+	return r;
+}
+
+static int load_key(struct lease_store *s, const char *p, struct common_err *e)
+{
+	char *buf;
+	size_t len;
+
+	if (common_read_file(p, 4096, &buf, &len, e) < 0)
+		return -1;
+	if (len < KEY_HEX || (len > KEY_HEX && buf[KEY_HEX] != '\n'))
+		len = 0;
+	else
+		buf[KEY_HEX] = '\0';
+	if (len == 0 || common_unhex(buf + 64, s->key.pub, 32) < 0 ||
+	    (buf[64] = '\0', common_unhex(buf, s->key.priv, 32)) < 0) {
+		free(buf);
+		return common_errf(e, p, "malformed authority key (expected 128 hex digits)");
+	}
+	free(buf);
+	s->key.has_priv = 1;
+	return 0;
+}
+
+int lease_store_open(const char *dir, struct lease_store **out, struct common_err *e)
+{
+	struct lease_store *s = common_xcalloc(1, sizeof *s);
+	char *kp;
+	int r = 0;
+
+	s->dir = dir ? common_xstrdup(dir) : default_dir();
+	s->lockfd = -1;
+	if (common_mkdir_p(s->dir, 0700, e) < 0)
+		goto fail;
+	kp = lease_path(s, "authority.key");
+	if (access(kp, F_OK) < 0) {
+		if (lease_lock(s, e) < 0) {
+			free(kp);
+			goto fail;
+		}
+		if (access(kp, F_OK) < 0)
+			r = store_create(s, e);
+		lease_unlock(s);
+	}
+	if (r == 0)
+		r = load_key(s, kp, e);
+	free(kp);
+	if (r < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	common_err_context(e, "store %s", s->dir);
+	lease_store_close(s);
+	return -1;
+}
+
+void lease_store_close(struct lease_store *s)
+{
+	if (!s)
+		return;
+	while (s->lock_depth > 0)
+		lease_unlock(s);
+	memset(&s->key, 0, sizeof s->key);
+	free(s->dir);
+	free(s);
+}
+
+const char *lease_store_dir(const struct lease_store *s)
+{
+	return s->dir;
+}
+
+char *lease_ns_dir(const struct lease_store *s, const char *id)
+{
+	return lease_path(s, "ns/%s", id);
+}
+
+/* The clock file: {"mode": "wall"|"manual", "epoch_ms", "batch_ms", "batch"}. */
+static int clock_read(struct lease_store *s, json_t **out, struct common_err *e)
+{
+	char *p = lease_path(s, "clock.json");
+	json_t *j = common_json_load_file(p, CLOCK_MAX, e);
+	const char *mode;
+
+	if (!j) {
+		free(p);
+		return -1;
+	}
+	mode = lease_jstr(j, "mode");
+	if (!json_is_object(j) || !mode || (strcmp(mode, "wall") && strcmp(mode, "manual")) ||
+	    lease_jint(j, "epoch_ms") < 0 || lease_jint(j, "batch_ms") <= 0 ||
+	    lease_jint(j, "batch") < 0) {
+		json_decref(j);
+		common_errf(e, p, "malformed clock (expected mode, epoch_ms, batch_ms, batch)");
+		free(p);
+		return -1;
+	}
+	free(p);
+	*out = j;
+	return 0;
+}
+
+static uint64_t clock_batch(const json_t *clk)
+{
+	uint64_t now = common_now_ms(), epoch = (uint64_t)lease_jint(clk, "epoch_ms");
+
+	if (strcmp(lease_jstr(clk, "mode"), "manual") == 0)
+		return (uint64_t)lease_jint(clk, "batch");
+	return now > epoch ? (now - epoch) / (uint64_t)lease_jint(clk, "batch_ms") : 0;
+}
+
+int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e)
+{
+	json_t *clk;
+
+	if (clock_read(s, &clk, e) < 0)
+		return -1;
+	*batch = clock_batch(clk);
+	json_decref(clk);
+	return 0;
+}
+
+static json_t *clock_view(const json_t *clk)
+{
+	json_t *v = json_deep_copy(clk);
+
+	json_object_set_new(v, "batch", json_integer((json_int_t)clock_batch(clk)));
+	return v;
+}
+
+int lease_clock_get(struct lease_store *s, json_t **out, struct common_err *e)
+{
+	json_t *clk;
+
+	if (clock_read(s, &clk, e) < 0)
+		return -1;
+	*out = clock_view(clk);
+	json_decref(clk);
+	return 0;
+}
+
+static int clock_write(struct lease_store *s, json_t *clk, struct common_err *e)
+{
+	char *p = lease_path(s, "clock.json");
+	int r = write_json(p, clk, 0600, e);
+
+	free(p);
+	return r;
+}
+
+int lease_clock_set_mode(struct lease_store *s, const char *mode, json_t **out,
+			 struct common_err *e)
+{
+	json_t *clk = NULL;
+	uint64_t b, ms;
+	int r = -1;
+
+	if (strcmp(mode, "wall") && strcmp(mode, "manual"))
+		return common_errf(e, "clock", "unknown mode \"%s\" (expected wall or manual)", mode);
+	if (lease_lock(s, e) < 0)
+		return -1;
+	if (clock_read(s, &clk, e) < 0)
+		goto out;
+	if (strcmp(lease_jstr(clk, "mode"), mode) != 0) {
+		/* Either way the batch continues from where it is: the clock stays monotonic. */
+		b = clock_batch(clk);
+		ms = (uint64_t)lease_jint(clk, "batch_ms");
+		json_object_set_new(clk, "mode", json_string(mode));
+		json_object_set_new(clk, "batch", json_integer((json_int_t)b));
+		if (strcmp(mode, "wall") == 0)
+			json_object_set_new(clk, "epoch_ms",
+					    json_integer((json_int_t)(common_now_ms() - b * ms)));
+		if (clock_write(s, clk, e) < 0)
+			goto out;
+	}
+	*out = clock_view(clk);
+	r = 0;
+out:
+	json_decref(clk);
+	lease_unlock(s);
+	return r;
+}
+
+int lease_clock_tick(struct lease_store *s, uint64_t n, json_t **out, struct common_err *e)
+{
+	json_t *clk = NULL;
+	uint64_t b;
+	int r = -1;
+
+	if (lease_lock(s, e) < 0)
+		return -1;
+	if (clock_read(s, &clk, e) < 0)
+		goto out;
+	if (strcmp(lease_jstr(clk, "mode"), "manual") != 0) {
+		common_errf(e, "tick", "the store clock is in wall mode (run `sbx-lease clock manual` first)");
+		goto out;
+	}
+	b = (uint64_t)lease_jint(clk, "batch");
+	if (n > (uint64_t)INT64_MAX - b) {
+		common_errf(e, "tick", "batch counter would overflow");
+		goto out;
+	}
+	json_object_set_new(clk, "batch", json_integer((json_int_t)(b + n)));
+	if (clock_write(s, clk, e) < 0)
+		goto out;
+	*out = clock_view(clk);
+	r = 0;
+out:
+	json_decref(clk);
+	lease_unlock(s);
+	return r;
+}
+
+int lease_pair_read(struct lease_store *s, const char *id, json_t **pair, struct common_err *e)
+{
+	char *p = lease_path(s, "leases/%s.json", id), *buf;
+	size_t len;
+	json_t *j;
+
+	*pair = NULL;
+	if (access(p, F_OK) < 0 && errno == ENOENT) {
+		free(p);
+		return 0;
+	}
+	if (common_read_file(p, LEASE_RECORD_MAX, &buf, &len, e) < 0) {
+		free(p);
+		return -1;
+	}
+	j = common_json_load(buf, len, p, e);
+	free(buf);
+	if (!j) {
+		free(p);
+		return -1;
+	}
+	if (!json_is_object(j) || !json_is_object(json_object_get(j, "receipt")) ||
+	    !json_is_object(json_object_get(j, "lease"))) {
+		common_errf(e, p, "expected {\"lease\": RECORD, \"receipt\": RECEIPT}");
+		json_decref(j);
+		free(p);
+		return -1;
+	}
+	if (lease_record_check(json_object_get(j, "lease"), p, e) < 0) {
+		json_decref(j);
+		free(p);
+		return -1;
+	}
+	free(p);
+	*pair = j;
+	return 0;
+}
+
+int lease_pair_write(struct lease_store *s, const char *id, const json_t *pair,
+		     struct common_err *e)
+{
+	char *p = lease_path(s, "leases/%s.json", id);
+	int r = write_json(p, pair, 0600, e);
+
+	free(p);
+	return r;
+}
+
+int lease_slots_read(struct lease_store *s, json_t **slots, struct common_err *e)
+{
+	char *p = lease_path(s, "slots.json");
+	json_t *j;
+
+	if (access(p, F_OK) < 0 && errno == ENOENT) {
+		free(p);
+		*slots = json_object();
+		return 0;
+	}
+	j = common_json_load_file(p, COMMON_JSON_MAX, e);
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+		common_errf(e, p, "expected an object of principal: [lease ids]");
+	}
+	free(p);
+	if (!j)
+		return -1;
+	*slots = j;
+	return 0;
+}
+
+/* Make the slot index agree with the record: id listed under its principal iff live. */
+static int slots_sync(struct lease_store *s, const char *principal, const char *id, int live,
+		      struct common_err *e)
+{
+	json_t *slots, *list;
+	size_t i, found = (size_t)-1;
+	char *p;
+	int r = 0;
+
+	if (lease_slots_read(s, &slots, e) < 0)
+		return -1;
+	list = json_object_get(slots, principal);
+	if (!json_is_array(list)) {
+		list = json_array();
+		json_object_set_new(slots, principal, list);
+	}
+	for (i = 0; i < json_array_size(list); i++) {
+		const char *v = json_string_value(json_array_get(list, i));
+		if (v && strcmp(v, id) == 0)
+			found = i;
+	}
+	if (live && found == (size_t)-1)
+		json_array_append_new(list, json_string(id));
+	else if (!live && found != (size_t)-1)
+		json_array_remove(list, found);
+	else
+		goto out;
+	if (json_array_size(list) == 0)
+		json_object_del(slots, principal);
+	p = lease_path(s, "slots.json");
+	r = write_json(p, slots, 0600, e);
+	free(p);
+out:
+	json_decref(slots);
+	return r;
+}
+
+int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e)
+{
+	const char *id = lease_jstr(rec, "id"), *st = lease_jstr(rec, "state");
+	enum lease_state state;
+	char *ns;
+	int r = 0;
+
+	if (!id || !st || lease_state_parse(st, &state) < 0)
+		return common_errf(e, "lease record", "missing id or state");
+	ns = lease_ns_dir(s, id);
+	if (state == LEASE_DESTROYED) {
+		if (access(ns, F_OK) == 0)
+			r = common_rm_rf(ns, e);
+	} else if (access(ns, F_OK) < 0) {
+		if (mkdir(ns, 0700) < 0 && errno != EEXIST)
+			r = common_errno(e, errno, "namespace %s", ns);
+	}
+	free(ns);
+	if (r < 0)
+		return -1;
+	return slots_sync(s, lease_jstr(rec, "principal"), id, lease_state_live(state), e);
+}
+
+/* Read the last complete journal line; a torn tail (no final newline) is cut off,
+ * since its transition never reached the record and was never acknowledged. */
+static int journal_tail(struct lease_store *s, char **line, struct common_err *e)
+{
+	char *p = lease_path(s, "journal.jsonl"), *buf = NULL;
+	struct stat st;
+	size_t n, end, start;
+	int fd, r = -1;
+
+	*line = NULL;
+	fd = open(p, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		r = errno == ENOENT ? 0 : common_errno(e, errno, "%s", p);
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		common_errno(e, errno, "%s", p);
+		goto out;
+	}
+	n = (size_t)st.st_size < LEASE_LINE_MAX + 1 ? (size_t)st.st_size : LEASE_LINE_MAX + 1;
+	if (n == 0) {
+		r = 0;
+		goto out;
+	}
+	buf = common_xmalloc(n + 1);
+	if (pread(fd, buf, n, st.st_size - (off_t)n) != (ssize_t)n) {
+		common_errno(e, errno ? errno : EIO, "%s: reading the tail", p);
+		goto out;
+	}
+	buf[n] = '\0';
+	end = n;
+	if (buf[n - 1] != '\n') {
+		while (end > 0 && buf[end - 1] != '\n')
+			end--;
+		if (end == 0 && (size_t)st.st_size > n) {
+			common_errf(e, p, "last line longer than %u bytes", LEASE_LINE_MAX);
+			goto out;
+		}
+		if (ftruncate(fd, st.st_size - (off_t)(n - end)) < 0 || fsync(fd) < 0) {
+			common_errno(e, errno, "%s: cutting a torn last line", p);
+			goto out;
+		}
+		if (end == 0) {
+			r = 0;
+			goto out;
+		}
+	}
+	start = end - 1;
+	while (start > 0 && buf[start - 1] != '\n')
+		start--;
+	if (start == 0 && (size_t)st.st_size > n) {
+		common_errf(e, p, "last line longer than %u bytes", LEASE_LINE_MAX);
+		goto out;
+	}
+	buf[end - 1] = '\0';
+	*line = common_xstrdup(buf + start);
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	free(p);
+	return r;
+}
+
+int lease_recover(struct lease_store *s, struct common_err *e)
+{
+	json_t *r = NULL, *pair = NULL, *rec = NULL, *np = NULL;
+	const char *id, *head;
+	char *line;
+	int ret = -1;
+
+	if (journal_tail(s, &line, e) < 0)
+		return -1;
+	if (!line)
+		return 0;
+	r = common_json_load(line, strlen(line), "journal.jsonl", NULL);
+	free(line);
+	/* A last line that does not verify is left alone: verify reports it. */
+	if (!r || lease_receipt_verify(s, r, "journal.jsonl", NULL) < 0) {
+		ret = 0;
+		goto out;
+	}
+	id = lease_jstr(r, "lease");
+	if (lease_pair_read(s, id, &pair, e) < 0)
+		goto out;
+	if (!pair) {
+		if (lease_jint(r, "seq") != 0 || lease_fold(NULL, r, &rec, NULL) < 0) {
+			ret = 0;
+			goto out;
+		}
+	} else {
+		rec = json_incref(json_object_get(pair, "lease"));
+		head = lease_jstr(rec, "head");
+		if (head && strcmp(head, lease_jstr(r, "digest")) != 0) {
+			json_t *next;
+			const char *prev = lease_jstr(r, "prev");
+			if (!prev || strcmp(prev, head) != 0 ||
+			    lease_fold(rec, r, &next, NULL) < 0) {
+				ret = 0;
+				goto out;
+			}
+			json_decref(rec);
+			rec = next;
+		} else {
+			/* Record is current; only the idempotent effects may lag. */
+			ret = lease_apply_effects(s, rec, e);
+			goto out;
+		}
+	}
+	np = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
+	if (lease_pair_write(s, id, np, e) < 0)
+		goto out;
+	ret = lease_apply_effects(s, rec, e);
+out:
+	json_decref(np);
+	json_decref(rec);
+	json_decref(pair);
+	json_decref(r);
+	return ret;
+}
