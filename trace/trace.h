@@ -157,6 +157,8 @@ struct trace_filter {
 	const char *name;          /* syscall or event name, NULL: any */
 };
 int trace_cmd_filter(const char *path, const struct trace_filter *f, struct common_err *e);
+/* "file,process,...": class names of enum trace_class, comma-separated. */
+int trace_class_parse(const char *list, unsigned *out, struct common_err *e);
 int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e);
 int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
 int trace_cmd_bisect(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
@@ -215,6 +217,21 @@ int trace_policy_traps(const struct trace_policy *p, const struct trace_sysinfo 
 /* Fill d for one stop; 1 when a rule matched, 0 when none did (allow). */
 int trace_policy_decide(const struct trace_policy *p, const struct trace_stop *st,
 			struct trace_decision *d);
+
+/* --inspect-exec PROG: a co-process answering one JSON decision per JSON event line
+ * (see sbx-run(1)); run through /bin/sh -c outside the sandbox. */
+#define TRACE_COPROC_TIMEOUT_MS 2000
+struct trace_coproc;
+int trace_coproc_start(const char *prog, int timeout_ms, struct trace_coproc **c,
+		       struct common_err *e);
+/* One round trip. -1 (e filled) for a malformed, late or missing reply. */
+int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st,
+		     struct trace_decision *d, struct common_err *e);
+void trace_coproc_stop(struct trace_coproc *c);
+/* The codec alone (unit tests): an event line without newline (malloc'd), a reply. */
+char *trace_coproc_event(uint64_t id, const struct trace_stop *st);
+int trace_coproc_parse_reply(const char *line, size_t len, uint64_t id,
+			     struct trace_decision *d, struct common_err *e);
 
 /* ---- run: the boundary, the supervisor, trace_run (issue 3; trace/sandbox.c,
  * trace/supervise.c, trace/run.c) ---- */
