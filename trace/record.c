@@ -718,21 +718,34 @@ static void free_rec(struct trace_rec *r)
 	free(r);
 }
 
+/* s with each invalid UTF-8 byte replaced by U+FFFD (malloc'd). */
+static char *utf8_lossy(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	struct sb b = {0};
+
+	sb_begin(&b);
+	while (*s) {
+		size_t n = utf8_len(s);
+		if (n == 0) {
+			sb_raw(&b, "\xef\xbf\xbd", 3);
+			s++;
+		} else {
+			sb_raw(&b, (const char *)s, n);
+			s += n;
+		}
+	}
+	return b.p;
+}
+
 static json_t *strv_json(char *const *v)
 {
 	json_t *a = json_array();
 
 	for (; v && *v; v++) {
-		json_t *s = json_string(*v);
-		if (!s) { /* not UTF-8: keep it readable, lossy */
-			struct sb b = {0};
-			sb_begin(&b);
-			sb_str(&b, *v);
-			b.p[b.n - 1] = 0;
-			s = json_string(b.p + 1);
-			free(b.p);
-		}
-		json_array_append_new(a, s ? s : json_string(""));
+		char *u = utf8_lossy(*v);
+		json_array_append_new(a, json_string(u));
+		free(u);
 	}
 	return a;
 }
@@ -746,7 +759,13 @@ static json_t *header_json(const struct trace_rec_info *in)
 
 	json_object_set_new(h, "sbx_trace", json_integer(TRACE_FORMAT));
 	json_object_set_new(h, "lease", in->lease ? json_string(in->lease) : json_null());
-	json_object_set_new(img, "path", in->image_path ? json_string(in->image_path) : json_null());
+	if (in->image_path) {
+		char *u = utf8_lossy(in->image_path);
+		json_object_set_new(img, "path", json_string(u));
+		free(u);
+	} else {
+		json_object_set_new(img, "path", json_null());
+	}
 	json_object_set_new(img, "sha256", in->image_sha256 ? json_string(in->image_sha256) : json_null());
 	json_object_set_new(h, "image", img);
 	json_object_set_new(h, "argv", strv_json(in->argv));

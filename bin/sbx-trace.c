@@ -1,0 +1,102 @@
+/* sbx-trace: read traces written by sbx-run --trace (see sbx-trace(1)). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "trace/trace.h"
+
+static const char usage_text[] =
+	"usage: sbx-trace files [--format json|text|make] [--hash-inputs] TRACE\n"
+	"       sbx-trace verify [--format json|text] [--complete] [--head HEX] TRACE\n"
+	"       sbx-trace filter [--pid PID] [--class CLASS[,CLASS...]] [--path GLOB] [--name NAME] TRACE\n"
+	"       sbx-trace diff [--format json|text] TRACE_A TRACE_B\n"
+	"       sbx-trace stats [--format json|text] TRACE\n"
+	"       sbx-trace timeline -o FILE.html TRACE\n"
+	"       sbx-trace bisect [--format json|text] TRACE_A TRACE_B\n"
+	"       sbx-trace adjudicate TRACE_A TRACE_B\n";
+
+static void usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(SBX_EXIT_USAGE);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"format", required_argument, 0, 'f'}, {"hash-inputs", no_argument, 0, 'H'},
+		{"complete", no_argument, 0, 'c'},      {"head", required_argument, 0, 'h'},
+		{"pid", required_argument, 0, 'p'},     {"class", required_argument, 0, 'C'},
+		{"path", required_argument, 0, 'g'},    {"name", required_argument, 0, 'n'},
+		{"output", required_argument, 0, 'o'},  {"help", no_argument, 0, '?'},
+		{0, 0, 0, 0},
+	};
+	struct common_err e = {"", ""};
+	struct trace_filter flt = {0};
+	enum trace_fmt fmt = TRACE_FMT_JSON;
+	int hash_inputs = 0, complete = 0, c, rc, nargs;
+	const char *head = NULL, *out = NULL, *cmd;
+	uint64_t pid;
+
+	common_set_progname("sbx-trace");
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(usage_text, argc < 2 ? stderr : stdout);
+		return argc < 2 ? SBX_EXIT_USAGE : 0;
+	}
+	cmd = argv[1];
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "+o:", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				fmt = TRACE_FMT_JSON;
+			else if (!strcmp(optarg, "text"))
+				fmt = TRACE_FMT_TEXT;
+			else if (!strcmp(optarg, "make") && !strcmp(cmd, "files"))
+				fmt = TRACE_FMT_MAKE;
+			else
+				common_dief(SBX_EXIT_USAGE, "--format", "unknown format \"%s\"", optarg);
+			break;
+		case 'H': hash_inputs = 1; break;
+		case 'c': complete = 1; break;
+		case 'h': head = optarg; break;
+		case 'p':
+			if (common_parse_u64(optarg, 0x7fffffff, &pid, &e) < 0 || pid == 0)
+				common_dief(SBX_EXIT_USAGE, "--pid", "expected a process id, got \"%s\"", optarg);
+			flt.pid_tree = (pid_t)pid;
+			break;
+		case 'C':
+			if (trace_class_parse(optarg, &flt.classes, &e) < 0)
+				common_die(SBX_EXIT_USAGE, &e);
+			break;
+		case 'g': flt.glob = optarg; break;
+		case 'n': flt.name = optarg; break;
+		case 'o': out = optarg; break;
+		default: usage();
+		}
+	}
+	nargs = argc - optind;
+	argv += optind;
+	if (!strcmp(cmd, "files") && nargs == 1)
+		rc = trace_cmd_files(argv[0], fmt, hash_inputs, &e);
+	else if (!strcmp(cmd, "verify") && nargs == 1)
+		rc = trace_cmd_verify(argv[0], complete, head, fmt, &e);
+	else if (!strcmp(cmd, "filter") && nargs == 1)
+		rc = trace_cmd_filter(argv[0], &flt, &e);
+	else if (!strcmp(cmd, "diff") && nargs == 2)
+		rc = trace_cmd_diff(argv[0], argv[1], fmt, &e);
+	else if (!strcmp(cmd, "stats") && nargs == 1)
+		rc = trace_cmd_stats(argv[0], fmt, &e);
+	else if (!strcmp(cmd, "timeline") && nargs == 1 && out)
+		rc = trace_cmd_timeline(argv[0], out, &e);
+	else if (!strcmp(cmd, "bisect") && nargs == 2)
+		rc = trace_cmd_bisect(argv[0], argv[1], fmt, &e);
+	else if (!strcmp(cmd, "adjudicate") && nargs == 2)
+		rc = trace_cmd_adjudicate(argv[0], argv[1], &e);
+	else
+		usage();
+	if (rc != 0 && e.what[0])
+		common_report(&e);
+	return rc == 0 ? SBX_EXIT_OK : SBX_EXIT_FAIL;
+}

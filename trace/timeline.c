@@ -1,0 +1,179 @@
+/* A self-contained HTML timeline of a trace: one row per process, indented by
+ * the process tree, a bar from spawn to exit, and the files each touched in a
+ * <details> list. No scripts, fonts or links: it opens offline. Every string
+ * from the trace is escaped (a path may be "<script>"). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "trace/trace.h"
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+static long long jint(const json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+struct row {
+	json_t *p;
+	int depth, done;
+};
+
+static void emit_files(FILE *f, json_t *a, const char *cls)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v) {
+		fprintf(f, "<li class=\"%s\">", cls);
+		esc(f, json_string_value(v));
+		fputs("</li>\n", f);
+	}
+}
+
+static void emit_row(FILE *f, struct row *r, long long t0, long long span, size_t idx, size_t n)
+{
+	json_t *p = r->p, *argv = json_object_get(p, "argv"), *v;
+	const char *exe = json_string_value(json_object_get(p, "exe"));
+	const char *base = exe ? strrchr(exe, '/') : NULL;
+	int has_t = json_object_get(p, "t_start") != NULL;
+	double left, width;
+	int failed = (json_object_get(p, "exit") && jint(p, "exit") != 0) ||
+		     json_object_get(p, "signal");
+	size_t i;
+
+	if (has_t && span > 0) {
+		long long s = jint(p, "t_start") - t0;
+		long long e = json_object_get(p, "t_end") ? jint(p, "t_end") - t0 : span;
+		left = 100.0 * (double)s / (double)span;
+		width = 100.0 * (double)(e > s ? e - s : 0) / (double)span;
+	} else { /* no times (deterministic trace): order only */
+		left = 100.0 * (double)idx / (double)(n ? n : 1);
+		width = 100.0 - left;
+	}
+	if (width < 0.3)
+		width = 0.3;
+	fprintf(f, "<div class=\"row\"><div class=\"lab\" style=\"padding-left:%dem\">", r->depth < 40 ? r->depth : 40);
+	fprintf(f, "%lld ", jint(p, "pid"));
+	esc(f, base ? base + 1 : exe ? exe : "(no exec)");
+	fprintf(f, "</div><div class=\"lane\"><div class=\"bar%s\" style=\"left:%.3f%%;width:%.3f%%\" title=\"",
+		failed ? " fail" : "", left, width);
+	json_array_foreach(argv, i, v) {
+		esc(f, json_string_value(v));
+		fputc(' ', f);
+	}
+	if (json_object_get(p, "exit"))
+		fprintf(f, "&#10;exit %lld", jint(p, "exit"));
+	if (json_object_get(p, "signal"))
+		fprintf(f, "&#10;signal %lld", jint(p, "signal"));
+	fputs("\"></div></div></div>\n", f);
+	json_t *in = json_object_get(p, "inputs"), *out = json_object_get(p, "outputs");
+	if (json_array_size(in) + json_array_size(out)) {
+		fprintf(f, "<details style=\"margin-left:%dem\"><summary>%zu read, %zu written</summary><ul>\n",
+			(r->depth < 40 ? r->depth : 40) + 1, json_array_size(in), json_array_size(out));
+		emit_files(f, out, "w");
+		emit_files(f, in, "r");
+		fputs("</ul></details>\n", f);
+	}
+}
+
+/* Depth-first over the process tree, children in start order. */
+static void walk(FILE *f, struct row *rows, size_t n, size_t at, int depth, long long t0,
+		 long long span, size_t *idx)
+{
+	rows[at].depth = depth;
+	rows[at].done = 1;
+	emit_row(f, &rows[at], t0, span, (*idx)++, n);
+	if (depth >= 200) /* deeper descendants are shown as roots */
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (!rows[i].done && jint(rows[i].p, "ppid") == jint(rows[at].p, "pid"))
+			walk(f, rows, n, i, depth + 1, t0, span, idx);
+}
+
+int trace_cmd_timeline(const char *path, const char *out, struct common_err *e)
+{
+	json_t *br = trace_buildrec(path, 0, e), *procs, *run;
+	char *buf = NULL;
+	size_t len = 0, n, idx = 0;
+	FILE *f;
+	struct row *rows;
+	long long t0 = -1, span;
+	int rc;
+
+	if (!br)
+		return -1;
+	procs = json_object_get(br, "processes");
+	run = json_object_get(br, "run");
+	n = json_array_size(procs);
+	if (n > 20000) /* the page stays usable; the tree walk is quadratic */
+		n = 20000;
+	rows = common_xcalloc(n + 1, sizeof *rows);
+	for (size_t i = 0; i < n; i++) {
+		rows[i].p = json_array_get(procs, i);
+		if (json_object_get(rows[i].p, "t_start") && (t0 < 0 || jint(rows[i].p, "t_start") < t0))
+			t0 = jint(rows[i].p, "t_start");
+	}
+	if (t0 < 0)
+		t0 = 0;
+	span = jint(run, "duration_us") - t0;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		abort();
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>sbx trace: ", f);
+	esc(f, json_string_value(json_object_get(run, "trace")));
+	fputs("</title>\n<style>\n"
+	      "body{font:13px/1.4 sans-serif;margin:1em;color:#222}\n"
+	      ".row{display:flex;align-items:center;height:20px}\n"
+	      ".lab{width:28em;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;font-family:monospace}\n"
+	      ".lane{position:relative;flex:1;height:14px;background:#f2f2f2}\n"
+	      ".bar{position:absolute;top:0;height:14px;background:#4a7fc1;border-radius:2px}\n"
+	      ".bar.fail{background:#c14a4a}\n"
+	      "details{font-family:monospace;font-size:12px}\n"
+	      "li.w{color:#a04000} li.r{color:#335}\n"
+	      "</style></head><body>\n<h1>sbx trace timeline</h1>\n<p>", f);
+	esc(f, json_string_value(json_object_get(run, "trace")));
+	fprintf(f, " &middot; level %s &middot; %zu processes &middot; %.3f s &middot; %s</p>\n",
+		json_string_value(json_object_get(run, "level")) ?: "?", n,
+		(double)jint(run, "duration_us") / 1e6,
+		json_is_true(json_object_get(run, "complete")) ? "complete" : "TRUNCATED");
+	fprintf(f, "<p>%zu inputs, %zu outputs, %zu absent paths probed, %zu tools. "
+		"Hover a bar for its command line; open a row for its files (written in brown).</p>\n",
+		json_array_size(json_object_get(br, "inputs")), json_array_size(json_object_get(br, "outputs")),
+		json_array_size(json_object_get(br, "probes")), json_array_size(json_object_get(br, "tools")));
+	for (size_t i = 0; i < n; i++) {
+		int has_parent = 0;
+		for (size_t j = 0; j < n; j++)
+			if (j != i && jint(rows[j].p, "pid") == jint(rows[i].p, "ppid"))
+				has_parent = 1;
+		if (!has_parent && !rows[i].done)
+			walk(f, rows, n, i, 0, t0, span, &idx);
+	}
+	for (size_t i = 0; i < n; i++) /* cycles from pid reuse: still show them */
+		if (!rows[i].done)
+			walk(f, rows, n, i, 0, t0, span, &idx);
+	fputs("</body></html>\n", f);
+	fclose(f);
+	if (!strcmp(out, "-")) {
+		rc = common_write_all(1, buf, len) < 0 ? common_errno(e, errno, "write stdout") : 0;
+	} else {
+		rc = common_write_atomic(out, buf, len, 0644, e);
+	}
+	free(buf);
+	free(rows);
+	json_decref(br);
+	return rc;
+}
