@@ -175,9 +175,9 @@ static int parse(struct cli *c, int argc, char **argv, struct args *a, unsigned 
 	int o;
 
 	memset(a, 0, sizeof *a);
-	optind = 1;
+	optind = 0; /* reinitialise GNU getopt: a new argv, options after operands allowed */
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (o == '?')
 			return usage(optopt ? "unknown or incomplete option" : "unknown option");
 		if (o == 'h')

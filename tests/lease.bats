@@ -1,0 +1,402 @@
+#!/usr/bin/env bats
+# sbx-lease: lifecycle through pipes, every refusal (store unchanged), slots, expiry, verify.
+load helpers
+
+setup() {
+	sbx_setup_store
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# Content digest of the whole store (names + bytes), to prove a refusal changed nothing.
+store_sum() {
+	(cd "$SBX_STORE" && find . -print | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum
+}
+
+# Re-digest an edited receipt exactly as sbx does (canonical JSON, domain prefix).
+redigest() {
+	local body
+	body=$(jq -cS 'del(.digest, .sig)' <<<"$1")
+	local d
+	d=$( (printf 'sbx/receipt/v1\0'; printf '%s' "$body") | sha256sum | cut -d' ' -f1)
+	jq -c --arg d "$d" '.digest = $d' <<<"$1"
+}
+
+new_lease() {
+	sbx-lease request --image /bin/true "$@"
+}
+
+@test "happy path Requested to Destroyed through pipes, verified" {
+	run bash -c 'sbx-lease request --image /bin/true --escrow 5 --fees fuel=2 |
+		sbx-lease fund --amount 7 --evidence - |
+		sbx-lease activate --evidence - |
+		sbx-lease observe --usage fuel=2,memory=4K --evidence - |
+		sbx-lease settle --evidence - |
+		sbx-lease expire --evidence - |
+		sbx-lease destroy --evidence -'
+	assert_success
+	id=$(jq -r .lease.id <<<"$output")
+	assert_equal "$(jq -r .lease.state <<<"$output")" Destroyed
+	assert_equal "$(jq -r .lease.usage.memory <<<"$output")" 4096
+	# settlement: cost 2*2 = 4 charged of escrow 7, 3 refunded
+	assert_equal "$(jq -r .lease.charge <<<"$output")" 4
+	assert_equal "$(jq -r .lease.refund <<<"$output")" 3
+	run sbx-lease log "$id"
+	assert_success
+	assert_equal "$(jq -r .edge <<<"$output" | tr '\n' ' ')" "request fund activate observe settle expire destroy "
+	assert_equal "$(jq -r .seq <<<"$output" | tr '\n' ' ')" "0 1 2 3 4 5 6 "
+	# each receipt's prev is the previous digest
+	run bash -c "sbx-lease log $id | jq -r '[.prev, .digest] | @tsv'"
+	prevs=$(cut -f1 <<<"$output" | tail -n +2)
+	digs=$(cut -f2 <<<"$output" | head -n -1)
+	assert_equal "$prevs" "$digs"
+	run sbx-lease verify
+	assert_success
+	assert_equal "$(jq -r .ok <<<"$output")" true
+	[ ! -e "$SBX_STORE/ns/$id" ]
+}
+
+@test "store is created 0700 with its authority key" {
+	run sbx-lease clock
+	assert_success
+	assert_equal "$(stat -c %a "$SBX_STORE")" 700
+	[ -s "$SBX_STORE/authority.key" ]
+	[ -s "$SBX_STORE/authority.pub" ]
+	assert_equal "$(jq -r .mode <<<"$output")" wall
+}
+
+@test "--format text gives tables for show, list and log" {
+	new_lease --principal alice >req.json
+	id=$(jq -r .lease.id req.json)
+	run sbx-lease --format text show "$id"
+	assert_success
+	assert_line --regexp "^state +Requested"
+	assert_line --regexp "^principal +alice"
+	run sbx-lease --format text list
+	assert_success
+	assert_line --index 0 --regexp "^ID +STATE +PRINCIPAL"
+	assert_line --index 1 --regexp "^$id +Requested +alice"
+	run sbx-lease --format text log "$id"
+	assert_success
+	assert_line --index 1 --regexp "^0 +request +- +Requested"
+}
+
+@test "list filters by principal and state" {
+	new_lease --principal alice | sbx-lease fund --amount 1 --evidence - >/dev/null
+	new_lease --principal alice >/dev/null
+	new_lease --principal bob >/dev/null
+	run sbx-lease list --principal alice
+	assert_equal "${#lines[@]}" 2
+	run sbx-lease list --principal alice --state Funded
+	assert_equal "${#lines[@]}" 1
+	assert_equal "$(jq -r .state <<<"$output")" Funded
+	run sbx-lease list --state Nope
+	assert_failure
+	assert_output --partial 'unknown state "Nope"'
+}
+
+@test "undeclared edge is refused naming edge and state; store unchanged" {
+	new_lease >req.json
+	id=$(jq -r .lease.id req.json)
+	before=$(store_sum)
+	run sbx-lease activate "$id" --evidence req.json
+	assert_failure 1
+	assert_output "sbx-lease: error: cannot activate lease $id: state is Requested, activate needs Funded"
+	run sbx-lease expire --evidence req.json
+	assert_failure
+	assert_output --partial "batch 0 is before the deadline 3600"
+	run sbx-lease destroy --evidence req.json
+	assert_failure
+	assert_output --partial "state is Requested, destroy needs Expired"
+	assert_equal "$(store_sum)" "$before"
+}
+
+@test "tampered, forged and other-lease evidence is refused; store unchanged" {
+	new_lease >a.json
+	new_lease >b.json
+	a=$(jq -r .lease.id a.json)
+	b=$(jq -r .lease.id b.json)
+	before=$(store_sum)
+	# tampered: a field edited, digest left alone
+	jq -c '.receipt.batch = 7' a.json >t.json
+	run sbx-lease fund --amount 1 --evidence t.json
+	assert_failure
+	assert_output --partial "tampered"
+	# forged: edited and re-digested, but the signature is not the store's
+	redigest "$(jq -c '.receipt.batch = 7' a.json | jq -c .receipt)" >f.json
+	run sbx-lease fund --amount 1 --evidence f.json
+	assert_failure
+	assert_output --partial "forged"
+	# a receipt from another store
+	SBX_STORE="$BATS_TEST_TMPDIR/other" sbx-lease request --image /bin/true >o.json
+	run sbx-lease fund "$a" --amount 1 --evidence o.json
+	assert_failure
+	assert_output --partial "forged"
+	# other lease's (valid) receipt
+	run sbx-lease fund "$a" --amount 1 --evidence b.json
+	assert_failure
+	assert_output --partial "receipt is for lease $b, not $a"
+	# not JSON at all
+	echo 'garbage' >g.json
+	run sbx-lease fund "$a" --amount 1 --evidence g.json
+	assert_failure
+	assert_output --partial "g.json"
+	assert_equal "$(store_sum)" "$before"
+}
+
+@test "replayed evidence (not the head) is refused; store unchanged" {
+	new_lease >req.json
+	sbx-lease fund --amount 3 --evidence req.json >fund.json
+	before=$(store_sum)
+	run sbx-lease activate --evidence req.json
+	assert_failure
+	assert_output --partial "replayed: receipt seq 0 (request)"
+	run sbx-lease fund --amount 3 --evidence req.json
+	assert_failure
+	assert_output --partial "replayed"
+	assert_equal "$(store_sum)" "$before"
+	run sbx-lease activate --evidence fund.json
+	assert_success
+}
+
+@test "a Destroyed lease is terminal; store unchanged" {
+	run bash -c 'sbx-lease request --image /bin/true --lifetime 1 | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | sbx-lease settle --evidence - |
+		sbx-lease expire --evidence - | sbx-lease destroy --evidence -'
+	assert_success
+	echo "$output" >d.json
+	id=$(jq -r .lease.id d.json)
+	before=$(store_sum)
+	for edge in fund activate expire destroy settle; do
+		run sbx-lease $edge "$id" --amount 1 --evidence d.json
+		[ "$edge" = fund ] || run sbx-lease $edge "$id" --evidence d.json
+		assert_failure
+		assert_output --partial "state is Destroyed"
+		assert_output --partial "(Destroyed is terminal)"
+	done
+	assert_equal "$(store_sum)" "$before"
+}
+
+@test "usage observations are monotonic; a lower one is refused; store unchanged" {
+	new_lease | sbx-lease fund --amount 1 --evidence - | sbx-lease activate --evidence - |
+		sbx-lease observe --usage fuel=10,storage_read=5 --evidence - >o.json
+	id=$(jq -r .lease.id o.json)
+	before=$(store_sum)
+	run sbx-lease observe --usage fuel=9 --evidence o.json
+	assert_failure
+	assert_output "sbx-lease: error: cannot observe lease: $id: fuel 9 is below the recorded 10 (usage is monotonic)"
+	run sbx-lease observe --usage fuel=11,bogus=1 --evidence o.json
+	assert_failure
+	assert_output --partial 'unknown dimension "bogus"'
+	assert_equal "$(store_sum)" "$before"
+	run sbx-lease observe --usage fuel=11 --evidence o.json
+	assert_success
+	assert_equal "$(jq -r .lease.usage.storage_read <<<"$output")" 5
+	assert_equal "$(jq -r .lease.usage.fuel <<<"$output")" 11
+}
+
+@test "limits above ceilings, negative, non-integer or unknown are refused; store unchanged" {
+	sbx-lease clock >/dev/null
+	before=$(store_sum)
+	run new_lease --limits fuel=1000000001
+	assert_failure
+	assert_output --partial "fuel: 1000000001 exceeds the ceiling 1000000000"
+	run new_lease --limits memory=2G
+	assert_failure
+	assert_output --partial "exceeds the ceiling 1073741824"
+	run new_lease --limits output_values=-1
+	assert_failure
+	assert_output --partial 'negative value "-1"'
+	run new_lease --limits memory=1.5
+	assert_failure
+	assert_output --partial "not a non-negative integer"
+	run new_lease --limits cpu=5
+	assert_failure
+	assert_output --partial 'unknown dimension "cpu"'
+	run new_lease --lifetime 1000001
+	assert_failure
+	assert_output --partial "outside 1..1000000"
+	run new_lease --fees fuel=x
+	assert_failure
+	run sbx-lease request --image /etc/passwd
+	assert_failure
+	assert_output --partial "/etc/passwd: not an ELF file"
+	assert_equal "$(store_sum)" "$before"
+	run new_lease --limits memory=64M,table_elements=1024,lifetime=10
+	assert_success
+	assert_equal "$(jq -r .lease.limits.memory <<<"$output")" 67108864
+	assert_equal "$(jq -r .lease.lifetime <<<"$output")" 10
+}
+
+@test "request #33 for one principal is refused; expiry releases exactly one slot" {
+	sbx-lease clock manual >/dev/null
+	for i in $(seq 32); do new_lease --principal p --lifetime 1 >"r$i.json"; done
+	before=$(store_sum)
+	run new_lease --principal p
+	assert_failure
+	assert_output --partial "principal p already holds 32 live leases"
+	assert_equal "$(store_sum)" "$before"
+	new_lease --principal q >/dev/null # other principals are unaffected
+	sbx-lease tick >/dev/null
+	sbx-lease expire --evidence r1.json >x1.json
+	new_lease --principal p >/dev/null # the released slot
+	run new_lease --principal p
+	assert_failure
+	# destroying the expired lease does not release it again
+	sbx-lease destroy --evidence x1.json >/dev/null
+	run new_lease --principal p
+	assert_failure
+	assert_output --partial "already holds 32"
+	run sbx-lease verify
+	assert_success
+}
+
+@test "64 concurrent requests for one principal admit exactly 32" {
+	for i in $(seq 64); do
+		(sbx-lease request --image /bin/true --principal racer >"c$i.out" 2>"c$i.err"; echo $? >"c$i.rc") &
+	done
+	wait
+	ok=$(cat c*.rc | grep -c '^0$')
+	refused=$(grep -l "already holds 32" c*.err | wc -l)
+	assert_equal "$ok" 32
+	assert_equal "$refused" 32
+	run sbx-lease list --principal racer
+	assert_equal "${#lines[@]}" 32
+	run sbx-lease verify
+	assert_success
+}
+
+@test "expiry of Requested, Funded and Active leases at the deadline (manual clock)" {
+	sbx-lease clock manual >/dev/null
+	new_lease --lifetime 3 >req.json
+	new_lease --lifetime 3 | sbx-lease fund --amount 2 --evidence - >fund.json
+	new_lease --lifetime 3 --fees fuel=1 | sbx-lease fund --amount 2 --evidence - |
+		sbx-lease activate --evidence - >act.json
+	sbx-lease tick 2 >/dev/null
+	before=$(store_sum)
+	for f in req fund act; do
+		run sbx-lease expire --evidence $f.json
+		assert_failure
+		assert_output --partial "batch 2 is before the deadline 3"
+	done
+	assert_equal "$(store_sum)" "$before"
+	run sbx-lease tick
+	assert_equal "$(jq -r .batch <<<"$output")" 3
+	for f in req fund act; do
+		run sbx-lease expire --evidence $f.json
+		assert_success
+		assert_equal "$(jq -r .lease.state <<<"$output")" Expired
+	done
+	assert_equal "$(jq -r .lease.refund <<<"$output")" 2
+	run sbx-lease verify
+	assert_success
+}
+
+@test "clock switches keep the batch monotonic; tick needs manual mode" {
+	run sbx-lease tick
+	assert_failure
+	assert_output --partial "wall mode"
+	sbx-lease clock manual >/dev/null
+	sbx-lease tick 5 >/dev/null
+	run sbx-lease clock wall
+	assert_success
+	b=$(jq -r .batch <<<"$output")
+	[ "$b" -ge 5 ]
+	run sbx-lease clock manual
+	[ "$(jq -r .batch <<<"$output")" -ge "$b" ]
+}
+
+@test "usage above a bound closes Active into Settling naming the dimension" {
+	new_lease --limits output_values=10 | sbx-lease fund --amount 1 --evidence - |
+		sbx-lease activate --evidence - >act.json
+	run sbx-lease observe --usage output_values=11 --evidence act.json
+	assert_success
+	assert_equal "$(jq -r .receipt.edge <<<"$output")" settle
+	assert_equal "$(jq -r .receipt.reason <<<"$output")" output_values
+	assert_equal "$(jq -r .lease.state <<<"$output")" Settling
+	assert_equal "$(jq -r .lease.usage.output_values <<<"$output")" 11
+	# escrow: cost 3*5 = 15 > 10 funded
+	new_lease --fees storage_write=3 | sbx-lease fund --amount 10 --evidence - |
+		sbx-lease activate --evidence - >act2.json
+	run sbx-lease observe --usage storage_write=5 --evidence act2.json
+	assert_success
+	assert_equal "$(jq -r .receipt.reason <<<"$output")" escrow
+	# settlement charges min(cost, escrow) = 10, refunds 0
+	run sbx-lease expire --evidence - <<<"$output"
+	assert_success
+	assert_equal "$(jq -r .lease.charge <<<"$output")" 10
+	assert_equal "$(jq -r .lease.refund <<<"$output")" 0
+}
+
+@test "lifetime reached during an observation closes the lease" {
+	sbx-lease clock manual >/dev/null
+	new_lease --lifetime 2 | sbx-lease fund --amount 1 --evidence - |
+		sbx-lease activate --evidence - >act.json
+	sbx-lease tick 2 >/dev/null
+	run sbx-lease observe --usage fuel=1 --evidence act.json
+	assert_success
+	assert_equal "$(jq -r .receipt.reason <<<"$output")" lifetime
+}
+
+@test "destroy deletes the namespace and records a digest of its contents" {
+	new_lease --lifetime 1 | sbx-lease fund --amount 0 --evidence - >f.json
+	id=$(jq -r .lease.id f.json)
+	ns="$SBX_STORE/ns/$id"
+	[ -d "$ns" ]
+	mkdir -p "$ns/dir"
+	printf 'hello' >"$ns/a"
+	printf 'xy' >"$ns/dir/b"
+	sleep 1.1 # wall clock: 1 batch = 1000 ms
+	sbx-lease expire --evidence f.json | sbx-lease destroy --evidence - >d.json
+	assert_equal "$(jq -r .receipt.cells d.json)" 2
+	# namespace bytes: len("a")+5 + len("dir/b")+2
+	assert_equal "$(jq -r .receipt.bytes d.json)" 13
+	expect=$( (printf 'sbx/namespace/v1\0'
+		printf '\001\0\0\0\0\0\0\0a\005\0\0\0\0\0\0\0hello'
+		printf '\005\0\0\0\0\0\0\0dir/b\002\0\0\0\0\0\0\0xy') | sha256sum | cut -d' ' -f1)
+	assert_equal "$(jq -r .receipt.destroyed d.json)" "$expect"
+	[ ! -e "$ns" ]
+}
+
+@test "verify catches a hand-edited lease record" {
+	new_lease | sbx-lease fund --amount 4 --evidence - >f.json
+	id=$(jq -r .lease.id f.json)
+	run sbx-lease verify
+	assert_success
+	rec="$SBX_STORE/leases/$id.json"
+	jq -c '.lease.escrow = 400' "$rec" >"$rec.new" && mv "$rec.new" "$rec"
+	run sbx-lease verify
+	assert_failure 1
+	assert_output --partial "leases/$id.json: record disagrees with its receipt chain"
+	run sbx-lease verify "$id"
+	assert_failure
+}
+
+@test "verify catches a hand-edited journal line" {
+	new_lease | sbx-lease fund --amount 4 --evidence - >f.json
+	new_lease >/dev/null
+	j="$SBX_STORE/journal.jsonl"
+	sed -i '2s/"amount":4/"amount":40/' "$j"
+	run sbx-lease verify
+	assert_failure
+	assert_output --partial "journal.jsonl:2: receipt digest does not match its contents (tampered)"
+	# re-digested: the signature no longer verifies
+	line=$(redigest "$(sed -n 2p "$j")")
+	awk -v l="$line" 'NR==2 {print l; next} {print}' "$j" >"$j.new" && mv "$j.new" "$j"
+	run sbx-lease verify
+	assert_failure
+	assert_output --partial "journal.jsonl:2: receipt signature does not verify"
+}
+
+@test "bad command lines exit 2 with usage" {
+	run sbx-lease
+	assert_failure 2
+	assert_output --partial "usage: sbx-lease"
+	run sbx-lease frobnicate
+	assert_failure 2
+	run sbx-lease fund --evidence x
+	assert_failure 2
+	assert_output --partial "fund needs --amount"
+	run sbx-lease show not-an-id
+	assert_failure 1
+	assert_output --partial "not a lease id"
+}
