@@ -137,7 +137,8 @@ int codec_type_check(const struct sbx_type *t, struct common_err *e);
  * root, canonical), the root reference, the object directory (type, element
  * count per object ID, root's object = 1) and each object's content in ID order.
  * A reference is an object ID plus a path (element index, then field/element
- * indexes) so interior pointers stay interior. */
+ * indexes) so interior pointers stay interior. A SHA-256 of all of that ends
+ * the image, so a truncated or corrupted image is always refused. */
 struct codec_opts {
 	/* Accept a function pointer value (0) or refuse it (-1, e filled).
 	 * NULL: every non-NULL function pointer is refused. */

@@ -549,6 +549,7 @@ static int encode_core(struct enc *x, uintptr_t root, struct tinfo *root_ti, str
 	free(first);
 
 	struct codec_buf *b = x->out;
+	size_t mark = b->len;
 	codec_put_raw(b, CODEC_MAGIC, 4);
 	codec_put_u8(b, CODEC_VERSION);
 	codec_put_raw(b, x->tt->bytes.p, x->tt->bytes.len);
@@ -575,6 +576,10 @@ static int encode_core(struct enc *x, uintptr_t root, struct tinfo *root_ti, str
 		if (walk(x, k, (const uint8_t *)r->start, r->ti, r->ocount) < 0)
 			return -1;
 	}
+	/* a digest trailer: accidental corruption is always refused */
+	uint8_t dg[COMMON_SHA256_LEN];
+	common_sha256(b->p + mark, b->len - mark, dg);
+	codec_put_raw(b, dg, sizeof dg);
 	if (g) {
 		g->nobj = x->nobj;
 		g->obj = common_xcalloc(x->nobj ? x->nobj : 1, sizeof *g->obj);
@@ -923,6 +928,13 @@ static int decode_core(struct codec_graph *g, const void *img, size_t len,
 	uint8_t ver;
 
 	d.budget = o && o->max_alloc ? o->max_alloc : DEFAULT_BUDGET;
+	if (len < 5 + COMMON_SHA256_LEN)
+		return common_errf(e, "state image", "%zu bytes is too short", len);
+	uint8_t dg[COMMON_SHA256_LEN];
+	len -= COMMON_SHA256_LEN;
+	common_sha256(img, len, dg);
+	if (memcmp(dg, (const uint8_t *)img + len, sizeof dg) != 0)
+		return common_errf(e, "state image", "digest mismatch (truncated or corrupted)");
 	codec_rd_init(r, img, len);
 	if (codec_get_raw(r, &magic, 4) < 0 || codec_get_u8(r, &ver) < 0)
 		return codec_rd_err(r, "state image", e);
