@@ -140,14 +140,28 @@ static struct task *find(struct trace_meter *m, pid_t tid)
 	return NULL;
 }
 
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+	if (read_small(path, buf, sizeof buf) <= 0)
+		return tid;
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)atoi(p + 6) : tid;
+}
+
 void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid)
 {
 	struct task *t = find(m, tid);
 
 	if (t) {
-		t->tgid = tgid;
+		if (tgid)
+			t->tgid = tgid;
 		return;
 	}
+	if (!tgid)
+		tgid = tgid_of(tid);
 	if (m->n == m->cap) {
 		m->cap = m->cap ? 2 * m->cap : 16;
 		m->t = common_xrealloc(m->t, m->cap * sizeof *m->t);
@@ -163,7 +177,8 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 
 	if (!t) {
 		trace_meter_task_new(m, tgid, tid);
-		t = find(m, tid);
+		if (!(t = find(m, tid)))
+			return;
 	}
 	if (task_cpu_ns(tid, &ns) < 0 || ns < t->cpu_ns)
 		ns = t->cpu_ns;
@@ -321,16 +336,4 @@ const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[
 		if (m->u[d] > limits[d])
 			return lease_dim_name((enum lease_dim)d);
 	return NULL;
-}
-
-int trace_meter_observe(struct trace_meter *m, struct lease_store *s, const char *id,
-			const char **closed, struct common_err *e)
-{
-	json_t *receipts = NULL;
-	int r;
-
-	*closed = NULL;
-	r = lease_observe_usage(s, id, m->u, closed, &receipts, e);
-	json_decref(receipts);
-	return r;
 }

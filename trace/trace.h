@@ -263,9 +263,6 @@ struct trace_hooks {           /* all optional; ctx passed back */
 	int (*on_tick)(void *ctx, struct trace_supervisor *sv);
 	/* an fd registered with trace_sv_watch() is readable; <0 stops the guest */
 	int (*on_fd)(void *ctx, struct trace_supervisor *sv, int fd);
-	/* relay_output: bytes the guest wrote to fd 1 (stream 1) or 2 (stream 2),
-	 * before they are copied to sbx-run's own fd; nonzero stops the guest */
-	int (*on_output)(void *ctx, struct trace_supervisor *sv, int stream, const void *buf, size_t n);
 };
 struct trace_config {
 	const char *const *argv;      /* argv[0] is what the guest sees */
@@ -278,7 +275,7 @@ struct trace_config {
 	unsigned trace_classes;       /* syscall classes that must stop (beyond the always-trapped set) */
 	int state_fd;                 /* -1 or a memfd to place at guest fd 3 */
 	int no_aslr;                  /* ADDR_NO_RANDOMIZE (snapshots, sbx_call, determinism) */
-	int relay_output;             /* guest fd 1/2 become pipes relayed by the supervisor */
+	int stdout_fd, stderr_fd;     /* -1: inherit; else placed at guest fd 1 / 2 (output relay) */
 	const struct trace_hooks *hooks;
 };
 #define TRACE_NPROC_DEFAULT 512   /* per-run process cap (RLIMIT_NPROC in the run's user ns) */
@@ -372,7 +369,8 @@ struct lease_store;
 /* ns_dir (may be NULL) is metered as namespace_bytes; relay (may be NULL) as output. */
 struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay);
 void trace_meter_free(struct trace_meter *m);
-/* Task lifecycle: every traced task, and its PTRACE_EVENT_EXIT stop (final figures). */
+/* Task lifecycle: every traced task (tgid 0: look it up; known tids are ignored),
+ * and its PTRACE_EVENT_EXIT stop (final figures). */
 void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid);
 void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid);
 /* Sample the live tree (fuel, memory, fds, namespace, output). */
@@ -387,9 +385,46 @@ void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
 uint64_t trace_meter_ns_bytes(const char *dir);
-/* Publish the usage to the lease (lease_observe_usage): *closed names the dimension
- * ("fuel", ..., "lifetime", "escrow") when the lease was closed, else NULL. */
-int trace_meter_observe(struct trace_meter *m, struct lease_store *s, const char *id,
-			const char **closed, struct common_err *e);
+
+/* The issue-4 layer as trace_hooks bodies (ctx = the inspector): metering, usage
+ * observations and automatic closure, --policy, --inspect-exec and the C callback. */
+struct trace_inspector_opts {
+	struct lease_store *store;      /* with lease: observe usage there (closure) */
+	const char *lease;
+	const uint64_t *limits;         /* TRACE_DIMS bounds, NULL: none */
+	const uint64_t *base;           /* TRACE_DIMS usage already recorded, NULL: zero */
+	const char *ns_dir;             /* metered as namespace_bytes, NULL: none */
+	const struct trace_policy *policy;
+	const char *inspect_exec;       /* co-process command, NULL: none */
+	int inspect_timeout_ms;         /* 0: TRACE_COPROC_TIMEOUT_MS */
+	sbx_inspect_fn fn;              /* C callback, NULL: none */
+	void *fn_arg;
+	unsigned fn_classes;            /* classes the callback sees, 0: TRACE_CLASS_FILE */
+	struct trace_relay *relay;      /* output relay (started by on_start), NULL: none */
+};
+struct trace_inspector;
+int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspector **in,
+			struct common_err *e);
+void trace_inspector_free(struct trace_inspector *in);
+/* Classes the filter must trap for it (add to trace_config.trace_classes). */
+unsigned trace_inspector_classes(const struct trace_inspector *in);
+/* Limits and recorded usage of a lease, for trace_inspector_opts. */
+int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
+				 uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
+				 struct common_err *e);
+int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv);
+int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
+int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
+void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags);
+void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
+int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);
+/* After the guest tree is gone: drain the relay, final sample and observation. */
+int trace_inspector_finish(struct trace_inspector *in, struct common_err *e);
+/* The dimension that closed the lease ("fuel", ..., "lifetime", "escrow"), or NULL. */
+const char *trace_inspector_closed(const struct trace_inspector *in);
+/* An inspector failure (policy rewrite, co-process, callback), or NULL. */
+const struct common_err *trace_inspector_failure(const struct trace_inspector *in);
+/* Usage totals of the lease including this run (monotonic). */
+void trace_inspector_usage(const struct trace_inspector *in, uint64_t usage[TRACE_DIMS]);
 
 #endif

@@ -1,0 +1,659 @@
+/* Inspection (SPEC §6.3) and bounded runs (SPEC §4.3), wired into trace_hooks:
+ * every trapped syscall meets the policy, the co-process and the C callback at its
+ * seccomp stop; the meter follows the tree; usage goes to the lease at every tick.
+ *
+ * Temporary guest memory: an mmap(PROT_READ) injected into the stopped thread,
+ * filled through /proc/PID/mem (which may write read-only pages; the guest cannot),
+ * and unmapped by a munmap injected at the syscall's exit stop. Host views live in
+ * one arena that is PROT_NONE outside callbacks, so a stale view faults. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "lease/lease.h"
+#include "trace/trace.h"
+
+#define ARENA_SIZE (1u << 20)    /* host view bytes per callback */
+#define MAPS_PER_CALL 8
+#define OBSERVE_EVERY_MS 200     /* lease writes at most this often, except on crossing */
+
+struct view { uint8_t *data; uint64_t gaddr; size_t len; };
+
+struct call_priv {
+	struct trace_inspector *in;
+	struct trace_guest *g;
+	pid_t tid;
+	struct view v[MAPS_PER_CALL];
+	int nv;
+	int dead; /* the thread died during an injection */
+};
+
+struct pending { pid_t tid; uint64_t addr, len; };
+
+struct trace_inspector {
+	struct trace_inspector_opts o;
+	struct trace_meter *meter;
+	struct trace_coproc *coproc;
+	uint64_t limits[TRACE_DIMS];
+	uint64_t base[TRACE_DIMS];     /* the lease's usage before this run */
+	char closed[32];
+	int failed;
+	struct common_err fail;
+	struct pending *pend;
+	size_t npend, cappend;
+	uint8_t *arena;
+	size_t arena_used;
+	uint64_t last_obs_ms;
+	unsigned classes;
+	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
+};
+
+/* ---- ptrace plumbing for injected syscalls ---- */
+
+enum want { WANT_SYSCALL, WANT_SECCOMP };
+
+/* Wait for the next stop of tid that we asked for. Signals that arrive meanwhile are
+ * suppressed and remembered (re-sent afterwards); an exiting thread is left to the
+ * supervisor's loop, unconsumed. */
+static int wait_for(pid_t tid, enum want want, int resume_op, int *sig)
+{
+	for (;;) {
+		siginfo_t si;
+		int st;
+
+		memset(&si, 0, sizeof si);
+		if (waitid(P_PID, (id_t)tid, &si, WEXITED | WSTOPPED | WNOWAIT | __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED ||
+		    si.si_code == CLD_DUMPED)
+			return -ESRCH;
+		if (waitpid(tid, &st, __WALL) < 0)
+			return -errno;
+		if (!WIFSTOPPED(st))
+			return -ESRCH;
+		int s = WSTOPSIG(st), ev = st >> 16;
+		if (ev == PTRACE_EVENT_EXIT) {
+			ptrace(PTRACE_CONT, tid, 0, 0);
+			return -ESRCH;
+		}
+		if (want == WANT_SYSCALL && (s == (SIGTRAP | 0x80) || (s == SIGTRAP && ev == 0)))
+			return 0;
+		if (want == WANT_SECCOMP && s == SIGTRAP && ev == PTRACE_EVENT_SECCOMP)
+			return 0;
+		if (ev == 0 && s != SIGTRAP && s != (SIGTRAP | 0x80))
+			*sig = s; /* a signal-delivery-stop: deliver it later */
+		if (ptrace((enum __ptrace_request)resume_op, tid, 0, 0) < 0)
+			return -errno;
+	}
+}
+
+static int syscall_op(pid_t tid)
+{
+	struct __ptrace_syscall_info info;
+
+	memset(&info, 0, sizeof info);
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof info, &info) < 0)
+		return -1;
+	return info.op;
+}
+
+/* At a seccomp stop: run nr(a) now, then return the thread to a fresh seccomp stop
+ * of its own pending syscall with its own registers. */
+static int inject_at_entry(struct call_priv *c, long nr, const uint64_t a[6], int64_t *ret)
+{
+	struct user_regs_struct r0, r;
+	int sig = 0, rc;
+
+	if (trace_guest_get_regs(c->g, &r0) < 0)
+		return -EIO;
+	r = r0;
+	r.orig_rax = (uint64_t)nr;
+	r.rdi = a[0], r.rsi = a[1], r.rdx = a[2], r.r10 = a[3], r.r8 = a[4], r.r9 = a[5];
+	if (trace_guest_set_regs(c->g, &r) < 0)
+		return -EIO;
+	if (ptrace(PTRACE_SYSCALL, c->tid, 0, 0) < 0)
+		return -errno;
+	if ((rc = wait_for(c->tid, WANT_SYSCALL, PTRACE_SYSCALL, &sig)) < 0)
+		goto dead;
+	if (trace_guest_get_regs(c->g, &r) < 0)
+		return -EIO;
+	*ret = (int64_t)r.rax;
+	/* back to the syscall instruction: the kernel traps it again, unchanged */
+	r = r0;
+	r.rip -= 2;
+	r.rax = r0.orig_rax;
+	if (trace_guest_set_regs(c->g, &r) < 0)
+		return -EIO;
+	if (ptrace(PTRACE_CONT, c->tid, 0, 0) < 0)
+		return -errno;
+	if ((rc = wait_for(c->tid, WANT_SECCOMP, PTRACE_CONT, &sig)) < 0)
+		goto dead;
+	if (sig)
+		syscall(SYS_tgkill, trace_guest_pid(c->g), c->tid, sig);
+	return 0;
+dead:
+	c->dead = 1;
+	return rc;
+}
+
+/* At a syscall-exit stop: run nr(a), then restore the completed syscall's registers. */
+static int inject_at_exit(struct trace_guest *g, pid_t tid, long nr, const uint64_t a[6],
+			  int64_t *ret)
+{
+	struct user_regs_struct r0, r;
+	int sig = 0, rc;
+
+	if (trace_guest_get_regs(g, &r0) < 0)
+		return -EIO;
+	r = r0;
+	r.rip -= 2;
+	r.rax = (uint64_t)nr;
+	r.orig_rax = (uint64_t)nr;
+	r.rdi = a[0], r.rsi = a[1], r.rdx = a[2], r.r10 = a[3], r.r8 = a[4], r.r9 = a[5];
+	if (trace_guest_set_regs(g, &r) < 0)
+		return -EIO;
+	/* its entry stop (a seccomp stop on the way is resumed by wait_for), then its exit */
+	for (int steps = 0;; steps++) {
+		if (steps == 3)
+			return -EIO;
+		if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0)
+			return -errno;
+		if ((rc = wait_for(tid, WANT_SYSCALL, PTRACE_SYSCALL, &sig)) < 0)
+			return rc;
+		if (syscall_op(tid) == PTRACE_SYSCALL_INFO_EXIT)
+			break;
+	}
+	if (trace_guest_get_regs(g, &r) < 0)
+		return -EIO;
+	*ret = (int64_t)r.rax;
+	if (trace_guest_set_regs(g, &r0) < 0)
+		return -EIO;
+	if (sig)
+		syscall(SYS_tgkill, trace_guest_pid(g), tid, sig);
+	return 0;
+}
+
+static int mem_fd(pid_t tid, int flags)
+{
+	char path[64];
+
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)tid);
+	return open(path, flags | O_CLOEXEC);
+}
+
+/* ---- the C API ---- */
+
+static void arena_open(struct trace_inspector *in, int on)
+{
+	if (mprotect(in->arena, ARENA_SIZE, on ? PROT_READ | PROT_WRITE : PROT_NONE) < 0)
+		abort(); /* cannot happen on our own mapping */
+	in->arena_used = 0;
+}
+
+int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_mem *m)
+{
+	struct call_priv *c = call ? call->priv : NULL;
+	struct trace_inspector *in;
+	uint64_t a[6] = {0}, len;
+	int64_t got;
+	int rc = 0;
+
+	if (m)
+		memset(m, 0, sizeof *m);
+	if (!c || !m || c->dead)
+		return -EINVAL;
+	in = c->in;
+	len = ((uint64_t)size + 4095) & ~(uint64_t)4095;
+	if (size == 0 || c->nv == MAPS_PER_CALL || len > ARENA_SIZE - in->arena_used)
+		return -E2BIG;
+	a[1] = len;
+	a[2] = PROT_READ;
+	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	a[4] = (uint64_t)-1;
+	if ((rc = inject_at_entry(c, SYS_mmap, a, &got)) < 0)
+		return rc;
+	if (got < 0 && got > -4096)
+		return (int)got;
+	if (in->npend == in->cappend) {
+		in->cappend = in->cappend ? 2 * in->cappend : 8;
+		in->pend = common_xrealloc(in->pend, in->cappend * sizeof *in->pend);
+	}
+	in->pend[in->npend++] = (struct pending){c->tid, (uint64_t)got, len};
+	m->data = in->arena + in->arena_used;
+	m->addr = (uint64_t)got;
+	m->size = size;
+	in->arena_used += len;
+	c->v[c->nv++] = (struct view){m->data, m->addr, len};
+	memset(m->data, 0, len);
+	if (addr) {
+		int fd = mem_fd(c->tid, O_RDONLY);
+		size_t done = 0;
+		while (fd >= 0 && done < size) {
+			ssize_t n = pread(fd, (uint8_t *)m->data + done, size - done,
+					  (off_t)(addr + done));
+			if (n <= 0)
+				break;
+			done += (size_t)n;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (done < size) {
+			m->size = done;
+			rc = -EFAULT;
+		}
+	}
+	return rc;
+}
+
+/* Copy the views into their guest pages (read-only to the guest: /proc/PID/mem). */
+static int flush_views(struct call_priv *c)
+{
+	int fd, rc = 0;
+
+	if (!c->nv)
+		return 0;
+	if ((fd = mem_fd(c->tid, O_WRONLY)) < 0)
+		return -errno;
+	for (int i = 0; i < c->nv && rc == 0; i++)
+		if (pwrite(fd, c->v[i].data, c->v[i].len, (off_t)c->v[i].gaddr) !=
+		    (ssize_t)c->v[i].len)
+			rc = -EFAULT;
+	close(fd);
+	return rc;
+}
+
+/* ---- the inspector ---- */
+
+static int fail(struct trace_inspector *in, const struct common_err *e)
+{
+	if (!in->failed) {
+		in->failed = 1;
+		in->fail = *e;
+	}
+	return -1;
+}
+
+static int failf(struct trace_inspector *in, const char *what, const char *why)
+{
+	struct common_err e;
+
+	common_errf(&e, what, "%s", why);
+	return fail(in, &e);
+}
+
+int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspector **out,
+			struct common_err *e)
+{
+	struct trace_inspector *in = common_xcalloc(1, sizeof *in);
+
+	*out = NULL;
+	in->o = *o;
+	for (int d = 0; d < TRACE_DIMS; d++)
+		in->limits[d] = o->limits ? o->limits[d] : UINT64_MAX;
+	if (o->base)
+		memcpy(in->base, o->base, sizeof in->base);
+	in->arena = mmap(NULL, ARENA_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (in->arena == MAP_FAILED) {
+		free(in);
+		return common_errno(e, errno, "inspector arena");
+	}
+	in->meter = trace_meter_new(o->ns_dir, o->relay);
+	in->classes = TRACE_CLASS_READ | TRACE_CLASS_WRITE;
+	if (o->fn)
+		in->classes |= o->fn_classes ? o->fn_classes : TRACE_CLASS_FILE;
+	if (o->inspect_exec)
+		in->classes |= TRACE_CLASS_FILE;
+	if (o->policy) {
+		size_t n = trace_sys_count();
+		for (size_t i = 0; i < n; i++)
+			if (trace_policy_traps(o->policy, trace_sys_at(i)))
+				in->classes |= trace_sys_at(i)->classes & ~TRACE_CLASS_REFUSED;
+	}
+	*out = in;
+	return 0;
+}
+
+unsigned trace_inspector_classes(const struct trace_inspector *in)
+{
+	return in->classes;
+}
+
+void trace_inspector_free(struct trace_inspector *in)
+{
+	if (!in)
+		return;
+	trace_coproc_stop(in->coproc);
+	trace_meter_free(in->meter);
+	munmap(in->arena, ARENA_SIZE);
+	free(in->pend);
+	free(in);
+}
+
+void trace_inspector_usage(const struct trace_inspector *in, uint64_t u[TRACE_DIMS])
+{
+	uint64_t run[TRACE_DIMS];
+
+	trace_meter_usage(in->meter, run);
+	for (int d = 0; d < TRACE_DIMS; d++) {
+		/* peaks and the namespace are states; the rest accumulate across runs */
+		if (d == LEASE_DIM_MEMORY || d == LEASE_DIM_TABLE_ELEMENTS ||
+		    d == LEASE_DIM_NAMESPACE_BYTES)
+			u[d] = run[d] > in->base[d] ? run[d] : in->base[d];
+		else
+			u[d] = in->base[d] + run[d];
+	}
+}
+
+const char *trace_inspector_closed(const struct trace_inspector *in)
+{
+	return in->closed[0] ? in->closed : NULL;
+}
+
+const struct common_err *trace_inspector_failure(const struct trace_inspector *in)
+{
+	return in->failed ? &in->fail : NULL;
+}
+
+int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
+{
+	struct trace_inspector *in = ctx;
+	struct common_err e;
+
+	(void)sv; /* the guest is not forked yet: tasks are learnt at stops and ticks */
+	if (in->o.relay && trace_relay_start(in->o.relay, &e) < 0)
+		return fail(in, &e);
+	if (in->o.inspect_exec &&
+	    trace_coproc_start(in->o.inspect_exec, in->o.inspect_timeout_ms, &in->coproc, &e) < 0)
+		return fail(in, &e);
+	return 0;
+}
+
+void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+{
+	struct trace_inspector *in = ctx;
+
+	(void)parent;
+	(void)flags;
+	trace_meter_task_new(in->meter, 0, child);
+}
+
+void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus)
+{
+	struct trace_inspector *in = ctx;
+
+	(void)wstatus;
+	trace_meter_task_exit(in->meter, 0, tid);
+	/* a thread that leaves mid-syscall takes its temporary pages with it */
+	for (size_t i = 0; i < in->npend;)
+		if (in->pend[i].tid == tid)
+			in->pend[i] = in->pend[--in->npend];
+		else
+			i++;
+}
+
+/* Publish usage; stop the tree when the lease closed (or a lease-less bound broke). */
+static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int force)
+{
+	uint64_t u[TRACE_DIMS], now = common_now_ms();
+	const char *closed = NULL;
+	struct common_err e;
+
+	if (in->closed[0])
+		return 1;
+	trace_inspector_usage(in, u);
+	if (in->o.store && in->o.lease) {
+		int crossing = 0;
+		for (int d = 0; d < TRACE_DIMS; d++)
+			crossing |= u[d] > in->limits[d];
+		if (!force && !crossing && now - in->last_obs_ms < OBSERVE_EVERY_MS)
+			return 0;
+		in->last_obs_ms = now;
+		json_t *rec = NULL;
+		if (lease_observe_usage(in->o.store, in->o.lease, u, &closed, &rec, &e) < 0) {
+			json_decref(rec);
+			common_err_context(&e, "recording usage");
+			return fail(in, &e);
+		}
+		json_decref(rec);
+	} else {
+		for (int d = 0; d < TRACE_DIMS && !closed; d++)
+			if (u[d] > in->limits[d])
+				closed = lease_dim_name((enum lease_dim)d);
+	}
+	if (!closed)
+		return 0;
+	snprintf(in->closed, sizeof in->closed, "%s", closed);
+	if (sv) {
+		char why[64];
+		snprintf(why, sizeof why, "bound: %s", closed);
+		trace_sv_stop(sv, why);
+	}
+	return 1;
+}
+
+int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
+{
+	struct trace_inspector *in = ctx;
+	pid_t tids[4096];
+	size_t n;
+
+	if (in->failed)
+		return 1;
+	n = trace_sv_pids(sv, tids, sizeof tids / sizeof tids[0]);
+	for (size_t i = 0; i < n && i < sizeof tids / sizeof tids[0]; i++)
+		trace_meter_task_new(in->meter, 0, tids[i]);
+	trace_meter_sample(in->meter);
+	return observe(in, sv, 0) != 0;
+}
+
+/* Write a replacement path into temporary guest memory and point argument i at it. */
+static int rewrite_path(struct sbx_call *call, int k, const char *s)
+{
+	const struct trace_sysinfo *si = trace_sys_by_nr(call->nr);
+	struct sbx_mem m;
+	int seen = 0, r;
+
+	for (int i = 0; si && i < 6; i++) {
+		if (si->arg[i] != TRACE_ARG_PATH || seen++ != k)
+			continue;
+		if ((r = sbx_call_map(call, 0, strlen(s) + 1, &m)) < 0)
+			return r;
+		memcpy(m.data, s, strlen(s) + 1);
+		call->args[i] = m.addr;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int apply(struct trace_inspector *in, struct sbx_call *call,
+		 const struct trace_decision *d)
+{
+	int r;
+
+	if (d->set_nr)
+		call->nr = d->nr;
+	for (int i = 0; i < 6; i++)
+		if (d->set_args & (1u << i))
+			call->args[i] = d->args[i];
+	for (int k = 0; k < 2; k++) {
+		if (!d->path[k])
+			continue;
+		if ((r = rewrite_path(call, k, d->path[k])) < 0)
+			return r;
+		snprintf(in->rewritten[k], sizeof in->rewritten[k], "%s", d->path[k]);
+	}
+	return 0;
+}
+
+static void unmap_now(struct trace_inspector *in, struct trace_guest *g, pid_t tid, int at_exit,
+		      struct call_priv *c)
+{
+	for (size_t i = 0; i < in->npend;) {
+		uint64_t a[6] = {in->pend[i].addr, in->pend[i].len};
+		int64_t ret;
+		if (in->pend[i].tid != tid) {
+			i++;
+			continue;
+		}
+		if (at_exit)
+			inject_at_exit(g, tid, SYS_munmap, a, &ret);
+		else
+			inject_at_entry(c, SYS_munmap, a, &ret);
+		in->pend[i] = in->pend[--in->npend];
+	}
+}
+
+int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct trace_inspector *in = ctx;
+	struct call_priv c = {.in = in, .g = g, .tid = st->tid};
+	struct sbx_call call = {
+		.name = st->sys ? st->sys->name : NULL, .nr = st->nr,
+		.path = {st->path[0], st->path[1]}, .pid = st->pid, .tid = st->tid, .priv = &c,
+	};
+	struct trace_decision d;
+	struct common_err e;
+	int verdict = 0, r, inspected = 0;
+	unsigned cls = st->sys ? st->sys->classes : 0;
+
+	if (in->failed)
+		return -1;
+	trace_meter_task_new(in->meter, st->pid, st->tid);
+	if (trace_meter_io_entry(in->meter, st))
+		st->want_exit = 1;
+	memcpy(call.args, st->args, sizeof call.args);
+	memset(&d, 0, sizeof d);
+	/* A pending page of this thread belongs to a call that never came back. */
+	for (size_t i = 0; i < in->npend;)
+		if (in->pend[i].tid == st->tid)
+			in->pend[i] = in->pend[--in->npend];
+		else
+			i++;
+	in->rewritten[0][0] = in->rewritten[1][0] = 0;
+	arena_open(in, 1);
+	if (in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
+		inspected = 1;
+		if (d.record)
+			st->want_exit = 1;
+		if (d.deny_errno)
+			verdict = d.deny_errno;
+		else if ((r = apply(in, &call, &d)) < 0)
+			verdict = -1, common_errno(&e, -r, "policy rule %s: rewriting %s", d.rule,
+						   call.name ? call.name : "syscall");
+	}
+	trace_decision_clear(&d);
+	if (verdict == 0 && in->coproc && (cls & TRACE_CLASS_FILE)) {
+		inspected = 1;
+		if (trace_coproc_ask(in->coproc, st, &d, &e) < 0) {
+			common_err_context(&e, "inspector %s", in->o.inspect_exec);
+			verdict = -1;
+		} else if (d.deny_errno) {
+			verdict = d.deny_errno;
+		} else {
+			if (d.record)
+				st->want_exit = 1;
+			if ((r = apply(in, &call, &d)) < 0)
+				verdict = -1, common_errno(&e, -r, "inspector %s: rewriting",
+							   in->o.inspect_exec);
+		}
+		trace_decision_clear(&d);
+	}
+	if (verdict == 0 && in->o.fn && (cls & (in->o.fn_classes ? in->o.fn_classes :
+						TRACE_CLASS_FILE))) {
+		inspected = 1;
+		verdict = in->o.fn(&call, in->o.fn_arg);
+		if (verdict < 0)
+			common_errf(&e, "inspector", "the callback failed on %s",
+				    call.name ? call.name : "a syscall");
+		if (verdict > 4095)
+			verdict = EINVAL;
+	}
+	arena_open(in, 0);
+	if (c.dead)
+		return failf(in, "inspector", "the guest thread died during an injected call");
+	if (!inspected)
+		return 0;
+	if (verdict < 0) {
+		unmap_now(in, g, st->tid, 0, &c);
+		/* the call must not run: the guest is stopped, nothing is written back */
+		st->action = TRACE_DENIED;
+		st->deny_errno = EPERM;
+		return fail(in, &e);
+	}
+	if ((r = flush_views(&c)) < 0) {
+		common_errno(&e, -r, "writing temporary guest memory");
+		return fail(in, &e);
+	}
+	if (verdict > 0) {
+		unmap_now(in, g, st->tid, 0, &c);
+		st->action = TRACE_DENIED;
+		st->deny_errno = verdict;
+		return 0;
+	}
+	if (call.nr != st->nr || memcmp(call.args, st->args, sizeof call.args) != 0) {
+		if (trace_guest_set_syscall(g, call.nr, call.args) < 0)
+			return failf(in, "inspector", "could not change the syscall");
+		st->action = TRACE_REWRITTEN;
+		for (int k = 0; k < 2; k++)
+			st->rewrite[k] = in->rewritten[k][0] ? in->rewritten[k] : NULL;
+		st->nr = call.nr;
+		memcpy(st->args, call.args, sizeof st->args);
+	}
+	if (c.nv)
+		st->want_exit = 1;
+	return 0;
+}
+
+int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct trace_inspector *in = ctx;
+
+	trace_meter_io_exit(in->meter, st);
+	unmap_now(in, g, st->tid, 1, NULL);
+	return 0;
+}
+
+int trace_inspector_finish(struct trace_inspector *in, struct common_err *e)
+{
+	if (in->o.relay)
+		trace_relay_finish(in->o.relay);
+	trace_meter_sample(in->meter);
+	if (!in->closed[0] && observe(in, NULL, 1) < 0) {
+		*e = in->fail;
+		return -1;
+	}
+	return 0;
+}
+
+int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
+				 uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
+				 struct common_err *e)
+{
+	json_t *rec = NULL, *lim, *use;
+
+	if (lease_load(s, id, &rec, e) < 0)
+		return -1;
+	lim = json_object_get(rec, "limits");
+	use = json_object_get(rec, "usage");
+	for (int d = 0; d < TRACE_DIMS; d++) {
+		const char *n = lease_dim_name((enum lease_dim)d);
+		json_t *l = json_object_get(lim, n), *u = json_object_get(use, n);
+		limits[d] = json_is_integer(l) && json_integer_value(l) >= 0 ?
+			    (uint64_t)json_integer_value(l) : lease_dim_ceiling((enum lease_dim)d);
+		base[d] = json_is_integer(u) && json_integer_value(u) >= 0 ?
+			  (uint64_t)json_integer_value(u) : 0;
+	}
+	json_decref(rec);
+	return 0;
+}
