@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,8 @@ struct trace_rec {
 	struct pend *pend;
 	size_t npend, cappend;
 	struct hc_ent *hc[HC_BUCKETS];
+	struct { pid_t tid, tgid; } *thr; /* threads, so exits name their process */
+	size_t nthr, capthr;
 };
 
 /* ---- canonical serializer ---- */
@@ -604,26 +607,37 @@ static char *read_small(const char *path, size_t max, size_t *len)
 	return buf;
 }
 
-int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid)
+int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
+		   char *const *argv)
 {
 	struct sb *b = &r->line;
 	char proc[64], exe[4096], hex[COMMON_SHA256_HEX];
 	ssize_t n;
 	size_t len = 0;
-	char *cmd;
+	char *cmd = NULL;
 	int hashed;
 
 	if (r->failed)
 		return -1;
 	snprintf(proc, sizeof proc, "/proc/%d/exe", (int)pid);
-	n = readlink(proc, exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = 0;
+	if (!path) {
+		n = readlink(proc, exe, sizeof exe - 1);
+		exe[n > 0 ? n : 0] = 0;
+		path = exe;
+	}
 	hashed = hash_proc_file(r, proc, hex);
-	snprintf(proc, sizeof proc, "/proc/%d/cmdline", (int)pid);
-	cmd = read_small(proc, REC_CMDLINE_MAX, &len);
+	if (!argv) {
+		snprintf(proc, sizeof proc, "/proc/%d/cmdline", (int)pid);
+		cmd = read_small(proc, REC_CMDLINE_MAX, &len);
+	}
 	sb_begin(b);
 	sb_key(b, "argv");
 	sb_raw(b, "[", 1);
+	for (size_t i = 0; argv && argv[i]; i++) {
+		if (i)
+			sb_raw(b, ",", 1);
+		sb_str(b, argv[i]);
+	}
 	for (size_t i = 0; cmd && i < len;) {
 		if (i)
 			sb_raw(b, ",", 1);
@@ -633,7 +647,7 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid)
 	sb_raw(b, "]", 1);
 	free(cmd);
 	kv_str(b, "ev", "exec");
-	kv_str(b, "path", exe);
+	kv_str(b, "path", path);
 	kv_int(b, "pid", pid);
 	kv_int(b, "ppid", ppid);
 	kv_int(b, "seq", (long long)r->seq);
@@ -705,6 +719,7 @@ static void free_rec(struct trace_rec *r)
 	while (r->npend)
 		pend_drop(r, &r->pend[0]);
 	free(r->pend);
+	free(r->thr);
 	for (size_t i = 0; i < HC_BUCKETS; i++)
 		while (r->hc[i]) {
 			struct hc_ent *n = r->hc[i]->next;
@@ -874,6 +889,74 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 		memcpy(head, r->h, 32);
 	free_rec(r);
 	return rc;
+}
+
+/* ---- as supervisor hooks ---- */
+
+static pid_t tgid_of(struct trace_rec *r, pid_t tid)
+{
+	for (size_t i = 0; i < r->nthr; i++)
+		if (r->thr[i].tid == tid)
+			return r->thr[i].tgid;
+	return tid;
+}
+
+int trace_rec_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct trace_rec *r = ctx;
+
+	(void)g;
+	if (trace_rec_want_exit(r, st))
+		st->want_exit = 1;
+	trace_rec_syscall(r, st);
+	return 0; /* a write error must not kill the build; sbx-run reports it */
+}
+
+int trace_rec_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	(void)g;
+	trace_rec_syscall(ctx, st);
+	return 0;
+}
+
+void trace_rec_on_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
+{
+	trace_rec_exec(ctx, pid, ppid, path && *path ? path : NULL, argv);
+}
+
+void trace_rec_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+{
+	struct trace_rec *r = ctx;
+	const char *kind = flags & CLONE_THREAD ? "thread" : flags & CLONE_VFORK ? "vfork" :
+			   (flags & ~0xffUL) == 0 ? "fork" : "clone";
+
+	if (flags & CLONE_THREAD) {
+		if (r->nthr == r->capthr) {
+			r->capthr = r->capthr ? 2 * r->capthr : 16;
+			r->thr = common_xrealloc(r->thr, r->capthr * sizeof *r->thr);
+		}
+		r->thr[r->nthr].tid = child;
+		r->thr[r->nthr++].tgid = tgid_of(r, parent);
+	}
+	trace_rec_spawn(r, parent, child, kind);
+}
+
+void trace_rec_on_proc_exit(void *ctx, pid_t tid, int wstatus)
+{
+	struct trace_rec *r = ctx;
+	pid_t pid = tgid_of(r, tid);
+
+	for (size_t i = 0; i < r->nthr; i++)
+		if (r->thr[i].tid == tid) {
+			r->thr[i] = r->thr[--r->nthr];
+			break;
+		}
+	trace_rec_exit(r, tid, pid, wstatus);
+}
+
+const struct common_err *trace_rec_error(const struct trace_rec *r)
+{
+	return r->failed ? &r->err : NULL;
 }
 
 void trace_rec_abort(struct trace_rec *r)

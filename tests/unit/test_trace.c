@@ -70,7 +70,7 @@ static char *make_trace(const char *name, int finish)
 	common_write_atomic(in, "int x;\n", 7, 0644, NULL);
 	unlink(out);
 	trace_rec_spawn(r, getpid(), getpid() + 1, "fork");
-	trace_rec_exec(r, getpid(), getppid());
+	trace_rec_exec(r, getpid(), getppid(), NULL, NULL);
 	/* read an input: recorded with its hash */
 	fd = open(in, O_RDONLY);
 	s = stop("openat", in, NULL);
@@ -412,6 +412,42 @@ static void test_levels(void)
 	trace_rec_abort(r);
 }
 
+/* The hook adapters: a thread's exit names its process; kinds from flags. */
+static void test_hooks(void)
+{
+	char *p = tmp("hooks.trace");
+	struct trace_rec *r = open_rec(p, TRACE_LEVEL_EXEC);
+	char *argv[] = {"cc", "-c", "x.c", NULL};
+	struct trace_stop s = stop("openat", "/x", NULL);
+	int rc, complete;
+	struct common_err e;
+	json_t *a, *v;
+
+	trace_rec_on_spawn(r, 100, 101, 0x11 /* SIGCHLD */);
+	trace_rec_on_spawn(r, 101, 102, 0x3d0f00 /* CLONE_THREAD|CLONE_VM... */);
+	trace_rec_on_exec(r, getpid(), 100, "/usr/bin/cc", argv);
+	trace_rec_on_entry(r, NULL, &s); /* level exec: not recorded, no exit wanted */
+	CHECK(s.want_exit == 0);
+	trace_rec_on_proc_exit(r, 102, 0);
+	trace_rec_on_proc_exit(r, 101, 9); /* killed by SIGKILL */
+	CHECK(trace_rec_close(r, 0, NULL, NULL) == 0);
+	a = read_all(p, &rc, &complete, &e);
+	CHECK(rc == 0 && complete && json_array_size(a) == 7);
+	v = json_array_get(a, 2);
+	CHECK_STR(json_string_value(json_object_get(v, "kind")), "thread");
+	CHECK_STR(json_string_value(json_object_get(json_array_get(a, 1), "kind")), "fork");
+	v = json_array_get(a, 3);
+	CHECK_STR(json_string_value(json_object_get(v, "path")), "/usr/bin/cc");
+	CHECK_STR(json_string_value(json_array_get(json_object_get(v, "argv"), 2)), "x.c");
+	v = json_array_get(a, 4);
+	CHECK(json_integer_value(json_object_get(v, "pid")) == 101 &&
+	      json_integer_value(json_object_get(v, "tid")) == 102);
+	v = json_array_get(a, 5);
+	CHECK(json_integer_value(json_object_get(v, "signal")) == 9 && !json_object_get(v, "exit"));
+	json_decref(a);
+	free(p);
+}
+
 int main(void)
 {
 	char *cmd;
@@ -423,6 +459,7 @@ int main(void)
 	test_hostile();
 	test_buildrec();
 	test_levels();
+	test_hooks();
 	cmd = common_xasprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		unit_failed++;
