@@ -1,0 +1,63 @@
+/* trace/ private: the sandbox plan shared by sandbox.c, supervise.c and run.c. */
+#ifndef SBX_TRACE_RUN_INTERNAL_H
+#define SBX_TRACE_RUN_INTERNAL_H
+
+#include <linux/filter.h>
+#include <sys/types.h>
+#include "trace/trace.h"
+
+/* SECCOMP_RET_DATA tags: hints only; the supervisor decides from the syscall
+ * itself, because a guest-installed filter can return TRACE with any data. */
+enum {
+	SBX_TAG_UNKNOWN = 1, /* number not in the table */
+	SBX_TAG_EXEC = 2,    /* execve/execveat */
+	SBX_TAG_REFUSED = 3, /* always refused, or refused by an argument check */
+	SBX_TAG_CLASS = 4,   /* a class the caller asked to trace */
+	SBX_TAG_BADARCH = 5, /* i386 (int 0x80) or x32 */
+};
+
+/* One mount of the plan, with paths already joined onto the build root. */
+struct sbx_mnt {
+	int type;          /* TRACE_MOUNT_* */
+	char *src;         /* host path as seen from the old root ("/oldroot/…") */
+	char *dst;         /* guest path */
+	char *at;          /* "/newroot" + dst */
+	char *opts;
+	int rw;
+	int tree_fd;       /* -1, or a detached idmapped tree made by the supervisor */
+	int is_file;       /* bind of a non-directory */
+	int expand;        /* a root bind: expanded one level onto a tmpfs */
+};
+
+struct sbx_plan {
+	const struct trace_config *cfg;
+	struct sbx_mnt *m;
+	size_t nm;
+	int image_fd;              /* O_PATH of the image, exec'd with execveat */
+	struct sock_fprog prog;    /* the seccomp program, built before clone */
+	uid_t host_uid;            /* host ids the guest's uid/gid 1000 map to */
+	gid_t host_gid;
+	int privileged;            /* invoked as root: map to an unprivileged uid */
+	int idmap_fd;              /* userns fd for idmapped rw binds (root), or -1 */
+	int sync_fd[2];            /* supervisor -> child: "maps written, go" */
+	int err_fd[2];             /* child -> supervisor: set-up error text; EOF on exec */
+	char *const *argv;
+	char *const *envp;
+};
+
+int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct common_err *e);
+void sbx_plan_free(struct sbx_plan *p);
+/* clone() into the namespaces; the child waits on sync_fd. Returns pid or -1. */
+pid_t sbx_sandbox_spawn(struct sbx_plan *p, struct common_err *e);
+/* Write uid_map/gid_map of the child and let it go. */
+int sbx_sandbox_release(struct sbx_plan *p, pid_t child, struct common_err *e);
+/* The boundary's own verdict on a trapped syscall: 0 allow, else the errno. */
+int sbx_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
+/* Build the BPF program for classes into *prog (malloc'd filter). */
+int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
+
+/* The supervisor loop: runs until every tracee is gone. */
+int sbx_supervise(struct sbx_plan *p, pid_t init_pid, struct trace_result *res,
+		  struct common_err *e);
+
+#endif

@@ -1,0 +1,673 @@
+/* trace_run (boundary + supervisor for one guest) and sbx-run's orchestration:
+ * options, the lease checks and transitions, the control socket and the
+ * result record (SPEC §6.5, §6.6). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "lease/lease.h"
+#include "trace/run-internal.h"
+
+extern char **environ;
+
+/* ---- trace_run ---- */
+
+int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e)
+{
+	struct sbx_plan p;
+	struct rusage before, after;
+	memset(res, 0, sizeof *res);
+	if (sbx_plan_build(cfg, &p, e) < 0)
+		return -1;
+	getrusage(RUSAGE_CHILDREN, &before);
+	pid_t pid = sbx_sandbox_spawn(&p, e);
+	if (pid < 0) {
+		sbx_plan_free(&p);
+		return -1;
+	}
+	/* the child waits on the sync pipe: it is held before it runs a thing */
+	long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC |
+		    PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+		    PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD;
+	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)opts) < 0) {
+		common_errno(e, errno, "ptrace (PTRACE_SEIZE; kernel.yama.ptrace_scope=3 or a "
+			     "seccomp policy forbids it)");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, __WALL);
+		sbx_plan_free(&p);
+		return -1;
+	}
+	if (sbx_sandbox_release(&p, pid, e) < 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(-1, NULL, __WALL) > 0)
+			;
+		sbx_plan_free(&p);
+		return -1;
+	}
+	int rc = sbx_supervise(&p, pid, res, e);
+	getrusage(RUSAGE_CHILDREN, &after);
+	uint64_t us_b = (uint64_t)(before.ru_utime.tv_sec + before.ru_stime.tv_sec) * 1000000 +
+			(uint64_t)(before.ru_utime.tv_usec + before.ru_stime.tv_usec);
+	uint64_t us_a = (uint64_t)(after.ru_utime.tv_sec + after.ru_stime.tv_sec) * 1000000 +
+			(uint64_t)(after.ru_utime.tv_usec + after.ru_stime.tv_usec);
+	res->cpu_us = us_a - us_b;
+	res->maxrss = (uint64_t)after.ru_maxrss * 1024;
+	sbx_plan_free(&p);
+	return rc;
+}
+
+int trace_result_exit_code(const struct trace_result *res)
+{
+	if (res->exec_failed)
+		return res->exec_failed == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC;
+	if (res->signal)
+		return 128 + res->signal;
+	if (res->exited)
+		return res->status;
+	return SBX_EXIT_SBX;
+}
+
+/* ---- options ---- */
+
+static int add_mount(struct trace_run_opts *o, int type, const char *src, const char *dst,
+		     const char *opts, int rw, struct common_err *e)
+{
+	char real[PATH_MAX];
+	if (type == TRACE_MOUNT_BIND) {
+		if (!src || !*src)
+			return common_errf(e, "mount", "empty bind source");
+		if (!realpath(src, real))
+			return common_errno(e, errno, "mount source %s", src);
+		src = real;
+		if (!dst || !*dst)
+			dst = src;
+	}
+	if (!dst || dst[0] != '/')
+		return common_errf(e, "mount", "target \"%s\" is not an absolute path", dst ? dst : "");
+	o->mounts = common_xrealloc(o->mounts, (o->nmounts + 1) * sizeof *o->mounts);
+	struct trace_mount *m = &o->mounts[o->nmounts++];
+	m->type = type;
+	m->src = src ? common_xstrdup(src) : NULL;
+	m->dst = common_xstrdup(dst);
+	m->opts = opts && *opts ? common_xstrdup(opts) : NULL;
+	m->rw = rw;
+	return 0;
+}
+
+/* SRC[:DST] */
+static int parse_bind(struct trace_run_opts *o, const char *v, int rw, struct common_err *e)
+{
+	char *s = common_xstrdup(v);
+	char *colon = strchr(s, ':');
+	if (colon)
+		*colon++ = 0;
+	int rc = add_mount(o, TRACE_MOUNT_BIND, s, colon, NULL, rw, e);
+	free(s);
+	return rc;
+}
+
+/* TYPE:SRC:DST[:OPTS]; bind OPTS is ro (default) or rw */
+static int parse_mount(struct trace_run_opts *o, const char *v, struct common_err *e)
+{
+	char *s = common_xstrdup(v), *f[4] = { NULL, NULL, NULL, NULL };
+	int n = 0, rc = -1;
+	for (char *c = s; n < 4; n++) {
+		f[n] = c;
+		c = n < 3 ? strchr(c, ':') : NULL;
+		if (!c) {
+			n++;
+			break;
+		}
+		*c++ = 0;
+	}
+	if (n < 3) {
+		common_errf(e, "--mount", "\"%s\": expected TYPE:SRC:DST[:OPTS]", v);
+	} else if (strcmp(f[0], "bind") == 0) {
+		int rw = 0;
+		if (f[3] && strcmp(f[3], "rw") == 0)
+			rw = 1;
+		else if (f[3] && strcmp(f[3], "ro") != 0)
+			common_errf(e, "--mount", "\"%s\": bind options are ro or rw", v);
+		if (!f[3] || rw || strcmp(f[3], "ro") == 0)
+			rc = add_mount(o, TRACE_MOUNT_BIND, f[1], f[2], NULL, rw, e);
+	} else if (strcmp(f[0], "tmpfs") == 0) {
+		rc = add_mount(o, TRACE_MOUNT_TMPFS, NULL, f[2], f[3], 1, e);
+	} else if (strcmp(f[0], "proc") == 0) {
+		rc = add_mount(o, TRACE_MOUNT_PROC, NULL, f[2], NULL, 0, e);
+	} else {
+		common_errf(e, "--mount", "\"%s\": unknown type %s (bind, tmpfs, proc)", v, f[0]);
+	}
+	if (rc == 0)
+		o->replace_defaults = 1;
+	free(s);
+	return rc;
+}
+
+static int parse_u64(const char *name, const char *v, uint64_t *out, struct common_err *e)
+{
+	if (common_parse_u64(v, UINT64_MAX, out, e) < 0) {
+		common_err_context(e, "--%s", name);
+		return -1;
+	}
+	return 0;
+}
+
+int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, struct common_err *e)
+{
+	if (strcmp(name, "store") == 0)
+		o->store = v;
+	else if (strcmp(name, "lease") == 0)
+		o->lease = v;
+	else if (strcmp(name, "ephemeral") == 0)
+		o->ephemeral = 1;
+	else if (strcmp(name, "image") == 0)
+		o->request_image = v;
+	else if (strcmp(name, "limits") == 0)
+		o->limits = v;
+	else if (strcmp(name, "fees") == 0)
+		o->fees = v;
+	else if (strcmp(name, "principal") == 0)
+		o->principal = v;
+	else if (strcmp(name, "host-program") == 0)
+		o->host_program = v;
+	else if (strcmp(name, "lifetime") == 0)
+		return parse_u64(name, v, &o->lifetime, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "escrow") == 0)
+		return parse_u64(name, v, &o->escrow, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "ro") == 0 || strcmp(name, "rw") == 0)
+		return parse_bind(o, v, name[1] == 'w', e) < 0 ? -1 : 1;
+	else if (strcmp(name, "mount") == 0)
+		return parse_mount(o, v, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "env-clear") == 0)
+		o->env_clear = 1;
+	else if (strcmp(name, "env-inherit") == 0)
+		o->env_clear = -1; /* explicit: --env entries then add to the inherited set */
+	else if (strcmp(name, "env") == 0) {
+		const char *eq = strchr(v, '=');
+		if (!eq || eq == v)
+			return common_errf(e, "--env", "\"%s\" is not NAME=VALUE", v);
+		o->env_set = common_xrealloc(o->env_set, (o->nenv_set + 1) * sizeof *o->env_set);
+		o->env_set[o->nenv_set++] = v;
+	} else if (strcmp(name, "result") == 0)
+		o->result_path = v;
+	else if (strcmp(name, "result-fd") == 0) {
+		uint64_t fd;
+		if (parse_u64(name, v, &fd, e) < 0)
+			return -1;
+		if (fd > INT_MAX || fd < 3 || fcntl((int)fd, F_GETFD) < 0)
+			return common_errf(e, "--result-fd", "%s is not an open descriptor above 2", v);
+		o->result_fd = (int)fd;
+	} else
+		return 0;
+	return 1;
+}
+
+/* ---- the guest's environment ---- */
+
+static char **build_env(const struct trace_run_opts *o)
+{
+	size_t n = 0;
+	char **env = common_xcalloc(1, sizeof *env);
+	/* default: inherit; any --env without --env-inherit: exactly the --env set */
+	int inherit = o->env_clear == -1 || (o->env_clear == 0 && o->nenv_set == 0);
+	for (size_t i = 0; inherit && environ[i]; i++) {
+		env = common_xrealloc(env, (n + 2) * sizeof *env);
+		env[n++] = common_xstrdup(environ[i]);
+		env[n] = NULL;
+	}
+	for (size_t i = 0; i < o->nenv_set; i++) {
+		size_t klen = (size_t)(strchr(o->env_set[i], '=') - o->env_set[i]) + 1;
+		size_t j;
+		for (j = 0; j < n; j++)
+			if (strncmp(env[j], o->env_set[i], klen) == 0)
+				break;
+		if (j == n) {
+			env = common_xrealloc(env, (n + 2) * sizeof *env);
+			n++;
+			env[n] = NULL;
+		} else {
+			free(env[j]);
+		}
+		env[j] = common_xstrdup(o->env_set[i]);
+	}
+	return env;
+}
+
+static void free_env(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+/* PROGRAM as the host resolves it: a path, or a name searched in $PATH. */
+static char *resolve_program(const char *prog, int *exit_code, struct common_err *e)
+{
+	char buf[PATH_MAX];
+	*exit_code = SBX_EXIT_NOTFOUND;
+	if (strchr(prog, '/')) {
+		if (!realpath(prog, buf)) {
+			common_errno(e, errno, "program %s", prog);
+			return NULL;
+		}
+		if (access(buf, X_OK) < 0) {
+			*exit_code = SBX_EXIT_NOEXEC;
+			common_errno(e, errno, "program %s", prog);
+			return NULL;
+		}
+		return common_xstrdup(buf);
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	char *dup = common_xstrdup(path), *save = NULL;
+	for (char *d = strtok_r(dup, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		snprintf(buf, sizeof buf, "%s/%s", *d ? d : ".", prog);
+		struct stat st;
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) {
+			char real[PATH_MAX];
+			free(dup);
+			return common_xstrdup(realpath(buf, real) ? real : buf);
+		}
+	}
+	free(dup);
+	common_errf(e, prog, "command not found in PATH");
+	return NULL;
+}
+
+/* ---- the control socket ---- */
+
+/* One owner-only Unix socket per run, STORE/run/LEASE.sock (directory 0700):
+ * a client writes one JSON request line, reads one JSON reply line.
+ * {"op":"status"} -> {"lease","pid","guest_pid","stops","refused","running"}.
+ * Snapshots and observations add their ops here. */
+struct run_ctx {
+	const char *lease;
+	int ctl_fd;
+	char *ctl_path;
+	struct trace_result *res;
+	struct trace_supervisor *sv;
+	/* issue 4 (meter, inspect, policy, state) and issue 5 (record) contexts go here */
+};
+
+static int ctl_open(struct run_ctx *c, const char *store_dir, const char *lease, struct common_err *e)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/run", store_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return common_errno(e, errno, "control socket directory %s", dir);
+	c->ctl_path = common_xasprintf("%s/%s.sock", dir, lease);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	if (strlen(c->ctl_path) >= sizeof a.sun_path) {
+		common_errf(e, "control socket", "path %s is too long", c->ctl_path);
+		free(c->ctl_path);
+		c->ctl_path = NULL;
+		return -1;
+	}
+	strcpy(a.sun_path, c->ctl_path);
+	unlink(c->ctl_path);
+	c->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	mode_t old = umask(077);
+	int rc = c->ctl_fd < 0 ? -1 : bind(c->ctl_fd, (struct sockaddr *)&a, sizeof a);
+	umask(old);
+	if (rc < 0 || listen(c->ctl_fd, 8) < 0) {
+		common_errno(e, errno, "control socket %s", c->ctl_path);
+		if (c->ctl_fd >= 0)
+			close(c->ctl_fd);
+		c->ctl_fd = -1;
+		free(c->ctl_path);
+		c->ctl_path = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void ctl_close(struct run_ctx *c)
+{
+	if (c->ctl_fd >= 0)
+		close(c->ctl_fd);
+	if (c->ctl_path)
+		unlink(c->ctl_path);
+	free(c->ctl_path);
+	c->ctl_fd = -1;
+	c->ctl_path = NULL;
+}
+
+static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
+{
+	int fd = accept4(c->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* one bounded request; a slow or silent client gets no second chance */
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	char buf[4096];
+	size_t len = 0;
+	while (len < sizeof buf - 1) {
+		ssize_t n = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (memchr(buf, '\n', len))
+			break;
+	}
+	struct common_err e;
+	json_t *req = common_json_load(buf, len, "control request", &e), *rep = json_object();
+	const char *op = NULL;
+	if (!req || common_json_str(req, "op", &op, "control request", &e) < 0) {
+		json_object_set_new(rep, "error", json_string(e.why));
+	} else if (strcmp(op, "status") == 0) {
+		json_object_set_new(rep, "lease", c->lease ? json_string(c->lease) : json_null());
+		json_object_set_new(rep, "pid", json_integer(getpid()));
+		json_object_set_new(rep, "guest_pid", json_integer(trace_sv_guest_pid(sv)));
+		json_object_set_new(rep, "stops", json_integer((json_int_t)c->res->stops));
+		json_object_set_new(rep, "refused", json_integer((json_int_t)c->res->refused));
+		json_object_set_new(rep, "running", json_true());
+	} else {
+		json_object_set_new(rep, "error", json_sprintf("unknown op \"%.64s\"", op));
+	}
+	char *out = common_json_canonical(rep);
+	size_t ol = strlen(out);
+	out = common_xrealloc(out, ol + 2);
+	out[ol++] = '\n';
+	(void)common_write_all(fd, out, ol);
+	free(out);
+	json_decref(req);
+	json_decref(rep);
+	close(fd);
+}
+
+/* ---- hooks: the one place each feature plugs into the supervisor ---- */
+
+static int hook_start(void *ctx, struct trace_supervisor *sv)
+{
+	struct run_ctx *c = ctx;
+	c->sv = sv;
+	if (c->ctl_fd >= 0)
+		trace_sv_watch(sv, c->ctl_fd);
+	/* issue 4: meter start; issue 5: recorder start */
+	return 0;
+}
+
+static int hook_fd(void *ctx, struct trace_supervisor *sv, int fd)
+{
+	struct run_ctx *c = ctx;
+	if (fd == c->ctl_fd)
+		ctl_serve(c, sv);
+	return 0;
+}
+
+/* ---- the result record ---- */
+
+static json_t *result_json(const char *lease, const char *image, const char *sha,
+			   char *const *argv, const struct trace_result *r, int code,
+			   const char *closed, json_t *receipts)
+{
+	json_t *j = json_object(), *av = json_array();
+	for (size_t i = 0; argv[i]; i++)
+		json_array_append_new(av, json_string(argv[i]));
+	json_object_set_new(j, "lease", lease ? json_string(lease) : json_null());
+	json_object_set_new(j, "image", json_pack("{s:s,s:s}", "path", image, "sha256", sha));
+	json_object_set_new(j, "argv", av);
+	if (r->exec_failed)
+		json_object_set_new(j, "exec_error", json_string(strerror(r->exec_failed)));
+	if (r->signal)
+		json_object_set_new(j, "signal", json_integer(r->signal));
+	else if (r->exited)
+		json_object_set_new(j, "status", json_integer(r->status));
+	json_object_set_new(j, "exit_code", json_integer(code));
+	json_object_set_new(j, "closed", closed ? json_string(closed) : json_null());
+	json_object_set_new(j, "stopped", r->stop_reason[0] ? json_string(r->stop_reason) : json_null());
+	json_object_set_new(j, "usage", json_pack("{s:I,s:I}", "cpu_us", (json_int_t)r->cpu_us,
+						  "maxrss", (json_int_t)r->maxrss));
+	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I}", "stops", (json_int_t)r->stops,
+						       "refused", (json_int_t)r->refused));
+	json_object_set_new(j, "trace", json_null()); /* issue 5: trace head digest */
+	json_object_set_new(j, "receipts", receipts ? json_incref(receipts) : json_array());
+	return j;
+}
+
+static int write_result(const struct trace_run_opts *o, const json_t *j, struct common_err *e)
+{
+	char *s = common_json_canonical(j);
+	size_t n = strlen(s);
+	s = common_xrealloc(s, n + 2);
+	s[n++] = '\n';
+	int rc = 0;
+	if (o->result_path && common_write_atomic(o->result_path, s, n, 0644, e) < 0)
+		rc = -1;
+	if (o->result_fd >= 0 && common_write_all(o->result_fd, s, n) < 0)
+		rc = common_errno(e, errno, "--result-fd %d", o->result_fd);
+	free(s);
+	return rc;
+}
+
+/* ---- lease steps ---- */
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* One edge; the returned pair's receipt is appended to receipts and becomes
+ * the evidence for the next edge. */
+static int edge(struct lease_store *s, const char *id, enum lease_edge ed, json_t **head,
+		const json_t *args, json_t *receipts, struct common_err *e)
+{
+	json_t *out = NULL;
+	if (lease_transition(s, id, ed, *head, args, &out, e) < 0)
+		return -1;
+	json_t *rc = json_object_get(out, "receipt");
+	json_array_append(receipts, rc);
+	json_decref(*head);
+	*head = json_incref(rc);
+	json_decref(out);
+	return 0;
+}
+
+static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o, const char *image,
+			  char **id, json_t **head, json_t *receipts, struct common_err *e)
+{
+	struct lease_request req;
+	memset(&req, 0, sizeof req);
+	req.principal = o->principal;
+	req.host_program = o->host_program;
+	req.image = image;
+	req.lifetime = o->lifetime;
+	req.escrow = o->escrow;
+	if (o->limits && lease_parse_limits(o->limits, &req, e) < 0)
+		return -1;
+	if (o->fees && lease_parse_fees(o->fees, &req, e) < 0)
+		return -1;
+	json_t *out = NULL;
+	if (lease_request(s, &req, &out, e) < 0)
+		return -1;
+	json_t *r = json_object_get(out, "receipt");
+	*id = common_xstrdup(jstr(r, "lease") ? jstr(r, "lease") : "");
+	json_array_append(receipts, r);
+	*head = json_incref(r);
+	json_decref(out);
+	json_t *amount = json_pack("{s:I}", "amount", (json_int_t)o->escrow);
+	int rc = edge(s, *id, LEASE_EDGE_FUND, head, amount, receipts, e);
+	json_decref(amount);
+	if (rc == 0)
+		rc = edge(s, *id, LEASE_EDGE_ACTIVATE, head, NULL, receipts, e);
+	return rc;
+}
+
+/* settle (unless a bound already did), expire, destroy */
+static int ephemeral_close(struct lease_store *s, const char *id, json_t *receipts,
+			   struct common_err *e)
+{
+	json_t *rec = NULL, *head = NULL;
+	if (lease_load(s, id, &rec, e) < 0 || lease_head(s, id, &head, e) < 0) {
+		json_decref(rec);
+		return -1;
+	}
+	const char *state = jstr(json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec, "state");
+	int rc = 0;
+	if (state && strcmp(state, "Active") == 0)
+		rc = edge(s, id, LEASE_EDGE_SETTLE, &head, NULL, receipts, e);
+	else if (json_array_size(receipts) && head) {
+		/* a bound closed the lease during the run: its receipt belongs here too */
+		json_t *last = json_array_get(receipts, json_array_size(receipts) - 1);
+		if (!json_equal(last, head))
+			json_array_append(receipts, head);
+	}
+	if (rc == 0)
+		rc = edge(s, id, LEASE_EDGE_EXPIRE, &head, NULL, receipts, e);
+	if (rc == 0)
+		rc = edge(s, id, LEASE_EDGE_DESTROY, &head, NULL, receipts, e);
+	json_decref(head);
+	json_decref(rec);
+	return rc;
+}
+
+/* ---- sbx-run ---- */
+
+int trace_run_main(struct trace_run_opts *o)
+{
+	struct common_err e;
+	struct lease_store *s = NULL;
+	json_t *rec = NULL, *head = NULL, *receipts = json_array(), *result = NULL;
+	char *image = NULL, *id = NULL, *ns = NULL;
+	char **env = NULL;
+	char sha[COMMON_SHA256_HEX] = "";
+	int code = SBX_EXIT_SBX, have_lease = 0;
+	const char *closed = NULL;
+	struct trace_result res;
+	memset(&res, 0, sizeof res);
+	memset(&e, 0, sizeof e);
+
+	if (!o->argv || !o->argv[0]) {
+		common_errf(&e, "usage", "no program given (sbx-run … -- PROGRAM [ARG…])");
+		goto fail;
+	}
+	if (!!o->lease == !!o->ephemeral) {
+		common_errf(&e, "usage", "give exactly one of --lease ID and --ephemeral");
+		goto fail;
+	}
+	image = resolve_program(o->argv[0], &code, &e);
+	if (!image)
+		goto fail;
+	code = SBX_EXIT_SBX;
+	if (lease_image_check(image, sha, &e) < 0)
+		goto fail;
+	if (lease_store_open(o->store, &s, &e) < 0)
+		goto fail;
+	if (o->ephemeral) {
+		if (ephemeral_open(s, o, image, &id, &head, receipts, &e) < 0) {
+			if (id)
+				have_lease = 1;
+			goto fail;
+		}
+		have_lease = 1;
+	} else {
+		id = common_xstrdup(o->lease);
+		if (lease_load(s, id, &rec, &e) < 0)
+			goto fail;
+		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+		const char *state = jstr(l, "state");
+		const char *want = jstr(json_object_get(l, "image"), "sha256");
+		if (!state || strcmp(state, "Active") != 0) {
+			common_errf(&e, "lease", "cannot run lease %s: state is %s, run needs Active", id,
+				    state ? state : "unknown");
+			goto fail;
+		}
+		if (!want || strcmp(want, sha) != 0) {
+			common_errf(&e, "image", "%s (sha256 %s) is not lease %s's image (sha256 %s)",
+				    image, sha, id, want ? want : "unknown");
+			goto fail;
+		}
+	}
+	ns = lease_ns_dir(s, id);
+	if (common_mkdir_p(ns, 0700, &e) < 0)
+		goto fail;
+
+	env = build_env(o);
+	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res };
+	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
+		goto fail;
+	struct trace_hooks hooks = { .ctx = &ctx, .on_start = hook_start, .on_fd = hook_fd };
+	struct trace_config cfg = {
+		.argv = (const char *const *)o->argv,
+		.envp = (const char *const *)env,
+		.image = image,
+		.mounts = o->mounts,
+		.nmounts = o->nmounts,
+		.replace_defaults = o->replace_defaults,
+		.ns_dir = ns,
+		.state_fd = -1,
+		.stdout_fd = -1,
+		.stderr_fd = -1,
+		.hooks = &hooks,
+	};
+	/* issue 4: limits -> rlimits, meter/policy/inspect/state hooks; issue 5: recorder */
+	int rc = trace_run(&cfg, &res, &e);
+	ctl_close(&ctx);
+	if (rc < 0)
+		goto fail;
+	code = trace_result_exit_code(&res);
+	if (closed)
+		code = SBX_EXIT_BOUND;
+	if (o->ephemeral) {
+		if (ephemeral_close(s, id, receipts, &e) < 0) {
+			have_lease = 0;
+			code = SBX_EXIT_SBX;
+			goto fail;
+		}
+		have_lease = 0;
+	} else if (lease_head(s, id, &head, &e) == 0) {
+		json_array_append(receipts, head);
+	}
+	result = result_json(id, image, sha, o->argv, &res, code, closed, receipts);
+	if (write_result(o, result, &e) < 0) {
+		common_report(&e);
+		code = SBX_EXIT_SBX;
+	} else if (closed && !o->result_path && o->result_fd < 0) {
+		fprintf(stderr, "sbx-run: lease %s closed: %s\n", id, closed);
+	}
+	goto out;
+fail:
+	common_report(&e);
+	if (code == 0)
+		code = SBX_EXIT_SBX;
+	if (have_lease && s && id) {
+		/* one-shot mode never leaves a lease behind, even when the run failed */
+		struct common_err e2;
+		if (ephemeral_close(s, id, receipts, &e2) < 0)
+			common_report(&e2);
+	}
+	if (o->result_path || o->result_fd >= 0) {
+		result = result_json(id, image ? image : o->argv && o->argv[0] ? o->argv[0] : "",
+				     sha, o->argv ? o->argv : (char *const[]){ NULL }, &res, code, NULL,
+				     receipts);
+		json_object_set_new(result, "error", json_sprintf("%s: %s", e.what, e.why));
+		struct common_err e3;
+		if (write_result(o, result, &e3) < 0)
+			common_report(&e3);
+	}
+out:
+	json_decref(result);
+	json_decref(receipts);
+	json_decref(head);
+	json_decref(rec);
+	free_env(env);
+	free(image);
+	free(id);
+	free(ns);
+	lease_store_close(s);
+	return code;
+}

@@ -1,0 +1,834 @@
+/* The sandbox boundary: the mount plan and seccomp program built by the
+ * supervisor, and the child's set-up from clone() to execveat(), one step
+ * after another in kernel order (SPEC §6.1, §6.2). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/mount.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "trace/run-internal.h"
+
+#define NEWROOT "/newroot"
+#define OLDROOT "/oldroot"
+#define OVERFLOW_ID 65534 /* the unprivileged host uid a root-invoked guest maps to */
+
+/* clone flags the guest may never use: they escape the tracer or the namespaces */
+#define BAD_CLONE_FLAGS (CLONE_UNTRACED | CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | \
+			 CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+
+/* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
+
+int sbx_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
+{
+	if (!arch_ok)
+		return ENOSYS;
+	const struct trace_sysinfo *s = trace_sys_by_nr(nr);
+	if (!s)
+		return ENOSYS;
+	if (s->classes & TRACE_CLASS_REFUSED)
+		return s->refuse_errno;
+	switch (nr) {
+	case TRACE_SYS_clone: /* the kernel reads only the low 32 bits of the flags */
+		return ((uint32_t)a[0] & BAD_CLONE_FLAGS) ? EPERM : 0;
+	case TRACE_SYS_clone3: /* BPF cannot read its struct: libc falls back to clone */
+		return ENOSYS;
+	case TRACE_SYS_socket:
+	case TRACE_SYS_socketpair:
+		return (uint32_t)a[0] == AF_UNIX ? 0 : EAFNOSUPPORT;
+	case TRACE_SYS_ioctl: /* pushing input into the terminal is an escape */
+		return (uint32_t)a[1] == TIOCSTI ? EPERM : 0;
+	case TRACE_SYS_seccomp: /* a guest listener could answer our trapped calls */
+		return ((uint32_t)a[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) ? EPERM : 0;
+	default:
+		return 0;
+	}
+}
+
+/* ---- the seccomp program ---- */
+
+static int rule(scmp_filter_ctx c, uint32_t act, int nr, unsigned n, struct scmp_arg_cmp *cmp,
+		const char *name, struct common_err *e)
+{
+	int rc = seccomp_rule_add_array(c, act, nr, n, cmp);
+	if (rc < 0)
+		return common_errno(e, -rc, "seccomp rule for %s", name);
+	return 0;
+}
+
+int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
+{
+	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(SBX_TAG_UNKNOWN));
+	if (!c)
+		return common_errf(e, "seccomp", "libseccomp cannot create a filter");
+	int rc = 0;
+	/* real kernel errnos instead of -ECANCELED; we set no_new_privs ourselves;
+	 * a binary tree keeps the hot path short; i386 and x32 reach the supervisor */
+	if (seccomp_attr_set(c, SCMP_FLTATR_API_SYSRAWRC, 1) < 0 ||
+	    seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
+	    seccomp_attr_set(c, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0 ||
+	    seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRACE(SBX_TAG_BADARCH)) < 0) {
+		seccomp_release(c);
+		return common_errf(e, "seccomp", "libseccomp refuses the filter attributes");
+	}
+	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++) {
+		const struct trace_sysinfo *s = trace_sys_at(i);
+		struct scmp_arg_cmp cmp[1];
+		int nr = s->nr;
+		if (nr == TRACE_SYS_exit || nr == TRACE_SYS_exit_group) {
+			/* never trapped: an orphan must always be able to die */
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 0, NULL, s->name, e);
+		} else if (s->classes & TRACE_CLASS_REFUSED) {
+			/* refusals stop, so the supervisor counts and records each attempt */
+			rc = rule(c, SCMP_ACT_TRACE(SBX_TAG_REFUSED), nr, 0, NULL, s->name, e);
+		} else if (nr == TRACE_SYS_execve || nr == TRACE_SYS_execveat) {
+			rc = rule(c, SCMP_ACT_TRACE(SBX_TAG_EXEC), nr, 0, NULL, s->name, e);
+		} else if (nr == TRACE_SYS_clone3) {
+			/* glibc tries clone3 at every thread start; ENOSYS without a stop */
+			rc = rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, s->name, e);
+		} else if ((s->classes & classes) && nr != TRACE_SYS_rt_sigreturn &&
+			   nr != TRACE_SYS_restart_syscall) {
+			rc = rule(c, SCMP_ACT_TRACE(SBX_TAG_CLASS), nr, 0, NULL, s->name, e);
+		} else if (nr == TRACE_SYS_clone) {
+			/* allowed when no forbidden flag is set; the rest falls to the default trap */
+			cmp[0] = SCMP_A0_32(SCMP_CMP_MASKED_EQ, BAD_CLONE_FLAGS, 0);
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+		} else if (nr == TRACE_SYS_socket || nr == TRACE_SYS_socketpair) {
+			cmp[0] = SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX);
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+		} else if (nr == TRACE_SYS_ioctl) {
+			cmp[0] = SCMP_A1_32(SCMP_CMP_NE, TIOCSTI);
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+		} else if (nr == TRACE_SYS_seccomp) {
+			cmp[0] = SCMP_A1_32(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0);
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+		} else {
+			/* argument-free: the kernel's per-syscall allow cache applies */
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 0, NULL, s->name, e);
+		}
+	}
+	if (rc < 0) {
+		seccomp_release(c);
+		return -1;
+	}
+	int fd = memfd_create("sbx-bpf", MFD_CLOEXEC);
+	if (fd < 0) {
+		seccomp_release(c);
+		return common_errno(e, errno, "seccomp: memfd");
+	}
+	rc = seccomp_export_bpf(c, fd);
+	seccomp_release(c);
+	if (rc < 0) {
+		close(fd);
+		return common_errno(e, -rc, "seccomp: exporting the filter");
+	}
+	off_t len = lseek(fd, 0, SEEK_END);
+	if (len <= 0 || len % sizeof(struct sock_filter) || len > 4096 * 8) {
+		close(fd);
+		return common_errf(e, "seccomp", "filter has a bad size (%lld bytes)", (long long)len);
+	}
+	struct sock_filter *f = common_xmalloc((size_t)len);
+	if (pread(fd, f, (size_t)len, 0) != len) {
+		close(fd);
+		free(f);
+		return common_errno(e, errno, "seccomp: reading the filter back");
+	}
+	close(fd);
+	prog->len = (unsigned short)(len / sizeof(struct sock_filter));
+	prog->filter = f;
+	return 0;
+}
+
+int trace_filter_export(unsigned classes, int fd, struct common_err *e)
+{
+	struct sock_fprog p;
+	if (sbx_filter_build(classes, &p, e) < 0)
+		return -1;
+	int rc = common_write_all(fd, p.filter, p.len * sizeof(struct sock_filter));
+	free(p.filter);
+	return rc < 0 ? common_errno(e, -rc, "writing the filter") : 0;
+}
+
+/* ---- checks and the plan (in the supervisor, before any side effect) ---- */
+
+static int path_ok(const char *p)
+{
+	if (!p || p[0] != '/' || strlen(p) >= PATH_MAX - 16)
+		return 0;
+	for (const char *c = p; *c; c++) {
+		if (c[0] == '/' && c[1] == '/')
+			return 0;
+		if (c[0] == '/' && c[1] == '.' && (c[2] == '/' || c[2] == 0))
+			return 0;
+		if (c[0] == '/' && c[1] == '.' && c[2] == '.' && (c[3] == '/' || c[3] == 0))
+			return 0;
+	}
+	size_t n = strlen(p);
+	return n == 1 || p[n - 1] != '/';
+}
+
+int trace_config_check(const struct trace_config *cfg, struct common_err *e)
+{
+	if (!cfg->argv || !cfg->argv[0])
+		return common_errf(e, "run", "no program given");
+	if (!cfg->image)
+		return common_errf(e, "run", "no image given");
+	for (size_t i = 0; cfg->envp && cfg->envp[i]; i++)
+		if (!strchr(cfg->envp[i], '=') || cfg->envp[i][0] == '=')
+			return common_errf(e, "environment", "entry \"%s\" is not NAME=VALUE", cfg->envp[i]);
+	if (cfg->replace_defaults && (cfg->nmounts == 0 || strcmp(cfg->mounts[0].dst, "/") != 0 ||
+				      cfg->mounts[0].type == TRACE_MOUNT_PROC))
+		return common_errf(e, "mount list", "the first --mount must supply / (bind or tmpfs)");
+	for (size_t i = 0; i < cfg->nmounts; i++) {
+		const struct trace_mount *m = &cfg->mounts[i];
+		if (!path_ok(m->dst))
+			return common_errf(e, "mount", "target \"%s\" must be an absolute, normalized path",
+					   m->dst ? m->dst : "");
+		if (strcmp(m->dst, "/") == 0 && !(cfg->replace_defaults && i == 0))
+			return common_errf(e, "mount", "target / can only be the first --mount");
+		if (strcmp(m->dst, "/ns") == 0 || strncmp(m->dst, "/ns/", 4) == 0)
+			return common_errf(e, "mount", "target %s: /ns is the lease namespace", m->dst);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(cfg->mounts[j].dst, m->dst) == 0)
+				return common_errf(e, "mount", "duplicate target %s", m->dst);
+		if (m->type == TRACE_MOUNT_BIND) {
+			struct stat st;
+			if (!path_ok(m->src))
+				return common_errf(e, "mount", "source \"%s\" must be an absolute, normalized path",
+						   m->src ? m->src : "");
+			if (stat(m->src, &st) < 0)
+				return common_errno(e, errno, "mount source %s", m->src);
+		} else if (m->type == TRACE_MOUNT_TMPFS) {
+			if (m->opts && (strlen(m->opts) > 128 || strspn(m->opts,
+				"abcdefghijklmnopqrstuvwxyz0123456789=,kmgKMG%") != strlen(m->opts)))
+				return common_errf(e, "mount", "tmpfs options \"%s\": only mode= and size= are accepted",
+						   m->opts);
+		} else if (m->type != TRACE_MOUNT_PROC) {
+			return common_errf(e, "mount", "unknown mount type for %s", m->dst);
+		}
+	}
+	if (cfg->ns_dir) {
+		struct stat st;
+		if (stat(cfg->ns_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			return common_errf(e, "namespace directory", "%s is not a directory", cfg->ns_dir);
+	}
+	return 0;
+}
+
+static void add_mnt(struct sbx_plan *p, int type, const char *src, const char *dst,
+		    const char *opts, int rw)
+{
+	p->m = common_xrealloc(p->m, (p->nm + 1) * sizeof *p->m);
+	struct sbx_mnt *m = &p->m[p->nm++];
+	memset(m, 0, sizeof *m);
+	m->type = type;
+	m->src = src ? common_xasprintf(OLDROOT "%s", strcmp(src, "/") == 0 ? "" : src) : NULL;
+	m->dst = common_xstrdup(dst);
+	m->at = common_xasprintf(NEWROOT "%s", strcmp(dst, "/") == 0 ? "" : dst);
+	m->opts = opts ? common_xstrdup(opts) : NULL;
+	m->rw = rw;
+	m->tree_fd = -1;
+	if (type == TRACE_MOUNT_BIND && src) {
+		struct stat st;
+		m->is_file = stat(src, &st) == 0 && !S_ISDIR(st.st_mode);
+	}
+}
+
+/* A user namespace mapping the invoking root (0) to the guest's host uid: an
+ * idmapped rw bind then shows root-owned files as the guest's own, and files
+ * the guest creates land on the host as root's, nothing wider. */
+static int make_idmap_userns(struct sbx_plan *p, struct common_err *e)
+{
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return common_errno(e, errno, "idmap: pipe");
+	pid_t h = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
+	if (h < 0) {
+		close(pp[0]);
+		close(pp[1]);
+		return common_errno(e, errno, "idmap: user namespace");
+	}
+	if (h == 0) {
+		char c;
+		close(pp[1]);
+		(void)!read(pp[0], &c, 1); /* wait until the parent opened our namespace */
+		_exit(0);
+	}
+	close(pp[0]);
+	char path[64], map[64];
+	int rc = 0;
+	snprintf(map, sizeof map, "0 %u 1\n", (unsigned)p->host_uid);
+	snprintf(path, sizeof path, "/proc/%d/uid_map", (int)h);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, map, strlen(map)) < 0)
+		rc = common_errno(e, errno, "idmap: %s", path);
+	if (fd >= 0)
+		close(fd);
+	snprintf(map, sizeof map, "0 %u 1\n", (unsigned)p->host_gid);
+	snprintf(path, sizeof path, "/proc/%d/gid_map", (int)h);
+	fd = rc < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
+	if (rc == 0 && (fd < 0 || write(fd, map, strlen(map)) < 0))
+		rc = common_errno(e, errno, "idmap: %s", path);
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)h);
+	if (rc == 0 && (p->idmap_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		rc = common_errno(e, errno, "idmap: %s", path);
+	close(pp[1]);
+	waitpid(h, NULL, 0);
+	return rc;
+}
+
+static int make_idmapped_tree(struct sbx_plan *p, struct sbx_mnt *m, const char *host_src,
+			      struct common_err *e)
+{
+	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (t < 0)
+		return common_errno(e, errno, "rw bind %s: open_tree", host_src);
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID,
+				.userns_fd = (uint64_t)p->idmap_fd };
+	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+		int err = errno;
+		close(t);
+		return common_errf(e, "rw bind", "%s: idmapped mount refused (%s); sbx-run as root "
+				   "needs a filesystem with idmapped mounts", host_src, strerror(err));
+	}
+	m->tree_fd = t;
+	return 0;
+}
+
+int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct common_err *e)
+{
+	memset(p, 0, sizeof *p);
+	p->cfg = cfg;
+	p->image_fd = p->idmap_fd = -1;
+	p->sync_fd[0] = p->sync_fd[1] = p->err_fd[0] = p->err_fd[1] = -1;
+	if (trace_config_check(cfg, e) < 0)
+		return -1;
+	p->argv = (char *const *)cfg->argv;
+	static char *const empty_env[] = { NULL };
+	p->envp = cfg->envp ? (char *const *)cfg->envp : empty_env;
+	p->privileged = geteuid() == 0;
+	p->host_uid = p->privileged ? OVERFLOW_ID : geteuid();
+	p->host_gid = p->privileged ? OVERFLOW_ID : getegid();
+
+	/* the image is opened here, on the host, so the file exec'd is the one named
+	 * (and hashed by the caller), whatever the guest's mounts show */
+	p->image_fd = open(cfg->image, O_PATH | O_CLOEXEC);
+	if (p->image_fd < 0) {
+		common_errno(e, errno, "image %s", cfg->image);
+		goto fail;
+	}
+	if (sbx_filter_build(cfg->trace_classes, &p->prog, e) < 0)
+		goto fail;
+
+	if (!cfg->replace_defaults) {
+		struct stat st;
+		add_mnt(p, TRACE_MOUNT_BIND, "/", "/", NULL, 0);
+		add_mnt(p, TRACE_MOUNT_PROC, NULL, "/proc", NULL, 0);
+		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/tmp", "mode=1777", 1);
+		/* host daemons' sockets live under /run: not reachable from inside */
+		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/run", "mode=0755", 1);
+		if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
+			add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/dev/shm", "mode=1777", 1);
+	}
+	for (size_t i = 0; i < cfg->nmounts; i++) {
+		const struct trace_mount *m = &cfg->mounts[i];
+		add_mnt(p, m->type, m->type == TRACE_MOUNT_BIND ? m->src : NULL, m->dst, m->opts,
+			m->type == TRACE_MOUNT_TMPFS ? 1 : m->rw);
+	}
+	if (cfg->ns_dir)
+		add_mnt(p, TRACE_MOUNT_BIND, cfg->ns_dir, "/ns", NULL, 1);
+	else
+		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/ns", "mode=0755", 1);
+	if (p->m[0].type == TRACE_MOUNT_BIND && !p->m[0].is_file)
+		p->m[0].expand = 1;
+
+	if (p->privileged) {
+		int need = 0;
+		for (size_t i = 0; i < p->nm; i++)
+			need |= p->m[i].type == TRACE_MOUNT_BIND && p->m[i].rw;
+		if (need && make_idmap_userns(p, e) < 0)
+			goto fail;
+		for (size_t i = 0; i < p->nm; i++) {
+			struct sbx_mnt *m = &p->m[i];
+			if (m->type == TRACE_MOUNT_BIND && m->rw &&
+			    make_idmapped_tree(p, m, m->src + strlen(OLDROOT), e) < 0)
+				goto fail;
+		}
+	}
+	if (pipe2(p->sync_fd, O_CLOEXEC) < 0 || pipe2(p->err_fd, O_CLOEXEC) < 0) {
+		common_errno(e, errno, "pipe");
+		goto fail;
+	}
+	return 0;
+fail:
+	sbx_plan_free(p);
+	return -1;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void sbx_plan_free(struct sbx_plan *p)
+{
+	for (size_t i = 0; i < p->nm; i++) {
+		free(p->m[i].src);
+		free(p->m[i].dst);
+		free(p->m[i].at);
+		free(p->m[i].opts);
+		close_fd(&p->m[i].tree_fd);
+	}
+	free(p->m);
+	p->m = NULL;
+	p->nm = 0;
+	free(p->prog.filter);
+	p->prog.filter = NULL;
+	close_fd(&p->image_fd);
+	close_fd(&p->idmap_fd);
+	for (int i = 0; i < 2; i++) {
+		close_fd(&p->sync_fd[i]);
+		close_fd(&p->err_fd[i]);
+	}
+}
+
+/* ---- the child: from clone() to execveat() ---- */
+
+/* Report "WHAT\tWHY" to the supervisor and die: set-up failed, nothing ran. */
+__attribute__((noreturn)) static void child_fail(struct sbx_plan *p, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void child_fail(struct sbx_plan *p, int err, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof msg - 200, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n > sizeof msg - 200)
+		n = sizeof msg - 200;
+	n += snprintf(msg + n, sizeof msg - (size_t)n, "\t%s", err ? strerror(err) : "refused");
+	(void)!write(p->err_fd[1], msg, (size_t)n);
+	_exit(SBX_EXIT_SBX);
+}
+
+/* mkdir -p of at's missing components, creating a file for the last one when is_file */
+static int make_path(const char *at, int is_file)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "%s", at);
+	for (char *s = buf + strlen(NEWROOT) + 1; (s = strchr(s, '/')); s++) {
+		*s = 0;
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	if (is_file) {
+		int fd = open(buf, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return -1;
+		close(fd);
+		return 0;
+	}
+	return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int is_prefix(const char *pre, const char *path)
+{
+	size_t n = strlen(pre);
+	if (strcmp(pre, "/") == 0)
+		return 1;
+	return strncmp(pre, path, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+/* A missing mount target is created only inside a tmpfs of this run (or a
+ * top-level name the host / lacks), never in a host directory. */
+static void ensure_target(struct sbx_plan *p, size_t i)
+{
+	struct sbx_mnt *m = &p->m[i];
+	struct stat st;
+	if (lstat(m->at, &st) == 0) {
+		if (S_ISDIR(st.st_mode) == !m->is_file)
+			return;
+		child_fail(p, ENOTDIR, "mount target %s: file/directory mismatch", m->dst);
+	}
+	const struct sbx_mnt *c = NULL;
+	for (size_t j = 0; j < i; j++)
+		if (is_prefix(p->m[j].dst, m->dst) && (!c || strlen(p->m[j].dst) >= strlen(c->dst)))
+			c = &p->m[j];
+	int ok = 0;
+	if (c && c->type == TRACE_MOUNT_TMPFS) {
+		ok = 1;
+	} else if (c && c->expand && strcmp(c->dst, "/") == 0) {
+		char top[PATH_MAX];
+		const char *slash = strchr(m->dst + 1, '/');
+		size_t n = slash ? (size_t)(slash - m->dst) : strlen(m->dst);
+		snprintf(top, sizeof top, NEWROOT "%.*s", (int)n, m->dst);
+		ok = !slash || lstat(top, &st) < 0;
+	}
+	if (!ok)
+		child_fail(p, ENOENT, "mount target %s does not exist in the sandbox's read-only tree",
+			   m->dst);
+	if (make_path(m->at, m->is_file) < 0)
+		child_fail(p, errno, "creating mount target %s", m->dst);
+}
+
+static void set_attr(struct sbx_plan *p, const char *at, unsigned flags, int recursive)
+{
+	struct mount_attr a = { .attr_set = flags };
+	if (syscall(SYS_mount_setattr, AT_FDCWD, at, recursive ? AT_RECURSIVE : 0, &a, sizeof a) < 0)
+		child_fail(p, errno, "mount_setattr %s", at);
+}
+
+/* Bind each top-level entry of a host directory onto the tmpfs at "at", so
+ * targets like /src can be created although the host / lacks them. */
+static void expand_root(struct sbx_plan *p, const struct sbx_mnt *m)
+{
+	if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		child_fail(p, errno, "tmpfs root");
+	DIR *d = opendir(m->src);
+	if (!d)
+		child_fail(p, errno, "reading %s", m->src + strlen(OLDROOT));
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char from[PATH_MAX], to[PATH_MAX], dst[PATH_MAX];
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(dst, sizeof dst, "%s/%s", strcmp(m->dst, "/") == 0 ? "" : m->dst, de->d_name);
+		int later = 0; /* replaced by a mount of the plan: leave it to that mount */
+		for (size_t j = 0; j < p->nm; j++)
+			later |= p->m[j].type != TRACE_MOUNT_BIND && strcmp(p->m[j].dst, dst) == 0;
+		if (later)
+			continue;
+		snprintf(from, sizeof from, "%s/%s", m->src, de->d_name);
+		snprintf(to, sizeof to, "%s/%s", m->at, de->d_name);
+		if (lstat(from, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t n = readlink(from, target, sizeof target - 1);
+			if (n < 0)
+				continue;
+			target[n] = 0;
+			if (symlink(target, to) < 0)
+				child_fail(p, errno, "symlink %s", dst);
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (mkdir(to, 0755) < 0)
+				child_fail(p, errno, "mkdir %s", dst);
+		} else if (S_ISREG(st.st_mode)) {
+			int fd = open(to, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			if (fd < 0)
+				child_fail(p, errno, "creating %s", dst);
+			close(fd);
+		} else {
+			continue;
+		}
+		if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0)
+			child_fail(p, errno, "bind %s", dst);
+		set_attr(p, to, m->rw ? MOUNT_ATTR_NOSUID : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 1);
+	}
+	closedir(d);
+}
+
+static void do_mount(struct sbx_plan *p, size_t i)
+{
+	struct sbx_mnt *m = &p->m[i];
+	if (m->expand) {
+		expand_root(p, m);
+		return;
+	}
+	if (i > 0)
+		ensure_target(p, i);
+	switch (m->type) {
+	case TRACE_MOUNT_TMPFS:
+		if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, m->opts ? m->opts : "mode=0755") < 0)
+			child_fail(p, errno, "tmpfs at %s", m->dst);
+		break;
+	case TRACE_MOUNT_PROC:
+		/* a fresh /proc shows only this run's PID namespace */
+		if (mount("proc", m->at, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			child_fail(p, errno, "proc at %s", m->dst);
+		break;
+	case TRACE_MOUNT_BIND:
+		if (m->tree_fd >= 0) {
+			/* the supervisor made this idmapped tree in the host namespace */
+			if (syscall(SYS_move_mount, m->tree_fd, "", AT_FDCWD, m->at,
+				    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				child_fail(p, errno, "attaching rw bind %s", m->dst);
+			close(m->tree_fd);
+			m->tree_fd = -1;
+		} else {
+			if (mount(m->src, m->at, NULL, MS_BIND | MS_REC, NULL) < 0)
+				child_fail(p, errno, "bind %s on %s", m->src + strlen(OLDROOT), m->dst);
+			/* mount_setattr, unlike a remount, keeps the locked flags of the source */
+			set_attr(p, m->at, m->rw ? MOUNT_ATTR_NOSUID : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 1);
+		}
+		break;
+	}
+}
+
+static void drop_caps(struct sbx_plan *p)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	if (syscall(SYS_capset, &h, d) < 0)
+		child_fail(p, errno, "dropping capabilities");
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+static void become_guest_user(struct sbx_plan *p)
+{
+	/* the bounding set goes while we still hold CAP_SETPCAP */
+	for (int c = 0; c <= 63; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno == EINVAL)
+			break;
+	if (setresgid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0 ||
+	    setresuid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0)
+		child_fail(p, errno, "switching to uid %d", TRACE_GUEST_UID);
+	/* root-invoked: the host uid was not root inside, so setuid kept the caps */
+	drop_caps(p);
+}
+
+static int ignored_signals_mask_valid;
+static sigset_t ignored_signals;
+
+/* The guest's last steps: fds, limits, credentials, no_new_privs, seccomp, exec. */
+__attribute__((noreturn)) static void guest_exec(struct sbx_plan *p)
+{
+	const struct trace_config *cfg = p->cfg;
+	/* dispositions as sbx-run found them (SIG_IGN survives exec, as without sbx) */
+	for (int s = 1; s < NSIG; s++) {
+		if (s == SIGKILL || s == SIGSTOP)
+			continue;
+		int ign = ignored_signals_mask_valid && sigismember(&ignored_signals, s) == 1;
+		signal(s, ign ? SIG_IGN : SIG_DFL);
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	if ((cfg->stdout_fd >= 0 && dup2(cfg->stdout_fd, 1) < 0) ||
+	    (cfg->stderr_fd >= 0 && dup2(cfg->stderr_fd, 2) < 0))
+		child_fail(p, errno, "output relay");
+	int keep = 3;
+	if (cfg->state_fd >= 0) {
+		/* through a high number first: dup2(fd, fd) would keep FD_CLOEXEC */
+		int hi = fcntl(cfg->state_fd, F_DUPFD_CLOEXEC, 100);
+		if (hi < 0 || dup2(hi, TRACE_STATE_FD) < 0)
+			child_fail(p, errno, "state fd");
+		close(hi);
+		keep = TRACE_STATE_FD + 1;
+	}
+	/* nothing of sbx's crosses exec: the image fd closes itself after use */
+	if (syscall(SYS_close_range, keep, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(p, errno, "close_range");
+
+	struct rlimit rl;
+	rl.rlim_cur = rl.rlim_max = cfg->rlimit_nproc ? cfg->rlimit_nproc : TRACE_NPROC_DEFAULT;
+	if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+		child_fail(p, errno, "RLIMIT_NPROC");
+	if (cfg->rlimit_nofile) {
+		rl.rlim_cur = rl.rlim_max = cfg->rlimit_nofile;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			child_fail(p, errno, "RLIMIT_NOFILE %llu", (unsigned long long)cfg->rlimit_nofile);
+	}
+	if (cfg->rlimit_as) {
+		rl.rlim_cur = rl.rlim_max = cfg->rlimit_as;
+		if (setrlimit(RLIMIT_AS, &rl) < 0)
+			child_fail(p, errno, "RLIMIT_AS");
+	}
+	become_guest_user(p);
+	/* set after the uid change, which clears it; init's death kills us */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* no exec can add privilege from here on (setuid bits, file caps) */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(p, errno, "no_new_privs");
+	if (cfg->no_aslr && personality(ADDR_NO_RANDOMIZE) < 0)
+		child_fail(p, errno, "personality");
+	/* seccomp last: every later syscall, the exec first, meets the filter */
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
+		child_fail(p, errno, "seccomp filter (kernel seccomp-bpf unavailable?)");
+	syscall(SYS_execveat, p->image_fd, "", p->argv, p->envp, AT_EMPTY_PATH);
+	int err = errno;
+	char msg[32];
+	int n = snprintf(msg, sizeof msg, "exec\t%d", err);
+	(void)!write(p->err_fd[1], msg, (size_t)n);
+	_exit(err == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC);
+}
+
+/* pid 1 of the run: reaps everything, exits when the guest's main process does
+ * (which kills whatever the guest left behind: the PID namespace dies with it). */
+__attribute__((noreturn)) static void init_loop(pid_t guest)
+{
+	for (;;) {
+		int st;
+		pid_t w = waitpid(-1, &st, 0);
+		if (w < 0 && errno != EINTR)
+			_exit(SBX_EXIT_SBX);
+		if (w == guest)
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
+/* The child, pid 1 in fresh user/mount/PID/net/IPC/UTS namespaces. */
+__attribute__((noreturn)) static void sandbox_child(struct sbx_plan *p)
+{
+	char c;
+	/* the supervisor's death must take us with it, even before ptrace holds us */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	close(p->sync_fd[1]);
+	close(p->err_fd[0]);
+	/* wait until the supervisor has seized us and written our uid/gid maps */
+	if (read(p->sync_fd[0], &c, 1) != 1)
+		_exit(SBX_EXIT_SBX);
+	close(p->sync_fd[0]);
+	/* root-invoked: drop root's supplementary groups (the maps allow it) */
+	if (p->privileged && setgroups(0, NULL) < 0)
+		child_fail(p, errno, "setgroups");
+	/* become the mapped uid/gid now, so files we create have an owner inside;
+	 * host root is not root in this namespace, so the capabilities stay */
+	if (setresgid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0 ||
+	    setresuid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0)
+		child_fail(p, errno, "switching to uid %d", TRACE_GUEST_UID);
+	/* nothing we mount may propagate back to the host */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		child_fail(p, errno, "making / private");
+	/* a scratch tmpfs becomes the root while the guest's tree is built below it */
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
+		child_fail(p, errno, "scratch tmpfs");
+	if (chdir("/tmp") < 0 || mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0)
+		child_fail(p, errno, "scratch directories");
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
+		child_fail(p, errno, "pivot_root to the scratch tmpfs");
+	if (chdir("/") < 0)
+		child_fail(p, errno, "chdir /");
+	/* the run's mount list, in order, each target read-only unless declared rw */
+	for (size_t i = 0; i < p->nm; i++)
+		do_mount(p, i);
+	/* the root itself read-only, now that every mount point exists */
+	if (p->m[0].type != TRACE_MOUNT_BIND || p->m[0].expand)
+		set_attr(p, NEWROOT, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0);
+	/* into the guest's tree; the old root (the host) is detached, cwd included */
+	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
+		child_fail(p, errno, "pivot_root to the guest tree");
+	if (umount2(".", MNT_DETACH) < 0)
+		child_fail(p, errno, "detaching the host root");
+	if (chdir("/") < 0 || chdir("/ns") < 0)
+		child_fail(p, errno, "chdir /ns");
+	if (sethostname("sbx", 3) < 0)
+		child_fail(p, errno, "sethostname");
+
+	pid_t g = fork();
+	if (g < 0)
+		child_fail(p, errno, "fork");
+	if (g == 0)
+		guest_exec(p);
+	/* init keeps nothing the guest could use: no fds, no caps, not dumpable */
+	close(p->err_fd[1]);
+	if (p->cfg->state_fd >= 0)
+		close(p->cfg->state_fd);
+	syscall(SYS_close_range, 3, ~0U, 0);
+	for (int c2 = 0; c2 <= 63; c2++)
+		if (prctl(PR_CAPBSET_DROP, c2, 0, 0, 0) < 0 && errno == EINVAL)
+			break;
+	if (setresgid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) == 0 &&
+	    setresuid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) == 0) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+		memset(d, 0, sizeof d);
+		syscall(SYS_capset, &h, d);
+	}
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	init_loop(g);
+}
+
+pid_t sbx_sandbox_spawn(struct sbx_plan *p, struct common_err *e)
+{
+	/* remember what sbx-run's caller ignored, for the guest */
+	sigemptyset(&ignored_signals);
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction sa;
+		if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			sigaddset(&ignored_signals, s);
+	}
+	ignored_signals_mask_valid = 1;
+	long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+		     CLONE_NEWUTS | CLONE_NEWCGROUP;
+	pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid < 0)
+		return common_errno(e, errno, "creating the sandbox namespaces (user namespaces "
+				    "disabled? see /proc/sys/user/max_user_namespaces)");
+	if (pid == 0)
+		sandbox_child(p);
+	close_fd(&p->sync_fd[0]);
+	close_fd(&p->err_fd[1]);
+	for (size_t i = 0; i < p->nm; i++)
+		close_fd(&p->m[i].tree_fd);
+	return pid;
+}
+
+static int write_file(const char *path, const char *s, struct common_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return common_errno(e, errno, "%s", path);
+	ssize_t n = write(fd, s, strlen(s));
+	int err = errno;
+	close(fd);
+	if (n != (ssize_t)strlen(s))
+		return common_errno(e, n < 0 ? err : EIO, "writing %s", path);
+	return 0;
+}
+
+int sbx_sandbox_release(struct sbx_plan *p, pid_t child, struct common_err *e)
+{
+	char path[64], map[64];
+	if (!p->privileged) {
+		/* an unprivileged map of one's own gid needs setgroups denied */
+		snprintf(path, sizeof path, "/proc/%d/setgroups", (int)child);
+		if (write_file(path, "deny", e) < 0)
+			return -1;
+	}
+	snprintf(path, sizeof path, "/proc/%d/uid_map", (int)child);
+	snprintf(map, sizeof map, "%d %u 1\n", TRACE_GUEST_UID, (unsigned)p->host_uid);
+	if (write_file(path, map, e) < 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/%d/gid_map", (int)child);
+	snprintf(map, sizeof map, "%d %u 1\n", TRACE_GUEST_UID, (unsigned)p->host_gid);
+	if (write_file(path, map, e) < 0)
+		return -1;
+	if (write(p->sync_fd[1], "g", 1) != 1)
+		return common_errno(e, errno, "starting the sandbox");
+	close_fd(&p->sync_fd[1]);
+	return 0;
+}

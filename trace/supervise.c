@@ -1,0 +1,644 @@
+/* THE ptrace loop: one waitpid(-1, __WALL) loop over every tracee, one place
+ * where a thread's state is created (tstate_get) and one where it is freed
+ * (tstate_free), separate entry and exit handlers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/audit.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "trace/run-internal.h"
+
+#define TICK_MS 250
+#define NBUCKET 256
+#define MAX_WATCH 16
+#define ARGV_MAX 4096          /* exec argv entries we decode for hooks */
+#define ARGV_BYTES (256 << 10) /* and their total size */
+
+struct tstate {
+	struct tstate *next;
+	pid_t tid, tgid, ppid;
+	int want_exit;
+	struct trace_stop st;     /* the entry stop, kept for on_exit */
+	char path[2][PATH_MAX];
+	char **exec_argv;         /* decoded at execve entry, for on_exec */
+};
+
+struct trace_supervisor {
+	struct sbx_plan *p;
+	const struct trace_hooks *h;
+	struct trace_result *res;
+	pid_t init, guest;
+	int init_gone, guest_gone;
+	struct tstate *bucket[NBUCKET];
+	size_t ntids;
+	int watch[MAX_WATCH];
+	size_t nwatch;
+	int stopping;
+	char reason[64];
+	int sfd;
+	int setup_failed;
+	char setup_what[512], setup_why[512];
+};
+
+struct trace_guest {
+	struct trace_supervisor *sv;
+	struct tstate *ts;
+};
+
+/* ---- per-thread state ---- */
+
+static struct tstate *tstate_find(struct trace_supervisor *sv, pid_t tid)
+{
+	for (struct tstate *t = sv->bucket[(unsigned)tid % NBUCKET]; t; t = t->next)
+		if (t->tid == tid)
+			return t;
+	return NULL;
+}
+
+/* The one place a thread's state is created: stops of unknown tids are new
+ * children whose fork event has not been seen yet. */
+static struct tstate *tstate_get(struct trace_supervisor *sv, pid_t tid)
+{
+	struct tstate *t = tstate_find(sv, tid);
+	if (t)
+		return t;
+	t = common_xcalloc(1, sizeof *t);
+	t->tid = tid;
+	t->next = sv->bucket[(unsigned)tid % NBUCKET];
+	sv->bucket[(unsigned)tid % NBUCKET] = t;
+	sv->ntids++;
+	return t;
+}
+
+static void free_argv(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+/* The one place it is freed. */
+static void tstate_free(struct trace_supervisor *sv, pid_t tid)
+{
+	struct tstate **pp = &sv->bucket[(unsigned)tid % NBUCKET];
+	for (; *pp; pp = &(*pp)->next) {
+		if ((*pp)->tid == tid) {
+			struct tstate *t = *pp;
+			*pp = t->next;
+			free_argv(t->exec_argv);
+			free(t);
+			sv->ntids--;
+			return;
+		}
+	}
+}
+
+static pid_t tgid_of(struct tstate *t)
+{
+	if (t->tgid)
+		return t->tgid;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)t->tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			char *s = strstr(buf, "\nTgid:");
+			if (s)
+				t->tgid = (pid_t)atoi(s + 6);
+		}
+	}
+	return t->tgid ? t->tgid : t->tid;
+}
+
+/* ---- guest memory and registers, for hooks ---- */
+
+pid_t trace_guest_tid(const struct trace_guest *g)
+{
+	return g->ts->tid;
+}
+
+pid_t trace_guest_pid(const struct trace_guest *g)
+{
+	return tgid_of(g->ts);
+}
+
+ssize_t trace_guest_read(struct trace_guest *g, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(g->ts->tid, &l, 1, &r, 1, 0);
+	return n < 0 ? -errno : n;
+}
+
+ssize_t trace_guest_write(struct trace_guest *g, uint64_t addr, const void *buf, size_t len)
+{
+	/* /proc/PID/mem writes even read-only pages (scratch pages the guest cannot touch) */
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)g->ts->tid);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = pwrite(fd, buf, len, (off_t)addr);
+	int err = errno;
+	close(fd);
+	return n < 0 ? -err : n;
+}
+
+ssize_t trace_guest_read_str(struct trace_guest *g, uint64_t addr, char *buf, size_t max)
+{
+	size_t got = 0;
+	if (max == 0)
+		return -ENAMETOOLONG;
+	while (got < max) {
+		/* page by page: a string may end just before an unmapped page */
+		size_t chunk = 4096 - ((addr + got) & 4095);
+		if (chunk > max - got)
+			chunk = max - got;
+		ssize_t n = trace_guest_read(g, addr + got, buf + got, chunk);
+		if (n <= 0)
+			return n < 0 ? n : -EFAULT;
+		char *z = memchr(buf + got, 0, (size_t)n);
+		if (z)
+			return z - buf;
+		got += (size_t)n;
+	}
+	buf[max - 1] = 0;
+	return -ENAMETOOLONG;
+}
+
+int trace_guest_get_regs(struct trace_guest *g, struct user_regs_struct *r)
+{
+	return ptrace(PTRACE_GETREGS, g->ts->tid, NULL, r) < 0 ? -errno : 0;
+}
+
+int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r)
+{
+	return ptrace(PTRACE_SETREGS, g->ts->tid, NULL, r) < 0 ? -errno : 0;
+}
+
+int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t a[6])
+{
+	struct user_regs_struct r;
+	int rc = trace_guest_get_regs(g, &r);
+	if (rc < 0)
+		return rc;
+	r.orig_rax = (unsigned long long)nr;
+	r.rdi = a[0], r.rsi = a[1], r.rdx = a[2], r.r10 = a[3], r.r8 = a[4], r.r9 = a[5];
+	return trace_guest_set_regs(g, &r);
+}
+
+/* ---- the supervisor, for hooks ---- */
+
+int trace_sv_watch(struct trace_supervisor *sv, int fd)
+{
+	if (sv->nwatch >= MAX_WATCH)
+		return -ENOSPC;
+	sv->watch[sv->nwatch++] = fd;
+	return 0;
+}
+
+void trace_sv_unwatch(struct trace_supervisor *sv, int fd)
+{
+	for (size_t i = 0; i < sv->nwatch; i++)
+		if (sv->watch[i] == fd) {
+			sv->watch[i] = sv->watch[--sv->nwatch];
+			return;
+		}
+}
+
+void trace_sv_stop(struct trace_supervisor *sv, const char *reason)
+{
+	if (!sv->stopping && reason)
+		snprintf(sv->reason, sizeof sv->reason, "%s", reason);
+	sv->stopping = 1;
+}
+
+size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (const struct tstate *t = sv->bucket[b]; t; t = t->next) {
+			if (t->tid == sv->init)
+				continue; /* sbx's own init is not the guest */
+			if (n < max)
+				out[n] = t->tid;
+			n++;
+		}
+	return n;
+}
+
+pid_t trace_sv_guest_pid(const struct trace_supervisor *sv)
+{
+	return sv->guest;
+}
+
+static void kill_all(struct trace_supervisor *sv)
+{
+	/* init's death empties the PID namespace; the tids are killed too in case
+	 * init is already gone and a tracee lingers */
+	if (!sv->init_gone)
+		kill(sv->init, SIGKILL);
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (struct tstate *t = sv->bucket[b]; t; t = t->next)
+			kill(t->tid, SIGKILL);
+}
+
+/* ---- stops ---- */
+
+static void resume(pid_t tid, int req, int sig)
+{
+	/* ESRCH: the tracee was killed meanwhile; its exit arrives through waitpid */
+	ptrace(req, tid, NULL, (void *)(long)sig);
+}
+
+static void deny(pid_t tid, int err)
+{
+	struct user_regs_struct r;
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0)
+		return;
+	r.orig_rax = (unsigned long long)-1; /* skip the call... */
+	r.rax = (unsigned long long)(long long)-err; /* ...and return -err */
+	ptrace(PTRACE_SETREGS, tid, NULL, &r);
+}
+
+static char **read_argv(struct trace_guest *g, uint64_t addr)
+{
+	size_t n = 0, bytes = 0;
+	char **v = common_xcalloc(1, sizeof *v);
+	char buf[4096];
+	while (addr && n < ARGV_MAX && bytes < ARGV_BYTES) {
+		uint64_t ptr;
+		if (trace_guest_read(g, addr + n * 8, &ptr, 8) != 8 || !ptr)
+			break;
+		ssize_t len = trace_guest_read_str(g, ptr, buf, sizeof buf);
+		if (len < 0 && len != -ENAMETOOLONG)
+			break;
+		v = common_xrealloc(v, (n + 2) * sizeof *v);
+		v[n++] = common_xstrdup(buf);
+		v[n] = NULL;
+		bytes += strlen(buf) + 1;
+	}
+	return v;
+}
+
+/* Decode path arguments, absolute in the guest's view (relative ones joined
+ * onto the cwd or the dirfd, as /proc shows them from inside). */
+static void decode_paths(struct trace_guest *g, struct trace_stop *st)
+{
+	struct tstate *t = g->ts;
+	int k = 0;
+	for (int a = 0; a < 6 && k < 2 && st->sys; a++) {
+		if (st->sys->arg[a] != TRACE_ARG_PATH)
+			continue;
+		char *out = t->path[k];
+		char raw[PATH_MAX];
+		ssize_t n = trace_guest_read_str(g, st->args[a], raw, sizeof raw);
+		if (n < 0) {
+			st->path[k++] = NULL;
+			continue;
+		}
+		if (raw[0] == '/' || (raw[0] == 0)) {
+			memcpy(out, raw, (size_t)n + 1);
+		} else {
+			char link[64], base[PATH_MAX];
+			int dirfd = (a > 0 && st->sys->arg[a - 1] == TRACE_ARG_DIRFD) ? (int)st->args[a - 1]
+										  : AT_FDCWD;
+			if (dirfd == AT_FDCWD)
+				snprintf(link, sizeof link, "/proc/%d/cwd", (int)t->tid);
+			else
+				snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)t->tid, dirfd);
+			ssize_t bl = readlink(link, base, sizeof base - 1);
+			if (bl < 0)
+				bl = 0;
+			base[bl] = 0;
+			snprintf(out, PATH_MAX, "%s/%s", strcmp(base, "/") == 0 ? "" : base, raw);
+		}
+		st->path[k++] = out;
+	}
+}
+
+static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
+{
+	struct __ptrace_syscall_info info;
+	memset(&info, 0, sizeof info);
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) <= 0 ||
+	    info.op != PTRACE_SYSCALL_INFO_SECCOMP) {
+		resume(t->tid, PTRACE_CONT, 0);
+		return;
+	}
+	sv->res->stops++;
+	struct trace_stop *st = &t->st;
+	memset(st, 0, sizeof *st);
+	st->tid = t->tid;
+	st->pid = tgid_of(t);
+	st->ppid = t->ppid;
+	st->nr = (long)info.seccomp.nr;
+	st->arch_ok = info.arch == AUDIT_ARCH_X86_64 && !(info.seccomp.nr & 0x40000000);
+	st->sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
+	memcpy(st->args, info.seccomp.args, sizeof st->args);
+	st->action = TRACE_ALLOWED;
+	struct trace_guest g = { sv, t };
+
+	/* the boundary decides from the stopped registers, not from the filter's tag */
+	int refuse = sbx_boundary_errno(st->arch_ok, st->nr, st->args);
+	if (refuse) {
+		sv->res->refused++;
+		st->action = TRACE_DENIED;
+		st->deny_errno = refuse;
+	}
+	const struct trace_hooks *h = sv->h;
+	if (h && h->on_entry && st->sys)
+		decode_paths(&g, st);
+	if (!refuse && h && h->on_exec && st->arch_ok &&
+	    (st->nr == TRACE_SYS_execve || st->nr == TRACE_SYS_execveat)) {
+		free_argv(t->exec_argv);
+		t->exec_argv = read_argv(&g, st->args[st->nr == TRACE_SYS_execve ? 1 : 2]);
+	}
+	if (h && h->on_entry && h->on_entry(h->ctx, &g, st) < 0)
+		trace_sv_stop(sv, "inspector failed");
+	if (refuse) {
+		st->action = TRACE_DENIED; /* a hook cannot lift the boundary's refusal */
+		st->deny_errno = refuse;
+	}
+	if (st->action == TRACE_DENIED) {
+		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
+		st->want_exit = 0;
+	}
+	t->want_exit = st->want_exit && h && h->on_exit;
+	resume(t->tid, t->want_exit ? PTRACE_SYSCALL : PTRACE_CONT, 0);
+}
+
+static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
+{
+	if (t->want_exit) {
+		struct __ptrace_syscall_info info;
+		memset(&info, 0, sizeof info);
+		t->want_exit = 0;
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) > 0 &&
+		    info.op == PTRACE_SYSCALL_INFO_EXIT) {
+			struct trace_guest g = { sv, t };
+			t->st.has_result = 1;
+			t->st.result = info.exit.rval;
+			if (sv->h->on_exit(sv->h->ctx, &g, &t->st) < 0)
+				trace_sv_stop(sv, "inspector failed");
+		}
+	}
+	resume(t->tid, PTRACE_CONT, 0);
+}
+
+static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, int sig)
+{
+	unsigned long msg = 0;
+	const struct trace_hooks *h = sv->h;
+	switch (event) {
+	case PTRACE_EVENT_SECCOMP:
+		on_seccomp(sv, t);
+		return;
+	case PTRACE_EVENT_EXEC: {
+		/* a non-leader exec takes over the leader's tid; the old tid vanishes */
+		ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
+		pid_t former = (pid_t)msg;
+		char **argv = t->exec_argv;
+		t->exec_argv = NULL;
+		if (former != t->tid) {
+			struct tstate *f = tstate_find(sv, former);
+			if (f) {
+				free_argv(argv);
+				argv = f->exec_argv;
+				f->exec_argv = NULL;
+				tstate_free(sv, former);
+			}
+		}
+		t->tgid = t->tid;
+		if (h && h->on_exec) {
+			char link[64], exe[PATH_MAX];
+			snprintf(link, sizeof link, "/proc/%d/exe", (int)t->tid);
+			ssize_t n = readlink(link, exe, sizeof exe - 1);
+			exe[n < 0 ? 0 : n] = 0;
+			h->on_exec(h->ctx, t->tid, t->ppid, exe, argv);
+		}
+		free_argv(argv);
+		break;
+	}
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+	case PTRACE_EVENT_CLONE: {
+		ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
+		pid_t child = (pid_t)msg;
+		unsigned long flags = SIGCHLD;
+		if (event == PTRACE_EVENT_VFORK)
+			flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+		if (event == PTRACE_EVENT_CLONE) {
+			struct user_regs_struct r;
+			if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) == 0)
+				flags = r.rdi;
+		}
+		struct tstate *c = tstate_get(sv, child);
+		pid_t ptgid = tgid_of(t);
+		if (flags & CLONE_THREAD) {
+			c->tgid = ptgid;
+			c->ppid = t->ppid;
+		} else {
+			c->tgid = child;
+			c->ppid = (flags & CLONE_PARENT) ? t->ppid : ptgid;
+		}
+		if (t->tid == sv->init && !sv->guest) {
+			sv->guest = child;
+			sv->res->guest_pid = child;
+		}
+		if (h && h->on_spawn && t->tid != sv->init)
+			h->on_spawn(h->ctx, ptgid, child, flags);
+		break;
+	}
+	case PTRACE_EVENT_EXIT:
+		ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
+		if (h && h->on_proc_exit && t->tid != sv->init)
+			h->on_proc_exit(h->ctx, t->tid, (int)msg);
+		break;
+	case PTRACE_EVENT_STOP:
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+			/* a group-stop: stay stopped until SIGCONT, as without a tracer */
+			resume(t->tid, PTRACE_LISTEN, 0);
+			return;
+		}
+		break; /* a new child's first stop, or an interrupt */
+	default:
+		break;
+	}
+	resume(t->tid, PTRACE_CONT, 0);
+}
+
+static void on_wait(struct trace_supervisor *sv, pid_t tid, int status)
+{
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (tid == sv->guest) {
+			sv->guest_gone = 1;
+			sv->res->wstatus = status;
+			sv->res->exited = WIFEXITED(status);
+			sv->res->status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+			sv->res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+		}
+		if (tid == sv->init)
+			sv->init_gone = 1;
+		tstate_free(sv, tid);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	struct tstate *t = tstate_get(sv, tid);
+	int sig = WSTOPSIG(status);
+	int event = (status >> 16) & 0xff;
+	if (sig == (SIGTRAP | 0x80))
+		on_syscall_exit(sv, t);
+	else if (event)
+		on_event(sv, t, event, sig);
+	else
+		resume(tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
+}
+
+/* ---- the loop ---- */
+
+static void read_setup_pipe(struct trace_supervisor *sv, int *fd)
+{
+	char buf[2048];
+	ssize_t n = read(*fd, buf, sizeof buf - 1);
+	if (n < 0 && errno == EINTR)
+		return;
+	if (n <= 0) {
+		close(*fd);
+		*fd = -1;
+		return;
+	}
+	buf[n] = 0;
+	char *tab = strchr(buf, '\t');
+	if (tab)
+		*tab++ = 0;
+	if (strcmp(buf, "exec") == 0 && tab) {
+		sv->res->exec_failed = atoi(tab);
+		return;
+	}
+	sv->setup_failed = 1;
+	snprintf(sv->setup_what, sizeof sv->setup_what, "sandbox set-up: %s", buf);
+	snprintf(sv->setup_why, sizeof sv->setup_why, "%s", tab ? tab : "failed");
+}
+
+static void on_signal(struct trace_supervisor *sv)
+{
+	struct signalfd_siginfo si;
+	while (read(sv->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;
+		/* terminal signals reach the guest directly (same process group); ones
+		 * sent to sbx-run by a process are passed on to the guest */
+		if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE || si.ssi_code == SI_TKILL) {
+			if (sv->guest && !sv->guest_gone)
+				kill(sv->guest, (int)si.ssi_signo);
+			else
+				trace_sv_stop(sv, "signal");
+		}
+	}
+}
+
+int sbx_supervise(struct sbx_plan *p, pid_t init_pid, struct trace_result *res,
+		  struct common_err *e)
+{
+	struct trace_supervisor sv;
+	memset(&sv, 0, sizeof sv);
+	sv.p = p;
+	sv.h = p->cfg->hooks;
+	sv.res = res;
+	sv.init = init_pid;
+	tstate_get(&sv, init_pid)->tgid = init_pid;
+
+	sigset_t mask, old;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	sv.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sv.sfd < 0) {
+		common_errno(e, errno, "signalfd");
+		kill(init_pid, SIGKILL);
+	}
+
+	if (sv.h && sv.h->on_start && sv.h->on_start(sv.h->ctx, &sv) < 0)
+		trace_sv_stop(&sv, "start hook failed");
+	int errfd = p->err_fd[0];
+	p->err_fd[0] = -1;
+	uint64_t next_tick = common_mono_us() + TICK_MS * 1000;
+	int killed = 0;
+
+	for (;;) {
+		int status;
+		pid_t w;
+		while ((w = waitpid(-1, &status, __WALL | WNOHANG)) > 0)
+			on_wait(&sv, w, status);
+		if (w < 0 && errno == ECHILD)
+			break;
+		if ((sv.stopping || sv.setup_failed) && !killed) {
+			kill_all(&sv);
+			killed = 1;
+		}
+		uint64_t now = common_mono_us();
+		if (now >= next_tick) {
+			if (sv.h && sv.h->on_tick && !killed && sv.h->on_tick(sv.h->ctx, &sv))
+				trace_sv_stop(&sv, NULL);
+			next_tick = now + TICK_MS * 1000;
+			if (killed)
+				kill_all(&sv); /* stragglers (a fork racing the first kill) */
+			continue;
+		}
+		struct pollfd pf[2 + MAX_WATCH];
+		nfds_t n = 0;
+		pf[n++] = (struct pollfd){ .fd = sv.sfd, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = errfd, .events = POLLIN };
+		for (size_t i = 0; i < sv.nwatch; i++)
+			pf[n++] = (struct pollfd){ .fd = sv.watch[i], .events = POLLIN };
+		int timeout = (int)((next_tick - now + 999) / 1000);
+		if (poll(pf, n, timeout) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			on_signal(&sv);
+		if (pf[1].revents)
+			read_setup_pipe(&sv, &errfd);
+		for (nfds_t i = 2; i < n; i++)
+			if (pf[i].revents && sv.h && sv.h->on_fd && sv.h->on_fd(sv.h->ctx, &sv, pf[i].fd) < 0)
+				trace_sv_stop(&sv, "control failed");
+	}
+	if (errfd >= 0) {
+		while (errfd >= 0)
+			read_setup_pipe(&sv, &errfd);
+	}
+	if (sv.h && sv.h->on_tick)
+		sv.h->on_tick(sv.h->ctx, &sv);
+	if (sv.stopping)
+		snprintf(res->stop_reason, sizeof res->stop_reason, "%s", sv.reason[0] ? sv.reason : "hook");
+	for (size_t b = 0; b < NBUCKET; b++)
+		while (sv.bucket[b])
+			tstate_free(&sv, sv.bucket[b]->tid);
+	if (sv.sfd >= 0)
+		close(sv.sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (sv.setup_failed)
+		return common_errf(e, sv.setup_what, "%s", sv.setup_why);
+	if (!sv.guest)
+		return common_errf(e, "sandbox set-up", "the guest never started");
+	return 0;
+}
