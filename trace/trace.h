@@ -440,4 +440,26 @@ const struct common_err *trace_inspector_failure(const struct trace_inspector *i
 /* Usage totals of the lease including this run (monotonic). */
 void trace_inspector_usage(const struct trace_inspector *in, uint64_t usage[TRACE_DIMS]);
 
+/* ---- sbx_call: one callback in a guest running this executable (issue 6; trace/call.c) ---- */
+struct sbx_type;
+/* Where and how the callback runs; every member is optional (zero: sbx-run's defaults). */
+struct sbx_sandbox {
+	const struct trace_mount *mounts; size_t nmounts;
+	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
+	const char *const *envp;      /* exact guest environment; NULL: inherit */
+	const char *ns_dir;           /* host dir mounted rw at /ns */
+	uint64_t rlimit_as, rlimit_nofile;
+	const uint64_t *limits;       /* TRACE_DIMS usage bounds, NULL: none */
+	sbx_inspect_fn inspect;       /* C inspector at syscall entry, NULL: none */
+	void *inspect_arg;
+	unsigned inspect_classes;     /* classes it sees, 0: TRACE_CLASS_FILE */
+	const char *trace_path;       /* record a trace of the call (file level), NULL: none */
+	struct common_err *err;       /* filled when sbx_call fails, may be NULL */
+};
+/* Run fn(root) in a fresh guest running this same non-PIE executable, then write
+ * the changed graph (described by type) back into the caller's objects. 0, or -1
+ * with sb->err filled and nothing written back; fn never runs on the host. */
+int sbx_call(const struct sbx_sandbox *sb, void (*fn)(void *), const struct sbx_type *type,
+	     void *root);
+
 #endif

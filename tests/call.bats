@@ -1,0 +1,81 @@
+#!/usr/bin/env bats
+# sbx_call: one callback in a guest running the same executable, its graph
+# written back; every failure leaves the host's objects unchanged.
+load helpers
+
+setup() {
+	sbx_setup_store
+	# the guest runs unprivileged: its bind source must be reachable by anyone
+	SRC=$(mktemp -d /tmp/sbx-call.XXXXXX)
+	chmod 755 "$SRC"
+	printf hello >"$SRC/hello.txt"
+	printf other >"$SRC/other.txt"
+	chmod 644 "$SRC"/*.txt
+}
+
+teardown() {
+	rm -rf "$SRC"
+}
+
+@test "Readfile demo: the host sees builds=1 metadata=hello, the guest opened /src/hello.txt" {
+	run "$GUESTS/readfile" "$SRC"
+	assert_success
+	assert_line "builds=1 metadata=hello"
+	assert_line --partial "guest openat /src/hello.txt"
+	# the callback ran in the guest (its own pid namespace), the host went on
+	assert_line --regexp "^host pid [0-9]+ continues; the callback ran as pid [1-9] in the guest$"
+}
+
+@test "the call's trace records the guest's open of /src/hello.txt" {
+	run "$GUESTS/call_modes" trace "$SRC" "$BATS_TEST_TMPDIR/call.trace"
+	assert_success
+	assert_output "builds=1 metadata=hello errors=0"
+	run jq -r 'select(.ev == "sys" and .name == "openat") | .path' "$BATS_TEST_TMPDIR/call.trace"
+	assert_line "/src/hello.txt"
+	run sbx-trace verify "$BATS_TEST_TMPDIR/call.trace"
+	assert_success
+}
+
+@test "a missing file is reported through the context's error slice" {
+	rm "$SRC/hello.txt"
+	run "$GUESTS/call_modes" readfile "$SRC"
+	assert_success
+	assert_output "builds=1 metadata=(null) errors=1"
+}
+
+@test "a guest abort() after changing everything leaves the host graph unchanged" {
+	run "$GUESTS/call_modes" abort "$SRC"
+	assert_failure 1
+	assert_line "call_modes: error: sbx_call: guest killed by signal 6 (Aborted)"
+	assert_line "builds=0 metadata=(null) errors=0"
+}
+
+@test "an inspector rewrite of the opened path is what the callback reads" {
+	run "$GUESTS/call_modes" rewrite "$SRC"
+	assert_success
+	assert_line "builds=1 metadata=other errors=0"
+	assert_line "rewrites=1"
+}
+
+@test "a PIE executable is refused before anything runs" {
+	run "$GUESTS/call_modes_pie" readfile "$SRC"
+	assert_failure 1
+	assert_line --partial "position-independent executable (ET_DYN): sbx_call needs a non-PIE ET_EXEC image"
+	assert_line "builds=0 metadata=(null) errors=0"
+}
+
+@test "a callback that is not a function symbol of the ELF is refused" {
+	run "$GUESTS/call_modes" badfn "$SRC"
+	assert_failure 1
+	assert_line --regexp "call_modes: error: sbx_call: callback 0x[0-9a-f]+ is not a function symbol of .*/call_modes$"
+	assert_line "builds=0 metadata=(null) errors=0"
+}
+
+@test "an executable replaced on disk while running is refused" {
+	cp "$GUESTS/call_modes" "$BATS_TEST_TMPDIR/cm"
+	cp "$GUESTS/readfile" "$BATS_TEST_TMPDIR/other"
+	run "$BATS_TEST_TMPDIR/cm" swap "$SRC" "$BATS_TEST_TMPDIR/other"
+	assert_failure 1
+	assert_line --partial "the running executable was replaced or deleted on disk"
+	assert_line "builds=0 metadata=(null) errors=0"
+}

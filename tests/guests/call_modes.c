@@ -1,0 +1,132 @@
+/* sbx_call test program: call_modes MODE SRCDIR [TRACE]
+ * MODE: readfile | abort | rewrite | badfn | trace | empty | swap (TRACE is then
+ * a file renamed over this executable first).
+ * Prints "builds=N metadata=M errors=K" afterwards, in every mode. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "codec/codec.h"
+#include "trace/trace.h"
+
+struct formula { const char *source, *filename; int builds; };
+typedef SBX_SLICE_OF(char *) str_slice;
+struct context { char *metadata; str_slice errs; };
+struct build { struct formula *self; struct context *ctx; int do_abort; };
+
+static const struct sbx_field formula_f[] = {
+	SBX_FIELD_AUTO(struct formula, source),
+	SBX_FIELD_AUTO(struct formula, filename),
+	SBX_FIELD_AUTO(struct formula, builds),
+};
+static const struct sbx_type formula_t = SBX_STRUCT("formula", struct formula, formula_f);
+static const struct sbx_type formula_p = SBX_PTR("formula*", &formula_t);
+static const struct sbx_type str_s = SBX_SLICE("[]string", &sbx_type_string);
+static const struct sbx_field context_f[] = {
+	SBX_FIELD_AUTO(struct context, metadata),
+	SBX_FIELD(struct context, errs, &str_s),
+};
+static const struct sbx_type context_t = SBX_STRUCT("ctx", struct context, context_f);
+static const struct sbx_type context_p = SBX_PTR("ctx*", &context_t);
+static const struct sbx_field build_f[] = {
+	SBX_FIELD(struct build, self, &formula_p),
+	SBX_FIELD(struct build, ctx, &context_p),
+	SBX_FIELD_AUTO(struct build, do_abort),
+};
+static const struct sbx_type build_t = SBX_STRUCT("build", struct build, build_f);
+
+static void on_build(void *arg)
+{
+	struct build *b = arg;
+	char path[512], data[4096];
+
+	b->self->builds++;
+	snprintf(path, sizeof path, "%s/%s", b->self->source, b->self->filename);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		char **v = malloc(sizeof *v);
+		v[0] = strdup(strerror(errno));
+		b->ctx->errs.ptr = v;
+		b->ctx->errs.len = b->ctx->errs.cap = 1;
+		return;
+	}
+	ssize_t n = read(fd, data, sizeof data - 1);
+	close(fd);
+	data[n < 0 ? 0 : n] = '\0';
+	b->ctx->metadata = strdup(data);
+	if (b->do_abort)
+		abort(); /* after changing everything: none of it may reach the host */
+}
+
+static void on_empty(void *arg)
+{
+	(void)arg;
+}
+
+/* Rewrite the path of an open of /src/hello.txt to /src/other.txt in temporary guest memory. */
+static int rewrite(struct sbx_call *call, void *arg)
+{
+	static const char other[] = "/src/other.txt";
+	struct sbx_mem m;
+	int *count = arg;
+
+	if (!call->path[0] || strcmp(call->path[0], "/src/hello.txt") != 0 || !call->name)
+		return 0;
+	int argi = strcmp(call->name, "openat") == 0 ? 1 : strcmp(call->name, "open") == 0 ? 0 : -1;
+	if (argi < 0)
+		return 0;
+	if (sbx_call_map(call, 0, sizeof other, &m) < 0)
+		return -1;
+	memcpy(m.data, other, sizeof other);
+	call->args[argi] = m.addr;
+	++*count;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct formula f = { "/src", "hello.txt", 0 };
+	struct context ctx = { NULL, { NULL, 0, 0 } };
+	struct build b = { &f, &ctx, 0 };
+	struct common_err e = {0};
+	void (*fn)(void *) = on_build;
+	int rewrites = 0, rc = 0;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: call_modes MODE SRCDIR [TRACE]\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	struct trace_mount m = { .type = TRACE_MOUNT_BIND, .src = argv[2], .dst = "/src" };
+	struct sbx_sandbox sb = { .mounts = &m, .nmounts = 1, .err = &e };
+	if (!strcmp(mode, "abort"))
+		b.do_abort = 1;
+	else if (!strcmp(mode, "rewrite")) {
+		sb.inspect = rewrite;
+		sb.inspect_arg = &rewrites;
+	} else if (!strcmp(mode, "badfn"))
+		fn = (void (*)(void *))((uintptr_t)on_build + 1);
+	else if (!strcmp(mode, "trace") && argc > 3)
+		sb.trace_path = argv[3];
+	else if (!strcmp(mode, "empty"))
+		fn = on_empty;
+	else if (!strcmp(mode, "swap") && argc > 3) {
+		char self[4096];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (n <= 0 || (self[n] = '\0', rename(argv[3], self) < 0)) {
+			perror("swap");
+			return 2;
+		}
+	}
+	if (sbx_call(&sb, fn, &build_t, &b) < 0) {
+		fprintf(stderr, "call_modes: error: %s: %s\n", e.what, e.why);
+		rc = 1;
+	}
+	printf("builds=%d metadata=%s errors=%zu\n", f.builds, ctx.metadata ? ctx.metadata : "(null)",
+	       ctx.errs.len);
+	if (sb.inspect)
+		printf("rewrites=%d\n", rewrites);
+	return rc;
+}

@@ -1,0 +1,537 @@
+/* sbx_call: run one callback in a guest running this same executable, with
+ * its object graph sent over fd 3 and the changed graph written back.
+ *
+ * Host: check the image (non-PIE ET_EXEC, build-id, fn is a function symbol),
+ * encode the graph, start the guest under trace_run with ASLR off and, at its
+ * exec stop, patch main with a jump to call_guest_entry (constructors run,
+ * main does not). Guest: read fd 3, check again, decode, call fn, encode,
+ * append the result, exit. Host: only a clean exit with a valid result is
+ * written back; nothing ever runs fn on the host. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "codec/codec.h"
+#include "trace/trace.h"
+
+#define CALL_MAGIC "SBXC"
+#define CALL_MAX_FUNCS (1u << 22)
+#define JUMP_LEN 12 /* movabs rax, imm64; jmp rax */
+
+extern char **environ;
+
+struct elfinfo {
+	int is_exec;
+	uint8_t build_id[64];
+	size_t build_id_len;
+	uint64_t main_addr, main_size;
+	uint64_t *funcs; /* sorted STT_FUNC addresses */
+	size_t nfuncs;
+	uint64_t load_lo[16], load_hi[16];
+	size_t nload;
+};
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void elf_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elfinfo *x,
+			size_t *cap)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || sh->sh_entsize == 0)
+		return;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		if (GELF_ST_TYPE(s.st_info) != STT_FUNC || s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (name && strcmp(name, "main") == 0) {
+			x->main_addr = s.st_value;
+			x->main_size = s.st_size;
+		}
+		if (x->nfuncs >= CALL_MAX_FUNCS)
+			continue;
+		if (x->nfuncs == *cap) {
+			*cap = *cap ? *cap * 2 : 1024;
+			x->funcs = common_xrealloc(x->funcs, *cap * sizeof *x->funcs);
+		}
+		x->funcs[x->nfuncs++] = s.st_value;
+	}
+}
+
+static void elf_build_id(Elf_Scn *scn, struct elfinfo *x)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while (d && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 &&
+		    nh.n_descsz <= sizeof x->build_id) {
+			memcpy(x->build_id, (char *)d->d_buf + desc_off, nh.n_descsz);
+			x->build_id_len = nh.n_descsz;
+		}
+		off = next;
+	}
+}
+
+/* What sbx_call needs from an executable, bounded and checked. */
+static int elf_load(const char *path, struct elfinfo *x, struct common_err *e)
+{
+	GElf_Ehdr eh;
+	size_t phn, cap = 0;
+	Elf_Scn *scn = NULL;
+	int rc = -1;
+
+	memset(x, 0, sizeof *x);
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return common_errf(e, path, "libelf: %s", elf_errmsg(-1));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return common_errno(e, errno, "%s", path);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
+		common_errf(e, path, "not an ELF file");
+		goto out;
+	}
+	if (gelf_getclass(elf) != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+		common_errf(e, path, "not an x86-64 ELF64 executable");
+		goto out;
+	}
+	x->is_exec = eh.e_type == ET_EXEC;
+	if (elf_getphdrnum(elf, &phn) != 0) {
+		common_errf(e, path, "unreadable program headers");
+		goto out;
+	}
+	for (size_t i = 0; i < phn; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph)) {
+			common_errf(e, path, "program header %zu unreadable", i);
+			goto out;
+		}
+		if (ph.p_type == PT_LOAD && x->nload < 16) {
+			x->load_lo[x->nload] = ph.p_vaddr;
+			x->load_hi[x->nload++] = ph.p_vaddr + ph.p_memsz;
+		}
+	}
+	int have_symtab = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			have_symtab = 1;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == (have_symtab ? SHT_SYMTAB : SHT_DYNSYM))
+			elf_symbols(elf, scn, &sh, x, &cap);
+		else if (sh.sh_type == SHT_NOTE)
+			elf_build_id(scn, x);
+	}
+	qsort(x->funcs, x->nfuncs, sizeof *x->funcs, by_u64);
+	rc = 0;
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (rc < 0) {
+		free(x->funcs);
+		x->funcs = NULL;
+	}
+	return rc;
+}
+
+static int is_func(const struct elfinfo *x, uint64_t addr)
+{
+	return addr && bsearch(&addr, x->funcs, x->nfuncs, sizeof addr, by_u64) != NULL;
+}
+
+static int in_image(const struct elfinfo *x, uint64_t addr, uint64_t len)
+{
+	for (size_t i = 0; i < x->nload; i++)
+		if (addr >= x->load_lo[i] && addr <= x->load_hi[i] && x->load_hi[i] - addr >= len)
+			return 1;
+	return 0;
+}
+
+static int check_fn(void *arg, uint64_t addr, struct common_err *e)
+{
+	if (is_func(arg, addr))
+		return 0;
+	return common_errf(e, "function pointer", "%#llx is not a function symbol of the executable",
+			   (unsigned long long)addr);
+}
+
+/* ---- guest side ---- */
+
+static __attribute__((noreturn)) void guest_die(const char *what, const char *why)
+{
+	fprintf(stderr, "sbx_call guest: error: %s: %s\n", what, why);
+	fflush(stderr);
+	_exit(SBX_EXIT_SBX);
+}
+
+/* Reached instead of main (same arguments). Never returns into libc's main path. */
+static int call_guest_entry(int argc, char **argv, char **envp)
+{
+	struct common_err e = {0};
+	struct elfinfo x;
+	void *buf, *root;
+	size_t len;
+	struct codec_graph *g;
+	struct codec_buf out;
+	(void)argc, (void)argv, (void)envp;
+
+	int r = sbx_state_read_input(&buf, &len);
+	if (r < 0)
+		guest_die("state input (fd 3)", strerror(-r));
+	if (elf_load("/proc/self/exe", &x, &e) < 0)
+		guest_die(e.what, e.why);
+	struct codec_rd rd;
+	const uint8_t *magic, *bid, *img;
+	uint64_t fn, type;
+	size_t bidlen;
+	codec_rd_init(&rd, buf, len);
+	if (codec_get_raw(&rd, &magic, 4) < 0 || memcmp(magic, CALL_MAGIC, 4) != 0 ||
+	    codec_get_u64(&rd, &fn) < 0 || codec_get_u64(&rd, &type) < 0 ||
+	    codec_get_bytes(&rd, &bid, &bidlen, sizeof x.build_id) < 0 ||
+	    codec_get_raw(&rd, &img, len - rd.off) < 0)
+		guest_die("state input", "not an sbx_call image");
+	if (bidlen != x.build_id_len || memcmp(bid, x.build_id, bidlen) != 0)
+		guest_die("/proc/self/exe", "build-id differs from the caller's");
+	if (!is_func(&x, fn))
+		guest_die("sbx_call", "callback is not a function symbol of the executable");
+	if (!in_image(&x, type, sizeof(struct sbx_type)))
+		guest_die("sbx_call", "type descriptor outside the executable");
+	struct codec_opts o = { .check_fn = check_fn, .arg = &x };
+	if (codec_decode((const struct sbx_type *)(uintptr_t)type, img, len - (size_t)(img - (uint8_t *)buf),
+			 &o, &root, &g, &e) < 0)
+		guest_die(e.what, e.why);
+	free(buf);
+	((void (*)(void *))(uintptr_t)fn)(root);
+	codec_buf_init(&out);
+	if (codec_encode_graph(g, &o, &out, &e) < 0)
+		guest_die(e.what, e.why);
+	if ((r = sbx_state_write_result(out.p, out.len)) < 0)
+		guest_die("state result (fd 3)", strerror(-r));
+	fflush(NULL);
+	exit(0);
+}
+
+/* ---- host side ---- */
+
+struct callctx {
+	const struct elfinfo *x;
+	struct trace_inspector *in;
+	struct trace_rec *rec;
+	struct trace_supervisor *sv;
+	int patched;
+	char patch_err[256];
+};
+
+static int h_start(void *ctx, struct trace_supervisor *sv)
+{
+	struct callctx *c = ctx;
+	c->sv = sv;
+	return c->in ? trace_inspector_on_start(c->in, sv) : 0;
+}
+
+static int h_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct callctx *c = ctx;
+	if (c->in && trace_inspector_on_entry(c->in, g, st) < 0)
+		return -1;
+	if (c->rec && trace_rec_on_entry(c->rec, g, st) < 0)
+		return -1;
+	return 0;
+}
+
+static int h_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct callctx *c = ctx;
+	if (c->in && trace_inspector_on_exit(c->in, g, st) < 0)
+		return -1;
+	if (c->rec && trace_rec_on_exit(c->rec, g, st) < 0)
+		return -1;
+	return 0;
+}
+
+/* The first exec is this executable: its text gets the jump. /proc/PID/mem
+ * writes through page protections (process_vm_writev cannot). */
+static void h_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
+{
+	struct callctx *c = ctx;
+	if (c->rec)
+		trace_rec_on_exec(c->rec, pid, ppid, path, argv);
+	if (c->patched)
+		return;
+	c->patched = 1;
+	uint8_t jump[JUMP_LEN] = { 0x48, 0xb8 };
+	uint64_t entry = (uint64_t)(uintptr_t)&call_guest_entry;
+	memcpy(jump + 2, &entry, 8);
+	jump[10] = 0xff;
+	jump[11] = 0xe0;
+	char mem[64];
+	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pid);
+	int fd = open(mem, O_RDWR | O_CLOEXEC);
+	ssize_t n = -1;
+	int err = 0;
+	if (fd >= 0) {
+		n = pwrite(fd, jump, sizeof jump, (off_t)c->x->main_addr);
+		err = errno;
+		close(fd);
+	} else {
+		err = errno;
+	}
+	if (n != (ssize_t)sizeof jump) {
+		snprintf(c->patch_err, sizeof c->patch_err, "patching main in %s: %s", mem,
+			 strerror(n < 0 ? err : EIO));
+		if (c->sv)
+			trace_sv_stop(c->sv, "sbx_call: patch failed");
+	}
+}
+
+static void h_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+{
+	struct callctx *c = ctx;
+	if (c->in)
+		trace_inspector_on_spawn(c->in, parent, child, flags);
+	if (c->rec)
+		trace_rec_on_spawn(c->rec, parent, child, flags);
+}
+
+static void h_proc_exit(void *ctx, pid_t pid, int wstatus)
+{
+	struct callctx *c = ctx;
+	if (c->in)
+		trace_inspector_on_proc_exit(c->in, pid, wstatus);
+	if (c->rec)
+		trace_rec_on_proc_exit(c->rec, pid, wstatus);
+}
+
+static int h_tick(void *ctx, struct trace_supervisor *sv)
+{
+	struct callctx *c = ctx;
+	return c->in ? trace_inspector_on_tick(c->in, sv) : 0;
+}
+
+/* The input memfd: [u64 LE 8+n][n bytes] (SPEC §6.4). */
+static int state_input(struct trace_state *st, const struct codec_buf *in, struct common_err *e)
+{
+	uint8_t hdr[8];
+	uint64_t n = in->len + 8;
+
+	for (int i = 0; i < 8; i++)
+		hdr[i] = (uint8_t)(n >> (8 * i));
+	st->memfd = memfd_create("sbx-call", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (st->memfd < 0)
+		return common_errno(e, errno, "memfd_create for sbx_call");
+	if (common_write_all(st->memfd, hdr, 8) < 0 ||
+	    common_write_all(st->memfd, in->p, in->len) < 0) {
+		int err = errno;
+		trace_state_close(st);
+		return common_errno(e, err, "filling the sbx_call memfd");
+	}
+	st->result_off = n;
+	return 0;
+}
+
+/* The checked result bytes after the guest is gone (malloc'd). */
+static int state_result(struct trace_state *st, uint8_t **out, size_t *len, struct common_err *e)
+{
+	struct stat sb;
+
+	if (trace_state_finish(st, NULL, e) < 0)
+		return -1;
+	if (fstat(st->memfd, &sb) < 0)
+		return common_errno(e, errno, "state result: fstat");
+	*len = (size_t)((uint64_t)sb.st_size - st->result_off - 8);
+	*out = common_xmalloc(*len ? *len : 1);
+	ssize_t n = pread(st->memfd, *out, *len, (off_t)(st->result_off + 8));
+	if (n != (ssize_t)*len) {
+		free(*out);
+		*out = NULL;
+		return common_errf(e, "state result", "short read");
+	}
+	return 0;
+}
+
+static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct elfinfo *x,
+		     struct trace_state *st, struct common_err *e)
+{
+	struct callctx c = { .x = x };
+	struct trace_result res;
+	int rc = -1;
+
+	if (sb->inspect || sb->limits) {
+		struct trace_inspector_opts io = {
+			.fn = sb->inspect, .fn_arg = sb->inspect_arg,
+			.fn_classes = sb->inspect_classes, .limits = sb->limits,
+		};
+		if (trace_inspector_new(&io, &c.in, e) < 0)
+			return -1;
+	}
+	const char *argv[] = { exe, NULL };
+	const char *const *envp = sb->envp ? sb->envp : (const char *const *)environ;
+	if (sb->trace_path) {
+		struct trace_rec_info ri = {
+			.image_path = exe, .image_sha256 = "", .argv = (char *const *)argv,
+			.envp = (char *const *)envp, .level = TRACE_LEVEL_FILE,
+		};
+		uint8_t dg[COMMON_SHA256_LEN];
+		char hex[COMMON_SHA256_HEX];
+		if (common_sha256_file(exe, dg, e) < 0)
+			goto out;
+		common_hex(dg, sizeof dg, hex);
+		ri.image_sha256 = hex;
+		if (!(c.rec = trace_rec_open(sb->trace_path, -1, &ri, e)))
+			goto out;
+	}
+	struct trace_hooks h = {
+		.ctx = &c, .on_start = h_start, .on_entry = h_entry, .on_exit = h_exit,
+		.on_exec = h_exec, .on_spawn = h_spawn, .on_proc_exit = h_proc_exit,
+		.on_tick = h_tick,
+	};
+	struct trace_config cfg = {
+		.argv = argv, .envp = envp, .image = exe,
+		.mounts = sb->mounts, .nmounts = sb->nmounts,
+		.replace_defaults = sb->replace_defaults, .ns_dir = sb->ns_dir,
+		.rlimit_as = sb->rlimit_as, .rlimit_nofile = sb->rlimit_nofile,
+		.trace_classes = (c.in ? trace_inspector_classes(c.in) : 0) |
+				 (c.rec ? trace_classes(TRACE_LEVEL_FILE) : 0),
+		.state_fd = st->memfd, .no_aslr = 1, .stdout_fd = -1, .stderr_fd = -1,
+		.hooks = &h,
+	};
+	if (trace_run(&cfg, &res, e) < 0)
+		goto out;
+	if (c.in && trace_inspector_finish(c.in, e) < 0)
+		goto out;
+	if (c.rec) {
+		struct trace_rec *r = c.rec;
+		c.rec = NULL;
+		if (trace_rec_close(r, res.wstatus, NULL, e) < 0)
+			goto out;
+	}
+	const struct common_err *f = c.in ? trace_inspector_failure(c.in) : NULL;
+	if (c.patch_err[0])
+		common_errf(e, "sbx_call", "%s", c.patch_err);
+	else if (f)
+		common_errf(e, "sbx_call: inspector", "%s: %s", f->what, f->why);
+	else if (c.in && trace_inspector_closed(c.in))
+		common_errf(e, "sbx_call", "a bound closed the call: %s", trace_inspector_closed(c.in));
+	else if (res.exec_failed)
+		common_errno(e, res.exec_failed, "sbx_call: executing %s", exe);
+	else if (res.stop_reason[0])
+		common_errf(e, "sbx_call", "guest stopped: %s", res.stop_reason);
+	else if (!res.exited)
+		common_errf(e, "sbx_call", "guest killed by signal %d (%s)", res.signal,
+			    strsignal(res.signal));
+	else if (res.status != 0)
+		common_errf(e, "sbx_call", "guest exited with status %d", res.status);
+	else
+		rc = 0;
+out:
+	if (c.rec)
+		trace_rec_abort(c.rec);
+	trace_inspector_free(c.in);
+	return rc;
+}
+
+int sbx_call(const struct sbx_sandbox *sb, void (*fn)(void *), const struct sbx_type *type,
+	     void *root)
+{
+	static const struct sbx_sandbox none;
+	struct common_err scratch, *e = sb && sb->err ? sb->err : &scratch;
+	struct elfinfo x = {0}, self = {0};
+	struct codec_buf img, in;
+	struct codec_graph *g = NULL;
+	struct trace_state st = { .memfd = -1 };
+	char exe[4096];
+	uint8_t *res = NULL;
+	size_t reslen = 0;
+	int rc = -1;
+
+	if (!sb)
+		sb = &none;
+	codec_buf_init(&img);
+	codec_buf_init(&in);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return common_errno(e, errno, "sbx_call: /proc/self/exe");
+	exe[n] = '\0';
+	if (n > 10 && strcmp(exe + n - 10, " (deleted)") == 0) {
+		common_errf(e, exe, "the running executable was replaced or deleted on disk");
+		goto out;
+	}
+	if (elf_load(exe, &x, e) < 0)
+		goto out;
+	if (!x.is_exec) {
+		common_errf(e, exe, "position-independent executable (ET_DYN): sbx_call needs "
+			    "a non-PIE ET_EXEC image (link with -no-pie)");
+		goto out;
+	}
+	if (elf_load("/proc/self/exe", &self, e) < 0)
+		goto out;
+	if (!x.build_id_len || x.build_id_len != self.build_id_len ||
+	    memcmp(x.build_id, self.build_id, x.build_id_len) != 0) {
+		common_errf(e, exe, x.build_id_len ? "build-id differs from the running program "
+			    "(replaced on disk?)" : "no GNU build-id note");
+		goto out;
+	}
+	if (!is_func(&x, (uint64_t)(uintptr_t)fn)) {
+		common_errf(e, "sbx_call", "callback %p is not a function symbol of %s",
+			    (void *)(uintptr_t)fn, exe);
+		goto out;
+	}
+	if (!x.main_addr || x.main_size < JUMP_LEN) {
+		common_errf(e, exe, "no main symbol of at least %d bytes to patch", JUMP_LEN);
+		goto out;
+	}
+	if (!in_image(&x, (uint64_t)(uintptr_t)type, sizeof *type)) {
+		common_errf(e, "sbx_call", "type descriptor is not part of %s", exe);
+		goto out;
+	}
+	struct codec_opts o = { .check_fn = check_fn, .arg = &x };
+	if (codec_encode(type, root, &o, &img, &g, e) < 0)
+		goto out;
+	codec_put_raw(&in, CALL_MAGIC, 4);
+	codec_put_u64(&in, (uint64_t)(uintptr_t)fn);
+	codec_put_u64(&in, (uint64_t)(uintptr_t)type);
+	codec_put_bytes(&in, x.build_id, x.build_id_len);
+	codec_put_raw(&in, img.p, img.len);
+	codec_buf_free(&img);
+	if (state_input(&st, &in, e) < 0)
+		goto out;
+	codec_buf_free(&in);
+	if (run_guest(sb, exe, &x, &st, e) < 0)
+		goto out;
+	if (state_result(&st, &res, &reslen, e) < 0)
+		goto out;
+	if (codec_writeback(g, res, reslen, &o, e) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(res);
+	trace_state_close(&st);
+	codec_graph_free(g);
+	codec_buf_free(&img);
+	codec_buf_free(&in);
+	free(x.funcs);
+	free(self.funcs);
+	return rc;
+}
