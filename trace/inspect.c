@@ -218,7 +218,7 @@ int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_m
 	if (size == 0 || c->nv == MAPS_PER_CALL || len > ARENA_SIZE - in->arena_used)
 		return -E2BIG;
 	a[1] = len;
-	a[2] = PROT_READ;
+	a[2] = PROT_READ; /* the guest never writes it; /proc/PID/mem can */
 	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
 	a[4] = (uint64_t)-1;
 	if ((rc = inject_at_entry(c, SYS_mmap, a, &got)) < 0)
@@ -237,17 +237,18 @@ int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_m
 	c->v[c->nv++] = (struct view){m->data, m->addr, len};
 	memset(m->data, 0, len);
 	if (addr) {
-		int fd = mem_fd(c->tid, O_RDONLY);
+		/* process_vm_readv honours the guest's protections: a copy stops where
+		 * the guest itself could not read */
 		size_t done = 0;
-		while (fd >= 0 && done < size) {
-			ssize_t n = pread(fd, (uint8_t *)m->data + done, size - done,
-					  (off_t)(addr + done));
+		while (done < size) {
+			size_t chunk = 4096 - ((addr + done) & 4095);
+			if (chunk > size - done)
+				chunk = size - done;
+			ssize_t n = trace_guest_read(c->g, addr + done, (uint8_t *)m->data + done, chunk);
 			if (n <= 0)
 				break;
 			done += (size_t)n;
 		}
-		if (fd >= 0)
-			close(fd);
 		if (done < size) {
 			m->size = done;
 			rc = -EFAULT;
@@ -256,7 +257,7 @@ int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_m
 	return rc;
 }
 
-/* Copy the views into their guest pages (read-only to the guest: /proc/PID/mem). */
+/* Copy the views into their read-only guest pages (/proc/PID/mem writes through). */
 static int flush_views(struct call_priv *c)
 {
 	int fd, rc = 0;
@@ -579,9 +580,12 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 		if (verdict > 4095)
 			verdict = EINVAL;
 	}
-	arena_open(in, 0);
-	if (c.dead)
+	if (c.dead) {
+		arena_open(in, 0);
 		return failf(in, "inspector", "the guest thread died during an injected call");
+	}
+	r = verdict >= 0 ? flush_views(&c) : 0;
+	arena_open(in, 0); /* from here on a kept view faults */
 	if (!inspected)
 		return 0;
 	if (verdict < 0) {
@@ -591,7 +595,7 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 		st->deny_errno = EPERM;
 		return fail(in, &e);
 	}
-	if ((r = flush_views(&c)) < 0) {
+	if (r < 0) {
 		common_errno(&e, -r, "writing temporary guest memory");
 		return fail(in, &e);
 	}

@@ -1,0 +1,18 @@
+# Metering, inspection and state-transport guests (issue 4), and inspect_host, a host
+# program embedding the C inspection API (linked with libsbx).
+METER_GUESTS := $(O)/guests/meter_hog $(O)/guests/inspect_open $(O)/guests/inspect_mem \
+	$(O)/guests/inspect_writev $(O)/guests/inspect_threads $(O)/guests/inspect_loop
+METER_LIBSBX := $(O)/guests/state_echo $(O)/guests/inspect_host
+guests: $(METER_GUESTS) $(METER_LIBSBX)
+
+$(O)/guests/meter_%: tests/guests/meter_%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -Wall -D_GNU_SOURCE -o $@ $<
+
+$(O)/guests/inspect_%: tests/guests/inspect_%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -Wall -D_GNU_SOURCE -pthread -o $@ $<
+
+$(METER_LIBSBX): $(O)/guests/%: tests/guests/%.c $(O)/libsbx.a $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libsbx.a $(LDLIBS)
