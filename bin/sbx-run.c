@@ -9,6 +9,7 @@ static void usage(FILE *f)
 		"usage: sbx-run [--store DIR] (--lease ID | --ephemeral [request options])\n"
 		"               [--ro SRC[:DST]] [--rw SRC[:DST]] [--mount TYPE:SRC:DST[:OPTS]]...\n"
 		"               [--env-clear | --env-inherit] [--env K=V]...\n"
+		"               [--trace FILE|-] [--trace-level exec|file|all]\n"
 		"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 		"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
 		"                 [--escrow N] [--principal NAME] [--host-program NAME]\n");
@@ -25,6 +26,7 @@ static const struct {
 	{ "ro", 1 }, { "rw", 1 }, { "mount", 1 },
 	{ "env-clear", 0 }, { "env-inherit", 0 }, { "env", 1 },
 	{ "result", 1 }, { "result-fd", 1 },
+	{ "trace", 1 }, { "trace-level", 1 },
 };
 
 int main(int argc, char **argv)

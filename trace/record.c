@@ -333,7 +333,8 @@ int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s)
 	if (!s->sys)
 		return 0;
 	/* fstat-like calls on an fd (AT_EMPTY_PATH) decide nothing here */
-	if (!s->path[0] && (!strcmp(s->sys->name, "newfstatat") || !strcmp(s->sys->name, "statx")))
+	if ((!s->path[0] || !*s->path[0]) &&
+	    (!strcmp(s->sys->name, "newfstatat") || !strcmp(s->sys->name, "statx")))
 		return 0;
 	return name_in(s->sys->name, file_results);
 }
@@ -527,9 +528,9 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 		kv_int(b, "fd", (long long)result);
 	kv_str(b, "name", s->sys ? s->sys->name : "unknown");
 	kv_int(b, "nr", s->nr);
-	if (s->path[0])
+	if (s->path[0] && *s->path[0]) /* "" is an fd operation (AT_EMPTY_PATH) */
 		kv_str(b, "path", s->path[0]);
-	if (s->path[1])
+	if (s->path[1] && *s->path[1])
 		kv_str(b, "path2", s->path[1]);
 	kv_int(b, "pid", s->pid);
 	kv_int(b, "ppid", s->ppid);

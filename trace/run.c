@@ -198,6 +198,13 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 			return common_errf(e, "--env", "\"%s\" is not NAME=VALUE", v);
 		o->env_set = common_xrealloc(o->env_set, (o->nenv_set + 1) * sizeof *o->env_set);
 		o->env_set[o->nenv_set++] = v;
+	} else if (strcmp(name, "trace") == 0)
+		o->trace_path = v;
+	else if (strcmp(name, "trace-level") == 0) {
+		enum trace_level l;
+		if (trace_level_parse(v, &l, e) < 0)
+			return -1;
+		o->trace_level = v;
 	} else if (strcmp(name, "result") == 0)
 		o->result_path = v;
 	else if (strcmp(name, "result-fd") == 0) {
@@ -298,6 +305,7 @@ struct run_ctx {
 	struct trace_result *res;
 	struct trace_supervisor *sv;
 	/* issue 4 (meter, inspect, policy, state) and issue 5 (record) contexts go here */
+	struct trace_rec *rec;        /* --trace: called after the inspector, so it records its decision */
 };
 
 static int ctl_open(struct run_ctx *c, const char *store_dir, const char *lease, struct common_err *e)
@@ -406,6 +414,67 @@ static int hook_fd(void *ctx, struct trace_supervisor *sv, int fd)
 	if (fd == c->ctl_fd)
 		ctl_serve(c, sv);
 	return 0;
+}
+
+static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct run_ctx *c = ctx;
+	return c->rec ? trace_rec_on_entry(c->rec, g, st) : 0;
+}
+
+static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct run_ctx *c = ctx;
+	return c->rec ? trace_rec_on_exit(c->rec, g, st) : 0;
+}
+
+static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
+{
+	struct run_ctx *c = ctx;
+	if (c->rec)
+		trace_rec_on_exec(c->rec, pid, ppid, path, argv);
+}
+
+static void hook_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+{
+	struct run_ctx *c = ctx;
+	if (c->rec)
+		trace_rec_on_spawn(c->rec, parent, child, flags);
+}
+
+static void hook_proc_exit(void *ctx, pid_t tid, int wstatus)
+{
+	struct run_ctx *c = ctx;
+	if (c->rec)
+		trace_rec_on_proc_exit(c->rec, tid, wstatus);
+}
+
+/* --trace: the header binds lease, image, argv, mounts, environment, start batch. */
+static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease_store *s,
+				    const char *id, const char *image, const char *sha,
+				    char *const *env, struct common_err *e)
+{
+	enum trace_level lvl = TRACE_LEVEL_FILE;
+	uint64_t batch = 0;
+	json_t *mounts = json_array();
+	static const char *const types[] = {"bind", "tmpfs", "proc"};
+	if (o->trace_level && trace_level_parse(o->trace_level, &lvl, e) < 0)
+		return NULL;
+	if (lease_store_batch(s, &batch, e) < 0)
+		return NULL;
+	for (size_t i = 0; i < o->nmounts; i++) {
+		const struct trace_mount *m = &o->mounts[i];
+		json_array_append_new(mounts, json_pack("{s:s,s:s?,s:s,s:s?,s:b}", "type",
+			types[m->type], "src", m->src, "dst", m->dst, "opts", m->opts, "rw", m->rw));
+	}
+	struct trace_rec_info in = {
+		.lease = id, .image_path = image, .image_sha256 = sha, .argv = o->argv,
+		.envp = env, .mounts = mounts, .start_batch = batch, .level = lvl,
+		.deterministic = o->deterministic,
+	};
+	struct trace_rec *r = trace_rec_open(o->trace_path, -1, &in, e);
+	json_decref(mounts);
+	return r;
 }
 
 /* ---- the result record ---- */
@@ -600,7 +669,21 @@ int trace_run_main(struct trace_run_opts *o)
 	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res };
 	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
 		goto fail;
+	if (o->trace_path) {
+		ctx.rec = trace_open(o, s, id, image, sha, env, &e);
+		if (!ctx.rec) {
+			ctl_close(&ctx);
+			goto fail;
+		}
+	}
 	struct trace_hooks hooks = { .ctx = &ctx, .on_start = hook_start, .on_fd = hook_fd };
+	if (ctx.rec) {
+		hooks.on_entry = hook_entry;
+		hooks.on_exit = hook_exit;
+		hooks.on_exec = hook_exec;
+		hooks.on_spawn = hook_spawn;
+		hooks.on_proc_exit = hook_proc_exit;
+	}
 	struct trace_config cfg = {
 		.argv = (const char *const *)o->argv,
 		.envp = (const char *const *)env,
@@ -613,12 +696,31 @@ int trace_run_main(struct trace_run_opts *o)
 		.stdout_fd = -1,
 		.stderr_fd = -1,
 		.hooks = &hooks,
+		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
+			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
+			!strcmp(o->trace_level, "all") ? TRACE_LEVEL_ALL : TRACE_LEVEL_FILE) : TRACE_LEVEL_FILE) : 0,
 	};
 	/* issue 4: limits -> rlimits, meter/policy/inspect/state hooks; issue 5: recorder */
 	int rc = trace_run(&cfg, &res, &e);
 	ctl_close(&ctx);
-	if (rc < 0)
+	json_t *trace_j = NULL;
+	if (ctx.rec) {
+		uint8_t h[32];
+		char hex[COMMON_SHA256_HEX];
+		struct common_err te;
+		int trc = trace_rec_close(ctx.rec, res.wstatus, h, &te);
+		ctx.rec = NULL;
+		common_hex(h, 32, hex);
+		trace_j = json_pack("{s:s,s:s}", "path", o->trace_path, "head", hex);
+		if (trc < 0 && rc == 0) {
+			e = te;
+			rc = -1;
+		}
+	}
+	if (rc < 0) {
+		json_decref(trace_j);
 		goto fail;
+	}
 	code = trace_result_exit_code(&res);
 	if (closed)
 		code = SBX_EXIT_BOUND;
@@ -633,6 +735,8 @@ int trace_run_main(struct trace_run_opts *o)
 		json_array_append(receipts, head);
 	}
 	result = result_json(id, image, sha, o->argv, &res, code, closed, receipts);
+	if (trace_j)
+		json_object_set_new(result, "trace", trace_j);
 	if (write_result(o, result, &e) < 0) {
 		common_report(&e);
 		code = SBX_EXIT_SBX;

@@ -1,0 +1,312 @@
+#!/usr/bin/env bats
+# sbx-run --trace and sbx-trace: real builds recorded inside the sandbox, completion
+# records, attribution, chain verification, truncation, and every reader command.
+load helpers
+
+setup() {
+	sbx_setup_store
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# A small C project: two modules, a header next to the sources, one under include/.
+make_project() {
+	mkdir -p proj/include
+	cat > proj/util.h <<'EOF'
+int util(int);
+EOF
+	cat > proj/include/lib.h <<'EOF'
+#define LIBK 7
+int lib(int);
+EOF
+	cat > proj/util.c <<'EOF'
+#include "util.h"
+int util(int x) { return x * 2; }
+EOF
+	cat > proj/lib.c <<'EOF'
+#include <lib.h>
+int lib(int x) { return x + LIBK; }
+EOF
+	cat > proj/main.c <<'EOF'
+#include <stdio.h>
+#include "util.h"
+#include "lib.h"
+int main(void) { printf("%d\n", util(lib(1))); return 0; }
+EOF
+	cat > proj/Makefile <<'EOF'
+hello: main.o util.o lib.o
+	cc -o hello main.o util.o lib.o
+%.o: %.c
+	cc -Iinclude -c $< -o $@
+EOF
+}
+
+# A short traced run: sh reading one file and running one child.
+small_trace() {
+	sbx-run --ephemeral --trace "$1" -- /bin/sh -c 'cat /etc/hostname >/dev/null; /bin/true' >/dev/null
+}
+
+@test "a make -j2 build recorded in the sandbox: inputs, outputs, tools with hashes, probes" {
+	make_project
+	run sbx-run --ephemeral --rw "$PWD/proj:/src" --trace build.trace -- make -j2 -C /src
+	assert_success
+	[ -x proj/hello ]
+	run sbx-trace verify --complete build.trace
+	assert_success
+	sbx-trace files build.trace > rec.json
+	for f in /src/main.c /src/util.c /src/lib.c /src/util.h /src/include/lib.h /src/Makefile; do
+		jq -e --arg f "$f" '.inputs | map(.path) | index($f)' rec.json >/dev/null ||
+			fail "input $f missing"
+	done
+	for f in /src/main.o /src/util.o /src/lib.o /src/hello; do
+		jq -e --arg f "$f" '.outputs | map(.path) | index($f)' rec.json >/dev/null ||
+			fail "output $f missing"
+	done
+	# the compiler driver, the compiler proper, the assembler and the linker, with hashes
+	for t in 'gcc' '/cc1$' '/(x86_64-linux-gnu-)?as$' '/(x86_64-linux-gnu-)?ld(\.bfd)?$' '/make$'; do
+		jq -e --arg t "$t" '.tools | map(select((.path | test($t)) and (.sha256 | length) == 64)) | length > 0' \
+			rec.json >/dev/null || fail "tool $t missing or without a hash"
+	done
+	# the include search probed a path that does not exist
+	run jq -r '.probes[] | select(.errno == "ENOENT") | .path' rec.json
+	assert_output --regexp '(stdio|lib|util)\.h'
+	# the temporary assembler files are temporaries, not outputs
+	run jq -r '.outputs[].path' rec.json
+	refute_output --partial '/tmp/cc'
+	# per process: the cc1 of main.c read main.c
+	jq -e '.processes | map(select((.exe // "" | test("cc1$")) and (.inputs | index("/src/main.c")))) | length == 1' \
+		rec.json >/dev/null
+	# make format and text format
+	run sbx-trace files --format=make build.trace
+	assert_success
+	assert_output --regexp '/src/hello.*:'
+	assert_output --partial '/src/include/lib.h'
+	run sbx-trace files --format=text --hash-inputs build.trace
+	assert_success
+	assert_output --partial 'absent paths probed'
+	assert_output --partial 'tools executed'
+}
+
+@test "completion records: failed open errno, creation with its fd, rename both paths, unlink ENOENT" {
+	run sbx-run --ephemeral --trace ops.trace -- /bin/sh -c \
+		'cat /nonexistent 2>/dev/null; : > /ns/newfile; mv /ns/newfile /ns/renamed; unlink /ns/missing 2>/dev/null; exit 0'
+	assert_success
+	run jq -c 'select(.ev == "sys" and .path == "/nonexistent" and (.name | test("open")))' ops.trace
+	assert_output --partial '"errno":"ENOENT"'
+	assert_output --partial '"result":-2'
+	run jq -c 'select(.ev == "sys" and .path == "/ns/newfile" and (.name | test("open")))' ops.trace
+	assert_output --partial '"created":true'
+	assert_output --regexp '"fd":[0-9]+'
+	run jq -c 'select(.ev == "sys" and (.name | test("^rename")) and .path == "/ns/newfile")' ops.trace
+	assert_output --partial '"path2":"/ns/renamed"'
+	assert_output --partial '"result":0'
+	run jq -c 'select(.ev == "sys" and (.name | test("^unlink")) and .path == "/ns/missing")' ops.trace
+	assert_output --partial '"errno":"ENOENT"'
+	run sbx-trace files ops.trace
+	assert_success
+	jq -e '.outputs | map(select(.path == "/ns/renamed" and .how == "renamed" and .from == "/ns/newfile")) | length == 1' \
+		<<<"$output" >/dev/null
+}
+
+@test "attribution: two concurrent runs write independent traces; a child carries its pid and ppid" {
+	sbx-run --ephemeral --trace a.trace -- /bin/sh -c 'cat /etc/hostname >/dev/null; sh -c "cat /etc/passwd >/dev/null"' &
+	sbx-run --ephemeral --trace b.trace -- /bin/sh -c 'cat /etc/group >/dev/null; sh -c "cat /etc/shells >/dev/null"' &
+	wait
+	run sbx-trace verify --complete a.trace
+	assert_success
+	run sbx-trace verify --complete b.trace
+	assert_success
+	run grep -c '/etc/group\|/etc/shells' a.trace
+	assert_output 0
+	run grep -c '/etc/hostname\|/etc/passwd' b.trace
+	assert_output 0
+	pa=$(jq -r 'select(.pid) | .pid' a.trace | sort -u)
+	pb=$(jq -r 'select(.pid) | .pid' b.trace | sort -u)
+	[ -z "$(comm -12 <(echo "$pa") <(echo "$pb"))" ]
+	# the inner cat's open carries its own pid; its ppid is the shell that spawned it
+	cat_pid=$(jq -r 'select(.ev == "sys" and .path == "/etc/passwd") | .pid' a.trace)
+	cat_ppid=$(jq -r 'select(.ev == "sys" and .path == "/etc/passwd") | .ppid' a.trace)
+	[ -n "$cat_pid" ]
+	run jq -r --argjson c "$cat_pid" 'select(.ev == "spawn" and .child == $c) | .pid' a.trace
+	assert_output "$cat_ppid"
+	run jq -r --argjson c "$cat_pid" 'select(.ev == "exec" and .pid == $c) | .path' a.trace
+	assert_output --regexp 'cat$'
+}
+
+@test "verify fails on an edited, removed or reordered line and on a wrong header" {
+	small_trace t.trace
+	small_trace u.trace
+	run sbx-trace verify --format=text t.trace
+	assert_success
+	assert_output --partial 'complete'
+	sed '3s/"pid":[0-9]*/"pid":1/' t.trace > edited.trace
+	run sbx-trace verify edited.trace
+	assert_failure
+	assert_output --partial 'edited.trace:3: chain hash mismatch'
+	sed '3d' t.trace > removed.trace
+	run sbx-trace verify removed.trace
+	assert_failure
+	awk 'NR == 3 { l = $0; next } NR == 4 { print; print l; next } { print }' t.trace > swapped.trace
+	run sbx-trace verify swapped.trace
+	assert_failure
+	{ head -n 1 u.trace; tail -n +2 t.trace; } > header.trace
+	run sbx-trace verify header.trace
+	assert_failure
+	assert_output --partial 'header.trace:2'
+	sed '1s/"level":"file"/"level":"all"/' t.trace > hdr2.trace
+	run sbx-trace verify hdr2.trace
+	assert_failure
+	assert_output --partial 'header hash mismatch'
+	# removing lines at the end is caught against the run's recorded head
+	head=$(tail -n 1 t.trace | jq -r .h)
+	head -n -2 t.trace > cut.trace
+	run sbx-trace verify --head "$head" cut.trace
+	assert_failure
+	run sbx-trace verify --head "$head" t.trace
+	assert_success
+}
+
+@test "a killed run leaves a valid prefix that verify reports as truncated" {
+	sbx-run --ephemeral --trace k.trace -- /bin/sh -c 'cat /etc/hostname >/dev/null; exec sleep 30' &
+	pid=$!
+	for i in $(seq 1 100); do
+		grep -q '"path":"[^"]*sleep"' k.trace 2>/dev/null && break
+		sleep 0.1
+	done
+	kill -9 "$pid"
+	wait "$pid" || true
+	run sbx-trace verify k.trace
+	assert_success
+	assert_output --partial '"truncated":true'
+	run sbx-trace verify --format=text k.trace
+	assert_output --partial 'TRUNCATED'
+	run sbx-trace verify --complete k.trace
+	assert_failure
+	assert_output --partial 'truncated'
+	# an unterminated last line is still a prefix
+	printf '{"ev":"sys","se' >> k.trace
+	run sbx-trace verify k.trace
+	assert_success
+	assert_output --partial '"partial_line":true'
+}
+
+@test "trace levels: exec records only process events, all records every trapped call" {
+	sbx-run --ephemeral --trace-level exec --trace e.trace -- /bin/sh -c 'cat /etc/hostname >/dev/null'
+	run jq -r '.ev // empty' e.trace
+	refute_output --partial sys
+	assert_output --partial exec
+	run jq -r 'select(.ev == "exec") | .sha256 | length' e.trace
+	assert_output --partial 64
+	run sbx-run --ephemeral --trace-level bogus --trace x.trace -- /bin/true
+	assert_failure
+	assert_output --partial 'exec, file or all'
+}
+
+@test "--trace - writes the trace to standard output" {
+	run sbx-run --ephemeral --trace - -- /bin/true
+	assert_success
+	echo "$output" > o.trace
+	run sbx-trace verify --complete o.trace
+	assert_success
+}
+
+@test "filter keeps a valid re-chained trace; stats, diff, bisect, timeline" {
+	small_trace t.trace
+	small_trace u.trace
+	run sbx-trace filter --path '/etc/host*' t.trace
+	assert_success
+	echo "$output" > f.trace
+	run sbx-trace verify f.trace
+	assert_success
+	run jq -r 'select(.ev == "sys") | .path' f.trace
+	assert_output '/etc/hostname'
+	run jq -c '.excerpt | keys' f.trace
+	assert_output --partial 'of'
+	run sbx-trace filter --class process t.trace
+	assert_success
+	refute_output --partial '"ev":"sys"'
+	run sbx-trace stats --format=text t.trace
+	assert_success
+	assert_output --partial 'openat'
+	run sbx-trace stats t.trace
+	assert_success
+	jq -e '.execs >= 3' <<<"$output" >/dev/null
+	# the same command twice: equal modulo times and pids
+	run sbx-trace diff --format=text t.trace u.trace
+	assert_success
+	assert_output --partial 'identical'
+	sbx-run --ephemeral --trace v.trace -- /bin/sh -c 'cat /etc/group >/dev/null; /bin/true' >/dev/null
+	run sbx-trace diff v.trace t.trace
+	assert_failure
+	jq -e '.files.inputs.only_a | index("/etc/group")' <<<"$output" >/dev/null
+	run sbx-trace adjudicate t.trace u.trace
+	assert_failure
+	assert_output --partial 'requires traces of --deterministic runs'
+	run sbx-trace timeline -o t.html t.trace
+	assert_success
+	grep -q '<html' t.html
+	grep -q 'hostname' t.html
+	run grep -Eic '<script|https?://|src=' t.html
+	assert_output 0
+}
+
+# Re-chain edited lines the way a writer would (sbx-trace verify then accepts them).
+rechain() {
+	local prev="" line body h first=1
+	while IFS= read -r line; do
+		body="${line%,\"h\":*}}"
+		if [ $first = 1 ]; then
+			h=$( (printf 'sbx/trace/v1\0'; printf '%s' "$body") | sha256sum | cut -c1-64)
+			first=0
+		else
+			h=$( (printf '%s' "$prev" | xxd -r -p; printf '%s' "$body") | sha256sum | cut -c1-64)
+		fi
+		printf '%s,"h":"%s"}\n' "${body%\}}" "$h"
+		prev=$h
+	done
+}
+
+@test "bisect finds the first divergent line with O(log n) comparisons" {
+	small_trace t.trace
+	n=$(wc -l < t.trace)
+	sed '6s/"pid":[0-9]*/"pid":1/' t.trace | rechain > d.trace
+	run sbx-trace verify d.trace
+	assert_success
+	run sbx-trace bisect t.trace d.trace
+	assert_failure
+	jq -e '.first_divergent_line == 6 and .agreed_events == 4' <<<"$output" >/dev/null
+	# ceil(log2(n)) + 1 comparisons at most
+	max=$(awk -v n="$n" 'BEGIN { c = 0; while (2 ^ c < n) c++; print c + 1 }')
+	jq -e --argjson m "$max" '.comparisons <= $m' <<<"$output" >/dev/null
+	run sbx-trace bisect --format=text t.trace d.trace
+	assert_output --partial 'first divergent line 6'
+	run sbx-trace bisect t.trace t.trace
+	assert_success
+	# a re-chained forgery verifies alone, but not against the run's recorded head
+	run sbx-trace verify --head "$(tail -n 1 t.trace | jq -r .h)" d.trace
+	assert_failure
+}
+
+@test "hostile traces: garbage, overlong lines, wrong types give clear errors" {
+	printf 'hello\n' > g.trace
+	run sbx-trace verify g.trace
+	assert_failure
+	assert_output --partial 'sbx-trace: error: g.trace:1: not an sbx trace'
+	: > empty.trace
+	run sbx-trace files empty.trace
+	assert_failure
+	assert_output --partial 'empty'
+	head -c 300000 /dev/zero | tr '\0' a > long.trace
+	run sbx-trace stats long.trace
+	assert_failure
+	assert_output --partial 'longer than'
+	run sbx-trace verify /nonexistent.trace
+	assert_failure
+	assert_output --partial 'No such file'
+	run sbx-trace bogus x
+	assert_failure 2
+	run sbx-trace files --format=xml x
+	assert_failure 2
+	small_trace t.trace
+	run sbx-trace files - < t.trace
+	assert_success
+}
