@@ -338,6 +338,7 @@ new_lease() {
 }
 
 @test "destroy deletes the namespace and records a digest of its contents" {
+	sbx-lease clock manual >/dev/null
 	new_lease --lifetime 1 | sbx-lease fund --amount 0 --evidence - >f.json
 	id=$(jq -r .lease.id f.json)
 	ns="$SBX_STORE/ns/$id"
@@ -345,7 +346,7 @@ new_lease() {
 	mkdir -p "$ns/dir"
 	printf 'hello' >"$ns/a"
 	printf 'xy' >"$ns/dir/b"
-	sleep 1.1 # wall clock: 1 batch = 1000 ms
+	sbx-lease tick >/dev/null
 	sbx-lease expire --evidence f.json | sbx-lease destroy --evidence - >d.json
 	assert_equal "$(jq -r .receipt.cells d.json)" 2
 	# namespace bytes: len("a")+5 + len("dir/b")+2
