@@ -10,6 +10,8 @@ static void usage(FILE *f)
 		"               [--ro SRC[:DST]] [--rw SRC[:DST]] [--mount TYPE:SRC:DST[:OPTS]]...\n"
 		"               [--env-clear | --env-inherit] [--env K=V]...\n"
 		"               [--trace FILE|-] [--trace-level exec|file|all]\n"
+		"               [--policy FILE] [--inspect-exec PROG] [--inspect-timeout MS]\n"
+		"               [--state-in FILE] [--state-out FILE]\n"
 		"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 		"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
 		"                 [--escrow N] [--principal NAME] [--host-program NAME]\n");
@@ -27,6 +29,8 @@ static const struct {
 	{ "env-clear", 0 }, { "env-inherit", 0 }, { "env", 1 },
 	{ "result", 1 }, { "result-fd", 1 },
 	{ "trace", 1 }, { "trace-level", 1 },
+	{ "policy", 1 }, { "inspect-exec", 1 }, { "inspect-timeout", 1 },
+	{ "state-in", 1 }, { "state-out", 1 },
 };
 
 int main(int argc, char **argv)

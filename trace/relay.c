@@ -89,26 +89,31 @@ static void deliver(struct trace_relay *r, int i, const char *buf, size_t n)
 	uint64_t before = atomic_load(&r->bytes), lines = atomic_load(&r->lines);
 	size_t keep = n;
 
+	if (atomic_load(&r->over)) {
+		/* past a bound: drain, deliver nothing, keep counting */
+		atomic_store(&r->bytes, before + n);
+		if (i == 0)
+			atomic_store(&r->lines, lines + count_nl(buf, n));
+		return;
+	}
 	if (before + n > r->max_bytes)
 		keep = before >= r->max_bytes ? 0 : (size_t)(r->max_bytes - before);
 	if (i == 0) {
-		/* cut before the newline that would exceed the record bound */
-		const char *p = buf, *end = buf + keep;
+		/* cut right after the last record within the bound */
+		const char *p = buf, *end = buf + keep, *last = buf;
 		uint64_t l = lines;
 		while (p < end && (p = memchr(p, '\n', (size_t)(end - p)))) {
 			if (++l > r->max_lines) {
-				keep = (size_t)(p - buf);
+				keep = (size_t)(last - buf);
 				break;
 			}
-			p++;
+			last = ++p;
 		}
 		atomic_store(&r->lines, lines + count_nl(buf, n));
 	}
 	atomic_store(&r->bytes, before + n);
 	if (atomic_load(&r->bytes) > r->max_bytes || atomic_load(&r->lines) > r->max_lines)
 		atomic_store(&r->over, 1);
-	if (atomic_load(&r->over) && keep == n)
-		keep = 0;
 	if (keep && !s->broken && common_write_all(s->out, buf, keep) < 0)
 		s->broken = 1;
 }

@@ -215,7 +215,7 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 			return common_errf(e, "--result-fd", "%s is not an open descriptor above 2", v);
 		o->result_fd = (int)fd;
 	} else
-		return 0;
+		return trace_bound_opt(o, name, v, e); /* issue 4: policy, inspect, state */
 	return 1;
 }
 
@@ -306,6 +306,7 @@ struct run_ctx {
 	struct trace_supervisor *sv;
 	/* issue 4 (meter, inspect, policy, state) and issue 5 (record) contexts go here */
 	struct trace_rec *rec;        /* --trace: called after the inspector, so it records its decision */
+	struct trace_inspector *ins;  /* issue 4: metering, closure, policy, co-process */
 };
 
 static int ctl_open(struct run_ctx *c, const char *store_dir, const char *lease, struct common_err *e)
@@ -405,6 +406,8 @@ static int hook_start(void *ctx, struct trace_supervisor *sv)
 	if (c->ctl_fd >= 0)
 		trace_sv_watch(sv, c->ctl_fd);
 	/* issue 4: meter start; issue 5: recorder start */
+	if (c->ins && trace_inspector_on_start(c->ins, sv) < 0)
+		return -1;
 	return 0;
 }
 
@@ -419,12 +422,16 @@ static int hook_fd(void *ctx, struct trace_supervisor *sv, int fd)
 static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct run_ctx *c = ctx;
+	if (c->ins && trace_inspector_on_entry(c->ins, g, st) < 0)
+		return -1;
 	return c->rec ? trace_rec_on_entry(c->rec, g, st) : 0;
 }
 
 static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct run_ctx *c = ctx;
+	if (c->ins && trace_inspector_on_exit(c->ins, g, st) < 0)
+		return -1;
 	return c->rec ? trace_rec_on_exit(c->rec, g, st) : 0;
 }
 
@@ -438,6 +445,8 @@ static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *
 static void hook_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
 {
 	struct run_ctx *c = ctx;
+	if (c->ins)
+		trace_inspector_on_spawn(c->ins, parent, child, flags);
 	if (c->rec)
 		trace_rec_on_spawn(c->rec, parent, child, flags);
 }
@@ -445,8 +454,16 @@ static void hook_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags
 static void hook_proc_exit(void *ctx, pid_t tid, int wstatus)
 {
 	struct run_ctx *c = ctx;
+	if (c->ins)
+		trace_inspector_on_proc_exit(c->ins, tid, wstatus);
 	if (c->rec)
 		trace_rec_on_proc_exit(c->rec, tid, wstatus);
+}
+
+static int hook_tick(void *ctx, struct trace_supervisor *sv)
+{
+	struct run_ctx *c = ctx;
+	return c->ins ? trace_inspector_on_tick(c->ins, sv) : 0;
 }
 
 /* --trace: the header binds lease, image, argv, mounts, environment, start batch. */
@@ -617,6 +634,7 @@ int trace_run_main(struct trace_run_opts *o)
 	int code = SBX_EXIT_SBX, have_lease = 0;
 	const char *closed = NULL;
 	struct trace_result res;
+	struct trace_bound *bound = NULL;
 	memset(&res, 0, sizeof res);
 	memset(&e, 0, sizeof e);
 
@@ -632,6 +650,8 @@ int trace_run_main(struct trace_run_opts *o)
 	if (!image)
 		goto fail;
 	code = SBX_EXIT_SBX;
+	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
+		goto fail;
 	if (lease_image_check(image, sha, &e) < 0)
 		goto fail;
 	if (lease_store_open(o->store, &s, &e) < 0)
@@ -701,7 +721,21 @@ int trace_run_main(struct trace_run_opts *o)
 			!strcmp(o->trace_level, "all") ? TRACE_LEVEL_ALL : TRACE_LEVEL_FILE) : TRACE_LEVEL_FILE) : 0,
 	};
 	/* issue 4: limits -> rlimits, meter/policy/inspect/state hooks; issue 5: recorder */
+	if (trace_bound_attach(bound, s, id, ns, &cfg, &e) < 0) {
+		ctl_close(&ctx);
+		if (ctx.rec)
+			trace_rec_abort(ctx.rec);
+		goto fail;
+	}
+	ctx.ins = trace_bound_inspector(bound);
+	hooks.on_entry = hook_entry;
+	hooks.on_exit = hook_exit;
+	hooks.on_spawn = hook_spawn;
+	hooks.on_proc_exit = hook_proc_exit;
+	hooks.on_tick = hook_tick;
 	int rc = trace_run(&cfg, &res, &e);
+	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
+		rc = -1;
 	ctl_close(&ctx);
 	json_t *trace_j = NULL;
 	if (ctx.rec) {
@@ -735,6 +769,7 @@ int trace_run_main(struct trace_run_opts *o)
 		json_array_append(receipts, head);
 	}
 	result = result_json(id, image, sha, o->argv, &res, code, closed, receipts);
+	trace_bound_result(bound, result);
 	if (trace_j)
 		json_object_set_new(result, "trace", trace_j);
 	if (write_result(o, result, &e) < 0) {
@@ -764,6 +799,7 @@ fail:
 			common_report(&e3);
 	}
 out:
+	trace_bound_free(bound);
 	json_decref(result);
 	json_decref(receipts);
 	json_decref(head);

@@ -350,6 +350,7 @@ struct trace_run_opts {
 	/* issue 4/5 options (policy, inspect-exec, trace, state, deterministic) go below */
 	const char *policy, *inspect_exec, *trace_path, *trace_level, *state_in, *state_out;
 	int deterministic;
+	int inspect_timeout_ms;       /* --inspect-timeout MS, 0: TRACE_COPROC_TIMEOUT_MS */
 };
 /* Parse one sbx-run option (name without "--", value or NULL) into o. 1 handled,
  * 0 unknown, -1 error. */
@@ -439,6 +440,27 @@ const char *trace_inspector_closed(const struct trace_inspector *in);
 const struct common_err *trace_inspector_failure(const struct trace_inspector *in);
 /* Usage totals of the lease including this run (monotonic). */
 void trace_inspector_usage(const struct trace_inspector *in, uint64_t usage[TRACE_DIMS]);
+
+/* sbx-run glue for the issue-4 options (trace/run.c): --policy, --inspect-exec,
+ * --inspect-timeout, --state-in, --state-out, metering and closure of the lease. */
+struct trace_bound;
+struct trace_config;
+struct trace_result;
+int trace_bound_opt(struct trace_run_opts *o, const char *name, const char *v,
+		    struct common_err *e);            /* 1 handled, 0 not ours, -1 error */
+/* Before any lease change: load the policy, check --state-in. *b is set even on error. */
+int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **b,
+		     struct common_err *e);
+/* With the lease known: limits, relay, inspector, state fd and rlimits into cfg. */
+int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char *id,
+		       const char *ns, struct trace_config *cfg, struct common_err *e);
+struct trace_inspector *trace_bound_inspector(const struct trace_bound *b);
+/* After trace_run: final observation; *closed names the dimension that closed the
+ * lease; -1 on an inspector failure or a bad state result (nothing written back). */
+int trace_bound_finish(struct trace_bound *b, const struct trace_result *res,
+		       const char **closed, struct common_err *e);
+void trace_bound_result(const struct trace_bound *b, json_t *result); /* usage totals */
+void trace_bound_free(struct trace_bound *b);
 
 /* ---- sbx_call: one callback in a guest running this executable (issue 6; trace/call.c) ---- */
 struct sbx_type;
