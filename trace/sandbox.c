@@ -117,8 +117,12 @@ int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_er
 			cmp[0] = SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX);
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 		} else if (nr == TRACE_SYS_ioctl) {
-			cmp[0] = SCMP_A1_32(SCMP_CMP_NE, TIOCSTI);
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			/* "low 32 bits != TIOCSTI" as one rule per bit that differs (libseccomp
+			 * has no masked not-equal; its NE would also compare the high bits) */
+			for (unsigned b = 0; b < 32 && rc == 0; b++) {
+				cmp[0] = SCMP_A1_32(SCMP_CMP_MASKED_EQ, 1u << b, ~(uint32_t)TIOCSTI & (1u << b));
+				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			}
 		} else if (nr == TRACE_SYS_seccomp) {
 			cmp[0] = SCMP_A1_32(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0);
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
