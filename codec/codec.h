@@ -16,6 +16,7 @@ struct codec_buf {
 void codec_buf_init(struct codec_buf *b);
 void codec_buf_free(struct codec_buf *b);
 uint8_t *codec_buf_reserve(struct codec_buf *b, size_t n); /* n bytes appended, returned */
+void codec_buf_grow(struct codec_buf *b, size_t n);        /* room for n more, len unchanged */
 void codec_put_u8(struct codec_buf *b, uint8_t v);
 void codec_put_u16(struct codec_buf *b, uint16_t v); /* little-endian fixed */
 void codec_put_u32(struct codec_buf *b, uint32_t v);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "codec/codec-internal.h"
 
 #define NONE UINT32_MAX
@@ -45,11 +46,17 @@ struct region {
 	bool slice, seeded;
 };
 
+/* The key's address lives in the table: a probe rarely touches a region. */
+struct hent {
+	uintptr_t start;
+	uint32_t v; /* region index + 1, 0 empty */
+};
+
 struct enc {
 	struct ttable *tt;
 	struct region *r;
 	size_t nr, capr;
-	uint32_t *hash; /* region index + 1, open addressing */
+	struct hent *hash; /* open addressing over (address, type, count) */
 	size_t hcap;
 	uint32_t *order; /* top-level regions by object ID - 1 */
 	size_t nobj;
@@ -58,6 +65,33 @@ struct enc {
 	struct codec_buf *out;
 	bool emitting;
 };
+
+/* Large tables on huge pages: random probes into them are TLB-bound, and
+ * much more so under paging-based virtualization. */
+#define BIG (4u << 20)
+static void *big_zalloc(size_t n)
+{
+	if (n < BIG)
+		return common_xcalloc(1, n);
+	size_t sz = (n + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+	void *p = aligned_alloc(2u << 20, sz);
+	if (!p)
+		return common_xcalloc(1, n);
+	madvise(p, sz, MADV_HUGEPAGE);
+	memset(p, 0, n);
+	return p;
+}
+
+static void *big_grow(void *old, size_t oldn, size_t n)
+{
+	if (n < BIG)
+		return common_xrealloc(old, n);
+	void *p = big_zalloc(n);
+	if (oldn)
+		memcpy(p, old, oldn);
+	free(old);
+	return p;
+}
 
 static size_t rend_bytes(const struct region *r)
 {
@@ -69,7 +103,12 @@ static uint64_t mix(uintptr_t a, const void *t, size_t n)
 	uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull;
 	h ^= (uint64_t)(uintptr_t)t * 0xc2b2ae3d27d4eb4full;
 	h ^= (uint64_t)n * 0x165667b19e3779f9ull;
-	return h ^ (h >> 29);
+	/* final avalanche: aligned addresses must still spread over the low bits */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
 }
 
 static uint32_t lookup(const struct enc *x, uintptr_t a, const struct tinfo *ti, size_t n)
@@ -78,12 +117,14 @@ static uint32_t lookup(const struct enc *x, uintptr_t a, const struct tinfo *ti,
 		return NONE;
 	size_t m = x->hcap - 1;
 	for (size_t i = mix(a, ti, n) & m;; i = (i + 1) & m) {
-		uint32_t v = x->hash[i];
-		if (!v)
+		const struct hent *h = &x->hash[i];
+		if (!h->v)
 			return NONE;
-		const struct region *r = &x->r[v - 1];
-		if (r->start == a && r->ti == ti && r->count == n)
-			return v - 1;
+		if (h->start != a)
+			continue;
+		const struct region *r = &x->r[h->v - 1];
+		if (r->ti == ti && r->count == n)
+			return h->v - 1;
 	}
 }
 
@@ -92,21 +133,22 @@ static void hash_put(struct enc *x, uint32_t idx)
 	size_t m = x->hcap - 1;
 	const struct region *r = &x->r[idx];
 	size_t i = mix(r->start, r->ti, r->count) & m;
-	while (x->hash[i])
+	while (x->hash[i].v)
 		i = (i + 1) & m;
-	x->hash[i] = idx + 1;
+	x->hash[i] = (struct hent){ r->start, idx + 1 };
 }
 
 static uint32_t add_region(struct enc *x, uintptr_t a, struct tinfo *ti, size_t n)
 {
 	if (x->nr == x->capr) {
-		x->capr = x->capr ? x->capr * 2 : 256;
-		x->r = common_xrealloc(x->r, x->capr * sizeof *x->r);
+		size_t cap = x->capr ? x->capr * 2 : 256;
+		x->r = big_grow(x->r, x->capr * sizeof *x->r, cap * sizeof *x->r);
+		x->capr = cap;
 	}
 	if ((x->nr + 1) * 2 > x->hcap) {
 		size_t cap = x->hcap ? x->hcap * 2 : 512;
 		free(x->hash);
-		x->hash = common_xcalloc(cap, sizeof *x->hash);
+		x->hash = big_zalloc(cap * sizeof *x->hash);
 		x->hcap = cap;
 		for (uint32_t i = 0; i < x->nr; i++)
 			hash_put(x, i);
@@ -449,18 +491,20 @@ static uint32_t find_top(struct enc *x, uint32_t k)
 	return t;
 }
 
-static struct enc *sort_ctx;
+struct skey {
+	uintptr_t start;
+	size_t bytes;
+	uint32_t idx;
+};
+
 static int by_range(const void *a, const void *b)
 {
-	const struct region *x = &sort_ctx->r[*(const uint32_t *)a];
-	const struct region *y = &sort_ctx->r[*(const uint32_t *)b];
+	const struct skey *x = a, *y = b;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	size_t ex = rend_bytes(x), ey = rend_bytes(y);
-	if (ex != ey)
-		return ex > ey ? -1 : 1; /* larger first: containers before contents */
-	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
-	return ia < ib ? -1 : ia > ib;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1; /* larger first: containers before contents */
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 static bool holds(const struct region *c, const struct region *r)
@@ -473,18 +517,17 @@ static bool holds(const struct region *c, const struct region *r)
  * one element type merge, anything else is overlapping storage. */
 static int merge(struct enc *x)
 {
-	uint32_t *idx = common_xmalloc((x->nr ? x->nr : 1) * sizeof *idx);
+	struct skey *keys = common_xmalloc((x->nr ? x->nr : 1) * sizeof *keys);
 	size_t n = 0;
 	uint32_t cur = NONE;
 	int rc = 0;
 
 	for (uint32_t i = 0; i < x->nr; i++)
-		if (rend_bytes(&x->r[i]))
-			idx[n++] = i; /* empty runs stay objects of their own */
-	sort_ctx = x;
-	qsort(idx, n, sizeof *idx, by_range);
+		if (rend_bytes(&x->r[i])) /* empty runs stay objects of their own */
+			keys[n++] = (struct skey){ x->r[i].start, rend_bytes(&x->r[i]), i };
+	qsort(keys, n, sizeof *keys, by_range);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		uint32_t k = idx[i];
+		uint32_t k = keys[i].idx;
 		struct region *r = &x->r[k];
 		if (cur == NONE || r->start >= x->r[cur].start + rend_bytes(&x->r[cur])) {
 			cur = k;
@@ -508,7 +551,7 @@ static int merge(struct enc *x)
 				    "overlaps storage of another object with a different layout");
 		}
 	}
-	free(idx);
+	free(keys);
 	return rc;
 }
 
@@ -549,7 +592,12 @@ static int encode_core(struct enc *x, uintptr_t root, struct tinfo *root_ti, str
 	free(first);
 
 	struct codec_buf *b = x->out;
-	size_t mark = b->len;
+	size_t mark = b->len, guess = x->tt->bytes.len + 64;
+	for (size_t i = 0; i < x->nobj; i++) {
+		const struct region *r = &x->r[x->order[i]];
+		guess += rend_bytes(r) + 4; /* about right for bulk data, generous otherwise */
+	}
+	codec_buf_grow(b, guess);
 	codec_put_raw(b, CODEC_MAGIC, 4);
 	codec_put_u8(b, CODEC_VERSION);
 	codec_put_raw(b, x->tt->bytes.p, x->tt->bytes.len);

@@ -16,6 +16,16 @@ void codec_buf_free(struct codec_buf *b)
 	codec_buf_init(b);
 }
 
+void codec_buf_grow(struct codec_buf *b, size_t n)
+{
+	if (n <= b->cap - b->len)
+		return;
+	if (n > SIZE_MAX - b->len)
+		abort();
+	b->p = common_xrealloc(b->p, b->len + n);
+	b->cap = b->len + n;
+}
+
 uint8_t *codec_buf_reserve(struct codec_buf *b, size_t n)
 {
 	if (n > SIZE_MAX - b->len)
