@@ -24,6 +24,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -321,6 +323,22 @@ static int make_idmapped_tree(struct sbx_plan *p, struct sbx_mnt *m, const char 
 	return 0;
 }
 
+static int make_ro_tree(struct sbx_mnt *m, const char *host_src, struct common_err *e)
+{
+	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src,
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (t < 0)
+		return common_errno(e, errno, "bind %s: open_tree", host_src);
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID };
+	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
+		int err = errno;
+		close(t);
+		return common_errno(e, err, "bind %s: read-only", host_src);
+	}
+	m->tree_fd = t;
+	return 0;
+}
+
 int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct common_err *e)
 {
 	memset(p, 0, sizeof *p);
@@ -374,10 +392,14 @@ int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct co
 			need |= p->m[i].type == TRACE_MOUNT_BIND && p->m[i].rw;
 		if (need && make_idmap_userns(p, e) < 0)
 			goto fail;
+		/* every bind but the expanded root is cut here, with root's access to the
+		 * sources the invoker named: the child runs as the unprivileged uid */
 		for (size_t i = 0; i < p->nm; i++) {
 			struct sbx_mnt *m = &p->m[i];
-			if (m->type == TRACE_MOUNT_BIND && m->rw &&
-			    make_idmapped_tree(p, m, m->src + strlen(OLDROOT), e) < 0)
+			if (m->type != TRACE_MOUNT_BIND || m->expand)
+				continue;
+			if (m->rw ? make_idmapped_tree(p, m, m->src + strlen(OLDROOT), e) < 0
+				  : make_ro_tree(m, m->src + strlen(OLDROOT), e) < 0)
 				goto fail;
 		}
 	}
@@ -534,6 +556,10 @@ static void expand_root(struct sbx_plan *p, const struct sbx_mnt *m)
 		snprintf(to, sizeof to, "%s/%s", m->at, de->d_name);
 		if (lstat(from, &st) < 0)
 			continue;
+		struct statfs sfs;
+		/* the host's procfs would show every host process: never bound */
+		if (S_ISDIR(st.st_mode) && statfs(from, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC)
+			continue;
 		if (S_ISLNK(st.st_mode)) {
 			char target[PATH_MAX];
 			ssize_t n = readlink(from, target, sizeof target - 1);
@@ -583,10 +609,10 @@ static void do_mount(struct sbx_plan *p, size_t i)
 		break;
 	case TRACE_MOUNT_BIND:
 		if (m->tree_fd >= 0) {
-			/* the supervisor made this idmapped tree in the host namespace */
+			/* the supervisor cut this tree (idmapped when rw) in the host namespace */
 			if (syscall(SYS_move_mount, m->tree_fd, "", AT_FDCWD, m->at,
 				    MOVE_MOUNT_F_EMPTY_PATH) < 0)
-				child_fail(p, errno, "attaching rw bind %s", m->dst);
+				child_fail(p, errno, "attaching bind %s", m->dst);
 			close(m->tree_fd);
 			m->tree_fd = -1;
 		} else {
