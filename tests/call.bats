@@ -50,6 +50,20 @@ teardown() {
 	assert_line "builds=0 metadata=(null) errors=0"
 }
 
+@test "a guest exiting non-zero changes nothing on the host" {
+	run "$GUESTS/call_modes" exit "$SRC"
+	assert_failure 1
+	assert_line "call_modes: error: sbx_call: guest exited with status 3"
+	assert_line "builds=0 metadata=(null) errors=0"
+}
+
+@test "a result forging a function pointer is refused and changes nothing" {
+	run "$GUESTS/call_modes" evilfn "$SRC"
+	assert_failure 1
+	assert_line --regexp "^call_modes: error: state image: byte [0-9]+: function pointer is not a function of this executable"
+	assert_line "builds=0 metadata=(null) errors=0"
+}
+
 @test "an inspector rewrite of the opened path is what the callback reads" {
 	run "$GUESTS/call_modes" rewrite "$SRC"
 	assert_success

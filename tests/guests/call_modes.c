@@ -1,5 +1,5 @@
 /* sbx_call test program: call_modes MODE SRCDIR [TRACE]
- * MODE: readfile | abort | rewrite | badfn | trace | empty | swap (TRACE is then
+ * MODE: readfile | abort | exit | evilfn | rewrite | badfn | trace | empty | swap (TRACE is then
  * a file renamed over this executable first).
  * Prints "builds=N metadata=M errors=K" afterwards, in every mode. */
 #include <errno.h>
@@ -14,7 +14,8 @@
 struct formula { const char *source, *filename; int builds; };
 typedef SBX_SLICE_OF(char *) str_slice;
 struct context { char *metadata; str_slice errs; };
-struct build { struct formula *self; struct context *ctx; int do_abort; };
+struct build { struct formula *self; struct context *ctx; int mode; void (*hook)(void); };
+enum { M_NONE, M_ABORT, M_EXIT, M_EVILFN };
 
 static const struct sbx_field formula_f[] = {
 	SBX_FIELD_AUTO(struct formula, source),
@@ -33,9 +34,32 @@ static const struct sbx_type context_p = SBX_PTR("ctx*", &context_t);
 static const struct sbx_field build_f[] = {
 	SBX_FIELD(struct build, self, &formula_p),
 	SBX_FIELD(struct build, ctx, &context_p),
-	SBX_FIELD_AUTO(struct build, do_abort),
+	SBX_FIELD_AUTO(struct build, mode),
+	SBX_FIELD(struct build, hook, &sbx_type_fn),
 };
 static const struct sbx_type build_t = SBX_STRUCT("build", struct build, build_f);
+
+static int accept_any(void *arg, uint64_t addr, struct common_err *e)
+{
+	(void)arg, (void)addr, (void)e;
+	return 0;
+}
+
+/* A hostile guest: writes its own result with a function pointer into the
+ * middle of the text, bypassing the guest entry's checks, and exits 0. */
+static void forge(struct build *b)
+{
+	struct codec_opts o = { .check_fn = accept_any };
+	struct codec_buf out;
+	struct common_err e;
+
+	b->hook = (void (*)(void))(uintptr_t)0x401001;
+	codec_buf_init(&out);
+	if (codec_encode(&build_t, b, &o, &out, NULL, &e) < 0 ||
+	    sbx_state_write_result(out.p, out.len) < 0)
+		_exit(4);
+	_exit(0);
+}
 
 static void on_build(void *arg)
 {
@@ -56,8 +80,13 @@ static void on_build(void *arg)
 	close(fd);
 	data[n < 0 ? 0 : n] = '\0';
 	b->ctx->metadata = strdup(data);
-	if (b->do_abort)
-		abort(); /* after changing everything: none of it may reach the host */
+	/* after changing everything: none of it may reach the host */
+	if (b->mode == M_ABORT)
+		abort();
+	if (b->mode == M_EXIT)
+		exit(3);
+	if (b->mode == M_EVILFN)
+		forge(b);
 }
 
 static void on_empty(void *arg)
@@ -89,7 +118,7 @@ int main(int argc, char **argv)
 {
 	struct formula f = { "/src", "hello.txt", 0 };
 	struct context ctx = { NULL, { NULL, 0, 0 } };
-	struct build b = { &f, &ctx, 0 };
+	struct build b = { &f, &ctx, M_NONE, NULL };
 	struct common_err e = {0};
 	void (*fn)(void *) = on_build;
 	int rewrites = 0, rc = 0;
@@ -102,7 +131,11 @@ int main(int argc, char **argv)
 	struct trace_mount m = { .type = TRACE_MOUNT_BIND, .src = argv[2], .dst = "/src" };
 	struct sbx_sandbox sb = { .mounts = &m, .nmounts = 1, .err = &e };
 	if (!strcmp(mode, "abort"))
-		b.do_abort = 1;
+		b.mode = M_ABORT;
+	else if (!strcmp(mode, "exit"))
+		b.mode = M_EXIT;
+	else if (!strcmp(mode, "evilfn"))
+		b.mode = M_EVILFN;
 	else if (!strcmp(mode, "rewrite")) {
 		sb.inspect = rewrite;
 		sb.inspect_arg = &rewrites;
