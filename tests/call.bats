@@ -71,6 +71,24 @@ teardown() {
 	assert_line "rewrites=1"
 }
 
+@test "under an Active lease of this image: metered, observed; another image's lease is refused" {
+	id=$(sbx-lease request --image "$GUESTS/call_modes" --escrow 100 |
+		sbx-lease fund --amount 100 --evidence - | sbx-lease activate --evidence - | jq -r .lease.id)
+	run "$GUESTS/call_modes" lease "$SRC" "$id"
+	assert_success
+	assert_output "builds=1 metadata=hello errors=0"
+	run sbx-lease show "$id"
+	assert_success
+	assert_equal "$(jq -r '.lease.state' <<<"$output")" Active
+	[ "$(jq -r '.lease.usage.fuel' <<<"$output")" -gt 0 ]
+	other=$(sbx-lease request --image /bin/true | sbx-lease fund --amount 1 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	run "$GUESTS/call_modes" lease "$SRC" "$other"
+	assert_failure 1
+	assert_line --partial "is not lease $other's image"
+	assert_line "builds=0 metadata=(null) errors=0"
+}
+
 @test "a PIE executable is refused before anything runs" {
 	run "$GUESTS/call_modes_pie" readfile "$SRC"
 	assert_failure 1

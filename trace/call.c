@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "codec/codec.h"
+#include "lease/lease.h"
 #include "trace/trace.h"
 
 #define CALL_MAGIC "SBXC"
@@ -376,15 +377,54 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 {
 	struct callctx c = { .x = x };
 	struct trace_result res;
+	struct lease_store *s = NULL;
+	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
+	char *ns = NULL;
+	json_t *rec = NULL;
 	int rc = -1;
+	struct trace_inspector_opts io = {
+		.fn = sb->inspect, .fn_arg = sb->inspect_arg,
+		.fn_classes = sb->inspect_classes, .limits = sb->limits, .ns_dir = sb->ns_dir,
+	};
 
-	if (sb->inspect || sb->limits) {
-		struct trace_inspector_opts io = {
-			.fn = sb->inspect, .fn_arg = sb->inspect_arg,
-			.fn_classes = sb->inspect_classes, .limits = sb->limits,
-		};
+	if (sb->lease) {
+		/* as sbx-run --lease: Active, this very image, its bounds and namespace */
+		char sha[COMMON_SHA256_HEX];
+		if (lease_image_check(exe, sha, e) < 0 || lease_store_open(sb->store, &s, e) < 0 ||
+		    lease_load(s, sb->lease, &rec, e) < 0)
+			goto out;
+		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+		const char *state = json_string_value(json_object_get(l, "state"));
+		const char *want = json_string_value(json_object_get(json_object_get(l, "image"),
+								      "sha256"));
+		if (!state || strcmp(state, "Active") != 0) {
+			common_errf(e, "lease", "cannot call in lease %s: state is %s, a call needs Active",
+				    sb->lease, state ? state : "unknown");
+			goto out;
+		}
+		if (!want || strcmp(want, sha) != 0) {
+			common_errf(e, "image", "%s (sha256 %s) is not lease %s's image", exe, sha,
+				    sb->lease);
+			goto out;
+		}
+		if (trace_inspector_lease_bounds(s, sb->lease, limits, base, e) < 0)
+			goto out;
+		if (sb->limits) /* the caller may only narrow the lease's bounds */
+			for (int d = 0; d < TRACE_DIMS; d++)
+				if (sb->limits[d] < limits[d])
+					limits[d] = sb->limits[d];
+		ns = lease_ns_dir(s, sb->lease);
+		if (common_mkdir_p(ns, 0700, e) < 0)
+			goto out;
+		io.store = s;
+		io.lease = sb->lease;
+		io.limits = limits;
+		io.base = base;
+		io.ns_dir = ns;
+	}
+	if (io.fn || io.limits) {
 		if (trace_inspector_new(&io, &c.in, e) < 0)
-			return -1;
+			goto out;
 	}
 	const char *argv[] = { exe, NULL };
 	const char *const *envp = sb->envp ? sb->envp : (const char *const *)environ;
@@ -410,7 +450,7 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 	struct trace_config cfg = {
 		.argv = argv, .envp = envp, .image = exe,
 		.mounts = sb->mounts, .nmounts = sb->nmounts,
-		.replace_defaults = sb->replace_defaults, .ns_dir = sb->ns_dir,
+		.replace_defaults = sb->replace_defaults, .ns_dir = ns ? ns : sb->ns_dir,
 		.rlimit_as = sb->rlimit_as, .rlimit_nofile = sb->rlimit_nofile,
 		.trace_classes = (c.in ? trace_inspector_classes(c.in) : 0) |
 				 (c.rec ? trace_classes(TRACE_LEVEL_FILE) : 0),
@@ -449,6 +489,10 @@ out:
 	if (c.rec)
 		trace_rec_abort(c.rec);
 	trace_inspector_free(c.in);
+	json_decref(rec);
+	free(ns);
+	if (s)
+		lease_store_close(s);
 	return rc;
 }
 

@@ -476,6 +476,9 @@ struct sbx_sandbox {
 	void *inspect_arg;
 	unsigned inspect_classes;     /* classes it sees, 0: TRACE_CLASS_FILE */
 	const char *trace_path;       /* record a trace of the call (file level), NULL: none */
+	const char *lease;            /* run under this Active lease (its image must be this
+	                               * executable): bounds, metering, /ns; NULL: none */
+	const char *store;            /* the lease's store, NULL: the default store */
 	struct common_err *err;       /* filled when sbx_call fails, may be NULL */
 };
 /* Run fn(root) in a fresh guest running this same non-PIE executable, then write

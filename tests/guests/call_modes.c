@@ -1,6 +1,6 @@
 /* sbx_call test program: call_modes MODE SRCDIR [TRACE]
- * MODE: readfile | abort | exit | evilfn | rewrite | badfn | trace | empty | swap (TRACE is then
- * a file renamed over this executable first).
+ * MODE: readfile | abort | exit | evilfn | rewrite | badfn | trace | empty | lease | swap (TRACE is then
+ * a file renamed over this executable first; for lease, a lease ID).
  * Prints "builds=N metadata=M errors=K" afterwards, in every mode. */
 #include <errno.h>
 #include <fcntl.h>
@@ -145,6 +145,8 @@ int main(int argc, char **argv)
 		sb.trace_path = argv[3];
 	else if (!strcmp(mode, "empty"))
 		fn = on_empty;
+	else if (!strcmp(mode, "lease") && argc > 3)
+		sb.lease = argv[3]; /* the store: $SBX_STORE */
 	else if (!strcmp(mode, "swap") && argc > 3) {
 		char self[4096];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
