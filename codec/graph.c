@@ -1210,7 +1210,9 @@ static void apply(uint8_t *h, uint8_t *s, const struct tinfo *ti, size_t n)
 			int64_t ht = codec_load_int(h + t->tag_offset, t->tag->kind);
 			int64_t st = codec_load_int(s + t->tag_offset, t->tag->kind);
 			if (ht != st) {
-				memset(h, 0, t->size);
+				/* the old member's bytes go; bytes outside tag and members stay */
+				for (size_t j = 0; j < t->nfields; j++)
+					memset(h + t->fields[j].offset, 0, t->fields[j].size);
 				codec_store_int(h + t->tag_offset, t->tag->kind, st);
 			}
 			const struct sbx_field *m = union_member(t, st);
