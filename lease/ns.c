@@ -144,7 +144,8 @@ static int walk(const char *dir, char *hex, uint64_t *cells, uint64_t *bytes, st
 		cells_free(&c);
 		return -1;
 	}
-	qsort(c.key, c.n, sizeof *c.key, cmp_key);
+	if (c.n)
+		qsort(c.key, c.n, sizeof *c.key, cmp_key);
 	if (hex) {
 		common_sha256_init(&h);
 		common_sha256_update(&h, domain, sizeof domain);

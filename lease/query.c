@@ -44,7 +44,8 @@ static int record_ids(struct lease_store *s, char ***ids, size_t *n, struct comm
 	}
 	closedir(d);
 	free(p);
-	qsort(*ids, *n, sizeof **ids, cmp_str);
+	if (*n)
+		qsort(*ids, *n, sizeof **ids, cmp_str);
 	return 0;
 }
 

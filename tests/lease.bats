@@ -95,6 +95,7 @@ new_lease() {
 }
 
 @test "undeclared edge is refused naming edge and state; store unchanged" {
+	sbx-lease clock manual >/dev/null
 	new_lease >req.json
 	id=$(jq -r .lease.id req.json)
 	before=$(store_sum)

@@ -1,0 +1,203 @@
+/* lease: lifecycle table, limits parsing, canonical receipts, evidence checks, store ops. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "lease/lease.h"
+#include "tests/unit/unit.h"
+
+static void test_table(void)
+{
+	enum lease_state to;
+	int declared = 0;
+
+	CHECK(lease_edge_next(LEASE_EDGE_FUND, LEASE_REQUESTED, &to) && to == LEASE_FUNDED);
+	CHECK(lease_edge_next(LEASE_EDGE_ACTIVATE, LEASE_FUNDED, &to) && to == LEASE_ACTIVE);
+	CHECK(lease_edge_next(LEASE_EDGE_OBSERVE, LEASE_ACTIVE, &to) && to == LEASE_ACTIVE);
+	CHECK(lease_edge_next(LEASE_EDGE_SNAPSHOT, LEASE_ACTIVE, &to) && to == LEASE_ACTIVE);
+	CHECK(lease_edge_next(LEASE_EDGE_RESTORE, LEASE_FUNDED, &to) && to == LEASE_ACTIVE);
+	CHECK(lease_edge_next(LEASE_EDGE_SETTLE, LEASE_ACTIVE, &to) && to == LEASE_SETTLING);
+	for (int s = LEASE_REQUESTED; s <= LEASE_SETTLING; s++)
+		CHECK(lease_edge_next(LEASE_EDGE_EXPIRE, (enum lease_state)s, &to) && to == LEASE_EXPIRED);
+	CHECK(lease_edge_next(LEASE_EDGE_DESTROY, LEASE_EXPIRED, &to) && to == LEASE_DESTROYED);
+	/* exactly the 11 (edge, state) pairs above are declared; Destroyed is terminal */
+	for (int e = 0; e < LEASE_EDGE_COUNT; e++)
+		for (int s = 0; s < LEASE_STATE_COUNT; s++)
+			declared += lease_edge_next((enum lease_edge)e, (enum lease_state)s, NULL);
+	CHECK(declared == 11);
+	for (int e = 0; e < LEASE_EDGE_COUNT; e++)
+		CHECK(!lease_edge_next((enum lease_edge)e, LEASE_DESTROYED, NULL));
+	CHECK(!lease_edge_next(LEASE_EDGE_ACTIVATE, LEASE_REQUESTED, NULL));
+	CHECK_STR(lease_edge_needs(LEASE_EDGE_ACTIVATE), "Funded");
+	CHECK_STR(lease_state_name(LEASE_SETTLING), "Settling");
+	CHECK_STR(lease_dim_name(LEASE_DIM_NAMESPACE_BYTES), "namespace_bytes");
+	CHECK(lease_dim_ceiling(LEASE_DIM_OUTPUT_VALUES) == 65536);
+	CHECK(lease_id_valid("L0123456789abcdef"));
+	CHECK(!lease_id_valid("L0123456789ABCDEF"));
+	CHECK(!lease_id_valid("L0123456789abcde"));
+	CHECK(!lease_id_valid("../../etc/passwdx"));
+}
+
+static void test_limits(void)
+{
+	struct lease_request r;
+	struct common_err e;
+	uint64_t u[LEASE_DIM_COUNT] = { 0 }, v;
+	int given[LEASE_DIM_COUNT] = { 0 };
+
+	memset(&r, 0, sizeof r);
+	CHECK(lease_parse_limits("fuel=100,memory=64M,namespace_bytes=1G,lifetime=9", &r, &e) == 0);
+	CHECK(r.limits[LEASE_DIM_FUEL] == 100 && r.has_limit[LEASE_DIM_FUEL]);
+	CHECK(r.limits[LEASE_DIM_MEMORY] == 64u << 20);
+	CHECK(r.limits[LEASE_DIM_NAMESPACE_BYTES] == 1u << 30 && r.lifetime == 9);
+	CHECK(!r.has_limit[LEASE_DIM_OUTPUT_BYTES]);
+	CHECK(lease_parse_limits("fuel=1000000001", &r, &e) < 0 && strstr(e.why, "ceiling"));
+	CHECK(lease_parse_limits("memory=2G", &r, &e) < 0);
+	CHECK(lease_parse_limits("fuel=-1", &r, &e) < 0 && strstr(e.why, "negative"));
+	CHECK(lease_parse_limits("fuel=1.5", &r, &e) < 0 && strstr(e.why, "not a non-negative integer"));
+	CHECK(lease_parse_limits("fuel=", &r, &e) < 0);
+	CHECK(lease_parse_limits("cpu=1", &r, &e) < 0 && strstr(e.why, "unknown dimension"));
+	CHECK(lease_parse_limits("fuel=1,fuel=2", &r, &e) < 0 && strstr(e.why, "twice"));
+	CHECK(lease_parse_limits("", &r, &e) < 0);
+	CHECK(lease_parse_limits("fuel", &r, &e) < 0);
+	CHECK(lease_parse_limits("lifetime=1000001", &r, &e) < 0);
+	CHECK(lease_parse_limits("fuel=99999999999999999999999", &r, &e) < 0);
+	CHECK(lease_parse_fees("fuel=3,memory=1", &r, &e) == 0 && r.fees[LEASE_DIM_FUEL] == 3);
+	CHECK(lease_parse_fees("fuel=1K", &r, &e) < 0); /* prices take no suffix */
+	CHECK(lease_parse_fees("fuel=1000001", &r, &e) < 0);
+	CHECK(lease_parse_usage("fuel=5,output_values=2", u, given, &e) == 0 && u[LEASE_DIM_FUEL] == 5 &&
+	      given[LEASE_DIM_OUTPUT_VALUES] && !given[LEASE_DIM_MEMORY]);
+	CHECK(lease_parse_amount("--amount", "12", &v, &e) == 0 && v == 12);
+	CHECK(lease_parse_amount("--amount", "-3", &v, &e) < 0);
+}
+
+/* Golden bytes: the digest of a fixed receipt, computed independently of sbx. */
+static void test_receipt_digest(void)
+{
+	const char *body = "{\"amount\":5,\"batch\":3,\"edge\":\"fund\",\"from\":\"Requested\","
+			   "\"lease\":\"L0123456789abcdef\",\"prev\":\"%s\",\"seq\":1,\"to\":\"Funded\","
+			   "\"v\":1,\"digest\":\"%s\",\"sig\":\"%s\"}";
+	char prev[65], sig[129], *txt;
+	struct common_err e;
+	json_t *r;
+
+	memset(prev, 'a', 64);
+	prev[64] = '\0';
+	memset(sig, '0', 128);
+	sig[128] = '\0';
+	txt = common_xasprintf(body, prev,
+			       "de309c42f4906c2b2320a95139eee151c731b86fc1c230f2df32e29aa844d0f4", sig);
+	CHECK(lease_evidence_parse(txt, strlen(txt), "golden", &r, &e) == 0);
+	json_decref(r);
+	free(txt);
+	/* one byte of content changed: tampered */
+	txt = common_xasprintf(body, prev,
+			       "de309c42f4906c2b2320a95139eee151c731b86fc1c230f2df32e29aa844d0f5", sig);
+	CHECK(lease_evidence_parse(txt, strlen(txt), "golden", &r, &e) < 0 && strstr(e.why, "tampered"));
+	free(txt);
+	CHECK(lease_evidence_parse("[]", 2, "x", &r, &e) < 0);
+	CHECK(lease_evidence_parse("{\"v\":1}", 7, "x", &r, &e) < 0);
+}
+
+static json_t *step(struct lease_store *s, enum lease_edge edge, json_t *ev, json_t *args,
+		    struct common_err *e)
+{
+	json_t *out = NULL;
+
+	if (lease_transition(s, NULL, edge, ev, args, &out, e) < 0)
+		out = NULL; /* e says why; callers check it */
+	json_decref(args);
+	return out;
+}
+
+static void test_store(void)
+{
+	char dir[] = "/tmp/test_lease.XXXXXX", *cmd;
+	struct lease_store *s;
+	struct common_err e;
+	struct lease_request req;
+	json_t *req_out = NULL, *f, *a, *o, *rep, *tam, *rs;
+	uint64_t usage[LEASE_DIM_COUNT] = { 0 };
+	const char *closed;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(lease_store_open(dir, &s, &e) == 0);
+	memset(&req, 0, sizeof req);
+	req.image = "/bin/true";
+	req.principal = "unit";
+	req.escrow = 3;
+	req.fees[LEASE_DIM_FUEL] = 1;
+	req.limits[LEASE_DIM_MEMORY] = 100;
+	req.has_limit[LEASE_DIM_MEMORY] = 1;
+	CHECK(lease_request(s, &req, &req_out, &e) == 0);
+	/* fund below the declared escrow is refused */
+	CHECK(!step(s, LEASE_EDGE_FUND, req_out, json_pack("{s:i}", "amount", 2), &e));
+	CHECK(strstr(e.why, "below the declared escrow") != NULL);
+	f = step(s, LEASE_EDGE_FUND, req_out, json_pack("{s:i}", "amount", 10), &e);
+	CHECK(f != NULL);
+	/* replay of the request receipt */
+	CHECK(!step(s, LEASE_EDGE_ACTIVATE, req_out, NULL, &e) && strstr(e.why, "replayed"));
+	/* tampered copy of the head */
+	tam = json_deep_copy(f);
+	json_object_set_new(json_object_get(tam, "receipt"), "amount", json_integer(11));
+	CHECK(!step(s, LEASE_EDGE_ACTIVATE, tam, NULL, &e) && strstr(e.why, "tampered"));
+	json_decref(tam);
+	a = step(s, LEASE_EDGE_ACTIVATE, f, NULL, &e);
+	CHECK(a != NULL);
+	/* runtime observations: monotonic, no receipt when unchanged, auto-close on a bound */
+	usage[LEASE_DIM_FUEL] = 4;
+	CHECK(lease_observe_usage(s, json_string_value(json_object_get(json_object_get(a, "lease"), "id")),
+				  usage, &closed, &rs, &e) == 0);
+	CHECK(closed == NULL && json_array_size(rs) == 1);
+	json_decref(rs);
+	CHECK(lease_observe_usage(s, json_string_value(json_object_get(json_object_get(a, "lease"), "id")),
+				  usage, &closed, &rs, &e) == 0 && json_array_size(rs) == 0);
+	json_decref(rs);
+	usage[LEASE_DIM_FUEL] = 3;
+	CHECK(lease_observe_usage(s, json_string_value(json_object_get(json_object_get(a, "lease"), "id")),
+				  usage, &closed, &rs, &e) < 0 && strstr(e.why, "monotonic"));
+	usage[LEASE_DIM_FUEL] = 4;
+	usage[LEASE_DIM_MEMORY] = 101;
+	CHECK(lease_observe_usage(s, json_string_value(json_object_get(json_object_get(a, "lease"), "id")),
+				  usage, &closed, &rs, &e) == 0);
+	CHECK(closed && !strcmp(closed, "memory") && json_array_size(rs) == 1);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(rs, 0), "to")), "Settling");
+	json_decref(rs);
+	o = NULL;
+	CHECK(lease_head(s, json_string_value(json_object_get(json_object_get(a, "lease"), "id")), &o,
+			 &e) == 0);
+	/* settle via expire: charge min(cost 4, escrow 10), refund 6 */
+	f = (json_decref(f), step(s, LEASE_EDGE_EXPIRE, o, NULL, &e));
+	CHECK(f && json_integer_value(json_object_get(json_object_get(f, "lease"), "charge")) == 4);
+	CHECK(f && json_integer_value(json_object_get(json_object_get(f, "lease"), "refund")) == 6);
+	CHECK(lease_verify(s, NULL, &rep, &e) == 0 && json_is_true(json_object_get(rep, "ok")));
+	json_decref(rep);
+	json_decref(o);
+	json_decref(f);
+	json_decref(a);
+	json_decref(req_out);
+	lease_store_close(s);
+	cmd = common_xasprintf("rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+}
+
+static void test_image(void)
+{
+	char hex[COMMON_SHA256_HEX];
+	struct common_err e;
+
+	CHECK(lease_image_check("/bin/true", hex, &e) == 0 && strlen(hex) == 64);
+	CHECK(lease_image_check("/etc/passwd", hex, &e) < 0 && strstr(e.why, "not an ELF"));
+	CHECK(lease_image_check("/nonexistent", hex, &e) < 0);
+	CHECK(lease_image_check("/tmp", hex, &e) < 0);
+}
+
+int main(void)
+{
+	test_table();
+	test_limits();
+	test_receipt_digest();
+	test_store();
+	test_image();
+	return unit_finish("test_lease");
+}
