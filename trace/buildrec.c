@@ -64,10 +64,32 @@ static unsigned long strhash(const char *s)
 	return h;
 }
 
-static struct fent *fget(struct br *b, const char *path)
+/* "/src/./a//b/." -> "/src/a/b": the same file under one name. ".." stays
+ * (lexical removal would be wrong across symlinks). */
+static void norm(const char *in, char *out, size_t cap)
 {
-	size_t i = strhash(path) % 4096;
+	size_t n = 0;
+
+	while (*in && n + 1 < cap) {
+		if (in[0] == '/' && (in[1] == '/' || (in[1] == '.' && (in[2] == '/' || !in[2])))) {
+			in += in[1] == '/' ? 1 : 2;
+			continue;
+		}
+		out[n++] = *in++;
+	}
+	if (n == 0 && cap > 1)
+		out[n++] = '/';
+	out[n] = 0;
+}
+
+static struct fent *fget(struct br *b, const char *raw)
+{
+	char path[4096];
+	size_t i;
 	struct fent *f;
+
+	norm(raw, path, sizeof path);
+	i = strhash(path) % 4096;
 
 	for (f = b->tab[i]; f; f = f->next)
 		if (!strcmp(f->path, path))
@@ -110,9 +132,12 @@ static int special(const char *p)
 	       !strncmp(p, "/sys/", 5);
 }
 
-static void plist(json_t *a, const char *path)
+static void plist(json_t *a, const char *raw)
 {
 	size_t i, n = json_array_size(a);
+	char path[4096];
+
+	norm(raw, path, sizeof path);
 
 	if (n >= PROC_FILES_MAX)
 		return;
@@ -204,10 +229,13 @@ static void on_sys(struct br *b, const json_t *o)
 			fget(b, p1)->flags |= P_DIR | P_OK;
 			return;
 		}
-		if ((fl & O_ACCMODE) != O_WRONLY)
+		int created = json_is_true(json_object_get(o, "created")) ||
+			      (fl & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
+		/* O_RDWR of a file the call creates or truncates reads nothing old */
+		if ((fl & O_ACCMODE) != O_WRONLY && !(fl & O_TRUNC) && !created)
 			on_read(b, p, p1, jstr(o, "sha256"));
-		if ((fl & O_ACCMODE) != O_RDONLY || (fl & (O_CREAT | O_TRUNC)) == (O_CREAT | O_TRUNC))
-			on_write(b, p, p1, json_is_true(json_object_get(o, "created")) ? P_CREATED : 0);
+		if ((fl & O_ACCMODE) != O_RDONLY || (fl & O_TRUNC) || created)
+			on_write(b, p, p1, created ? P_CREATED : 0);
 		return;
 	}
 	if (!strcmp(n, "rename") || !strcmp(n, "renameat") || !strcmp(n, "renameat2")) {
