@@ -1063,7 +1063,7 @@ static int decode_core(struct codec_graph *g, const void *img, size_t len,
 	d.budget -= storage;
 	for (size_t i = 0; i < g->nobj; i++) {
 		size_t sz = g->obj[i].count * g->obj[i].ti->t->size;
-		g->obj[i].base = common_xcalloc(1, sz ? sz : 1);
+		g->obj[i].base = big_zalloc(sz ? sz : 1);
 	}
 	size_t content_at = r->off;
 	r->off = root_at;

@@ -2,6 +2,7 @@
  * varints, length-prefixed bytes, and a bounded reader whose first error sticks. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "codec/codec.h"
 
 void codec_buf_init(struct codec_buf *b)
@@ -16,14 +17,38 @@ void codec_buf_free(struct codec_buf *b)
 	codec_buf_init(b);
 }
 
+/* Large buffers live on huge pages: page faults dominate copying into fresh
+ * memory otherwise (and far more so under paging-based virtualization). */
+static void set_cap(struct codec_buf *b, size_t cap)
+{
+	const size_t huge = 2u << 20;
+	if (cap < 2 * huge) {
+		b->p = common_xrealloc(b->p, cap);
+		b->cap = cap;
+		return;
+	}
+	cap = (cap + huge - 1) & ~(huge - 1);
+	uint8_t *p = aligned_alloc(huge, cap);
+	if (!p) {
+		b->p = common_xrealloc(b->p, cap);
+		b->cap = cap;
+		return;
+	}
+	madvise(p, cap, MADV_HUGEPAGE);
+	if (b->len)
+		memcpy(p, b->p, b->len);
+	free(b->p);
+	b->p = p;
+	b->cap = cap;
+}
+
 void codec_buf_grow(struct codec_buf *b, size_t n)
 {
 	if (n <= b->cap - b->len)
 		return;
 	if (n > SIZE_MAX - b->len)
 		abort();
-	b->p = common_xrealloc(b->p, b->len + n);
-	b->cap = b->len + n;
+	set_cap(b, b->len + n);
 }
 
 uint8_t *codec_buf_reserve(struct codec_buf *b, size_t n)
@@ -34,8 +59,7 @@ uint8_t *codec_buf_reserve(struct codec_buf *b, size_t n)
 		size_t cap = b->cap ? b->cap : 256;
 		while (cap < b->len + n)
 			cap = cap > SIZE_MAX / 2 ? b->len + n : cap * 2;
-		b->p = common_xrealloc(b->p, cap);
-		b->cap = cap;
+		set_cap(b, cap);
 	}
 	uint8_t *at = b->p + b->len;
 	b->len += n;
