@@ -184,6 +184,12 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		return parse_u64(name, v, &o->lifetime, e) < 0 ? -1 : 1;
 	else if (strcmp(name, "escrow") == 0)
 		return parse_u64(name, v, &o->escrow, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "max-procs") == 0) {
+		if (parse_u64(name, v, &o->max_procs, e) < 0)
+			return -1;
+		if (o->max_procs < 2 || o->max_procs > 1u << 20)
+			return common_errf(e, "--max-procs", "%s: between 2 and 1048576", v);
+	}
 	else if (strcmp(name, "ro") == 0 || strcmp(name, "rw") == 0)
 		return parse_bind(o, v, name[1] == 'w', e) < 0 ? -1 : 1;
 	else if (strcmp(name, "mount") == 0)
@@ -712,6 +718,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.nmounts = o->nmounts,
 		.replace_defaults = o->replace_defaults,
 		.ns_dir = ns,
+		.rlimit_nproc = o->max_procs,
 		.state_fd = -1,
 		.stdout_fd = -1,
 		.stderr_fd = -1,

@@ -351,6 +351,7 @@ struct trace_run_opts {
 	const char *policy, *inspect_exec, *trace_path, *trace_level, *state_in, *state_out;
 	int deterministic;
 	int inspect_timeout_ms;       /* --inspect-timeout MS, 0: TRACE_COPROC_TIMEOUT_MS */
+	uint64_t max_procs;           /* --max-procs: per-run process cap, 0 = TRACE_NPROC_DEFAULT */
 };
 /* Parse one sbx-run option (name without "--", value or NULL) into o. 1 handled,
  * 0 unknown, -1 error. */

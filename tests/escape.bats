@@ -1,0 +1,226 @@
+#!/usr/bin/env bats
+# The escape suite: hostile guests (tests/guests/escape_*.c), each contained,
+# each attempt visible in the result record (.supervisor.refused) or the trace.
+load helpers
+
+setup() {
+	sbx_setup_store
+	cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+	[ -z "${BGPID:-}" ] || kill "$BGPID" 2>/dev/null || true
+}
+
+# run GUEST ARGS… under sbx-run with a file-level trace and a result record
+contained() {
+	run sbx-run --ephemeral --trace t.jsonl --trace-level file --result r.json -- "$@"
+	assert_success
+	assert_line "RESULT: contained"
+	refute_output --partial "ESCAPED"
+}
+
+refused() { jq -r .supervisor.refused r.json; }
+
+# how many trace events match a jq condition
+count() { jq -s "[.[] | select($1)] | length" t.jsonl; }
+
+# the trace has a syscall event NAME on PATH failing with ERRNO
+traced() {
+	[ "$(count ".ev == \"sys\" and .name == \"$1\" and .path == \"$2\" and .errno == \"$3\"")" -gt 0 ]
+}
+
+@test "write outside /ns: read-only host tree and undeclared binds" {
+	mkdir ro
+	run sbx-run --ephemeral --ro "$PWD/ro:/data" --trace t.jsonl --trace-level file -- \
+		"$GUESTS/escape_write" /data
+	assert_success
+	assert_line "RESULT: contained"
+	refute_output --partial "ESCAPED"
+	[ -z "$(ls ro)" ]
+	traced openat /etc/sbx-escape EROFS
+	traced openat /data/sbx-escape EROFS
+	[ ! -e /etc/sbx-escape ]
+}
+
+@test "read a host file that is not mounted" {
+	echo secret > secret.txt
+	contained "$GUESTS/escape_read" "$PWD/secret.txt" /oldroot/etc/hostname
+	traced openat "$PWD/secret.txt" ENOENT
+}
+
+@test "read /etc/shadow when sbx-run runs as root" {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	contained "$GUESTS/escape_read"
+	assert_line "contained: read /etc/shadow (Permission denied)"
+	traced openat /etc/shadow EACCES
+}
+
+@test "connect to 127.0.0.1 and other address families" {
+	contained "$GUESTS/escape_net" 22
+	[ "$(refused)" -ge 6 ]
+	[ "$(count '.action == "denied" and .name == "socket"')" -ge 5 ]
+}
+
+@test "connect to a Unix socket outside (host /tmp and /run)" {
+	sock1="$PWD/host.sock"
+	sock2="/run/sbx-escape-$$.sock"
+	python3 -c 'import socket,sys,time
+ss=[]
+for p in sys.argv[1:]:
+    s=socket.socket(socket.AF_UNIX); s.bind(p); s.listen(); ss.append(s)
+time.sleep(60)' "$sock1" "$sock2" &
+	BGPID=$!
+	for i in $(seq 1 50); do [ -S "$sock2" ] && break; sleep 0.1; done
+	contained "$GUESTS/escape_net" 22 "$sock1" "$sock2"
+	assert_line "contained: connect unix $sock1 (No such file or directory)"
+	assert_line "contained: connect unix $sock2 (No such file or directory)"
+	kill "$BGPID"
+	rm -f "$sock2"
+}
+
+@test "ptrace the parent, TRACEME, a sibling" {
+	contained "$GUESTS/escape_ptrace"
+	[ "$(refused)" -eq 3 ]
+	[ "$(count '.action == "denied" and .name == "ptrace"')" -eq 3 ]
+}
+
+@test "kill the supervisor's pid, kill(-1), kill init" {
+	run sbx-run --ephemeral --trace t.jsonl --trace-level all -- "$GUESTS/escape_kill" "$$"
+	assert_success
+	assert_line "RESULT: contained"
+	assert_line "contained: kill(supervisor $$) (No such process)"
+	[ "$(count '.ev == "sys" and .name == "kill" and .errno == "ESRCH"')" -ge 1 ]
+}
+
+@test "CLONE_UNTRACED, namespace flags, clone3, unshare, setns" {
+	contained "$GUESTS/escape_clone"
+	[ "$(refused)" -ge 8 ]
+	[ "$(count '.action == "denied" and .name == "clone"')" -eq 6 ]
+}
+
+@test "int 0x80 from a 64-bit guest, x32 numbers (dynamic and static)" {
+	contained "$GUESTS/escape_int80"
+	[ "$(refused)" -ge 3 ]
+	contained "$GUESTS/escape_int80_static"
+	assert_line --partial "contained: x32 write"
+	[ "$(refused)" -ge 3 ]
+}
+
+@test "io_uring_setup, enter, register: ENOSYS" {
+	contained "$GUESTS/escape_iouring"
+	[ "$(refused)" -eq 3 ]
+	[ "$(count '.name == "io_uring_setup" and .action == "denied" and .errno == "ENOSYS"')" -eq 1 ]
+}
+
+@test "process_vm_writev, /proc/<outside pid>/mem, /proc/1/mem, pidfd_getfd, kcmp" {
+	contained "$GUESTS/escape_vm" "$$"
+	assert_line "contained: open /proc/$$/mem (outside pid) (No such file or directory)"
+	[ "$(refused)" -eq 4 ]
+	traced openat /proc/1/mem EACCES
+}
+
+@test "mount, umount, pivot_root, chroot, new mount API, open_by_handle_at" {
+	contained "$GUESTS/escape_mount"
+	[ "$(refused)" -eq 10 ]
+	findmnt /tmp >/dev/null && [ "$(findmnt -no FSTYPE /tmp)" != tmpfs ] || [ "$(findmnt -no FSTYPE /)" != "" ]
+}
+
+@test "kernel surface: bpf, userfaultfd, perf, keys, kexec, modules, seccomp listener, TIOCSTI" {
+	contained "$GUESTS/escape_kernel"
+	[ "$(refused)" -eq 13 ]
+	[ "$(count '.action == "denied" and .name == "ioctl"')" -eq 2 ]
+}
+
+@test "a thread flips an openat path between allowed and forbidden 10^5 times" {
+	run sbx-run --ephemeral --result r.json -- "$GUESTS/escape_toctou" /etc/shadow 100000
+	assert_success
+	assert_line --regexp "^opens: [0-9]+ of the allowed file, 0 of the forbidden one, 100000 attempts$"
+	assert_line "RESULT: contained"
+	# traced at file level (every openat stops in the supervisor): still none;
+	# the kernel, not the recorded path, decides, so the race cannot help
+	contained "$GUESTS/escape_toctou" /etc/shadow 5000
+	assert_line --partial " 0 of the forbidden one"
+	[ "$(count '.name == "openat" and .errno == "EACCES"')" -gt 0 ]
+}
+
+@test "a fork bomb stops at the per-run process cap; the host is unaffected" {
+	run sbx-run --ephemeral --max-procs 64 --result r.json -- "$GUESTS/escape_forkbomb"
+	assert_success
+	assert_line "RESULT: contained"
+	assert_line --regexp "^processes in the sandbox at the cap: (6[0-4]|[1-5][0-9])$"
+	# every bomb process died with the run; the host still forks
+	for i in $(seq 1 30); do pgrep -f escape_forkbomb >/dev/null || break; sleep 0.1; done
+	run pgrep -f escape_forkbomb
+	assert_failure
+	run sh -c 'echo host-ok'
+	assert_output "host-ok"
+}
+
+@test "execve of a setuid-root binary gains nothing" {
+	cp "$GUESTS/escape_setuid" suid
+	chown 0:0 suid
+	chmod 4755 suid
+	run sbx-run --ephemeral --ro "$PWD/suid:/suidbin" --trace t.jsonl -- "$GUESTS/escape_setuid" /suidbin
+	assert_success
+	assert_line "contained: setuid-root /suidbin ran without privilege"
+	[ "$(count '.ev == "exec" and .path == "/suidbin"')" -eq 1 ]
+}
+
+@test "symlink swap of the exec path: the exec events name the real binary" {
+	contained "$GUESTS/escape_symlink"
+	run jq -rs '[.[] | select(.ev == "exec") | .path] | unique | join(" ")' t.jsonl
+	# the symlink is never what ran: only the two targets (and the guest itself)
+	refute_output --partial "/ns/prog"
+	assert_output --regexp "(/usr)?/bin/(true|false)"
+}
+
+@test "SIGKILL of sbx-run leaves no guest alive" {
+	sbx-run --ephemeral -- /bin/sh -c 'trap "" TERM HUP INT; sleep 7777.25 & sleep 7777.5; wait' &
+	pid=$!
+	for i in $(seq 1 50); do pgrep -f "sleep 7777.5" >/dev/null && break; sleep 0.1; done
+	guests=$(pgrep -f "sleep 7777" | tr '\n' ' ')
+	[ -n "$guests" ]
+	sock=$(ls "$SBX_STORE"/run/*.sock | head -1)
+	gpid=$(python3 -c 'import socket,sys,json; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"op\":\"status\"}\n"); print(json.loads(s.recv(4096))["guest_pid"])' "$sock")
+	[ -d "/proc/$gpid" ]
+	kill -9 "$pid"
+	wait "$pid" || true
+	for i in $(seq 1 30); do pgrep -f "sleep 7777" >/dev/null || break; sleep 0.1; done
+	run pgrep -f "sleep 7777"
+	assert_failure
+	st=$(ps -o stat= -p "$gpid" || true)
+	[ -z "$st" ] || [ "${st#Z}" != "$st" ]
+	# nothing left but, at most, zombies awaiting the host's init
+	for p in $guests; do
+		st=$(ps -o stat= -p "$p" || true)
+		[ -z "$st" ] || [ "${st#Z}" != "$st" ]
+	done
+}
+
+@test "a guest that closes and dups fds 0-2 cannot reach the host or the control socket" {
+	sbx-run --ephemeral -- /bin/sleep 2 &
+	BGPID=$!
+	for i in $(seq 1 50); do ls "$SBX_STORE"/run/*.sock >/dev/null 2>&1 && break; sleep 0.1; done
+	sock=$(ls "$SBX_STORE"/run/*.sock | head -1)
+	contained "$GUESTS/escape_fds" "$sock" /run/sbx.sock
+	assert_line "contained: control socket $sock (No such file or directory)"
+	assert_line "contained: no descriptor leaked"
+	wait "$BGPID"
+}
+
+@test "hostname and SysV IPC are the run's own" {
+	host=$(hostname)
+	contained "$GUESTS/escape_hostname"
+	assert_line "hostname inside: sbx"
+	[ "$(hostname)" = "$host" ]
+}
+
+@test "refusals leave /ns unchanged and are recorded" {
+	run sbx-run --ephemeral --trace t.jsonl --result r.json -- /bin/sh -c \
+		"echo keep > /ns/keep; $GUESTS/escape_mount >/dev/null; $GUESTS/escape_kernel >/dev/null; ls /ns"
+	assert_success
+	assert_output "keep"
+	[ "$(refused)" -eq 23 ]
+	[ "$(count '.action == "denied"')" -eq 23 ]
+}
