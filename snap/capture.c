@@ -1,0 +1,540 @@
+/* snap: capturing a stopped single-threaded tracee into the canonical encoding. */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/ptrace.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <unistd.h>
+#include "snap/snap-internal.h"
+
+/* <sys/ptrace.h> and <linux/ptrace.h> clash; call the raw syscall. */
+static long ptr(long req, pid_t pid, void *addr, void *data)
+{
+	return syscall(SYS_ptrace, req, (long)pid, addr, data);
+}
+
+#define ERESTARTSYS 512
+#define ERESTARTNOINTR 513
+#define ERESTARTNOHAND 514
+#define ERESTART_RESTARTBLOCK 516
+
+static int count_threads(pid_t pid, struct common_err *e)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(p);
+	if (!d)
+		return common_errno(e, errno, "open %s", p);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Registers in canonical form: never inside a syscall (orig_rax = -1); a
+ * syscall caught at entry or interrupted for a restart runs again from its
+ * instruction. */
+static int canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *e)
+{
+	struct ptrace_syscall_info si;
+	memset(&si, 0, sizeof si);
+	if (ptr(PTRACE_GETREGS, pid, 0, r) < 0)
+		return common_errno(e, errno, "capture registers of %d", (int)pid);
+	if (ptr(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof si, &si) < 0)
+		return common_errno(e, errno, "PTRACE_GET_SYSCALL_INFO of %d", (int)pid);
+	if (si.op == PTRACE_SYSCALL_INFO_ENTRY || si.op == PTRACE_SYSCALL_INFO_SECCOMP) {
+		r->rip -= 2;
+		r->rax = r->orig_rax;
+	} else if ((int64_t)r->orig_rax >= 0) {
+		int64_t rv = (int64_t)r->rax;
+		if (rv == -ERESTART_RESTARTBLOCK)
+			return common_errf(e, "capture", "guest is inside a restartable sleep; "
+					   "take the snapshot at another step");
+		if (rv == -ERESTARTSYS || rv == -ERESTARTNOINTR || rv == -ERESTARTNOHAND) {
+			r->rip -= 2;
+			r->rax = r->orig_rax;
+		}
+	}
+	r->orig_rax = (uint64_t)-1;
+	return 0;
+}
+
+static int read_umask(pid_t pid, uint32_t *um, struct common_err *e)
+{
+	char p[64], *buf;
+	size_t len;
+	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+	if (common_read_file(p, 1 << 20, &buf, &len, e) < 0)
+		return -1;
+	char *u = strstr(buf, "\nUmask:");
+	int ok = u && sscanf(u + 7, "%o", um) == 1;
+	free(buf);
+	if (!ok)
+		return common_errf(e, p, "no Umask line");
+	return 0;
+}
+
+static int read_link(const char *p, char *out, size_t cap, struct common_err *e)
+{
+	ssize_t n = readlink(p, out, cap - 1);
+	if (n < 0)
+		return common_errno(e, errno, "readlink %s", p);
+	out[n] = 0;
+	return 0;
+}
+
+static int hash_fd_file(const char *p, uint8_t out[32], uint64_t *size, struct common_err *e)
+{
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return common_errno(e, errno, "open %s", p);
+	struct common_sha256 h;
+	common_sha256_init(&h);
+	uint8_t *buf = common_xmalloc(1 << 20);
+	uint64_t total = 0;
+	ssize_t n;
+	while ((n = read(fd, buf, 1 << 20)) > 0) {
+		common_sha256_update(&h, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	int err = n < 0 ? errno : 0;
+	free(buf);
+	close(fd);
+	common_sha256_final(&h, out);
+	if (err)
+		return common_errno(e, err, "read %s", p);
+	*size = total;
+	return 0;
+}
+
+static int cmp_fd(const void *a, const void *b)
+{
+	const struct snap_fd *x = a, *y = b;
+	return x->fd < y->fd ? -1 : x->fd > y->fd;
+}
+
+static int capture_fds(pid_t pid, struct snap_state *st, struct common_err *e)
+{
+	char dir[64], p[128], link[SNAP_STR_MAX];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return common_errno(e, errno, "open %s", dir);
+	size_t cap = 16;
+	st->fds = common_xcalloc(cap, sizeof *st->fds);
+	struct dirent *de;
+	int rc = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (st->nfds == cap)
+			st->fds = common_xrealloc(st->fds, (cap *= 2) * sizeof *st->fds);
+		struct snap_fd *f = &st->fds[st->nfds];
+		memset(f, 0, sizeof *f);
+		f->fd = (uint32_t)strtoul(de->d_name, NULL, 10);
+		snprintf(p, sizeof p, "%s/%u", dir, f->fd);
+		struct stat sb;
+		if (read_link(p, link, sizeof link, e) < 0) {
+			rc = -1;
+			break;
+		}
+		if (stat(p, &sb) < 0) {
+			rc = common_errno(e, errno, "stat %s", p);
+			break;
+		}
+		char info[128], *buf;
+		size_t len;
+		snprintf(info, sizeof info, "/proc/%d/fdinfo/%u", (int)pid, f->fd);
+		if (common_read_file(info, 65536, &buf, &len, e) < 0) {
+			rc = -1;
+			break;
+		}
+		unsigned long long pos = 0;
+		unsigned flags = 0;
+		char *q = strstr(buf, "pos:"), *fl = strstr(buf, "flags:");
+		if (q)
+			pos = strtoull(q + 4, NULL, 10);
+		if (fl)
+			flags = (unsigned)strtoul(fl + 6, NULL, 8);
+		free(buf);
+		f->pos = pos;
+		f->flags = flags;
+		if (f->fd <= 2) {
+			/* stdio belongs to the supervisor (pipes, terminals, log files):
+			 * the restoring supervisor provides its own */
+			f->kind = SNAP_FD_STREAM;
+			f->path = common_xstrdup("");
+			f->pos = 0;
+			f->flags = 0;
+		} else if (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) || S_ISCHR(sb.st_mode)) {
+			if (link[0] != '/' || strstr(link, " (deleted)")) {
+				rc = common_errf(e, "capture", "fd %u: %s is not a reachable file",
+						 f->fd, link);
+				break;
+			}
+			f->kind = S_ISREG(sb.st_mode) ? SNAP_FD_FILE :
+				  S_ISDIR(sb.st_mode) ? SNAP_FD_DIR : SNAP_FD_DEV;
+			f->path = common_xstrdup(link);
+			if (f->kind == SNAP_FD_FILE &&
+			    hash_fd_file(p, f->hash, &f->size, e) < 0) {
+				rc = -1;
+				st->nfds++;
+				break;
+			}
+			if (f->kind != SNAP_FD_FILE)
+				f->pos = f->kind == SNAP_FD_DIR ? 0 : f->pos;
+		} else {
+			rc = common_errf(e, "capture", "fd %u: %s cannot be snapshotted "
+					 "(pipes, sockets and special files are not supported)",
+					 f->fd, link);
+			break;
+		}
+		st->nfds++;
+	}
+	closedir(d);
+	if (rc == 0)
+		qsort(st->fds, st->nfds, sizeof *st->fds, cmp_fd);
+	return rc;
+}
+
+static void add_region(struct snap_state *st, struct snap_region r, const char *path)
+{
+	struct snap_region *prev = st->nregions ? &st->regions[st->nregions - 1] : NULL;
+	/* the kernel splits and merges VMAs as it likes: one region per run */
+	if (prev && prev->end == r.start && prev->prot == r.prot && prev->kind == r.kind &&
+	    r.kind != SNAP_REGION_VDSO &&
+	    (r.kind != SNAP_REGION_FILE ||
+	     (!strcmp(prev->path, path) && prev->offset + (prev->end - prev->start) == r.offset))) {
+		prev->end = r.end;
+		return;
+	}
+	if (r.kind == SNAP_REGION_FILE)
+		r.path = common_xstrdup(path);
+	st->regions[st->nregions++] = r;
+}
+
+static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *e)
+{
+	struct snap_map *m;
+	size_t n;
+	if (snap_read_maps(pid, &m, &n, e) < 0)
+		return -1;
+	/* room for each mapping split in three around the brk area */
+	st->regions = common_xcalloc(3 * n + 1, sizeof *st->regions);
+	uint64_t hs = st->start_brk, he = (st->brk + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1);
+	for (size_t i = 0; i < n; i++) {
+		int kind = snap_map_kind(&m[i]);
+		if (kind < 0)
+			continue;
+		if (m[i].perms[3] == 's') {
+			free(m);
+			return common_errf(e, "capture", "shared mapping %#" PRIx64 "-%#" PRIx64
+					   " %s is not supported", m[i].start, m[i].end, m[i].path);
+		}
+		if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)")) {
+			free(m);
+			return common_errf(e, "capture", "mapping of deleted file %s is not supported",
+					   m[i].path);
+		}
+		struct snap_region r = {
+			.start = m[i].start, .end = m[i].end, .kind = (uint32_t)kind,
+			.prot = (m[i].perms[0] == 'r' ? 1u : 0) | (m[i].perms[1] == 'w' ? 2u : 0) |
+				(m[i].perms[2] == 'x' ? 4u : 0),
+			.offset = kind == SNAP_REGION_FILE ? m[i].offset : 0,
+		};
+		if (kind != SNAP_REGION_ANON && kind != SNAP_REGION_HEAP) {
+			add_region(st, r, m[i].path);
+			continue;
+		}
+		/* anonymous memory is heap exactly where it lies in the brk area,
+		 * however the kernel merged the VMAs */
+		uint64_t cut[4] = { r.start, r.end, r.end, r.end };
+		if (hs < r.end && r.start < he) {
+			cut[1] = hs > r.start ? hs : r.start;
+			cut[2] = he < r.end ? he : r.end;
+		} else {
+			cut[1] = cut[2] = r.end;
+		}
+		for (int k = 0; k < 3; k++) {
+			if (cut[k] >= cut[k + 1])
+				continue;
+			struct snap_region piece = r;
+			piece.start = cut[k];
+			piece.end = cut[k + 1];
+			piece.kind = k == 1 ? SNAP_REGION_HEAP : SNAP_REGION_ANON;
+			add_region(st, piece, "");
+		}
+	}
+	free(m);
+	return 0;
+}
+
+struct fill_ctx {
+	struct snap_tracee *t;
+	int pagemap;
+};
+
+/* Region content from /proc/pid/mem. Anonymous pages the kernel never
+ * populated read as zero, so pagemap lets us skip them; pages past the end of
+ * a mapped file cannot be read and count as zero. */
+static int fill_region(void *vctx, const struct snap_region *r, uint8_t *dst,
+		       struct common_err *e)
+{
+	struct fill_ctx *c = vctx;
+	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
+	uint64_t *pm = NULL;
+	if (c->pagemap >= 0 && r->kind != SNAP_REGION_FILE) {
+		pm = common_xmalloc(pages * 8);
+		ssize_t want = (ssize_t)(pages * 8);
+		if (pread(c->pagemap, pm, (size_t)want, (off_t)(r->start / SNAP_PAGE * 8)) != want) {
+			free(pm);
+			pm = NULL;
+		}
+	}
+	uint64_t i = 0;
+	while (i < pages) {
+		uint64_t j = i;
+		int absent = pm && !(pm[i] & (3ull << 62));
+		while (j < pages && (pm ? (!(pm[j] & (3ull << 62))) == absent : 1))
+			j++;
+		uint8_t *d = dst + i * SNAP_PAGE;
+		size_t len = (size_t)((j - i) * SNAP_PAGE);
+		if (absent) {
+			memset(d, 0, len);
+		} else if (snap_mem_read(c->t, r->start + i * SNAP_PAGE, d, len, NULL) < 0) {
+			for (uint64_t k = i; k < j; k++)
+				if (snap_mem_read(c->t, r->start + k * SNAP_PAGE,
+						  dst + k * SNAP_PAGE, SNAP_PAGE, NULL) < 0) {
+					if (r->kind != SNAP_REGION_FILE) {
+						free(pm);
+						return common_errf(e, "capture",
+								   "cannot read guest memory at %#" PRIx64,
+								   r->start + k * SNAP_PAGE);
+					}
+					memset(dst + k * SNAP_PAGE, 0, SNAP_PAGE);
+				}
+		}
+		i = j;
+	}
+	free(pm);
+	return 0;
+}
+
+struct cell_list {
+	struct snap_cell *c;
+	size_t n, cap;
+	uint64_t bytes;
+};
+
+static int walk_cells(const char *root, const char *rel, struct cell_list *l,
+		      struct common_err *e)
+{
+	char *dir = rel[0] ? common_xasprintf("%s/%s", root, rel) : common_xstrdup(root);
+	DIR *d = opendir(dir);
+	if (!d) {
+		int rc = common_errno(e, errno, "open namespace directory %s", dir);
+		free(dir);
+		return rc;
+	}
+	struct dirent *de;
+	int rc = 0;
+	while (!rc && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char *key = rel[0] ? common_xasprintf("%s/%s", rel, de->d_name)
+				   : common_xstrdup(de->d_name);
+		char *full = common_xasprintf("%s/%s", root, key);
+		struct stat sb;
+		if (lstat(full, &sb) < 0) {
+			rc = common_errno(e, errno, "stat %s", full);
+		} else if (S_ISDIR(sb.st_mode)) {
+			rc = walk_cells(root, key, l, e);
+		} else if (!S_ISREG(sb.st_mode)) {
+			rc = common_errf(e, "capture", "namespace entry %s is not a regular file", key);
+		} else if (strlen(key) > SNAP_STR_MAX) {
+			rc = common_errf(e, "capture", "namespace key %s is too long", key);
+		} else {
+			char *buf;
+			size_t len;
+			if (common_read_file(full, SNAP_MAX_BYTES, &buf, &len, e) < 0) {
+				rc = -1;
+			} else {
+				if (l->n == l->cap)
+					l->c = common_xrealloc(l->c, (l->cap = l->cap * 2 + 16) * sizeof *l->c);
+				l->c[l->n++] = (struct snap_cell){ key, (uint8_t *)buf, len };
+				l->bytes += len;
+				key = NULL;
+				if (l->bytes > SNAP_MAX_BYTES)
+					rc = common_errf(e, "capture", "namespace holds more than %llu bytes",
+							 (unsigned long long)SNAP_MAX_BYTES);
+			}
+		}
+		free(key);
+		free(full);
+	}
+	closedir(d);
+	free(dir);
+	return rc;
+}
+
+static int cmp_cell(const void *a, const void *b)
+{
+	return strcmp(((const struct snap_cell *)a)->key, ((const struct snap_cell *)b)->key);
+}
+
+/* Injected queries: brk(0), every signal action, the altstack. A scratch
+ * spot in a writable mapping receives the answers and is put back after. */
+static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
+			      struct common_err *e)
+{
+	const struct snap_region *w = NULL;
+	for (size_t i = 0; i < st->nregions && !w; i++)
+		if ((st->regions[i].prot & 2) && st->regions[i].kind != SNAP_REGION_VDSO)
+			w = &st->regions[i];
+	if (!w)
+		return common_errf(e, "capture", "no writable mapping for injected queries");
+	uint8_t saved[64], buf[32];
+	if (snap_mem_read(t, w->start, saved, sizeof saved, e) < 0)
+		return -1;
+	int64_t ret;
+	uint64_t a[6] = { 0 };
+	int rc = 0;
+	(void)a;
+	for (int sig = 1; sig <= SNAP_NSIG && rc == 0; sig++) {
+		if (sig == 9 || sig == 19)
+			continue;
+		uint64_t q[6] = { (uint64_t)sig, 0, w->start, 8, 0, 0 };
+		if (snap_inject(t, SYS_rt_sigaction, q, &ret, e) < 0 ||
+		    snap_mem_read(t, w->start, buf, 32, e) < 0) {
+			rc = -1;
+			break;
+		}
+		if (ret < 0) {
+			rc = common_errf(e, "capture", "rt_sigaction(%d) query failed: %s", sig,
+					 strerror((int)-ret));
+			break;
+		}
+		memcpy(&st->sigact[sig - 1], buf, 32);
+	}
+	if (rc == 0) {
+		uint64_t q[6] = { 0, w->start, 0, 0, 0, 0 };
+		if (snap_inject(t, SYS_sigaltstack, q, &ret, e) < 0 ||
+		    snap_mem_read(t, w->start, buf, 24, e) < 0)
+			rc = -1;
+		else {
+			memcpy(&st->ss_sp, buf, 8);
+			memcpy(&st->ss_flags, buf + 8, 4);
+			memcpy(&st->ss_size, buf + 16, 8);
+		}
+	}
+	if (snap_mem_write(t, w->start, saved, sizeof saved, rc ? NULL : e) < 0)
+		rc = -1;
+	return rc;
+}
+
+int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
+		 struct common_err *e)
+{
+	struct snap_state st;
+	struct snap_tracee t = { .memfd = -1 };
+	struct user_regs_struct regs;
+	struct cell_list cells = { 0 };
+	struct fill_ctx fc = { &t, -1 };
+	int rc = -1;
+	memset(&st, 0, sizeof st);
+
+	int nthreads = count_threads(pid, e);
+	if (nthreads < 0)
+		return -1;
+	if (nthreads != 1)
+		return common_errf(e, "capture", "guest has %d threads: only single-threaded "
+				   "guests can be snapshotted", nthreads);
+	st.meta = o->meta;
+	st.meta.lease = common_xstrdup(o->meta.lease ? o->meta.lease : "");
+	st.meta.principal = common_xstrdup(o->meta.principal ? o->meta.principal : "");
+	st.meta.host_program = common_xstrdup(o->meta.host_program ? o->meta.host_program : "");
+	st.meta.ns_prefix = common_xstrdup(o->meta.ns_prefix ? o->meta.ns_prefix : "");
+	if (canon_regs(pid, &regs, e) < 0)
+		goto out;
+	memcpy(st.regs, &regs, sizeof st.regs);
+
+	uint8_t xbuf[SNAP_XSTATE_MAX];
+	struct iovec iov = { xbuf, sizeof xbuf };
+	memset(xbuf, 0, sizeof xbuf);
+	if (ptr(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov) < 0) {
+		common_errno(e, errno, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
+		goto out;
+	}
+	st.xsize = (uint32_t)iov.iov_len;
+	memcpy(&st.xcr0, xbuf + 464, 8);
+	if (st.xsize < 576 || snap_xstate_canon(xbuf, st.xsize, st.xcr0) < 0) {
+		common_errf(e, "capture", "unexpected XSAVE layout (%u bytes)", st.xsize);
+		goto out;
+	}
+	st.xstate = common_xmalloc(st.xsize);
+	memcpy(st.xstate, xbuf, st.xsize);
+	if (ptr(PTRACE_GETSIGMASK, pid, (void *)8, &st.sigmask) < 0) {
+		common_errno(e, errno, "PTRACE_GETSIGMASK of %d", (int)pid);
+		goto out;
+	}
+	for (int i = 0; i < SNAP_NRLIMIT; i++) {
+		struct rlimit rl;
+		if (prlimit(pid, i, NULL, &rl) < 0) {
+			common_errno(e, errno, "prlimit of %d", (int)pid);
+			goto out;
+		}
+		st.rlim[i][0] = rl.rlim_cur;
+		st.rlim[i][1] = rl.rlim_max;
+	}
+	char p[64], link[SNAP_STR_MAX];
+	snprintf(p, sizeof p, "/proc/%d/cwd", (int)pid);
+	if (read_link(p, link, sizeof link, e) < 0 || read_umask(pid, &st.umask, e) < 0 ||
+	    snap_read_start_brk(pid, &st.start_brk, e) < 0)
+		goto out;
+	st.cwd = common_xstrdup(link);
+	if (capture_fds(pid, &st, e) < 0 || snap_tracee_open(&t, pid, e) < 0 ||
+	    snap_find_syscall(&t, e) < 0)
+		goto out;
+	int64_t brk;
+	uint64_t none[6] = { 0 };
+	if (snap_inject(&t, SYS_brk, none, &brk, e) < 0)
+		goto out;
+	st.brk = (uint64_t)brk;
+	if (capture_regions(pid, &st, e) < 0 || query_kernel_state(&t, &st, e) < 0)
+		goto out;
+	/* leave the tracee at the canonical boundary the snapshot describes */
+	if (ptr(PTRACE_SETREGS, pid, 0, &regs) < 0) {
+		common_errno(e, errno, "PTRACE_SETREGS of %d", (int)pid);
+		goto out;
+	}
+	if (o->ns_dir) {
+		if (walk_cells(o->ns_dir, "", &cells, e) < 0)
+			goto out;
+		qsort(cells.c, cells.n, sizeof *cells.c, cmp_cell);
+		st.cells = cells.c;
+		st.ncells = cells.n;
+	}
+	snprintf(p, sizeof p, "/proc/%d/pagemap", (int)pid);
+	fc.pagemap = open(p, O_RDONLY | O_CLOEXEC);
+	rc = snap_encode_with(&st, fill_region, &fc, out, e);
+out:
+	if (fc.pagemap >= 0)
+		close(fc.pagemap);
+	snap_tracee_close(&t);
+	for (size_t i = 0; i < cells.n; i++)
+		free((void *)cells.c[i].val);
+	snap_state_free(&st);
+	return rc;
+}

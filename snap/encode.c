@@ -1,0 +1,454 @@
+/* snap: the canonical snapshot encoding (SPEC §8.2) and its decoder. */
+#include <stdlib.h>
+#include <string.h>
+#include "codec/codec.h"
+#include "snap/snap-internal.h"
+
+static const uint8_t zero_page[SNAP_PAGE];
+
+void snap_image_free(struct snap_image *im)
+{
+	free(im->bytes);
+	im->bytes = NULL;
+	im->len = 0;
+}
+
+static void put_str(struct codec_buf *b, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	codec_put_u32(b, (uint32_t)n);
+	codec_put_raw(b, s ? s : "", n);
+}
+
+static size_t bitmap_len(const struct snap_region *r)
+{
+	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
+	return (size_t)((pages + 7) / 8);
+}
+
+/* Packed size of a decoded region's content. */
+static size_t packed_len(const struct snap_region *r)
+{
+	size_t n = 0, bl = bitmap_len(r);
+	for (size_t i = 0; i < bl; i++)
+		n += (size_t)__builtin_popcount(r->bitmap[i]);
+	return n * SNAP_PAGE;
+}
+
+/* Raw region bytes read into the buffer, then all-zero pages squeezed out. */
+static int put_region_fill(struct codec_buf *b, const struct snap_region *r,
+			   snap_fill_fn fill, void *ctx, struct common_err *e)
+{
+	size_t bl = bitmap_len(r);
+	size_t bytes = (size_t)(r->end - r->start);
+	size_t base = b->len;
+	codec_buf_reserve(b, bl + bytes);
+	uint8_t *bm = b->p + base, *raw = bm + bl;
+	memset(bm, 0, bl);
+	if (fill(ctx, r, raw, e) < 0) {
+		b->len = base;
+		return -1;
+	}
+	uint8_t *dst = raw;
+	for (size_t i = 0; i < bytes / SNAP_PAGE; i++) {
+		uint8_t *src = raw + i * SNAP_PAGE;
+		if (!memcmp(src, zero_page, SNAP_PAGE))
+			continue;
+		bm[i / 8] |= (uint8_t)(1u << (i % 8));
+		if (dst != src)
+			memmove(dst, src, SNAP_PAGE);
+		dst += SNAP_PAGE;
+	}
+	b->len = (size_t)(dst - b->p);
+	return 0;
+}
+
+int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+		     struct snap_image *out, struct common_err *e)
+{
+	struct codec_buf b;
+	codec_buf_init(&b);
+	/* one reservation up front: region contents dominate the size */
+	size_t guess = 65536 + st->xsize;
+	for (size_t i = 0; i < st->nregions; i++)
+		guess += (size_t)(st->regions[i].end - st->regions[i].start) / 8 * 9 + 64;
+	for (size_t i = 0; i < st->ncells; i++)
+		guess += st->cells[i].len + 64;
+	codec_buf_reserve(&b, guess);
+	b.len = 0;
+
+	put_str(&b, SNAP_DOMAIN);
+	codec_put_u32(&b, SNAP_VERSION);
+	put_str(&b, st->meta.lease);
+	put_str(&b, st->meta.principal);
+	put_str(&b, st->meta.host_program);
+	put_str(&b, st->meta.ns_prefix);
+	codec_put_raw(&b, st->meta.image, 32);
+	codec_put_u64(&b, st->meta.step);
+	codec_put_raw(&b, st->meta.trace_head, 32);
+	for (int i = 0; i < SNAP_NUSAGE; i++)
+		codec_put_u64(&b, st->meta.usage[i]);
+	codec_put_u64(&b, st->xcr0);
+	codec_put_u32(&b, st->xsize);
+	for (int i = 0; i < SNAP_NREGS; i++)
+		codec_put_u64(&b, st->regs[i]);
+	codec_put_raw(&b, st->xstate, st->xsize);
+	codec_put_u64(&b, st->sigmask);
+	for (int i = 0; i < SNAP_NSIG; i++) {
+		codec_put_u64(&b, st->sigact[i].handler);
+		codec_put_u64(&b, st->sigact[i].flags);
+		codec_put_u64(&b, st->sigact[i].restorer);
+		codec_put_u64(&b, st->sigact[i].mask);
+	}
+	codec_put_u64(&b, st->ss_sp);
+	codec_put_u32(&b, st->ss_flags);
+	codec_put_u64(&b, st->ss_size);
+	codec_put_u64(&b, st->start_brk);
+	codec_put_u64(&b, st->brk);
+	codec_put_u32(&b, st->umask);
+	put_str(&b, st->cwd);
+	for (int i = 0; i < SNAP_NRLIMIT; i++) {
+		codec_put_u64(&b, st->rlim[i][0]);
+		codec_put_u64(&b, st->rlim[i][1]);
+	}
+	codec_put_u32(&b, (uint32_t)st->nfds);
+	for (size_t i = 0; i < st->nfds; i++) {
+		const struct snap_fd *f = &st->fds[i];
+		codec_put_u32(&b, f->fd);
+		codec_put_u32(&b, f->kind);
+		codec_put_u32(&b, f->flags);
+		codec_put_u64(&b, f->pos);
+		put_str(&b, f->path);
+		codec_put_raw(&b, f->hash, 32);
+		codec_put_u64(&b, f->size);
+	}
+	codec_put_u32(&b, (uint32_t)st->nregions);
+	for (size_t i = 0; i < st->nregions; i++) {
+		const struct snap_region *r = &st->regions[i];
+		codec_put_u64(&b, r->start);
+		codec_put_u64(&b, r->end);
+		codec_put_u32(&b, r->prot);
+		codec_put_u32(&b, r->kind);
+		codec_put_u64(&b, r->offset);
+		put_str(&b, r->path);
+		if (r->kind == SNAP_REGION_VDSO)
+			continue;
+		if (r->bitmap) {
+			codec_put_raw(&b, r->bitmap, bitmap_len(r));
+			codec_put_raw(&b, r->packed, packed_len(r));
+		} else if (!fill) {
+			codec_buf_free(&b);
+			return common_errf(e, "encode snapshot", "region %#llx has no content",
+					   (unsigned long long)r->start);
+		} else if (put_region_fill(&b, r, fill, ctx, e) < 0) {
+			codec_buf_free(&b);
+			return -1;
+		}
+	}
+	codec_put_u32(&b, (uint32_t)st->ncells);
+	for (size_t i = 0; i < st->ncells; i++) {
+		put_str(&b, st->cells[i].key);
+		codec_put_u64(&b, st->cells[i].len);
+		codec_put_raw(&b, st->cells[i].val, st->cells[i].len);
+	}
+	out->bytes = b.p;
+	out->len = b.len;
+	common_sha256(out->bytes, out->len, out->digest);
+	return 0;
+}
+
+int snap_encode(const struct snap_state *st, struct snap_image *out, struct common_err *e)
+{
+	return snap_encode_with(st, NULL, NULL, out, e);
+}
+
+/* ---- decoding ---- */
+
+int snap_valid_key(const char *k)
+{
+	if (!*k || *k == '/')
+		return 0;
+	for (const char *p = k; *p;) {
+		const char *s = strchr(p, '/');
+		size_t n = s ? (size_t)(s - p) : strlen(p);
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		if (!s)
+			break;
+		p = s + 1;
+		if (!*p)
+			return 0;
+	}
+	return 1;
+}
+
+static int get_str(struct codec_rd *r, char **out)
+{
+	uint32_t n;
+	const uint8_t *p;
+	if (codec_get_u32(r, &n) < 0)
+		return -1;
+	if (n > SNAP_STR_MAX)
+		return codec_rd_fail(r, "string longer than 4096 bytes");
+	if (codec_get_raw(r, &p, n) < 0)
+		return -1;
+	if (memchr(p, 0, n))
+		return codec_rd_fail(r, "NUL byte inside a string");
+	*out = common_xmalloc(n + 1);
+	memcpy(*out, p, n);
+	(*out)[n] = 0;
+	return 0;
+}
+
+static int get_fixed(struct codec_rd *r, uint8_t *dst, size_t n)
+{
+	const uint8_t *p;
+	if (codec_get_raw(r, &p, n) < 0)
+		return -1;
+	memcpy(dst, p, n);
+	return 0;
+}
+
+static int same_region_class(const struct snap_region *a, const struct snap_region *b)
+{
+	if (a->end != b->start || a->prot != b->prot || a->kind != b->kind)
+		return 0;
+	if (a->kind == SNAP_REGION_FILE)
+		return !strcmp(a->path, b->path) && a->offset + (a->end - a->start) == b->offset;
+	return a->kind != SNAP_REGION_VDSO;
+}
+
+static int decode_regions(struct codec_rd *r, struct snap_state *st)
+{
+	uint32_t n;
+	if (codec_get_u32(r, &n) < 0)
+		return -1;
+	if ((uint64_t)n * 36 > r->len - r->off)
+		return codec_rd_fail(r, "region count exceeds the input");
+	st->regions = common_xcalloc(n ? n : 1, sizeof *st->regions);
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_region *g = &st->regions[i];
+		st->nregions = i + 1;
+		if (codec_get_u64(r, &g->start) < 0 || codec_get_u64(r, &g->end) < 0 ||
+		    codec_get_u32(r, &g->prot) < 0 || codec_get_u32(r, &g->kind) < 0 ||
+		    codec_get_u64(r, &g->offset) < 0 || get_str(r, &g->path) < 0)
+			return -1;
+		if (g->start >= g->end || g->start % SNAP_PAGE || g->end % SNAP_PAGE ||
+		    g->end > ((uint64_t)1 << 47))
+			return codec_rd_fail(r, "region bounds are not page-aligned user addresses");
+		if (g->prot & ~7u || g->kind > SNAP_REGION_VDSO)
+			return codec_rd_fail(r, "unknown region protection or kind");
+		if ((g->kind == SNAP_REGION_FILE) != (g->path[0] == '/') ||
+		    (g->kind != SNAP_REGION_FILE && g->offset))
+			return codec_rd_fail(r, "region path or offset does not fit its kind");
+		if (g->kind != SNAP_REGION_FILE) {
+			free(g->path);
+			g->path = NULL;
+		}
+		if (i && g->start < st->regions[i - 1].end)
+			return codec_rd_fail(r, "regions overlap or are not sorted");
+		if (i && same_region_class(&st->regions[i - 1], g))
+			return codec_rd_fail(r, "adjacent compatible regions are not merged");
+		if (g->kind == SNAP_REGION_VDSO)
+			continue;
+		size_t bl = bitmap_len(g);
+		if (codec_get_raw(r, &g->bitmap, bl) < 0)
+			return -1;
+		uint64_t pages = (g->end - g->start) / SNAP_PAGE;
+		if (pages % 8 && g->bitmap[bl - 1] >> (pages % 8))
+			return codec_rd_fail(r, "page bitmap has bits past the region end");
+		if (codec_get_raw(r, &g->packed, packed_len(g)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_state *st,
+		struct common_err *e)
+{
+	struct codec_rd r;
+	char *dom = NULL;
+	uint32_t ver, n;
+	memset(st, 0, sizeof *st);
+	if (len > SNAP_MAX_BYTES)
+		return common_errf(e, name, "snapshot of %zu bytes exceeds the %llu-byte bound", len,
+				   (unsigned long long)SNAP_MAX_BYTES);
+	codec_rd_init(&r, buf, len);
+	if (get_str(&r, &dom) < 0)
+		goto bad;
+	if (strcmp(dom, SNAP_DOMAIN)) {
+		free(dom);
+		codec_rd_fail(&r, "not a snapshot (domain string differs)");
+		goto bad;
+	}
+	free(dom);
+	if (codec_get_u32(&r, &ver) < 0)
+		goto bad;
+	if (ver != SNAP_VERSION) {
+		codec_rd_fail(&r, "unsupported snapshot version");
+		goto bad;
+	}
+	if (get_str(&r, &st->meta.lease) < 0 || get_str(&r, &st->meta.principal) < 0 ||
+	    get_str(&r, &st->meta.host_program) < 0 || get_str(&r, &st->meta.ns_prefix) < 0 ||
+	    get_fixed(&r, st->meta.image, 32) < 0 || codec_get_u64(&r, &st->meta.step) < 0 ||
+	    get_fixed(&r, st->meta.trace_head, 32) < 0)
+		goto bad;
+	for (int i = 0; i < SNAP_NUSAGE; i++)
+		if (codec_get_u64(&r, &st->meta.usage[i]) < 0)
+			goto bad;
+	if (codec_get_u64(&r, &st->xcr0) < 0 || codec_get_u32(&r, &st->xsize) < 0)
+		goto bad;
+	if (st->xsize < 576 || st->xsize > SNAP_XSTATE_MAX || st->xsize % 64) {
+		codec_rd_fail(&r, "implausible XSAVE size");
+		goto bad;
+	}
+	for (int i = 0; i < SNAP_NREGS; i++)
+		if (codec_get_u64(&r, &st->regs[i]) < 0)
+			goto bad;
+	st->xstate = common_xmalloc(st->xsize);
+	if (get_fixed(&r, st->xstate, st->xsize) < 0 || codec_get_u64(&r, &st->sigmask) < 0)
+		goto bad;
+	for (int i = 0; i < SNAP_NSIG; i++)
+		if (codec_get_u64(&r, &st->sigact[i].handler) < 0 ||
+		    codec_get_u64(&r, &st->sigact[i].flags) < 0 ||
+		    codec_get_u64(&r, &st->sigact[i].restorer) < 0 ||
+		    codec_get_u64(&r, &st->sigact[i].mask) < 0)
+			goto bad;
+	if (codec_get_u64(&r, &st->ss_sp) < 0 || codec_get_u32(&r, &st->ss_flags) < 0 ||
+	    codec_get_u64(&r, &st->ss_size) < 0 || codec_get_u64(&r, &st->start_brk) < 0 ||
+	    codec_get_u64(&r, &st->brk) < 0 || codec_get_u32(&r, &st->umask) < 0 ||
+	    get_str(&r, &st->cwd) < 0)
+		goto bad;
+	if (st->umask > 0777 || st->cwd[0] != '/') {
+		codec_rd_fail(&r, "bad umask or relative cwd");
+		goto bad;
+	}
+	for (int i = 0; i < SNAP_NRLIMIT; i++)
+		if (codec_get_u64(&r, &st->rlim[i][0]) < 0 || codec_get_u64(&r, &st->rlim[i][1]) < 0)
+			goto bad;
+	if (codec_get_u32(&r, &n) < 0)
+		goto bad;
+	if ((uint64_t)n * 60 > r.len - r.off) {
+		codec_rd_fail(&r, "fd count exceeds the input");
+		goto bad;
+	}
+	st->fds = common_xcalloc(n ? n : 1, sizeof *st->fds);
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_fd *f = &st->fds[i];
+		st->nfds = i + 1;
+		if (codec_get_u32(&r, &f->fd) < 0 || codec_get_u32(&r, &f->kind) < 0 ||
+		    codec_get_u32(&r, &f->flags) < 0 || codec_get_u64(&r, &f->pos) < 0 ||
+		    get_str(&r, &f->path) < 0 || get_fixed(&r, f->hash, 32) < 0 ||
+		    codec_get_u64(&r, &f->size) < 0)
+			goto bad;
+		if (i && f->fd <= st->fds[i - 1].fd) {
+			codec_rd_fail(&r, "descriptors are not sorted");
+			goto bad;
+		}
+		if (f->kind > SNAP_FD_DEV || f->fd > (1u << 20) ||
+		    (f->kind == SNAP_FD_STREAM) != (f->path[0] == 0) ||
+		    (f->kind != SNAP_FD_STREAM && f->path[0] != '/') ||
+		    (f->kind == SNAP_FD_STREAM && f->fd > 2)) {
+			codec_rd_fail(&r, "descriptor kind, number or path invalid");
+			goto bad;
+		}
+	}
+	if (decode_regions(&r, st) < 0)
+		goto bad;
+	if (codec_get_u32(&r, &n) < 0)
+		goto bad;
+	if ((uint64_t)n * 12 > r.len - r.off) {
+		codec_rd_fail(&r, "cell count exceeds the input");
+		goto bad;
+	}
+	st->cells = common_xcalloc(n ? n : 1, sizeof *st->cells);
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_cell *c = &st->cells[i];
+		st->ncells = i + 1;
+		if (get_str(&r, &c->key) < 0 || codec_get_u64(&r, &c->len) < 0)
+			goto bad;
+		if (!snap_valid_key(c->key)) {
+			codec_rd_fail(&r, "cell key is not a plain relative path");
+			goto bad;
+		}
+		if (i && strcmp(st->cells[i - 1].key, c->key) >= 0) {
+			codec_rd_fail(&r, "cells are not in key order");
+			goto bad;
+		}
+		if (c->len > r.len - r.off) {
+			codec_rd_fail(&r, "cell value exceeds the input");
+			goto bad;
+		}
+		if (codec_get_raw(&r, &c->val, (size_t)c->len) < 0)
+			goto bad;
+	}
+	if (codec_rd_end(&r) < 0)
+		goto bad;
+	return 0;
+bad:
+	codec_rd_err(&r, name, e);
+	snap_state_free(st);
+	return -1;
+}
+
+void snap_state_free(struct snap_state *st)
+{
+	free(st->meta.lease);
+	free(st->meta.principal);
+	free(st->meta.host_program);
+	free(st->meta.ns_prefix);
+	free(st->xstate);
+	free(st->cwd);
+	for (size_t i = 0; i < st->nfds; i++)
+		free(st->fds[i].path);
+	free(st->fds);
+	for (size_t i = 0; i < st->nregions; i++)
+		free(st->regions[i].path);
+	free(st->regions);
+	for (size_t i = 0; i < st->ncells; i++)
+		free(st->cells[i].key);
+	free(st->cells);
+	memset(st, 0, sizeof *st);
+}
+
+uint64_t snap_cells_bytes(const struct snap_state *st)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < st->ncells; i++)
+		n += strlen(st->cells[i].key) + st->cells[i].len;
+	return n;
+}
+
+/* ---- manifest ---- */
+
+void snap_manifest_encode(const struct snap_manifest *m, uint8_t out[SNAP_MANIFEST_LEN])
+{
+	memcpy(out, m->digest, 32);
+	for (int i = 0; i < 8; i++)
+		out[32 + i] = (uint8_t)(m->len >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		out[40 + i] = (uint8_t)(m->chunks >> (8 * i));
+}
+
+int snap_manifest_decode(const uint8_t *buf, size_t len, struct snap_manifest *m,
+			 struct common_err *e)
+{
+	if (len != SNAP_MANIFEST_LEN)
+		return common_errf(e, "manifest", "%zu bytes, a manifest has exactly 44", len);
+	memcpy(m->digest, buf, 32);
+	m->len = 0;
+	m->chunks = 0;
+	for (int i = 0; i < 8; i++)
+		m->len |= (uint64_t)buf[32 + i] << (8 * i);
+	for (int i = 0; i < 4; i++)
+		m->chunks |= (uint32_t)buf[40 + i] << (8 * i);
+	if (m->len == 0 || m->len > SNAP_MAX_BYTES)
+		return common_errf(e, "manifest", "length %llu out of range",
+				   (unsigned long long)m->len);
+	uint64_t want = (m->len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX;
+	if (m->chunks != want)
+		return common_errf(e, "manifest", "%u chunks for %llu bytes, expected %llu",
+				   m->chunks, (unsigned long long)m->len,
+				   (unsigned long long)want);
+	return 0;
+}

@@ -1,0 +1,435 @@
+/* snap: rebuilding a fresh exec of the same image into a snapshot's state by
+ * injected syscalls, memory writes and ptrace register sets. */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <unistd.h>
+#include "snap/snap-internal.h"
+
+#define PAGE_UP(x) (((x) + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1))
+
+static const uint8_t zero_page[SNAP_PAGE];
+
+struct rs {
+	struct snap_tracee t;
+	const struct snap_state *st;
+	uint64_t scratch;
+	struct common_err *e;
+};
+
+static int call(struct rs *s, long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+		uint64_t a4, uint64_t a5, int64_t *ret)
+{
+	uint64_t a[6] = { a0, a1, a2, a3, a4, a5 };
+	return snap_inject(&s->t, nr, a, ret, s->e);
+}
+
+/* A syscall that must succeed; what names it in the error. */
+static int must(struct rs *s, const char *what, long nr, uint64_t a0, uint64_t a1, uint64_t a2,
+		uint64_t a3, uint64_t a4, uint64_t a5, int64_t *ret)
+{
+	int64_t r;
+	if (call(s, nr, a0, a1, a2, a3, a4, a5, &r) < 0)
+		return -1;
+	if (r < 0 && r > -4096)
+		return common_errf(s->e, "restore", "%s: %s", what, strerror((int)-r));
+	if (ret)
+		*ret = r;
+	return 0;
+}
+
+static int put_path(struct rs *s, const char *path)
+{
+	return snap_mem_write(&s->t, s->scratch, path, strlen(path) + 1, s->e);
+}
+
+static int overlaps(const struct snap_state *st, uint64_t a, uint64_t b)
+{
+	for (size_t i = 0; i < st->nregions; i++)
+		if (a < st->regions[i].end && st->regions[i].start < b)
+			return 1;
+	return 0;
+}
+
+static int unmap_all(struct rs *s, uint64_t *vdso_start, uint64_t *vdso_end)
+{
+	struct snap_map *m;
+	size_t n;
+	if (snap_read_maps(s->t.pid, &m, &n, s->e) < 0)
+		return -1;
+	int rc = 0;
+	*vdso_start = *vdso_end = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		int k = snap_map_kind(&m[i]);
+		if (k == SNAP_REGION_VDSO) {
+			*vdso_start = m[i].start;
+			*vdso_end = m[i].end;
+		}
+		if (k < 0 || k == SNAP_REGION_VDSO)
+			continue;
+		if (s->t.insn >= m[i].start && s->t.insn < m[i].end) {
+			rc = common_errf(s->e, "restore", "the tracee has no vdso to inject from");
+			break;
+		}
+		rc = must(s, "munmap", SYS_munmap, m[i].start, m[i].end - m[i].start, 0, 0, 0, 0,
+			  NULL);
+	}
+	free(m);
+	return rc;
+}
+
+static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
+{
+	const struct snap_state *st = s->st;
+	for (size_t i = 0; i < st->nregions; i++) {
+		const struct snap_region *r = &st->regions[i];
+		uint64_t len = r->end - r->start;
+		int64_t got;
+		if (r->kind == SNAP_REGION_VDSO) {
+			if (r->start != vs || r->end != ve)
+				return common_errf(s->e, "restore", "vdso is at %#" PRIx64 ", the snapshot "
+						   "has it at %#" PRIx64 " (address randomisation on?)",
+						   vs, r->start);
+			continue;
+		}
+		if (r->kind == SNAP_REGION_HEAP) {
+			if (r->start < st->start_brk || r->end > PAGE_UP(st->brk))
+				return common_errf(s->e, "restore", "heap region %#" PRIx64
+						   " lies outside the brk area", r->start);
+			continue;
+		}
+		if (r->kind == SNAP_REGION_FILE) {
+			int64_t fd;
+			char what[SNAP_STR_MAX + 16];
+			snprintf(what, sizeof what, "open %s", r->path);
+			if (put_path(s, r->path) < 0 ||
+			    must(s, what, SYS_openat, (uint64_t)AT_FDCWD, s->scratch,
+				 O_RDONLY | O_CLOEXEC, 0, 0, 0, &fd) < 0)
+				return -1;
+			int rc = must(s, "mmap file region", SYS_mmap, r->start, len,
+				      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, (uint64_t)fd,
+				      r->offset, &got);
+			int64_t ign;
+			if (call(s, SYS_close, (uint64_t)fd, 0, 0, 0, 0, 0, &ign) < 0 || rc < 0)
+				return -1;
+		} else {
+			uint64_t fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+			if (r->kind == SNAP_REGION_STACK)
+				fl |= MAP_GROWSDOWN;
+			if (must(s, "mmap region", SYS_mmap, r->start, len, PROT_READ | PROT_WRITE, fl,
+				 (uint64_t)-1, 0, &got) < 0)
+				return -1;
+		}
+		if ((uint64_t)got != r->start)
+			return common_errf(s->e, "restore", "region %#" PRIx64 " mapped at %#" PRIx64,
+					   r->start, (uint64_t)got);
+	}
+	return 0;
+}
+
+static int fill_regions(struct rs *s)
+{
+	const struct snap_state *st = s->st;
+	for (size_t i = 0; i < st->nregions; i++) {
+		const struct snap_region *r = &st->regions[i];
+		if (r->kind == SNAP_REGION_VDSO)
+			continue;
+		uint64_t pages = (r->end - r->start) / SNAP_PAGE;
+		const uint8_t *src = r->packed;
+		uint64_t p = 0;
+		while (p < pages) {
+			int set = r->bitmap[p / 8] >> (p % 8) & 1;
+			uint64_t q = p;
+			while (q < pages && (r->bitmap[q / 8] >> (q % 8) & 1) == set)
+				q++;
+			uint64_t addr = r->start + p * SNAP_PAGE;
+			if (set) {
+				size_t len = (size_t)((q - p) * SNAP_PAGE);
+				if (snap_mem_write(&s->t, addr, src, len, s->e) < 0)
+					return -1;
+				src += len;
+			} else if (r->kind == SNAP_REGION_FILE) {
+				/* file pages start with the file's bytes; a page past the end of
+				 * the file cannot be written and reads as zero anyway */
+				for (uint64_t k = p; k < q; k++)
+					snap_mem_write(&s->t, r->start + k * SNAP_PAGE, zero_page,
+						       SNAP_PAGE, NULL);
+			}
+			p = q;
+		}
+	}
+	return 0;
+}
+
+static int protect_regions(struct rs *s)
+{
+	const struct snap_state *st = s->st;
+	for (size_t i = 0; i < st->nregions; i++) {
+		const struct snap_region *r = &st->regions[i];
+		if (r->kind == SNAP_REGION_VDSO || r->prot == (PROT_READ | PROT_WRITE))
+			continue;
+		if (must(s, "mprotect", SYS_mprotect, r->start, r->end - r->start, r->prot, 0, 0, 0,
+			 NULL) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const struct snap_fd *find_fd(const struct snap_state *st, uint32_t fd)
+{
+	for (size_t i = 0; i < st->nfds; i++)
+		if (st->fds[i].fd == fd)
+			return &st->fds[i];
+	return NULL;
+}
+
+static int restore_fds(struct rs *s)
+{
+	const struct snap_state *st = s->st;
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)s->t.pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return common_errno(s->e, errno, "open %s", dir);
+	int have[3] = { 0, 0, 0 }, rc = 0;
+	struct dirent *de;
+	uint32_t close_list[1024];
+	size_t nclose = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		uint32_t fd = (uint32_t)strtoul(de->d_name, NULL, 10);
+		const struct snap_fd *f = find_fd(st, fd);
+		if (fd <= 2)
+			have[fd] = 1;
+		if ((!f || f->kind != SNAP_FD_STREAM) && nclose < 1024)
+			close_list[nclose++] = fd;
+	}
+	closedir(d);
+	for (size_t i = 0; i < nclose && rc == 0; i++)
+		rc = must(s, "close", SYS_close, close_list[i], 0, 0, 0, 0, 0, NULL);
+	for (size_t i = 0; i < st->nfds && rc == 0; i++) {
+		const struct snap_fd *f = &st->fds[i];
+		if (f->kind == SNAP_FD_STREAM) {
+			if (!have[f->fd])
+				rc = common_errf(s->e, "restore", "standard fd %u is not open", f->fd);
+			continue;
+		}
+		int64_t tmp, ign;
+		char what[SNAP_STR_MAX + 32];
+		snprintf(what, sizeof what, "fd %u: open %s", f->fd, f->path);
+		uint64_t fl = f->flags & ~(uint64_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
+		if (put_path(s, f->path) < 0 ||
+		    must(s, what, SYS_openat, (uint64_t)AT_FDCWD, s->scratch, fl, 0, 0, 0, &tmp) < 0)
+			return -1;
+		if ((uint64_t)tmp != f->fd) {
+			if (must(s, "dup3", SYS_dup3, (uint64_t)tmp, f->fd, f->flags & O_CLOEXEC, 0, 0, 0,
+				 NULL) < 0 ||
+			    call(s, SYS_close, (uint64_t)tmp, 0, 0, 0, 0, 0, &ign) < 0)
+				return -1;
+		}
+		if (f->kind == SNAP_FD_FILE) {
+			char p[64];
+			uint8_t h[32];
+			snprintf(p, sizeof p, "/proc/%d/fd/%u", (int)s->t.pid, f->fd);
+			int hfd = open(p, O_RDONLY | O_CLOEXEC);
+			if (hfd < 0)
+				return common_errno(s->e, errno, "open %s", p);
+			struct common_sha256 hs;
+			common_sha256_init(&hs);
+			uint8_t buf[65536];
+			ssize_t n;
+			while ((n = read(hfd, buf, sizeof buf)) > 0)
+				common_sha256_update(&hs, buf, (size_t)n);
+			close(hfd);
+			common_sha256_final(&hs, h);
+			if (memcmp(h, f->hash, 32))
+				return common_errf(s->e, "restore", "fd %u: %s differs from the file the "
+						   "snapshot saw", f->fd, f->path);
+			rc = must(s, "lseek", SYS_lseek, f->fd, f->pos, SEEK_SET, 0, 0, 0, NULL);
+		}
+	}
+	return rc;
+}
+
+static int restore_signals(struct rs *s)
+{
+	const struct snap_state *st = s->st;
+	for (int sig = 1; sig <= SNAP_NSIG; sig++) {
+		if (sig == 9 || sig == 19)
+			continue;
+		char what[48];
+		snprintf(what, sizeof what, "rt_sigaction(%d)", sig);
+		if (snap_mem_write(&s->t, s->scratch, &st->sigact[sig - 1], 32, s->e) < 0 ||
+		    must(s, what, SYS_rt_sigaction, (uint64_t)sig, s->scratch, 0, 8, 0, 0, NULL) < 0)
+			return -1;
+	}
+	uint8_t ss[24];
+	memset(ss, 0, sizeof ss);
+	/* SS_ONSTACK is derived by the kernel from the stack pointer */
+	uint32_t fl = st->ss_flags & ~(uint32_t)SS_ONSTACK;
+	memcpy(ss, &st->ss_sp, 8);
+	memcpy(ss + 8, &fl, 4);
+	memcpy(ss + 16, &st->ss_size, 8);
+	if (snap_mem_write(&s->t, s->scratch, ss, sizeof ss, s->e) < 0 ||
+	    must(s, "sigaltstack", SYS_sigaltstack, s->scratch, 0, 0, 0, 0, 0, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
+{
+	struct rs s = { .t = { .memfd = -1 }, .st = st, .e = e };
+	uint8_t cur[SNAP_XSTATE_MAX];
+	struct iovec iov = { cur, sizeof cur };
+	uint64_t sb, vs, ve;
+	int64_t r;
+	int rc = -1;
+
+	memset(cur, 0, sizeof cur);
+	if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov) < 0)
+		return common_errno(e, errno, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
+	uint64_t xcr0;
+	memcpy(&xcr0, cur + 464, 8);
+	if (iov.iov_len != st->xsize || xcr0 != st->xcr0)
+		return common_errf(e, "restore", "snapshot needs XSAVE features %#" PRIx64
+				   " (%u bytes), this machine has %#" PRIx64 " (%zu bytes)",
+				   st->xcr0, st->xsize, xcr0, iov.iov_len);
+	if (snap_read_start_brk(pid, &sb, e) < 0)
+		return -1;
+	if (sb != st->start_brk)
+		return common_errf(e, "restore", "brk starts at %#" PRIx64 ", the snapshot's at %#"
+				   PRIx64 " (different image or address randomisation on)",
+				   sb, st->start_brk);
+	if (snap_tracee_open(&s.t, pid, e) < 0)
+		return -1;
+	if (snap_find_syscall(&s.t, e) < 0 || unmap_all(&s, &vs, &ve) < 0)
+		goto out;
+	if (st->brk != st->start_brk) {
+		if (call(&s, SYS_brk, st->brk, 0, 0, 0, 0, 0, &r) < 0)
+			goto out;
+		if ((uint64_t)r != st->brk) {
+			common_errf(e, "restore", "brk(%#" PRIx64 ") gave %#" PRIx64, st->brk,
+				    (uint64_t)r);
+			goto out;
+		}
+	}
+	/* a scratch page for path strings and structs, outside every region */
+	for (uint64_t a = 0x10000000; !s.scratch; a += 0x100000) {
+		if (a > ((uint64_t)1 << 46)) {
+			common_errf(e, "restore", "no free address for a scratch page");
+			goto out;
+		}
+		if (overlaps(st, a - SNAP_PAGE, a + 2 * SNAP_PAGE) || (a < ve && vs < a + SNAP_PAGE))
+			continue;
+		if (a >= st->start_brk && a < PAGE_UP(st->brk) + SNAP_PAGE)
+			continue;
+		if (must(&s, "mmap scratch", SYS_mmap, a, SNAP_PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, (uint64_t)-1, 0, &r) < 0)
+			goto out;
+		s.scratch = (uint64_t)r;
+	}
+	if (map_regions(&s, vs, ve) < 0 || fill_regions(&s) < 0 || restore_fds(&s) < 0 ||
+	    restore_signals(&s) < 0)
+		goto out;
+	if (put_path(&s, st->cwd) < 0 ||
+	    must(&s, "chdir", SYS_chdir, s.scratch, 0, 0, 0, 0, 0, NULL) < 0 ||
+	    must(&s, "umask", SYS_umask, st->umask, 0, 0, 0, 0, 0, NULL) < 0 ||
+	    must(&s, "munmap scratch", SYS_munmap, s.scratch, SNAP_PAGE, 0, 0, 0, 0, NULL) < 0 ||
+	    protect_regions(&s) < 0)
+		goto out;
+	for (int i = 0; i < SNAP_NRLIMIT; i++) {
+		struct rlimit rl = { st->rlim[i][0], st->rlim[i][1] }, old;
+		if (prlimit(pid, i, NULL, &old) == 0 && old.rlim_cur == rl.rlim_cur &&
+		    old.rlim_max == rl.rlim_max)
+			continue;
+		if (prlimit(pid, i, &rl, NULL) < 0) {
+			common_errno(e, errno, "restore rlimit %d", i);
+			goto out;
+		}
+	}
+	if (ptrace(PTRACE_SETSIGMASK, pid, (void *)8, &st->sigmask) < 0) {
+		common_errno(e, errno, "PTRACE_SETSIGMASK");
+		goto out;
+	}
+	uint8_t x[SNAP_XSTATE_MAX];
+	memcpy(x, st->xstate, st->xsize);
+	memcpy(x + 464, cur + 464, 48); /* the kernel's own size/feature words */
+	memset(x + 512, 0, 64);
+	memcpy(x + 512, &st->xcr0, 8);  /* every component given explicitly */
+	struct iovec xi = { x, st->xsize };
+	if (ptrace(PTRACE_SETREGSET, pid, (void *)NT_X86_XSTATE, &xi) < 0) {
+		common_errno(e, errno, "PTRACE_SETREGSET NT_X86_XSTATE");
+		goto out;
+	}
+	struct user_regs_struct regs;
+	memcpy(&regs, st->regs, sizeof regs);
+	if (ptrace(PTRACE_SETREGS, pid, 0, &regs) < 0) {
+		common_errno(e, errno, "PTRACE_SETREGS");
+		goto out;
+	}
+	rc = 0;
+out:
+	snap_tracee_close(&s.t);
+	return rc;
+}
+
+int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_dir,
+			 const uint8_t digest[32], struct common_err *e)
+{
+	if (snap_restore(pid, st, e) < 0)
+		return -1;
+	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir };
+	struct snap_image im;
+	if (snap_capture(pid, &o, &im, e) < 0) {
+		common_err_context(e, "re-capture after restore");
+		return -1;
+	}
+	int same = !memcmp(im.digest, digest, 32);
+	char want[65], got[65];
+	common_hex(digest, 32, want);
+	common_hex(im.digest, 32, got);
+	snap_image_free(&im);
+	if (!same)
+		return common_errf(e, "restore", "rebuilt state has digest %s, the snapshot %s",
+				   got, want);
+	return 0;
+}
+
+/* ---- namespace cells ---- */
+
+int snap_cells_write(const struct snap_state *st, const char *dir, struct common_err *e)
+{
+	if (common_mkdir_p(dir, 0755, e) < 0)
+		return -1;
+	for (size_t i = 0; i < st->ncells; i++) {
+		const struct snap_cell *c = &st->cells[i];
+		char *path = common_xasprintf("%s/%s", dir, c->key);
+		char *slash = strrchr(path, '/');
+		int rc = 0;
+		if (slash > path + strlen(dir)) {
+			*slash = 0;
+			rc = common_mkdir_p(path, 0755, e);
+			*slash = '/';
+		}
+		if (rc == 0)
+			rc = common_write_atomic(path, c->val, (size_t)c->len, 0644, e);
+		free(path);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,173 @@
+/* snap: checkpoint and restore of a stopped single-threaded tracee, the canonical
+ * snapshot encoding and its chunked persistence (SPEC §8). */
+#ifndef SBX_SNAP_H
+#define SBX_SNAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "libcommon/common.h"
+
+#define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
+#define SNAP_VERSION 1u
+#define SNAP_CHUNK_MAX 65536u
+#define SNAP_MANIFEST_LEN 44u
+#define SNAP_NSIG 64
+#define SNAP_NRLIMIT 16
+#define SNAP_NUSAGE 8            /* LEASE_DIM_COUNT, in SPEC §4.1 order */
+#define SNAP_NREGS 27            /* struct user_regs_struct, in its order */
+#define SNAP_PAGE 4096u
+#define SNAP_MAX_BYTES ((uint64_t)2 << 30) /* decoder bound for one snapshot */
+#define SNAP_STR_MAX 4096u       /* paths, keys, names */
+#define SNAP_XSTATE_MAX 16384u
+
+/* Canonical encoding (all integers little-endian, strings = u32 length + bytes):
+ *   str domain, u32 version,
+ *   meta: str lease, str principal, str host_program, str ns_prefix, 32 image,
+ *         u64 step, 32 trace_head, u64 usage[8],
+ *   machine: u64 xcr0, u32 xstate size,
+ *   u64 regs[27] (orig_rax = -1: never inside a syscall),
+ *   xstate (xstate-size bytes, header and software bytes zero, unused
+ *         components at their init values),
+ *   u64 sigmask, sigaction[64] = {u64 handler, flags, restorer, mask},
+ *   altstack {u64 sp, u32 flags, u64 size}, u64 start_brk, u64 brk, u32 umask,
+ *   str cwd, rlimit[16] = {u64 cur, max},
+ *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
+ *         str path, 32 content hash, u64 size},
+ *   u32 nregions, region[] sorted by start, adjacent compatible ones merged =
+ *         {u64 start, u64 end, u32 prot, u32 kind, u64 offset, str path,
+ *          content: bitmap of non-zero pages (ceil(pages/8) bytes) + those pages;
+ *          none for the vdso, whose address only is recorded},
+ *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes}.
+ * The digest is SHA-256 of exactly these bytes. */
+
+enum snap_region_kind {
+	SNAP_REGION_ANON = 0, SNAP_REGION_FILE = 1, SNAP_REGION_HEAP = 2,
+	SNAP_REGION_STACK = 3, SNAP_REGION_VDSO = 4,
+};
+enum snap_fd_kind {
+	SNAP_FD_STREAM = 0, /* fd 0-2 given by the supervisor (pipe, tty): kept as is */
+	SNAP_FD_FILE = 1,   /* regular file: reopened by path, content hash checked */
+	SNAP_FD_DIR = 2,
+	SNAP_FD_DEV = 3,    /* character device: reopened by path */
+};
+
+struct snap_region {
+	uint64_t start, end;
+	uint32_t prot, kind;
+	uint64_t offset;
+	char *path;                /* file regions only, else NULL */
+	/* content, decoded form: bitmap of non-zero pages and the packed pages */
+	const uint8_t *bitmap, *packed;
+};
+struct snap_fd {
+	uint32_t fd, kind, flags;
+	uint64_t pos, size;
+	char *path;                /* "" for streams */
+	uint8_t hash[32];          /* SHA-256 of a regular file's content, else zero */
+};
+struct snap_cell {
+	char *key;                 /* relative path in the namespace */
+	const uint8_t *val;
+	uint64_t len;
+};
+struct snap_sigact { uint64_t handler, flags, restorer, mask; };
+
+struct snap_meta {
+	char *lease, *principal, *host_program, *ns_prefix;
+	uint8_t image[32];
+	uint64_t step;             /* supervisor step (trace seq) at the boundary */
+	uint8_t trace_head[32];
+	uint64_t usage[SNAP_NUSAGE];
+};
+
+/* A decoded snapshot. Region contents and cell values point into the bytes it
+ * was decoded from, which must outlive it. */
+struct snap_state {
+	struct snap_meta meta;
+	uint64_t xcr0;
+	uint32_t xsize;
+	uint64_t regs[SNAP_NREGS];
+	uint8_t *xstate;           /* xsize bytes */
+	uint64_t sigmask;
+	struct snap_sigact sigact[SNAP_NSIG];
+	uint64_t ss_sp, ss_size;
+	uint32_t ss_flags;
+	uint64_t start_brk, brk;
+	uint32_t umask;
+	char *cwd;
+	uint64_t rlim[SNAP_NRLIMIT][2];
+	struct snap_fd *fds;
+	size_t nfds;
+	struct snap_region *regions;
+	size_t nregions;
+	struct snap_cell *cells;
+	size_t ncells;
+};
+
+/* An encoded snapshot: the canonical bytes and their digest. */
+struct snap_image {
+	uint8_t *bytes;
+	size_t len;
+	uint8_t digest[32];
+};
+void snap_image_free(struct snap_image *im);
+
+/* Decode (hostile input: every length and order checked; name names the input). */
+int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_state *st,
+		struct common_err *e);
+void snap_state_free(struct snap_state *st);
+/* Encode a decoded state again (encode(decode(x)) == x). */
+int snap_encode(const struct snap_state *st, struct snap_image *out, struct common_err *e);
+
+/* ---- capture ---- */
+struct snap_capture_opts {
+	struct snap_meta meta;     /* copied into the snapshot (strings may be NULL = "") */
+	const char *ns_dir;        /* host directory of the namespace cells, or NULL */
+};
+/* Capture the tracee pid, which must be in a ptrace stop and alone in its
+ * thread group. Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
+ * `syscall` instruction already in its text; guest memory is left unchanged.
+ * Afterwards the tracee is in a SIGTRAP signal-delivery stop with its registers
+ * in canonical form: when it was stopped at a syscall entry, it now stands just
+ * before that syscall instruction, which runs (and stops) again when it is
+ * resumed with PTRACE_CONT/PTRACE_SYSCALL and signal 0. */
+int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
+		 struct common_err *e);
+
+/* ---- restore ---- */
+/* Rebuild pid, a fresh exec of the same image (ADDR_NO_RANDOMIZE, same rlimits)
+ * stopped by ptrace before its first instruction, into st: address space by
+ * injected syscalls, memory, brk, signal actions, altstack, files, cwd, umask,
+ * rlimits, sigmask, XSAVE and registers. Namespace cells must already be in
+ * place (snap_cells_write). Afterwards pid is in a ptrace stop; resume it
+ * with signal 0. */
+int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e);
+/* snap_restore, then capture pid again and require the same digest. */
+int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_dir,
+			 const uint8_t digest[32], struct common_err *e);
+/* Write the snapshot's namespace cells under dir (created; existing files with
+ * the same keys are replaced). Keys were checked by snap_decode. */
+int snap_cells_write(const struct snap_state *st, const char *dir, struct common_err *e);
+/* Σ(key length + value length) of the cells. */
+uint64_t snap_cells_bytes(const struct snap_state *st);
+
+/* ---- persistence: 44-byte manifest + chunks of ≤ 65,536 bytes ---- */
+struct snap_manifest {
+	uint8_t digest[32];
+	uint64_t len;
+	uint32_t chunks;
+};
+void snap_manifest_encode(const struct snap_manifest *m, uint8_t out[SNAP_MANIFEST_LEN]);
+int snap_manifest_decode(const uint8_t *buf, size_t len, struct snap_manifest *m,
+			 struct common_err *e);
+/* Metered bytes of a persisted snapshot: Σ(key length + value length) over
+ * its manifest and chunk cells (keys "snapshot/HEX/manifest", "snapshot/HEX/NNNNNN"). */
+uint64_t snap_persist_bytes(uint64_t len);
+/* Write the manifest and chunks into dir (must not exist; built in a temporary
+ * sibling and renamed, so a crash leaves nothing half-written). */
+int snap_store_write(const char *dir, const struct snap_image *im, struct common_err *e);
+/* Read dir back, re-hashing every chunk against the manifest. */
+int snap_store_read(const char *dir, struct snap_image *out, struct common_err *e);
+
+#endif

@@ -1,0 +1,150 @@
+/* snap: persistence as a 44-byte manifest and chunks of at most 65,536 bytes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "snap/snap.h"
+
+uint64_t snap_persist_bytes(uint64_t len)
+{
+	uint64_t chunks = (len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX;
+	/* "snapshot/" + 64 hex + "/manifest" and "snapshot/" + 64 hex + "/NNNNNN" */
+	return len + SNAP_MANIFEST_LEN + (9 + 64 + 9) + chunks * (9 + 64 + 7);
+}
+
+static int write_file(const char *path, const void *buf, size_t len, struct common_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return common_errno(e, errno, "create %s", path);
+	int rc = common_write_all(fd, buf, len);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc < 0)
+		return common_errno(e, -rc, "write %s", path);
+	return 0;
+}
+
+int snap_store_write(const char *dir, const struct snap_image *im, struct common_err *e)
+{
+	struct stat sb;
+	if (lstat(dir, &sb) == 0)
+		return common_errf(e, dir, "snapshot already stored");
+	char *tmp = common_xasprintf("%s.tmp.%d", dir, (int)getpid());
+	common_rm_rf(tmp, NULL);
+	if (common_mkdir_p(tmp, 0700, e) < 0) {
+		free(tmp);
+		return -1;
+	}
+	struct snap_manifest m;
+	memcpy(m.digest, im->digest, 32);
+	m.len = im->len;
+	m.chunks = (uint32_t)((im->len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
+	uint8_t mb[SNAP_MANIFEST_LEN];
+	snap_manifest_encode(&m, mb);
+	int rc = 0;
+	for (uint32_t i = 0; i < m.chunks && rc == 0; i++) {
+		char *p = common_xasprintf("%s/%06u", tmp, i);
+		size_t off = (size_t)i * SNAP_CHUNK_MAX;
+		size_t n = im->len - off < SNAP_CHUNK_MAX ? im->len - off : SNAP_CHUNK_MAX;
+		common_fault_point("snap-chunk");
+		rc = write_file(p, im->bytes + off, n, e);
+		free(p);
+	}
+	/* the manifest last: a directory without one is never a snapshot */
+	char *mp = common_xasprintf("%s/manifest", tmp);
+	if (rc == 0)
+		rc = write_file(mp, mb, sizeof mb, e);
+	free(mp);
+	if (rc == 0)
+		rc = common_fsync_dir(tmp, e);
+	if (rc == 0 && rename(tmp, dir) < 0)
+		rc = common_errno(e, errno, "rename %s to %s", tmp, dir);
+	if (rc == 0) {
+		char *parent = common_xstrdup(dir);
+		char *slash = strrchr(parent, '/');
+		if (slash && slash != parent) {
+			*slash = 0;
+			rc = common_fsync_dir(parent, e);
+		}
+		free(parent);
+	}
+	if (rc < 0)
+		common_rm_rf(tmp, NULL);
+	free(tmp);
+	return rc;
+}
+
+int snap_store_read(const char *dir, struct snap_image *out, struct common_err *e)
+{
+	char *mp = common_xasprintf("%s/manifest", dir);
+	char *mb;
+	size_t ml;
+	struct snap_manifest m;
+	int rc = common_read_file(mp, SNAP_MANIFEST_LEN + 1, &mb, &ml, e);
+	if (rc == 0) {
+		rc = snap_manifest_decode((uint8_t *)mb, ml, &m, e);
+		if (rc < 0)
+			common_err_context(e, "%s", mp);
+		free(mb);
+	}
+	free(mp);
+	if (rc < 0)
+		return -1;
+	uint8_t *buf = malloc((size_t)m.len);
+	if (!buf)
+		return common_errf(e, dir, "cannot hold %llu bytes", (unsigned long long)m.len);
+	struct common_sha256 h;
+	common_sha256_init(&h);
+	uint64_t off = 0;
+	for (uint32_t i = 0; i < m.chunks && rc == 0; i++) {
+		char *p = common_xasprintf("%s/%06u", dir, i);
+		size_t want = m.len - off < SNAP_CHUNK_MAX ? (size_t)(m.len - off) : SNAP_CHUNK_MAX;
+		int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			rc = errno == ENOENT ? common_errf(e, p, "chunk %u of %u is missing", i, m.chunks)
+					     : common_errno(e, errno, "open %s", p);
+		} else {
+			struct stat sb;
+			ssize_t n = -1;
+			if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == want)
+				n = common_read_all(fd, buf + off, want);
+			close(fd);
+			if (n != (ssize_t)want)
+				rc = common_errf(e, p, "chunk %u holds %lld bytes, the manifest needs %zu", i,
+						 n < 0 ? (long long)sb.st_size : (long long)n, want);
+		}
+		if (rc == 0) {
+			common_sha256_update(&h, buf + off, want);
+			off += want;
+		}
+		free(p);
+	}
+	if (rc < 0) {
+		common_sha256_final(&h, out->digest);
+		free(buf);
+		return -1;
+	}
+	char extra[4096];
+	snprintf(extra, sizeof extra, "%s/%06u", dir, m.chunks);
+	if (access(extra, F_OK) == 0) {
+		common_sha256_final(&h, out->digest);
+		free(buf);
+		return common_errf(e, extra, "chunk beyond the manifest's %u", m.chunks);
+	}
+	common_sha256_final(&h, out->digest);
+	if (memcmp(out->digest, m.digest, 32)) {
+		free(buf);
+		char want[65], got[65];
+		common_hex(m.digest, 32, want);
+		common_hex(out->digest, 32, got);
+		return common_errf(e, dir, "chunks hash to digest %s, the manifest says %s", got, want);
+	}
+	out->bytes = buf;
+	out->len = (size_t)m.len;
+	return 0;
+}
