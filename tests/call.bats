@@ -71,6 +71,19 @@ teardown() {
 	assert_line "rewrites=1"
 }
 
+@test "a --policy file: a denied open reaches the callback as its errno, a rewrite as the other file" {
+	printf '{"rules":[{"syscall":"openat","path":"/src/hello.txt","action":"deny","errno":"EACCES"}]}' \
+		>"$BATS_TEST_TMPDIR/deny.json"
+	run "$GUESTS/call_modes" policy "$SRC" "$BATS_TEST_TMPDIR/deny.json"
+	assert_success
+	assert_output "builds=1 metadata=(null) errors=1"
+	printf '{"rules":[{"path":"/src/hello.txt","action":"rewrite","from":"/src/hello.txt","to":"/src/other.txt"}]}' \
+		>"$BATS_TEST_TMPDIR/rw.json"
+	run "$GUESTS/call_modes" policy "$SRC" "$BATS_TEST_TMPDIR/rw.json"
+	assert_success
+	assert_output "builds=1 metadata=other errors=0"
+}
+
 @test "under an Active lease of this image: metered, observed; another image's lease is refused" {
 	id=$(sbx-lease request --image "$GUESTS/call_modes" --escrow 100 |
 		sbx-lease fund --amount 100 --evidence - | sbx-lease activate --evidence - | jq -r .lease.id)

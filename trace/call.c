@@ -381,12 +381,19 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
 	char *ns = NULL;
 	json_t *rec = NULL;
+	struct trace_policy *pol = NULL;
 	int rc = -1;
 	struct trace_inspector_opts io = {
 		.fn = sb->inspect, .fn_arg = sb->inspect_arg,
 		.fn_classes = sb->inspect_classes, .limits = sb->limits, .ns_dir = sb->ns_dir,
 	};
 
+	if (sb->policy) {
+		if (trace_policy_load(sb->policy, &pol, e) < 0)
+			goto out;
+		io.policy = pol;
+	}
+	io.inspect_exec = sb->inspect_exec;
 	if (sb->lease) {
 		/* as sbx-run --lease: Active, this very image, its bounds and namespace */
 		char sha[COMMON_SHA256_HEX];
@@ -422,7 +429,7 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 		io.base = base;
 		io.ns_dir = ns;
 	}
-	if (io.fn || io.limits) {
+	if (io.fn || io.limits || io.policy || io.inspect_exec) {
 		if (trace_inspector_new(&io, &c.in, e) < 0)
 			goto out;
 	}
@@ -489,6 +496,7 @@ out:
 	if (c.rec)
 		trace_rec_abort(c.rec);
 	trace_inspector_free(c.in);
+	trace_policy_free(pol);
 	json_decref(rec);
 	free(ns);
 	if (s)

@@ -476,6 +476,8 @@ struct sbx_sandbox {
 	sbx_inspect_fn inspect;       /* C inspector at syscall entry, NULL: none */
 	void *inspect_arg;
 	unsigned inspect_classes;     /* classes it sees, 0: TRACE_CLASS_FILE */
+	const char *policy;           /* JSON rules file as sbx-run --policy, NULL: none */
+	const char *inspect_exec;     /* co-process as sbx-run --inspect-exec, NULL: none */
 	const char *trace_path;       /* record a trace of the call (file level), NULL: none */
 	const char *lease;            /* run under this Active lease (its image must be this
 	                               * executable): bounds, metering, /ns; NULL: none */

@@ -1,6 +1,7 @@
 /* sbx_call test program: call_modes MODE SRCDIR [TRACE]
- * MODE: readfile | abort | exit | evilfn | rewrite | badfn | trace | empty | lease | swap (TRACE is then
- * a file renamed over this executable first; for lease, a lease ID).
+ * MODE: readfile | abort | exit | evilfn | rewrite | badfn | trace | empty | lease | policy | swap (TRACE is then
+ * a file renamed over this executable first; for lease, a lease ID; for policy,
+ * a --policy file).
  * Prints "builds=N metadata=M errors=K" afterwards, in every mode. */
 #include <errno.h>
 #include <fcntl.h>
@@ -147,6 +148,8 @@ int main(int argc, char **argv)
 		fn = on_empty;
 	else if (!strcmp(mode, "lease") && argc > 3)
 		sb.lease = argv[3]; /* the store: $SBX_STORE */
+	else if (!strcmp(mode, "policy") && argc > 3)
+		sb.policy = argv[3];
 	else if (!strcmp(mode, "swap") && argc > 3) {
 		char self[4096];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
