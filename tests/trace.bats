@@ -130,6 +130,13 @@ small_trace() {
 	assert_output "$cat_ppid"
 	run jq -r --argjson c "$cat_pid" 'select(.ev == "exec" and .pid == $c) | .path' a.trace
 	assert_output --regexp 'cat$'
+	# every event of every spawned process names the spawning process as its parent
+	for t in a.trace b.trace; do
+		jq -se '[.[] | select(.ev == "spawn" and .kind != "thread") | {c: .child, p: .pid}] as $s |
+			[.[] | select(.ev == "exec" or .ev == "sys") | . as $e |
+			 ($s[] | select(.c == $e.pid) | .p) as $p | select($e.ppid != $p)] | length == 0' "$t" >/dev/null ||
+			fail "$t: an event with the wrong ppid"
+	done
 }
 
 @test "verify fails on an edited, removed or reordered line and on a wrong header" {

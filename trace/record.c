@@ -62,6 +62,8 @@ struct trace_rec {
 	EVP_MD_CTX *md;             /* reused: a fresh context per event costs ~1 us */
 	struct { pid_t tid, tgid; } *thr; /* threads, so exits name their process */
 	size_t nthr, capthr;
+	struct { pid_t pid, ppid; } *par; /* parents learned from /proc (see real_ppid) */
+	size_t npar, cappar;
 };
 
 /* ---- canonical serializer ---- */
@@ -459,6 +461,8 @@ static int open_flags(const struct trace_stop *s, uint64_t *flags)
 
 /* ---- events ---- */
 
+static char *read_small(const char *path, size_t max, size_t *len);
+
 static struct pend *pend_find(struct trace_rec *r, pid_t tid)
 {
 	for (size_t i = 0; i < r->npend; i++)
@@ -490,6 +494,38 @@ static int nargs(const struct trace_sysinfo *sys)
 	while (n > 0 && sys->arg[n - 1] == TRACE_ARG_NONE)
 		n--;
 	return n;
+}
+
+/* A child can stop before its parent's fork event is seen; the supervisor
+ * then knows no parent (0). Ask /proc once (host pid namespace) and remember. */
+static pid_t real_ppid(struct trace_rec *r, pid_t pid, pid_t ppid)
+{
+	char path[64], *buf, *p;
+	size_t len;
+	long v = 0;
+
+	if (ppid > 0)
+		return ppid;
+	for (size_t i = 0; i < r->npar; i++)
+		if (r->par[i].pid == pid)
+			return r->par[i].ppid;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	buf = read_small(path, 64 << 10, &len);
+	if (!buf)
+		return ppid;
+	p = strstr(buf, "\nPPid:");
+	if (p)
+		v = strtol(p + 7, NULL, 10);
+	free(buf);
+	if (v <= 0)
+		return ppid;
+	if (r->npar == r->cappar) {
+		r->cappar = r->cappar ? 2 * r->cappar : 16;
+		r->par = common_xrealloc(r->par, r->cappar * sizeof *r->par);
+	}
+	r->par[r->npar].pid = pid;
+	r->par[r->npar++].ppid = (pid_t)v;
+	return (pid_t)v;
 }
 
 /* One syscall event; has_result says whether result is known. Keys are
@@ -544,7 +580,7 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 	if (s->path[1] && *s->path[1])
 		kv_str(b, "path2", s->path[1]);
 	kv_int(b, "pid", s->pid);
-	kv_int(b, "ppid", s->ppid);
+	kv_int(b, "ppid", real_ppid(r, s->pid, s->ppid));
 	if (has_result)
 		kv_int(b, "result", (long long)result);
 	if (s->action == TRACE_REWRITTEN && s->rewrite[0])
@@ -661,7 +697,7 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
 	kv_str(b, "ev", "exec");
 	kv_str(b, "path", path);
 	kv_int(b, "pid", pid);
-	kv_int(b, "ppid", ppid);
+	kv_int(b, "ppid", real_ppid(r, pid, ppid));
 	kv_int(b, "seq", (long long)r->seq);
 	if (hashed)
 		kv_str(b, "sha256", hex);
@@ -703,6 +739,12 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
 
 	if (r->failed)
 		return -1;
+	if (tid == pid)
+		for (size_t i = 0; i < r->npar; i++)
+			if (r->par[i].pid == pid) {
+				r->par[i] = r->par[--r->npar];
+				break;
+			}
 	if (p) { /* died inside a recorded syscall: record it without a result */
 		struct trace_stop st = p->s;
 		for (int i = 0; i < 2; i++) {
@@ -732,6 +774,7 @@ static void free_rec(struct trace_rec *r)
 		pend_drop(r, &r->pend[0]);
 	free(r->pend);
 	free(r->thr);
+	free(r->par);
 	EVP_MD_CTX_free(r->md);
 	for (size_t i = 0; i < HC_BUCKETS; i++)
 		while (r->hc[i]) {

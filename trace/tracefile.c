@@ -666,23 +666,84 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 
 /* ---- diff ---- */
 
-/* Maps host pids to their order of first appearance, so two runs compare. */
-struct pidmap {
-	struct pidset s;
+/* Two runs of one build interleave their processes differently and get other
+ * host pids, so diff compares per process: a process is named by its place
+ * in the tree ("r1" the first root, "r1.3" its third child, in the parent's
+ * own spawn order), and each process's events are compared in order. */
+struct pkey {
+	long long pid;
+	char key[120];
+	int nchild;
 };
 
-static long long pm(struct pidmap *m, long long pid)
+struct ptree {
+	struct pkey *v;
+	size_t n, cap;
+	int nroots;
+};
+
+static struct pkey *pt_find(struct ptree *t, long long pid)
 {
-	for (size_t i = 0; i < m->s.n; i++)
-		if (m->s.v[i] == pid)
-			return (long long)i + 1;
-	pid_add(&m->s, pid);
-	return (long long)m->s.n;
+	for (size_t i = t->n; i-- > 0;)
+		if (t->v[i].pid == pid)
+			return &t->v[i];
+	return NULL;
 }
 
-/* An event with run-specific values removed: time, hash, host pids, and
- * pointer arguments (addresses move between runs). */
-static json_t *normalize(const json_t *ev, struct pidmap *m)
+static struct pkey *pt_add(struct ptree *t, long long pid)
+{
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 64;
+		t->v = common_xrealloc(t->v, t->cap * sizeof *t->v);
+	}
+	memset(&t->v[t->n], 0, sizeof t->v[0]);
+	t->v[t->n].pid = pid;
+	return &t->v[t->n++];
+}
+
+/* Pass 1: names for every pid from the spawn events. */
+static int pt_build(const char *path, struct ptree *t, struct common_err *e)
+{
+	struct trace_reader *r = trace_reader_open(path, e);
+	struct trace_event ev;
+	int rc;
+
+	if (!r)
+		return -1;
+	while ((rc = trace_reader_next(r, &ev, e)) > 0) {
+		if (strcmp(ev.kind, "spawn") != 0 && strcmp(ev.kind, "exec") != 0 &&
+		    strcmp(ev.kind, "sys") != 0)
+			continue;
+		long long pid = jint(ev.ev, "pid");
+		struct pkey *p = pt_find(t, pid);
+		if (!p) {
+			p = pt_add(t, pid);
+			snprintf(p->key, sizeof p->key, "r%d", ++t->nroots);
+		}
+		if (!strcmp(ev.kind, "spawn")) {
+			long long child = jint(ev.ev, "child");
+			int idx = ++p->nchild;
+			char key[120];
+			snprintf(key, sizeof key, "%.100s.%d", p->key, idx);
+			struct pkey *c = pt_find(t, child);
+			if (!c)
+				c = pt_add(t, child);
+			snprintf(c->key, sizeof c->key, "%s", key);
+		}
+	}
+	trace_reader_close(r);
+	return rc;
+}
+
+static const char *pt_key(struct ptree *t, long long pid)
+{
+	struct pkey *p = pt_find(t, pid);
+	return p ? p->key : "?";
+}
+
+/* An event with run-specific values removed: time, hash, host pids (as tree
+ * names), and pointer arguments (addresses move between runs). */
+static json_t *normalize(const json_t *ev, struct ptree *t)
 {
 	json_t *o = json_deep_copy(ev), *args;
 	static const char *const pidkeys[] = {"pid", "tid", "ppid", "child", NULL};
@@ -690,9 +751,10 @@ static json_t *normalize(const json_t *ev, struct pidmap *m)
 	json_object_del(o, "h");
 	json_object_del(o, "t");
 	json_object_del(o, "dt");
+	json_object_del(o, "seq");
 	for (int i = 0; pidkeys[i]; i++)
 		if (json_object_get(o, pidkeys[i]))
-			json_object_set_new(o, pidkeys[i], json_integer(pm(m, jint(o, pidkeys[i]))));
+			json_object_set_new(o, pidkeys[i], json_string(pt_key(t, jint(o, pidkeys[i]))));
 	args = json_object_get(o, "args");
 	if (args) {
 		const struct trace_sysinfo *si = trace_sys_by_name(jstr(o, "name"));
@@ -705,6 +767,84 @@ static json_t *normalize(const json_t *ev, struct pidmap *m)
 		}
 	}
 	return o;
+}
+
+/* The stream an event belongs to: its process, or "run" for the end. */
+static const char *stream_of(struct ptree *t, const struct trace_event *ev)
+{
+	if (!strcmp(ev->kind, "end") || !strcmp(ev->kind, "header"))
+		return "run";
+	return pt_key(t, jint(ev->ev, "pid"));
+}
+
+struct pstream {
+	char key[120];
+	long long n;
+	struct common_sha256 c;
+	uint8_t h[32];
+};
+
+/* Pass 2: per process, the count and digest of its normalized events. */
+static int pt_digest(const char *path, struct ptree *t, json_t *streams, struct common_err *e)
+{
+	struct trace_reader *r = trace_reader_open(path, e);
+	struct trace_event ev;
+	struct pstream *ps = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!r)
+		return -1;
+	while ((rc = trace_reader_next(r, &ev, e)) > 0) {
+		if (ev.line == 1)
+			continue;
+		const char *k = stream_of(t, &ev);
+		struct pstream *p = NULL;
+		for (size_t i = n; i-- > 0;)
+			if (!strcmp(ps[i].key, k)) {
+				p = &ps[i];
+				break;
+			}
+		if (!p) {
+			ps = common_xrealloc(ps, (n + 1) * sizeof *ps);
+			p = &ps[n++];
+			memset(p, 0, sizeof *p);
+			snprintf(p->key, sizeof p->key, "%s", k);
+			common_sha256_init(&p->c);
+		}
+		json_t *o = normalize(ev.ev, t);
+		char *c = common_json_canonical(o);
+		common_sha256_update(&p->c, c, strlen(c) + 1);
+		free(c);
+		json_decref(o);
+		p->n++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char hex[COMMON_SHA256_HEX];
+		common_sha256_final(&ps[i].c, ps[i].h);
+		common_hex(ps[i].h, 32, hex);
+		json_object_set_new(streams, ps[i].key, json_pack("{s:I, s:s}", "events",
+								 (json_int_t)ps[i].n, "digest", hex));
+	}
+	free(ps);
+	trace_reader_close(r);
+	return rc;
+}
+
+/* Pass 3: the normalized events of one process. */
+static json_t *pt_events(const char *path, struct ptree *t, const char *key, struct common_err *e)
+{
+	struct trace_reader *r = trace_reader_open(path, e);
+	struct trace_event ev;
+	json_t *a = json_array();
+
+	if (!r)
+		return a;
+	while (trace_reader_next(r, &ev, e) > 0)
+		if (ev.line > 1 && !strcmp(stream_of(t, &ev), key))
+			json_array_append_new(a, normalize(ev.ev, t));
+	trace_reader_close(r);
+	return a;
 }
 
 static void set_diff(json_t *out, const char *key, json_t *a, json_t *b, const char *what)
@@ -737,56 +877,80 @@ static void set_diff(json_t *out, const char *key, json_t *a, json_t *b, const c
 						"changed", chg));
 }
 
+/* Header fields that bind what ran (not when, nor under which lease). */
+static json_t *header_core(const char *path, struct common_err *e)
+{
+	struct trace_reader *r = trace_reader_open(path, e);
+	struct trace_event ev;
+	json_t *h = NULL;
+	static const char *const drop[] = {"start_ms", "lease", "start_batch", "h", NULL};
+
+	if (!r)
+		return NULL;
+	if (trace_reader_next(r, &ev, e) > 0) {
+		h = json_deep_copy(ev.ev);
+		for (int i = 0; drop[i]; i++)
+			json_object_del(h, drop[i]);
+	}
+	trace_reader_close(r);
+	return h;
+}
+
 int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common_err *e)
 {
-	struct trace_reader *ta = trace_reader_open(a, e), *tb = ta ? trace_reader_open(b, e) : NULL;
-	struct trace_event ea, eb;
-	struct pidmap ma = {0}, mb = {0};
-	json_t *first = NULL, *out, *ba = NULL, *bb = NULL, *files = json_object();
-	int ra = 0, rb = 0, rc = -1;
-	long long n = 0;
+	struct ptree ta = {0}, tb = {0};
+	json_t *sa = json_object(), *sb = json_object(), *first = NULL, *out, *ba = NULL, *bb = NULL,
+	       *files = json_object(), *ha = NULL, *hb = NULL, *only_a = json_array(),
+	       *only_b = json_array();
+	const char *k;
+	json_t *v;
+	int rc = -1;
+	long long differing = 0;
 
-	if (!ta || !tb)
+	if (pt_build(a, &ta, e) < 0 || pt_build(b, &tb, e) < 0 || pt_digest(a, &ta, sa, e) < 0 ||
+	    pt_digest(b, &tb, sb, e) < 0)
 		goto done;
-	for (;;) {
-		ra = trace_reader_next(ta, &ea, e);
-		if (ra < 0)
-			goto done;
-		rb = trace_reader_next(tb, &eb, e);
-		if (rb < 0)
-			goto done;
-		if (ra == 0 || rb == 0) {
-			if (ra != rb && !first)
-				first = json_pack("{s:I, s:o, s:o}", "index", (json_int_t)n, "a",
-						  ra ? normalize(ea.ev, &ma) : json_null(), "b",
-						  rb ? normalize(eb.ev, &mb) : json_null());
-			break;
+	ha = header_core(a, e);
+	hb = header_core(b, e);
+	if (!ha || !hb)
+		goto done;
+	if (!json_equal(ha, hb))
+		first = json_pack("{s:s, s:I, s:O, s:O}", "process", "header", "index", (json_int_t)0,
+				  "a", ha, "b", hb);
+	json_object_foreach(sa, k, v) {
+		json_t *w = json_object_get(sb, k);
+		if (!w) {
+			json_array_append_new(only_a, json_string(k));
+			differing++;
+		} else if (!json_equal(v, w)) {
+			differing++;
 		}
-		if (!first) {
-			json_t *na = normalize(ea.ev, &ma), *nb = normalize(eb.ev, &mb);
-			if (n == 0) { /* headers: compare what binds the run */
-				static const char *const k[] = {"start_ms", "lease", "start_batch", NULL};
-				for (int i = 0; k[i]; i++) {
-					json_object_del(na, k[i]);
-					json_object_del(nb, k[i]);
-				}
-			}
-			if (!json_equal(na, nb))
-				first = json_pack("{s:I, s:o, s:o}", "index", (json_int_t)n, "a", na, "b", nb);
-			else {
-				json_decref(na);
-				json_decref(nb);
-			}
-		}
-		n++;
 	}
-	/* the rest of the longer trace still has to verify */
-	while (ra > 0 && (ra = trace_reader_next(ta, &ea, e)) > 0)
-		;
-	while (rb > 0 && (rb = trace_reader_next(tb, &eb, e)) > 0)
-		;
-	if (ra < 0 || rb < 0)
-		goto done;
+	json_object_foreach(sb, k, v)
+		if (!json_object_get(sa, k)) {
+			json_array_append_new(only_b, json_string(k));
+			differing++;
+		}
+	if (!first && differing) {
+		/* the first differing process in tree order, then its first differing event */
+		const char *fk = NULL;
+		json_object_foreach(sa, k, v)
+			if (!json_equal(v, json_object_get(sb, k)) && (!fk || strcmp(k, fk) < 0))
+				fk = k;
+		json_object_foreach(sb, k, v)
+			if (!json_object_get(sa, k) && (!fk || strcmp(k, fk) < 0))
+				fk = k;
+		json_t *ea = pt_events(a, &ta, fk, e), *eb = pt_events(b, &tb, fk, e);
+		size_t i = 0;
+		while (i < json_array_size(ea) && i < json_array_size(eb) &&
+		       json_equal(json_array_get(ea, i), json_array_get(eb, i)))
+			i++;
+		json_t *xa = json_array_get(ea, i), *xb = json_array_get(eb, i);
+		first = json_pack("{s:s, s:I, s:O, s:O}", "process", fk, "index", (json_int_t)i, "a",
+				  xa ? xa : json_null(), "b", xb ? xb : json_null());
+		json_decref(ea);
+		json_decref(eb);
+	}
 	ba = trace_buildrec(a, 1, e);
 	bb = ba ? trace_buildrec(b, 1, e) : NULL;
 	if (!bb)
@@ -796,32 +960,33 @@ int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common
 	set_diff(files, "probes", json_object_get(ba, "probes"), json_object_get(bb, "probes"), "errno");
 	set_diff(files, "tools", json_object_get(ba, "tools"), json_object_get(bb, "tools"), "sha256");
 	rc = first ? 1 : 0;
-	out = json_pack("{s:b, s:O, s:O}", "identical", !first, "first_difference",
-			first ? first : json_null(), "files", files);
+	out = json_pack("{s:b, s:O, s:{s:O, s:O, s:I}, s:O}", "identical", !first,
+			"first_difference", first ? first : json_null(), "processes", "only_a", only_a,
+			"only_b", only_b, "differing", (json_int_t)differing, "files", files);
 	if (f == TRACE_FMT_JSON) {
 		print_json(out);
 	} else {
 		if (!first) {
-			printf("traces are identical (ignoring times, host pids and addresses)\n");
+			printf("traces are identical (per process; ignoring times, host pids, addresses "
+			       "and the interleaving of processes)\n");
 		} else {
-			char *sa = common_json_canonical(json_object_get(first, "a"));
-			char *sb = common_json_canonical(json_object_get(first, "b"));
-			printf("first difference at event %lld%s:\n< %s\n> %s\n",
-			       (long long)jint(first, "index") - 1,
-			       jint(first, "index") == 0 ? " (the headers)" : "", sa, sb);
-			free(sa);
-			free(sb);
+			char *xa = common_json_canonical(json_object_get(first, "a"));
+			char *xb = common_json_canonical(json_object_get(first, "b"));
+			printf("first difference: %s, event %lld (%lld processes differ):\n< %s\n> %s\n",
+			       jstr(first, "process"), jint(first, "index"), differing, xa, xb);
+			free(xa);
+			free(xb);
 		}
 		const char *sect[] = {"inputs", "outputs", "probes", "tools", NULL};
 		for (int i = 0; sect[i]; i++) {
-			json_t *s = json_object_get(files, sect[i]), *v;
-			size_t k;
-			json_array_foreach(json_object_get(s, "only_a"), k, v)
-				printf("%s only in A: %s\n", sect[i], json_string_value(v));
-			json_array_foreach(json_object_get(s, "only_b"), k, v)
-				printf("%s only in B: %s\n", sect[i], json_string_value(v));
-			json_array_foreach(json_object_get(s, "changed"), k, v)
-				printf("%s changed: %s\n", sect[i], json_string_value(v));
+			json_t *s2 = json_object_get(files, sect[i]), *x;
+			size_t j;
+			json_array_foreach(json_object_get(s2, "only_a"), j, x)
+				printf("%s only in A: %s\n", sect[i], json_string_value(x));
+			json_array_foreach(json_object_get(s2, "only_b"), j, x)
+				printf("%s only in B: %s\n", sect[i], json_string_value(x));
+			json_array_foreach(json_object_get(s2, "changed"), j, x)
+				printf("%s changed: %s\n", sect[i], json_string_value(x));
 		}
 		json_decref(out);
 	}
@@ -830,10 +995,14 @@ done:
 	json_decref(files);
 	json_decref(ba);
 	json_decref(bb);
-	free(ma.s.v);
-	free(mb.s.v);
-	trace_reader_close(ta);
-	trace_reader_close(tb);
+	json_decref(ha);
+	json_decref(hb);
+	json_decref(sa);
+	json_decref(sb);
+	json_decref(only_a);
+	json_decref(only_b);
+	free(ta.v);
+	free(tb.v);
 	return rc;
 }
 
