@@ -535,6 +535,39 @@ static void test_refusals(void)
 	codec_buf_free(&b);
 }
 
+/* Descriptors that lie about their C layout are refused before any value is read. */
+struct two { int tag; union { int a; long b; } u; };
+static const struct sbx_field two_overlap[] = {
+	{ "a", 0, 4, &sbx_type_i32, 1 }, /* on top of the tag */
+};
+static const struct sbx_type two_overlap_t = SBX_UNION("two", struct two, tag, two_overlap);
+static const struct sbx_field two_dup[] = {
+	SBX_MEMBER(struct two, u.a, &sbx_type_i32, 1),
+	SBX_MEMBER(struct two, u.b, &sbx_type_i64, 1),
+};
+static const struct sbx_type two_dup_t = SBX_UNION("two", struct two, tag, two_dup);
+static const struct sbx_type bad_arr_t = { .kind = SBX_K_ARRAY, .name = "int[3]", .size = 12,
+					   .elem = &sbx_type_i64, .count = 3 };
+static const struct sbx_field unordered_f[] = {
+	SBX_FIELD(struct two, u.a, &sbx_type_i32),
+	SBX_FIELD_AUTO(struct two, tag),
+};
+static const struct sbx_type unordered_t = SBX_STRUCT("two", struct two, unordered_f);
+static const struct sbx_type nullptr_t = { .kind = SBX_K_PTR, .name = "p", .size = 8 };
+
+static void test_descriptors(void)
+{
+	struct common_err e;
+
+	CHECK(codec_type_check(&pair_t, &e) == 0);
+	CHECK(codec_type_check(&shape_t, &e) == 0);
+	CHECK(codec_type_check(&two_overlap_t, &e) < 0 && strstr(e.why, "overlaps the tag"));
+	CHECK(codec_type_check(&two_dup_t, &e) < 0 && strstr(e.why, "share tag 1"));
+	CHECK(codec_type_check(&bad_arr_t, &e) < 0 && strstr(e.why, "is not 3 x 8"));
+	CHECK(codec_type_check(&unordered_t, &e) < 0 && strstr(e.why, "out of order"));
+	CHECK(codec_type_check(&nullptr_t, &e) < 0 && strstr(e.why, "without an element"));
+}
+
 /* A fingerprint of the host graph: its encoding. */
 static void fingerprint(struct codec_buf *b, void *root)
 {
@@ -660,6 +693,7 @@ int main(void)
 	test_big_arrays();
 	test_union_fn();
 	test_refusals();
+	test_descriptors();
 	test_hostile_results();
 	test_linked_list();
 	return unit_finish("test_codec");
