@@ -622,9 +622,33 @@ static int ephemeral_close(struct lease_store *s, const char *id, json_t *receip
 		rc = edge(s, id, LEASE_EDGE_EXPIRE, &head, NULL, receipts, e);
 	if (rc == 0)
 		rc = edge(s, id, LEASE_EDGE_DESTROY, &head, NULL, receipts, e);
+	json_t *all = NULL;
+	/* the journal also holds the observations metering made during the run */
+	if (rc == 0 && lease_log(s, id, &all, e) == 0) {
+		json_array_clear(receipts);
+		json_array_extend(receipts, all);
+		json_decref(all);
+	}
 	json_decref(head);
 	json_decref(rec);
 	return rc;
+}
+
+/* --lease: the receipts this run added (observations, a closure), else the head */
+static void run_receipts(struct lease_store *s, const char *id, json_int_t start_seq,
+			 json_t *receipts)
+{
+	struct common_err e;
+	json_t *all = NULL, *r;
+	size_t i;
+	if (lease_log(s, id, &all, &e) == 0) {
+		json_array_foreach(all, i, r)
+			if (json_integer_value(json_object_get(r, "seq")) > start_seq)
+				json_array_append(receipts, r);
+		if (json_array_size(receipts) == 0 && json_array_size(all))
+			json_array_append(receipts, json_array_get(all, json_array_size(all) - 1));
+	}
+	json_decref(all);
 }
 
 /* ---- sbx-run ---- */
@@ -640,6 +664,7 @@ int trace_run_main(struct trace_run_opts *o)
 	int code = SBX_EXIT_SBX, have_lease = 0;
 	const char *closed = NULL;
 	struct trace_result res;
+	json_int_t start_seq = -1;
 	struct trace_bound *bound = NULL;
 	memset(&res, 0, sizeof res);
 	memset(&e, 0, sizeof e);
@@ -681,6 +706,7 @@ int trace_run_main(struct trace_run_opts *o)
 				    state ? state : "unknown");
 			goto fail;
 		}
+		start_seq = json_integer_value(json_object_get(l, "seq"));
 		if (!want || strcmp(want, sha) != 0) {
 			common_errf(&e, "image", "%s (sha256 %s) is not lease %s's image (sha256 %s)",
 				    image, sha, id, want ? want : "unknown");
@@ -772,8 +798,8 @@ int trace_run_main(struct trace_run_opts *o)
 			goto fail;
 		}
 		have_lease = 0;
-	} else if (lease_head(s, id, &head, &e) == 0) {
-		json_array_append(receipts, head);
+	} else {
+		run_receipts(s, id, start_seq, receipts);
 	}
 	result = result_json(id, image, sha, o->argv, &res, code, closed, receipts);
 	trace_bound_result(bound, result);
