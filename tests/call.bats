@@ -17,13 +17,18 @@ teardown() {
 	rm -rf "$SRC"
 }
 
-@test "Readfile demo: the host sees builds=1 metadata=hello, the guest opened /src/hello.txt" {
-	run "$GUESTS/readfile" "$SRC"
+@test "Readfile demo: the host sees builds=1 metadata=hello, the guest opened and read /src/hello.txt" {
+	run "$GUESTS/readfile" "$SRC" "$BATS_TEST_TMPDIR/readfile.trace"
 	assert_success
 	assert_line "builds=1 metadata=hello"
 	assert_line --partial "guest openat /src/hello.txt"
-	# the callback ran in the guest (its own pid namespace), the host went on
+	# the callback ran once, in the guest (its own pid namespace), and the host went on
 	assert_line --regexp "^host pid [0-9]+ continues; the callback ran as pid [1-9] in the guest$"
+	run jq -r 'select(.ev == "sys" and .path == "/src/hello.txt") | .name' "$BATS_TEST_TMPDIR/readfile.trace"
+	assert_output "openat"
+	run sbx-trace files --format json "$BATS_TEST_TMPDIR/readfile.trace"
+	assert_success
+	assert_output --partial "/src/hello.txt"
 }
 
 @test "the call's trace records the guest's open of /src/hello.txt" {
@@ -34,6 +39,12 @@ teardown() {
 	assert_line "/src/hello.txt"
 	run sbx-trace verify "$BATS_TEST_TMPDIR/call.trace"
 	assert_success
+}
+
+@test "the guest ran the program's constructors but not its main" {
+	run "$GUESTS/call_modes" entry "$SRC"
+	assert_success
+	assert_line "guest: constructors=1 main=0"
 }
 
 @test "a missing file is reported through the context's error slice" {

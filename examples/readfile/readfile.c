@@ -2,7 +2,7 @@
  * builds} and a build context {metadata, errors}; the callback runs once in a
  * guest that sees SRCDIR read-only at /src, and the host then reads the
  * updated objects.  Build non-PIE:  cc -no-pie readfile.c libsbx.a -l...
- * Usage: readfile SRCDIR */
+ * Usage: readfile SRCDIR [TRACE]   (TRACE: record the call's trace there) */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -103,12 +103,13 @@ int main(int argc, char **argv)
 	struct build b = { &f, &ctx, 0 };
 	struct common_err e = {0};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: readfile SRCDIR\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: readfile SRCDIR [TRACE]\n");
 		return 2;
 	}
 	struct trace_mount m = { .type = TRACE_MOUNT_BIND, .src = argv[1], .dst = "/src" };
-	struct sbx_sandbox sb = { .mounts = &m, .nmounts = 1, .inspect = log_open, .err = &e };
+	struct sbx_sandbox sb = { .mounts = &m, .nmounts = 1, .inspect = log_open, .err = &e,
+				  .trace_path = argc == 3 ? argv[2] : NULL };
 	if (sbx_call(&sb, on_build, &build_t, &b) < 0) {
 		fprintf(stderr, "readfile: error: %s: %s\n", e.what, e.why);
 		return 1;

@@ -1,5 +1,5 @@
 /* sbx_call test program: call_modes MODE SRCDIR [TRACE]
- * MODE: readfile | abort | exit | evilfn | rewrite | badfn | trace | empty | lease | policy | swap (TRACE is then
+ * MODE: readfile | abort | exit | evilfn | rewrite | badfn | trace | empty | entry | lease | policy | swap (TRACE is then
  * a file renamed over this executable first; for lease, a lease ID; for policy,
  * a --policy file).
  * Prints "builds=N metadata=M errors=K" afterwards, in every mode. */
@@ -15,7 +15,13 @@
 struct formula { const char *source, *filename; int builds; };
 typedef SBX_SLICE_OF(char *) str_slice;
 struct context { char *metadata; str_slice errs; };
-struct build { struct formula *self; struct context *ctx; int mode; void (*hook)(void); };
+struct build {
+	struct formula *self;
+	struct context *ctx;
+	int mode;
+	void (*hook)(void);
+	int saw_ctor, saw_main; /* what the guest's callback observed */
+};
 enum { M_NONE, M_ABORT, M_EXIT, M_EVILFN };
 
 static const struct sbx_field formula_f[] = {
@@ -37,7 +43,16 @@ static const struct sbx_field build_f[] = {
 	SBX_FIELD(struct build, ctx, &context_p),
 	SBX_FIELD_AUTO(struct build, mode),
 	SBX_FIELD(struct build, hook, &sbx_type_fn),
+	SBX_FIELD_AUTO(struct build, saw_ctor),
+	SBX_FIELD_AUTO(struct build, saw_main),
 };
+
+/* The guest runs constructors but never main. */
+static int ctor_ran, main_ran;
+__attribute__((constructor)) static void ctor(void)
+{
+	ctor_ran = 1;
+}
 static const struct sbx_type build_t = SBX_STRUCT("build", struct build, build_f);
 
 static int accept_any(void *arg, uint64_t addr, struct common_err *e)
@@ -95,6 +110,13 @@ static void on_empty(void *arg)
 	(void)arg;
 }
 
+static void on_entry_probe(void *arg)
+{
+	struct build *b = arg;
+	b->saw_ctor = ctor_ran;
+	b->saw_main = main_ran;
+}
+
 /* Rewrite the path of an open of /src/hello.txt to /src/other.txt in temporary guest memory. */
 static int rewrite(struct sbx_call *call, void *arg)
 {
@@ -119,11 +141,12 @@ int main(int argc, char **argv)
 {
 	struct formula f = { "/src", "hello.txt", 0 };
 	struct context ctx = { NULL, { NULL, 0, 0 } };
-	struct build b = { &f, &ctx, M_NONE, NULL };
+	struct build b = { &f, &ctx, M_NONE, NULL, 0, 0 };
 	struct common_err e = {0};
 	void (*fn)(void *) = on_build;
 	int rewrites = 0, rc = 0;
 
+	main_ran = 1;
 	if (argc < 3) {
 		fprintf(stderr, "usage: call_modes MODE SRCDIR [TRACE]\n");
 		return 2;
@@ -146,6 +169,8 @@ int main(int argc, char **argv)
 		sb.trace_path = argv[3];
 	else if (!strcmp(mode, "empty"))
 		fn = on_empty;
+	else if (!strcmp(mode, "entry"))
+		fn = on_entry_probe;
 	else if (!strcmp(mode, "lease") && argc > 3)
 		sb.lease = argv[3]; /* the store: $SBX_STORE */
 	else if (!strcmp(mode, "policy") && argc > 3)
@@ -166,5 +191,7 @@ int main(int argc, char **argv)
 	       ctx.errs.len);
 	if (sb.inspect)
 		printf("rewrites=%d\n", rewrites);
+	if (fn == on_entry_probe)
+		printf("guest: constructors=%d main=%d\n", b.saw_ctor, b.saw_main);
 	return rc;
 }
