@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +22,9 @@
 #define REPLY_MAX (64u << 10)
 #define PATH_MAX_REPLY 4096
 
-extern char **environ;
-
 struct trace_coproc {
 	pid_t pid;
+	int pidfd;         /* kills it without racing pid reuse */
 	int to, from;      /* its stdin (our write end), its stdout (our read end) */
 	int timeout_ms;
 	uint64_t next_id;
@@ -181,31 +180,65 @@ out:
 	return rc;
 }
 
+/* The co-process is a grandchild handed to init: the supervisor's loop runs until
+ * it has no children left, so the co-process must not be one of them. */
+static pid_t spawn_orphan(const char *prog, int in_fd, int out_fd, int *err)
+{
+	int pp[2];
+	pid_t mid, pid = -1;
+
+	if (pipe2(pp, O_CLOEXEC) < 0) {
+		*err = errno;
+		return -1;
+	}
+	mid = fork();
+	if (mid < 0) {
+		*err = errno;
+		close(pp[0]);
+		close(pp[1]);
+		return -1;
+	}
+	if (mid == 0) {
+		pid_t g = fork();
+		if (g == 0) {
+			if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
+				_exit(127);
+			execl("/bin/sh", "sh", "-c", prog, (char *)NULL);
+			_exit(127);
+		}
+		if (write(pp[1], &g, sizeof g) != (ssize_t)sizeof g)
+			_exit(1);
+		_exit(0);
+	}
+	close(pp[1]);
+	if (read(pp[0], &pid, sizeof pid) != (ssize_t)sizeof pid || pid <= 0) {
+		*err = EAGAIN;
+		pid = -1;
+	}
+	close(pp[0]);
+	waitpid(mid, NULL, 0);
+	return pid;
+}
+
 int trace_coproc_start(const char *prog, int timeout_ms, struct trace_coproc **out,
 		       struct common_err *e)
 {
-	int in[2] = {-1, -1}, outp[2] = {-1, -1}, err;
-	posix_spawn_file_actions_t fa;
+	int in[2] = {-1, -1}, outp[2] = {-1, -1}, err = 0;
 	struct trace_coproc *c;
-	char *argv[] = {"sh", "-c", (char *)prog, NULL};
+	pid_t pid;
 
 	*out = NULL;
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0) {
 		err = errno;
 		goto fail;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
-	c = common_xcalloc(1, sizeof *c);
-	err = posix_spawn(&c->pid, "/bin/sh", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (err) {
-		free(c);
+	if ((pid = spawn_orphan(prog, in[0], outp[1], &err)) < 0)
 		goto fail;
-	}
 	close(in[0]);
 	close(outp[1]);
+	c = common_xcalloc(1, sizeof *c);
+	c->pid = pid;
+	c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	c->to = in[1];
 	c->from = outp[0];
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : TRACE_COPROC_TIMEOUT_MS;
@@ -278,7 +311,8 @@ int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st,
 	r = common_write_all(c->to, ev, n + 1);
 	free(ev);
 	if (r < 0)
-		return common_errno(e, -r, "inspector %s: sending an event", c->prog);
+		return common_errf(e, "inspector reply", "missing: the co-process is gone (%s)",
+				   strerror(-r));
 	if (read_line(c, &linelen, e) < 0)
 		return -1;
 	r = trace_coproc_parse_reply(c->buf, linelen, id, d, e);
@@ -289,21 +323,17 @@ int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st,
 
 void trace_coproc_stop(struct trace_coproc *c)
 {
-	int st;
-
 	if (!c)
 		return;
 	close(c->to);
 	close(c->from);
 	/* EOF on its stdin is the request to finish; a slow one is killed */
-	for (int i = 0; i < 50; i++) {
-		if (waitpid(c->pid, &st, WNOHANG) != 0)
-			goto done;
-		usleep(10000);
+	if (c->pidfd >= 0) {
+		struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
+		if (poll(&p, 1, 500) == 0)
+			syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+		close(c->pidfd);
 	}
-	kill(c->pid, SIGKILL);
-	waitpid(c->pid, &st, 0);
-done:
 	free(c->buf);
 	free(c->prog);
 	free(c);

@@ -152,13 +152,13 @@ static int check_result(const struct trace_state *st, uint64_t *payload, struct 
 	if (fstat(st->memfd, &sb) < 0)
 		return common_errno(e, errno, "state result: fstat");
 	size = (uint64_t)sb.st_size;
+	if (size >= HDR && (pread_full(st->memfd, hdr, HDR, 0) < 0 || get_le64(hdr) != off))
+		return common_errf(e, "state result", "overlapping: the input header was "
+				   "changed (expected %llu)", (unsigned long long)off);
 	if (size < off)
 		return common_errf(e, "state result", "truncated: transport holds %llu bytes, "
 				   "input alone is %llu", (unsigned long long)size,
 				   (unsigned long long)off);
-	if (pread_full(st->memfd, hdr, HDR, 0) < 0 || get_le64(hdr) != off)
-		return common_errf(e, "state result", "overlapping: the input header was "
-				   "changed (expected %llu)", (unsigned long long)off);
 	if (size == off)
 		return common_errf(e, "state result", "missing: the guest wrote no result");
 	if (size - off < HDR)
