@@ -69,6 +69,11 @@ static void emit_row(FILE *f, struct row *r, long long t0, long long span, size_
 	fprintf(f, "<div class=\"row\"><div class=\"lab\" style=\"padding-left:%dem\">", r->depth < 40 ? r->depth : 40);
 	fprintf(f, "%lld ", jint(p, "pid"));
 	esc(f, base ? base + 1 : exe ? exe : "(no exec)");
+	json_array_foreach(argv, i, v) /* the arguments say which step it is */
+		if (i > 0) {
+			fputc(' ', f);
+			esc(f, json_string_value(v));
+		}
 	fprintf(f, "</div><div class=\"lane\"><div class=\"bar%s\" style=\"left:%.3f%%;width:%.3f%%\" title=\"",
 		failed ? " fail" : "", left, width);
 	json_array_foreach(argv, i, v) {

@@ -60,7 +60,7 @@ struct trace_reader *trace_reader_open(const char *path, struct common_err *e)
 	t->fd = fd;
 	t->own = fd != 0;
 	snprintf(t->name, sizeof t->name, "%s", strcmp(path, "-") ? path : "<stdin>");
-	t->cap = TRACE_LINE_MAX + 65536;
+	t->cap = 65536; /* grows to TRACE_LINE_MAX + 64 KiB for long lines */
 	t->buf = common_xmalloc(t->cap);
 	t->last_seq = -1;
 	return t;
@@ -125,6 +125,10 @@ static char *rd_line(struct trace_reader *t, size_t *len, int *err, struct commo
 		memmove(t->buf, t->buf + t->off, t->len - t->off);
 		t->len -= t->off;
 		t->off = 0;
+		if (t->len == t->cap) {
+			t->cap *= 2;
+			t->buf = common_xrealloc(t->buf, t->cap);
+		}
 		ssize_t n = read(t->fd, t->buf + t->len, t->cap - t->len);
 		if (n < 0 && errno == EINTR)
 			continue;
