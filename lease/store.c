@@ -548,37 +548,39 @@ int lease_recover(struct lease_store *s, struct common_err *e)
 		return 0;
 	r = common_json_load(line, strlen(line), "journal.jsonl", NULL);
 	free(line);
-	/* A last line that does not verify is left alone: verify reports it. */
-	if (!r || lease_receipt_verify(s, r, "journal.jsonl", NULL) < 0) {
+	id = lease_jstr(r, "lease");
+	if (!lease_id_valid(id) || !lease_jstr(r, "digest")) {
+		ret = 0; /* not a receipt: left alone, verify reports it */
+		goto out;
+	}
+	if (lease_pair_read(s, id, &pair, e) < 0)
+		goto out;
+	head = pair ? lease_jstr(json_object_get(pair, "lease"), "head") : NULL;
+	if (head && strcmp(head, lease_jstr(r, "digest")) == 0) {
+		/* The common case: the record is current; only the idempotent effects may lag. */
+		ret = lease_apply_effects(s, json_object_get(pair, "lease"), e);
+		goto out;
+	}
+	/* Rolling forward needs a receipt that really is ours. */
+	if (lease_receipt_verify(s, r, "journal.jsonl", NULL) < 0) {
 		ret = 0;
 		goto out;
 	}
-	id = lease_jstr(r, "lease");
-	if (lease_pair_read(s, id, &pair, e) < 0)
-		goto out;
 	if (!pair) {
 		if (lease_jint(r, "seq") != 0 || lease_fold(NULL, r, &rec, NULL) < 0) {
 			ret = 0;
 			goto out;
 		}
 	} else {
+		json_t *next;
+		const char *prev = lease_jstr(r, "prev");
 		rec = json_incref(json_object_get(pair, "lease"));
-		head = lease_jstr(rec, "head");
-		if (head && strcmp(head, lease_jstr(r, "digest")) != 0) {
-			json_t *next;
-			const char *prev = lease_jstr(r, "prev");
-			if (!prev || strcmp(prev, head) != 0 ||
-			    lease_fold(rec, r, &next, NULL) < 0) {
-				ret = 0;
-				goto out;
-			}
-			json_decref(rec);
-			rec = next;
-		} else {
-			/* Record is current; only the idempotent effects may lag. */
-			ret = lease_apply_effects(s, rec, e);
+		if (!head || !prev || strcmp(prev, head) != 0 || lease_fold(rec, r, &next, NULL) < 0) {
+			ret = 0;
 			goto out;
 		}
+		json_decref(rec);
+		rec = next;
 	}
 	np = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
 	if (lease_pair_write(s, id, np, e) < 0)

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Lease transitions per second on one store: in-process (sequential, 2 parallel
+# clients) and through the sbx-lease CLI. Needs `make all` first. Usage: bench/lease.sh [LEASES]
+set -eu
+cd "$(dirname "$0")/.."
+B=${SBX_BUILD:-build}
+N=${1:-100}
+tmp=$(mktemp -d /tmp/sbx-lease-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I. -o "$tmp/lease_bench" bench/lease_bench.c \
+	"$B/libsbx.a" -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
+echo "store on $(df -P "$tmp" | awk 'NR==2 {print $1}'), $(nproc) cores"
+"$tmp/lease_bench" "$tmp/seq" "$N" 1
+"$tmp/lease_bench" "$tmp/par" "$((N / 2))" 2
+"$tmp/lease_bench" "$tmp/seq" 1 1 >/dev/null # settle the store before the CLI run
+export SBX_STORE="$tmp/cli"
+L="$B/bin/sbx-lease"
+$L request --image /bin/true | $L fund --amount 1 --evidence - | $L activate --evidence - >"$tmp/head"
+n=100
+t0=$(date +%s.%N)
+i=1
+while [ $i -le $n ]; do
+	$L observe --usage fuel=$i --evidence "$tmp/head" >"$tmp/next"
+	mv "$tmp/next" "$tmp/head"
+	i=$((i + 1))
+done
+t1=$(date +%s.%N)
+echo "$t0 $t1 $n" | awk '{printf "CLI sequential (one exec per transition): %d transitions in %.3f s = %.0f transitions/s\n", $3, $2 - $1, $3 / ($2 - $1)}'
+$L verify >/dev/null && echo "verify: ok"
