@@ -59,10 +59,10 @@ static int canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *
 		r->rax = r->orig_rax;
 	} else if ((int64_t)r->orig_rax >= 0) {
 		int64_t rv = (int64_t)r->rax;
-		if (rv == -ERESTART_RESTARTBLOCK)
-			return common_errf(e, "capture", "guest is inside a restartable sleep; "
-					   "take the snapshot at another step");
-		if (rv == -ERESTARTSYS || rv == -ERESTARTNOINTR || rv == -ERESTARTNOHAND) {
+		/* a sleep or poll with a restart block starts over with its own
+		 * arguments: the kernel's restart state is not part of a snapshot */
+		if (rv == -ERESTARTSYS || rv == -ERESTARTNOINTR || rv == -ERESTARTNOHAND ||
+		    rv == -ERESTART_RESTARTBLOCK) {
 			r->rip -= 2;
 			r->rax = r->orig_rax;
 		}

@@ -170,4 +170,20 @@ int snap_store_write(const char *dir, const struct snap_image *im, struct common
 /* Read dir back, re-hashing every chunk against the manifest. */
 int snap_store_read(const char *dir, struct snap_image *out, struct common_err *e);
 
+
+/* ---- leases and tools (snap/control.c, snap/cli.c) ---- */
+struct lease_store;
+/* sbx-run's control op {"op":"snapshot"}: stop the guest (host pid) at a step
+ * boundary, capture, resume it, check namespace_bytes, persist under
+ * STORE/snapshots/HEX and record the lease's snapshot receipt. The reply is
+ * {"digest","bytes","chunks","receipt"} or {"error": WHY}; nothing is written
+ * when it is an error. With "stop": true the guest is left stopped (the caller
+ * ends the run). */
+json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req);
+/* The directory of a stored snapshot (malloc'd); hex is checked. */
+char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e);
+/* sbx-snap and sbx-restore: whole command lines, returning the exit status. */
+int snap_cli_main(int argc, char **argv);
+int snap_restore_main(int argc, char **argv);
+
 #endif

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
+#include "snap/snap.h"
 #include "trace/run-internal.h"
 
 extern char **environ;
@@ -313,6 +314,9 @@ struct run_ctx {
 	/* issue 4 (meter, inspect, policy, state) and issue 5 (record) contexts go here */
 	struct trace_rec *rec;        /* --trace: called after the inspector, so it records its decision */
 	struct trace_inspector *ins;  /* issue 4: metering, closure, policy, co-process */
+	struct lease_store *store;    /* issue 7: snapshots persist into the store */
+	const struct trace_run_opts *opts;
+	int restored;                 /* issue 7: the restore hook ran */
 };
 
 static int ctl_open(struct run_ctx *c, const char *store_dir, const char *lease, struct common_err *e)
@@ -389,6 +393,12 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 		json_object_set_new(rep, "stops", json_integer((json_int_t)c->res->stops));
 		json_object_set_new(rep, "refused", json_integer((json_int_t)c->res->refused));
 		json_object_set_new(rep, "running", json_true());
+	} else if (strcmp(op, "snapshot") == 0) {
+		/* issue 7: capture at a step boundary, persist, record the receipt */
+		json_decref(rep);
+		rep = snap_control(c->store, c->lease, trace_sv_guest_pid(sv), req);
+		if (json_is_true(json_object_get(req, "stop")) && !json_object_get(rep, "error"))
+			trace_sv_stop(sv, "snapshot --stop");
 	} else {
 		json_object_set_new(rep, "error", json_sprintf("unknown op \"%.64s\"", op));
 	}
@@ -444,6 +454,15 @@ static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
 {
 	struct run_ctx *c = ctx;
+	if (c->opts && c->opts->restore_exec && !c->restored) {
+		struct common_err e;
+		c->restored = 1;
+		if (c->opts->restore_exec(c->opts->restore_ctx, pid, &e) < 0) {
+			common_report(&e);
+			trace_sv_stop(c->sv, "restore failed");
+			return;
+		}
+	}
 	if (c->rec)
 		trace_rec_on_exec(c->rec, pid, ppid, path, argv);
 }
@@ -718,7 +737,7 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 
 	env = build_env(o);
-	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res };
+	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res, .store = s, .opts = o };
 	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
 		goto fail;
 	if (o->trace_path) {
@@ -748,6 +767,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.state_fd = -1,
 		.stdout_fd = -1,
 		.stderr_fd = -1,
+		.no_aslr = !o->ephemeral, /* issue 7: a lease's guest may be snapshotted */
 		.hooks = &hooks,
 		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
 			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
@@ -766,6 +786,8 @@ int trace_run_main(struct trace_run_opts *o)
 	hooks.on_spawn = hook_spawn;
 	hooks.on_proc_exit = hook_proc_exit;
 	hooks.on_tick = hook_tick;
+	if (o->restore_exec)
+		hooks.on_exec = hook_exec;
 	int rc = trace_run(&cfg, &res, &e);
 	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
 		rc = -1;

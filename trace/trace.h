@@ -352,6 +352,10 @@ struct trace_run_opts {
 	int deterministic;
 	int inspect_timeout_ms;       /* --inspect-timeout MS, 0: TRACE_COPROC_TIMEOUT_MS */
 	uint64_t max_procs;           /* --max-procs: per-run process cap, 0 = TRACE_NPROC_DEFAULT */
+	/* issue 7 (sbx-restore): at the guest's exec stop, before its first instruction,
+	 * rebuild it from a snapshot; <0 stops the guest ("restore failed") */
+	int (*restore_exec)(void *ctx, pid_t pid, struct common_err *e);
+	void *restore_ctx;
 };
 /* Parse one sbx-run option (name without "--", value or NULL) into o. 1 handled,
  * 0 unknown, -1 error. */

@@ -19,6 +19,7 @@
 static char guests[4096];
 static char tmpdir[4096];
 static void explain(const struct snap_state *a, pid_t pid, const char *dir);
+static int pass_signal(int st);
 
 static char *read_pipe(int fd)
 {
@@ -87,7 +88,7 @@ static int finish(pid_t pid)
 			return WEXITSTATUS(st);
 		if (WIFSIGNALED(st))
 			return 128 + WTERMSIG(st);
-		sig = WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st);
+		sig = pass_signal(st);
 	}
 }
 
@@ -110,6 +111,13 @@ static char *baseline(const char *guest, const char *dir)
 	return s;
 }
 
+/* The signal to deliver when resuming from stop status st. */
+static int pass_signal(int st)
+{
+	int s = WSTOPSIG(st);
+	return s == (SIGTRAP | 0x80) || s == SIGTRAP ? 0 : s;
+}
+
 /* Syscall entries the guest makes (so steps can be drawn from them). */
 static long count_steps(const char *guest, const char *dir)
 {
@@ -119,11 +127,13 @@ static long count_steps(const char *guest, const char *dir)
 	pid_t pid = start(guest, dir, 1, &fd);
 	if (pid < 0)
 		return -1;
+	int sig = 0;
 	for (;;) {
-		ptrace(PTRACE_SYSCALL, pid, 0, 0);
+		ptrace(PTRACE_SYSCALL, pid, 0, sig);
 		waitpid(pid, &st, 0);
 		if (!WIFSTOPPED(st))
 			break;
+		sig = pass_signal(st);
 		struct ptrace_syscall_info si;
 		if (WSTOPSIG(st) == (SIGTRAP | 0x80) &&
 		    ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof si, &si) > 0 &&
@@ -144,13 +154,15 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 	pid_t pid = start(guest, dir, 1, &fd);
 	long n = 0;
 	struct snap_image im = { 0 };
+	int sig = 0;
 	for (;;) {
-		ptrace(PTRACE_SYSCALL, pid, 0, 0);
+		ptrace(PTRACE_SYSCALL, pid, 0, sig);
 		waitpid(pid, &st, 0);
 		if (!WIFSTOPPED(st)) {
 			fprintf(stderr, "%s: ended before step %ld\n", guest, step);
 			return 0;
 		}
+		sig = pass_signal(st);
 		struct ptrace_syscall_info si;
 		if (WSTOPSIG(st) == (SIGTRAP | 0x80) &&
 		    ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof si, &si) > 0 &&

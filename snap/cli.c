@@ -1,0 +1,663 @@
+/* snap: the sbx-snap and sbx-restore command lines. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "lease/lease.h"
+#include "snap/snap.h"
+#include "trace/trace.h"
+
+#define SNAP_META_MAX 65536
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static const char *user_name(void)
+{
+	struct passwd *pw = getpwuid(getuid());
+	return pw ? pw->pw_name : "unknown";
+}
+
+/* The stored snapshot with digest hex, verified and decoded. */
+static int load_snapshot(struct lease_store *s, const char *hex, struct snap_image *im,
+			 json_t **meta, struct common_err *e)
+{
+	char *dir = snap_dir(s, hex, e);
+	if (!dir)
+		return -1;
+	struct stat sb;
+	if (stat(dir, &sb) < 0) {
+		free(dir);
+		return common_errf(e, hex, "no such snapshot in the store");
+	}
+	int rc = snap_store_read(dir, im, e);
+	if (rc == 0 && meta) {
+		char *mp = common_xasprintf("%s/meta.json", dir);
+		*meta = common_json_load_file(mp, SNAP_META_MAX, e);
+		free(mp);
+		if (!*meta || !json_is_object(*meta)) {
+			snap_image_free(im);
+			rc = *meta ? common_errf(e, hex, "meta.json is not an object") : -1;
+			json_decref(*meta);
+			*meta = NULL;
+		}
+	}
+	free(dir);
+	return rc;
+}
+
+static int print_json(json_t *j, enum common_format f)
+{
+	int rc = common_json_print(j, f == COMMON_FMT_TEXT);
+	json_decref(j);
+	return rc < 0 ? SBX_EXIT_SBX : SBX_EXIT_OK;
+}
+
+/* ---- take: ask the running sbx-run over its control socket ---- */
+
+static int cmd_take(struct lease_store *s, const char *lease, int stop, const char *principal,
+		    enum common_format f, struct common_err *e)
+{
+	json_t *rec = NULL;
+	if (lease_load(s, lease, &rec, e) < 0)
+		return SBX_EXIT_FAIL;
+	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+	const char *who = principal ? principal : user_name();
+	if (strcmp(jstr(l, "principal"), who) != 0) {
+		common_errf(e, "snapshot", "lease %s belongs to principal %s, not %s: only its "
+			    "renter may snapshot it", lease, jstr(l, "principal"), who);
+		json_decref(rec);
+		return SBX_EXIT_FAIL;
+	}
+	json_decref(rec);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int n = snprintf(a.sun_path, sizeof a.sun_path, "%s/run/%s.sock", lease_store_dir(s), lease);
+	if (n < 0 || (size_t)n >= sizeof a.sun_path) {
+		common_errf(e, "snapshot", "control socket path too long");
+		return SBX_EXIT_SBX;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		common_errf(e, "snapshot", "lease %s has no running guest (%s: %s)", lease, a.sun_path,
+			    strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return SBX_EXIT_FAIL;
+	}
+	struct timeval tv = { .tv_sec = 600 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	char req[64];
+	snprintf(req, sizeof req, "{\"op\":\"snapshot\",\"stop\":%s}\n", stop ? "true" : "false");
+	char *buf = common_xmalloc(65536);
+	size_t len = 0;
+	if (common_write_all(fd, req, strlen(req)) < 0) {
+		close(fd);
+		free(buf);
+		return common_errno(e, errno, "send to %s", a.sun_path), SBX_EXIT_SBX;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + len, 65535 - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (memchr(buf, '\n', len) || len == 65535)
+			break;
+	}
+	close(fd);
+	json_t *rep = common_json_load(buf, len, "control reply", e);
+	free(buf);
+	if (!rep)
+		return SBX_EXIT_SBX;
+	if (json_object_get(rep, "error")) {
+		common_errf(e, "snapshot", "%s", jstr(rep, "error"));
+		json_decref(rep);
+		return SBX_EXIT_FAIL;
+	}
+	return print_json(rep, f);
+}
+
+/* ---- list, show, verify ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmd_list(struct lease_store *s, const char *lease, enum common_format f,
+		    struct common_err *e)
+{
+	char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
+	DIR *d = opendir(top);
+	json_t *arr = json_array();
+	char **names = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (strlen(de->d_name) == 64 && strspn(de->d_name, "0123456789abcdef") == 64) {
+			names = common_xrealloc(names, (n + 1) * sizeof *names);
+			names[n++] = common_xstrdup(de->d_name);
+		}
+	if (d)
+		closedir(d);
+	qsort(names, n, sizeof *names, cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		char *mp = common_xasprintf("%s/%s/meta.json", top, names[i]);
+		json_t *m = common_json_load_file(mp, SNAP_META_MAX, NULL);
+		if (m && json_is_object(m) && (!lease || !strcmp(jstr(m, "lease"), lease)))
+			json_array_append(arr, m);
+		json_decref(m);
+		free(mp);
+		free(names[i]);
+	}
+	free(names);
+	free(top);
+	(void)e;
+	return print_json(arr, f);
+}
+
+static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
+		    enum common_format f, struct common_err *e)
+{
+	struct snap_image im;
+	struct snap_state st;
+	json_t *meta = NULL;
+	if (load_snapshot(s, hex, &im, &meta, e) < 0)
+		return SBX_EXIT_FAIL;
+	if (snap_decode(im.bytes, im.len, hex, &st, e) < 0) {
+		snap_image_free(&im);
+		json_decref(meta);
+		return SBX_EXIT_FAIL;
+	}
+	json_t *j = json_pack("{s:s,s:I,s:I,s:b}", "digest", hex, "bytes", (json_int_t)im.len,
+			      "chunks", (json_int_t)((im.len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX),
+			      "verified", 1);
+	if (!verify_only) {
+		uint64_t mem = 0;
+		json_t *fds = json_array();
+		for (size_t i = 0; i < st.nregions; i++)
+			mem += st.regions[i].end - st.regions[i].start;
+		for (size_t i = 0; i < st.nfds; i++)
+			json_array_append_new(fds, json_pack("{s:I,s:s,s:I}", "fd",
+					      (json_int_t)st.fds[i].fd, "path", st.fds[i].path,
+					      "pos", (json_int_t)st.fds[i].pos));
+		json_object_update(j, meta);
+		json_object_set_new(j, "regions", json_integer((json_int_t)st.nregions));
+		json_object_set_new(j, "mapped_bytes", json_integer((json_int_t)mem));
+		json_object_set_new(j, "fds", fds);
+		json_object_set_new(j, "cells", json_integer((json_int_t)st.ncells));
+		json_object_set_new(j, "cwd", json_string(st.cwd));
+		json_object_set_new(j, "rip", json_sprintf("%#llx", (unsigned long long)st.regs[16]));
+	}
+	snap_state_free(&st);
+	snap_image_free(&im);
+	json_decref(meta);
+	return print_json(j, f);
+}
+
+/* ---- export / import (tar via libarchive) ---- */
+
+static int cmd_export(struct lease_store *s, const char *hex, const char *out,
+		      struct common_err *e)
+{
+	struct snap_image im;
+	json_t *meta = NULL;
+	if (load_snapshot(s, hex, &im, &meta, e) < 0)
+		return SBX_EXIT_FAIL;
+	char *tmp = common_xasprintf("%s.tmp.%d", out, (int)getpid());
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	int rc = archive_write_open_filename(a, tmp) == ARCHIVE_OK ? 0
+		 : common_errf(e, out, "%s", archive_error_string(a));
+	struct snap_manifest m;
+	memcpy(m.digest, im.digest, 32);
+	m.len = im.len;
+	m.chunks = (uint32_t)((im.len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
+	uint8_t mb[SNAP_MANIFEST_LEN];
+	snap_manifest_encode(&m, mb);
+	char *mtxt = common_json_canonical(meta);
+	for (int64_t i = -2; rc == 0 && i < (int64_t)m.chunks; i++) {
+		char name[128];
+		const void *p;
+		size_t n;
+		if (i == -2) {
+			snprintf(name, sizeof name, "%s/manifest", hex);
+			p = mb;
+			n = sizeof mb;
+		} else if (i == -1) {
+			snprintf(name, sizeof name, "%s/meta.json", hex);
+			p = mtxt;
+			n = strlen(mtxt);
+		} else {
+			snprintf(name, sizeof name, "%s/%06u", hex, (unsigned)i);
+			size_t off = (size_t)i * SNAP_CHUNK_MAX;
+			p = im.bytes + off;
+			n = im.len - off < SNAP_CHUNK_MAX ? im.len - off : SNAP_CHUNK_MAX;
+		}
+		struct archive_entry *en = archive_entry_new();
+		archive_entry_set_pathname(en, name);
+		archive_entry_set_filetype(en, AE_IFREG);
+		archive_entry_set_perm(en, 0600);
+		archive_entry_set_size(en, (la_int64_t)n);
+		if (archive_write_header(a, en) != ARCHIVE_OK ||
+		    archive_write_data(a, p, n) != (la_ssize_t)n)
+			rc = common_errf(e, out, "%s", archive_error_string(a));
+		archive_entry_free(en);
+	}
+	if (archive_write_close(a) != ARCHIVE_OK && rc == 0)
+		rc = common_errf(e, out, "%s", archive_error_string(a));
+	archive_write_free(a);
+	free(mtxt);
+	if (rc == 0 && rename(tmp, out) < 0)
+		rc = common_errno(e, errno, "rename %s to %s", tmp, out);
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	snap_image_free(&im);
+	json_decref(meta);
+	if (rc < 0)
+		return SBX_EXIT_FAIL;
+	return print_json(json_pack("{s:s,s:s}", "digest", hex, "exported", out), COMMON_FMT_JSON);
+}
+
+/* A member name: HEX/manifest, HEX/meta.json or HEX/NNNNNN, nothing else. */
+static int member_kind(const char *name, char hex[65], uint32_t *chunk)
+{
+	const char *slash = strchr(name, '/');
+	if (!slash || slash - name != 64 || strspn(name, "0123456789abcdef") != 64)
+		return -1;
+	if (hex[0] && strncmp(hex, name, 64))
+		return -1;
+	memcpy(hex, name, 64);
+	hex[64] = 0;
+	const char *rest = slash + 1;
+	if (!strcmp(rest, "manifest"))
+		return 0;
+	if (!strcmp(rest, "meta.json"))
+		return 1;
+	if (strlen(rest) == 6 && strspn(rest, "0123456789") == 6) {
+		*chunk = (uint32_t)strtoul(rest, NULL, 10);
+		return 2;
+	}
+	return -1;
+}
+
+static int cmd_import(struct lease_store *s, const char *file, struct common_err *e)
+{
+	struct archive *a = archive_read_new();
+	archive_read_support_format_tar(a);
+	archive_read_support_format_gnutar(a);
+	char hex[65] = "";
+	char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
+	char *tmp = common_xasprintf("%s/.import.%d", top, (int)getpid());
+	int rc = 0, have_manifest = 0, have_meta = 0;
+	uint64_t total = 0;
+	common_rm_rf(tmp, NULL);
+	if (common_mkdir_p(tmp, 0700, e) < 0)
+		rc = -1;
+	else if (archive_read_open_filename(a, file, 65536) != ARCHIVE_OK)
+		rc = common_errf(e, file, "%s", archive_error_string(a));
+	struct archive_entry *en;
+	uint8_t *buf = common_xmalloc(SNAP_CHUNK_MAX + 1);
+	while (rc == 0) {
+		int r = archive_read_next_header(a, &en);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r != ARCHIVE_OK) {
+			rc = common_errf(e, file, "%s", archive_error_string(a));
+			break;
+		}
+		const char *name = archive_entry_pathname(en);
+		uint32_t chunk = 0;
+		int kind = name ? member_kind(name, hex, &chunk) : -1;
+		if (kind < 0) {
+			rc = common_errf(e, file, "member \"%s\" is not part of a snapshot "
+					 "(HEX/manifest, HEX/meta.json, HEX/NNNNNN)", name ? name : "");
+			break;
+		}
+		if (archive_entry_filetype(en) != AE_IFREG || archive_entry_hardlink(en) ||
+		    archive_entry_symlink(en)) {
+			rc = common_errf(e, file, "member %s is not a regular file", name);
+			break;
+		}
+		la_int64_t size = archive_entry_size(en);
+		la_int64_t max = kind == 0 ? SNAP_MANIFEST_LEN : kind == 1 ? SNAP_META_MAX : SNAP_CHUNK_MAX;
+		if (size < 0 || size > max || (kind == 2 && chunk > SNAP_MAX_BYTES / SNAP_CHUNK_MAX)) {
+			rc = common_errf(e, file, "member %s is oversized (%lld bytes)", name,
+					 (long long)size);
+			break;
+		}
+		total += (uint64_t)size;
+		if (total > SNAP_MAX_BYTES + SNAP_META_MAX + SNAP_MANIFEST_LEN) {
+			rc = common_errf(e, file, "archive holds more than a snapshot can");
+			break;
+		}
+		la_ssize_t got = archive_read_data(a, buf, (size_t)size + 1);
+		if (got != size) {
+			rc = common_errf(e, file, "member %s: short or long data", name);
+			break;
+		}
+		char *dst = common_xasprintf("%s/%s", tmp, name + 65);
+		int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0)
+			rc = errno == EEXIST ? common_errf(e, file, "member %s appears twice", name)
+					     : common_errno(e, errno, "create %s", dst);
+		else {
+			if (common_write_all(fd, buf, (size_t)size) < 0)
+				rc = common_errno(e, errno, "write %s", dst);
+			close(fd);
+		}
+		free(dst);
+		have_manifest |= kind == 0;
+		have_meta |= kind == 1;
+	}
+	free(buf);
+	archive_read_free(a);
+	if (rc == 0 && (!have_manifest || !have_meta))
+		rc = common_errf(e, file, "archive lacks the %s", have_manifest ? "meta.json" : "manifest");
+	struct snap_image im = { 0 };
+	struct snap_state st;
+	if (rc == 0 && snap_store_read(tmp, &im, e) < 0)
+		rc = -1;
+	char got[65];
+	if (rc == 0) {
+		common_hex(im.digest, 32, got);
+		if (strcmp(got, hex))
+			rc = common_errf(e, file, "contents hash to %s, not the named snapshot %s", got, hex);
+	}
+	if (rc == 0) {
+		if (snap_decode(im.bytes, im.len, file, &st, e) < 0)
+			rc = -1;
+		else
+			snap_state_free(&st);
+	}
+	if (rc == 0) {
+		char *mp = common_xasprintf("%s/meta.json", tmp);
+		json_t *m = common_json_load_file(mp, SNAP_META_MAX, e);
+		free(mp);
+		if (!m || !json_is_object(m) || strcmp(jstr(m, "digest"), hex))
+			rc = m ? common_errf(e, file, "meta.json does not describe snapshot %s", hex) : -1;
+		json_decref(m);
+	}
+	char *dir = rc == 0 ? common_xasprintf("%s/%s", top, hex) : NULL;
+	struct stat sb;
+	if (rc == 0 && stat(dir, &sb) == 0)
+		rc = common_errf(e, hex, "snapshot already in the store");
+	if (rc == 0 && rename(tmp, dir) < 0)
+		rc = common_errno(e, errno, "rename %s", tmp);
+	if (rc < 0)
+		common_rm_rf(tmp, NULL);
+	snap_image_free(&im);
+	free(dir);
+	free(tmp);
+	free(top);
+	if (rc < 0)
+		return SBX_EXIT_FAIL;
+	return print_json(json_pack("{s:s,s:s}", "digest", hex, "imported", file), COMMON_FMT_JSON);
+}
+
+static void snap_usage(FILE *f)
+{
+	fprintf(f, "usage: sbx-snap [--store DIR] [--format json|text] take LEASE [--stop] "
+		   "[--principal NAME]\n"
+		   "       sbx-snap [--store DIR] [--format json|text] list [LEASE]\n"
+		   "       sbx-snap [--store DIR] [--format json|text] show|verify DIGEST\n"
+		   "       sbx-snap [--store DIR] export DIGEST -o FILE.tar\n"
+		   "       sbx-snap [--store DIR] import FILE.tar\n");
+}
+
+int snap_cli_main(int argc, char **argv)
+{
+	struct common_err e = { "", "" };
+	const char *store = NULL, *out = NULL, *principal = NULL;
+	enum common_format f = COMMON_FMT_JSON;
+	const char *pos[3] = { NULL, NULL, NULL };
+	int npos = 0, stop = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help")) {
+			snap_usage(stdout);
+			return SBX_EXIT_OK;
+		} else if (!strcmp(a, "--store") && v) {
+			store = v;
+			i++;
+		} else if (!strcmp(a, "--format") && v) {
+			if (common_parse_format(v, &f, &e) < 0)
+				common_die(SBX_EXIT_USAGE, &e);
+			i++;
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v) {
+			out = v;
+			i++;
+		} else if (!strcmp(a, "--principal") && v) {
+			principal = v;
+			i++;
+		} else if (!strcmp(a, "--stop")) {
+			stop = 1;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "sbx-snap: error: unknown option %s\n", a);
+			snap_usage(stderr);
+			return SBX_EXIT_USAGE;
+		} else if (npos < 3) {
+			pos[npos++] = a;
+		} else {
+			snap_usage(stderr);
+			return SBX_EXIT_USAGE;
+		}
+	}
+	const char *cmd = pos[0];
+	int need = !cmd ? -1 : !strcmp(cmd, "list") ? 0 : !strcmp(cmd, "take") ||
+		   !strcmp(cmd, "show") || !strcmp(cmd, "verify") || !strcmp(cmd, "export") ||
+		   !strcmp(cmd, "import") ? 1 : -1;
+	if (need < 0 || (need == 1 && npos != 2) || npos > 2 ||
+	    (cmd && !strcmp(cmd, "export") && !out) || (stop && strcmp(cmd, "take"))) {
+		snap_usage(stderr);
+		return SBX_EXIT_USAGE;
+	}
+	struct lease_store *s;
+	if (lease_store_open(store, &s, &e) < 0)
+		common_die(SBX_EXIT_SBX, &e);
+	int rc;
+	if (!strcmp(cmd, "take"))
+		rc = cmd_take(s, pos[1], stop, principal, f, &e);
+	else if (!strcmp(cmd, "list"))
+		rc = cmd_list(s, pos[1], f, &e);
+	else if (!strcmp(cmd, "show") || !strcmp(cmd, "verify"))
+		rc = cmd_show(s, pos[1], !strcmp(cmd, "verify"), f, &e);
+	else if (!strcmp(cmd, "export"))
+		rc = cmd_export(s, pos[1], out, &e);
+	else
+		rc = cmd_import(s, pos[1], &e);
+	if (rc != SBX_EXIT_OK && e.what[0])
+		common_report(&e);
+	lease_store_close(s);
+	return rc;
+}
+
+/* ---- sbx-restore ---- */
+
+struct restore_ctx {
+	struct snap_state st;
+	uint8_t digest[32];
+	char *ns;
+};
+
+static int restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
+{
+	struct restore_ctx *r = ctx;
+	return snap_restore_checked(pid, &r->st, r->ns, r->digest, e);
+}
+
+static const struct {
+	const char *name;
+	int arg;
+} run_options[] = {
+	{ "ro", 1 }, { "rw", 1 }, { "mount", 1 }, { "env-clear", 0 }, { "env-inherit", 0 },
+	{ "env", 1 }, { "result", 1 }, { "result-fd", 1 }, { "max-procs", 1 }, { "trace", 1 },
+	{ "trace-level", 1 }, { "policy", 1 }, { "inspect-exec", 1 }, { "inspect-timeout", 1 },
+};
+
+static void restore_usage(FILE *f)
+{
+	fprintf(f, "usage: sbx-restore [--store DIR] DIGEST --lease TARGET [sbx-run options] "
+		   "[-- PROGRAM [ARG...]]\n");
+}
+
+/* Every precondition before anything changes; then charge, rebind, run. */
+static int restore_prepare(struct lease_store *s, const char *hex, const char *target,
+			   struct restore_ctx *r, char **image, struct common_err *e)
+{
+	struct snap_image im;
+	json_t *meta = NULL, *rec = NULL, *head = NULL, *out = NULL;
+	int rc = -1;
+	if (load_snapshot(s, hex, &im, &meta, e) < 0)
+		return -1;
+	if (snap_decode(im.bytes, im.len, hex, &r->st, e) < 0)
+		goto done;
+	if (lease_load(s, target, &rec, e) < 0)
+		goto done;
+	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+	char img[65];
+	common_hex(r->st.meta.image, 32, img);
+	if (strcmp(jstr(l, "state"), "Funded") != 0) {
+		common_errf(e, "restore", "cannot restore into lease %s: state is %s, restore needs "
+			    "Funded", target, jstr(l, "state"));
+		goto done;
+	}
+	if (strcmp(jstr(l, "principal"), r->st.meta.principal) != 0) {
+		common_errf(e, "restore", "principal differs: lease %s is %s's, the snapshot %s's",
+			    target, jstr(l, "principal"), r->st.meta.principal);
+		goto done;
+	}
+	if (strcmp(jstr(l, "host_program"), r->st.meta.host_program) != 0) {
+		common_errf(e, "restore", "host program differs: lease %s has %s, the snapshot %s",
+			    target, jstr(l, "host_program"), r->st.meta.host_program);
+		goto done;
+	}
+	if (strcmp(jstr(json_object_get(l, "image"), "sha256"), img) != 0) {
+		common_errf(e, "restore", "image hash differs: lease %s has %s, the snapshot %s",
+			    target, jstr(json_object_get(l, "image"), "sha256"), img);
+		goto done;
+	}
+	/* charge the canonical bytes and the reconstructed cells before anything runs */
+	uint64_t charge = im.len + snap_cells_bytes(&r->st), used = 0;
+	const json_t *lim = json_object_get(l, "limits");
+	const json_t *lv = json_object_get(lim, "namespace_bytes");
+	uint64_t limit = json_is_integer(lv) ? (uint64_t)json_integer_value(lv) : 0;
+	if (lease_ns_bytes(s, target, &used, e) < 0)
+		goto done;
+	if (used > limit || charge > limit - used) {
+		common_errf(e, "restore", "snapshot needs %llu namespace bytes, lease %s has %llu left",
+			    (unsigned long long)charge, target,
+			    (unsigned long long)(used > limit ? 0 : limit - used));
+		goto done;
+	}
+	if (lease_head(s, target, &head, e) < 0)
+		goto done;
+	json_t *args = json_pack("{s:s,s:s,s:I}", "snapshot", hex, "source", r->st.meta.lease,
+				 "bytes", (json_int_t)charge);
+	int t = lease_transition(s, target, LEASE_EDGE_RESTORE, head, args, &out, e);
+	json_decref(args);
+	if (t < 0)
+		goto done;
+	r->ns = lease_ns_dir(s, target);
+	if (snap_cells_write(&r->st, r->ns, e) < 0)
+		goto done;
+	*image = common_xstrdup(jstr(json_object_get(l, "image"), "path"));
+	memcpy(r->digest, im.digest, 32);
+	rc = 0;
+done:
+	snap_image_free(&im);
+	json_decref(meta);
+	json_decref(rec);
+	json_decref(head);
+	json_decref(out);
+	return rc;
+}
+
+int snap_restore_main(int argc, char **argv)
+{
+	struct trace_run_opts o = { .result_fd = -1 };
+	struct common_err e = { "", "" };
+	const char *hex = NULL;
+	int i;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "--help")) {
+			restore_usage(stdout);
+			return SBX_EXIT_OK;
+		}
+		if (strncmp(a, "--", 2)) {
+			if (hex) {
+				restore_usage(stderr);
+				return SBX_EXIT_SBX;
+			}
+			hex = a;
+			continue;
+		}
+		const char *name = a + 2, *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(name, "store") || !strcmp(name, "lease")) {
+			if (!v)
+				break;
+			trace_run_opt(&o, name, v, &e);
+			i++;
+			continue;
+		}
+		size_t k;
+		for (k = 0; k < sizeof run_options / sizeof run_options[0]; k++)
+			if (!strcmp(run_options[k].name, name))
+				break;
+		if (k == sizeof run_options / sizeof run_options[0] || (run_options[k].arg && !v)) {
+			fprintf(stderr, "sbx-restore: error: unknown option or missing value: %s\n", a);
+			restore_usage(stderr);
+			return SBX_EXIT_SBX;
+		}
+		if (trace_run_opt(&o, name, run_options[k].arg ? v : NULL, &e) <= 0) {
+			common_report(&e);
+			return SBX_EXIT_SBX;
+		}
+		i += run_options[k].arg;
+	}
+	if (!hex || !o.lease) {
+		restore_usage(stderr);
+		return SBX_EXIT_SBX;
+	}
+	struct lease_store *s;
+	if (lease_store_open(o.store, &s, &e) < 0)
+		common_die(SBX_EXIT_SBX, &e);
+	struct restore_ctx r;
+	char *image = NULL;
+	memset(&r, 0, sizeof r);
+	if (restore_prepare(s, hex, o.lease, &r, &image, &e) < 0) {
+		common_report(&e);
+		snap_state_free(&r.st);
+		free(r.ns);
+		lease_store_close(s);
+		return SBX_EXIT_FAIL;
+	}
+	lease_store_close(s);
+	char *dflt[2] = { image, NULL };
+	o.argv = i < argc ? argv + i : dflt;
+	o.restore_exec = restore_at_exec;
+	o.restore_ctx = &r;
+	int code = trace_run_main(&o);
+	snap_state_free(&r.st);
+	free(r.ns);
+	free(image);
+	return code;
+}

@@ -1,0 +1,204 @@
+/* snap: snapshots of a running sbx-run guest, persisted into the store and
+ * recorded as the lease's snapshot receipt (SPEC §8.1, §8.3). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "lease/lease.h"
+#include "snap/snap.h"
+
+char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e)
+{
+	size_t n = strlen(hex);
+	if (n != 64 || strspn(hex, "0123456789abcdef") != 64) {
+		common_errf(e, hex, "not a snapshot digest (64 lowercase hex digits)");
+		return NULL;
+	}
+	return common_xasprintf("%s/snapshots/%s", lease_store_dir(s), hex);
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static uint64_t jnum(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+/* Stop the guest at a step boundary: PTRACE_INTERRUPT and wait for its
+ * interrupt stop. A syscall caught at entry first is rewound so it runs (and is
+ * supervised) again after the snapshot; signals met on the way are delivered. */
+static int stop_at_boundary(pid_t pid, struct common_err *e)
+{
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0)
+		return common_errno(e, errno, "interrupt guest %d", (int)pid);
+	for (int i = 0; i < 10000; i++) {
+		int st;
+		if (waitpid(pid, &st, __WALL) < 0)
+			return common_errno(e, errno, "wait for guest %d", (int)pid);
+		if (!WIFSTOPPED(st))
+			return common_errf(e, "snapshot", "the guest ended before its boundary");
+		int ev = st >> 16, sig = WSTOPSIG(st);
+		if (ev == PTRACE_EVENT_STOP)
+			return 0;
+		if (ev == PTRACE_EVENT_SECCOMP) {
+			struct user_regs_struct r;
+			if (ptrace(PTRACE_GETREGS, pid, 0, &r) == 0) {
+				r.rip -= 2;
+				r.rax = r.orig_rax;
+				r.orig_rax = (uint64_t)-1;
+				ptrace(PTRACE_SETREGS, pid, 0, &r);
+			}
+			ptrace(PTRACE_CONT, pid, 0, 0);
+			continue;
+		}
+		if (ev == PTRACE_EVENT_EXIT) {
+			ptrace(PTRACE_CONT, pid, 0, 0);
+			return common_errf(e, "snapshot", "the guest is exiting");
+		}
+		ptrace(PTRACE_CONT, pid, 0, ev || sig == SIGTRAP || sig == (SIGTRAP | 0x80) ? 0 : sig);
+	}
+	return common_errf(e, "snapshot", "the guest never reached a step boundary");
+}
+
+static int has_children(pid_t pid)
+{
+	char p[64], *buf = NULL;
+	size_t len = 0;
+	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	if (common_read_file(p, 65536, &buf, &len, NULL) < 0)
+		return 0;
+	int kids = len > 0 && buf[0] != '\n';
+	free(buf);
+	return kids;
+}
+
+static json_t *error_reply(const struct common_err *e)
+{
+	return json_pack("{s:s++}", "error", e->what, ": ", e->why);
+}
+
+json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req)
+{
+	struct common_err e = { "", "" };
+	json_t *rec = NULL, *head = NULL, *out = NULL, *reply = NULL;
+	struct snap_image im = { 0 };
+	char *ns = NULL, *dir = NULL;
+	char hex[COMMON_SHA256_HEX];
+	int stop = json_is_true(json_object_get(req, "stop")), created = 0;
+
+	if (!lease || guest <= 0) {
+		common_errf(&e, "snapshot", "this run has no lease guest to snapshot");
+		goto fail;
+	}
+	if (lease_load(s, lease, &rec, &e) < 0)
+		goto fail;
+	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+	if (strcmp(jstr(l, "state"), "Active") != 0) {
+		common_errf(&e, "snapshot", "cannot snapshot lease %s: state is %s, snapshot needs "
+			    "Active", lease, jstr(l, "state"));
+		goto fail;
+	}
+	if (has_children(guest)) {
+		common_errf(&e, "snapshot", "the guest has child processes: only a single process "
+			    "can be snapshotted");
+		goto fail;
+	}
+	struct snap_capture_opts o = { .meta = {
+		.lease = (char *)lease, .principal = (char *)jstr(l, "principal"),
+		.host_program = (char *)jstr(l, "host_program"),
+		.ns_prefix = (char *)jstr(l, "namespace") } };
+	common_unhex(jstr(json_object_get(l, "image"), "sha256"), o.meta.image, 32);
+	for (int d = 0; d < SNAP_NUSAGE && d < LEASE_DIM_COUNT; d++)
+		o.meta.usage[d] = jnum(json_object_get(l, "usage"), lease_dim_name((enum lease_dim)d));
+	o.meta.step = jnum(l, "seq");
+	ns = lease_ns_dir(s, lease);
+	o.ns_dir = ns;
+	if (stop_at_boundary(guest, &e) < 0)
+		goto fail;
+	int rc = snap_capture(guest, &o, &im, &e);
+	/* the guest goes on at once; persisting is the supervisor's business */
+	if (!stop || rc < 0)
+		ptrace(PTRACE_CONT, guest, 0, 0);
+	if (rc < 0)
+		goto fail;
+
+	uint64_t persist = snap_persist_bytes(im.len), used = 0;
+	if (lease_ns_bytes(s, lease, &used, &e) < 0)
+		goto fail;
+	uint64_t observed = jnum(json_object_get(l, "usage"), "namespace_bytes");
+	if (observed > used)
+		used = observed;
+	used += jnum(l, "snapshot_bytes");
+	uint64_t limit = jnum(json_object_get(l, "limits"), "namespace_bytes");
+	if (used > limit || persist > limit - used) {
+		common_errf(&e, "snapshot", "%llu snapshot bytes exceed lease %s's namespace_bytes "
+			    "left (%llu used of %llu); nothing written", (unsigned long long)persist,
+			    lease, (unsigned long long)used, (unsigned long long)limit);
+		goto fail;
+	}
+	common_hex(im.digest, 32, hex);
+	dir = snap_dir(s, hex, &e);
+	struct stat sb;
+	if (!dir)
+		goto fail;
+	if (stat(dir, &sb) < 0) {
+		char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
+		rc = common_mkdir_p(top, 0700, &e);
+		free(top);
+		if (rc < 0 || snap_store_write(dir, &im, &e) < 0)
+			goto fail;
+		created = 1;
+		uint64_t batch = 0;
+		lease_store_batch(s, &batch, NULL);
+		json_t *meta = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "digest", hex,
+					 "lease", lease, "principal", jstr(l, "principal"),
+					 "host_program", jstr(l, "host_program"), "image",
+					 jstr(json_object_get(l, "image"), "sha256"),
+					 "bytes", (json_int_t)im.len, "chunks",
+					 (json_int_t)((im.len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX),
+					 "persisted_bytes", (json_int_t)persist, "batch", (json_int_t)batch);
+		char *txt = common_json_canonical(meta), *mp = common_xasprintf("%s/meta.json", dir);
+		rc = common_write_atomic(mp, txt, strlen(txt), 0600, &e);
+		free(txt);
+		free(mp);
+		json_decref(meta);
+		if (rc < 0)
+			goto fail;
+	}
+	if (lease_head(s, lease, &head, &e) < 0)
+		goto fail;
+	json_t *args = json_pack("{s:s,s:I}", "snapshot", hex, "bytes", (json_int_t)persist);
+	rc = lease_transition(s, lease, LEASE_EDGE_SNAPSHOT, head, args, &out, &e);
+	json_decref(args);
+	if (rc < 0)
+		goto fail;
+	reply = json_pack("{s:s,s:s,s:I,s:I,s:I,s:O}", "lease", lease, "digest", hex, "bytes",
+			  (json_int_t)im.len, "chunks",
+			  (json_int_t)((im.len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX),
+			  "persisted_bytes", (json_int_t)persist, "receipt",
+			  json_object_get(out, "receipt"));
+	goto done;
+fail:
+	if (created)
+		common_rm_rf(dir, NULL);
+	reply = error_reply(&e);
+done:
+	snap_image_free(&im);
+	json_decref(rec);
+	json_decref(head);
+	json_decref(out);
+	free(ns);
+	free(dir);
+	return reply;
+}
