@@ -183,7 +183,7 @@ static int offset_path(struct tinfo *ti, size_t count, size_t off, const struct 
 			return -1;
 		steps[ns++] = idx;
 		if (rem == 0 && ti == target)
-			return idx + need <= len ? ns : -1;
+			return need <= len && idx <= len - need ? ns : -1;
 		/* value level: descend inline storage until an array dimension */
 		for (;;) {
 			if (ti->t->kind == SBX_K_ARRAY) {
@@ -726,7 +726,7 @@ static uint8_t *resolve(struct dec *d, const struct tinfo *target, size_t need)
 		if (element) {
 			if (len == 0 ? (s != 0 || need != 0 || !last) : s >= len)
 				return codec_rd_fail(r, "reference index out of range"), NULL;
-			if (last && ti == target && s + need > len)
+			if (last && ti == target && (need > len || s > len - need))
 				return codec_rd_fail(r, "reference range exceeds its array"), NULL;
 			p += s * ti->t->size;
 			element = false;

@@ -661,6 +661,50 @@ static void test_hostile_results(void)
 	codec_buf_free(&res);
 }
 
+typedef SBX_SLICE_OF(uint8_t) u8_slice;
+struct two_slices { u8_slice whole, part; };
+static const struct sbx_field two_slices_f[] = {
+	SBX_FIELD(struct two_slices, whole, &u8_s),
+	SBX_FIELD(struct two_slices, part, &u8_s),
+};
+static const struct sbx_type two_slices_t = SBX_STRUCT("two", struct two_slices, two_slices_f);
+
+/* A forged capacity that wraps index + capacity around must not pass. */
+static void test_forged_capacity(void)
+{
+	uint8_t buf[8] = {0};
+	struct two_slices t = { { buf, 8, 8 }, { buf + 1, 2, 7 } };
+	struct codec_buf b, f;
+	struct codec_graph *g;
+	struct common_err e;
+	void *root;
+	static const uint8_t part[] = { 1, 2, 7 }, huge[] = { 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0x01 };
+
+	codec_buf_init(&b);
+	CHECK(codec_encode(&two_slices_t, &t, NULL, &b, NULL, &e) == 0);
+	size_t body = b.len - 32, at = 0;
+	for (size_t i = 0; i + 3 <= body; i++)
+		if (!memcmp(b.p + i, part, 3))
+			at = i;
+	CHECK(at > 0);
+	codec_buf_init(&f);
+	codec_put_raw(&f, b.p, at + 2);
+	codec_put_raw(&f, huge, sizeof huge);
+	codec_put_raw(&f, b.p + at + 3, body - at - 3);
+	codec_buf_reserve(&f, 32);
+	common_sha256(f.p, f.len - 32, f.p + f.len - 32);
+	CHECK(codec_decode(&two_slices_t, f.p, f.len, NULL, &root, &g, &e) < 0);
+	CHECK(strstr(e.why, "reference range exceeds its array") != NULL);
+	/* the unforged image decodes, part aliasing whole */
+	CHECK(codec_decode(&two_slices_t, b.p, b.len, NULL, &root, &g, &e) == 0);
+	struct two_slices *r = root;
+	CHECK(r->part.ptr == r->whole.ptr + 1 && r->part.cap == 7);
+	codec_graph_free(g);
+	codec_buf_free(&b);
+	codec_buf_free(&f);
+}
+
 static void m_identity(void *root) { (void)root; }
 
 static void test_linked_list(void)
@@ -695,6 +739,7 @@ int main(void)
 	test_refusals();
 	test_descriptors();
 	test_hostile_results();
+	test_forged_capacity();
 	test_linked_list();
 	return unit_finish("test_codec");
 }
