@@ -1,0 +1,179 @@
+/* trace/run.c, sandbox.c: option parsing, config checks, the boundary's
+ * verdicts, the seccomp program and exit statuses, without running a guest. */
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "trace/run-internal.h"
+
+static int passed, failed;
+#define CHECK(c, ...) do { if (c) passed++; else { failed++; \
+	printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+static int verdict(long nr, uint64_t a0, uint64_t a1)
+{
+	uint64_t a[6] = { a0, a1, 0, 0, 0, 0 };
+	return sbx_boundary_errno(1, nr, a);
+}
+
+static void test_verdicts(void)
+{
+	CHECK(verdict(TRACE_SYS_read, 0, 0) == 0, "read allowed");
+	CHECK(verdict(TRACE_SYS_ptrace, 0, 0) == EPERM, "ptrace refused");
+	CHECK(verdict(TRACE_SYS_io_uring_setup, 0, 0) == ENOSYS, "io_uring ENOSYS");
+	CHECK(verdict(TRACE_SYS_mount, 0, 0) == EPERM, "mount refused");
+	CHECK(verdict(TRACE_SYS_clone, SIGCHLD, 0) == 0, "fork-like clone allowed");
+	CHECK(verdict(TRACE_SYS_clone, CLONE_VM | CLONE_THREAD | CLONE_SIGHAND, 0) == 0, "thread allowed");
+	CHECK(verdict(TRACE_SYS_clone, CLONE_UNTRACED | SIGCHLD, 0) == EPERM, "CLONE_UNTRACED");
+	CHECK(verdict(TRACE_SYS_clone, CLONE_NEWUSER, 0) == EPERM, "CLONE_NEWUSER");
+	CHECK(verdict(TRACE_SYS_clone, (1ull << 40) | SIGCHLD, 0) == 0, "high bits ignored, as the kernel does");
+	CHECK(verdict(TRACE_SYS_clone, (1ull << 40) | CLONE_UNTRACED, 0) == EPERM, "high bits cannot hide a flag");
+	CHECK(verdict(TRACE_SYS_clone3, 0, 0) == ENOSYS, "clone3");
+	CHECK(verdict(TRACE_SYS_socket, AF_UNIX, 0) == 0, "AF_UNIX");
+	CHECK(verdict(TRACE_SYS_socket, AF_INET, 0) == EAFNOSUPPORT, "AF_INET");
+	CHECK(verdict(TRACE_SYS_socket, (1ull << 32) | AF_INET, 0) == EAFNOSUPPORT, "AF_INET with high bits");
+	CHECK(verdict(TRACE_SYS_socketpair, AF_INET6, 0) == EAFNOSUPPORT, "socketpair AF_INET6");
+	CHECK(verdict(TRACE_SYS_ioctl, 0, TIOCSTI) == EPERM, "TIOCSTI");
+	CHECK(verdict(TRACE_SYS_ioctl, 0, (1ull << 32) | TIOCSTI) == EPERM, "TIOCSTI high bits");
+	CHECK(verdict(TRACE_SYS_ioctl, 0, TCGETS) == 0, "TCGETS");
+	CHECK(verdict(TRACE_SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) == EPERM,
+	      "seccomp listener");
+	CHECK(verdict(TRACE_SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0) == 0, "a guest's own filter");
+	CHECK(verdict(9999, 0, 0) == ENOSYS, "unknown number");
+	uint64_t z[6] = { 0 };
+	CHECK(sbx_boundary_errno(0, TRACE_SYS_getpid, z) == ENOSYS, "foreign arch");
+	CHECK(verdict(TRACE_SYS_exit_group, 0, 0) == 0, "exit_group");
+}
+
+static void test_filter(void)
+{
+	struct sock_fprog p;
+	struct common_err e;
+	CHECK(sbx_filter_build(0, &p, &e) == 0, "filter builds");
+	CHECK(p.len > 10 && p.len < 4096, "filter length %u", p.len);
+	/* the arch check is first: load arch, compare with AUDIT_ARCH_X86_64 */
+	CHECK(p.filter[0].code == (BPF_LD | BPF_W | BPF_ABS) && p.filter[0].k == 4, "arch load first");
+	free(p.filter);
+	CHECK(sbx_filter_build(TRACE_CLASS_FILE | TRACE_CLASS_READ, &p, &e) == 0, "filter with classes");
+	free(p.filter);
+	int fd = fileno(tmpfile());
+	CHECK(trace_filter_export(0, fd, &e) == 0 && lseek(fd, 0, SEEK_END) > 0, "export");
+}
+
+static struct trace_config base(void)
+{
+	static const char *argv[] = { "true", NULL };
+	struct trace_config c = { .argv = argv, .image = "/bin/true", .state_fd = -1,
+				  .stdout_fd = -1, .stderr_fd = -1 };
+	return c;
+}
+
+static void test_config(void)
+{
+	struct common_err e;
+	struct trace_config c = base();
+	CHECK(trace_config_check(&c, &e) == 0, "minimal config");
+	struct trace_mount m[2] = { { TRACE_MOUNT_BIND, "/etc", "/data", NULL, 0 },
+				    { TRACE_MOUNT_BIND, "/usr", "/data", NULL, 0 } };
+	c.mounts = m;
+	c.nmounts = 2;
+	CHECK(trace_config_check(&c, &e) < 0 && strstr(e.why, "duplicate target"), "duplicate");
+	m[1].dst = "relative";
+	CHECK(trace_config_check(&c, &e) < 0, "relative target");
+	m[1].dst = "/a/../b";
+	CHECK(trace_config_check(&c, &e) < 0, "dot-dot target");
+	m[1].dst = "/ns/x";
+	CHECK(trace_config_check(&c, &e) < 0 && strstr(e.why, "/ns"), "under /ns");
+	m[1].dst = "/b";
+	m[1].src = "/nonexistent-src";
+	CHECK(trace_config_check(&c, &e) < 0 && strstr(e.what, "mount source"), "missing source");
+	m[1].src = "/usr";
+	CHECK(trace_config_check(&c, &e) == 0, "two good binds");
+	m[1].type = TRACE_MOUNT_TMPFS;
+	m[1].opts = "size=1m;rm -rf";
+	CHECK(trace_config_check(&c, &e) < 0, "tmpfs options filtered");
+	m[1].opts = "mode=0755,size=64m";
+	CHECK(trace_config_check(&c, &e) == 0, "tmpfs options");
+	c.replace_defaults = 1;
+	CHECK(trace_config_check(&c, &e) < 0 && strstr(e.why, "must supply /"), "replace needs /");
+	m[0].dst = "/";
+	CHECK(trace_config_check(&c, &e) == 0, "replace with /");
+	static const char *bad_env[] = { "A=1", "NOEQ", NULL };
+	c = base();
+	c.envp = bad_env;
+	CHECK(trace_config_check(&c, &e) < 0 && strstr(e.why, "NAME=VALUE"), "env entry");
+	c = base();
+	c.argv = NULL;
+	CHECK(trace_config_check(&c, &e) < 0, "no argv");
+}
+
+static void test_opts(void)
+{
+	struct trace_run_opts o = { .result_fd = -1 };
+	struct common_err e;
+	CHECK(trace_run_opt(&o, "ro", "/etc:/data", &e) == 1 && o.nmounts == 1 &&
+	      strcmp(o.mounts[0].dst, "/data") == 0 && !o.mounts[0].rw, "--ro");
+	CHECK(trace_run_opt(&o, "rw", "/tmp", &e) == 1 && o.nmounts == 2 &&
+	      strcmp(o.mounts[1].dst, "/tmp") == 0 && o.mounts[1].rw, "--rw default target");
+	CHECK(trace_run_opt(&o, "rw", "/nonexistent-xyz:/x", &e) == -1, "--rw missing source");
+	CHECK(trace_run_opt(&o, "ro", "/etc:rel", &e) == -1, "--ro relative");
+	CHECK(!o.replace_defaults, "binds keep the defaults");
+	CHECK(trace_run_opt(&o, "mount", "tmpfs::/scratch:size=1m", &e) == 1 && o.replace_defaults &&
+	      o.mounts[2].type == TRACE_MOUNT_TMPFS && strcmp(o.mounts[2].opts, "size=1m") == 0, "--mount tmpfs");
+	CHECK(trace_run_opt(&o, "mount", "bind:/usr:/u:rw", &e) == 1 && o.mounts[3].rw, "--mount bind rw");
+	CHECK(trace_run_opt(&o, "mount", "bind:/usr:/v:bogus", &e) == -1, "--mount bad bind opts");
+	CHECK(trace_run_opt(&o, "mount", "weird:/a:/b", &e) == -1, "--mount unknown type");
+	CHECK(trace_run_opt(&o, "mount", "bind:/a", &e) == -1, "--mount too few fields");
+	CHECK(trace_run_opt(&o, "mount", "proc::/proc", &e) == 1, "--mount proc");
+	CHECK(trace_run_opt(&o, "env", "A=1", &e) == 1 && o.nenv_set == 1, "--env");
+	CHECK(trace_run_opt(&o, "env", "=1", &e) == -1, "--env empty name");
+	CHECK(trace_run_opt(&o, "env", "A", &e) == -1, "--env no =");
+	CHECK(trace_run_opt(&o, "result-fd", "1", &e) == -1, "--result-fd must be above 2");
+	CHECK(trace_run_opt(&o, "result-fd", "999", &e) == -1, "--result-fd must be open");
+	CHECK(trace_run_opt(&o, "max-procs", "1", &e) == -1, "--max-procs too small");
+	CHECK(trace_run_opt(&o, "max-procs", "64", &e) == 1 && o.max_procs == 64, "--max-procs");
+	CHECK(trace_run_opt(&o, "lifetime", "12x", &e) == -1, "--lifetime number");
+	CHECK(trace_run_opt(&o, "ephemeral", NULL, &e) == 1 && o.ephemeral, "--ephemeral");
+	for (size_t i = 0; i < o.nmounts; i++) {
+		free((char *)o.mounts[i].src);
+		free((char *)o.mounts[i].dst);
+		free((char *)o.mounts[i].opts);
+	}
+	free(o.mounts);
+	free(o.env_set);
+}
+
+static void test_exit_codes(void)
+{
+	struct trace_result r;
+	memset(&r, 0, sizeof r);
+	r.exited = 1;
+	r.status = 3;
+	CHECK(trace_result_exit_code(&r) == 3, "status");
+	r.exited = 0;
+	r.signal = 9;
+	CHECK(trace_result_exit_code(&r) == 137, "128+N");
+	r.exec_failed = ENOENT;
+	CHECK(trace_result_exit_code(&r) == 127, "not found");
+	r.exec_failed = EACCES;
+	CHECK(trace_result_exit_code(&r) == 126, "not executable");
+	memset(&r, 0, sizeof r);
+	CHECK(trace_result_exit_code(&r) == SBX_EXIT_SBX, "nothing ran");
+}
+
+int main(void)
+{
+	test_verdicts();
+	test_filter();
+	test_config();
+	test_opts();
+	test_exit_codes();
+	printf("test_run: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
