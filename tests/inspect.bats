@@ -3,6 +3,11 @@
 # and --inspect-exec.
 load helpers
 
+setup() {
+	sbx_setup_store
+	cd "$BATS_TEST_TMPDIR"
+}
+
 host() { "$GUESTS/inspect_host" "$@"; }
 
 @test "C API: deny with an errno" {
@@ -58,4 +63,91 @@ host() { "$GUESTS/inspect_host" "$@"; }
 	assert_failure 125
 	assert_output --partial "inspect_host: error: inspector: the callback failed"
 	refute_output --partial "open /tmp/hello.txt"
+}
+
+policy_setup() {
+	mkdir -p src
+	echo hello >src/hello.txt
+	echo "other contents" >src/other.txt
+}
+
+@test "policy: the formula seed's rewrite works from the shell" {
+	policy_setup
+	cat >p.json <<'JSON'
+{"rules": [{"name": "swap", "syscall": ["openat", "open"], "action": "rewrite",
+            "from": "/src/hello.txt", "to": "/src/other.txt"}]}
+JSON
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --policy p.json -- cat /src/hello.txt
+	assert_success
+	assert_output "other contents"
+	# the guest's own buffer is unchanged: it prints the path it asked for
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --policy p.json -- "$GUESTS/inspect_open" /src/hello.txt
+	assert_success
+	assert_line "open /src/hello.txt: ok: other contents"
+	assert_line "buffer: /src/hello.txt"
+}
+
+@test "policy: deny with an errno by path glob; other paths pass" {
+	policy_setup
+	cat >p.json <<'JSON'
+{"rules": [{"name": "hide", "class": "file", "path": "/src/*.txt", "action": "deny", "errno": "ENOENT"},
+           {"name": "log", "path": "/etc/**", "action": "record"}]}
+JSON
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --policy p.json -- cat /src/hello.txt
+	assert_failure 1
+	assert_output "cat: /src/hello.txt: No such file or directory"
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --policy p.json -- cat /etc/hostname
+	assert_success
+}
+
+@test "policy: an invalid policy is refused before the guest starts, naming the rule" {
+	printf '{"rules": [{"action": "allow"}, {"name": "bad", "action": "zap"}]}' >p.json
+	run sbx-run --ephemeral --policy p.json -- /bin/sh -c 'echo ran'
+	assert_failure 125
+	assert_output 'sbx-run: error: p.json: rule 2 ("bad"): field "action": unknown action "zap"'
+	[ ! -d "$SBX_STORE/leases" ] || [ -z "$(ls "$SBX_STORE/leases")" ]
+	run sbx-run --ephemeral --policy missing.json -- /bin/true
+	assert_failure 125
+	assert_output --partial "missing.json"
+}
+
+coproc_script() {
+	cat >co.sh <<'SH'
+#!/bin/sh
+while IFS= read -r l; do
+	id=${l#*\"id\":}; id=${id%%,*}
+	case "$l" in
+	*'"/src/hello.txt"'*) echo "{\"id\":$id,\"action\":\"allow\",\"path\":[\"/src/other.txt\"]}" ;;
+	*'"/deny/'*) echo "{\"id\":$id,\"action\":\"deny\",\"errno\":\"EACCES\"}" ;;
+	*) echo "{\"id\":$id,\"action\":\"allow\"}" ;;
+	esac
+done
+SH
+	chmod +x co.sh
+}
+
+@test "co-process: JSON-lines events in, decisions out (rewrite and deny)" {
+	policy_setup
+	coproc_script
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --inspect-exec ./co.sh -- cat /src/hello.txt /deny/x
+	assert_failure 1
+	assert_line "other contents"
+	assert_line "cat: /deny/x: Permission denied"
+}
+
+@test "co-process: malformed, late and missing replies fail the run and write nothing back" {
+	run sbx-run --ephemeral --inspect-exec 'read l; echo garbage' --state-out out.img --result r.json -- /bin/cat /etc/hostname
+	assert_failure 125
+	assert_line --partial "inspector reply: malformed JSON"
+	[ ! -e out.img ]
+	assert_equal "$(jq -r .stopped r.json)" "inspector failed"
+	run sbx-run --ephemeral --inspect-exec 'read l; echo "{\"id\":9,\"action\":\"allow\"}"' -- /bin/cat /etc/hostname
+	assert_failure 125
+	assert_output --partial '"id" must be 1'
+	run sbx-run --ephemeral --inspect-exec 'read l; sleep 5' --inspect-timeout 300 -- /bin/cat /etc/hostname
+	assert_failure 125
+	assert_output --partial "late: no decision within 300 ms"
+	run sbx-run --ephemeral --inspect-exec 'exec 0<&-; sleep 1' -- /bin/cat /etc/hostname
+	assert_failure 125
+	assert_output --partial "missing"
 }

@@ -201,7 +201,8 @@ static pid_t spawn_orphan(const char *prog, int in_fd, int out_fd, int *err)
 	if (mid == 0) {
 		pid_t g = fork();
 		if (g == 0) {
-			if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
+			/* its own process group: stopping it stops what it started */
+			if (setpgid(0, 0) < 0 || dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
 				_exit(127);
 			execl("/bin/sh", "sh", "-c", prog, (char *)NULL);
 			_exit(127);
@@ -330,8 +331,10 @@ void trace_coproc_stop(struct trace_coproc *c)
 	/* EOF on its stdin is the request to finish; a slow one is killed */
 	if (c->pidfd >= 0) {
 		struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
-		if (poll(&p, 1, 500) == 0)
+		if (poll(&p, 1, 500) == 0) {
+			kill(-c->pid, SIGKILL);
 			syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+		}
 		close(c->pidfd);
 	}
 	free(c->buf);

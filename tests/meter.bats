@@ -1,0 +1,125 @@
+#!/usr/bin/env bats
+# Metering and automatic closure (SPEC §4): every hog is stopped by its own
+# dimension, the lease is closed Active -> Settling with a receipt naming it, the
+# run exits 124 and the result names it; observations are monotonic and survive a
+# SIGKILL of sbx-run.
+load helpers
+
+setup() {
+	sbx_setup_store
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# hog DIM REQUEST-OPTIONS... -- HOG-ARGS...: one ephemeral run that must be closed by DIM.
+hog() {
+	local dim=$1 opts=() start end
+	shift
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	start=$(date +%s%N)
+	status=0
+	sbx-run --ephemeral "${opts[@]}" --result r.json -- "$@" >out 2>err || status=$?
+	end=$(date +%s%N)
+	assert_equal "$status" 124
+	assert_equal "$(jq -r .closed r.json)" "$dim"
+	assert_equal "$(jq -r .exit_code r.json)" 124
+	# the closing receipt: Active -> Settling, naming the dimension
+	assert_equal "$(jq -r '.receipts[] | select(.edge == "settle") | "\(.from) \(.to) \(.reason)"' r.json)" \
+		"Active Settling $dim"
+	# the whole run, set-up included, stays well inside a few seconds
+	[ $(( (end - start) / 1000000 )) -lt 8000 ]
+}
+
+usage_of() { jq -r ".usage.$1" r.json; }
+
+@test "a CPU spinner is stopped by fuel" {
+	hog fuel --limits fuel=200000 -- "$GUESTS/meter_hog" fuel
+	[ "$(usage_of fuel)" -gt 200000 ]
+	[ "$(usage_of fuel)" -lt 1400000 ] # stopped within 1 s of crossing 0.2 s
+}
+
+@test "a memory hog is stopped by memory" {
+	hog memory --limits memory=64M -- "$GUESTS/meter_hog" memory
+	[ "$(usage_of memory)" -gt $((64 << 20)) ]
+}
+
+@test "a 2 GiB file writer is stopped by storage_write" {
+	hog storage_write --limits storage_write=32M -- "$GUESTS/meter_hog" write
+	[ "$(usage_of storage_write)" -gt $((32 << 20)) ]
+	[ "$(usage_of storage_write)" -lt $((2 << 30)) ]
+}
+
+@test "a reader of a large file is stopped by storage_read" {
+	hog storage_read --limits storage_read=32M -- "$GUESTS/meter_hog" read /usr/lib/x86_64-linux-gnu/libc.so.6
+	[ "$(usage_of storage_read)" -gt $((32 << 20)) ]
+}
+
+@test "a stdout flooder is stopped by output_bytes; exactly the bound is delivered" {
+	hog output_bytes --limits output_bytes=1M -- "$GUESTS/meter_hog" flood
+	assert_equal "$(wc -c <out)" $((1 << 20))
+	[ "$(usage_of output_bytes)" -gt $((1 << 20)) ]
+}
+
+@test "a line printer is stopped by output_values; exactly the bound's records are delivered" {
+	hog output_values --limits output_values=100 -- "$GUESTS/meter_hog" lines
+	assert_equal "$(wc -l <out)" 100
+	assert_equal "$(tail -n1 out)" "line 99"
+	assert_equal "$(tail -c1 out | od -An -c | tr -d ' ')" '\n'
+}
+
+@test "an fd leaker is stopped by table_elements" {
+	hog table_elements --limits table_elements=64 -- "$GUESTS/meter_hog" fds
+	[ "$(usage_of table_elements)" -gt 64 ]
+}
+
+@test "a namespace filler is stopped by namespace_bytes" {
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" ns
+	[ "$(usage_of namespace_bytes)" -gt $((1 << 20)) ]
+}
+
+@test "a sleeper past its lifetime is stopped by the wall clock" {
+	hog lifetime --lifetime 2 -- /bin/sleep 30
+}
+
+@test "a guest whose fees exhaust its escrow is stopped by escrow" {
+	hog escrow --escrow 100000 --fees fuel=1 -- "$GUESTS/meter_hog" fuel
+	[ "$(usage_of fuel)" -gt 100000 ]
+}
+
+@test "a run inside its bounds reports usage and is not closed" {
+	run sbx-run --ephemeral --result r.json -- "$GUESTS/meter_hog" write-not
+	assert_failure 2
+	assert_equal "$(jq -r .closed r.json)" null
+	[ "$(usage_of fuel)" -gt 0 ]
+	[ "$(usage_of memory)" -gt 0 ]
+	[ "$(usage_of table_elements)" -ge 3 ]
+	# only this run's output: the usage line on stderr
+	[ "$(usage_of output_bytes)" -gt 40 ]
+}
+
+new_active() {
+	sbx-lease request --image "$GUESTS/meter_hog" "$@" | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id
+}
+
+@test "observations are in the lease after kill -9 of sbx-run, and stay monotonic" {
+	id=$(new_active)
+	sbx-run --lease "$id" -- "$GUESTS/meter_hog" fuel &
+	pid=$!
+	sleep 1.5
+	kill -9 "$pid"
+	wait "$pid" || true
+	fuel=$(sbx-lease show "$id" | jq -r .lease.usage.fuel)
+	[ "$fuel" -gt 100000 ]
+	run bash -c "sbx-lease log $id | jq -r .edge | sort -u"
+	assert_line observe
+	# a lower observation is refused and changes nothing
+	sbx-lease log "$id" | tail -n1 >head.json
+	run sbx-lease observe "$id" --usage fuel=1 --evidence head.json
+	assert_failure
+	assert_output --partial "is below the recorded"
+	assert_equal "$(sbx-lease show "$id" | jq -r .lease.usage.fuel)" "$fuel"
+	# the next run of the same lease continues from the recorded usage
+	run sbx-run --lease "$id" --result r.json -- "$GUESTS/meter_hog" write-not
+	[ "$(usage_of fuel)" -gt "$fuel" ]
+}
