@@ -12,7 +12,7 @@ cc -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I. -fno-pie -no-pie -Wl,
 	-o "$T/codec_bench" bench/codec_bench.c "$B/libsbx.a" \
 	-lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
 chmod 755 "$T"
-echo "# $(uname -r), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "# $(uname -r), $(nproc) CPUs, load $(cut -d" " -f1 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)"
 "$T/codec_bench" graph 1000000
 "$T/codec_bench" array $((256 << 20))
 "$T/codec_bench" call 30

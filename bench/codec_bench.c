@@ -1,5 +1,6 @@
 /* Codec and sbx_call figures for bench/codec.sh (built non-PIE by it).
  *   codec_bench graph N      encode/decode/write-back of an N-node linked list
+ *                            (re-encode: the guest's side, keeping IDs)
  *   codec_bench array BYTES  the same for one numeric array of BYTES
  *   codec_bench call N       sbx_call round trip (empty callback) vs fork+exec
  *   codec_bench noop         exits at once (the fork+exec baseline) */
@@ -40,7 +41,8 @@ static void die(const struct common_err *e)
 }
 
 /* encode, decode, guest re-encode and write-back of one graph */
-static void codec_figures(const char *what, const struct sbx_type *t, void *root, double nobj)
+static void codec_figures(const char *what, const struct sbx_type *t, void *root, double nobj,
+			  const char *unit)
 {
 	struct codec_buf img, res;
 	struct codec_graph *hg, *gg;
@@ -63,11 +65,11 @@ static void codec_figures(const char *what, const struct sbx_type *t, void *root
 		die(&e);
 	double t4 = now();
 	double mb = (double)img.len / 1e6;
-	printf("%-28s image %.1f MB, %.0f objects\n", what, mb, nobj);
-	printf("  encode      %8.3f s  %12.0f objects/s  %8.1f MB/s\n", t1 - t0, nobj / (t1 - t0), mb / (t1 - t0));
-	printf("  decode      %8.3f s  %12.0f objects/s  %8.1f MB/s\n", t2 - t1, nobj / (t2 - t1), mb / (t2 - t1));
-	printf("  re-encode   %8.3f s  %12.0f objects/s  %8.1f MB/s\n", t3 - t2, nobj / (t3 - t2), mb / (t3 - t2));
-	printf("  write-back  %8.3f s  %12.0f objects/s  %8.1f MB/s\n", t4 - t3, nobj / (t4 - t3), mb / (t4 - t3));
+	printf("%-28s image %.1f MB, %.0f %s\n", what, mb, nobj, unit);
+	printf("  encode      %8.3f s  %12.0f %s/s  %8.1f MB/s\n", t1 - t0, nobj / (t1 - t0), unit, mb / (t1 - t0));
+	printf("  decode      %8.3f s  %12.0f %s/s  %8.1f MB/s\n", t2 - t1, nobj / (t2 - t1), unit, mb / (t2 - t1));
+	printf("  re-encode   %8.3f s  %12.0f %s/s  %8.1f MB/s\n", t3 - t2, nobj / (t3 - t2), unit, mb / (t3 - t2));
+	printf("  write-back  %8.3f s  %12.0f %s/s  %8.1f MB/s\n", t4 - t3, nobj / (t4 - t3), unit, mb / (t4 - t3));
 	codec_graph_free(gg);
 	codec_graph_free(hg);
 	codec_buf_free(&img);
@@ -102,13 +104,13 @@ int main(int argc, char **argv)
 			x->next = head;
 			head = x;
 		}
-		codec_figures("linked list", &node_t, head, (double)n);
+		codec_figures("linked list", &node_t, head, (double)n, "objects");
 	} else if (!strcmp(argv[1], "array")) {
 		size_t cnt = (size_t)n / 8;
 		struct arr a = { { malloc(cnt * 8), cnt, cnt } };
 		for (size_t i = 0; i < cnt; i++)
 			a.v.ptr[i] = i * 0x9e3779b97f4a7c15ull;
-		codec_figures("numeric array", &arr_t, &a, 2);
+		codec_figures("numeric array (u64)", &arr_t, &a, (double)cnt, "elements");
 	} else if (!strcmp(argv[1], "call")) {
 		double *tc = calloc((size_t)n, sizeof *tc), *tf = calloc((size_t)n, sizeof *tf);
 		struct node root = { 1, NULL };
