@@ -75,6 +75,17 @@ teardown() {
 	assert_line "builds=0 metadata=(null) errors=0"
 }
 
+@test "a clean exit without a result, or with a malformed one, changes nothing" {
+	run "$GUESTS/call_modes" noresult "$SRC"
+	assert_failure 1
+	assert_line "call_modes: error: state result: missing: the guest wrote no result"
+	assert_line "builds=0 metadata=(null) errors=0"
+	run "$GUESTS/call_modes" garbage "$SRC"
+	assert_failure 1
+	assert_line "call_modes: error: state image: digest mismatch (truncated or corrupted)"
+	assert_line "builds=0 metadata=(null) errors=0"
+}
+
 @test "an inspector rewrite of the opened path is what the callback reads" {
 	run "$GUESTS/call_modes" rewrite "$SRC"
 	assert_success

@@ -1,5 +1,5 @@
 /* sbx_call test program: call_modes MODE SRCDIR [TRACE]
- * MODE: readfile | abort | exit | evilfn | rewrite | badfn | trace | empty | entry | lease | policy | swap (TRACE is then
+ * MODE: readfile | abort | exit | evilfn | noresult | garbage | rewrite | badfn | trace | empty | entry | lease | policy | swap (TRACE is then
  * a file renamed over this executable first; for lease, a lease ID; for policy,
  * a --policy file).
  * Prints "builds=N metadata=M errors=K" afterwards, in every mode. */
@@ -22,7 +22,7 @@ struct build {
 	void (*hook)(void);
 	int saw_ctor, saw_main; /* what the guest's callback observed */
 };
-enum { M_NONE, M_ABORT, M_EXIT, M_EVILFN };
+enum { M_NONE, M_ABORT, M_EXIT, M_EVILFN, M_NORESULT, M_GARBAGE };
 
 static const struct sbx_field formula_f[] = {
 	SBX_FIELD_AUTO(struct formula, source),
@@ -103,6 +103,13 @@ static void on_build(void *arg)
 		exit(3);
 	if (b->mode == M_EVILFN)
 		forge(b);
+	if (b->mode == M_NORESULT)
+		_exit(0); /* a clean exit that never wrote a result */
+	if (b->mode == M_GARBAGE) {
+		static const char junk[] = "SBXG\001 not really an image, long enough to carry a digest";
+		sbx_state_write_result(junk, sizeof junk);
+		_exit(0);
+	}
 }
 
 static void on_empty(void *arg)
@@ -160,6 +167,10 @@ int main(int argc, char **argv)
 		b.mode = M_EXIT;
 	else if (!strcmp(mode, "evilfn"))
 		b.mode = M_EVILFN;
+	else if (!strcmp(mode, "noresult"))
+		b.mode = M_NORESULT;
+	else if (!strcmp(mode, "garbage"))
+		b.mode = M_GARBAGE;
 	else if (!strcmp(mode, "rewrite")) {
 		sb.inspect = rewrite;
 		sb.inspect_arg = &rewrites;
