@@ -488,6 +488,7 @@ int snap_cli_main(int argc, char **argv)
 /* ---- sbx-restore ---- */
 
 struct restore_ctx {
+	struct snap_image im;      /* the state points into these bytes */
 	struct snap_state st;
 	uint8_t digest[32];
 	char *ns;
@@ -521,8 +522,9 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 	struct snap_image im;
 	json_t *meta = NULL, *rec = NULL, *head = NULL, *out = NULL;
 	int rc = -1;
-	if (load_snapshot(s, hex, &im, &meta, e) < 0)
+	if (load_snapshot(s, hex, &r->im, &meta, e) < 0)
 		return -1;
+	im = r->im;
 	if (snap_decode(im.bytes, im.len, hex, &r->st, e) < 0)
 		goto done;
 	if (lease_load(s, target, &rec, e) < 0)
@@ -578,7 +580,6 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 	memcpy(r->digest, im.digest, 32);
 	rc = 0;
 done:
-	snap_image_free(&im);
 	json_decref(meta);
 	json_decref(rec);
 	json_decref(head);
@@ -646,6 +647,7 @@ int snap_restore_main(int argc, char **argv)
 	if (restore_prepare(s, hex, o.lease, &r, &image, &e) < 0) {
 		common_report(&e);
 		snap_state_free(&r.st);
+		snap_image_free(&r.im);
 		free(r.ns);
 		lease_store_close(s);
 		return SBX_EXIT_FAIL;
@@ -657,6 +659,7 @@ int snap_restore_main(int argc, char **argv)
 	o.restore_ctx = &r;
 	int code = trace_run_main(&o);
 	snap_state_free(&r.st);
+	snap_image_free(&r.im);
 	free(r.ns);
 	free(image);
 	return code;

@@ -399,6 +399,9 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 		return -1;
 	}
 	int same = !memcmp(im.digest, digest, 32);
+	const char *dbg = getenv("SBX_SNAP_DEBUG");
+	if (!same && dbg) /* for diagnosing a mismatch: the rebuilt encoding */
+		common_write_atomic(dbg, im.bytes, im.len, 0600, NULL);
 	char want[65], got[65];
 	common_hex(digest, 32, want);
 	common_hex(im.digest, 32, got);

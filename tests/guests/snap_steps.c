@@ -1,0 +1,35 @@
+/* Snapshot guest for whole runs: 60 steps of heap work, each ending with a
+ * short sleep and a line appended to /ns/steps.log; the last line of stdout
+ * is a digest of everything, the same whether or not it was interrupted. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 60;
+	size_t n = 1 << 16;
+	uint64_t *v = malloc(n * sizeof *v), h = 1469598103934665603ull;
+	int log = open("steps.log", O_CREAT | O_WRONLY | O_APPEND, 0644);
+	for (size_t i = 0; i < n; i++)
+		v[i] = i * 0x9e3779b97f4a7c15ull;
+	for (int s = 0; s < steps; s++) {
+		for (size_t i = 0; i < n; i++) {
+			v[i] ^= v[(i * 7 + (size_t)s) % n] + (uint64_t)s;
+			h = (h ^ v[i]) * 1099511628211ull;
+		}
+		char line[64];
+		int len = snprintf(line, sizeof line, "step %d %016llx\n", s, (unsigned long long)h);
+		if (write(log, line, (size_t)len) != len)
+			return 2;
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	close(log);
+	printf("done %d steps: %016llx\n", steps, (unsigned long long)h);
+	return 0;
+}
