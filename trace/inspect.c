@@ -51,6 +51,7 @@ struct trace_inspector {
 	size_t npend, cappend;
 	uint8_t *arena;
 	size_t arena_used;
+	int arena_rw;
 	uint64_t last_obs_ms;
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
@@ -194,10 +195,14 @@ static int mem_fd(pid_t tid, int flags)
 
 /* ---- the C API ---- */
 
+/* Views become writable at the first map of a callback and inaccessible when it
+ * returns; callbacks that map nothing cost no mprotect. */
 static void arena_open(struct trace_inspector *in, int on)
 {
-	if (mprotect(in->arena, ARENA_SIZE, on ? PROT_READ | PROT_WRITE : PROT_NONE) < 0)
+	if (on != in->arena_rw &&
+	    mprotect(in->arena, ARENA_SIZE, on ? PROT_READ | PROT_WRITE : PROT_NONE) < 0)
 		abort(); /* cannot happen on our own mapping */
+	in->arena_rw = on;
 	in->arena_used = 0;
 }
 
@@ -217,6 +222,11 @@ int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_m
 	len = ((uint64_t)size + 4095) & ~(uint64_t)4095;
 	if (size == 0 || c->nv == MAPS_PER_CALL || len > ARENA_SIZE - in->arena_used)
 		return -E2BIG;
+	if (!in->arena_rw) {
+		size_t used = in->arena_used;
+		arena_open(in, 1);
+		in->arena_used = used;
+	}
 	a[1] = len;
 	a[2] = PROT_READ; /* the guest never writes it; /proc/PID/mem can */
 	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
@@ -542,7 +552,7 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 		else
 			i++;
 	in->rewritten[0][0] = in->rewritten[1][0] = 0;
-	arena_open(in, 1);
+	in->arena_used = 0;
 	if (in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
 		inspected = 1;
 		if (d.record)
