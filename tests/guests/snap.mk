@@ -12,3 +12,7 @@ $(O)/guests/snap_%_static: tests/guests/snap_%.c
 $(O)/guests/snap_%: tests/guests/snap_%.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-pie -no-pie -o $@ $<
+
+$(O)/guests/snap_thread: tests/guests/snap_thread.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-pie -no-pie -pthread -o $@ $<

@@ -1,0 +1,255 @@
+#!/usr/bin/env bats
+# sbx-snap and sbx-restore: snapshots of running guests, restore into new leases.
+load helpers
+
+STEPS=80
+
+# request + fund (+ activate with "active") a lease; prints its id
+lease_new() {
+	local image=$1 mode=$2
+	shift 2
+	local out
+	out=$(sbx-lease request --image "$image" --escrow 10 "$@" |
+		sbx-lease fund --amount 10 --evidence -)
+	if [ "$mode" = active ]; then
+		out=$(printf '%s' "$out" | sbx-lease activate --evidence -)
+	fi
+	printf '%s' "$out" | jq -r .lease.id
+}
+
+lease_state() { sbx-lease show "$1" | jq -r .lease.state; }
+lease_seq() { sbx-lease show "$1" | jq -r .lease.seq; }
+head_of() { sbx-lease log "$1" | tail -n 1; }
+
+# start sbx-run on lease $1 in the background; wait until the guest made progress
+run_bg() {
+	local id=$1
+	shift
+	sbx-run --lease "$id" -- "$@" >"$BATS_TEST_TMPDIR/src.out" 2>"$BATS_TEST_TMPDIR/src.err" &
+	SRC_PID=$!
+	local ns="$SBX_STORE/ns/$id"
+	for _ in $(seq 1 200); do
+		[ -f "$ns/steps.log" ] && [ "$(wc -l <"$ns/steps.log")" -ge 5 ] && return 0
+		[ -f "$ns/ready" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# a snapshot of the steps guest taken mid-run, source stopped; sets SRC and DIGEST
+snapshot_mid_run() {
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M "$@")
+	run_bg "$SRC" "$GUESTS/snap_steps" "$STEPS"
+	run sbx-snap take "$SRC" --stop
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+	wait "$SRC_PID" || true
+}
+
+@test "workflow: run, snapshot, settle/expire/destroy source, restore into a new lease, finish identically" {
+	want=$("$GUESTS/snap_steps" "$STEPS")
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+	run_bg "$SRC" "$GUESTS/snap_steps" "$STEPS"
+	run sbx-snap take "$SRC"
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+	[ "$(printf '%s' "$output" | jq -r .receipt.edge)" = snapshot ]
+	[ "$(printf '%s' "$output" | jq -r .chunks)" -ge 1 ]
+	# the source goes on after a snapshot without --stop and finishes by itself
+	wait "$SRC_PID"
+	[ "$(cat "$BATS_TEST_TMPDIR/src.out")" = "$want" ]
+	# settle, expire, destroy the source
+	head_of "$SRC" | sbx-lease settle "$SRC" --evidence - | sbx-lease expire --evidence - |
+		sbx-lease destroy --evidence - >/dev/null
+	[ "$(lease_state "$SRC")" = Destroyed ]
+	run sbx-snap verify "$DIGEST"
+	assert_success
+	assert_output --partial '"verified":true'
+	# a new funded target continues from the snapshot
+	TGT=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT" --result "$BATS_TEST_TMPDIR/res.json"
+	assert_success
+	assert_output "$want"
+	[ "$(wc -l <"$SBX_STORE/ns/$TGT/steps.log")" -eq "$STEPS" ]
+	sbx-lease log "$TGT" | jq -r .edge | grep -qx restore
+	head_of "$TGT" | sbx-lease settle "$TGT" --evidence - | sbx-lease expire --evidence - |
+		sbx-lease destroy --evidence - >/dev/null
+	[ "$(lease_state "$TGT")" = Destroyed ]
+	# every receipt of both leases verifies; the source id stays dead
+	run sbx-lease verify
+	assert_success
+	assert_output --partial '"ok":true'
+	run sbx-lease fund "$SRC" --amount 1 --evidence <(head_of "$SRC")
+	assert_failure
+}
+
+@test "restore of a snapshot taken with --stop finishes with the uninterrupted output" {
+	want=$("$GUESTS/snap_steps" "$STEPS")
+	snapshot_mid_run
+	lines=$(wc -l <"$SBX_STORE/ns/$SRC/steps.log")
+	[ "$lines" -lt "$STEPS" ]
+	TGT=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	assert_output "$want"
+	[ "$(lease_state "$TGT")" = Active ]
+	# a second restore target gets the same result from the same snapshot
+	TGT2=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT2"
+	assert_success
+	assert_output "$want"
+	cmp "$SBX_STORE/ns/$TGT/steps.log" "$SBX_STORE/ns/$TGT2/steps.log"
+}
+
+@test "every restore precondition is refused by name and changes nothing" {
+	snapshot_mid_run
+	check_refused() { # target, expected message
+		local seq before
+		before=$(sbx-lease show "$1")
+		run sbx-restore "$DIGEST" --lease "$1"
+		assert_failure
+		assert_output --partial "$2"
+		[ "$(sbx-lease show "$1")" = "$before" ]
+		[ -z "$(ls -A "$SBX_STORE/ns/$1" 2>/dev/null)" ]
+	}
+	check_refused "$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)" "restore needs Funded"
+	req=$(sbx-lease request --image "$GUESTS/snap_steps" --escrow 10 | jq -r .lease.id)
+	check_refused "$req" "restore needs Funded"
+	check_refused "$(lease_new "$GUESTS/snap_steps" funded --principal mallory --limits namespace_bytes=64M)" "principal differs"
+	check_refused "$(lease_new "$GUESTS/snap_steps" funded --host-program other --limits namespace_bytes=64M)" "host program differs"
+	check_refused "$(lease_new "$GUESTS/snap_heap" funded --limits namespace_bytes=64M)" "image hash differs"
+	check_refused "$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=4096)" "namespace bytes"
+	run sbx-restore 0000000000000000000000000000000000000000000000000000000000000000 --lease "$req"
+	assert_failure
+	assert_output --partial "no such snapshot"
+	run sbx-restore "not-a-digest" --lease "$req"
+	assert_failure
+	assert_output --partial "not a snapshot digest"
+}
+
+@test "a corrupted chunk, a wrong manifest length and a missing chunk are refused" {
+	snapshot_mid_run
+	dir="$SBX_STORE/snapshots/$DIGEST"
+	TGT=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	# corrupted chunk
+	cp "$dir/000000" "$BATS_TEST_TMPDIR/c0"
+	printf 'X' | dd of="$dir/000000" bs=1 seek=100 conv=notrunc 2>/dev/null
+	run sbx-snap verify "$DIGEST"
+	assert_failure
+	assert_output --partial "digest"
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_failure
+	[ "$(lease_state "$TGT")" = Funded ]
+	cp "$BATS_TEST_TMPDIR/c0" "$dir/000000"
+	# wrong manifest length (u64 at byte 32)
+	cp "$dir/manifest" "$BATS_TEST_TMPDIR/m"
+	printf '\x01' | dd of="$dir/manifest" bs=1 seek=32 conv=notrunc 2>/dev/null
+	run sbx-snap verify "$DIGEST"
+	assert_failure
+	cp "$BATS_TEST_TMPDIR/m" "$dir/manifest"
+	# truncated manifest
+	head -c 40 "$BATS_TEST_TMPDIR/m" >"$dir/manifest"
+	run sbx-snap verify "$DIGEST"
+	assert_failure
+	assert_output --partial "exactly 44"
+	cp "$BATS_TEST_TMPDIR/m" "$dir/manifest"
+	# missing chunk
+	mv "$dir/000000" "$BATS_TEST_TMPDIR/c0"
+	run sbx-snap verify "$DIGEST"
+	assert_failure
+	assert_output --partial "missing"
+	mv "$BATS_TEST_TMPDIR/c0" "$dir/000000"
+	run sbx-snap verify "$DIGEST"
+	assert_success
+}
+
+@test "a snapshot over namespace_bytes is refused and nothing is written" {
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=100K)
+	run_bg "$SRC" "$GUESTS/snap_steps" "$STEPS"
+	seq=$(lease_seq "$SRC")
+	run sbx-snap take "$SRC"
+	assert_failure
+	assert_output --partial "namespace_bytes"
+	assert_output --partial "nothing written"
+	run sbx-snap list "$SRC"
+	assert_output "[]"
+	[ -z "$(ls "$SBX_STORE/snapshots" | grep -v '^\.')" ]
+	wait "$SRC_PID"
+	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+}
+
+@test "take is refused for another principal, a lease without a guest, and a multi-threaded guest" {
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+	run sbx-snap take "$SRC"
+	assert_failure
+	assert_output --partial "no running guest"
+	run sbx-snap take "$SRC" --principal mallory
+	assert_failure
+	assert_output --partial "belongs to principal"
+	THR=$(lease_new "$GUESTS/snap_thread" active --limits namespace_bytes=64M)
+	run_bg "$THR" "$GUESTS/snap_thread"
+	run sbx-snap take "$THR"
+	assert_failure
+	assert_output --partial "single-threaded"
+	kill "$SRC_PID" 2>/dev/null || true
+	wait "$SRC_PID" || true
+}
+
+@test "list, show, export and import; hostile archives are refused" {
+	snapshot_mid_run
+	run sbx-snap list
+	assert_success
+	[ "$(printf '%s' "$output" | jq -r '.[0].digest')" = "$DIGEST" ]
+	run sbx-snap show "$DIGEST"
+	assert_success
+	[ "$(printf '%s' "$output" | jq -r .lease)" = "$SRC" ]
+	[ "$(printf '%s' "$output" | jq -r .cwd)" = /ns ]
+	run sbx-snap export "$DIGEST" -o "$BATS_TEST_TMPDIR/s.tar"
+	assert_success
+	other="$BATS_TEST_TMPDIR/other"
+	run sbx-snap --store "$other" import "$BATS_TEST_TMPDIR/s.tar"
+	assert_success
+	run sbx-snap --store "$other" verify "$DIGEST"
+	assert_success
+	run sbx-snap --store "$other" import "$BATS_TEST_TMPDIR/s.tar"
+	assert_failure
+	assert_output --partial "already"
+	# hostile archives
+	mk() { python3 - "$BATS_TEST_TMPDIR/s.tar" "$BATS_TEST_TMPDIR/bad.tar" "$1" <<'EOF'
+import io, sys, tarfile
+src, dst, kind = sys.argv[1:4]
+inp = tarfile.open(src)
+out = tarfile.open(dst, "w", format=tarfile.PAX_FORMAT)
+members = inp.getmembers()
+for m in members:
+    data = inp.extractfile(m).read()
+    name = m.name
+    if kind == "missing" and name.endswith("/000000"):
+        continue
+    if kind == "corrupt" and name.endswith("/000000"):
+        data = bytes([data[0] ^ 1]) + data[1:]
+    if kind == "oversized" and name.endswith("/000000"):
+        data = data + b"x" * 70000
+    ti = tarfile.TarInfo(name)
+    ti.size = len(data)
+    out.addfile(ti, io.BytesIO(data))
+if kind == "traversal":
+    ti = tarfile.TarInfo("../../escape")
+    ti.size = 1
+    out.addfile(ti, io.BytesIO(b"x"))
+if kind == "symlink":
+    ti = tarfile.TarInfo(members[0].name.split("/")[0] + "/000999")
+    ti.type = tarfile.SYMTYPE
+    ti.linkname = "/etc/passwd"
+    out.addfile(ti)
+out.close()
+EOF
+	}
+	for kind in traversal symlink oversized missing corrupt; do
+		mk "$kind"
+		run sbx-snap --store "$BATS_TEST_TMPDIR/hostile" import "$BATS_TEST_TMPDIR/bad.tar"
+		assert_failure
+		[ -z "$(ls "$BATS_TEST_TMPDIR/hostile/snapshots")" ]
+	done
+	[ ! -e "$BATS_TEST_TMPDIR/escape" ]
+}
