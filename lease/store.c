@@ -80,6 +80,28 @@ static int write_json(const char *path, const json_t *j, mode_t mode, struct com
 	return r;
 }
 
+/* Only an empty directory (or one left by an interrupted creation) becomes a store:
+ * never chmod or fill a directory that holds something else. */
+static int looks_new(const char *dir)
+{
+	static const char *const ours[] = { ".", "..", "lock", "clock.json", "leases", "ns",
+					    "snapshots", "authority.pub" };
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int ok = 1;
+
+	if (!d)
+		return 0;
+	while (ok && (de = readdir(d))) {
+		int known = strstr(de->d_name, ".tmp.") != NULL;
+		for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+			known |= strcmp(de->d_name, ours[i]) == 0;
+		ok = known;
+	}
+	closedir(d);
+	return ok;
+}
+
 /* First use: directories, clock, then the key files (authority.key last marks "created"). */
 static int store_create(struct lease_store *s, struct common_err *e)
 {
@@ -88,6 +110,8 @@ static int store_create(struct lease_store *s, struct common_err *e)
 	json_t *clk;
 	int r;
 
+	if (!looks_new(s->dir))
+		return common_errf(e, "not an sbx store", "directory is not empty and has no authority.key");
 	if (chmod(s->dir, 0700) < 0)
 		return common_errno(e, errno, "store %s", s->dir);
 	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
@@ -161,6 +185,11 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 		goto fail;
 	kp = lease_path(s, "authority.key");
 	if (access(kp, F_OK) < 0) {
+		if (!looks_new(s->dir)) {
+			free(kp);
+			common_errf(e, "not an sbx store", "directory is not empty and has no authority.key");
+			goto fail;
+		}
 		if (lease_lock(s, e) < 0) {
 			free(kp);
 			goto fail;

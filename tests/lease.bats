@@ -64,6 +64,17 @@ new_lease() {
 	assert_equal "$(jq -r .mode <<<"$output")" wall
 }
 
+@test "a non-empty directory that is not a store is refused and left alone" {
+	mkdir other
+	echo keep >other/file
+	chmod 755 other
+	run sbx-lease --store other list
+	assert_failure 1
+	assert_output "sbx-lease: error: store other: not an sbx store: directory is not empty and has no authority.key"
+	assert_equal "$(ls other)" file
+	assert_equal "$(stat -c %a other)" 755
+}
+
 @test "--format text gives tables for show, list and log" {
 	new_lease --principal alice >req.json
 	id=$(jq -r .lease.id req.json)
