@@ -181,6 +181,75 @@ static void test_store(void)
 	free(cmd);
 }
 
+static json_t *funded(struct lease_store *s, const char *principal, uint64_t ns_limit)
+{
+	struct lease_request req;
+	struct common_err e;
+	json_t *r = NULL, *f;
+
+	memset(&req, 0, sizeof req);
+	req.image = "/bin/true";
+	req.principal = principal;
+	req.limits[LEASE_DIM_NAMESPACE_BYTES] = ns_limit;
+	req.has_limit[LEASE_DIM_NAMESPACE_BYTES] = 1;
+	if (lease_request(s, &req, &r, &e) < 0)
+		return NULL;
+	f = step(s, LEASE_EDGE_FUND, r, json_pack("{s:i}", "amount", 1), &e);
+	json_decref(r);
+	return f;
+}
+
+/* snapshot and restore edges as sbx-snap / sbx-restore drive them */
+static void test_snapshot_restore(void)
+{
+	char dir[] = "/tmp/test_lease.XXXXXX", *cmd, hex[65];
+	struct lease_store *s;
+	struct common_err e;
+	json_t *src, *a, *snap, *tgt, *other, *out, *rep;
+	const char *sid;
+
+	memset(hex, 'c', 64);
+	hex[64] = '\0';
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(lease_store_open(dir, &s, &e) == 0);
+	src = funded(s, "u", 1000);
+	CHECK(src != NULL);
+	a = step(s, LEASE_EDGE_ACTIVATE, src, NULL, &e);
+	CHECK(a != NULL);
+	sid = json_string_value(json_object_get(json_object_get(a, "lease"), "id"));
+	/* more bytes than the namespace limit leaves: refused */
+	CHECK(!step(s, LEASE_EDGE_SNAPSHOT, a, json_pack("{s:s, s:i}", "snapshot", hex, "bytes", 1001), &e));
+	CHECK(strstr(e.why, "exceed the namespace_bytes left") != NULL);
+	CHECK(!step(s, LEASE_EDGE_SNAPSHOT, a, json_pack("{s:s, s:i}", "snapshot", "xyz", "bytes", 1), &e));
+	snap = step(s, LEASE_EDGE_SNAPSHOT, a, json_pack("{s:s, s:i}", "snapshot", hex, "bytes", 600), &e);
+	CHECK(snap != NULL);
+	CHECK(json_integer_value(json_object_get(json_object_get(snap, "lease"), "snapshot_bytes")) == 600);
+	CHECK(json_array_size(json_object_get(json_object_get(snap, "lease"), "snapshots")) == 1);
+	/* a second snapshot cannot bypass the ceiling */
+	CHECK(!step(s, LEASE_EDGE_SNAPSHOT, snap, json_pack("{s:s, s:i}", "snapshot", hex, "bytes", 500), &e));
+	/* restore into a Funded target of the same principal, host and image */
+	tgt = funded(s, "u", 1000);
+	other = funded(s, "v", 1000);
+	CHECK(tgt && other);
+	CHECK(!step(s, LEASE_EDGE_RESTORE, other, json_pack("{s:s, s:s, s:i}", "snapshot", hex, "source", sid, "bytes", 600), &e));
+	CHECK(strstr(e.why, "another principal") != NULL);
+	out = step(s, LEASE_EDGE_RESTORE, tgt, json_pack("{s:s, s:s, s:i}", "snapshot", hex, "source", sid, "bytes", 600), &e);
+	CHECK(out != NULL);
+	CHECK_STR(json_string_value(json_object_get(json_object_get(out, "lease"), "state")), "Active");
+	CHECK(lease_verify(s, NULL, &rep, &e) == 0 && json_is_true(json_object_get(rep, "ok")));
+	json_decref(rep);
+	json_decref(snap);
+	json_decref(src);
+	json_decref(out);
+	json_decref(tgt);
+	json_decref(other);
+	json_decref(a);
+	lease_store_close(s);
+	cmd = common_xasprintf("rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+}
+
 static void test_image(void)
 {
 	char hex[COMMON_SHA256_HEX];
@@ -198,6 +267,7 @@ int main(void)
 	test_limits();
 	test_receipt_digest();
 	test_store();
+	test_snapshot_restore();
 	test_image();
 	return unit_finish("test_lease");
 }
