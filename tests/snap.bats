@@ -2,7 +2,7 @@
 # sbx-snap and sbx-restore: snapshots of running guests, restore into new leases.
 load helpers
 
-STEPS=80
+STEPS=50
 
 # request + fund (+ activate with "active") a lease; prints its id
 lease_new() {

@@ -205,6 +205,11 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 		close(fd);
 		goto out_state;
 	}
+	/* snapshot → restore → snapshot again: nothing ran, so the same digest */
+	struct snap_image third = { 0 };
+	struct snap_capture_opts o3 = { .meta = s.meta, .ns_dir = dir };
+	CHECK(snap_capture(pid, &o3, &third, &e) == 0 && !memcmp(third.digest, im.digest, 32));
+	snap_image_free(&third);
 	int rc = finish(pid);
 	char *after = read_pipe(fd);
 	close(fd);
