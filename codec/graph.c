@@ -111,21 +111,32 @@ static uint64_t mix(uintptr_t a, const void *t, size_t n)
 	return h ^ (h >> 33);
 }
 
-static uint32_t lookup(const struct enc *x, uintptr_t a, const struct tinfo *ti, size_t n)
+/* The region with this key, or NONE and in *slot where it would go. */
+static uint32_t lookup_slot(const struct enc *x, uintptr_t a, const struct tinfo *ti, size_t n,
+			    size_t *slot)
 {
+	*slot = SIZE_MAX;
 	if (!x->hcap)
 		return NONE;
 	size_t m = x->hcap - 1;
 	for (size_t i = mix(a, ti, n) & m;; i = (i + 1) & m) {
 		const struct hent *h = &x->hash[i];
-		if (!h->v)
+		if (!h->v) {
+			*slot = i;
 			return NONE;
+		}
 		if (h->start != a)
 			continue;
 		const struct region *r = &x->r[h->v - 1];
 		if (r->ti == ti && r->count == n)
 			return h->v - 1;
 	}
+}
+
+static uint32_t lookup(const struct enc *x, uintptr_t a, const struct tinfo *ti, size_t n)
+{
+	size_t slot;
+	return lookup_slot(x, a, ti, n, &slot);
 }
 
 static void hash_put(struct enc *x, uint32_t idx)
@@ -138,7 +149,8 @@ static void hash_put(struct enc *x, uint32_t idx)
 	x->hash[i] = (struct hent){ r->start, idx + 1 };
 }
 
-static uint32_t add_region(struct enc *x, uintptr_t a, struct tinfo *ti, size_t n)
+/* slot: from lookup_slot, or SIZE_MAX to probe again */
+static uint32_t add_region_at(struct enc *x, uintptr_t a, struct tinfo *ti, size_t n, size_t slot)
 {
 	if (x->nr == x->capr) {
 		size_t cap = x->capr ? x->capr * 2 : 256;
@@ -152,6 +164,7 @@ static uint32_t add_region(struct enc *x, uintptr_t a, struct tinfo *ti, size_t 
 		x->hcap = cap;
 		for (uint32_t i = 0; i < x->nr; i++)
 			hash_put(x, i);
+		slot = SIZE_MAX;
 	}
 	uint32_t idx = (uint32_t)x->nr++;
 	struct region *r = &x->r[idx];
@@ -161,8 +174,16 @@ static uint32_t add_region(struct enc *x, uintptr_t a, struct tinfo *ti, size_t 
 	r->ti = ti;
 	r->parent = NONE;
 	r->top = idx;
-	hash_put(x, idx);
+	if (slot == SIZE_MAX)
+		hash_put(x, idx);
+	else
+		x->hash[slot] = (struct hent){ a, idx + 1 };
 	return idx;
+}
+
+static uint32_t add_region(struct enc *x, uintptr_t a, struct tinfo *ti, size_t n)
+{
+	return add_region_at(x, a, ti, n, SIZE_MAX);
 }
 
 /* Path steps from the start of count elements of ti to a value of type target
@@ -300,12 +321,13 @@ static int reference(struct enc *x, uint32_t reg, const uint8_t *p, uintptr_t q,
 	if (count > SIZE_MAX / sz || count * sz > UINTPTR_MAX - q)
 		return refuse(x, reg, p, "%zu elements of %s do not fit in memory", count,
 			      ti->t->name);
-	uint32_t k = lookup(x, q, ti, count);
+	size_t slot;
+	uint32_t k = lookup_slot(x, q, ti, count, &slot);
 	if (!x->emitting) {
 		if (k == NONE) {
 			if (x->nr >= MAX_OBJECTS)
 				return refuse(x, reg, p, "more than %u objects", MAX_OBJECTS);
-			k = add_region(x, q, ti, count);
+			k = add_region_at(x, q, ti, count, slot);
 			x->r[k].parent = reg;
 			x->r[k].poff = (size_t)((uintptr_t)p - x->r[reg].start);
 			x->r[k].slice = slice;
@@ -507,6 +529,52 @@ static int by_range(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* Sort by start (radix, stable), then order each run of equal starts. */
+static void sort_keys(struct skey *k, size_t n)
+{
+	if (n < 4096) {
+		qsort(k, n, sizeof *k, by_range);
+		return;
+	}
+	struct skey *tmp = big_grow(NULL, 0, n * sizeof *tmp), *a = k, *b = tmp;
+	size_t *cnt = common_xmalloc((1u << 16) * sizeof *cnt);
+	uintptr_t all_or = 0, all_and = UINTPTR_MAX;
+	for (size_t i = 0; i < n; i++) {
+		all_or |= k[i].start;
+		all_and &= k[i].start;
+	}
+	for (unsigned shift = 0; shift < 64; shift += 16) {
+		if (!(((all_or ^ all_and) >> shift) & 0xffff))
+			continue; /* every key has the same digit here */
+		memset(cnt, 0, (1u << 16) * sizeof *cnt);
+		for (size_t i = 0; i < n; i++)
+			cnt[(a[i].start >> shift) & 0xffff]++;
+		size_t sum = 0;
+		for (size_t d = 0; d < (1 << 16); d++) {
+			size_t c = cnt[d];
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			b[cnt[(a[i].start >> shift) & 0xffff]++] = a[i];
+		struct skey *t = a;
+		a = b;
+		b = t;
+	}
+	if (a != k)
+		memcpy(k, a, n * sizeof *k);
+	free(tmp);
+	free(cnt);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && k[j].start == k[i].start)
+			j++;
+		if (j - i > 1)
+			qsort(k + i, j - i, sizeof *k, by_range);
+		i = j;
+	}
+}
+
 static bool holds(const struct region *c, const struct region *r)
 {
 	uint64_t steps[MAX_STEPS];
@@ -525,14 +593,17 @@ static int merge(struct enc *x)
 	for (uint32_t i = 0; i < x->nr; i++)
 		if (rend_bytes(&x->r[i])) /* empty runs stay objects of their own */
 			keys[n++] = (struct skey){ x->r[i].start, rend_bytes(&x->r[i]), i };
-	qsort(keys, n, sizeof *keys, by_range);
+	sort_keys(keys, n);
+	uintptr_t cur_end = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		uint32_t k = keys[i].idx;
-		struct region *r = &x->r[k];
-		if (cur == NONE || r->start >= x->r[cur].start + rend_bytes(&x->r[cur])) {
+		/* the common case touches only the sorted keys */
+		if (cur == NONE || keys[i].start >= cur_end) {
 			cur = k;
+			cur_end = keys[i].start + keys[i].bytes;
 			continue;
 		}
+		struct region *r = &x->r[k];
 		struct region *c = &x->r[cur];
 		uintptr_t cend = c->start + rend_bytes(c), rend = r->start + rend_bytes(r);
 		if (r->seeded) {
@@ -545,6 +616,7 @@ static int merge(struct enc *x)
 		} else if (rend > cend && !c->seeded && c->ti == r->ti &&
 			   (r->start - c->start) % c->ti->t->size == 0) {
 			c->ocount = (rend - c->start) / c->ti->t->size;
+			cur_end = rend;
 			r->top = cur;
 		} else {
 			rc = refuse(x, k, (const uint8_t *)r->start,
