@@ -705,6 +705,43 @@ static void test_forged_capacity(void)
 	codec_buf_free(&f);
 }
 
+typedef SBX_SLICE_OF(struct node) node_slice;
+struct arena { node_slice all; struct node *first; };
+static const struct sbx_type node_s = SBX_SLICE("[]node", &node_t);
+static const struct sbx_field arena_f[] = {
+	SBX_FIELD(struct arena, all, &node_s),
+	SBX_FIELD(struct arena, first, &node_p),
+};
+static const struct sbx_type arena_t = SBX_STRUCT("arena", struct arena, arena_f);
+
+static void m_arena(void *root)
+{
+	struct arena *a = root;
+	size_t n = a->all.len;
+	/* thousands of node pointers into one backing array: still one array in the guest */
+	CHECK(a->first == &a->all.ptr[0]);
+	CHECK(a->all.ptr[0].next == &a->all.ptr[1] && a->all.ptr[n - 2].next == &a->all.ptr[n - 1]);
+	CHECK(a->all.ptr[7].other == &a->all.ptr[(7 * 31) % n]);
+	a->all.ptr[n - 1].value = -1;
+}
+
+static void test_many_interior(void)
+{
+	size_t n = 5000;
+	struct node *v = calloc(n, sizeof *v);
+	struct arena a = { { v, n, n }, v };
+	struct common_err e;
+
+	for (size_t i = 0; i < n; i++) {
+		v[i].value = (long)i;
+		v[i].next = i + 1 < n ? &v[i + 1] : NULL;
+		v[i].other = &v[(i * 31) % n];
+	}
+	CHECK(roundtrip(&arena_t, &a, m_arena, &e) == 0);
+	CHECK(v[n - 1].value == -1 && a.all.ptr == v && a.first == v && v[7].other == &v[(7 * 31) % n]);
+	free(v);
+}
+
 static void m_identity(void *root) { (void)root; }
 
 static void test_linked_list(void)
@@ -740,6 +777,7 @@ int main(void)
 	test_descriptors();
 	test_hostile_results();
 	test_forged_capacity();
+	test_many_interior();
 	test_linked_list();
 	return unit_finish("test_codec");
 }
