@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/landlock.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -31,6 +32,9 @@
 #include <unistd.h>
 #include "trace/run-internal.h"
 
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14) /* ABI 3; newer than the system headers */
+#endif
 #define NEWROOT "/newroot"
 #define OLDROOT "/oldroot"
 #define OVERFLOW_ID 65534 /* the unprivileged host uid a root-invoked guest maps to */
@@ -403,6 +407,13 @@ int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct co
 				goto fail;
 		}
 	}
+	/* relay pipes are ours: let the guest's uid reopen them (/dev/stdout) */
+	for (int i = 0; p->privileged && i < 2; i++) {
+		int fd = i ? cfg->stderr_fd : cfg->stdout_fd;
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
+			(void)!fchown(fd, p->host_uid, p->host_gid);
+	}
 	if (pipe2(p->sync_fd, O_CLOEXEC) < 0 || pipe2(p->err_fd, O_CLOEXEC) < 0) {
 		common_errno(e, errno, "pipe");
 		goto fail;
@@ -648,6 +659,54 @@ static void become_guest_user(struct sbx_plan *p)
 	drop_caps(p);
 }
 
+/* Landlock, where the kernel has it: a second wall behind the read-only mounts,
+ * so writes happen only beneath the run's writable mounts (and to devices and
+ * /proc files, which the mounts already confine). Without it, the mounts alone. */
+static void apply_landlock(struct sbx_plan *p)
+{
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 1)
+		return;
+	uint64_t w = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		     LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+		     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+		     LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		     LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+	uint64_t dev = LANDLOCK_ACCESS_FS_WRITE_FILE;
+	if (abi >= 2)
+		w |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3) {
+		w |= LANDLOCK_ACCESS_FS_TRUNCATE;
+		dev |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	}
+	struct landlock_ruleset_attr ra = { .handled_access_fs = w };
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof ra, 0);
+	if (rs < 0)
+		child_fail(p, errno, "landlock ruleset");
+	for (size_t i = 0; i <= p->nm + 1; i++) {
+		const char *path;
+		uint64_t allow = w;
+		if (i < p->nm) {
+			if (!p->m[i].rw || p->m[i].type == TRACE_MOUNT_PROC || p->m[i].is_file)
+				continue;
+			path = p->m[i].dst;
+		} else {
+			path = i == p->nm ? "/dev" : "/proc";
+			allow = dev;
+		}
+		int fd = open(path, O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* not in this run's tree */
+		struct landlock_path_beneath_attr pb = { .allowed_access = allow, .parent_fd = fd };
+		if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+			child_fail(p, errno, "landlock rule for %s", path);
+		close(fd);
+	}
+	if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+		child_fail(p, errno, "landlock");
+	close(rs);
+}
+
 static int ignored_signals_mask_valid;
 static sigset_t ignored_signals;
 
@@ -704,6 +763,7 @@ __attribute__((noreturn)) static void guest_exec(struct sbx_plan *p)
 		child_fail(p, errno, "no_new_privs");
 	if (cfg->no_aslr && personality(ADDR_NO_RANDOMIZE) < 0)
 		child_fail(p, errno, "personality");
+	apply_landlock(p);
 	/* seccomp last: every later syscall, the exec first, meets the filter */
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
 		child_fail(p, errno, "seccomp filter (kernel seccomp-bpf unavailable?)");
