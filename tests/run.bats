@@ -275,7 +275,9 @@ x"
 	run as_user sbx-run --ephemeral --rw "$UDIR/src:/src" -- make -s -C /src -j2 adler.o crc.o fnv.o
 	assert_success
 	[ "$(stat -c %u "$UDIR/src/crc.o")" = "65534" ]
-	run as_user sbx-run --ephemeral -- "$GUESTS/escape_write"
-	assert_success
-	assert_line "RESULT: contained"
+	for g in escape_write escape_mount escape_kernel escape_ptrace; do
+		run as_user sbx-run --ephemeral -- "$GUESTS/$g"
+		assert_success
+		assert_line "RESULT: contained"
+	done
 }
