@@ -146,3 +146,20 @@ teardown() {
 	assert_line --partial "the running executable was replaced or deleted on disk"
 	assert_line "builds=0 metadata=(null) errors=0"
 }
+
+@test "typed state through sbx-run --state-in/--state-out uses the same image format" {
+	cd "$BATS_TEST_TMPDIR"
+	run "$GUESTS/call_state" make in.img
+	assert_success
+	run sbx-run --ephemeral --state-in in.img --state-out out.img -- "$GUESTS/call_state" guest
+	assert_success
+	run "$GUESTS/call_state" show out.img
+	assert_success
+	assert_output "runs=1 name=build self=cycle step=step log=1 [ran in the guest]"
+	# a state image the guest cannot decode fails the run and writes no result
+	head -c 40 /dev/urandom >bad.img
+	run sbx-run --ephemeral --state-in bad.img --state-out bad-out.img -- "$GUESTS/call_state" guest
+	assert_failure
+	assert_output --partial "call_state: error: state image: digest mismatch"
+	[ ! -e bad-out.img ]
+}

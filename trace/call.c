@@ -234,6 +234,47 @@ static int call_guest_entry(int argc, char **argv, char **envp)
 	exit(0);
 }
 
+/* ---- typed state for sbx-run --state-in/--state-out ---- */
+
+int sbx_state_load(const struct sbx_type *type, void **root, struct codec_graph **g,
+		   struct common_err *e)
+{
+	static struct elfinfo self; /* function pointers are checked against it */
+	void *buf;
+	size_t len;
+	int r = sbx_state_read_input(&buf, &len);
+
+	*g = NULL;
+	if (r < 0)
+		return common_errno(e, -r, "state input (fd 3)");
+	if (!self.nfuncs && elf_load("/proc/self/exe", &self, e) < 0) {
+		free(buf);
+		return -1;
+	}
+	struct codec_opts o = { .check_fn = check_fn, .arg = &self };
+	r = codec_decode(type, buf, len, &o, root, g, e);
+	free(buf);
+	return r;
+}
+
+int sbx_state_store(struct codec_graph *g, struct common_err *e)
+{
+	struct elfinfo self;
+	struct codec_buf out;
+	int r;
+
+	if (elf_load("/proc/self/exe", &self, e) < 0)
+		return -1;
+	struct codec_opts o = { .check_fn = check_fn, .arg = &self };
+	codec_buf_init(&out);
+	r = codec_encode_graph(g, &o, &out, e);
+	free(self.funcs);
+	if (r == 0 && (r = sbx_state_write_result(out.p, out.len)) < 0)
+		r = common_errno(e, -r, "state result (fd 3)");
+	codec_buf_free(&out);
+	return r;
+}
+
 /* ---- host side ---- */
 
 struct callctx {

@@ -87,7 +87,7 @@ int sbx_state_write_result(const void *buf, size_t len);
  * H_i = SHA-256(H_{i-1} || canonical(event_i without h)). */
 #define TRACE_FORMAT 1
 #define TRACE_LINE_MAX (256u << 10)      /* longest accepted line */
-#define TRACE_EVENTS_MAX (64u << 20)     /* most events a reader accepts */
+#define TRACE_EVENTS_MAX (8u << 20)      /* most events a reader accepts */
 enum trace_level { TRACE_LEVEL_EXEC, TRACE_LEVEL_FILE, TRACE_LEVEL_ALL };
 int trace_level_parse(const char *s, enum trace_level *out, struct common_err *e);
 const char *trace_level_name(enum trace_level l);
@@ -493,5 +493,13 @@ struct sbx_sandbox {
  * with sb->err filled and nothing written back; fn never runs on the host. */
 int sbx_call(const struct sbx_sandbox *sb, void (*fn)(void *), const struct sbx_type *type,
 	     void *root);
+/* Typed state for a guest run by sbx-run --state-in/--state-out (the same image
+ * format, SPEC §10): decode the input image on fd 3 as type into fresh objects
+ * (*g owns them), and later append the graph, same object IDs, as the result.
+ * Function pointers must be function symbols of this executable. 0 or -1 (e). */
+struct codec_graph;
+int sbx_state_load(const struct sbx_type *type, void **root, struct codec_graph **g,
+		   struct common_err *e);
+int sbx_state_store(struct codec_graph *g, struct common_err *e);
 
 #endif
