@@ -179,12 +179,20 @@ static int each_string(const json_t *v, int (*f)(struct rule *, const char *), s
 	return 0;
 }
 
+static int untrappable;
+
+/* Only syscalls in some class can be trapped by the filter (sbx-run traps by class). */
 static int add_syscall(struct rule *r, const char *name)
 {
 	const struct trace_sysinfo *si = trace_sys_by_name(name);
 
+	untrappable = 0;
 	if (!si || si->nr < 0 || si->nr >= NR_MAX)
 		return -1;
+	if (!(si->classes & ~TRACE_CLASS_REFUSED)) {
+		untrappable = 1;
+		return -1;
+	}
 	if (!r->nrs)
 		r->nrs = common_xcalloc(NR_MAX / 8, 1);
 	r->nrs[si->nr / 8] |= (unsigned char)(1u << (si->nr % 8));
@@ -260,10 +268,14 @@ static int parse_rule(const json_t *o, size_t i, const char *file, struct rule *
 		if (!known)
 			return rule_err(e, file, i, r->name, "unknown field \"%s\"", key);
 	}
-	if ((v = json_object_get(o, "syscall")) && each_string(v, add_syscall, r, &bad) < 0)
+	if ((v = json_object_get(o, "syscall")) && each_string(v, add_syscall, r, &bad) < 0) {
+		if (bad && untrappable)
+			return rule_err(e, file, i, r->name, "field \"syscall\": \"%s\" is never "
+					"trapped, so no rule can see it", bad);
 		return rule_err(e, file, i, r->name, bad ? "field \"syscall\": unknown syscall "
 				"\"%s\"" : "field \"syscall\": expected a name or a non-empty "
 				"array of names%s", bad ? bad : "");
+	}
 	if ((v = json_object_get(o, "class")) && each_string(v, add_class, r, &bad) < 0)
 		return rule_err(e, file, i, r->name, bad ? "field \"class\": unknown class "
 				"\"%s\"" : "field \"class\": expected a name or a non-empty "

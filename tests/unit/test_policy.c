@@ -83,8 +83,10 @@ static void test_invalid(void)
 		"rule 1", "without \"..\"");
 	refused("{\"rules\": [{\"action\": \"deny\", \"to\": \"/b\"}]}", "rule 1",
 		"only a rewrite rule");
-	refused("{\"rules\": [{\"syscall\": \"getpid\", \"action\": \"rewrite\", \"from\": \"/a\","
+	refused("{\"rules\": [{\"syscall\": \"close\", \"action\": \"rewrite\", \"from\": \"/a\","
 		" \"to\": \"/b\"}]}", "rule 1", "none of its syscalls takes a path");
+	refused("{\"rules\": [{\"syscall\": [\"openat\", \"getpid\"], \"action\": \"deny\"}]}",
+		"rule 1", "\"getpid\" is never trapped");
 	refused("{\"rules\": [{\"syscall\": \"read\", \"path\": \"/x\", \"action\": \"deny\"}]}",
 		"rule 1", "none of its syscalls takes a path");
 	refused("{\"rules\": [{\"action\": \"deny\", \"extra\": 1}]}", "rule 1",
@@ -112,7 +114,7 @@ static void test_decide(void)
 		" {\"name\": \"neg\", \"path\": \"/n/[!a]x\", \"action\": \"deny\"},"
 		" {\"name\": \"star\", \"path\": \"/s/*\", \"action\": \"deny\", \"errno\": \"EROFS\"},"
 		" {\"name\": \"dot\", \"path\": \"/q/a.b\", \"action\": \"deny\"},"
-		" {\"syscall\": \"getpid\", \"action\": \"deny\", \"errno\": \"ENOSYS\"}"
+		" {\"syscall\": \"unlink\", \"action\": \"deny\", \"errno\": \"ENOSYS\"}"
 		"]}", &e);
 
 	CHECK(p != NULL);
@@ -183,12 +185,13 @@ static void test_decide(void)
 	CHECK(trace_policy_decide(p, &st, &d) == 0);
 	trace_decision_clear(&d);
 
-	st = stop("getpid", NULL, NULL);
+	st = stop("unlink", "/z", NULL);
 	CHECK(trace_policy_decide(p, &st, &d) == 1 && d.deny_errno == ENOSYS);
 	CHECK(strcmp(d.rule, "rule 9") == 0);
 	trace_decision_clear(&d);
 
-	CHECK(trace_policy_traps(p, trace_sys_by_name("getpid")) == 1);
+	CHECK(trace_policy_traps(p, trace_sys_by_name("unlink")) == 1);
+	CHECK(trace_policy_traps(p, trace_sys_by_name("getpid")) == 0);
 	CHECK(trace_policy_traps(p, trace_sys_by_name("openat")) == 1);
 	CHECK(trace_policy_traps(p, trace_sys_by_name("read")) == 0);
 	trace_policy_free(p);
