@@ -71,8 +71,8 @@ bats: all
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit
-	$(MAKE) bats
+	@u=0; b=0; $(MAKE) unit || u=1; $(MAKE) bats || b=1; \
+	if [ $$u$$b != 00 ]; then echo "make check: unit=$$u bats=$$b (1 = failures)"; exit 1; fi
 
 asan:
 	$(MAKE) O=build-asan CC=clang SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-unknown-warning-option" unit
