@@ -123,3 +123,22 @@ new_active() {
 	run sbx-run --lease "$id" --result r.json -- "$GUESTS/meter_hog" write-not
 	[ "$(usage_of fuel)" -gt "$fuel" ]
 }
+
+@test "fuel counts the whole tree, exited children included" {
+	hog fuel --limits fuel=500000 -- /bin/sh -c \
+		"$GUESTS/meter_hog spin 300; $GUESTS/meter_hog spin 300; $GUESTS/meter_hog spin 300; echo not reached"
+	! grep -q "not reached" out
+	[ "$(usage_of fuel)" -gt 500000 ]
+}
+
+@test "the relay loses and reorders nothing, also behind a slow reader" {
+	seq 1 60000 >want
+	run bash -c "sbx-run --ephemeral -- seq 1 60000 | cmp - want"
+	assert_success
+	run bash -c "sbx-run --ephemeral -- seq 1 60000 | (sleep 1; cat) | cmp - want"
+	assert_success
+	run bash -c "sbx-run --ephemeral -- /bin/sh -c 'echo out; echo err >&2' 2>err.txt"
+	assert_success
+	assert_output "out"
+	assert_equal "$(cat err.txt)" "err"
+}

@@ -1,10 +1,11 @@
 /* Hogs for metering tests: each exceeds one dimension until the supervisor stops it.
- * usage: meter_hog fuel|memory|write|read FILE|flood|lines|fds|ns */
+ * usage: meter_hog fuel|spin MS|memory|write|read FILE|flood|lines|fds|ns */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static char buf[1 << 16];
@@ -17,6 +18,12 @@ int main(int argc, char **argv)
 	if (strcmp(what, "fuel") == 0) {
 		for (;;)
 			spin++;
+	} else if (strcmp(what, "spin") == 0 && argc > 2) {
+		/* a bounded spinner: MS of CPU time, then exit */
+		clock_t end = clock() + (clock_t)(atol(argv[2]) * (CLOCKS_PER_SEC / 1000));
+		while (clock() < end)
+			spin++;
+		return 0;
 	} else if (strcmp(what, "memory") == 0) {
 		/* touch every page; keep what we got once the address space cap says no */
 		for (;;) {
@@ -65,6 +72,6 @@ int main(int argc, char **argv)
 			close(fd);
 		}
 	}
-	fprintf(stderr, "usage: meter_hog fuel|memory|write|read FILE|flood|lines|fds|ns\n");
+	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|write|read FILE|flood|lines|fds|ns\n");
 	return 2;
 }
