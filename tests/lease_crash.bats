@@ -15,45 +15,48 @@ EDGES="request fund activate observe settle expire destroy"
 edge() {
 	local e=$1 head=$2
 	case $e in
-	request) sbx-lease request --image /bin/true --lifetime 1 --escrow 2 --fees fuel=1 --principal crash ;;
+	request) sbx-lease request --image /bin/true --lifetime 1 --escrow 2 --fees fuel=1 --principal "$PRINCIPAL" ;;
 	fund) sbx-lease fund --amount 3 --evidence "$head" ;;
 	observe) sbx-lease observe --usage fuel=1 --evidence "$head" ;;
 	*) sbx-lease "$e" --evidence "$head" ;;
 	esac
 }
 
-# Drive a fresh lease through the edges before $1, then kill the process at fault $2
-# while it performs edge $1; check the store, then finish the lifecycle.
-crash_at() {
-	local target=$1 fault=$2 id="" n=0 rc
+# Walk one lease through the whole lifecycle; at each edge named in $2.. the process
+# is killed at fault point $1, the store must verify, the receipt must be journaled
+# and be the lease's head, and the walk goes on from that head.
+crash_walk() {
+	local fault=$1 id="" n=0 rc
+	shift
+	local crash=" $* "
+	WALK=$((${WALK:-0} + 1))
+	PRINCIPAL=crash$WALK
 	rm -f head.json
 	for e in $EDGES; do
 		[ "$e" = expire ] && sbx-lease tick >/dev/null
-		if [ "$e" = "$target" ]; then
-			set +e
-			SBX_FAULT=$fault edge "$e" head.json >out.json 2>err.txt
-			rc=$?
-			set -e
-			# the fault point must really be reached: killed by SIGKILL
-			[ "$rc" -eq 137 ] || { echo "edge $e/$fault: rc=$rc, not killed: $(cat err.txt)"; return 1; }
-			run sbx-lease verify
-			[ "$status" -eq 0 ] || { echo "after $fault in $e: $output"; return 1; }
-			if [ -z "$id" ]; then
-				# a killed request: the lease exists iff its receipt was journaled
-				id=$(sbx-lease list --principal crash --state Requested | jq -r .id | tail -1)
-				[ -n "$id" ] || { [ "$fault" = lease-after-journal ] && { echo "lost request receipt"; return 1; }; return 0; }
-			fi
-			sbx-lease show "$id" >head.json
-			got=$(sbx-lease log "$id" | wc -l)
-			# every fault point is after the journal append: the receipt must be there
-			[ "$got" -eq $((n + 1)) ] || { echo "$e/$fault: $got receipts, want $((n + 1))"; return 1; }
-			[ "$(sbx-lease log "$id" | tail -1 | jq -r .digest)" = "$(jq -r .receipt.digest head.json)" ] ||
-				{ echo "head is not the last receipt"; return 1; }
-		else
+		if [ "${crash#* $e }" = "$crash" ]; then
 			edge "$e" head.json >out.json
 			mv out.json head.json
+			n=$((n + 1))
+			continue
 		fi
-		id=$(jq -r .lease.id head.json)
+		set +e
+		SBX_FAULT=$fault edge "$e" head.json >out.json 2>err.txt
+		rc=$?
+		set -e
+		# the fault point must really be reached: killed by SIGKILL
+		[ "$rc" -eq 137 ] || { echo "$e/$fault: rc=$rc, not killed: $(cat err.txt)"; return 1; }
+		run sbx-lease verify
+		[ "$status" -eq 0 ] || { echo "after $fault in $e: $output"; return 1; }
+		[ -n "$id" ] || id=$(sbx-lease list --principal "$PRINCIPAL" | jq -r .id)
+		[ -n "$id" ] || { echo "$e/$fault: lost the request receipt"; return 1; }
+		sbx-lease show "$id" >head.json
+		sbx-lease log "$id" >log.json
+		# every fault point is after the journal append: the receipt is there, and is the head
+		[ "$(wc -l <log.json)" -eq $((n + 1)) ] || { echo "$e/$fault: $(wc -l <log.json) receipts, want $((n + 1))"; return 1; }
+		[ "$(tail -1 log.json | jq -r .edge)" = "$e" ] || { echo "$e/$fault: last receipt is not $e"; return 1; }
+		[ "$(tail -1 log.json | jq -r .digest)" = "$(jq -r .receipt.digest head.json)" ] ||
+			{ echo "$e/$fault: head is not the last receipt"; return 1; }
 		n=$((n + 1))
 	done
 	assert_equal "$(jq -r .lease.state head.json)" Destroyed
@@ -62,20 +65,20 @@ crash_at() {
 }
 
 @test "SIGKILL after the journal append, at every edge" {
-	for e in $EDGES; do crash_at "$e" lease-after-journal; done
+	crash_walk lease-after-journal $EDGES
 }
 
 @test "SIGKILL after the record write, at every edge" {
-	for e in $EDGES; do crash_at "$e" lease-after-record; done
+	crash_walk lease-after-record $EDGES
 }
 
-@test "SIGKILL before the record rename and before the slot-index rename" {
-	for e in request fund destroy; do crash_at "$e" atomic-before-rename:1; done
-	for e in request expire; do crash_at "$e" atomic-before-rename:2; done
+@test "SIGKILL before the record rename, and before the slot-index rename" {
+	crash_walk atomic-before-rename:1 $EDGES
+	crash_walk atomic-before-rename:2 request expire
 }
 
-@test "SIGKILL after the effects (namespace, slots)" {
-	for e in request expire destroy; do crash_at "$e" lease-after-effects; done
+@test "SIGKILL after the effects (namespace, slots), at every edge" {
+	crash_walk lease-after-effects $EDGES
 }
 
 @test "a torn journal tail (killed mid-append) is cut and the store verifies" {
