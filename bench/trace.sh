@@ -47,10 +47,10 @@ done
 	i=1; while [ $i -le 29 ]; do echo "#include \"m$i.h\""; i=$((i + 1)); done
 	echo 'int main(void) { int s = 0;'
 	i=1; while [ $i -le 29 ]; do echo "s += m$i(s);"; i=$((i + 1)); done
-	echo 'printf("%d\n", s); return 0; }'
+	printf '%s\n' 'printf("%d\n", s); return 0; }'
 } > "$P/main.c"
 cat > "$P/Makefile" <<'M'
-SRCS := main.c $(wildcard m*.c)
+SRCS := $(wildcard *.c)
 OBJS := $(SRCS:.c=.o)
 CFLAGS := -O2 -g -MMD -Iinclude
 hello: $(OBJS)
@@ -63,46 +63,50 @@ clean:
 M
 
 now() { date +%s.%N; }
-# median wall seconds of RUNS clean builds of: "$@"
+# "wall cpu": medians of RUNS clean builds of "$@"; cpu = task-clock of the
+# whole process tree (perf stat), which a loaded machine disturbs less than wall
 measure() {
 	r=0
-	times=""
+	: > "$W/times"
 	while [ $r -lt "$RUNS" ]; do
 		make -s -C "$P" clean >/dev/null
 		t0=$(now)
-		"$@" >/dev/null 2>"$W/err" || { cat "$W/err" >&2; echo "bench: failed: $*" >&2; exit 1; }
+		perf stat -x, -e task-clock -o "$W/perf" "$@" >/dev/null 2>"$W/err" ||
+			{ cat "$W/err" >&2; echo "bench: failed: $*" >&2; exit 1; }
 		t1=$(now)
-		times="$times $(echo "$t1 - $t0" | bc -l)"
+		cpu=$(awk -F, '/task-clock/ {printf "%.3f", $1 / 1000}' "$W/perf")
+		echo "$(echo "$t1 - $t0" | bc -l) $cpu" >> "$W/times"
 		r=$((r + 1))
 	done
-	echo $times | tr ' ' '\n' | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}'
-}
-
-run_sbx() { # level or "none"
-	if [ "$1" = none ]; then
-		sbx-run --ephemeral --rw "$P:/src" -- make -s -j2 -C /src
-	else
-		sbx-run --ephemeral --rw "$P:/src" --trace "$W/t.$1" --trace-level "$1" -- make -s -j2 -C /src
-	fi
+	w=$(cut -d' ' -f1 "$W/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}')
+	c=$(cut -d' ' -f2 "$W/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}')
+	echo "$w $c"
 }
 
 native=$(measure make -s -j2 -C "$P")
-none=$(measure run_sbx none)
-exec_=$(measure run_sbx exec)
-file=$(measure run_sbx file)
-all=$(measure run_sbx all)
+none=$(measure sbx-run --ephemeral --rw "$P:/src" -- make -s -j2 -C /src)
+exec_=$(measure sbx-run --ephemeral --rw "$P:/src" --trace "$W/t.exec" --trace-level exec -- make -s -j2 -C /src)
+file=$(measure sbx-run --ephemeral --rw "$P:/src" --trace "$W/t.file" --trace-level file -- make -s -j2 -C /src)
+all=$(measure sbx-run --ephemeral --rw "$P:/src" --trace "$W/t.all" --trace-level all -- make -s -j2 -C /src)
 strace_=$(measure strace -f --seccomp-bpf -e trace=%file -o "$W/strace.out" make -s -j2 -C "$P")
 
-ratio() { echo "$1 / $native" | bc -l | awk '{printf "%.3f", $1}'; }
+nw=${native% *}
+nc=${native#* }
+div() { echo "$1 / $2" | bc -l | awk '{printf "%.3f", $1}'; }
 events() { [ -f "$1" ] && wc -l < "$1" | tr -d ' ' || echo -; }
-echo "bench/trace.sh: 30-file make -j2, median of $RUNS runs, $(nproc) CPUs"
-printf '%-34s %8s %8s %10s\n' mode seconds ratio "lines"
-printf '%-34s %8s %8s %10s\n' native "$native" 1.000 -
-printf '%-34s %8s %8s %10s\n' "sbx-run, no --trace" "$none" "$(ratio "$none")" -
-printf '%-34s %8s %8s %10s\n' "sbx-run --trace-level exec" "$exec_" "$(ratio "$exec_")" "$(events "$W/t.exec")"
-printf '%-34s %8s %8s %10s\n' "sbx-run --trace-level file" "$file" "$(ratio "$file")" "$(events "$W/t.file")"
-printf '%-34s %8s %8s %10s\n' "sbx-run --trace-level all" "$all" "$(ratio "$all")" "$(events "$W/t.all")"
-printf '%-34s %8s %8s %10s\n' "strace -f --seccomp-bpf %file" "$strace_" "$(ratio "$strace_")" "$(events "$W/strace.out")"
-fo=$(echo "$file / $native - 1" | bc -l)
-so=$(echo "$strace_ / $native - 1" | bc -l)
-echo "file-level overhead / strace overhead: $(echo "$fo / $so" | bc -l | awk '{printf "%.2f", $1}') (target <= 0.5); exec-level ratio target <= 1.05"
+row() { # name "wall cpu" lines
+	w=${2% *}
+	c=${2#* }
+	printf '%-32s %8s %7s %8s %7s %8s\n' "$1" "$w" "$(div "$w" "$nw")" "$c" "$(div "$c" "$nc")" "$3"
+}
+echo "bench/trace.sh: 30-file make -j2, median of $RUNS runs, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-32s %8s %7s %8s %7s %8s\n' mode wall_s ratio cpu_s ratio lines
+row native "$native" -
+row "sbx-run, no --trace" "$none" -
+row "sbx-run --trace-level exec" "$exec_" "$(events "$W/t.exec")"
+row "sbx-run --trace-level file" "$file" "$(events "$W/t.file")"
+row "sbx-run --trace-level all" "$all" "$(events "$W/t.all")"
+row "strace -f --seccomp-bpf %file" "$strace_" "$(events "$W/strace.out")"
+fw=${file% *}; sw=${strace_% *}; fc=${file#* }; sc=${strace_#* }
+echo "file-level overhead / strace overhead: wall $(echo "($fw / $nw - 1) / ($sw / $nw - 1)" | bc -l | awk '{printf "%.2f", $1}')," \
+	"cpu $(echo "($fc / $nc - 1) / ($sc / $nc - 1)" | bc -l | awk '{printf "%.2f", $1}') (target <= 0.5); exec-level wall ratio target <= 1.05"

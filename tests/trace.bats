@@ -203,6 +203,14 @@ small_trace() {
 	assert_output --partial exec
 	run jq -r 'select(.ev == "exec") | .sha256 | length' e.trace
 	assert_output --partial 64
+	# readlink stops only at level all (at file it is most of a compiler's path calls)
+	sbx-run --ephemeral --trace-level file --trace f.trace -- /bin/sh -c 'readlink /bin >/dev/null'
+	sbx-run --ephemeral --trace-level all --trace a.trace -- /bin/sh -c 'readlink /bin >/dev/null'
+	run jq -r 'select(.ev == "sys") | .name' f.trace
+	refute_output --partial readlink
+	assert_output --partial openat
+	run jq -r 'select(.ev == "sys" and .name == "readlink") | "\(.path) \(.result)"' a.trace
+	assert_output '/bin 7'
 	run sbx-run --ephemeral --trace-level bogus --trace x.trace -- /bin/true
 	assert_failure
 	assert_output --partial 'exec, file or all'
@@ -241,6 +249,8 @@ small_trace() {
 	run sbx-trace diff --format=text t.trace u.trace
 	assert_success
 	assert_output --partial 'identical'
+	run sbx-trace diff - u.trace < t.trace
+	assert_success
 	sbx-run --ephemeral --trace v.trace -- /bin/sh -c 'cat /etc/group >/dev/null; /bin/true' >/dev/null
 	run sbx-trace diff v.trace t.trace
 	assert_failure

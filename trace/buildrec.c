@@ -50,7 +50,8 @@ struct br {
 	struct fent *tab[4096];
 	size_t nfiles;
 	struct proc *procs;
-	size_t nprocs;
+	size_t nprocs, capprocs;
+	size_t *ix, icap;     /* pid -> index + 1 of its latest process */
 	struct tool *tools;
 	size_t ntools;
 };
@@ -102,12 +103,37 @@ static struct fent *fget(struct br *b, const char *raw)
 	return f;
 }
 
+static size_t pslot(const struct br *b, long long pid)
+{
+	size_t i = ((size_t)pid * 2654435761u) & (b->icap - 1);
+
+	while (b->ix[i] && b->procs[b->ix[i] - 1].pid != pid)
+		i = (i + 1) & (b->icap - 1);
+	return i;
+}
+
+/* The live process with this pid (an exited pid may come back: a new one). */
 static struct proc *pget(struct br *b, long long pid)
 {
-	for (size_t i = b->nprocs; i-- > 0;)
-		if (b->procs[i].pid == pid && !b->procs[i].exited)
-			return &b->procs[i];
-	b->procs = common_xrealloc(b->procs, (b->nprocs + 1) * sizeof *b->procs);
+	if (b->icap) {
+		size_t i = pslot(b, pid);
+		if (b->ix[i] && !b->procs[b->ix[i] - 1].exited)
+			return &b->procs[b->ix[i] - 1];
+	}
+	if (b->nprocs == b->capprocs) {
+		b->capprocs = b->capprocs ? 2 * b->capprocs : 64;
+		b->procs = common_xrealloc(b->procs, b->capprocs * sizeof *b->procs);
+	}
+	if (2 * (b->nprocs + 1) > b->icap) {
+		size_t old = b->icap, *oix = b->ix;
+		b->icap = old ? 2 * old : 128;
+		b->ix = common_xcalloc(b->icap, sizeof *b->ix);
+		for (size_t k = 0; k < old; k++)
+			if (oix[k])
+				b->ix[pslot(b, b->procs[oix[k] - 1].pid)] = oix[k];
+		free(oix);
+	}
+	b->ix[pslot(b, pid)] = b->nprocs + 1;
 	struct proc *p = &b->procs[b->nprocs++];
 	memset(p, 0, sizeof *p);
 	p->pid = pid;
@@ -296,6 +322,8 @@ static void on_exec(struct br *b, const json_t *o)
 	for (size_t i = 0; i < b->ntools; i++)
 		if (!strcmp(b->tools[i].path, path) && !strcmp(b->tools[i].sha, sha ? sha : ""))
 			t = &b->tools[i];
+	if (!t && b->ntools >= 4096) /* a hostile trace: keep the first tools only */
+		return;
 	if (!t) {
 		b->tools = common_xrealloc(b->tools, (b->ntools + 1) * sizeof *b->tools);
 		t = &b->tools[b->ntools++];
@@ -405,6 +433,7 @@ static void br_free(struct br *b)
 		json_decref(b->procs[i].out);
 	}
 	free(b->procs);
+	free(b->ix);
 	for (size_t i = 0; i < b->ntools; i++)
 		free(b->tools[i].path);
 	free(b->tools);

@@ -294,7 +294,7 @@ unsigned trace_classes(enum trace_level l)
 		return 0;
 	if (l == TRACE_LEVEL_FILE)
 		return TRACE_CLASS_FILE;
-	return ~0u;
+	return ~0u & ~TRACE_FILTER_NO_READLINK;
 }
 
 /* Open family: their results (fd, errno) make inputs, outputs and probes. */
@@ -703,7 +703,9 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
 		kv_str(b, "sha256", hex);
 	rec_time(r, b, "t", rec_now(r));
 	kv_int(b, "tid", pid);
-	return rec_emit(r);
+	if (rec_emit(r) < 0)
+		return -1;
+	return trace_rec_flush(r); /* process events are few: a killed run keeps them */
 }
 
 int trace_rec_spawn(struct trace_rec *r, pid_t parent, pid_t child, const char *kind)
@@ -763,7 +765,9 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
 	kv_status(b, wstatus, 0);
 	rec_time(r, b, "t", now);
 	kv_int(b, "tid", tid);
-	return rec_emit(r);
+	if (rec_emit(r) < 0)
+		return -1;
+	return trace_rec_flush(r);
 }
 
 /* ---- open / close ---- */

@@ -488,6 +488,8 @@ static void hook_proc_exit(void *ctx, pid_t tid, int wstatus)
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct run_ctx *c = ctx;
+	if (c->rec)
+		trace_rec_flush(c->rec); /* a quiet guest's last events reach the file */
 	return c->ins ? trace_inspector_on_tick(c->ins, sv) : 0;
 }
 
@@ -781,6 +783,10 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 	}
 	ctx.ins = trace_bound_inspector(bound);
+	/* level file: readlink need not stop unless an inspector looks at file calls */
+	if (ctx.rec && !(o->trace_level && strcmp(o->trace_level, "file") != 0) &&
+	    !(ctx.ins && (trace_inspector_classes(ctx.ins) & TRACE_CLASS_FILE)))
+		cfg.trace_classes |= TRACE_FILTER_NO_READLINK;
 	hooks.on_entry = hook_entry;
 	hooks.on_exit = hook_exit;
 	hooks.on_spawn = hook_spawn;

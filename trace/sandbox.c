@@ -113,7 +113,9 @@ int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_er
 			/* glibc tries clone3 at every thread start; ENOSYS without a stop */
 			rc = rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, s->name, e);
 		} else if ((s->classes & classes) && nr != TRACE_SYS_rt_sigreturn &&
-			   nr != TRACE_SYS_restart_syscall) {
+			   nr != TRACE_SYS_restart_syscall &&
+			   !((classes & TRACE_FILTER_NO_READLINK) &&
+			     (nr == TRACE_SYS_readlink || nr == TRACE_SYS_readlinkat))) {
 			rc = rule(c, SCMP_ACT_TRACE(SBX_TAG_CLASS), nr, 0, NULL, s->name, e);
 		} else if (nr == TRACE_SYS_clone) {
 			/* allowed when no forbidden flag is set; the rest falls to the default trap */

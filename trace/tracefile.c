@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "trace/trace.h"
 
@@ -577,9 +578,13 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 			last_t = jint(o, "t");
 		if (ev.line == 1 || !strcmp(ev.kind, "end"))
 			continue;
-		for (size_t i = 0; i < npc; i++)
-			if (pc[i].pid == pid)
+		for (size_t i = npc; i-- > 0;)
+			if (pc[i].pid == pid) {
 				p = &pc[i];
+				break;
+			}
+		if (!p && npc >= 16384) /* bounded work on hostile input */
+			p = &pc[npc - 1];
 		if (!p) {
 			pc = common_xrealloc(pc, (npc + 1) * sizeof *pc);
 			p = &pc[npc++];
@@ -605,6 +610,8 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 			for (size_t i = 0; i < nsc; i++)
 				if (!strcmp(sc[i].name, nm))
 					s = &sc[i];
+			if (!s && nsc >= 1024) /* a hostile trace's invented names */
+				s = &sc[nsc - 1];
 			if (!s) {
 				sc = common_xrealloc(sc, (nsc + 1) * sizeof *sc);
 				s = &sc[nsc++];
@@ -668,6 +675,60 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 	return r < 0 ? -1 : 0;
 }
 
+/* Commands that read a trace more than once copy "-" to a memory file first. */
+#define SPOOL_MAX (1ull << 30)
+struct spool {
+	int fd;
+	char path[64];
+};
+
+static const char *spool_open(const char *path, struct spool *sp, struct common_err *e)
+{
+	char *buf = common_xmalloc(1 << 16);
+	uint64_t total = 0;
+
+	sp->fd = -1;
+	if (strcmp(path, "-") != 0) {
+		free(buf);
+		return path;
+	}
+	sp->fd = memfd_create("sbx-trace-stdin", MFD_CLOEXEC);
+	if (sp->fd < 0) {
+		free(buf);
+		common_errno(e, errno, "<stdin>: memfd_create");
+		return NULL;
+	}
+	for (;;) {
+		ssize_t n = read(0, buf, 1 << 16);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (total += (uint64_t)(n > 0 ? n : 0)) > SPOOL_MAX ||
+		    (n > 0 && common_write_all(sp->fd, buf, (size_t)n) < 0)) {
+			if (n < 0)
+				common_errno(e, errno, "<stdin>");
+			else
+				common_errf(e, "<stdin>", "larger than %llu bytes",
+					    (unsigned long long)SPOOL_MAX);
+			free(buf);
+			close(sp->fd);
+			sp->fd = -1;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+	}
+	free(buf);
+	snprintf(sp->path, sizeof sp->path, "/proc/self/fd/%d", sp->fd);
+	return sp->path;
+}
+
+static void spool_close(struct spool *sp)
+{
+	if (sp->fd >= 0)
+		close(sp->fd);
+	sp->fd = -1;
+}
+
 /* ---- diff ---- */
 
 /* Two runs of one build interleave their processes differently and get other
@@ -678,20 +739,31 @@ struct pkey {
 	long long pid;
 	char key[120];
 	int nchild;
+	size_t sidx;        /* its stream in pt_digest, index + 1 */
 };
 
 struct ptree {
 	struct pkey *v;
 	size_t n, cap;
 	int nroots;
+	size_t *ix, icap;   /* open addressing: pid -> index + 1 (a hostile trace has many pids) */
 };
+
+static size_t pt_slot(const struct ptree *t, long long pid)
+{
+	size_t i = ((size_t)pid * 2654435761u) & (t->icap - 1);
+
+	while (t->ix[i] && t->v[t->ix[i] - 1].pid != pid)
+		i = (i + 1) & (t->icap - 1);
+	return i;
+}
 
 static struct pkey *pt_find(struct ptree *t, long long pid)
 {
-	for (size_t i = t->n; i-- > 0;)
-		if (t->v[i].pid == pid)
-			return &t->v[i];
-	return NULL;
+	if (!t->icap)
+		return NULL;
+	size_t i = pt_slot(t, pid);
+	return t->ix[i] ? &t->v[t->ix[i] - 1] : NULL;
 }
 
 static struct pkey *pt_add(struct ptree *t, long long pid)
@@ -700,8 +772,18 @@ static struct pkey *pt_add(struct ptree *t, long long pid)
 		t->cap = t->cap ? 2 * t->cap : 64;
 		t->v = common_xrealloc(t->v, t->cap * sizeof *t->v);
 	}
+	if (2 * (t->n + 1) > t->icap) { /* rehash at half full */
+		size_t old = t->icap, *oix = t->ix;
+		t->icap = old ? 2 * old : 128;
+		t->ix = common_xcalloc(t->icap, sizeof *t->ix);
+		for (size_t k = 0; k < old; k++)
+			if (oix[k])
+				t->ix[pt_slot(t, t->v[oix[k] - 1].pid)] = oix[k];
+		free(oix);
+	}
 	memset(&t->v[t->n], 0, sizeof t->v[0]);
 	t->v[t->n].pid = pid;
+	t->ix[pt_slot(t, pid)] = t->n + 1; /* a reused pid now names the newer process */
 	return &t->v[t->n++];
 }
 
@@ -794,7 +876,7 @@ static int pt_digest(const char *path, struct ptree *t, json_t *streams, struct 
 	struct trace_reader *r = trace_reader_open(path, e);
 	struct trace_event ev;
 	struct pstream *ps = NULL;
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 	int rc;
 
 	if (!r)
@@ -803,18 +885,25 @@ static int pt_digest(const char *path, struct ptree *t, json_t *streams, struct 
 		if (ev.line == 1)
 			continue;
 		const char *k = stream_of(t, &ev);
+		struct pkey *pk = strcmp(k, "run") && strcmp(k, "?") ? pt_find(t, jint(ev.ev, "pid"))
+								 : NULL;
 		struct pstream *p = NULL;
-		for (size_t i = n; i-- > 0;)
-			if (!strcmp(ps[i].key, k)) {
+		if (pk && pk->sidx)
+			p = &ps[pk->sidx - 1];
+		for (size_t i = 0; !pk && !p && i < n; i++) /* "run" and "?" only */
+			if (!strcmp(ps[i].key, k))
 				p = &ps[i];
-				break;
-			}
 		if (!p) {
-			ps = common_xrealloc(ps, (n + 1) * sizeof *ps);
+			if (n == cap) {
+				cap = cap ? 2 * cap : 64;
+				ps = common_xrealloc(ps, cap * sizeof *ps);
+			}
 			p = &ps[n++];
 			memset(p, 0, sizeof *p);
 			snprintf(p->key, sizeof p->key, "%s", k);
 			common_sha256_init(&p->c);
+			if (pk)
+				pk->sidx = n;
 		}
 		json_t *o = normalize(ev.ev, t);
 		char *c = common_json_canonical(o);
@@ -900,7 +989,28 @@ static json_t *header_core(const char *path, struct common_err *e)
 	return h;
 }
 
+static int diff_paths(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
+
 int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common_err *e)
+{
+	struct spool sa, sb;
+	const char *pa, *pb;
+	int rc = -1;
+
+	if (!strcmp(a, "-") && !strcmp(b, "-"))
+		return common_errf(e, "diff", "only one of the traces can be standard input");
+	pa = spool_open(a, &sa, e);
+	pb = pa ? spool_open(b, &sb, e) : NULL;
+	if (pa && pb)
+		rc = diff_paths(pa, pb, f, e);
+	if (pa)
+		spool_close(&sa);
+	if (pb)
+		spool_close(&sb);
+	return rc;
+}
+
+static int diff_paths(const char *a, const char *b, enum trace_fmt f, struct common_err *e)
 {
 	struct ptree ta = {0}, tb = {0};
 	json_t *sa = json_object(), *sb = json_object(), *first = NULL, *out, *ba = NULL, *bb = NULL,
@@ -1007,6 +1117,8 @@ done:
 	json_decref(only_b);
 	free(ta.v);
 	free(tb.v);
+	free(ta.ix);
+	free(tb.ix);
 	return rc;
 }
 
@@ -1056,7 +1168,28 @@ static json_t *event_at(const char *path, size_t idx, struct common_err *e)
 	return o ? o : json_null();
 }
 
+static int bisect_paths(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
+
 int trace_cmd_bisect(const char *a, const char *b, enum trace_fmt f, struct common_err *e)
+{
+	struct spool sa, sb;
+	const char *pa, *pb;
+	int rc = -1;
+
+	if (!strcmp(a, "-") && !strcmp(b, "-"))
+		return common_errf(e, "bisect", "only one of the traces can be standard input");
+	pa = spool_open(a, &sa, e);
+	pb = pa ? spool_open(b, &sb, e) : NULL;
+	if (pa && pb)
+		rc = bisect_paths(pa, pb, f, e);
+	if (pa)
+		spool_close(&sa);
+	if (pb)
+		spool_close(&sb);
+	return rc;
+}
+
+static int bisect_paths(const char *a, const char *b, enum trace_fmt f, struct common_err *e)
 {
 	struct hlist la = {0}, lb = {0};
 	size_t lo = 0, hi, cmp = 0;

@@ -397,6 +397,7 @@ static void test_levels(void)
 
 	CHECK(trace_classes(TRACE_LEVEL_EXEC) == 0);
 	CHECK(trace_classes(TRACE_LEVEL_FILE) == TRACE_CLASS_FILE);
+	CHECK(!(trace_classes(TRACE_LEVEL_ALL) & TRACE_FILTER_NO_READLINK));
 	CHECK(trace_level_parse("file", &l, NULL) == 0 && l == TRACE_LEVEL_FILE);
 	CHECK(trace_level_parse("bogus", &l, NULL) < 0);
 	CHECK(trace_rec_want_exit(r, &s) == 0);
