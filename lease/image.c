@@ -31,8 +31,12 @@ static int check_elf(Elf *elf, const char *path, uint64_t size, struct common_er
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
 		return common_errf(e, path, "ELF type %u is not an executable (ET_EXEC or ET_DYN)",
 				   (unsigned)eh.e_type);
-	if (elf_getphdrnum(elf, &nph) != 0 || nph == 0 || nph > PHDR_MAX)
-		return common_errf(e, path, "no sane program header table");
+	/* e_phnum itself, not libelf's view of it (which may be clipped to the file) */
+	nph = eh.e_phnum;
+	if (nph == PN_XNUM && elf_getphdrnum(elf, &nph) != 0)
+		return common_errf(e, path, "unreadable extended program header count");
+	if (nph == 0 || nph > PHDR_MAX)
+		return common_errf(e, path, "no sane program header table (%zu entries)", nph);
 	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size ||
 	    nph * sizeof(Elf64_Phdr) > size - eh.e_phoff)
 		return common_errf(e, path, "program header table lies outside the file");

@@ -64,6 +64,37 @@ new_lease() {
 	assert_equal "$(jq -r .mode <<<"$output")" wall
 }
 
+# patch BYTES (printf escapes) into a copy of /bin/true at OFFSET
+patched() {
+	cp /bin/true "$1"
+	printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+@test "image validation names the file and the defect" {
+	patched c32 4 '\001'
+	run sbx-lease request --image c32
+	assert_failure 1
+	assert_output --partial "c32: not ELF64"
+	patched arm 18 '\267\000'
+	run sbx-lease request --image arm
+	assert_output --partial "arm: machine 183 is not x86-64"
+	patched rel 16 '\001\000'
+	run sbx-lease request --image rel
+	assert_output --partial "rel: ELF type 1 is not an executable"
+	head -c 200 /bin/true >short
+	run sbx-lease request --image short
+	assert_output --partial "short: program header table lies outside the file"
+	interp=/lib64/ld-linux-x86-64.so.2
+	off=$(grep -obUa "$interp" /bin/true | head -1 | cut -d: -f1)
+	patched badinterp $((off + ${#interp})) 'X'
+	run sbx-lease request --image badinterp
+	assert_output --partial "badinterp: PT_INTERP: interpreter path is not one NUL-terminated string"
+	run sbx-lease request --image missing
+	assert_output --partial "missing"
+	run sbx-lease request --image "$BATS_TEST_TMPDIR"
+	assert_output --partial "not a regular file"
+}
+
 @test "a non-empty directory that is not a store is refused and left alone" {
 	mkdir other
 	echo keep >other/file
