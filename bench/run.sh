@@ -4,7 +4,8 @@
 # under bwrap with equivalent mounts (read-only /, fresh /proc, private /tmp,
 # the project read-write, all namespaces unshared) and under proot.
 # Variants are interleaved round by round so machine noise hits them alike;
-# prints each variant's median wall time over ROUNDS and its ratio to native.
+# prints each variant's median wall time and median user+sys CPU time of the
+# whole process tree over ROUNDS (round 0 warms caches), and ratios to native.
 # Usage: bench/run.sh [ROUNDS]   (default 5; SBX_BUILD defaults to ./build)
 set -eu
 ROUNDS=${1:-5}
@@ -17,50 +18,54 @@ SRC="$W/src"
 cp -r "$here/examples/hello" "$SRC"
 make -s -C "$SRC" clean
 
-native() { make -s -C "$SRC" -j2; }
-sbx() {
-	"$SBX_BUILD/bin/sbx-run" --ephemeral --rw "$SRC" --trace "$W/t.jsonl" --trace-level exec \
-		--result "$W/result.json" -- make -s -C "$SRC" -j2
-}
-bwrap_() {
-	bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$SRC" "$SRC" \
-		--unshare-all --die-with-parent --chdir "$SRC" make -s -C "$SRC" -j2
-}
-proot_() { proot -w "$SRC" make -s -C "$SRC" -j2; }
-
-VARIANTS="native sbx bwrap_ proot_"
-for v in $VARIANTS; do
-	command -v "${v%_}" >/dev/null 2>&1 || [ "$v" = sbx ] || {
-		echo "bench/run.sh: ${v%_} is not installed (make bench-deps)" >&2
+VARIANTS="native sbx bwrap proot"
+for v in bwrap proot; do
+	command -v "$v" >/dev/null 2>&1 || {
+		echo "bench/run.sh: $v is not installed (make bench-deps)" >&2
 		exit 1
 	}
 done
 
-now_ms() { date +%s%3N; }
+# one build of variant $1, timed into $W/t as "wall user sys"
+build() {
+	case $1 in
+	native) set -- make -s -C "$SRC" -j2 ;;
+	sbx) set -- "$SBX_BUILD/bin/sbx-run" --ephemeral --rw "$SRC" --trace "$W/t.jsonl" \
+		--trace-level exec --result "$W/result.json" -- make -s -C "$SRC" -j2 ;;
+	bwrap) set -- bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$SRC" "$SRC" \
+		--unshare-all --die-with-parent --chdir "$SRC" make -s -C "$SRC" -j2 ;;
+	proot) set -- proot -w "$SRC" make -s -C "$SRC" -j2 ;;
+	esac
+	/usr/bin/time -f "%e %U %S" -o "$W/t" "$@"
+}
+
 r=0
 while [ "$r" -le "$ROUNDS" ]; do
 	for v in $VARIANTS; do
 		make -s -C "$SRC" clean
-		t0=$(now_ms)
-		$v >/dev/null 2>"$W/err" || { echo "bench/run.sh: $v failed:" >&2; cat "$W/err" >&2; exit 1; }
-		t1=$(now_ms)
+		build "$v" >/dev/null 2>"$W/err" || { echo "bench/run.sh: $v failed:" >&2; cat "$W/err" >&2; exit 1; }
 		[ -x "$SRC/hello" ] || { echo "bench/run.sh: $v built nothing" >&2; exit 1; }
-		# round 0 warms the page cache and is not counted
-		[ "$r" -eq 0 ] || echo "$v $((t1 - t0))" >> "$W/times"
+		[ "$r" -eq 0 ] ||
+			awk -v v="$v" '{printf "%s %d %d\n", v, $1 * 1000, ($2 + $3) * 1000}' "$W/t" >> "$W/times"
 	done
 	r=$((r + 1))
 done
 
-median() { grep "^$1 " "$W/times" | cut -d' ' -f2 | sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
-base=$(median native)
-printf '%-8s %10s %8s   (%s rounds, make -j2 of %s C files)\n' variant median_ms ratio "$ROUNDS" \
-	"$(ls "$here"/examples/hello/*.c | wc -l)"
+median() {
+	grep "^$1 " "$W/times" | cut -d' ' -f"$2" | sort -n |
+		awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2)}'
+}
+# bwrap's init reaps without wait4 accounting: its tree's CPU time is not visible
+ratio() { awk -v m="$1" -v b="$2" 'BEGIN {if (m > 0 && b > 0) printf "%.3fx", m / b; else printf "n/a"}'; }
+base=$(median native 2)
+cbase=$(median native 3)
+printf '%-8s %10s %8s %10s %8s   (%s rounds, make -j2 of %s C files)\n' variant wall_ms ratio cpu_ms ratio \
+	"$ROUNDS" "$(ls "$here"/examples/hello/*.c | wc -l)"
 for v in $VARIANTS; do
-	m=$(median "$v")
-	printf '%-8s %10d %8s\n' "${v%_}" "$m" "$(awk -v m="$m" -v b="$base" 'BEGIN {printf "%.3fx", m / b}')"
+	m=$(median "$v" 2)
+	c=$(median "$v" 3)
+	printf '%-8s %10d %8s %10d %8s\n' "$v" "$m" "$(ratio "$m" "$base")" "$c" "$(ratio "$c" "$cbase")"
 done
-sbxm=$(median sbx)
-bwm=$(median bwrap_)
-awk -v s="$sbxm" -v b="$bwm" 'BEGIN {printf "sbx vs bwrap: %+.1f%%\n", (s / b - 1) * 100}'
+awk -v s="$(median sbx 2)" -v b="$(median bwrap 2)" 'BEGIN {printf "sbx vs bwrap (wall): %+.1f%%\n", (s / b - 1) * 100}'
 printf 'sbx stops per build: %s (refused %s)\n' "$(jq .supervisor.stops "$W/result.json")" \
 	"$(jq .supervisor.refused "$W/result.json")"
