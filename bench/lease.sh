@@ -10,6 +10,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I. -o "$tmp/lease_bench" bench/lease_bench.c \
 	"$B/libsbx.a" -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
 echo "store on $(df -P "$tmp" | awk 'NR==2 {print $1}'), $(nproc) cores"
+"$tmp/lease_bench" "$tmp/disk" 0 0
 "$tmp/lease_bench" "$tmp/seq" "$N" 1
 "$tmp/lease_bench" "$tmp/par" "$((N / 2))" 2
 "$tmp/lease_bench" "$tmp/seq" 1 1 >/dev/null # settle the store before the CLI run

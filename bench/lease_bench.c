@@ -1,10 +1,12 @@
 /* Lease transitions per second on one store, in-process (no exec cost):
  * lease_bench DIR LEASES CLIENTS. Each lease: request, fund, activate, 5 observes,
  * settle, expire, destroy = 11 receipts, every one durable (journal + record fsync). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <string.h>
 #include "lease/lease.h"
 
 static int run(const char *dir, int leases)
@@ -42,6 +44,28 @@ static int run(const char *dir, int leases)
 	return n;
 }
 
+/* The disk's own cost: mean latency of a small append + fsync in the store's directory. */
+static void disk(const char *dir)
+{
+	char *p = common_xasprintf("%s.fsync", dir), buf[300];
+	int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	uint64_t t0, t1;
+
+	if (fd < 0)
+		return;
+	memset(buf, 'x', sizeof buf);
+	t0 = common_mono_us();
+	for (int i = 0; i < 100; i++)
+		if (write(fd, buf, sizeof buf) < 0 || fsync(fd) < 0)
+			break;
+	t1 = common_mono_us();
+	close(fd);
+	unlink(p);
+	free(p);
+	printf("disk: append+fsync %.3f ms (a transition does 3 fsyncs, request/expire 5)\n",
+	       (double)(t1 - t0) / 100 / 1000);
+}
+
 int main(int argc, char **argv)
 {
 	int leases, clients;
@@ -52,6 +76,10 @@ int main(int argc, char **argv)
 		common_dief(2, "usage", "lease_bench DIR LEASES CLIENTS");
 	leases = atoi(argv[2]);
 	clients = atoi(argv[3]);
+	if (clients == 0) {
+		disk(argv[1]);
+		return 0;
+	}
 	t0 = common_mono_us();
 	if (clients <= 1) {
 		int n = run(argv[1], leases);
