@@ -522,7 +522,8 @@ int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image
 	if (o->ns_dir) {
 		if (walk_cells(o->ns_dir, "", &cells, e) < 0)
 			goto out;
-		qsort(cells.c, cells.n, sizeof *cells.c, cmp_cell);
+		if (cells.n)
+			qsort(cells.c, cells.n, sizeof *cells.c, cmp_cell);
 		st.cells = cells.c;
 		st.ncells = cells.n;
 	}

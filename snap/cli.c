@@ -151,7 +151,8 @@ static int cmd_list(struct lease_store *s, const char *lease, enum common_format
 		}
 	if (d)
 		closedir(d);
-	qsort(names, n, sizeof *names, cmp_str);
+	if (n)
+		qsort(names, n, sizeof *names, cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		char *mp = common_xasprintf("%s/%s/meta.json", top, names[i]);
 		json_t *m = common_json_load_file(mp, SNAP_META_MAX, NULL);
