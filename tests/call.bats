@@ -47,6 +47,13 @@ teardown() {
 	assert_line "guest: constructors=1 main=0"
 }
 
+@test "a 100000-node list crosses the boundary and back" {
+	run "$GUESTS/call_modes" list "$SRC" 100000
+	assert_success
+	# sum of 1..100000, plus the appended node's -1
+	assert_output "nodes=100001 sum=5000049999"
+}
+
 @test "a missing file is reported through the context's error slice" {
 	rm "$SRC/hello.txt"
 	run "$GUESTS/call_modes" readfile "$SRC"

@@ -1,7 +1,7 @@
 /* sbx_call test program: call_modes MODE SRCDIR [TRACE]
- * MODE: readfile | abort | exit | evilfn | noresult | garbage | rewrite | badfn | trace | empty | entry | lease | policy | swap (TRACE is then
+ * MODE: readfile | abort | exit | evilfn | noresult | garbage | rewrite | badfn | trace | empty | entry | lease | policy | list | swap (TRACE is then
  * a file renamed over this executable first; for lease, a lease ID; for policy,
- * a --policy file).
+ * a --policy file; for list, a node count).
  * Prints "builds=N metadata=M errors=K" afterwards, in every mode. */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +46,27 @@ static const struct sbx_field build_f[] = {
 	SBX_FIELD_AUTO(struct build, saw_ctor),
 	SBX_FIELD_AUTO(struct build, saw_main),
 };
+
+struct lnode { long v; struct lnode *next; };
+static const struct sbx_type lnode_t;
+static const struct sbx_type lnode_p = SBX_PTR("lnode*", &lnode_t);
+static const struct sbx_field lnode_f[] = {
+	SBX_FIELD_AUTO(struct lnode, v),
+	SBX_FIELD(struct lnode, next, &lnode_p),
+};
+static const struct sbx_type lnode_t = SBX_STRUCT("lnode", struct lnode, lnode_f);
+
+/* Every node +1, and a new node appended: the whole list crosses twice. */
+static void bump_list(void *arg)
+{
+	struct lnode *n = arg, *last = NULL;
+	for (; n; n = n->next) {
+		n->v++;
+		last = n;
+	}
+	last->next = calloc(1, sizeof *last->next);
+	last->next->v = -1;
+}
 
 /* The guest runs constructors but never main. */
 static int ctor_ran, main_ran;
@@ -159,6 +180,26 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *mode = argv[1];
+	if (!strcmp(mode, "list") && argc > 3) {
+		long n = atol(argv[3]), sum = 0, count = 0;
+		struct lnode *head = NULL;
+		for (long i = 0; i < n; i++) {
+			struct lnode *x = malloc(sizeof *x);
+			x->v = i;
+			x->next = head;
+			head = x;
+		}
+		struct trace_mount lm = { .type = TRACE_MOUNT_BIND, .src = argv[2], .dst = "/src" };
+		struct sbx_sandbox lsb = { .mounts = &lm, .nmounts = 1, .err = &e };
+		if (sbx_call(&lsb, bump_list, &lnode_t, head) < 0) {
+			fprintf(stderr, "call_modes: error: %s: %s\n", e.what, e.why);
+			return 1;
+		}
+		for (struct lnode *x = head; x; x = x->next, count++)
+			sum += x->v;
+		printf("nodes=%ld sum=%ld\n", count, sum);
+		return 0;
+	}
 	struct trace_mount m = { .type = TRACE_MOUNT_BIND, .src = argv[2], .dst = "/src" };
 	struct sbx_sandbox sb = { .mounts = &m, .nmounts = 1, .err = &e };
 	if (!strcmp(mode, "abort"))
