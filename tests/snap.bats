@@ -253,3 +253,29 @@ EOF
 	done
 	[ ! -e "$BATS_TEST_TMPDIR/escape" ]
 }
+
+@test "sbx-run --snapshot-every-batches takes snapshots on the batch clock; each restores to the same output" {
+	want=$("$GUESTS/snap_steps" "$STEPS")
+	sbx-lease clock manual >/dev/null
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+	sbx-run --lease "$SRC" --snapshot-every-batches 1 -- "$GUESTS/snap_steps" "$STEPS" \
+		>"$BATS_TEST_TMPDIR/src.out" &
+	pid=$!
+	for _ in $(seq 1 100); do
+		[ -f "$SBX_STORE/ns/$SRC/steps.log" ] && break
+		sleep 0.05
+	done
+	sbx-lease tick 1 >/dev/null
+	for _ in $(seq 1 100); do
+		[ "$(sbx-snap list "$SRC" | jq length)" -ge 1 ] && break
+		sleep 0.05
+	done
+	wait "$pid"
+	[ "$(cat "$BATS_TEST_TMPDIR/src.out")" = "$want" ]
+	DIGEST=$(sbx-snap list "$SRC" | jq -r '.[0].digest')
+	sbx-lease log "$SRC" | jq -r .snapshot | grep -qx "$DIGEST"
+	TGT=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	assert_output "$want"
+}

@@ -185,6 +185,12 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		return parse_u64(name, v, &o->lifetime, e) < 0 ? -1 : 1;
 	else if (strcmp(name, "escrow") == 0)
 		return parse_u64(name, v, &o->escrow, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "snapshot-every-batches") == 0) {
+		if (parse_u64(name, v, &o->snapshot_every, e) < 0)
+			return -1;
+		if (o->snapshot_every < 1)
+			return common_errf(e, "--snapshot-every-batches", "%s: at least 1", v);
+	}
 	else if (strcmp(name, "max-procs") == 0) {
 		if (parse_u64(name, v, &o->max_procs, e) < 0)
 			return -1;
@@ -317,6 +323,7 @@ struct run_ctx {
 	struct lease_store *store;    /* issue 7: snapshots persist into the store */
 	const struct trace_run_opts *opts;
 	int restored;                 /* issue 7: the restore hook ran */
+	uint64_t snap_batch;          /* issue 7: batch of the last automatic snapshot */
 };
 
 static int ctl_open(struct run_ctx *c, const char *store_dir, const char *lease, struct common_err *e)
@@ -421,6 +428,8 @@ static int hook_start(void *ctx, struct trace_supervisor *sv)
 	c->sv = sv;
 	if (c->ctl_fd >= 0)
 		trace_sv_watch(sv, c->ctl_fd);
+	if (c->opts && c->opts->snapshot_every && c->store)
+		lease_store_batch(c->store, &c->snap_batch, NULL);
 	/* issue 4: meter start; issue 5: recorder start */
 	if (c->ins && trace_inspector_on_start(c->ins, sv) < 0)
 		return -1;
@@ -490,6 +499,16 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 	struct run_ctx *c = ctx;
 	if (c->rec)
 		trace_rec_flush(c->rec); /* a quiet guest's last events reach the file */
+	uint64_t b = 0;
+	/* issue 7: --snapshot-every-batches, taken like sbx-snap take */
+	if (c->opts && c->opts->snapshot_every && c->store && c->lease &&
+	    lease_store_batch(c->store, &b, NULL) == 0 && b >= c->snap_batch + c->opts->snapshot_every) {
+		c->snap_batch = b;
+		json_t *rep = snap_control(c->store, c->lease, trace_sv_guest_pid(sv), NULL);
+		if (json_object_get(rep, "error"))
+			common_warnf("automatic snapshot: %s", json_string_value(json_object_get(rep, "error")));
+		json_decref(rep);
+	}
 	return c->ins ? trace_inspector_on_tick(c->ins, sv) : 0;
 }
 

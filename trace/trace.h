@@ -361,6 +361,7 @@ struct trace_run_opts {
 	 * rebuild it from a snapshot; <0 stops the guest ("restore failed") */
 	int (*restore_exec)(void *ctx, pid_t pid, struct common_err *e);
 	void *restore_ctx;
+	uint64_t snapshot_every;      /* issue 7: --snapshot-every-batches N, 0 = never */
 };
 /* Parse one sbx-run option (name without "--", value or NULL) into o. 1 handled,
  * 0 unknown, -1 error. */
