@@ -674,6 +674,21 @@ static int ephemeral_close(struct lease_store *s, const char *id, json_t *receip
 	return rc;
 }
 
+/* What trace_run_opt allocated in o (the mount list, the --env entries). */
+static void free_opts(struct trace_run_opts *o)
+{
+	for (size_t i = 0; i < o->nmounts; i++) {
+		free((char *)o->mounts[i].src);
+		free((char *)o->mounts[i].dst);
+		free((char *)o->mounts[i].opts);
+	}
+	free(o->mounts);
+	free(o->env_set);
+	o->mounts = NULL;
+	o->env_set = NULL;
+	o->nmounts = o->nenv_set = 0;
+}
+
 /* --lease: the receipts this run added (observations, a closure), else the head */
 static void run_receipts(struct lease_store *s, const char *id, json_int_t start_seq,
 			 json_t *receipts)
@@ -889,5 +904,6 @@ out:
 	free(id);
 	free(ns);
 	lease_store_close(s);
+	free_opts(o);
 	return code;
 }

@@ -367,7 +367,8 @@ struct trace_run_opts {
  * 0 unknown, -1 error. */
 int trace_run_opt(struct trace_run_opts *o, const char *name, const char *value,
 		  struct common_err *e);
-/* Run it; returns the process exit status (SPEC §6.6). */
+/* Run it; returns the process exit status (SPEC §6.6). Frees what
+ * trace_run_opt allocated in o. */
 int trace_run_main(struct trace_run_opts *o);
 
 /* ---- metering (SPEC §4.1; trace/meter.c, trace/relay.c) ---- */
