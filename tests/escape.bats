@@ -72,7 +72,7 @@ for p in sys.argv[1:]:
 time.sleep(60)' "$sock1" "$sock2" &
 	BGPID=$!
 	for i in $(seq 1 50); do [ -S "$sock2" ] && break; sleep 0.1; done
-	contained "$GUESTS/escape_net" 22 "$sock1" "$sock2"
+	contained "$GUESTS/escape_unix" "$sock1" "$sock2"
 	assert_line "contained: connect unix $sock1 (No such file or directory)"
 	assert_line "contained: connect unix $sock2 (No such file or directory)"
 	kill "$BGPID"
@@ -105,6 +105,24 @@ time.sleep(60)' "$sock1" "$sock2" &
 	contained "$GUESTS/escape_int80_static"
 	assert_line --partial "contained: x32 write"
 	[ "$(refused)" -ge 3 ]
+}
+
+@test "x32 system call numbers and unknown numbers" {
+	contained "$GUESTS/escape_x32"
+	[ "$(refused)" -eq 5 ]
+	[ "$(count '.action == "denied" and .errno == "ENOSYS"')" -eq 5 ]
+}
+
+@test "unshare and setns from inside" {
+	contained "$GUESTS/escape_unshare"
+	[ "$(refused)" -eq 4 ]
+}
+
+@test "/proc/<outside pid>/mem and sbx's init through /proc" {
+	contained "$GUESTS/escape_procmem" "$$" 1
+	assert_line "contained: open /proc/$$/mem (outside pid) (No such file or directory)"
+	traced openat /proc/1/mem EACCES
+	traced openat "/proc/$$/mem" ENOENT
 }
 
 @test "io_uring_setup, enter, register: ENOSYS" {
