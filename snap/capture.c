@@ -332,6 +332,35 @@ static int fill_region(void *vctx, const struct snap_region *r, uint8_t *dst,
 	return 0;
 }
 
+/* Queued signals, the thread's then the process's, in queue order. */
+static int capture_pending(pid_t pid, struct snap_state *st, struct common_err *e)
+{
+	st->pending = common_xcalloc(SNAP_PENDING_MAX, sizeof *st->pending);
+	for (uint32_t shared = 0; shared < 2; shared++) {
+		for (uint64_t off = 0;; off++) {
+			struct ptrace_peeksiginfo_args a = {
+				.off = off, .flags = shared ? PTRACE_PEEKSIGINFO_SHARED : 0, .nr = 1 };
+			uint8_t info[128];
+			memset(info, 0, sizeof info);
+			long n = ptr(PTRACE_PEEKSIGINFO, pid, &a, info);
+			if (n < 0)
+				return common_errno(e, errno, "PTRACE_PEEKSIGINFO of %d", (int)pid);
+			if (n == 0)
+				break;
+			if (st->npending == SNAP_PENDING_MAX)
+				return common_errf(e, "capture", "more than %d pending signals",
+						   SNAP_PENDING_MAX);
+			struct snap_sigpend *q = &st->pending[st->npending++];
+			int signo;
+			memcpy(&signo, info, sizeof signo);
+			q->sig = (uint32_t)signo;
+			q->shared = shared;
+			memcpy(q->info, info, sizeof info);
+		}
+	}
+	return 0;
+}
+
 struct cell_list {
 	struct snap_cell *c;
 	size_t n, cap;
@@ -452,7 +481,7 @@ int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image
 	struct user_regs_struct regs;
 	struct cell_list cells = { 0 };
 	struct fill_ctx fc = { &t, -1 };
-	int rc = -1;
+	int rc = -1, mask_set = 0;
 	memset(&st, 0, sizeof st);
 
 	int nthreads = count_threads(pid, e);
@@ -489,6 +518,15 @@ int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image
 		common_errno(e, errno, "PTRACE_GETSIGMASK of %d", (int)pid);
 		goto out;
 	}
+	/* no signal may be delivered in the middle of our injected syscalls */
+	uint64_t inject_mask = SNAP_INJECT_MASK;
+	if (ptr(PTRACE_SETSIGMASK, pid, (void *)8, &inject_mask) < 0) {
+		common_errno(e, errno, "PTRACE_SETSIGMASK of %d", (int)pid);
+		goto out;
+	}
+	mask_set = 1;
+	if (capture_pending(pid, &st, e) < 0)
+		goto out;
 	for (int i = 0; i < SNAP_NRLIMIT; i++) {
 		struct rlimit rl;
 		if (prlimit(pid, i, NULL, &rl) < 0) {
@@ -515,7 +553,9 @@ int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image
 	if (capture_regions(pid, &st, e) < 0 || query_kernel_state(&t, &st, e) < 0)
 		goto out;
 	/* leave the tracee at the canonical boundary the snapshot describes */
-	if (ptr(PTRACE_SETREGS, pid, 0, &regs) < 0) {
+	mask_set = 0;
+	if (ptr(PTRACE_SETSIGMASK, pid, (void *)8, &st.sigmask) < 0 ||
+	    ptr(PTRACE_SETREGS, pid, 0, &regs) < 0) {
 		common_errno(e, errno, "PTRACE_SETREGS of %d", (int)pid);
 		goto out;
 	}
@@ -531,6 +571,8 @@ int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image
 	fc.pagemap = open(p, O_RDONLY | O_CLOEXEC);
 	rc = snap_encode_with(&st, fill_region, &fc, out, e);
 out:
+	if (mask_set)
+		ptr(PTRACE_SETSIGMASK, pid, (void *)8, &st.sigmask);
 	if (fc.pagemap >= 0)
 		close(fc.pagemap);
 	snap_tracee_close(&t);

@@ -103,6 +103,12 @@ int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 	codec_put_u64(&b, st->ss_sp);
 	codec_put_u32(&b, st->ss_flags);
 	codec_put_u64(&b, st->ss_size);
+	codec_put_u32(&b, (uint32_t)st->npending);
+	for (size_t i = 0; i < st->npending; i++) {
+		codec_put_u32(&b, st->pending[i].sig);
+		codec_put_u32(&b, st->pending[i].shared);
+		codec_put_raw(&b, st->pending[i].info, 128);
+	}
 	codec_put_u64(&b, st->start_brk);
 	codec_put_u64(&b, st->brk);
 	codec_put_u32(&b, st->umask);
@@ -315,7 +321,26 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 		    codec_get_u64(&r, &st->sigact[i].mask) < 0)
 			goto bad;
 	if (codec_get_u64(&r, &st->ss_sp) < 0 || codec_get_u32(&r, &st->ss_flags) < 0 ||
-	    codec_get_u64(&r, &st->ss_size) < 0 || codec_get_u64(&r, &st->start_brk) < 0 ||
+	    codec_get_u64(&r, &st->ss_size) < 0 || codec_get_u32(&r, &n) < 0)
+		goto bad;
+	if (n > SNAP_PENDING_MAX || (uint64_t)n * 136 > r.len - r.off) {
+		codec_rd_fail(&r, "pending signal count out of range");
+		goto bad;
+	}
+	st->pending = common_xcalloc(n ? n : 1, sizeof *st->pending);
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_sigpend *q = &st->pending[i];
+		st->npending = i + 1;
+		if (codec_get_u32(&r, &q->sig) < 0 || codec_get_u32(&r, &q->shared) < 0 ||
+		    get_fixed(&r, q->info, 128) < 0)
+			goto bad;
+		if (q->sig < 1 || q->sig > SNAP_NSIG || q->shared > 1 ||
+		    (i && q->shared < st->pending[i - 1].shared)) {
+			codec_rd_fail(&r, "pending signal invalid or out of order");
+			goto bad;
+		}
+	}
+	if (codec_get_u64(&r, &st->start_brk) < 0 ||
 	    codec_get_u64(&r, &st->brk) < 0 || codec_get_u32(&r, &st->umask) < 0 ||
 	    get_str(&r, &st->cwd) < 0)
 		goto bad;
@@ -398,6 +423,7 @@ void snap_state_free(struct snap_state *st)
 	free(st->meta.host_program);
 	free(st->meta.ns_prefix);
 	free(st->xstate);
+	free(st->pending);
 	free(st->cwd);
 	for (size_t i = 0; i < st->nfds; i++)
 		free(st->fds[i].path);

@@ -268,6 +268,22 @@ static int restore_fds(struct rs *s)
 static int restore_signals(struct rs *s)
 {
 	const struct snap_state *st = s->st;
+	int64_t tgid, tid;
+	/* queued signals go back in order, sent by the guest to itself (so any
+	 * si_code is accepted), while everything is blocked */
+	if (st->npending && (must(s, "getpid", SYS_getpid, 0, 0, 0, 0, 0, 0, &tgid) < 0 ||
+			     must(s, "gettid", SYS_gettid, 0, 0, 0, 0, 0, 0, &tid) < 0))
+		return -1;
+	for (size_t i = 0; i < st->npending; i++) {
+		const struct snap_sigpend *q = &st->pending[i];
+		if (snap_mem_write(&s->t, s->scratch, q->info, sizeof q->info, s->e) < 0)
+			return -1;
+		if (q->shared ? must(s, "rt_sigqueueinfo", SYS_rt_sigqueueinfo, (uint64_t)tgid, q->sig,
+				     s->scratch, 0, 0, 0, NULL) < 0
+			      : must(s, "rt_tgsigqueueinfo", SYS_rt_tgsigqueueinfo, (uint64_t)tgid,
+				     (uint64_t)tid, q->sig, s->scratch, 0, 0, NULL) < 0)
+			return -1;
+	}
 	for (int sig = 1; sig <= SNAP_NSIG; sig++) {
 		if (sig == 9 || sig == 19)
 			continue;
@@ -314,6 +330,9 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 		return common_errf(e, "restore", "brk starts at %#" PRIx64 ", the snapshot's at %#"
 				   PRIx64 " (different image or address randomisation on)",
 				   sb, st->start_brk);
+	uint64_t inject_mask = SNAP_INJECT_MASK;
+	if (ptrace(PTRACE_SETSIGMASK, pid, (void *)8, &inject_mask) < 0)
+		return common_errno(e, errno, "PTRACE_SETSIGMASK");
 	if (snap_tracee_open(&s.t, pid, e) < 0)
 		return -1;
 	if (snap_find_syscall(&s.t, e) < 0 || unmap_all(&s, &vs, &ve) < 0)

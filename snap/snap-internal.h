@@ -47,4 +47,8 @@ int snap_map_kind(const struct snap_map *m);
 int snap_xstate_canon(uint8_t *x, uint32_t xsize, uint64_t xcr0);
 
 int snap_valid_key(const char *k);
+
+/* The signal mask while syscalls are injected: everything blocked but SIGTRAP
+ * (the kernel resets the action of a blocked SIGTRAP it forces). */
+#define SNAP_INJECT_MASK (~0ull & ~(1ull << 4))
 #endif

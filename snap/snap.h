@@ -30,7 +30,10 @@
  *   xstate (xstate-size bytes, header and software bytes zero, unused
  *         components at their init values),
  *   u64 sigmask, sigaction[64] = {u64 handler, flags, restorer, mask},
- *   altstack {u64 sp, u32 flags, u64 size}, u64 start_brk, u64 brk, u32 umask,
+ *   altstack {u64 sp, u32 flags, u64 size},
+ *   u32 npending, pending[] in queue order, the thread's then the process's =
+ *         {u32 signal, u32 shared, 128 siginfo},
+ *   u64 start_brk, u64 brk, u32 umask,
  *   str cwd, rlimit[16] = {u64 cur, max},
  *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
  *         str path, 32 content hash, u64 size},
@@ -72,6 +75,8 @@ struct snap_cell {
 	uint64_t len;
 };
 struct snap_sigact { uint64_t handler, flags, restorer, mask; };
+#define SNAP_PENDING_MAX 4096
+struct snap_sigpend { uint32_t sig, shared; uint8_t info[128]; };
 
 struct snap_meta {
 	char *lease, *principal, *host_program, *ns_prefix;
@@ -93,6 +98,8 @@ struct snap_state {
 	struct snap_sigact sigact[SNAP_NSIG];
 	uint64_t ss_sp, ss_size;
 	uint32_t ss_flags;
+	struct snap_sigpend *pending; /* queued signals, re-queued on restore */
+	size_t npending;
 	uint64_t start_brk, brk;
 	uint32_t umask;
 	char *cwd;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -37,43 +38,94 @@ static char *read_pipe(int fd)
 	return s;
 }
 
-/* Start a guest in dir with stdout on a pipe; traced: stopped at its exec. */
+/* The host pid of pid's only child (waits for it to appear). */
+static pid_t child_of(pid_t pid)
+{
+	char p[64], buf[64];
+	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	for (int i = 0; i < 5000; i++) {
+		FILE *f = fopen(p, "r");
+		long c = 0;
+		if (f) {
+			if (fgets(buf, sizeof buf, f))
+				c = atol(buf);
+			fclose(f);
+		}
+		if (c > 0)
+			return (pid_t)c;
+		usleep(1000);
+	}
+	return -1;
+}
+
+static pid_t outer_pid; /* the traced guest's pid-namespace wrapper, reaped after it */
+
+static void reap_outer(void)
+{
+	if (outer_pid > 0)
+		waitpid(outer_pid, NULL, 0);
+	outer_pid = 0;
+}
+
+static void exec_guest(const char *guest, const char *dir, int out)
+{
+	if (chdir(dir) < 0)
+		_exit(120);
+	dup2(out, 1);
+	close_range(3, ~0u, 0);
+	personality(ADDR_NO_RANDOMIZE);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", guests, guest);
+	execl(path, guest, (char *)NULL);
+	_exit(127);
+}
+
+/* Start a guest in dir with stdout on a pipe. Traced guests run as pid 2 of
+ * a fresh PID namespace, as under sbx-run, so a restored guest has the pid
+ * its memory remembers; they are returned stopped at their exec. */
 static pid_t start(const char *guest, const char *dir, int traced, int *outfd)
 {
 	int p[2];
 	if (pipe(p) < 0)
 		return -1;
 	pid_t pid = fork();
+	if (pid == 0 && !traced)
+		exec_guest(guest, dir, p[1]);
 	if (pid == 0) {
-		if (chdir(dir) < 0)
-			_exit(120);
-		dup2(p[1], 1);
-		close_range(3, ~0u, 0);
-		personality(ADDR_NO_RANDOMIZE);
-		if (traced) {
-			ptrace(PTRACE_TRACEME, 0, 0, 0);
-			raise(SIGSTOP);
+		if (unshare(CLONE_NEWPID) < 0)
+			_exit(121);
+		pid_t init = fork();
+		if (init == 0) {
+			pid_t g = fork();
+			if (g == 0) {
+				raise(SIGSTOP); /* until the test has attached */
+				exec_guest(guest, dir, p[1]);
+			}
+			int s;
+			while (waitpid(g, &s, 0) < 0 && errno == EINTR)
+				;
+			_exit(0);
 		}
-		char path[4200];
-		snprintf(path, sizeof path, "%s/%s", guests, guest);
-		execl(path, guest, (char *)NULL);
-		_exit(127);
+		waitpid(init, NULL, 0);
+		_exit(0);
 	}
 	close(p[1]);
 	*outfd = p[0];
 	if (!traced)
 		return pid;
-	int st;
-	waitpid(pid, &st, 0);
-	ptrace(PTRACE_SETOPTIONS, pid, 0,
-	       PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL);
-	ptrace(PTRACE_CONT, pid, 0, 0);
-	waitpid(pid, &st, 0);
-	if (!WIFSTOPPED(st) || st >> 8 != (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
-		kill(pid, SIGKILL);
+	outer_pid = pid;
+	pid_t g = child_of(child_of(pid));
+	if (g < 0 || ptrace(PTRACE_SEIZE, g, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC |
+			    PTRACE_O_EXITKILL) < 0)
 		return -1;
+	for (;;) {
+		int st;
+		if (waitpid(g, &st, __WALL) < 0 || !WIFSTOPPED(st))
+			return -1;
+		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
+			return g;
+		ptrace(PTRACE_CONT, g, 0, 0); /* the SIGSTOP it raised, as a stop or a signal */
 	}
-	return pid;
 }
 
 /* Let a traced guest run to its end, passing its signals on. */
@@ -82,7 +134,7 @@ static int finish(pid_t pid)
 	int st, sig = 0;
 	for (;;) {
 		ptrace(PTRACE_CONT, pid, 0, sig);
-		if (waitpid(pid, &st, 0) < 0)
+		if (waitpid(pid, &st, __WALL) < 0)
 			return -1;
 		if (WIFEXITED(st))
 			return WEXITSTATUS(st);
@@ -105,7 +157,7 @@ static char *baseline(const char *guest, const char *dir)
 	int fd, st;
 	wipe(dir);
 	pid_t pid = start(guest, dir, 0, &fd);
-	waitpid(pid, &st, 0);
+	waitpid(pid, &st, __WALL);
 	char *s = read_pipe(fd);
 	close(fd);
 	return s;
@@ -130,7 +182,7 @@ static long count_steps(const char *guest, const char *dir)
 	int sig = 0;
 	for (;;) {
 		ptrace(PTRACE_SYSCALL, pid, 0, sig);
-		waitpid(pid, &st, 0);
+		waitpid(pid, &st, __WALL);
 		if (!WIFSTOPPED(st))
 			break;
 		sig = pass_signal(st);
@@ -141,6 +193,7 @@ static long count_steps(const char *guest, const char *dir)
 			n++;
 	}
 	close(fd);
+	reap_outer();
 	return n;
 }
 
@@ -157,9 +210,10 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 	int sig = 0;
 	for (;;) {
 		ptrace(PTRACE_SYSCALL, pid, 0, sig);
-		waitpid(pid, &st, 0);
+		waitpid(pid, &st, __WALL);
 		if (!WIFSTOPPED(st)) {
 			fprintf(stderr, "%s: ended before step %ld\n", guest, step);
+			reap_outer();
 			return 0;
 		}
 		sig = pass_signal(st);
@@ -174,11 +228,13 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 	if (snap_capture(pid, &o, &im, &e) < 0) {
 		fprintf(stderr, "%s step %ld: capture: %s: %s\n", guest, step, e.what, e.why);
 		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
+		waitpid(pid, &st, __WALL);
+		reap_outer();
 		return 0;
 	}
 	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
+	waitpid(pid, &st, __WALL);
+	reap_outer();
 	char *before = read_pipe(fd);
 	close(fd);
 
@@ -201,7 +257,8 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 		fprintf(stderr, "%s step %ld: restore: %s: %s\n", guest, step, e.what, e.why);
 		explain(&s, pid, dir);
 		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
+		waitpid(pid, &st, __WALL);
+		reap_outer();
 		close(fd);
 		goto out_state;
 	}
@@ -211,6 +268,7 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 	CHECK(snap_capture(pid, &o3, &third, &e) == 0 && !memcmp(third.digest, im.digest, 32));
 	snap_image_free(&third);
 	int rc = finish(pid);
+	reap_outer();
 	char *after = read_pipe(fd);
 	close(fd);
 	size_t lb = strlen(before);
@@ -291,7 +349,7 @@ static void guest_rounds(const char *guest, unsigned *seed, int rounds)
 	for (int i = 0; i < rounds && steps > 10; i++) {
 		long step = 1 + (long)(rand_r(seed) % (unsigned long)steps);
 		if (i == 0)
-			step = steps / 2;
+			step = getenv("SBX_SNAP_STEP") ? atol(getenv("SBX_SNAP_STEP")) : steps / 2;
 		int ok = roundtrip(guest, dir, step, want);
 		if (!ok)
 			fprintf(stderr, "  (guest %s, step %ld of %ld)\n", guest, step, steps);
@@ -312,7 +370,8 @@ static int small_image(struct snap_image *im)
 	struct snap_capture_opts o = { .meta = { .lease = "L1" }, .ns_dir = dir };
 	int rc = snap_capture(pid, &o, im, &e);
 	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
+	waitpid(pid, &st, __WALL);
+	reap_outer();
 	close(fd);
 	return rc;
 }
