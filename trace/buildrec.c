@@ -223,6 +223,15 @@ static void on_sys(struct br *b, const json_t *o)
 	long long r = json_integer_value(res);
 	struct proc *p = pget(b, jint(o, "pid"));
 
+	if (p1 && json_is_false(json_object_get(o, "exists")) && is(n, probe_calls)) {
+		struct fent *f = fget(b, p1); /* looked up by the recorder: absent */
+		f->flags |= P_PROBED;
+		if (!f->err[0])
+			snprintf(f->err, sizeof f->err, "ENOENT");
+		return;
+	}
+	if (p1 && json_is_true(json_object_get(o, "exists")))
+		fget(b, p1)->flags |= P_OK;
 	if (!res || !p1)
 		return; /* no completion recorded: nothing is known about its effect */
 	if (!p->ppid)

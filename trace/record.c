@@ -49,6 +49,7 @@ struct hc_ent {                     /* file identity -> SHA-256, so cc1 is hashe
 
 struct trace_rec {
 	int fd, own_fd, failed;
+	int rootfd;                 /* the guest's root, for existence lookups */
 	struct common_err err;
 	enum trace_level level;
 	int deterministic;
@@ -309,11 +310,17 @@ static int is_open(const char *n)
  * checks (probes), mutations (outputs), chdir (cwd) and exec (PATH probes).
  * readlink, ~69% of gcc's path calls, is recorded at entry only. */
 static const char *const file_results[] = {
-	"open", "openat", "openat2", "creat", "stat", "lstat", "newfstatat", "statx",
-	"access", "faccessat", "faccessat2", "execve", "execveat", "chdir", "mkdir",
+	"open", "openat", "openat2", "creat", "execve", "execveat", "chdir", "mkdir",
 	"mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2",
 	"link", "linkat", "symlink", "symlinkat", "truncate", "mknod", "mknodat",
 	"chmod", "fchmodat", "utime", "utimes", "utimensat", "futimesat", NULL,
+};
+
+/* Lookups whose only build-record meaning is "is it there": at level file the
+ * recorder looks the path up itself in the guest's root (one openat2, a few
+ * µs) instead of a second stop (~25 µs here), and records "exists". */
+static const char *const lookups[] = {
+	"stat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2", NULL,
 };
 
 static int name_in(const char *n, const char *const *list)
@@ -424,24 +431,28 @@ static int hash_proc_file(struct trace_rec *r, const char *proc_path, char hex[C
 	return 1;
 }
 
-/* Whether PATH exists in the guest's view (its root, its symlinks). */
-static int guest_exists(pid_t tid, const char *path)
+/* Whether PATH exists in the guest's view (its root, its symlinks): 1, 0, or
+ * -1 when unknown. Every guest process shares one root (no chroot, no mount
+ * namespace of its own), so its fd is opened once. */
+static int guest_exists(struct trace_rec *r, pid_t tid, const char *path, int nofollow)
 {
 	char root[64];
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
-	int rfd, fd;
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
+				.resolve = RESOLVE_IN_ROOT };
+	int fd;
 
-	snprintf(root, sizeof root, "/proc/%d/root", (int)tid);
-	rfd = open(root, O_PATH | O_CLOEXEC | O_DIRECTORY);
-	if (rfd < 0)
-		return -1;
-	fd = (int)syscall(SYS_openat2, rfd, path, &how, sizeof how);
-	close(rfd);
+	if (r->rootfd < 0) {
+		snprintf(root, sizeof root, "/proc/%d/root", (int)tid);
+		r->rootfd = open(root, O_PATH | O_CLOEXEC | O_DIRECTORY);
+		if (r->rootfd < 0)
+			return -1;
+	}
+	fd = (int)syscall(SYS_openat2, r->rootfd, path, &how, sizeof how);
 	if (fd >= 0) {
 		close(fd);
 		return 1;
 	}
-	return errno == ENOENT ? 0 : -1;
+	return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
 }
 
 static int open_flags(const struct trace_stop *s, uint64_t *flags)
@@ -531,7 +542,7 @@ static pid_t real_ppid(struct trace_rec *r, pid_t pid, pid_t ppid)
 /* One syscall event; has_result says whether result is known. Keys are
  * written in sorted order (canonical form). */
 static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_result,
-		    int64_t result, int existed, uint64_t t0, uint64_t t1)
+		    int64_t result, int existed, uint64_t t0, uint64_t t1, int exists)
 {
 	struct sb *b = &r->line;
 	char hex[COMMON_SHA256_HEX], name[32];
@@ -571,6 +582,8 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 		kv_str(b, "errno", en);
 	}
 	kv_str(b, "ev", "sys");
+	if (exists >= 0)
+		sb_cstr(b, exists ? ",\"exists\":true" : ",\"exists\":false");
 	if (opened)
 		kv_int(b, "fd", (long long)result);
 	kv_str(b, "name", s->sys ? s->sys->name : "unknown");
@@ -612,16 +625,25 @@ int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s)
 			st.path[i] = p->path[i];
 			st.rewrite[i] = p->rewrite[i];
 		}
-		rc = emit_sys(r, &st, 1, s->result, existed, t0, rec_now(r));
+		rc = emit_sys(r, &st, 1, s->result, existed, t0, rec_now(r), -1);
 		pend_drop(r, p);
 		return rc;
 	}
 	if (!recorded(r, s))
 		return 0;
 	if (s->action == TRACE_DENIED)
-		return emit_sys(r, s, 1, -(int64_t)s->deny_errno, -1, rec_now(r), rec_now(r));
-	if (!trace_rec_want_exit(r, s))
-		return emit_sys(r, s, 0, 0, -1, rec_now(r), 0);
+		return emit_sys(r, s, 1, -(int64_t)s->deny_errno, -1, rec_now(r), rec_now(r), -1);
+	if (!trace_rec_want_exit(r, s)) {
+		int ex = -1;
+		if (r->level == TRACE_LEVEL_FILE && s->sys && s->path[0] && *s->path[0] &&
+		    name_in(s->sys->name, lookups)) {
+			int nofollow = !strcmp(s->sys->name, "lstat") ||
+				       (!strcmp(s->sys->name, "newfstatat") && (s->args[3] & AT_SYMLINK_NOFOLLOW)) ||
+				       (!strcmp(s->sys->name, "statx") && (s->args[2] & AT_SYMLINK_NOFOLLOW));
+			ex = guest_exists(r, s->tid, s->path[0], nofollow);
+		}
+		return emit_sys(r, s, 0, 0, -1, rec_now(r), 0, ex);
+	}
 	p = pend_find(r, s->tid);
 	if (p) /* a stale entry (the thread's syscall never completed) */
 		pend_drop(r, p);
@@ -640,7 +662,7 @@ int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s)
 	p->existed = -1;
 	uint64_t fl;
 	if (s->sys && is_open(s->sys->name) && s->path[0] && open_flags(s, &fl) && (fl & O_CREAT))
-		p->existed = (fl & O_EXCL) ? 0 : guest_exists(s->tid, s->path[0]);
+		p->existed = (fl & O_EXCL) ? 0 : guest_exists(r, s->tid, s->path[0], 0);
 	p->t0 = rec_now(r);
 	return 0;
 }
@@ -753,7 +775,7 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
 			st.path[i] = p->path[i];
 			st.rewrite[i] = p->rewrite[i];
 		}
-		if (emit_sys(r, &st, 0, 0, -1, p->t0, now) < 0)
+		if (emit_sys(r, &st, 0, 0, -1, p->t0, now, -1) < 0)
 			return -1;
 		pend_drop(r, p);
 	}
@@ -788,6 +810,8 @@ static void free_rec(struct trace_rec *r)
 		}
 	if (r->own_fd)
 		close(r->fd);
+	if (r->rootfd >= 0)
+		close(r->rootfd);
 	free(r->out.p);
 	free(r->line.p);
 	free(r);
@@ -882,6 +906,7 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	}
 	r = common_xcalloc(1, sizeof *r);
 	r->fd = fd;
+	r->rootfd = -1;
 	r->own_fd = path && strcmp(path, "-") != 0;
 	r->md = EVP_MD_CTX_new();
 	if (!r->md)
@@ -930,7 +955,7 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 				st.path[i] = p->path[i];
 				st.rewrite[i] = p->rewrite[i];
 			}
-			emit_sys(r, &st, 0, 0, -1, p->t0, 0);
+			emit_sys(r, &st, 0, 0, -1, p->t0, 0, -1);
 			pend_drop(r, p);
 		}
 		sb_begin(b);

@@ -233,7 +233,7 @@ static int check_event(struct trace_reader *t, json_t *o, const char **kind, str
 		*kind = "sys";
 		F("action", F_STR, 1); F("args", F_ARR, 1); F("name", F_STR, 1); F("nr", F_INT, 1);
 		F("pid", F_INT, 1); F("ppid", F_INT, 1); F("tid", F_INT, 1); F("created", F_BOOL, 0);
-		F("dt", F_INT, 0); F("errno", F_STR, 0); F("fd", F_INT, 0); F("path", F_STR, 0);
+		F("dt", F_INT, 0); F("errno", F_STR, 0); F("exists", F_BOOL, 0); F("fd", F_INT, 0); F("path", F_STR, 0);
 		F("path2", F_STR, 0); F("result", F_INT, 0); F("rewrite", F_STR, 0);
 		F("rewrite2", F_STR, 0); F("sha256", F_HEX, 0);
 		if (json_array_size(json_object_get(o, "args")) > 6)
