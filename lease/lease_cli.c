@@ -180,8 +180,10 @@ static int parse(struct cli *c, int argc, char **argv, struct args *a, unsigned 
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (o == '?')
 			return usage(optopt ? "unknown or incomplete option" : "unknown option");
-		if (o == 'h')
-			return usage(NULL);
+		if (o == 'h') {
+			fputs(usage_text, stdout);
+			return SBX_EXIT_OK;
+		}
 		if (o != O_STORE && o != O_FORMAT && !(allowed & BIT(o)))
 			return usage("option not taken by this command");
 		a->given |= BIT(o);
@@ -471,8 +473,10 @@ int lease_cli_main(int argc, char **argv)
 
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		if (o == 'h')
-			return usage(NULL), SBX_EXIT_OK;
+		if (o == 'h') {
+			fputs(usage_text, stdout);
+			return SBX_EXIT_OK;
+		}
 		if (o == O_STORE)
 			c.store = optarg;
 		else if (o == O_FORMAT) {
