@@ -15,8 +15,6 @@
 #include "lease/lease.h"
 #include "trace/trace.h"
 
-#define NS_DEPTH_MAX 64
-
 _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dimensions");
 
 struct task {
@@ -189,44 +187,15 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 	*t = m->t[--m->n];
 }
 
-/* Σ(key length + value length) of the cells: key = path below the ns dir. */
-static uint64_t ns_walk(int dfd, size_t prefix, int depth)
-{
-	DIR *d;
-	struct dirent *de;
-	uint64_t sum = 0;
-
-	if (depth > NS_DEPTH_MAX || !(d = fdopendir(dfd))) {
-		close(dfd);
-		return 0;
-	}
-	while ((de = readdir(d))) {
-		struct stat sb;
-		size_t nl = strlen(de->d_name);
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (S_ISDIR(sb.st_mode)) {
-			int sub = openat(dirfd(d), de->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				sum += ns_walk(sub, prefix + nl + 1, depth + 1);
-		} else {
-			sum += prefix + nl + (uint64_t)(S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode) ?
-							sb.st_size : 0);
-		}
-	}
-	closedir(d);
-	return sum;
-}
-
+/* Σ(key length + value length) of the cells, by the lease's own definition (one walk
+ * for the meter and the store); 0 while the directory is unreadable. */
 uint64_t trace_meter_ns_bytes(const char *dir)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t bytes = 0;
 
-	return fd < 0 ? 0 : ns_walk(fd, 0, 0);
+	if (lease_ns_digest(dir, NULL, NULL, &bytes, NULL) < 0)
+		return 0;
+	return bytes;
 }
 
 void trace_meter_sample(struct trace_meter *m)
