@@ -431,12 +431,23 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 			return 0;
 		in->last_obs_ms = now;
 		json_t *rec = NULL;
-		if (lease_observe_usage(in->o.store, in->o.lease, u, &closed, &rec, &e) < 0) {
+		uint64_t lim[TRACE_DIMS], rec_u[TRACE_DIMS];
+		int r = lease_observe_usage(in->o.store, in->o.lease, u, &closed, &rec, &e);
+		if (r < 0 && trace_inspector_lease_bounds(in->o.store, in->o.lease, lim, rec_u,
+							  NULL) == 0) {
+			/* someone else recorded more meanwhile (a concurrent run): never lower */
+			for (int d = 0; d < TRACE_DIMS; d++)
+				if (rec_u[d] > u[d])
+					u[d] = rec_u[d];
 			json_decref(rec);
+			rec = NULL;
+			r = lease_observe_usage(in->o.store, in->o.lease, u, &closed, &rec, &e);
+		}
+		json_decref(rec);
+		if (r < 0) {
 			common_err_context(&e, "recording usage");
 			return fail(in, &e);
 		}
-		json_decref(rec);
 	} else {
 		for (int d = 0; d < TRACE_DIMS && !closed; d++)
 			if (u[d] > in->limits[d])
