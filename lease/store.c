@@ -185,7 +185,8 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 		goto fail;
 	kp = lease_path(s, "authority.key");
 	if (access(kp, F_OK) < 0) {
-		if (!looks_new(s->dir)) {
+		/* Re-check the key: a concurrent first use may have just created the store. */
+		if (!looks_new(s->dir) && access(kp, F_OK) < 0) {
 			free(kp);
 			common_errf(e, "not an sbx store", "directory is not empty and has no authority.key");
 			goto fail;
