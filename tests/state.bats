@@ -41,6 +41,13 @@ setup() {
 	[ ! -d "$SBX_STORE/leases" ] || [ -z "$(ls "$SBX_STORE/leases")" ]
 }
 
+@test "a state output in a missing directory is refused before anything runs" {
+	run sbx-run --ephemeral --state-out no/such/dir/out.img -- "$GUESTS/state_echo" copy
+	assert_failure 125
+	assert_output --partial "--state-out no/such/dir/out.img"
+	[ ! -d "$SBX_STORE/leases" ] || [ -z "$(ls "$SBX_STORE/leases")" ]
+}
+
 @test "no result is written back when the guest fails or a bound closes the lease" {
 	run sbx-run --ephemeral --state-out out.img -- /bin/sh -c 'exit 3'
 	assert_failure 3

@@ -8,6 +8,7 @@
  * one arena that is PROT_NONE outside callbacks, so a stale view faults. */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -729,6 +730,15 @@ int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **out,
 		return -1;
 	if ((o->state_in || o->state_out) && trace_state_open(&b->state, o->state_in, e) < 0)
 		return -1;
+	if (o->state_out) {
+		/* the result is copied out at the end: its directory must take it */
+		char *copy = common_xstrdup(o->state_out);
+		int ok = access(dirname(copy), W_OK | X_OK) == 0;
+		int err = errno;
+		free(copy);
+		if (!ok)
+			return common_errno(e, err, "--state-out %s", o->state_out);
+	}
 	return 0;
 }
 
