@@ -28,7 +28,7 @@ int main(void)
 	pthread_t t;
 	pthread_create(&t, NULL, swapper, NULL);
 	int t0 = 0, t1 = 0, other = 0;
-	for (int i = 0; i < 50; i++) {
+	for (int i = 0; i < 30; i++) {
 		pid_t c = fork();
 		if (c == 0) {
 			execl("/ns/prog", "prog", (char *)NULL);
