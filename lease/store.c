@@ -583,8 +583,12 @@ int lease_recover(struct lease_store *s, struct common_err *e)
 		ret = 0; /* not a receipt: left alone, verify reports it */
 		goto out;
 	}
-	if (lease_pair_read(s, id, &pair, e) < 0)
+	/* An unreadable record is not ours to repair: verify reports it, and the
+	 * rest of the store stays usable. */
+	if (lease_pair_read(s, id, &pair, NULL) < 0) {
+		ret = 0;
 		goto out;
+	}
 	head = pair ? lease_jstr(json_object_get(pair, "lease"), "head") : NULL;
 	if (head && strcmp(head, lease_jstr(r, "digest")) == 0) {
 		/* The common case: the record is current; only the idempotent effects may lag. */

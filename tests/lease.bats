@@ -413,6 +413,13 @@ patched() {
 	assert_output --partial "leases/$id.json: record disagrees with its receipt chain"
 	run sbx-lease verify "$id"
 	assert_failure
+	# a record that is not even JSON is reported too, and other leases still work
+	echo garbage >"$rec"
+	run sbx-lease verify
+	assert_failure 1
+	assert_output --partial "leases/$id.json:1:"
+	run sbx-lease request --image /bin/true
+	assert_success
 }
 
 @test "verify catches a hand-edited journal line" {
