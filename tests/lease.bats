@@ -263,6 +263,13 @@ patched() {
 	run sbx-lease request --image /etc/passwd
 	assert_failure
 	assert_output --partial "/etc/passwd: not an ELF file"
+	run new_lease --principal ../evil
+	assert_failure
+	assert_output --partial '"../evil" is not a plain name'
+	run new_lease --host-program ''
+	assert_failure
+	run new_lease --escrow 1.5
+	assert_failure
 	assert_equal "$(store_sum)" "$before"
 	run new_lease --limits memory=64M,table_elements=1024,lifetime=10
 	assert_success
