@@ -760,9 +760,6 @@ __attribute__((noreturn)) static void guest_exec(struct sbx_plan *p)
 	become_guest_user(p);
 	/* set after the uid change, which clears it; init's death kills us */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	/* no exec can add privilege from here on (setuid bits, file caps) */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		child_fail(p, errno, "no_new_privs");
 	if (cfg->no_aslr && personality(ADDR_NO_RANDOMIZE) < 0)
 		child_fail(p, errno, "personality");
 	apply_landlock(p);
@@ -797,6 +794,9 @@ __attribute__((noreturn)) static void sandbox_child(struct sbx_plan *p)
 	char c;
 	/* the supervisor's death must take us with it, even before ptrace holds us */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* no exec from here on can add privilege (setuid bits, file capabilities) */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(p, errno, "no_new_privs");
 	close(p->sync_fd[1]);
 	close(p->err_fd[0]);
 	/* wait until the supervisor has seized us and written our uid/gid maps */
@@ -860,7 +860,6 @@ __attribute__((noreturn)) static void sandbox_child(struct sbx_plan *p)
 		syscall(SYS_capset, &h, d);
 	}
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 	init_loop(g);
 }
 
