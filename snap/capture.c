@@ -289,11 +289,14 @@ struct fill_ctx {
 /* Region content from /proc/pid/mem. Anonymous pages the kernel never
  * populated read as zero, so pagemap lets us skip them; pages past the end of
  * a mapped file cannot be read and count as zero. */
-static int fill_region(void *vctx, const struct snap_region *r, uint8_t *dst,
-		       struct common_err *e)
+static int fill_region(void *vctx, const struct snap_region *whole, uint64_t first,
+		       uint64_t pages, uint8_t *dst, struct common_err *e)
 {
 	struct fill_ctx *c = vctx;
-	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
+	struct snap_region part = *whole;
+	const struct snap_region *r = &part;
+	part.start = whole->start + first * SNAP_PAGE;
+	part.end = part.start + pages * SNAP_PAGE;
 	uint64_t *pm = NULL;
 	if (c->pagemap >= 0 && r->kind != SNAP_REGION_FILE) {
 		pm = common_xmalloc(pages * 8);
@@ -473,8 +476,8 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 	return rc;
 }
 
-int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
-		 struct common_err *e)
+static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
+		       const char *dir, struct snap_manifest *m, struct common_err *e)
 {
 	struct snap_state st;
 	struct snap_tracee t = { .memfd = -1 };
@@ -569,7 +572,10 @@ int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image
 	}
 	snprintf(p, sizeof p, "/proc/%d/pagemap", (int)pid);
 	fc.pagemap = open(p, O_RDONLY | O_CLOEXEC);
-	rc = snap_encode_with(&st, fill_region, &fc, out, e);
+	if (dir)
+		rc = snap_encode_stream(&st, fill_region, &fc, dir, m, e);
+	else
+		rc = snap_encode_with(&st, fill_region, &fc, out, e);
 out:
 	if (mask_set)
 		ptr(PTRACE_SETSIGMASK, pid, (void *)8, &st.sigmask);
@@ -580,4 +586,16 @@ out:
 		free((void *)cells.c[i].val);
 	snap_state_free(&st);
 	return rc;
+}
+
+int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
+		 struct common_err *e)
+{
+	return capture_run(pid, o, out, NULL, NULL, e);
+}
+
+int snap_capture_store(pid_t pid, const struct snap_capture_opts *o, const char *dir,
+		       struct snap_manifest *m, struct common_err *e)
+{
+	return capture_run(pid, o, NULL, dir, m, e);
 }

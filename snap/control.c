@@ -92,8 +92,8 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 {
 	struct common_err e = { "", "" };
 	json_t *rec = NULL, *head = NULL, *out = NULL, *reply = NULL;
-	struct snap_image im = { 0 };
-	char *ns = NULL, *dir = NULL;
+	struct snap_manifest man;
+	char *ns = NULL, *dir = NULL, *tmp = NULL;
 	char hex[COMMON_SHA256_HEX];
 	int stop = json_is_true(json_object_get(req, "stop")), created = 0;
 
@@ -124,16 +124,23 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	o.meta.step = jnum(l, "seq");
 	ns = lease_ns_dir(s, lease);
 	o.ns_dir = ns;
+	char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
+	int rc = common_mkdir_p(top, 0700, &e);
+	tmp = common_xasprintf("%s/.take.%d", top, (int)getpid());
+	free(top);
+	if (rc < 0)
+		goto fail;
+	common_rm_rf(tmp, NULL);
 	if (stop_at_boundary(guest, &e) < 0)
 		goto fail;
-	int rc = snap_capture(guest, &o, &im, &e);
-	/* the guest goes on at once; persisting is the supervisor's business */
+	/* streamed into chunks as it is read: no image-sized buffer */
+	rc = snap_capture_store(guest, &o, tmp, &man, &e);
 	if (!stop || rc < 0)
 		ptrace(PTRACE_CONT, guest, 0, 0);
 	if (rc < 0)
 		goto fail;
 
-	uint64_t persist = snap_persist_bytes(im.len), used = 0;
+	uint64_t persist = snap_persist_bytes(man.len), used = 0;
 	if (lease_ns_bytes(s, lease, &used, &e) < 0)
 		goto fail;
 	uint64_t observed = jnum(json_object_get(l, "usage"), "namespace_bytes");
@@ -147,17 +154,16 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 			    lease, (unsigned long long)used, (unsigned long long)limit);
 		goto fail;
 	}
-	common_hex(im.digest, 32, hex);
+	common_hex(man.digest, 32, hex);
 	dir = snap_dir(s, hex, &e);
 	struct stat sb;
 	if (!dir)
 		goto fail;
 	if (stat(dir, &sb) < 0) {
-		char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
-		rc = common_mkdir_p(top, 0700, &e);
-		free(top);
-		if (rc < 0 || snap_store_write(dir, &im, &e) < 0)
+		if (rename(tmp, dir) < 0) {
+			common_errno(&e, errno, "rename %s to %s", tmp, dir);
 			goto fail;
+		}
 		created = 1;
 		uint64_t batch = 0;
 		lease_store_batch(s, &batch, NULL);
@@ -165,8 +171,7 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 					 "lease", lease, "principal", jstr(l, "principal"),
 					 "host_program", jstr(l, "host_program"), "image",
 					 jstr(json_object_get(l, "image"), "sha256"),
-					 "bytes", (json_int_t)im.len, "chunks",
-					 (json_int_t)((im.len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX),
+					 "bytes", (json_int_t)man.len, "chunks", (json_int_t)man.chunks,
 					 "persisted_bytes", (json_int_t)persist, "batch", (json_int_t)batch);
 		char *txt = common_json_canonical(meta), *mp = common_xasprintf("%s/meta.json", dir);
 		rc = common_write_atomic(mp, txt, strlen(txt), 0600, &e);
@@ -184,8 +189,7 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	if (rc < 0)
 		goto fail;
 	reply = json_pack("{s:s,s:s,s:I,s:I,s:I,s:O}", "lease", lease, "digest", hex, "bytes",
-			  (json_int_t)im.len, "chunks",
-			  (json_int_t)((im.len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX),
+			  (json_int_t)man.len, "chunks", (json_int_t)man.chunks,
 			  "persisted_bytes", (json_int_t)persist, "receipt",
 			  json_object_get(out, "receipt"));
 	goto done;
@@ -194,7 +198,9 @@ fail:
 		common_rm_rf(dir, NULL);
 	reply = error_reply(&e);
 done:
-	snap_image_free(&im);
+	if (tmp)
+		common_rm_rf(tmp, NULL);
+	free(tmp);
 	json_decref(rec);
 	json_decref(head);
 	json_decref(out);

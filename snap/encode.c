@@ -1,6 +1,10 @@
 /* snap: the canonical snapshot encoding (SPEC §8.2) and its decoder. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "codec/codec.h"
 #include "snap/snap-internal.h"
 
@@ -35,7 +39,45 @@ static size_t packed_len(const struct snap_region *r)
 	return n * SNAP_PAGE;
 }
 
-/* Raw region bytes read into the buffer, then all-zero pages squeezed out. */
+/* Where encoded bytes go: kept in b (an in-memory image), or handed to a sink
+ * once b holds OUT_FLUSH bytes (a streamed image, hashed on the way). */
+#define OUT_FLUSH (1u << 20)
+#define OUT_BLOCK 256u /* pages read per step when streaming */
+struct snap_out {
+	struct codec_buf b;
+	int (*sink)(void *ctx, const uint8_t *p, size_t n, struct common_err *e);
+	void *ctx;
+	struct common_sha256 h;
+	uint64_t total;
+	uint8_t *blk;  /* OUT_BLOCK pages, reused */
+};
+
+static int out_flush(struct snap_out *o, int force, struct common_err *e)
+{
+	if (!o->sink || (!force && o->b.len < OUT_FLUSH) || o->b.len == 0)
+		return 0;
+	common_sha256_update(&o->h, o->b.p, o->b.len);
+	o->total += o->b.len;
+	int rc = o->sink(o->ctx, o->b.p, o->b.len, e);
+	o->b.len = 0;
+	return rc;
+}
+
+/* Bytes too big to copy (cell values) go straight to the sink. */
+static int out_big(struct snap_out *o, const uint8_t *p, size_t n, struct common_err *e)
+{
+	if (!o->sink) {
+		codec_put_raw(&o->b, p, n);
+		return 0;
+	}
+	if (out_flush(o, 1, e) < 0)
+		return -1;
+	common_sha256_update(&o->h, p, n);
+	o->total += n;
+	return n ? o->sink(o->ctx, p, n, e) : 0;
+}
+
+/* In memory: raw region bytes read into the image, then all-zero pages squeezed out. */
 static int put_region_fill(struct codec_buf *b, const struct snap_region *r,
 			   snap_fill_fn fill, void *ctx, struct common_err *e)
 {
@@ -45,7 +87,7 @@ static int put_region_fill(struct codec_buf *b, const struct snap_region *r,
 	codec_buf_reserve(b, bl + bytes);
 	uint8_t *bm = b->p + base, *raw = bm + bl;
 	memset(bm, 0, bl);
-	if (fill(ctx, r, raw, e) < 0) {
+	if (fill(ctx, r, 0, bytes / SNAP_PAGE, raw, e) < 0) {
 		b->len = base;
 		return -1;
 	}
@@ -63,102 +105,156 @@ static int put_region_fill(struct codec_buf *b, const struct snap_region *r,
 	return 0;
 }
 
+/* Streamed: one pass for the bitmap, a second for the non-zero pages, both
+ * through the reused block (a region that fits in it is read once). */
+static int put_region_stream(struct snap_out *o, const struct snap_region *r,
+			     snap_fill_fn fill, void *ctx, struct common_err *e)
+{
+	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
+	size_t bl = bitmap_len(r);
+	uint8_t *bm = common_xcalloc(1, bl ? bl : 1);
+	for (uint64_t p = 0; p < pages; p += OUT_BLOCK) {
+		uint64_t n = pages - p < OUT_BLOCK ? pages - p : OUT_BLOCK;
+		if (fill(ctx, r, p, n, o->blk, e) < 0) {
+			free(bm);
+			return -1;
+		}
+		for (uint64_t i = 0; i < n; i++)
+			if (memcmp(o->blk + i * SNAP_PAGE, zero_page, SNAP_PAGE))
+				bm[(p + i) / 8] |= (uint8_t)(1u << ((p + i) % 8));
+	}
+	codec_put_raw(&o->b, bm, bl);
+	int rc = out_flush(o, 0, e);
+	for (uint64_t p = 0; rc == 0 && p < pages; p += OUT_BLOCK) {
+		uint64_t n = pages - p < OUT_BLOCK ? pages - p : OUT_BLOCK, any = 0;
+		for (uint64_t i = 0; i < n; i++)
+			any |= bm[(p + i) / 8] >> ((p + i) % 8) & 1;
+		if (!any)
+			continue;
+		if (pages > OUT_BLOCK && fill(ctx, r, p, n, o->blk, e) < 0) {
+			rc = -1;
+			break;
+		}
+		for (uint64_t i = 0; i < n; i++)
+			if (bm[(p + i) / 8] >> ((p + i) % 8) & 1)
+				codec_put_raw(&o->b, o->blk + i * SNAP_PAGE, SNAP_PAGE);
+		rc = out_flush(o, 0, e);
+	}
+	free(bm);
+	return rc;
+}
+
+static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+		       struct snap_out *o, struct common_err *e)
+{
+	struct codec_buf *b = &o->b;
+	put_str(b, SNAP_DOMAIN);
+	codec_put_u32(b, SNAP_VERSION);
+	put_str(b, st->meta.lease);
+	put_str(b, st->meta.principal);
+	put_str(b, st->meta.host_program);
+	put_str(b, st->meta.ns_prefix);
+	codec_put_raw(b, st->meta.image, 32);
+	codec_put_u64(b, st->meta.step);
+	codec_put_raw(b, st->meta.trace_head, 32);
+	for (int i = 0; i < SNAP_NUSAGE; i++)
+		codec_put_u64(b, st->meta.usage[i]);
+	codec_put_u64(b, st->xcr0);
+	codec_put_u32(b, st->xsize);
+	for (int i = 0; i < SNAP_NREGS; i++)
+		codec_put_u64(b, st->regs[i]);
+	codec_put_raw(b, st->xstate, st->xsize);
+	codec_put_u64(b, st->sigmask);
+	for (int i = 0; i < SNAP_NSIG; i++) {
+		codec_put_u64(b, st->sigact[i].handler);
+		codec_put_u64(b, st->sigact[i].flags);
+		codec_put_u64(b, st->sigact[i].restorer);
+		codec_put_u64(b, st->sigact[i].mask);
+	}
+	codec_put_u64(b, st->ss_sp);
+	codec_put_u32(b, st->ss_flags);
+	codec_put_u64(b, st->ss_size);
+	codec_put_u32(b, (uint32_t)st->npending);
+	for (size_t i = 0; i < st->npending; i++) {
+		codec_put_u32(b, st->pending[i].sig);
+		codec_put_u32(b, st->pending[i].shared);
+		codec_put_raw(b, st->pending[i].info, 128);
+	}
+	codec_put_u64(b, st->start_brk);
+	codec_put_u64(b, st->brk);
+	codec_put_u32(b, st->umask);
+	put_str(b, st->cwd);
+	for (int i = 0; i < SNAP_NRLIMIT; i++) {
+		codec_put_u64(b, st->rlim[i][0]);
+		codec_put_u64(b, st->rlim[i][1]);
+	}
+	codec_put_u32(b, (uint32_t)st->nfds);
+	for (size_t i = 0; i < st->nfds; i++) {
+		const struct snap_fd *f = &st->fds[i];
+		codec_put_u32(b, f->fd);
+		codec_put_u32(b, f->kind);
+		codec_put_u32(b, f->flags);
+		codec_put_u64(b, f->pos);
+		put_str(b, f->path);
+		codec_put_raw(b, f->hash, 32);
+		codec_put_u64(b, f->size);
+	}
+	codec_put_u32(b, (uint32_t)st->nregions);
+	for (size_t i = 0; i < st->nregions; i++) {
+		const struct snap_region *r = &st->regions[i];
+		codec_put_u64(b, r->start);
+		codec_put_u64(b, r->end);
+		codec_put_u32(b, r->prot);
+		codec_put_u32(b, r->kind);
+		codec_put_u64(b, r->offset);
+		put_str(b, r->path);
+		if (r->kind == SNAP_REGION_VDSO)
+			continue;
+		int rc;
+		if (r->bitmap) {
+			codec_put_raw(b, r->bitmap, bitmap_len(r));
+			rc = out_big(o, r->packed, packed_len(r), e);
+		} else if (!fill) {
+			rc = common_errf(e, "encode snapshot", "region %#llx has no content",
+					 (unsigned long long)r->start);
+		} else if (o->sink) {
+			rc = put_region_stream(o, r, fill, ctx, e);
+		} else {
+			rc = put_region_fill(b, r, fill, ctx, e);
+		}
+		if (rc < 0 || out_flush(o, 0, e) < 0)
+			return -1;
+	}
+	codec_put_u32(b, (uint32_t)st->ncells);
+	for (size_t i = 0; i < st->ncells; i++) {
+		put_str(b, st->cells[i].key);
+		codec_put_u64(b, st->cells[i].len);
+		if (out_big(o, st->cells[i].val, (size_t)st->cells[i].len, e) < 0)
+			return -1;
+	}
+	return out_flush(o, 1, e);
+}
+
 int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 		     struct snap_image *out, struct common_err *e)
 {
-	struct codec_buf b;
-	codec_buf_init(&b);
+	struct snap_out o;
+	memset(&o, 0, sizeof o);
+	codec_buf_init(&o.b);
 	/* one reservation up front: region contents dominate the size */
 	size_t guess = 65536 + st->xsize;
 	for (size_t i = 0; i < st->nregions; i++)
 		guess += (size_t)(st->regions[i].end - st->regions[i].start) / 8 * 9 + 64;
 	for (size_t i = 0; i < st->ncells; i++)
 		guess += st->cells[i].len + 64;
-	codec_buf_reserve(&b, guess);
-	b.len = 0;
-
-	put_str(&b, SNAP_DOMAIN);
-	codec_put_u32(&b, SNAP_VERSION);
-	put_str(&b, st->meta.lease);
-	put_str(&b, st->meta.principal);
-	put_str(&b, st->meta.host_program);
-	put_str(&b, st->meta.ns_prefix);
-	codec_put_raw(&b, st->meta.image, 32);
-	codec_put_u64(&b, st->meta.step);
-	codec_put_raw(&b, st->meta.trace_head, 32);
-	for (int i = 0; i < SNAP_NUSAGE; i++)
-		codec_put_u64(&b, st->meta.usage[i]);
-	codec_put_u64(&b, st->xcr0);
-	codec_put_u32(&b, st->xsize);
-	for (int i = 0; i < SNAP_NREGS; i++)
-		codec_put_u64(&b, st->regs[i]);
-	codec_put_raw(&b, st->xstate, st->xsize);
-	codec_put_u64(&b, st->sigmask);
-	for (int i = 0; i < SNAP_NSIG; i++) {
-		codec_put_u64(&b, st->sigact[i].handler);
-		codec_put_u64(&b, st->sigact[i].flags);
-		codec_put_u64(&b, st->sigact[i].restorer);
-		codec_put_u64(&b, st->sigact[i].mask);
+	codec_buf_reserve(&o.b, guess);
+	o.b.len = 0;
+	if (encode_body(st, fill, ctx, &o, e) < 0) {
+		codec_buf_free(&o.b);
+		return -1;
 	}
-	codec_put_u64(&b, st->ss_sp);
-	codec_put_u32(&b, st->ss_flags);
-	codec_put_u64(&b, st->ss_size);
-	codec_put_u32(&b, (uint32_t)st->npending);
-	for (size_t i = 0; i < st->npending; i++) {
-		codec_put_u32(&b, st->pending[i].sig);
-		codec_put_u32(&b, st->pending[i].shared);
-		codec_put_raw(&b, st->pending[i].info, 128);
-	}
-	codec_put_u64(&b, st->start_brk);
-	codec_put_u64(&b, st->brk);
-	codec_put_u32(&b, st->umask);
-	put_str(&b, st->cwd);
-	for (int i = 0; i < SNAP_NRLIMIT; i++) {
-		codec_put_u64(&b, st->rlim[i][0]);
-		codec_put_u64(&b, st->rlim[i][1]);
-	}
-	codec_put_u32(&b, (uint32_t)st->nfds);
-	for (size_t i = 0; i < st->nfds; i++) {
-		const struct snap_fd *f = &st->fds[i];
-		codec_put_u32(&b, f->fd);
-		codec_put_u32(&b, f->kind);
-		codec_put_u32(&b, f->flags);
-		codec_put_u64(&b, f->pos);
-		put_str(&b, f->path);
-		codec_put_raw(&b, f->hash, 32);
-		codec_put_u64(&b, f->size);
-	}
-	codec_put_u32(&b, (uint32_t)st->nregions);
-	for (size_t i = 0; i < st->nregions; i++) {
-		const struct snap_region *r = &st->regions[i];
-		codec_put_u64(&b, r->start);
-		codec_put_u64(&b, r->end);
-		codec_put_u32(&b, r->prot);
-		codec_put_u32(&b, r->kind);
-		codec_put_u64(&b, r->offset);
-		put_str(&b, r->path);
-		if (r->kind == SNAP_REGION_VDSO)
-			continue;
-		if (r->bitmap) {
-			codec_put_raw(&b, r->bitmap, bitmap_len(r));
-			codec_put_raw(&b, r->packed, packed_len(r));
-		} else if (!fill) {
-			codec_buf_free(&b);
-			return common_errf(e, "encode snapshot", "region %#llx has no content",
-					   (unsigned long long)r->start);
-		} else if (put_region_fill(&b, r, fill, ctx, e) < 0) {
-			codec_buf_free(&b);
-			return -1;
-		}
-	}
-	codec_put_u32(&b, (uint32_t)st->ncells);
-	for (size_t i = 0; i < st->ncells; i++) {
-		put_str(&b, st->cells[i].key);
-		codec_put_u64(&b, st->cells[i].len);
-		codec_put_raw(&b, st->cells[i].val, st->cells[i].len);
-	}
-	out->bytes = b.p;
-	out->len = b.len;
+	out->bytes = o.b.p;
+	out->len = o.b.len;
 	common_sha256(out->bytes, out->len, out->digest);
 	return 0;
 }
@@ -166,6 +262,86 @@ int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 int snap_encode(const struct snap_state *st, struct snap_image *out, struct common_err *e)
 {
 	return snap_encode_with(st, NULL, NULL, out, e);
+}
+
+/* The chunk sink: consecutive files of SNAP_CHUNK_MAX bytes in a directory. */
+struct chunk_sink {
+	const char *dir;
+	int fd;
+	uint32_t index;
+	size_t fill;
+};
+
+static int chunk_write(void *vctx, const uint8_t *p, size_t n, struct common_err *e)
+{
+	struct chunk_sink *c = vctx;
+	while (n) {
+		if (c->fd < 0) {
+			char *path = common_xasprintf("%s/%06u", c->dir, c->index);
+			c->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (c->fd < 0) {
+				int rc = common_errno(e, errno, "create %s", path);
+				free(path);
+				return rc;
+			}
+			free(path);
+			c->fill = 0;
+		}
+		size_t k = SNAP_CHUNK_MAX - c->fill < n ? SNAP_CHUNK_MAX - c->fill : n;
+		int rc = common_write_all(c->fd, p, k);
+		if (rc < 0)
+			return common_errno(e, -rc, "write chunk %u in %s", c->index, c->dir);
+		p += k;
+		n -= k;
+		c->fill += k;
+		if (c->fill == SNAP_CHUNK_MAX) {
+			close(c->fd);
+			c->fd = -1;
+			c->index++;
+		}
+	}
+	return 0;
+}
+
+int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+		       const char *dir, struct snap_manifest *m, struct common_err *e)
+{
+	if (mkdir(dir, 0700) < 0)
+		return common_errno(e, errno, "create %s", dir);
+	struct chunk_sink cs = { .dir = dir, .fd = -1 };
+	struct snap_out o;
+	memset(&o, 0, sizeof o);
+	codec_buf_init(&o.b);
+	o.sink = chunk_write;
+	o.ctx = &cs;
+	o.blk = common_xmalloc((size_t)OUT_BLOCK * SNAP_PAGE);
+	common_sha256_init(&o.h);
+	int rc = encode_body(st, fill, ctx, &o, e);
+	common_sha256_final(&o.h, m->digest);
+	if (cs.fd >= 0)
+		close(cs.fd);
+	m->len = o.total;
+	m->chunks = (uint32_t)((o.total + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
+	if (rc == 0) {
+		uint8_t mb[SNAP_MANIFEST_LEN];
+		snap_manifest_encode(m, mb);
+		char *mp = common_xasprintf("%s/manifest", dir);
+		int fd = open(mp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		rc = fd < 0 ? common_errno(e, errno, "create %s", mp) : 0;
+		if (rc == 0 && common_write_all(fd, mb, sizeof mb) < 0)
+			rc = common_errno(e, errno, "write %s", mp);
+		/* one sync for every chunk and the manifest */
+		if (rc == 0 && syncfs(fd) < 0)
+			rc = common_errno(e, errno, "sync %s", dir);
+		if (fd >= 0)
+			close(fd);
+		free(mp);
+	}
+	codec_buf_free(&o.b);
+	free(o.blk);
+	if (rc < 0)
+		common_rm_rf(dir, NULL);
+	return rc;
 }
 
 /* ---- decoding ---- */

@@ -4,12 +4,17 @@
 
 #include "snap/snap.h"
 
-/* Fill dst with the raw bytes of region r (end - start bytes). */
-typedef int (*snap_fill_fn)(void *ctx, const struct snap_region *r, uint8_t *dst,
-			    struct common_err *e);
-/* The one encoder: regions without a decoded bitmap get their content from fill. */
+/* Fill dst with the raw bytes of pages [first, first + n) of region r. */
+typedef int (*snap_fill_fn)(void *ctx, const struct snap_region *r, uint64_t first,
+			    uint64_t n, uint8_t *dst, struct common_err *e);
+/* The one encoder: regions without a decoded bitmap get their content from fill.
+ * In memory: */
 int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 		     struct snap_image *out, struct common_err *e);
+/* Streamed into dir (created, must not exist) as chunks and the manifest, through
+ * one reused buffer (fresh memory is what costs most); dir is removed on failure. */
+int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+		       const char *dir, struct snap_manifest *m, struct common_err *e);
 
 /* A syscall run inside a stopped tracee from a `syscall` instruction at insn. */
 struct snap_tracee {

@@ -142,6 +142,13 @@ struct snap_capture_opts {
 int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
 		 struct common_err *e);
 
+struct snap_manifest;
+/* The same, streamed straight into a snapshot directory (created; must not
+ * exist): chunks and the 44-byte manifest, synced; *m describes it. dir is
+ * removed again on failure. */
+int snap_capture_store(pid_t pid, const struct snap_capture_opts *o, const char *dir,
+		       struct snap_manifest *m, struct common_err *e);
+
 /* ---- restore ---- */
 /* Rebuild pid, a fresh exec of the same image (ADDR_NO_RANDOMIZE, same rlimits)
  * stopped by ptrace before its first instruction, into st: address space by

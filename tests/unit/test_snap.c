@@ -262,11 +262,21 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 		close(fd);
 		goto out_state;
 	}
-	/* snapshot → restore → snapshot again: nothing ran, so the same digest */
+	/* snapshot → restore → snapshot again: nothing ran, so the same digest,
+	 * here through the streamed capture that sbx-snap take uses */
 	struct snap_image third = { 0 };
 	struct snap_capture_opts o3 = { .meta = s.meta, .ns_dir = dir };
-	CHECK(snap_capture(pid, &o3, &third, &e) == 0 && !memcmp(third.digest, im.digest, 32));
+	struct snap_manifest m3;
+	char sdir[4300];
+	snprintf(sdir, sizeof sdir, "%s.snap", dir);
+	CHECK(snap_capture_store(pid, &o3, sdir, &m3, &e) == 0 && !memcmp(m3.digest, im.digest, 32));
+	CHECK(snap_store_read(sdir, &third, &e) == 0 && third.len == im.len &&
+	      !memcmp(third.bytes, im.bytes, im.len));
 	snap_image_free(&third);
+	char rmcmd[4400];
+	snprintf(rmcmd, sizeof rmcmd, "rm -rf '%s'", sdir);
+	if (system(rmcmd) != 0)
+		abort();
 	int rc = finish(pid);
 	reap_outer();
 	char *after = read_pipe(fd);
