@@ -47,7 +47,7 @@ snapshot_mid_run() {
 }
 
 @test "workflow: run, snapshot, settle/expire/destroy source, restore into a new lease, finish identically" {
-	want=$("$GUESTS/snap_steps" "$STEPS")
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS")
 	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
 	run_bg "$SRC" "$GUESTS/snap_steps" "$STEPS"
 	run sbx-snap take "$SRC"
@@ -84,7 +84,7 @@ snapshot_mid_run() {
 }
 
 @test "restore of a snapshot taken with --stop finishes with the uninterrupted output" {
-	want=$("$GUESTS/snap_steps" "$STEPS")
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS")
 	snapshot_mid_run
 	lines=$(wc -l <"$SBX_STORE/ns/$SRC/steps.log")
 	[ "$lines" -lt "$STEPS" ]
@@ -255,7 +255,7 @@ EOF
 }
 
 @test "sbx-run --snapshot-every-batches takes snapshots on the batch clock; each restores to the same output" {
-	want=$("$GUESTS/snap_steps" "$STEPS")
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS")
 	sbx-lease clock manual >/dev/null
 	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
 	sbx-run --lease "$SRC" --snapshot-every-batches 1 -- "$GUESTS/snap_steps" "$STEPS" \
