@@ -12,6 +12,10 @@ PATH="$SBX_BUILD/bin:$PATH"
 W=$(mktemp -d /tmp/sbx-bench-trace.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 export SBX_STORE="$W/store"
+# a private copy of the tools: a rebuild during the bench does not disturb it
+mkdir -p "$W/bin"
+cp "$SBX_BUILD/bin/sbx-run" "$W/bin/"
+PATH="$W/bin:$PATH"
 P="$W/proj"
 mkdir -p "$P/include"
 

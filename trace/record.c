@@ -22,6 +22,7 @@
 #define REC_FLUSH_US 50000          /* or when the last flush is this old */
 #define REC_HASH_MAX (1ull << 30)   /* larger inputs are not hashed */
 #define REC_CMDLINE_MAX (64u << 10)
+#define REC_ARGV_MAX (32u << 10)    /* argv bytes recorded per exec */
 #define HC_BUCKETS 1024
 
 struct sb {
@@ -703,14 +704,25 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
 	sb_begin(b);
 	sb_key(b, "argv");
 	sb_raw(b, "[", 1);
+	/* bounded, so the line stays under TRACE_LINE_MAX even when every byte
+	 * needs a 6-byte escape */
+	size_t used = 0;
 	for (size_t i = 0; argv && argv[i]; i++) {
 		if (i)
 			sb_raw(b, ",", 1);
+		if ((used += strlen(argv[i]) + 3) > REC_ARGV_MAX) {
+			sb_str(b, "[argv truncated]");
+			break;
+		}
 		sb_str(b, argv[i]);
 	}
 	for (size_t i = 0; cmd && i < len;) {
 		if (i)
 			sb_raw(b, ",", 1);
+		if ((used += strlen(cmd + i) + 3) > REC_ARGV_MAX) {
+			sb_str(b, "[argv truncated]");
+			break;
+		}
 		sb_str(b, cmd + i);
 		i += strlen(cmd + i) + 1;
 	}
@@ -840,8 +852,13 @@ static char *utf8_lossy(const char *str)
 static json_t *strv_json(char *const *v)
 {
 	json_t *a = json_array();
+	size_t used = 0;
 
 	for (; v && *v; v++) {
+		if ((used += strlen(*v) + 3) > REC_ARGV_MAX) { /* the header is one line too */
+			json_array_append_new(a, json_string("[argv truncated]"));
+			break;
+		}
 		char *u = utf8_lossy(*v);
 		json_array_append_new(a, json_string(u));
 		free(u);

@@ -432,11 +432,17 @@ static void test_hooks(void)
 	trace_rec_on_exec(r, getpid(), 100, "/usr/bin/cc", argv);
 	trace_rec_on_entry(r, NULL, &s); /* level exec: not recorded, no exit wanted */
 	CHECK(s.want_exit == 0);
+	{ /* a huge argv of control characters still fits one line */
+		static char big[100000];
+		char *hv[] = {"x", big, NULL};
+		memset(big, 1, sizeof big - 1);
+		trace_rec_on_exec(r, getpid(), 100, "/usr/bin/x", hv);
+	}
 	trace_rec_on_proc_exit(r, 102, 0);
 	trace_rec_on_proc_exit(r, 101, 9); /* killed by SIGKILL */
 	CHECK(trace_rec_close(r, 0, NULL, NULL) == 0);
 	a = read_all(p, &rc, &complete, &e);
-	CHECK(rc == 0 && complete && json_array_size(a) == 7);
+	CHECK(rc == 0 && complete && json_array_size(a) == 8);
 	v = json_array_get(a, 2);
 	CHECK_STR(json_string_value(json_object_get(v, "kind")), "thread");
 	CHECK_STR(json_string_value(json_object_get(json_array_get(a, 1), "kind")), "fork");
@@ -444,9 +450,11 @@ static void test_hooks(void)
 	CHECK_STR(json_string_value(json_object_get(v, "path")), "/usr/bin/cc");
 	CHECK_STR(json_string_value(json_array_get(json_object_get(v, "argv"), 2)), "x.c");
 	v = json_array_get(a, 4);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(v, "argv"), 1)), "[argv truncated]");
+	v = json_array_get(a, 5);
 	CHECK(json_integer_value(json_object_get(v, "pid")) == 101 &&
 	      json_integer_value(json_object_get(v, "tid")) == 102);
-	v = json_array_get(a, 5);
+	v = json_array_get(a, 6);
 	CHECK(json_integer_value(json_object_get(v, "signal")) == 9 && !json_object_get(v, "exit"));
 	json_decref(a);
 	free(p);
