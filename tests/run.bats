@@ -281,3 +281,17 @@ x"
 		assert_line "RESULT: contained"
 	done
 }
+
+@test "a missing kernel feature is named and nothing runs unsandboxed" {
+	# user namespaces exhausted (a child user namespace with its limit at 0)
+	run unshare -U -r sh -c 'echo 0 > /proc/sys/user/max_user_namespaces &&
+		exec sbx-run --ephemeral -- /bin/echo RAN'
+	assert_equal "$status" 125
+	assert_output --partial "user namespace"
+	refute_output --partial "RAN"
+	# ptrace unavailable: the child is already traced (by strace)
+	run strace -f -o /dev/null sbx-run --ephemeral -- /bin/echo RAN
+	assert_equal "$status" 125
+	assert_output --partial "ptrace"
+	refute_output --partial "RAN"
+}

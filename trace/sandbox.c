@@ -112,7 +112,9 @@ int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_er
 		} else if (nr == TRACE_SYS_clone3) {
 			/* glibc tries clone3 at every thread start; ENOSYS without a stop */
 			rc = rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, s->name, e);
-		} else if ((s->classes & classes) && nr != TRACE_SYS_rt_sigreturn &&
+		} else if (((s->classes & classes) ||
+			    ((classes & TRACE_FILTER_DETERM) && trace_determ_traps(nr))) &&
+			   nr != TRACE_SYS_rt_sigreturn &&
 			   nr != TRACE_SYS_restart_syscall &&
 			   !((classes & TRACE_FILTER_NO_READLINK) &&
 			     (nr == TRACE_SYS_readlink || nr == TRACE_SYS_readlinkat))) {
@@ -278,7 +280,8 @@ static int make_idmap_userns(struct sbx_plan *p, struct common_err *e)
 	if (h < 0) {
 		close(pp[0]);
 		close(pp[1]);
-		return common_errno(e, errno, "idmap: user namespace");
+		return common_errno(e, errno, "idmap: creating a user namespace (user namespaces "
+				    "disabled? see /proc/sys/user/max_user_namespaces)");
 	}
 	if (h == 0) {
 		char c;
