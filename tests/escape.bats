@@ -115,7 +115,8 @@ time.sleep(60)' "$sock1" "$sock2" &
 
 @test "unshare and setns from inside" {
 	contained "$GUESTS/escape_unshare"
-	[ "$(refused)" -eq 4 ]
+	assert_line "unshare(CLONE_FILES|CLONE_FS) allowed: no new namespace"
+	[ "$(refused)" -eq 5 ]
 }
 
 @test "/proc/<outside pid>/mem and sbx's init through /proc" {

@@ -57,6 +57,8 @@ int sbx_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 	switch (nr) {
 	case TRACE_SYS_clone: /* the kernel reads only the low 32 bits of the flags */
 		return ((uint32_t)a[0] & BAD_CLONE_FLAGS) ? EPERM : 0;
+	case TRACE_SYS_unshare: /* CLONE_FILES/FS/SYSVSEM are harmless; namespaces are not */
+		return ((uint32_t)a[0] & (BAD_CLONE_FLAGS | CLONE_NEWTIME)) ? EPERM : 0;
 	case TRACE_SYS_clone3: /* BPF cannot read its struct: libc falls back to clone */
 		return ENOSYS;
 	case TRACE_SYS_socket:
@@ -122,6 +124,9 @@ int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_er
 		} else if (nr == TRACE_SYS_clone) {
 			/* allowed when no forbidden flag is set; the rest falls to the default trap */
 			cmp[0] = SCMP_A0_32(SCMP_CMP_MASKED_EQ, BAD_CLONE_FLAGS, 0);
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+		} else if (nr == TRACE_SYS_unshare) {
+			cmp[0] = SCMP_A0_32(SCMP_CMP_MASKED_EQ, BAD_CLONE_FLAGS | CLONE_NEWTIME, 0);
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 		} else if (nr == TRACE_SYS_socket || nr == TRACE_SYS_socketpair) {
 			cmp[0] = SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX);

@@ -35,6 +35,9 @@ static void test_verdicts(void)
 	CHECK(verdict(TRACE_SYS_clone, (1ull << 40) | SIGCHLD, 0) == 0, "high bits ignored, as the kernel does");
 	CHECK(verdict(TRACE_SYS_clone, (1ull << 40) | CLONE_UNTRACED, 0) == EPERM, "high bits cannot hide a flag");
 	CHECK(verdict(TRACE_SYS_clone3, 0, 0) == ENOSYS, "clone3");
+	CHECK(verdict(TRACE_SYS_unshare, CLONE_FILES | CLONE_FS, 0) == 0, "unshare(CLONE_FILES|CLONE_FS)");
+	CHECK(verdict(TRACE_SYS_unshare, CLONE_NEWUSER, 0) == EPERM, "unshare(CLONE_NEWUSER)");
+	CHECK(verdict(TRACE_SYS_unshare, CLONE_NEWTIME, 0) == EPERM, "unshare(CLONE_NEWTIME)");
 	CHECK(verdict(TRACE_SYS_socket, AF_UNIX, 0) == 0, "AF_UNIX");
 	CHECK(verdict(TRACE_SYS_socket, AF_INET, 0) == EAFNOSUPPORT, "AF_INET");
 	CHECK(verdict(TRACE_SYS_socket, (1ull << 32) | AF_INET, 0) == EAFNOSUPPORT, "AF_INET with high bits");
