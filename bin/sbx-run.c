@@ -12,7 +12,7 @@ static void usage(FILE *f)
 		"               [--trace FILE|-] [--trace-level exec|file|all]\n"
 		"               [--policy FILE] [--inspect-exec PROG] [--inspect-timeout MS]\n"
 		"               [--state-in FILE] [--state-out FILE]\n"
-		"               [--max-procs N] [--snapshot-every-batches N]\n"
+		"               [--max-procs N] [--snapshot-every-batches N] [--deterministic]\n"
 		"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 		"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
 		"                 [--escrow N] [--principal NAME] [--host-program NAME]\n");
@@ -33,6 +33,7 @@ static const struct {
 	{ "trace", 1 }, { "trace-level", 1 },
 	{ "policy", 1 }, { "inspect-exec", 1 }, { "inspect-timeout", 1 },
 	{ "state-in", 1 }, { "state-out", 1 },
+	{ "deterministic", 0 },
 };
 
 int main(int argc, char **argv)

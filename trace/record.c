@@ -265,6 +265,12 @@ static void rec_time(struct trace_rec *r, struct sb *b, const char *k, uint64_t 
 		kv_int(b, k, (long long)us);
 }
 
+/* Deterministic traces record ids inside the run's PID namespace (SPEC §9). */
+static long long rpid(const struct trace_rec *r, pid_t p)
+{
+	return r->deterministic && p > 0 ? (long long)trace_determ_nspid(p) : (long long)p;
+}
+
 static uint64_t rec_now(const struct trace_rec *r)
 {
 	return common_mono_us() - r->t_start;
@@ -551,7 +557,10 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 	int opened = ok && s->sys && is_open(s->sys->name);
 	int hashed = 0;
 
-	if (opened && r->level != TRACE_LEVEL_EXEC) {
+	/* deterministic: /proc and /sys contents are volatile (see "uncontrolled") */
+	if (opened && r->level != TRACE_LEVEL_EXEC &&
+	    !(r->deterministic && s->path[0] &&
+	      (!strncmp(s->path[0], "/proc/", 6) || !strncmp(s->path[0], "/sys/", 5)))) {
 		uint64_t fl = 0;
 		int have = open_flags(s, &fl);
 		if (!have || (fl & O_ACCMODE) != O_WRONLY) {
@@ -593,8 +602,8 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 		kv_str(b, "path", s->path[0]);
 	if (s->path[1] && *s->path[1])
 		kv_str(b, "path2", s->path[1]);
-	kv_int(b, "pid", s->pid);
-	kv_int(b, "ppid", real_ppid(r, s->pid, s->ppid));
+	kv_int(b, "pid", rpid(r, s->pid));
+	kv_int(b, "ppid", rpid(r, real_ppid(r, s->pid, s->ppid)));
 	if (has_result)
 		kv_int(b, "result", (long long)result);
 	if (s->action == TRACE_REWRITTEN && s->rewrite[0])
@@ -605,7 +614,7 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 	if (hashed)
 		kv_str(b, "sha256", hex);
 	rec_time(r, b, "t", t0);
-	kv_int(b, "tid", s->tid);
+	kv_int(b, "tid", rpid(r, s->tid));
 	return rec_emit(r);
 }
 
@@ -730,13 +739,13 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
 	free(cmd);
 	kv_str(b, "ev", "exec");
 	kv_str(b, "path", path);
-	kv_int(b, "pid", pid);
-	kv_int(b, "ppid", real_ppid(r, pid, ppid));
+	kv_int(b, "pid", rpid(r, pid));
+	kv_int(b, "ppid", rpid(r, real_ppid(r, pid, ppid)));
 	kv_int(b, "seq", (long long)r->seq);
 	if (hashed)
 		kv_str(b, "sha256", hex);
 	rec_time(r, b, "t", rec_now(r));
-	kv_int(b, "tid", pid);
+	kv_int(b, "tid", rpid(r, pid));
 	if (rec_emit(r) < 0)
 		return -1;
 	return trace_rec_flush(r); /* process events are few: a killed run keeps them */
@@ -749,10 +758,10 @@ int trace_rec_spawn(struct trace_rec *r, pid_t parent, pid_t child, const char *
 	if (r->failed)
 		return -1;
 	sb_begin(b);
-	kv_int(b, "child", child);
+	kv_int(b, "child", rpid(r, child));
 	kv_str(b, "ev", "spawn");
 	kv_str(b, "kind", kind);
-	kv_int(b, "pid", parent);
+	kv_int(b, "pid", rpid(r, parent));
 	kv_int(b, "seq", (long long)r->seq);
 	rec_time(r, b, "t", rec_now(r));
 	return rec_emit(r);
@@ -794,11 +803,11 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
 	sb_begin(b);
 	kv_str(b, "ev", "exit");
 	kv_status(b, wstatus, 1);
-	kv_int(b, "pid", pid);
+	kv_int(b, "pid", rpid(r, pid));
 	kv_int(b, "seq", (long long)r->seq);
 	kv_status(b, wstatus, 0);
 	rec_time(r, b, "t", now);
-	kv_int(b, "tid", tid);
+	kv_int(b, "tid", rpid(r, tid));
 	if (rec_emit(r) < 0)
 		return -1;
 	return trace_rec_flush(r);
@@ -897,6 +906,8 @@ static json_t *header_json(const struct trace_rec_info *in)
 	json_object_set_new(h, "deterministic", json_boolean(in->deterministic));
 	if (!in->deterministic)
 		json_object_set_new(h, "start_ms", json_integer((json_int_t)common_now_ms()));
+	if (in->determinism)
+		json_object_set_new(h, "determinism", json_deep_copy(in->determinism));
 	return h;
 }
 

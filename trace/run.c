@@ -213,6 +213,8 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		o->env_set[o->nenv_set++] = v;
 	} else if (strcmp(name, "trace") == 0)
 		o->trace_path = v;
+	else if (strcmp(name, "deterministic") == 0)
+		o->deterministic = 1; /* SPEC §9: trace/determ.c */
 	else if (strcmp(name, "trace-level") == 0) {
 		enum trace_level l;
 		if (trace_level_parse(v, &l, e) < 0)
@@ -324,6 +326,7 @@ struct run_ctx {
 	const struct trace_run_opts *opts;
 	int restored;                 /* issue 7: the restore hook ran */
 	uint64_t snap_batch;          /* issue 7: batch of the last automatic snapshot */
+	struct trace_determ *det;     /* --deterministic: after the inspector, before the recorder */
 };
 
 static int ctl_open(struct run_ctx *c, const char *store_dir, const char *lease, struct common_err *e)
@@ -449,6 +452,8 @@ static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	struct run_ctx *c = ctx;
 	if (c->ins && trace_inspector_on_entry(c->ins, g, st) < 0)
 		return -1;
+	if (c->det && trace_determ_on_entry(c->det, g, st) < 0)
+		return -1;
 	return c->rec ? trace_rec_on_entry(c->rec, g, st) : 0;
 }
 
@@ -457,12 +462,18 @@ static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	struct run_ctx *c = ctx;
 	if (c->ins && trace_inspector_on_exit(c->ins, g, st) < 0)
 		return -1;
+	if (c->det && trace_determ_on_exit(c->det, g, st) < 0)
+		return -1;
 	return c->rec ? trace_rec_on_exit(c->rec, g, st) : 0;
 }
 
 static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
 {
 	struct run_ctx *c = ctx;
+	if (c->det && trace_determ_on_exec(c->det, pid) < 0) {
+		trace_sv_stop(c->sv, "determinism: cannot rewrite the auxiliary vector");
+		return;
+	}
 	if (c->opts && c->opts->restore_exec && !c->restored) {
 		struct common_err e;
 		c->restored = 1;
@@ -481,6 +492,8 @@ static void hook_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags
 	struct run_ctx *c = ctx;
 	if (c->ins)
 		trace_inspector_on_spawn(c->ins, parent, child, flags);
+	if (c->det)
+		trace_determ_on_spawn(c->det, parent, child, flags);
 	if (c->rec)
 		trace_rec_on_spawn(c->rec, parent, child, flags);
 }
@@ -490,6 +503,8 @@ static void hook_proc_exit(void *ctx, pid_t tid, int wstatus)
 	struct run_ctx *c = ctx;
 	if (c->ins)
 		trace_inspector_on_proc_exit(c->ins, tid, wstatus);
+	if (c->det)
+		trace_determ_on_proc_exit(c->det, tid);
 	if (c->rec)
 		trace_rec_on_proc_exit(c->rec, tid, wstatus);
 }
@@ -515,7 +530,7 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 /* --trace: the header binds lease, image, argv, mounts, environment, start batch. */
 static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease_store *s,
 				    const char *id, const char *image, const char *sha,
-				    char *const *env, struct common_err *e)
+				    char *const *env, const char *ns, struct common_err *e)
 {
 	enum trace_level lvl = TRACE_LEVEL_FILE;
 	uint64_t batch = 0;
@@ -525,6 +540,12 @@ static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease
 		return NULL;
 	if (lease_store_batch(s, &batch, e) < 0)
 		return NULL;
+	json_t *det = NULL;
+	if (o->deterministic) {
+		batch = 0; /* the run's batch is in the lease's receipts, not in the chain */
+		if (!(det = trace_determ_header(ns, e)))
+			return NULL;
+	}
 	for (size_t i = 0; i < o->nmounts; i++) {
 		const struct trace_mount *m = &o->mounts[i];
 		json_array_append_new(mounts, json_pack("{s:s,s:s?,s:s,s:s?,s:b}", "type",
@@ -533,10 +554,11 @@ static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease
 	struct trace_rec_info in = {
 		.lease = id, .image_path = image, .image_sha256 = sha, .argv = o->argv,
 		.envp = env, .mounts = mounts, .start_batch = batch, .level = lvl,
-		.deterministic = o->deterministic,
+		.deterministic = o->deterministic, .determinism = det,
 	};
 	struct trace_rec *r = trace_rec_open(o->trace_path, -1, &in, e);
 	json_decref(mounts);
+	json_decref(det);
 	return r;
 }
 
@@ -777,7 +799,7 @@ int trace_run_main(struct trace_run_opts *o)
 	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
 		goto fail;
 	if (o->trace_path) {
-		ctx.rec = trace_open(o, s, id, image, sha, env, &e);
+		ctx.rec = trace_open(o, s, id, image, sha, env, ns, &e);
 		if (!ctx.rec) {
 			ctl_close(&ctx);
 			goto fail;
@@ -803,7 +825,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.state_fd = -1,
 		.stdout_fd = -1,
 		.stderr_fd = -1,
-		.no_aslr = !o->ephemeral, /* issue 7: a lease's guest may be snapshotted */
+		.no_aslr = !o->ephemeral || o->deterministic, /* issue 7: snapshots; SPEC §9 */
 		.hooks = &hooks,
 		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
 			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
@@ -828,7 +850,14 @@ int trace_run_main(struct trace_run_opts *o)
 	hooks.on_tick = hook_tick;
 	if (o->restore_exec)
 		hooks.on_exec = hook_exec;
+	if (o->deterministic) { /* SPEC §9: seeded from the lease */
+		ctx.det = trace_determ_new(id);
+		cfg.trace_classes |= trace_determ_classes();
+		hooks.on_exec = hook_exec;
+	}
 	int rc = trace_run(&cfg, &res, &e);
+	trace_determ_free(ctx.det);
+	ctx.det = NULL;
 	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
 		rc = -1;
 	ctl_close(&ctx);

@@ -33,6 +33,7 @@ struct tstate {
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
 	char **exec_argv;         /* decoded at execve entry, for on_exec */
+	int announced, held;      /* --deterministic: parent's fork event seen; first stop held */
 };
 
 struct trace_supervisor {
@@ -449,6 +450,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		}
 		struct tstate *c = tstate_get(sv, child);
 		pid_t ptgid = tgid_of(t);
+		c->announced = 1;
 		if (flags & CLONE_THREAD) {
 			c->tgid = ptgid;
 			c->ppid = t->ppid;
@@ -462,6 +464,10 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		}
 		if (h && h->on_spawn && t->tid != sv->init)
 			h->on_spawn(h->ctx, ptgid, child, flags);
+		if (c->held) { /* --deterministic: the child runs only after this event */
+			c->held = 0;
+			resume(child, PTRACE_CONT, 0);
+		}
 		break;
 	}
 	case PTRACE_EVENT_EXIT:
@@ -473,6 +479,13 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 			/* a group-stop: stay stopped until SIGCONT, as without a tracer */
 			resume(t->tid, PTRACE_LISTEN, 0);
+			return;
+		}
+		/* --deterministic: a child whose first stop beats its parent's fork
+		 * event waits for it, so events reach the hooks in one order */
+		if ((sv->p->cfg->trace_classes & TRACE_FILTER_DETERM) && !t->announced &&
+		    t->tid != sv->init) {
+			t->held = 1;
 			return;
 		}
 		break; /* a new child's first stop, or an interrupt */

@@ -110,7 +110,8 @@ struct trace_rec_info {
 	json_t *mounts;             /* array or NULL; borrowed */
 	uint64_t start_batch;
 	enum trace_level level;
-	int deterministic;          /* no wall-clock fields */
+	int deterministic;          /* no wall-clock fields; namespace pids */
+	json_t *determinism;        /* header "determinism" object or NULL; borrowed */
 };
 /* path "-" writes to stdout; fd >= 0 (path NULL) writes to that fd. */
 struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_rec_info *info,
@@ -508,5 +509,48 @@ struct codec_graph;
 int sbx_state_load(const struct sbx_type *type, void **root, struct codec_graph **g,
 		   struct common_err *e);
 int sbx_state_store(struct codec_graph *g, struct common_err *e);
+
+/* ---- determinism: sbx-run --deterministic, sbx-trace adjudicate (SPEC §9, §7;
+ * trace/determ.c, trace/adjudicate.c) ---- */
+#define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap trace_determ_traps() */
+#define TRACE_DETERM_EPOCH 946684800    /* virtual wall clock at the start: 2000-01-01T00:00:00Z */
+#define TRACE_DETERM_STEP_NS 1000000    /* the virtual clock advances 1 ms per time query */
+struct trace_determ;
+/* Virtual clock and PRNG for one run; seed: the lease id. */
+struct trace_determ *trace_determ_new(const char *seed);
+void trace_determ_free(struct trace_determ *d);
+/* Classes (with TRACE_FILTER_DETERM) the filter must trap; 1 for the extra
+ * syscalls TRACE_FILTER_DETERM traps (fstat, getdents64, sched_getaffinity, ...). */
+unsigned trace_determ_classes(void);
+int trace_determ_traps(long nr);
+/* Hook bodies (ctx = the struct trace_determ *): call after the inspector and
+ * before the recorder, so the recorder sees the emulated result. */
+int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
+int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
+/* At PTRACE_EVENT_EXEC: AT_SYSINFO_EHDR -> AT_IGNORE, AT_RANDOM bytes from the PRNG. */
+int trace_determ_on_exec(struct trace_determ *d, pid_t pid);
+uint64_t trace_determ_emulated(const struct trace_determ *d); /* calls answered */
+/* Process lifecycle (hook bodies): a child inherits its parent's clock. */
+void trace_determ_on_spawn(struct trace_determ *d, pid_t parent, pid_t child, unsigned long flags);
+void trace_determ_on_proc_exit(struct trace_determ *d, pid_t tid);
+/* The trace header's "determinism" object: epoch, step, uncontrolled and
+ * refused sources, and the digest of ns_dir (NULL: none) at the start. */
+json_t *trace_determ_header(const char *ns_dir, struct common_err *e);
+/* A host pid's id inside the run's PID namespace (0 if unknown): deterministic
+ * traces record these instead of host ids. */
+pid_t trace_determ_nspid(pid_t host);
+/* sbx-trace adjudicate: re-execute the run two deterministic traces dispute
+ * and say which one, if either, it reproduces. Returns TRACE_ADJ_* or -1. */
+enum { TRACE_ADJ_BOTH = 0, TRACE_ADJ_A = 10, TRACE_ADJ_B = 11, TRACE_ADJ_NEITHER = 12 };
+struct trace_adj_opts {
+	const char *store;             /* NULL: default store */
+	const char *a, *b;             /* the two traces */
+	int env_clear;                 /* environment as sbx-run builds it */
+	const char **env_set; size_t nenv_set;
+	const char *ns_dir;            /* initial /ns contents, NULL: the lease's */
+	uint64_t timeout_ms;           /* 0: 60000 */
+	enum trace_fmt fmt;
+};
+int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e);
 
 #endif

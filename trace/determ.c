@@ -1,0 +1,822 @@
+/* sbx-run --deterministic (SPEC §9): the supervisor answers the guest's
+ * sources of nondeterminism from virtual state seeded by the lease.
+ *
+ *   time        clock_gettime/gettimeofday/time/clock_getres/times/getrusage/
+ *               sysinfo/getcpu answered from a virtual clock that advances
+ *               TRACE_DETERM_STEP_NS per query; sleeps advance it and return
+ *               at once; the vDSO is hidden (AT_SYSINFO_EHDR -> AT_IGNORE at
+ *               every exec stop), so libc makes real, trapped syscalls
+ *   randomness  getrandom, reads of /dev/urandom and /dev/random, the
+ *               AT_RANDOM bytes, /proc/sys/kernel/random/{uuid,boot_id}:
+ *               SHA-256 counter stream keyed by the seed (the lease id)
+ *   CPU count   sched_getaffinity: one CPU; /sys/devices/system/cpu/
+ *               {online,possible,present}: "0"; rseq refused (ENOSYS) so the
+ *               kernel writes no cpu id into guest memory
+ *   directories getdents64 entries sorted by name within each call
+ *   /ns times   stat/lstat/fstat/newfstatat/statx of objects under /ns report
+ *               every timestamp as TRACE_DETERM_EPOCH
+ *   threads     clone(CLONE_THREAD) refused with EAGAIN: scheduling is not
+ *               controlled, so only single-threaded processes run
+ * What cannot be controlled here is named in the trace header
+ * ("determinism"."uncontrolled"), never silently allowed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/user.h>
+#include <time.h>
+#include <unistd.h>
+#include "lease/lease.h"
+#include "trace/trace.h"
+
+#define MAX_IO (1u << 20)     /* most bytes one emulated call produces */
+#define AUXV_MAX 512          /* auxv entries we walk */
+#define STRV_MAX (1u << 20)   /* argv+envp pointers we skip at an exec stop */
+#define DENTS_MAX (1u << 20)  /* getdents64 buffer we sort */
+#define NSPID_CACHE 4096
+
+enum pend_kind { P_NONE, P_RANDDEV, P_UUID, P_BOOTID, P_CPULIST, P_DENTS, P_STAT, P_STATX,
+		 P_SYSINFO };
+
+struct pend {
+	pid_t tid;
+	enum pend_kind kind;
+	uint64_t buf;   /* guest address of the result buffer */
+	int fd;
+};
+
+/* Each process has its own clock and PRNG stream, so what one process sees
+ * does not depend on how the host schedules the others: a child starts at
+ * its parent's clock with a stream keyed by its namespace pid, and a parent
+ * that outlives it continues from the later of the two clocks. */
+struct proc {
+	pid_t pid, parent;      /* host ids */
+	pid_t nspid;
+	uint64_t ns;            /* virtual nanoseconds since the run began */
+	uint64_t ctr;           /* PRNG block counter */
+	uint8_t blk[32];
+	size_t blk_used;
+};
+
+struct trace_determ {
+	char *seed;
+	struct proc *procs;
+	size_t nprocs, capprocs;
+	struct pend *pend;
+	size_t npend, cappend;
+	uint64_t emulated;      /* calls answered from virtual state */
+};
+
+static const char *const uncontrolled[] = {
+	"rdtsc",                /* PR_SET_TSC does not fault on this host class */
+	"cpuid",                /* no CPUID faulting */
+	"concurrent processes", /* processes running at once interleave freely */
+	"timers",               /* alarm/setitimer/timer_* fire in real time */
+	"proc and sys files",   /* other than those served above */
+};
+
+/* ---- PRNG: SHA-256(domain || seed || u64 LE counter), block by block ---- */
+
+static struct proc *proc_get(struct trace_determ *d, pid_t pid)
+{
+	for (size_t i = 0; i < d->nprocs; i++)
+		if (d->procs[i].pid == pid)
+			return &d->procs[i];
+	if (d->nprocs == d->capprocs) {
+		d->capprocs = d->capprocs ? 2 * d->capprocs : 16;
+		d->procs = common_xrealloc(d->procs, d->capprocs * sizeof *d->procs);
+	}
+	struct proc *p = &d->procs[d->nprocs++];
+	memset(p, 0, sizeof *p);
+	p->pid = pid;
+	p->nspid = trace_determ_nspid(pid);
+	p->blk_used = sizeof p->blk;
+	return p;
+}
+
+static void prng_bytes(struct trace_determ *dd, pid_t pid, uint8_t *out, size_t n)
+{
+	static const char domain[] = "sbx/determ/v1"; /* hashed with its NUL */
+	struct proc *d = proc_get(dd, pid);
+	while (n) {
+		if (d->blk_used == sizeof d->blk) {
+			struct common_sha256 h;
+			uint8_t c[8];
+			uint8_t np[4];
+			for (int i = 0; i < 8; i++)
+				c[i] = (uint8_t)(d->ctr >> (8 * i));
+			for (int i = 0; i < 4; i++)
+				np[i] = (uint8_t)((uint32_t)d->nspid >> (8 * i));
+			d->ctr++;
+			common_sha256_init(&h);
+			common_sha256_update(&h, domain, sizeof domain);
+			common_sha256_update(&h, dd->seed, strlen(dd->seed) + 1);
+			common_sha256_update(&h, np, sizeof np);
+			common_sha256_update(&h, c, sizeof c);
+			common_sha256_final(&h, d->blk);
+			d->blk_used = 0;
+		}
+		size_t k = sizeof d->blk - d->blk_used;
+		if (k > n)
+			k = n;
+		memcpy(out, d->blk + d->blk_used, k);
+		d->blk_used += k;
+		out += k;
+		n -= k;
+	}
+}
+
+struct trace_determ *trace_determ_new(const char *seed)
+{
+	struct trace_determ *d = common_xcalloc(1, sizeof *d);
+	d->seed = common_xstrdup(seed ? seed : "");
+	return d;
+}
+
+void trace_determ_free(struct trace_determ *d)
+{
+	if (!d)
+		return;
+	free(d->seed);
+	free(d->procs);
+	free(d->pend);
+	free(d);
+}
+
+uint64_t trace_determ_emulated(const struct trace_determ *d)
+{
+	return d->emulated;
+}
+
+void trace_determ_on_spawn(struct trace_determ *d, pid_t parent, pid_t child, unsigned long flags)
+{
+	if (flags & CLONE_THREAD)
+		return; /* refused at entry; a thread would share its process's state */
+	uint64_t ns = proc_get(d, parent)->ns;
+	struct proc *c = proc_get(d, child);
+	c->parent = parent;
+	c->ns = ns;
+}
+
+void trace_determ_on_proc_exit(struct trace_determ *d, pid_t tid)
+{
+	for (size_t i = 0; i < d->nprocs; i++)
+		if (d->procs[i].pid == tid) {
+			struct proc c = d->procs[i];
+			d->procs[i] = d->procs[--d->nprocs];
+			for (size_t k = 0; k < d->nprocs; k++)
+				if (d->procs[k].pid == c.parent && d->procs[k].ns < c.ns)
+					d->procs[k].ns = c.ns;
+			return;
+		}
+}
+
+/* ---- the filter ---- */
+
+unsigned trace_determ_classes(void)
+{
+	return TRACE_CLASS_TIME | TRACE_CLASS_READ | TRACE_CLASS_FILE | TRACE_FILTER_DETERM;
+}
+
+int trace_determ_traps(long nr)
+{
+	switch (nr) {
+	case TRACE_SYS_fstat:
+	case TRACE_SYS_getdents64:
+	case TRACE_SYS_sched_getaffinity:
+	case TRACE_SYS_getrusage:
+	case TRACE_SYS_rseq:
+	case TRACE_SYS_clone:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+json_t *trace_determ_header(const char *ns_dir, struct common_err *e)
+{
+	json_t *h = json_object(), *u = json_array();
+	for (size_t i = 0; i < sizeof uncontrolled / sizeof uncontrolled[0]; i++)
+		json_array_append_new(u, json_string(uncontrolled[i]));
+	json_object_set_new(h, "uncontrolled", u);
+	json_object_set_new(h, "refused", json_pack("[s,s]", "threads", "rseq"));
+	json_object_set_new(h, "seed", json_string("lease"));
+	json_object_set_new(h, "epoch", json_integer(TRACE_DETERM_EPOCH));
+	json_object_set_new(h, "step_ns", json_integer(TRACE_DETERM_STEP_NS));
+	if (ns_dir) {
+		char hex[COMMON_SHA256_HEX];
+		uint64_t cells, bytes;
+		if (lease_ns_digest(ns_dir, hex, &cells, &bytes, e) < 0) {
+			json_decref(h);
+			return NULL;
+		}
+		json_object_set_new(h, "ns_sha256", json_string(hex));
+	}
+	return h;
+}
+
+/* ---- guest memory ---- */
+
+static int put(struct trace_guest *g, uint64_t addr, const void *buf, size_t len)
+{
+	return trace_guest_write(g, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Skip the call and return v (an emulated answer, or -errno). */
+static void answer(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st, long long v)
+{
+	struct user_regs_struct r;
+	if (trace_guest_get_regs(g, &r) < 0)
+		return;
+	r.orig_rax = (unsigned long long)-1;
+	r.rax = (unsigned long long)v;
+	if (trace_guest_set_regs(g, &r) < 0)
+		return;
+	st->action = TRACE_REWRITTEN;
+	d->emulated++;
+}
+
+static void set_result(struct trace_guest *g, long long v)
+{
+	struct user_regs_struct r;
+	if (trace_guest_get_regs(g, &r) == 0) {
+		r.rax = (unsigned long long)v;
+		trace_guest_set_regs(g, &r);
+	}
+}
+
+/* ---- the virtual clock ---- */
+
+static uint64_t tick(struct trace_determ *d, pid_t pid)
+{
+	struct proc *p = proc_get(d, pid);
+	p->ns += TRACE_DETERM_STEP_NS;
+	return p->ns;
+}
+
+/* Time of a clock id: wall clocks from the epoch, the others from a boot
+ * one second before the run. */
+static uint64_t clock_ns(struct trace_determ *d, pid_t pid, long clk)
+{
+	uint64_t ns = tick(d, pid);
+	if (clk == CLOCK_REALTIME || clk == CLOCK_REALTIME_COARSE || clk == CLOCK_TAI ||
+	    clk == CLOCK_REALTIME_ALARM)
+		return (uint64_t)TRACE_DETERM_EPOCH * 1000000000ull + ns;
+	return 1000000000ull + ns;
+}
+
+static int clock_ok(long clk)
+{
+	return (clk >= 0 && clk <= 11 && clk != 10) || (clk < 0 && clk > -(1l << 30));
+}
+
+static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st)
+{
+	const uint64_t *a = st->args;
+	switch (st->nr) {
+	case TRACE_SYS_clock_gettime: {
+		if (!clock_ok((long)(int)a[0])) {
+			answer(d, g, st, -EINVAL);
+			return 1;
+		}
+		uint64_t ns = clock_ns(d, st->pid, (long)(int)a[0]);
+		int64_t ts[2] = { (int64_t)(ns / 1000000000ull), (int64_t)(ns % 1000000000ull) };
+		answer(d, g, st, put(g, a[1], ts, sizeof ts));
+		return 1;
+	}
+	case TRACE_SYS_clock_getres: {
+		int64_t ts[2] = { 0, 1 };
+		if (!clock_ok((long)(int)a[0]))
+			answer(d, g, st, -EINVAL);
+		else
+			answer(d, g, st, a[1] ? put(g, a[1], ts, sizeof ts) : 0);
+		return 1;
+	}
+	case TRACE_SYS_gettimeofday: {
+		uint64_t ns = clock_ns(d, st->pid, CLOCK_REALTIME);
+		int64_t tv[2] = { (int64_t)(ns / 1000000000ull), (int64_t)(ns % 1000000000ull / 1000) };
+		int32_t tz[2] = { 0, 0 };
+		int rc = a[0] ? put(g, a[0], tv, sizeof tv) : 0;
+		if (rc == 0 && a[1])
+			rc = put(g, a[1], tz, sizeof tz);
+		answer(d, g, st, rc);
+		return 1;
+	}
+	case TRACE_SYS_time: {
+		int64_t s = (int64_t)(clock_ns(d, st->pid, CLOCK_REALTIME) / 1000000000ull);
+		if (a[0] && put(g, a[0], &s, sizeof s) < 0)
+			answer(d, g, st, -EFAULT);
+		else
+			answer(d, g, st, s);
+		return 1;
+	}
+	case TRACE_SYS_nanosleep:
+	case TRACE_SYS_clock_nanosleep: {
+		/* sleeps pass in virtual time only */
+		int abs = st->nr == TRACE_SYS_clock_nanosleep && (a[1] & TIMER_ABSTIME);
+		uint64_t at = st->nr == TRACE_SYS_nanosleep ? a[0] : a[2];
+		int64_t req[2];
+		if (trace_guest_read(g, at, req, sizeof req) != (ssize_t)sizeof req) {
+			answer(d, g, st, -EFAULT);
+			return 1;
+		}
+		if (req[0] < 0 || req[1] < 0 || req[1] >= 1000000000) {
+			answer(d, g, st, -EINVAL);
+			return 1;
+		}
+		uint64_t want = (uint64_t)req[0] * 1000000000ull + (uint64_t)req[1];
+		if (abs) {
+			struct proc *p = proc_get(d, st->pid);
+			uint64_t now = clock_ns(d, st->pid, (long)(int)a[0]), base = now - p->ns;
+			if (want > now)
+				p->ns = want - base;
+		} else {
+			proc_get(d, st->pid)->ns += want;
+		}
+		answer(d, g, st, 0);
+		return 1;
+	}
+	case TRACE_SYS_times: {
+		uint64_t ns = tick(d, st->pid);
+		int64_t tms[4] = { 0, 0, 0, 0 };
+		if (a[0] && put(g, a[0], tms, sizeof tms) < 0)
+			answer(d, g, st, -EFAULT);
+		else
+			answer(d, g, st, (long long)(100 + ns / 10000000ull)); /* 100 Hz since boot */
+		return 1;
+	}
+	case TRACE_SYS_getrusage: {
+		uint8_t ru[144];
+		memset(ru, 0, sizeof ru);
+		answer(d, g, st, put(g, a[1], ru, sizeof ru));
+		return 1;
+	}
+	case TRACE_SYS_sysinfo: {
+		/* struct sysinfo: uptime, loads[3], totalram, freeram, sharedram,
+		 * bufferram, totalswap, freeswap, procs (u16), pad, totalhigh,
+		 * freehigh, mem_unit (u32) — 112 bytes */
+		uint8_t si[112];
+		uint64_t v;
+		uint16_t procs = 1;
+		uint32_t unit = 1;
+		memset(si, 0, sizeof si);
+		v = 1 + tick(d, st->pid) / 1000000000ull;
+		memcpy(si, &v, 8);
+		v = 1ull << 32;
+		memcpy(si + 32, &v, 8);  /* totalram: 4 GiB */
+		v = 1ull << 31;
+		memcpy(si + 40, &v, 8);  /* freeram: 2 GiB */
+		memcpy(si + 80, &procs, 2);
+		memcpy(si + 104, &unit, 4);
+		answer(d, g, st, put(g, a[0], si, sizeof si));
+		return 1;
+	}
+	case TRACE_SYS_getcpu: {
+		uint32_t z = 0;
+		int rc = a[0] ? put(g, a[0], &z, 4) : 0;
+		if (rc == 0 && a[1])
+			rc = put(g, a[1], &z, 4);
+		answer(d, g, st, rc);
+		return 1;
+	}
+	case TRACE_SYS_getrandom: {
+		size_t n = a[1] > MAX_IO ? MAX_IO : (size_t)a[1];
+		uint8_t *buf = common_xmalloc(n ? n : 1);
+		prng_bytes(d, st->pid, buf, n);
+		int rc = n ? put(g, a[0], buf, n) : 0;
+		free(buf);
+		answer(d, g, st, rc < 0 ? rc : (long long)n);
+		return 1;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* ---- exits we asked for ---- */
+
+static struct pend *pend_add(struct trace_determ *d, pid_t tid)
+{
+	for (size_t i = 0; i < d->npend; i++)
+		if (d->pend[i].tid == tid)
+			return &d->pend[i];
+	if (d->npend == d->cappend) {
+		d->cappend = d->cappend ? 2 * d->cappend : 8;
+		d->pend = common_xrealloc(d->pend, d->cappend * sizeof *d->pend);
+	}
+	d->pend[d->npend].tid = tid;
+	return &d->pend[d->npend++];
+}
+
+static struct pend *pend_take(struct trace_determ *d, pid_t tid, struct pend *out)
+{
+	for (size_t i = 0; i < d->npend; i++)
+		if (d->pend[i].tid == tid) {
+			*out = d->pend[i];
+			d->pend[i] = d->pend[--d->npend];
+			return out;
+		}
+	return NULL;
+}
+
+static void want(struct trace_determ *d, struct trace_stop *st, enum pend_kind k, uint64_t buf, int fd)
+{
+	struct pend *p = pend_add(d, st->tid);
+	p->kind = k;
+	p->buf = buf;
+	p->fd = fd;
+	st->want_exit = 1;
+}
+
+/* What a guest fd reads from, for the files served here. */
+static enum pend_kind served(pid_t tid, int fd)
+{
+	char link[64], target[PATH_MAX];
+	struct stat sb;
+	snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)tid, fd);
+	if (stat(link, &sb) < 0)
+		return P_NONE;
+	if (S_ISCHR(sb.st_mode) && major(sb.st_rdev) == 1 &&
+	    (minor(sb.st_rdev) == 8 || minor(sb.st_rdev) == 9))
+		return P_RANDDEV;
+	if (!S_ISREG(sb.st_mode) || sb.st_size > 4096)
+		return P_NONE; /* proc and sys files report size 0 or 4096 */
+	ssize_t n = readlink(link, target, sizeof target - 1);
+	if (n < 0)
+		return P_NONE;
+	target[n] = 0;
+	if (!strcmp(target, "/proc/sys/kernel/random/uuid"))
+		return P_UUID;
+	if (!strcmp(target, "/proc/sys/kernel/random/boot_id"))
+		return P_BOOTID;
+	if (!strcmp(target, "/sys/devices/system/cpu/online") ||
+	    !strcmp(target, "/sys/devices/system/cpu/possible") ||
+	    !strcmp(target, "/sys/devices/system/cpu/present"))
+		return P_CPULIST;
+	return P_NONE;
+}
+
+static int in_ns_path(const char *p)
+{
+	return p && (!strcmp(p, "/ns") || !strncmp(p, "/ns/", 4));
+}
+
+static int fd_in_ns(pid_t tid, int fd)
+{
+	char link[64], target[PATH_MAX];
+	snprintf(link, sizeof link, fd == AT_FDCWD ? "/proc/%d/cwd" : "/proc/%d/fd/%d", (int)tid, fd);
+	ssize_t n = readlink(link, target, sizeof target - 1);
+	if (n < 0)
+		return 0;
+	target[n] = 0;
+	return in_ns_path(target);
+}
+
+int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct trace_determ *d = ctx;
+	const uint64_t *a = st->args;
+	if (!st->arch_ok || !st->sys || st->action == TRACE_DENIED)
+		return 0;
+	if (st->sys->classes & TRACE_CLASS_TIME) {
+		do_time(d, g, st);
+		return 0;
+	}
+	switch (st->nr) {
+	case TRACE_SYS_getrusage:
+		do_time(d, g, st);
+		break;
+	case TRACE_SYS_sched_getaffinity: {
+		uint64_t one = 1;
+		if (a[1] < sizeof one || (a[1] & 7))
+			answer(d, g, st, -EINVAL);
+		else
+			answer(d, g, st, put(g, a[2], &one, sizeof one) < 0 ? -EFAULT : (long long)sizeof one);
+		break;
+	}
+	case TRACE_SYS_rseq:
+		answer(d, g, st, -ENOSYS);
+		break;
+	case TRACE_SYS_clone:
+		if (a[0] & CLONE_THREAD)
+			answer(d, g, st, -EAGAIN);
+		break;
+	case TRACE_SYS_read:
+	case TRACE_SYS_pread64: {
+		enum pend_kind k = served(st->tid, (int)a[0]);
+		if (k != P_NONE)
+			want(d, st, k, a[1], (int)a[0]);
+		break;
+	}
+	case TRACE_SYS_readv:
+	case TRACE_SYS_preadv:
+	case TRACE_SYS_preadv2:
+		/* vectored reads of a served file are not emulated: refused, not leaked */
+		if (served(st->tid, (int)a[0]) != P_NONE)
+			answer(d, g, st, -EINVAL);
+		break;
+	case TRACE_SYS_getdents64:
+		want(d, st, P_DENTS, a[1], (int)a[0]);
+		break;
+	case TRACE_SYS_fstat:
+		if (fd_in_ns(st->tid, (int)a[0]))
+			want(d, st, P_STAT, a[1], (int)a[0]);
+		break;
+	case TRACE_SYS_stat:
+	case TRACE_SYS_lstat:
+		if (in_ns_path(st->path[0]))
+			want(d, st, P_STAT, a[1], -1);
+		break;
+	case TRACE_SYS_newfstatat:
+		if (in_ns_path(st->path[0]) ||
+		    ((!st->path[0] || !*st->path[0]) && fd_in_ns(st->tid, (int)a[0])))
+			want(d, st, P_STAT, a[2], -1);
+		break;
+	case TRACE_SYS_statx:
+		if (in_ns_path(st->path[0]) ||
+		    ((!st->path[0] || !*st->path[0]) && fd_in_ns(st->tid, (int)a[0])))
+			want(d, st, P_STATX, a[4], -1);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void fmt_uuid(const uint8_t b[16], char out[38])
+{
+	static const char hx[] = "0123456789abcdef";
+	size_t o = 0;
+	for (int i = 0; i < 16; i++) {
+		uint8_t v = b[i];
+		if (i == 6)
+			v = (uint8_t)((v & 0x0f) | 0x40); /* version 4 */
+		if (i == 8)
+			v = (uint8_t)((v & 0x3f) | 0x80); /* variant 1 */
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hx[v >> 4];
+		out[o++] = hx[v & 15];
+	}
+	out[o++] = '\n';
+	out[o] = 0;
+}
+
+/* The file position before this read of fd (read: from fdinfo after it). */
+static int64_t pos_before(pid_t tid, const struct trace_stop *st, int64_t n)
+{
+	if (st->nr == TRACE_SYS_pread64)
+		return (int64_t)st->args[3];
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)tid, (int)st->args[0]);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t k = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (k <= 0)
+		return -1;
+	buf[k] = 0;
+	char *p = strstr(buf, "pos:");
+	return p ? strtoll(p + 4, NULL, 10) - n : -1;
+}
+
+/* Serve a small text file: the whole of text at position 0, then EOF. */
+static void serve_text(struct trace_guest *g, const struct trace_stop *st, uint64_t buf,
+		       const char *text)
+{
+	int64_t pos = pos_before(trace_guest_tid(g), st, st->result);
+	size_t len = strlen(text), cnt = (size_t)st->args[2];
+	if (pos != 0) {
+		set_result(g, 0);
+		return;
+	}
+	if (cnt < len)
+		len = cnt;
+	set_result(g, put(g, buf, text, len) < 0 ? -EFAULT : (long long)len);
+}
+
+struct dent {
+	size_t off, len;
+	const char *name;
+};
+
+static int dent_cmp(const void *x, const void *y)
+{
+	return strcmp(((const struct dent *)x)->name, ((const struct dent *)y)->name);
+}
+
+/* Sort one getdents64 batch by name; each slot keeps its d_off. */
+static void sort_dents(struct trace_guest *g, uint64_t addr, size_t n)
+{
+	if (n == 0 || n > DENTS_MAX)
+		return;
+	uint8_t *in = common_xmalloc(n), *out = common_xmalloc(n);
+	struct dent *v = NULL;
+	size_t nv = 0, cap = 0, o = 0;
+	if (trace_guest_read(g, addr, in, n) != (ssize_t)n)
+		goto done;
+	while (o < n) {
+		uint16_t rl;
+		if (n - o < 20)
+			goto done;
+		memcpy(&rl, in + o + 16, 2);
+		if (rl < 20 || rl > n - o || !memchr(in + o + 19, 0, rl - 19u))
+			goto done; /* not the kernel's layout: leave it alone */
+		if (nv == cap) {
+			cap = cap ? 2 * cap : 64;
+			v = common_xrealloc(v, cap * sizeof *v);
+		}
+		v[nv++] = (struct dent){ o, rl, (const char *)in + o + 19 };
+		o += rl;
+	}
+	size_t *slot = common_xcalloc(nv ? nv : 1, sizeof *slot);
+	for (size_t i = 0; i < nv; i++)
+		slot[i] = v[i].off;
+	qsort(v, nv, sizeof *v, dent_cmp);
+	o = 0;
+	for (size_t i = 0; i < nv; i++) {
+		memcpy(out + o, in + v[i].off, v[i].len);
+		/* the i-th slot keeps the kernel's i-th d_off (seekdir cookies) */
+		memcpy(out + o + 8, in + slot[i] + 8, 8);
+		o += v[i].len;
+	}
+	free(slot);
+	put(g, addr, out, n);
+done:
+	free(v);
+	free(in);
+	free(out);
+}
+
+static void fix_times(struct trace_guest *g, uint64_t addr, int statx)
+{
+	int64_t sec = TRACE_DETERM_EPOCH;
+	uint8_t z[8] = { 0 };
+	if (!statx) {
+		/* struct stat: st_atim at 72, st_mtim at 88, st_ctim at 104 */
+		for (uint64_t off = 72; off <= 104; off += 16) {
+			put(g, addr + off, &sec, 8);
+			put(g, addr + off + 8, z, 8);
+		}
+		return;
+	}
+	/* struct statx: atime 0x40, btime 0x50, ctime 0x60, mtime 0x70 */
+	for (uint64_t off = 0x40; off <= 0x70; off += 0x10) {
+		put(g, addr + off, &sec, 8);
+		put(g, addr + off + 8, z, 4);
+	}
+}
+
+int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct trace_determ *d = ctx;
+	struct pend p;
+	if (!pend_take(d, st->tid, &p))
+		return 0;
+	if (!st->has_result || st->result < 0)
+		return 0;
+	size_t n = (size_t)st->result;
+	switch (p.kind) {
+	case P_RANDDEV: {
+		if (n > MAX_IO)
+			n = MAX_IO;
+		uint8_t *b = common_xmalloc(n ? n : 1);
+		prng_bytes(d, st->pid, b, n);
+		if (n && put(g, p.buf, b, n) == 0)
+			set_result(g, (long long)n);
+		free(b);
+		d->emulated++;
+		break;
+	}
+	case P_UUID:
+	case P_BOOTID: {
+		uint8_t b[16];
+		char text[38];
+		if (p.kind == P_UUID) {
+			prng_bytes(d, st->pid, b, sizeof b);
+		} else {
+			uint8_t h[32];
+			char *s = common_xasprintf("sbx/determ/boot_id\n%s", d->seed);
+			common_sha256(s, strlen(s), h);
+			free(s);
+			memcpy(b, h, sizeof b);
+		}
+		fmt_uuid(b, text);
+		serve_text(g, st, p.buf, text);
+		d->emulated++;
+		break;
+	}
+	case P_CPULIST:
+		serve_text(g, st, p.buf, "0\n");
+		d->emulated++;
+		break;
+	case P_DENTS:
+		sort_dents(g, p.buf, n);
+		break;
+	case P_STAT:
+	case P_STATX:
+		if (st->result == 0)
+			fix_times(g, p.buf, p.kind == P_STATX);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* ---- the exec stop: hide the vDSO, replace AT_RANDOM ---- */
+
+static int mem_rw(pid_t pid, uint64_t addr, void *buf, size_t len, int wr)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	int fd = open(path, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = wr ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+int trace_determ_on_exec(struct trace_determ *d, pid_t pid)
+{
+	struct user_regs_struct r;
+	uint64_t sp, w, aux[2];
+	size_t i;
+	int hidden = 0;
+	if (ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
+		return -errno;
+	/* [argc][argv...][0][envp...][0][auxv pairs...][AT_NULL] */
+	sp = r.rsp;
+	if (mem_rw(pid, sp, &w, 8, 0) < 0 || w > STRV_MAX)
+		return -EFAULT;
+	sp += 8 * (w + 2);
+	for (i = 0; i < STRV_MAX; i++, sp += 8) {
+		if (mem_rw(pid, sp, &w, 8, 0) < 0)
+			return -EFAULT;
+		if (!w)
+			break;
+	}
+	sp += 8;
+	for (i = 0; i < AUXV_MAX; i++, sp += 16) {
+		if (mem_rw(pid, sp, aux, 16, 0) < 0)
+			return -EFAULT;
+		if (aux[0] == 0) /* AT_NULL */
+			break;
+		if (aux[0] == 33) { /* AT_SYSINFO_EHDR -> AT_IGNORE */
+			uint64_t ign = 1;
+			if (mem_rw(pid, sp, &ign, 8, 1) < 0)
+				return -EFAULT;
+			hidden = 1;
+		} else if (aux[0] == 25 && aux[1]) { /* AT_RANDOM: 16 bytes */
+			uint8_t b[16];
+			prng_bytes(d, pid, b, sizeof b);
+			if (mem_rw(pid, aux[1], b, sizeof b, 1) < 0)
+				return -EFAULT;
+		}
+	}
+	(void)hidden;
+	return 0;
+}
+
+/* ---- ids and namespace digest for the recorder and adjudication ---- */
+
+static struct { pid_t host, ns; } nspid_cache[NSPID_CACHE];
+static size_t nspid_next;
+
+pid_t trace_determ_nspid(pid_t host)
+{
+	char path[64], buf[2048];
+	for (size_t i = 0; i < NSPID_CACHE; i++)
+		if (nspid_cache[i].host == host && host)
+			return nspid_cache[i].ns;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)host);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *s = strstr(buf, "\nNSpid:");
+	if (!s)
+		return 0;
+	s += 7;
+	char *end = strchr(s, '\n');
+	if (end)
+		*end = 0;
+	char *last = strrchr(s, '\t');
+	pid_t ns = (pid_t)atoi(last ? last + 1 : s);
+	nspid_cache[nspid_next].host = host;
+	nspid_cache[nspid_next].ns = ns;
+	nspid_next = (nspid_next + 1) % NSPID_CACHE;
+	return ns;
+}
