@@ -3,3 +3,4 @@ include tests/guests/snap.mk
 include tests/guests/meter.mk
 include tests/guests/call.mk
 include tests/guests/run.mk
+include tests/guests/determ.mk
