@@ -1,6 +1,6 @@
 /* trace/ private: the sandbox plan shared by sandbox.c, supervise.c and run.c. */
-#ifndef SBX_TRACE_RUN_INTERNAL_H
-#define SBX_TRACE_RUN_INTERNAL_H
+#ifndef TRACE_RUN_INTERNAL_H
+#define TRACE_RUN_INTERNAL_H
 
 #include <linux/filter.h>
 #include <sys/types.h>
@@ -9,15 +9,15 @@
 /* SECCOMP_RET_DATA tags: hints only; the supervisor decides from the syscall
  * itself, because a guest-installed filter can return TRACE with any data. */
 enum {
-	SBX_TAG_UNKNOWN = 1, /* number not in the table */
-	SBX_TAG_EXEC = 2,    /* execve/execveat */
-	SBX_TAG_REFUSED = 3, /* always refused, or refused by an argument check */
-	SBX_TAG_CLASS = 4,   /* a class the caller asked to trace */
-	SBX_TAG_BADARCH = 5, /* i386 (int 0x80) or x32 */
+	TRACE_TAG_UNKNOWN = 1, /* number not in the table */
+	TRACE_TAG_EXEC = 2,    /* execve/execveat */
+	TRACE_TAG_REFUSED = 3, /* always refused, or refused by an argument check */
+	TRACE_TAG_CLASS = 4,   /* a class the caller asked to trace */
+	TRACE_TAG_BADARCH = 5, /* i386 (int 0x80) or x32 */
 };
 
 /* One mount of the plan, with paths already joined onto the build root. */
-struct sbx_mnt {
+struct trace_mnt {
 	int type;          /* TRACE_MOUNT_* */
 	char *src;         /* host path as seen from the old root ("/oldroot/…") */
 	char *dst;         /* guest path */
@@ -29,9 +29,9 @@ struct sbx_mnt {
 	int expand;        /* a root bind: expanded one level onto a tmpfs */
 };
 
-struct sbx_plan {
+struct trace_plan {
 	const struct trace_config *cfg;
-	struct sbx_mnt *m;
+	struct trace_mnt *m;
 	size_t nm;
 	int image_fd;              /* O_PATH of the image, exec'd with execveat */
 	struct sock_fprog prog;    /* the seccomp program, built before clone */
@@ -45,19 +45,19 @@ struct sbx_plan {
 	char *const *envp;
 };
 
-int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct common_err *e);
-void sbx_plan_free(struct sbx_plan *p);
+int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e);
+void trace_plan_free(struct trace_plan *p);
 /* clone() into the namespaces; the child waits on sync_fd. Returns pid or -1. */
-pid_t sbx_sandbox_spawn(struct sbx_plan *p, struct common_err *e);
+pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e);
 /* Write uid_map/gid_map of the child and let it go. */
-int sbx_sandbox_release(struct sbx_plan *p, pid_t child, struct common_err *e);
+int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *e);
 /* The boundary's own verdict on a trapped syscall: 0 allow, else the errno. */
-int sbx_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
+int trace_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
 /* Build the BPF program for classes into *prog (malloc'd filter). */
-int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
+int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
 
 /* The supervisor loop: runs until every tracee is gone. */
-int sbx_supervise(struct sbx_plan *p, pid_t init_pid, struct trace_result *res,
+int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,
 		  struct common_err *e);
 
 #endif

@@ -25,15 +25,15 @@ extern char **environ;
 
 int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e)
 {
-	struct sbx_plan p;
+	struct trace_plan p;
 	struct rusage before, after;
 	memset(res, 0, sizeof *res);
-	if (sbx_plan_build(cfg, &p, e) < 0)
+	if (trace_plan_build(cfg, &p, e) < 0)
 		return -1;
 	getrusage(RUSAGE_CHILDREN, &before);
-	pid_t pid = sbx_sandbox_spawn(&p, e);
+	pid_t pid = trace_sandbox_spawn(&p, e);
 	if (pid < 0) {
-		sbx_plan_free(&p);
+		trace_plan_free(&p);
 		return -1;
 	}
 	/* the child waits on the sync pipe: it is held before it runs a thing */
@@ -45,17 +45,17 @@ int trace_run(const struct trace_config *cfg, struct trace_result *res, struct c
 			     "seccomp policy forbids it)");
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, __WALL);
-		sbx_plan_free(&p);
+		trace_plan_free(&p);
 		return -1;
 	}
-	if (sbx_sandbox_release(&p, pid, e) < 0) {
+	if (trace_sandbox_release(&p, pid, e) < 0) {
 		kill(pid, SIGKILL);
 		while (waitpid(-1, NULL, __WALL) > 0)
 			;
-		sbx_plan_free(&p);
+		trace_plan_free(&p);
 		return -1;
 	}
-	int rc = sbx_supervise(&p, pid, res, e);
+	int rc = trace_supervise(&p, pid, res, e);
 	getrusage(RUSAGE_CHILDREN, &after);
 	uint64_t us_b = (uint64_t)(before.ru_utime.tv_sec + before.ru_stime.tv_sec) * 1000000 +
 			(uint64_t)(before.ru_utime.tv_usec + before.ru_stime.tv_usec);
@@ -63,7 +63,7 @@ int trace_run(const struct trace_config *cfg, struct trace_result *res, struct c
 			(uint64_t)(after.ru_utime.tv_usec + after.ru_stime.tv_usec);
 	res->cpu_us = us_a - us_b;
 	res->maxrss = (uint64_t)after.ru_maxrss * 1024;
-	sbx_plan_free(&p);
+	trace_plan_free(&p);
 	return rc;
 }
 
@@ -185,6 +185,8 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		return parse_u64(name, v, &o->lifetime, e) < 0 ? -1 : 1;
 	else if (strcmp(name, "escrow") == 0)
 		return parse_u64(name, v, &o->escrow, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "snapshot-on-exit-signal") == 0)
+		o->snapshot_on_exit_signal = 1;
 	else if (strcmp(name, "snapshot-every-batches") == 0) {
 		if (parse_u64(name, v, &o->snapshot_every, e) < 0)
 			return -1;
@@ -527,6 +529,23 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 	return c->ins ? trace_inspector_on_tick(c->ins, sv) : 0;
 }
 
+/* issue 7: --snapshot-on-exit-signal, before a signal that would end the guest */
+static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig)
+{
+	struct run_ctx *c = ctx;
+	(void)sv;
+	if (!c->opts || !c->opts->snapshot_on_exit_signal || !c->store || !c->lease ||
+	    !snap_signal_fatal(tid, sig))
+		return;
+	json_t *req = json_pack("{s:b}", "at_stop", 1);
+	json_t *rep = snap_control(c->store, c->lease, tid, req);
+	if (json_object_get(rep, "error"))
+		common_warnf("snapshot on signal %d: %s", sig,
+			     json_string_value(json_object_get(rep, "error")));
+	json_decref(req);
+	json_decref(rep);
+}
+
 /* --trace: the header binds lease, image, argv, mounts, environment, start batch. */
 static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease_store *s,
 				    const char *id, const char *image, const char *sha,
@@ -850,6 +869,8 @@ int trace_run_main(struct trace_run_opts *o)
 	hooks.on_tick = hook_tick;
 	if (o->restore_exec)
 		hooks.on_exec = hook_exec;
+	if (o->snapshot_on_exit_signal)
+		hooks.on_signal = hook_signal;
 	if (o->deterministic) { /* SPEC §9: seeded from the lease */
 		ctx.det = trace_determ_new(id);
 		cfg.trace_classes |= trace_determ_classes();

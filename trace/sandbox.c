@@ -45,7 +45,7 @@
 
 /* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
 
-int sbx_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
+int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 {
 	if (!arch_ok)
 		return ENOSYS;
@@ -84,9 +84,9 @@ static int rule(scmp_filter_ctx c, uint32_t act, int nr, unsigned n, struct scmp
 	return 0;
 }
 
-int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
+int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
 {
-	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(SBX_TAG_UNKNOWN));
+	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(TRACE_TAG_UNKNOWN));
 	if (!c)
 		return common_errf(e, "seccomp", "libseccomp cannot create a filter");
 	int rc = 0;
@@ -95,7 +95,7 @@ int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_er
 	if (seccomp_attr_set(c, SCMP_FLTATR_API_SYSRAWRC, 1) < 0 ||
 	    seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
 	    seccomp_attr_set(c, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0 ||
-	    seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRACE(SBX_TAG_BADARCH)) < 0) {
+	    seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRACE(TRACE_TAG_BADARCH)) < 0) {
 		seccomp_release(c);
 		return common_errf(e, "seccomp", "libseccomp refuses the filter attributes");
 	}
@@ -108,9 +108,9 @@ int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_er
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 0, NULL, s->name, e);
 		} else if (s->classes & TRACE_CLASS_REFUSED) {
 			/* refusals stop, so the supervisor counts and records each attempt */
-			rc = rule(c, SCMP_ACT_TRACE(SBX_TAG_REFUSED), nr, 0, NULL, s->name, e);
+			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_REFUSED), nr, 0, NULL, s->name, e);
 		} else if (nr == TRACE_SYS_execve || nr == TRACE_SYS_execveat) {
-			rc = rule(c, SCMP_ACT_TRACE(SBX_TAG_EXEC), nr, 0, NULL, s->name, e);
+			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_EXEC), nr, 0, NULL, s->name, e);
 		} else if (nr == TRACE_SYS_clone3) {
 			/* glibc tries clone3 at every thread start; ENOSYS without a stop */
 			rc = rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, s->name, e);
@@ -120,7 +120,7 @@ int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_er
 			   nr != TRACE_SYS_restart_syscall &&
 			   !((classes & TRACE_FILTER_NO_READLINK) &&
 			     (nr == TRACE_SYS_readlink || nr == TRACE_SYS_readlinkat))) {
-			rc = rule(c, SCMP_ACT_TRACE(SBX_TAG_CLASS), nr, 0, NULL, s->name, e);
+			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), nr, 0, NULL, s->name, e);
 		} else if (nr == TRACE_SYS_clone) {
 			/* allowed when no forbidden flag is set; the rest falls to the default trap */
 			cmp[0] = SCMP_A0_32(SCMP_CMP_MASKED_EQ, BAD_CLONE_FLAGS, 0);
@@ -181,7 +181,7 @@ int sbx_filter_build(unsigned classes, struct sock_fprog *prog, struct common_er
 int trace_filter_export(unsigned classes, int fd, struct common_err *e)
 {
 	struct sock_fprog p;
-	if (sbx_filter_build(classes, &p, e) < 0)
+	if (trace_filter_build(classes, &p, e) < 0)
 		return -1;
 	int rc = common_write_all(fd, p.filter, p.len * sizeof(struct sock_filter));
 	free(p.filter);
@@ -254,11 +254,11 @@ int trace_config_check(const struct trace_config *cfg, struct common_err *e)
 	return 0;
 }
 
-static void add_mnt(struct sbx_plan *p, int type, const char *src, const char *dst,
+static void add_mnt(struct trace_plan *p, int type, const char *src, const char *dst,
 		    const char *opts, int rw)
 {
 	p->m = common_xrealloc(p->m, (p->nm + 1) * sizeof *p->m);
-	struct sbx_mnt *m = &p->m[p->nm++];
+	struct trace_mnt *m = &p->m[p->nm++];
 	memset(m, 0, sizeof *m);
 	m->type = type;
 	m->src = src ? common_xasprintf(OLDROOT "%s", strcmp(src, "/") == 0 ? "" : src) : NULL;
@@ -276,7 +276,7 @@ static void add_mnt(struct sbx_plan *p, int type, const char *src, const char *d
 /* A user namespace mapping the invoking root (0) to the guest's host uid: an
  * idmapped rw bind then shows root-owned files as the guest's own, and files
  * the guest creates land on the host as root's, nothing wider. */
-static int make_idmap_userns(struct sbx_plan *p, struct common_err *e)
+static int make_idmap_userns(struct trace_plan *p, struct common_err *e)
 {
 	int pp[2];
 	if (pipe2(pp, O_CLOEXEC) < 0)
@@ -319,7 +319,7 @@ static int make_idmap_userns(struct sbx_plan *p, struct common_err *e)
 	return rc;
 }
 
-static int make_idmapped_tree(struct sbx_plan *p, struct sbx_mnt *m, const char *host_src,
+static int make_idmapped_tree(struct trace_plan *p, struct trace_mnt *m, const char *host_src,
 			      struct common_err *e)
 {
 	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -337,7 +337,7 @@ static int make_idmapped_tree(struct sbx_plan *p, struct sbx_mnt *m, const char 
 	return 0;
 }
 
-static int make_ro_tree(struct sbx_mnt *m, const char *host_src, struct common_err *e)
+static int make_ro_tree(struct trace_mnt *m, const char *host_src, struct common_err *e)
 {
 	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src,
 			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -353,7 +353,7 @@ static int make_ro_tree(struct sbx_mnt *m, const char *host_src, struct common_e
 	return 0;
 }
 
-int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct common_err *e)
+int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e)
 {
 	memset(p, 0, sizeof *p);
 	p->cfg = cfg;
@@ -375,7 +375,7 @@ int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct co
 		common_errno(e, errno, "image %s", cfg->image);
 		goto fail;
 	}
-	if (sbx_filter_build(cfg->trace_classes, &p->prog, e) < 0)
+	if (trace_filter_build(cfg->trace_classes, &p->prog, e) < 0)
 		goto fail;
 
 	if (!cfg->replace_defaults) {
@@ -409,7 +409,7 @@ int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct co
 		/* every bind but the expanded root is cut here, with root's access to the
 		 * sources the invoker named: the child runs as the unprivileged uid */
 		for (size_t i = 0; i < p->nm; i++) {
-			struct sbx_mnt *m = &p->m[i];
+			struct trace_mnt *m = &p->m[i];
 			if (m->type != TRACE_MOUNT_BIND || m->expand)
 				continue;
 			if (m->rw ? make_idmapped_tree(p, m, m->src + strlen(OLDROOT), e) < 0
@@ -430,7 +430,7 @@ int sbx_plan_build(const struct trace_config *cfg, struct sbx_plan *p, struct co
 	}
 	return 0;
 fail:
-	sbx_plan_free(p);
+	trace_plan_free(p);
 	return -1;
 }
 
@@ -441,7 +441,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-void sbx_plan_free(struct sbx_plan *p)
+void trace_plan_free(struct trace_plan *p)
 {
 	for (size_t i = 0; i < p->nm; i++) {
 		free(p->m[i].src);
@@ -466,9 +466,9 @@ void sbx_plan_free(struct sbx_plan *p)
 /* ---- the child: from clone() to execveat() ---- */
 
 /* Report "WHAT\tWHY" to the supervisor and die: set-up failed, nothing ran. */
-__attribute__((noreturn)) static void child_fail(struct sbx_plan *p, int err, const char *fmt, ...)
+__attribute__((noreturn)) static void child_fail(struct trace_plan *p, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void child_fail(struct sbx_plan *p, int err, const char *fmt, ...)
+static void child_fail(struct trace_plan *p, int err, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -515,16 +515,16 @@ static int is_prefix(const char *pre, const char *path)
 
 /* A missing mount target is created only inside a tmpfs of this run (or a
  * top-level name the host / lacks), never in a host directory. */
-static void ensure_target(struct sbx_plan *p, size_t i)
+static void ensure_target(struct trace_plan *p, size_t i)
 {
-	struct sbx_mnt *m = &p->m[i];
+	struct trace_mnt *m = &p->m[i];
 	struct stat st;
 	if (lstat(m->at, &st) == 0) {
 		if (S_ISDIR(st.st_mode) == !m->is_file)
 			return;
 		child_fail(p, ENOTDIR, "mount target %s: file/directory mismatch", m->dst);
 	}
-	const struct sbx_mnt *c = NULL;
+	const struct trace_mnt *c = NULL;
 	for (size_t j = 0; j < i; j++)
 		if (is_prefix(p->m[j].dst, m->dst) && (!c || strlen(p->m[j].dst) >= strlen(c->dst)))
 			c = &p->m[j];
@@ -545,7 +545,7 @@ static void ensure_target(struct sbx_plan *p, size_t i)
 		child_fail(p, errno, "creating mount target %s", m->dst);
 }
 
-static void set_attr(struct sbx_plan *p, const char *at, unsigned flags, int recursive)
+static void set_attr(struct trace_plan *p, const char *at, unsigned flags, int recursive)
 {
 	struct mount_attr a = { .attr_set = flags };
 	if (syscall(SYS_mount_setattr, AT_FDCWD, at, recursive ? AT_RECURSIVE : 0, &a, sizeof a) < 0)
@@ -554,7 +554,7 @@ static void set_attr(struct sbx_plan *p, const char *at, unsigned flags, int rec
 
 /* Bind each top-level entry of a host directory onto the tmpfs at "at", so
  * targets like /src can be created although the host / lacks them. */
-static void expand_root(struct sbx_plan *p, const struct sbx_mnt *m)
+static void expand_root(struct trace_plan *p, const struct trace_mnt *m)
 {
 	if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 		child_fail(p, errno, "tmpfs root");
@@ -609,9 +609,9 @@ static void expand_root(struct sbx_plan *p, const struct sbx_mnt *m)
 	closedir(d);
 }
 
-static void do_mount(struct sbx_plan *p, size_t i)
+static void do_mount(struct trace_plan *p, size_t i)
 {
-	struct sbx_mnt *m = &p->m[i];
+	struct trace_mnt *m = &p->m[i];
 	if (m->expand) {
 		expand_root(p, m);
 		return;
@@ -646,7 +646,7 @@ static void do_mount(struct sbx_plan *p, size_t i)
 	}
 }
 
-static void drop_caps(struct sbx_plan *p)
+static void drop_caps(struct trace_plan *p)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct d[2];
@@ -656,7 +656,7 @@ static void drop_caps(struct sbx_plan *p)
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }
 
-static void become_guest_user(struct sbx_plan *p)
+static void become_guest_user(struct trace_plan *p)
 {
 	/* the bounding set goes while we still hold CAP_SETPCAP */
 	for (int c = 0; c <= 63; c++)
@@ -672,7 +672,7 @@ static void become_guest_user(struct sbx_plan *p)
 /* Landlock, where the kernel has it: a second wall behind the read-only mounts,
  * so writes happen only beneath the run's writable mounts (and to devices and
  * /proc files, which the mounts already confine). Without it, the mounts alone. */
-static void apply_landlock(struct sbx_plan *p)
+static void apply_landlock(struct trace_plan *p)
 {
 	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	if (abi < 1)
@@ -721,7 +721,7 @@ static int ignored_signals_mask_valid;
 static sigset_t ignored_signals;
 
 /* The guest's last steps: fds, limits, credentials, no_new_privs, seccomp, exec. */
-__attribute__((noreturn)) static void guest_exec(struct sbx_plan *p)
+__attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 {
 	const struct trace_config *cfg = p->cfg;
 	/* dispositions as sbx-run found them (SIG_IGN survives exec, as without sbx) */
@@ -797,7 +797,7 @@ __attribute__((noreturn)) static void init_loop(pid_t guest)
 }
 
 /* The child, pid 1 in fresh user/mount/PID/net/IPC/UTS namespaces. */
-__attribute__((noreturn)) static void sandbox_child(struct sbx_plan *p)
+__attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 {
 	char c;
 	/* the supervisor's death must take us with it, even before ptrace holds us */
@@ -871,7 +871,7 @@ __attribute__((noreturn)) static void sandbox_child(struct sbx_plan *p)
 	init_loop(g);
 }
 
-pid_t sbx_sandbox_spawn(struct sbx_plan *p, struct common_err *e)
+pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e)
 {
 	/* remember what sbx-run's caller ignored, for the guest */
 	sigemptyset(&ignored_signals);
@@ -909,7 +909,7 @@ static int write_file(const char *path, const char *s, struct common_err *e)
 	return 0;
 }
 
-int sbx_sandbox_release(struct sbx_plan *p, pid_t child, struct common_err *e)
+int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *e)
 {
 	char path[64], map[64];
 	if (!p->privileged) {

@@ -37,7 +37,7 @@ struct tstate {
 };
 
 struct trace_supervisor {
-	struct sbx_plan *p;
+	struct trace_plan *p;
 	const struct trace_hooks *h;
 	struct trace_result *res;
 	pid_t init, guest;
@@ -355,7 +355,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	struct trace_guest g = { sv, t };
 
 	/* the boundary decides from the stopped registers, not from the filter's tag */
-	int refuse = sbx_boundary_errno(st->arch_ok, st->nr, st->args);
+	int refuse = trace_boundary_errno(st->arch_ok, st->nr, st->args);
 	if (refuse) {
 		sv->res->refused++;
 		st->action = TRACE_DENIED;
@@ -519,8 +519,11 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status)
 		on_syscall_exit(sv, t);
 	else if (event)
 		on_event(sv, t, event, sig);
-	else
+	else {
+		if (sv->h && sv->h->on_signal && tid == sv->guest)
+			sv->h->on_signal(sv->h->ctx, sv, tid, sig); /* issue 7 */
 		resume(tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
+	}
 }
 
 /* ---- the loop ---- */
@@ -566,7 +569,7 @@ static void on_signal(struct trace_supervisor *sv)
 	}
 }
 
-int sbx_supervise(struct sbx_plan *p, pid_t init_pid, struct trace_result *res,
+int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,
 		  struct common_err *e)
 {
 	struct trace_supervisor sv;

@@ -19,7 +19,7 @@ static int passed, failed;
 static int verdict(long nr, uint64_t a0, uint64_t a1)
 {
 	uint64_t a[6] = { a0, a1, 0, 0, 0, 0 };
-	return sbx_boundary_errno(1, nr, a);
+	return trace_boundary_errno(1, nr, a);
 }
 
 static void test_verdicts(void)
@@ -50,7 +50,7 @@ static void test_verdicts(void)
 	CHECK(verdict(TRACE_SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0) == 0, "a guest's own filter");
 	CHECK(verdict(9999, 0, 0) == ENOSYS, "unknown number");
 	uint64_t z[6] = { 0 };
-	CHECK(sbx_boundary_errno(0, TRACE_SYS_getpid, z) == ENOSYS, "foreign arch");
+	CHECK(trace_boundary_errno(0, TRACE_SYS_getpid, z) == ENOSYS, "foreign arch");
 	CHECK(verdict(TRACE_SYS_exit_group, 0, 0) == 0, "exit_group");
 }
 
@@ -58,12 +58,12 @@ static void test_filter(void)
 {
 	struct sock_fprog p;
 	struct common_err e;
-	CHECK(sbx_filter_build(0, &p, &e) == 0, "filter builds");
+	CHECK(trace_filter_build(0, &p, &e) == 0, "filter builds");
 	CHECK(p.len > 10 && p.len < 4096, "filter length %u", p.len);
 	/* the arch check is first: load arch, compare with AUDIT_ARCH_X86_64 */
 	CHECK(p.filter[0].code == (BPF_LD | BPF_W | BPF_ABS) && p.filter[0].k == 4, "arch load first");
 	free(p.filter);
-	CHECK(sbx_filter_build(TRACE_CLASS_FILE | TRACE_CLASS_READ, &p, &e) == 0, "filter with classes");
+	CHECK(trace_filter_build(TRACE_CLASS_FILE | TRACE_CLASS_READ, &p, &e) == 0, "filter with classes");
 	free(p.filter);
 	int fd = fileno(tmpfile());
 	CHECK(trace_filter_export(0, fd, &e) == 0 && lseek(fd, 0, SEEK_END) > 0, "export");
