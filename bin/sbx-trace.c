@@ -13,7 +13,8 @@ static const char usage_text[] =
 	"       sbx-trace stats [--format json|text] TRACE\n"
 	"       sbx-trace timeline -o FILE.html TRACE\n"
 	"       sbx-trace bisect [--format json|text] TRACE_A TRACE_B\n"
-	"       sbx-trace adjudicate TRACE_A TRACE_B\n";
+	"       sbx-trace adjudicate [--store DIR] [--env-clear | --env-inherit] [--env K=V]...\n"
+	"                            [--ns DIR] [--timeout MS] [--format json|text] TRACE_A TRACE_B\n";
 
 static void usage(void)
 {
@@ -29,10 +30,15 @@ int main(int argc, char **argv)
 		{"pid", required_argument, 0, 'p'},     {"class", required_argument, 0, 'C'},
 		{"path", required_argument, 0, 'g'},    {"name", required_argument, 0, 'n'},
 		{"output", required_argument, 0, 'o'},  {"help", no_argument, 0, '?'},
+		{"store", required_argument, 0, 's'},   {"env", required_argument, 0, 'e'},
+		{"env-clear", no_argument, 0, 'E'},     {"env-inherit", no_argument, 0, 'I'},
+		{"ns", required_argument, 0, 'N'},      {"timeout", required_argument, 0, 'T'},
 		{0, 0, 0, 0},
 	};
 	struct common_err e = {"", ""};
 	struct trace_filter flt = {0};
+	struct trace_adj_opts adj = {0};
+	const char *envs[256];
 	enum trace_fmt fmt = TRACE_FMT_JSON;
 	int hash_inputs = 0, complete = 0, c, rc, nargs;
 	const char *head = NULL, *out = NULL, *cmd;
@@ -73,6 +79,19 @@ int main(int argc, char **argv)
 		case 'g': flt.glob = optarg; break;
 		case 'n': flt.name = optarg; break;
 		case 'o': out = optarg; break;
+		case 's': adj.store = optarg; break;
+		case 'E': adj.env_clear = 1; break;
+		case 'I': adj.env_clear = -1; break;
+		case 'N': adj.ns_dir = optarg; break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=' || adj.nenv_set >= 256)
+				common_dief(SBX_EXIT_USAGE, "--env", "\"%s\" is not NAME=VALUE (at most 256)", optarg);
+			envs[adj.nenv_set++] = optarg;
+			break;
+		case 'T':
+			if (common_parse_u64(optarg, 86400000, &adj.timeout_ms, &e) < 0 || !adj.timeout_ms)
+				common_dief(SBX_EXIT_USAGE, "--timeout", "expected milliseconds, got \"%s\"", optarg);
+			break;
 		default: usage();
 		}
 	}
@@ -92,9 +111,15 @@ int main(int argc, char **argv)
 		rc = trace_cmd_timeline(argv[0], out, &e);
 	else if (!strcmp(cmd, "bisect") && nargs == 2)
 		rc = trace_cmd_bisect(argv[0], argv[1], fmt, &e);
-	else if (!strcmp(cmd, "adjudicate") && nargs == 2)
-		rc = trace_cmd_adjudicate(argv[0], argv[1], &e);
-	else
+	else if (!strcmp(cmd, "adjudicate") && nargs == 2) {
+		adj.a = argv[0];
+		adj.b = argv[1];
+		adj.env_set = envs;
+		adj.fmt = fmt;
+		rc = trace_adjudicate(&adj, &e);
+		if (rc >= 0) /* the verdict: 0 both, 10 A, 11 B, 12 neither (sbx-trace(1)) */
+			return rc;
+	} else
 		usage();
 	if (rc != 0 && e.what[0])
 		common_report(&e);

@@ -750,6 +750,14 @@ __attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 	/* nothing of sbx's crosses exec: the image fd closes itself after use */
 	if (syscall(SYS_close_range, keep, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		child_fail(p, errno, "close_range");
+	/* one image fd number in every run: the exec file name (/dev/fd/N) is copied
+	 * onto the new stack, so its length moves every guest stack address (SPEC §9) */
+	int img = p->err_fd[1] == 99 ? 98 : 99;
+	if (p->image_fd != img) {
+		if (dup3(p->image_fd, img, O_CLOEXEC) < 0)
+			child_fail(p, errno, "image fd");
+		p->image_fd = img;
+	}
 
 	struct rlimit rl;
 	rl.rlim_cur = rl.rlim_max = cfg->rlimit_nproc ? cfg->rlimit_nproc : TRACE_NPROC_DEFAULT;

@@ -1246,28 +1246,9 @@ done:
 
 int trace_cmd_adjudicate(const char *a, const char *b, struct common_err *e)
 {
-	const char *p[2] = {a, b};
-
-	for (int i = 0; i < 2; i++) {
-		struct trace_reader *t = trace_reader_open(p[i], e);
-		struct trace_event ev;
-		int det;
-		if (!t)
-			return -1;
-		if (trace_reader_next(t, &ev, e) <= 0) {
-			trace_reader_close(t);
-			return -1;
-		}
-		det = json_is_true(json_object_get(ev.ev, "deterministic"));
-		trace_reader_close(t);
-		if (!det)
-			return common_errf(e, p[i],
-					   "adjudicate requires traces of --deterministic runs (SPEC §9); "
-					   "this trace was not recorded with --deterministic");
-	}
-	return common_errf(e, "adjudicate",
-			   "re-execution from the agreed prefix is not implemented in this build; "
-			   "use 'sbx-trace bisect' to find the disputed step");
+	/* the default store and environment; trace/adjudicate.c does the work */
+	struct trace_adj_opts o = { .a = a, .b = b, .fmt = TRACE_FMT_JSON };
+	return trace_adjudicate(&o, e);
 }
 
 int trace_class_parse(const char *list, unsigned *out, struct common_err *e)
