@@ -12,7 +12,8 @@ static void usage(FILE *f)
 		"               [--trace FILE|-] [--trace-level exec|file|all]\n"
 		"               [--policy FILE] [--inspect-exec PROG] [--inspect-timeout MS]\n"
 		"               [--state-in FILE] [--state-out FILE]\n"
-		"               [--max-procs N] [--snapshot-every-batches N] [--deterministic]\n"
+		"               [--max-procs N] [--snapshot-every-batches N] [--snapshot-on-exit-signal]\n"
+		"               [--deterministic]\n"
 		"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 		"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
 		"                 [--escrow N] [--principal NAME] [--host-program NAME]\n");
@@ -29,7 +30,7 @@ static const struct {
 	{ "ro", 1 }, { "rw", 1 }, { "mount", 1 },
 	{ "env-clear", 0 }, { "env-inherit", 0 }, { "env", 1 },
 	{ "result", 1 }, { "result-fd", 1 },
-	{ "max-procs", 1 }, { "snapshot-every-batches", 1 },
+	{ "max-procs", 1 }, { "snapshot-every-batches", 1 }, { "snapshot-on-exit-signal", 0 },
 	{ "trace", 1 }, { "trace-level", 1 },
 	{ "policy", 1 }, { "inspect-exec", 1 }, { "inspect-timeout", 1 },
 	{ "state-in", 1 }, { "state-out", 1 },

@@ -83,6 +83,30 @@ static int has_children(pid_t pid)
 	return kids;
 }
 
+int snap_signal_fatal(pid_t pid, int sig)
+{
+	static const int harmless[] = { SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
+					SIGURG, SIGWINCH, SIGTRAP, SIGKILL };
+	if (sig < 1 || sig > SNAP_NSIG)
+		return 0;
+	for (size_t i = 0; i < sizeof harmless / sizeof harmless[0]; i++)
+		if (sig == harmless[i])
+			return 0;
+	char p[64], *buf = NULL;
+	size_t len;
+	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+	if (common_read_file(p, 1 << 20, &buf, &len, NULL) < 0)
+		return 0;
+	unsigned long long cgt = 0, ign = 0;
+	char *c = strstr(buf, "\nSigCgt:"), *g = strstr(buf, "\nSigIgn:");
+	if (c)
+		cgt = strtoull(c + 8, NULL, 16);
+	if (g)
+		ign = strtoull(g + 8, NULL, 16);
+	free(buf);
+	return !((cgt | ign) >> (sig - 1) & 1);
+}
+
 static json_t *error_reply(const struct common_err *e)
 {
 	return json_pack("{s:s++}", "error", e->what, ": ", e->why);
@@ -96,6 +120,7 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	char *ns = NULL, *dir = NULL, *tmp = NULL;
 	char hex[COMMON_SHA256_HEX];
 	int stop = json_is_true(json_object_get(req, "stop")), created = 0;
+	int at_stop = json_is_true(json_object_get(req, "at_stop"));
 
 	if (!lease || guest <= 0) {
 		common_errf(&e, "snapshot", "this run has no lease guest to snapshot");
@@ -131,11 +156,11 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	if (rc < 0)
 		goto fail;
 	common_rm_rf(tmp, NULL);
-	if (stop_at_boundary(guest, &e) < 0)
+	if (!at_stop && stop_at_boundary(guest, &e) < 0)
 		goto fail;
 	/* streamed into chunks as it is read: no image-sized buffer */
 	rc = snap_capture_store(guest, &o, tmp, &man, &e);
-	if (!stop || rc < 0)
+	if (!at_stop && (!stop || rc < 0))
 		ptrace(PTRACE_CONT, guest, 0, 0);
 	if (rc < 0)
 		goto fail;

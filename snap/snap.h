@@ -194,6 +194,10 @@ struct lease_store;
  * when it is an error. With "stop": true the guest is left stopped (the caller
  * ends the run). */
 json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req);
+/* 1 when sig, about to be delivered to pid, ends it: a terminating default
+ * action, neither caught nor ignored. With {"at_stop": true} snap_control takes
+ * the guest as it stands in its ptrace stop and leaves it stopped. */
+int snap_signal_fatal(pid_t pid, int sig);
 /* The directory of a stored snapshot (malloc'd); hex is checked. */
 char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e);
 /* sbx-snap and sbx-restore: whole command lines, returning the exit status. */

@@ -279,3 +279,19 @@ EOF
 	assert_success
 	assert_output "$want"
 }
+
+@test "sbx-run --snapshot-on-exit-signal saves a guest about to die; the restore finishes its work" {
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS")
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+	# the guest sends itself SIGTERM (uncaught) at step 15
+	run sbx-run --lease "$SRC" --snapshot-on-exit-signal -- "$GUESTS/snap_steps" "$STEPS" 15
+	assert_failure 143
+	DIGEST=$(sbx-snap list "$SRC" | jq -r '.[0].digest')
+	[ -n "$DIGEST" ] && [ "$DIGEST" != null ]
+	[ "$(wc -l <"$SBX_STORE/ns/$SRC/steps.log")" -eq 16 ]
+	TGT=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	assert_output "$want"
+	[ "$(wc -l <"$SBX_STORE/ns/$TGT/steps.log")" -eq "$STEPS" ]
+}

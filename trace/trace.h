@@ -282,6 +282,9 @@ struct trace_hooks {           /* all optional; ctx passed back */
 	int (*on_tick)(void *ctx, struct trace_supervisor *sv);
 	/* an fd registered with trace_sv_watch() is readable; <0 stops the guest */
 	int (*on_fd)(void *ctx, struct trace_supervisor *sv, int fd);
+	/* issue 7: the guest's main thread is in a signal-delivery stop for sig, which is
+	 * passed on afterwards (the hook may inject syscalls; it must not resume it) */
+	void (*on_signal)(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig);
 };
 struct trace_config {
 	const char *const *argv;      /* argv[0] is what the guest sees */
@@ -363,6 +366,7 @@ struct trace_run_opts {
 	int (*restore_exec)(void *ctx, pid_t pid, struct common_err *e);
 	void *restore_ctx;
 	uint64_t snapshot_every;      /* issue 7: --snapshot-every-batches N, 0 = never */
+	int snapshot_on_exit_signal;  /* issue 7: snapshot before a fatal signal is delivered */
 };
 /* Parse one sbx-run option (name without "--", value or NULL) into o. 1 handled,
  * 0 unknown, -1 error. */

@@ -2,6 +2,7 @@
  * short sleep and a line appended to /ns/steps.log; the last line of stdout
  * is a digest of everything, the same whether or not it was interrupted. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 60;
+	int die_at = argc > 2 ? atoi(argv[2]) : -1; /* raise SIGTERM there (once) */
 	size_t n = 1 << 16;
 	uint64_t *v = malloc(n * sizeof *v), h = 1469598103934665603ull;
 	int log = open("steps.log", O_CREAT | O_WRONLY | O_APPEND, 0644);
@@ -26,6 +28,10 @@ int main(int argc, char **argv)
 		int len = snprintf(line, sizeof line, "step %d %016llx\n", s, (unsigned long long)h);
 		if (write(log, line, (size_t)len) != len)
 			return 2;
+		if (s == die_at && access("died", F_OK) != 0) {
+			close(open("died", O_CREAT | O_WRONLY, 0644));
+			raise(SIGTERM);
+		}
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
