@@ -1,0 +1,162 @@
+#!/usr/bin/env bats
+# sbx-run --deterministic (SPEC §9) and sbx-trace bisect/adjudicate (SPEC §7):
+# byte-identical trace chains, what the guest sees, disputes settled by re-execution.
+load helpers
+
+setup() {
+	sbx_setup_store
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# An Active lease for an image; prints its id.
+lease_for() {
+	local req
+	req=$(sbx-lease request --image "$1")
+	sbx-lease fund --amount 0 --evidence - <<<"$req" | sbx-lease activate --evidence - >/dev/null
+	jq -r .lease.id <<<"$req"
+}
+
+@test "C guest: two runs give the same trace chain and output, byte for byte (dynamic and static)" {
+	for img in determ_clock determ_clock_static; do
+		id=$(lease_for "$GUESTS/$img")
+		sbx-run --lease "$id" --deterministic --trace a.trace -- "$GUESTS/$img" ns >a.out
+		sbx-run --lease "$id" --deterministic --trace b.trace -- "$GUESTS/$img" ns >b.out
+		cmp a.trace b.trace
+		cmp a.out b.out
+		run sbx-trace verify --complete a.trace
+		assert_success
+		# what the guest saw: the virtual clock, hidden vDSO, one CPU, sorted /ns, epoch times
+		run cat a.out
+		assert_line 'time 946684800'
+		assert_line 'realtime 946684800.002000000 monotonic 1.003000000 tv 946684800.004000'
+		assert_line 'vdso hidden'
+		assert_line 'cpus 1 online 1'
+		assert_line 'pid 2 ppid 1'
+		assert_line 'thread Resource temporarily unavailable'
+		assert_line 'ls . .. a b m q zz'
+		assert_line 'mtime 946684800 ctime 946684800'
+	done
+	# the randomness is seeded by the lease: another lease sees other bytes
+	id2=$(lease_for "$GUESTS/determ_clock")
+	sbx-run --lease "$id2" --deterministic -- "$GUESTS/determ_clock" >c.out
+	assert_not_equal "$(grep getrandom a.out)" "$(grep getrandom c.out)"
+	assert_equal "$(grep '^time' a.out)" "$(grep '^time' c.out)"
+}
+
+@test "without --deterministic the same guest differs between runs (the check above can fail)" {
+	id=$(lease_for "$GUESTS/determ_clock")
+	sbx-run --lease "$id" --trace a.trace -- "$GUESTS/determ_clock" >a.out
+	sbx-run --lease "$id" --trace b.trace -- "$GUESTS/determ_clock" >b.out
+	assert_not_equal "$(grep getrandom a.out)" "$(grep getrandom b.out)"
+	assert_not_equal "$(grep at_random a.out)" "$(grep at_random b.out)"
+	run grep -c 'vdso visible' a.out
+	assert_output 1
+	run cmp a.trace b.trace
+	assert_failure
+}
+
+@test "shell guest: date, ls /ns, uuid, /dev/urandom, nproc: same chain and output" {
+	id=$(lease_for /bin/sh)
+	script='date; date +%s.%N; touch /ns/z /ns/a /ns/k; ls -l --time-style=+%s /ns;
+		cat /proc/sys/kernel/random/uuid; head -c 16 /dev/urandom >/tmp/r; od -An -tx1 /tmp/r;
+		nproc; cat /sys/devices/system/cpu/online; echo $$; rm /ns/z /ns/a /ns/k'
+	sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin \
+		--trace a.trace -- /bin/sh -c "$script" >a.out
+	sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin \
+		--trace b.trace -- /bin/sh -c "$script" >b.out
+	cmp a.trace b.trace
+	cmp a.out b.out
+	run cat a.out
+	assert_line 'Sat Jan  1 00:00:00 UTC 2000'
+	assert_line --regexp '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$'
+	assert_line --regexp ' 946684800 a$'
+	assert_line '0'
+	assert_line '1'
+	# the header says what is not controlled; ids are the PID namespace's
+	head -1 a.trace | jq -e '.deterministic and .start_batch == 0 and
+		(.determinism.uncontrolled | index("rdtsc")) and
+		(.determinism.refused | index("threads")) and (.determinism.ns_sha256 | length == 64)'
+	run jq -s '[.[] | select(.ev == "exec")][0].pid' a.trace
+	assert_output 2
+}
+
+@test "bisect names the first divergent step of two runs with different input files" {
+	id=$(lease_for "$GUESTS/determ_clock")
+	mkdir in
+	echo passwd >in/f
+	sbx-run --lease "$id" --deterministic --env-clear --ro "$PWD/in:/in" --trace a.trace \
+		-- "$GUESTS/determ_clock" input /in/f >/dev/null
+	echo nosuch >in/f
+	sbx-run --lease "$id" --deterministic --env-clear --ro "$PWD/in:/in" --trace b.trace \
+		-- "$GUESTS/determ_clock" input /in/f >/dev/null
+	run sbx-trace bisect a.trace b.trace
+	assert_failure 1
+	# the open of the input is the first step that differs: same path, other contents
+	jq -e '.identical == false and .a.path == "/in/f" and .b.path == "/in/f" and
+		.a.sha256 != .b.sha256 and .a.seq == .b.seq and .agreed_events == .a.seq' <<<"$output"
+	# everything before it is byte-identical
+	line=$(jq .first_divergent_line <<<"$output")
+	cmp <(head -n $((line - 1)) a.trace) <(head -n $((line - 1)) b.trace)
+}
+
+@test "adjudicate re-executes the run and says which trace is right (exit 10 A, 11 B, 12 neither, 0 both)" {
+	id=$(lease_for "$GUESTS/determ_clock")
+	mkdir in
+	echo passwd >in/f
+	sbx-run --lease "$id" --deterministic --env-clear --ro "$PWD/in:/in" --trace a.trace \
+		-- "$GUESTS/determ_clock" input /in/f >/dev/null
+	echo nosuch >in/f
+	sbx-run --lease "$id" --deterministic --env-clear --ro "$PWD/in:/in" --trace b.trace \
+		-- "$GUESTS/determ_clock" input /in/f >/dev/null
+	ns_before=$(cd "$SBX_STORE" && find ns | sort)
+	# the input is now B's: B is right
+	run sbx-trace adjudicate --env-clear a.trace b.trace
+	assert_failure 11
+	jq -e '.verdict == "b" and .b.path == "/in/f" and .replay.event == .b' <<<"$output"
+	# restore A's input: A is right
+	echo passwd >in/f
+	run sbx-trace adjudicate --env-clear --format text a.trace b.trace
+	assert_failure 10
+	assert_output --partial 'verdict: a'
+	# a third input: neither trace is what the run does
+	echo hosts >in/f
+	run sbx-trace adjudicate --env-clear a.trace b.trace
+	assert_failure 12
+	jq -e '.verdict == "neither"' <<<"$output"
+	# no dispute, and the run agrees: both
+	echo passwd >in/f
+	run sbx-trace adjudicate --env-clear a.trace a.trace
+	assert_success
+	jq -e '.verdict == "both" and .identical' <<<"$output"
+	# the lease's storage never changed
+	assert_equal "$(cd "$SBX_STORE" && find ns | sort)" "$ns_before"
+}
+
+@test "adjudicate refuses what it cannot re-execute faithfully" {
+	id=$(lease_for "$GUESTS/determ_clock")
+	sbx-run --lease "$id" --deterministic --env-clear --trace a.trace -- "$GUESTS/determ_clock" >/dev/null
+	# another environment than the run's
+	run sbx-trace adjudicate --env-clear --env X=1 a.trace a.trace
+	assert_failure 1
+	assert_output --partial "is not the trace header's env_sha256"
+	# the namespace changed since the run began
+	ns=$(find "$SBX_STORE/ns" -mindepth 1 -maxdepth 3 -type d -name "$id" | head -1)
+	[ -n "$ns" ]
+	echo later >"$ns/note"
+	run sbx-trace adjudicate --env-clear a.trace a.trace
+	assert_failure 1
+	assert_output --partial 'is not the namespace the run began with'
+	# ... unless its initial contents are given
+	mkdir empty
+	run sbx-trace adjudicate --env-clear --ns "$PWD/empty" a.trace a.trace
+	assert_success
+	# traces of two different runs are not a dispute
+	sbx-run --lease "$id" --deterministic --env-clear --trace b.trace -- "$GUESTS/determ_clock" ns >/dev/null
+	run sbx-trace adjudicate --env-clear a.trace b.trace
+	assert_failure 1
+	assert_output --partial 'the trace headers differ'
+	# a corrupted trace is a reader error, not a verdict
+	sed 's/"seq":3,/"seq":4,/' a.trace >bad.trace
+	run sbx-trace adjudicate --env-clear a.trace bad.trace
+	assert_failure 1
+}
