@@ -75,7 +75,7 @@ check: deps
 	if [ $$u$$b != 00 ]; then echo "make check: unit=$$u bats=$$b (1 = failures)"; exit 1; fi
 
 asan:
-	$(MAKE) O=build-asan CC=clang SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-unknown-warning-option" unit
+	$(MAKE) O=build-asan CC=clang SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-unknown-warning-option -Wno-missing-field-initializers" unit
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sbx \

@@ -158,6 +158,8 @@ static void test_meter_tree(void)
 		for (unsigned long i = 0; i < 100000000ul; i++)
 			x += i;
 		pause();
+		if (x == 1)
+			_exit(1);
 		_exit(0);
 	}
 	trace_meter_task_new(m, 0, p);
