@@ -733,57 +733,60 @@ int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st
 
 /* ---- the exec stop: hide the vDSO, replace AT_RANDOM ---- */
 
-static int mem_rw(pid_t pid, uint64_t addr, void *buf, size_t len, int wr)
+static int mem_rw(int fd, uint64_t addr, void *buf, size_t len, int wr)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
-	int fd = open(path, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	ssize_t n = wr ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
-	close(fd);
 	return n == (ssize_t)len ? 0 : -EFAULT;
 }
 
-int trace_determ_on_exec(struct trace_determ *d, pid_t pid)
+static int auxv_fix(struct trace_determ *d, pid_t pid, int fd, uint64_t sp)
 {
-	struct user_regs_struct r;
-	uint64_t sp, w, aux[2];
+	uint64_t w, aux[2];
 	size_t i;
-	int hidden = 0;
-	if (ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
-		return -errno;
-	/* [argc][argv...][0][envp...][0][auxv pairs...][AT_NULL] */
-	sp = r.rsp;
-	if (mem_rw(pid, sp, &w, 8, 0) < 0 || w > STRV_MAX)
+	if (mem_rw(fd, sp, &w, 8, 0) < 0 || w > STRV_MAX)
 		return -EFAULT;
 	sp += 8 * (w + 2);
 	for (i = 0; i < STRV_MAX; i++, sp += 8) {
-		if (mem_rw(pid, sp, &w, 8, 0) < 0)
+		if (mem_rw(fd, sp, &w, 8, 0) < 0)
 			return -EFAULT;
 		if (!w)
 			break;
 	}
 	sp += 8;
 	for (i = 0; i < AUXV_MAX; i++, sp += 16) {
-		if (mem_rw(pid, sp, aux, 16, 0) < 0)
+		if (mem_rw(fd, sp, aux, 16, 0) < 0)
 			return -EFAULT;
 		if (aux[0] == 0) /* AT_NULL */
 			break;
 		if (aux[0] == 33) { /* AT_SYSINFO_EHDR -> AT_IGNORE */
 			uint64_t ign = 1;
-			if (mem_rw(pid, sp, &ign, 8, 1) < 0)
+			if (mem_rw(fd, sp, &ign, 8, 1) < 0)
 				return -EFAULT;
-			hidden = 1;
 		} else if (aux[0] == 25 && aux[1]) { /* AT_RANDOM: 16 bytes */
 			uint8_t b[16];
 			prng_bytes(d, pid, b, sizeof b);
-			if (mem_rw(pid, aux[1], b, sizeof b, 1) < 0)
+			if (mem_rw(fd, aux[1], b, sizeof b, 1) < 0)
 				return -EFAULT;
 		}
 	}
-	(void)hidden;
 	return 0;
+}
+
+int trace_determ_on_exec(struct trace_determ *d, pid_t pid)
+{
+	struct user_regs_struct r;
+	char path[64];
+	/* regs belong to the new image: rsp is its initial stack
+	 * [argc][argv...][0][envp...][0][auxv pairs...][AT_NULL] */
+	if (ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
+		return -errno;
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = auxv_fix(d, pid, fd, r.rsp);
+	close(fd);
+	return rc;
 }
 
 /* ---- ids and namespace digest for the recorder and adjudication ---- */
@@ -794,27 +797,35 @@ static size_t nspid_next;
 pid_t trace_determ_nspid(pid_t host)
 {
 	char path[64], buf[2048];
-	for (size_t i = 0; i < NSPID_CACHE; i++)
-		if (nspid_cache[i].host == host && host)
-			return nspid_cache[i].ns;
+	/* /proc first (a host pid may be reused by a later run), the cache for a
+	 * process already reaped */
 	snprintf(path, sizeof path, "/proc/%d/status", (int)host);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	char *s = NULL;
+	if (n > 0) {
+		buf[n] = 0;
+		s = strstr(buf, "\nNSpid:");
+	}
+	if (!s) {
+		for (size_t i = 0; i < NSPID_CACHE; i++)
+			if (nspid_cache[i].host == host && host)
+				return nspid_cache[i].ns;
 		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *s = strstr(buf, "\nNSpid:");
-	if (!s)
-		return 0;
+	}
 	s += 7;
 	char *end = strchr(s, '\n');
 	if (end)
 		*end = 0;
 	char *last = strrchr(s, '\t');
 	pid_t ns = (pid_t)atoi(last ? last + 1 : s);
+	for (size_t i = 0; i < NSPID_CACHE; i++)
+		if (nspid_cache[i].host == host) {
+			nspid_cache[i].ns = ns;
+			return ns;
+		}
 	nspid_cache[nspid_next].host = host;
 	nspid_cache[nspid_next].ns = ns;
 	nspid_next = (nspid_next + 1) % NSPID_CACHE;
