@@ -1,0 +1,64 @@
+#!/bin/sh
+# The cost of --deterministic (SPEC §9): a guest making N clock_gettime calls
+# (and N/16 getrandom calls) natively (vDSO), under sbx-run, and under
+# sbx-run --deterministic (vDSO hidden: every call is a trapped, emulated
+# syscall); a shell step (date, ls, uuid, urandom) with and without it; and
+# sbx-trace adjudicate of two diverging traces of that step.
+# Prints medians of ROUNDS runs (wall seconds) and µs per emulated call.
+# Usage: bench/determ.sh [ROUNDS] [N]   (defaults 5, 20000; SBX_BUILD defaults to ./build)
+set -eu
+ROUNDS=${1:-5}
+N=${2:-20000}
+here=$(cd "$(dirname "$0")/.." && pwd)
+: "${SBX_BUILD:=$here/build}"
+W=$(mktemp -d /tmp/sbx-bench-determ.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export SBX_STORE="$W/store"
+B="$SBX_BUILD/bin"
+G="$SBX_BUILD/guests/determ_loop"
+[ -x "$G" ] || { echo "bench/determ.sh: build the guests first (make guests)" >&2; exit 1; }
+
+lease() {
+	req=$("$B/sbx-lease" request --image "$1")
+	printf '%s' "$req" | "$B/sbx-lease" fund --amount 0 --evidence - |
+		"$B/sbx-lease" activate --evidence - >/dev/null
+	printf '%s' "$req" | jq -r .lease.id
+}
+LG=$(lease "$G")
+LS=$(lease /bin/sh)
+mkdir "$W/in"
+
+# median wall time of ROUNDS runs of "$@"
+median() {
+	i=0
+	: >"$W/times"
+	while [ $i -lt "$ROUNDS" ]; do
+		/usr/bin/time -f %e -o "$W/t" "$@" >/dev/null 2>&1
+		cat "$W/t" >>"$W/times"
+		i=$((i + 1))
+	done
+	sort -n "$W/times" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+
+nat=$(median "$G" "$N")
+run=$(median "$B/sbx-run" --lease "$LG" -- "$G" "$N")
+det=$(median "$B/sbx-run" --lease "$LG" --deterministic -- "$G" "$N")
+calls=$((N + (N + 15) / 16))
+echo "loop of $N clock_gettime + $((calls - N)) getrandom:"
+echo "  native        ${nat} s"
+echo "  sbx-run       ${run} s"
+echo "  deterministic ${det} s"
+awk -v r="$run" -v d="$det" -v c="$calls" \
+	'BEGIN { printf "  %.1f us per emulated call (deterministic - sbx-run) / calls\n", (d - r) * 1e6 / c }'
+
+STEP='date; ls /ns; cat /proc/sys/kernel/random/uuid; head -c 16 /dev/urandom >/tmp/r; od -An -tx1 /tmp/r; cat /in/f'
+echo a >"$W/in/f"
+s_run=$(median "$B/sbx-run" --lease "$LS" --env-clear --ro "$W/in:/in" --trace "$W/x.trace" -- /bin/sh -c "$STEP")
+s_det=$(median "$B/sbx-run" --lease "$LS" --env-clear --ro "$W/in:/in" --deterministic --trace "$W/a.trace" -- /bin/sh -c "$STEP")
+echo b >"$W/in/f"
+"$B/sbx-run" --lease "$LS" --env-clear --ro "$W/in:/in" --deterministic --trace "$W/b.trace" -- /bin/sh -c "$STEP" >/dev/null
+adj=$(median sh -c "'$B/sbx-trace' adjudicate --env-clear '$W/a.trace' '$W/b.trace'; [ \$? = 11 ]")
+echo "shell step (date, ls, uuid, urandom, cat), traced at level file:"
+echo "  sbx-run       ${s_run} s"
+echo "  deterministic ${s_det} s"
+echo "  adjudicate    ${adj} s  ($(wc -l <"$W/a.trace") trace lines)"
