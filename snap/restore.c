@@ -28,6 +28,11 @@ struct rs {
 	const struct snap_state *st;
 	uint64_t scratch;
 	struct common_err *e;
+	/* pieces of the fresh exec's file mappings that already are snapshot file
+	 * regions (same file, same offsets): kept, since the guest may not be able
+	 * to open the image by its host path (it was executed from a descriptor) */
+	uint64_t (*kept)[2];
+	size_t nkept;
 };
 
 static int call(struct rs *s, long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
@@ -84,11 +89,41 @@ static int unmap_all(struct rs *s, uint64_t *vdso_start, uint64_t *vdso_end)
 			rc = common_errf(s->e, "restore", "the tracee has no vdso to inject from");
 			break;
 		}
-		rc = must(s, "munmap", SYS_munmap, m[i].start, m[i].end - m[i].start, 0, 0, 0, 0,
-			  NULL);
+		/* unmap what no snapshot file region continues, piece by piece */
+		uint64_t at = m[i].start;
+		for (size_t j = 0; k == SNAP_REGION_FILE && j < s->st->nregions && rc == 0; j++) {
+			const struct snap_region *r = &s->st->regions[j];
+			uint64_t a = r->start > m[i].start ? r->start : m[i].start;
+			uint64_t b = r->end < m[i].end ? r->end : m[i].end;
+			if (r->kind != SNAP_REGION_FILE || a >= b || strcmp(r->path, m[i].path) ||
+			    m[i].offset + (a - m[i].start) != r->offset + (a - r->start))
+				continue;
+			if (a > at)
+				rc = must(s, "munmap", SYS_munmap, at, a - at, 0, 0, 0, 0, NULL);
+			s->kept = common_xrealloc(s->kept, (s->nkept + 1) * sizeof *s->kept);
+			s->kept[s->nkept][0] = a;
+			s->kept[s->nkept][1] = b;
+			s->nkept++;
+			at = b;
+		}
+		if (rc == 0 && at < m[i].end)
+			rc = must(s, "munmap", SYS_munmap, at, m[i].end - at, 0, 0, 0, 0, NULL);
 	}
 	free(m);
 	return rc;
+}
+
+/* Bytes of [a, b) covered by kept file mapping pieces. */
+static uint64_t kept_bytes(const struct rs *s, uint64_t a, uint64_t b)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < s->nkept; i++) {
+		uint64_t x = s->kept[i][0] > a ? s->kept[i][0] : a;
+		uint64_t y = s->kept[i][1] < b ? s->kept[i][1] : b;
+		if (x < y)
+			n += y - x;
+	}
+	return n;
 }
 
 static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
@@ -109,6 +144,12 @@ static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
 			if (r->start < st->start_brk || r->end > PAGE_UP(st->brk))
 				return common_errf(s->e, "restore", "heap region %#" PRIx64
 						   " lies outside the brk area", r->start);
+			continue;
+		}
+		if (r->kind == SNAP_REGION_FILE && kept_bytes(s, r->start, r->end) == len) {
+			if (must(s, "mprotect kept file region", SYS_mprotect, r->start, len,
+				 PROT_READ | PROT_WRITE, 0, 0, 0, NULL) < 0)
+				return -1;
 			continue;
 		}
 		if (r->kind == SNAP_REGION_FILE) {
@@ -403,6 +444,7 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 	rc = 0;
 out:
 	snap_tracee_close(&s.t);
+	free(s.kept);
 	return rc;
 }
 
