@@ -80,6 +80,7 @@ static const char *const uncontrolled[] = {
 	"concurrent processes", /* processes running at once interleave freely */
 	"timers",               /* alarm/setitimer/timer_* fire in real time */
 	"proc and sys files",   /* other than those served above */
+	"uname",                /* the host's kernel release and machine */
 };
 
 /* ---- PRNG: SHA-256(domain || seed || u64 LE counter), block by block ---- */
