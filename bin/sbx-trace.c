@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	struct trace_adj_opts adj = {0};
 	const char *envs[256];
 	enum trace_fmt fmt = TRACE_FMT_JSON;
-	int hash_inputs = 0, complete = 0, c, rc, nargs;
+	int hash_inputs = 0, complete = 0, c, rc = -1, nargs;
 	const char *head = NULL, *out = NULL, *cmd;
 	uint64_t pid;
 
