@@ -67,50 +67,51 @@ clean:
 M
 
 now() { date +%s.%N; }
-# "wall cpu": medians of RUNS clean builds of "$@"; cpu = task-clock of the
-# whole process tree (perf stat), which a loaded machine disturbs less than wall
-measure() {
-	r=0
-	: > "$W/times"
-	while [ $r -lt "$RUNS" ]; do
+MODES="native none exec file all strace"
+cmd() { # the command line of a mode
+	case $1 in
+	native) echo "make -s -j2 -C $P" ;;
+	none) echo "sbx-run --ephemeral --rw $P:/src -- make -s -j2 -C /src" ;;
+	exec|file|all) echo "sbx-run --ephemeral --rw $P:/src --trace $W/t.$1 --trace-level $1 -- make -s -j2 -C /src" ;;
+	strace) echo "strace -f --seccomp-bpf -e trace=%file -o $W/strace.out make -s -j2 -C $P" ;;
+	esac
+}
+# Round-robin: each round runs every mode once, so a change in the machine's
+# load hits all modes alike. Per mode: wall seconds and task-clock CPU seconds
+# of the whole process tree (perf stat), which load disturbs less than wall.
+r=0
+while [ $r -lt "$RUNS" ]; do
+	for m in $MODES; do
 		make -s -C "$P" clean >/dev/null
 		t0=$(now)
-		perf stat -x, -e task-clock -o "$W/perf" "$@" >/dev/null 2>"$W/err" ||
-			{ cat "$W/err" >&2; echo "bench: failed: $*" >&2; exit 1; }
+		# shellcheck disable=SC2046
+		perf stat -x, -e task-clock -o "$W/perf" $(cmd $m) >/dev/null 2>"$W/err" ||
+			{ cat "$W/err" >&2; echo "bench: failed: $(cmd $m)" >&2; exit 1; }
 		t1=$(now)
-		cpu=$(awk -F, '/task-clock/ {printf "%.3f", $1 / 1000}' "$W/perf")
-		echo "$(echo "$t1 - $t0" | bc -l) $cpu" >> "$W/times"
-		r=$((r + 1))
+		echo "$(echo "$t1 - $t0" | bc -l) $(awk -F, '/task-clock/ {printf "%.3f", $1 / 1000}' "$W/perf")" >> "$W/times.$m"
 	done
-	w=$(cut -d' ' -f1 "$W/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}')
-	c=$(cut -d' ' -f2 "$W/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}')
-	echo "$w $c"
-}
-
-native=$(measure make -s -j2 -C "$P")
-none=$(measure sbx-run --ephemeral --rw "$P:/src" -- make -s -j2 -C /src)
-exec_=$(measure sbx-run --ephemeral --rw "$P:/src" --trace "$W/t.exec" --trace-level exec -- make -s -j2 -C /src)
-file=$(measure sbx-run --ephemeral --rw "$P:/src" --trace "$W/t.file" --trace-level file -- make -s -j2 -C /src)
-all=$(measure sbx-run --ephemeral --rw "$P:/src" --trace "$W/t.all" --trace-level all -- make -s -j2 -C /src)
-strace_=$(measure strace -f --seccomp-bpf -e trace=%file -o "$W/strace.out" make -s -j2 -C "$P")
-
-nw=${native% *}
-nc=${native#* }
+	r=$((r + 1))
+done
+med() { sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}'; }
+wall() { cut -d' ' -f1 "$W/times.$1" | med; }
+cpu() { cut -d' ' -f2 "$W/times.$1" | med; }
 div() { echo "$1 / $2" | bc -l | awk '{printf "%.3f", $1}'; }
 events() { [ -f "$1" ] && wc -l < "$1" | tr -d ' ' || echo -; }
-row() { # name "wall cpu" lines
-	w=${2% *}
-	c=${2#* }
-	printf '%-32s %8s %7s %8s %7s %8s\n' "$1" "$w" "$(div "$w" "$nw")" "$c" "$(div "$c" "$nc")" "$3"
-}
-echo "bench/trace.sh: 30-file make -j2, median of $RUNS runs, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+nw=$(wall native)
+nc=$(cpu native)
+echo "bench/trace.sh: 30-file make -j2, median of $RUNS round-robin rounds, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-32s %8s %7s %8s %7s %8s\n' mode wall_s ratio cpu_s ratio lines
-row native "$native" -
-row "sbx-run, no --trace" "$none" -
-row "sbx-run --trace-level exec" "$exec_" "$(events "$W/t.exec")"
-row "sbx-run --trace-level file" "$file" "$(events "$W/t.file")"
-row "sbx-run --trace-level all" "$all" "$(events "$W/t.all")"
-row "strace -f --seccomp-bpf %file" "$strace_" "$(events "$W/strace.out")"
-fw=${file% *}; sw=${strace_% *}; fc=${file#* }; sc=${strace_#* }
-echo "file-level overhead / strace overhead: wall $(echo "($fw / $nw - 1) / ($sw / $nw - 1)" | bc -l | awk '{printf "%.2f", $1}')," \
-	"cpu $(echo "($fc / $nc - 1) / ($sc / $nc - 1)" | bc -l | awk '{printf "%.2f", $1}') (target <= 0.5); exec-level wall ratio target <= 1.05"
+for m in $MODES; do
+	case $m in
+	native) name=native lines=- ;;
+	none) name="sbx-run, no --trace" lines=- ;;
+	strace) name="strace -f --seccomp-bpf %file" lines=$(events "$W/strace.out") ;;
+	*) name="sbx-run --trace-level $m" lines=$(events "$W/t.$m") ;;
+	esac
+	printf '%-32s %8s %7s %8s %7s %8s\n' "$name" "$(wall $m)" "$(div "$(wall $m)" "$nw")" \
+		"$(cpu $m)" "$(div "$(cpu $m)" "$nc")" "$lines"
+done
+ov() { echo "($1 / $2 - 1) / ($3 / $2 - 1)" | bc -l | awk '{printf "%.2f", $1}'; }
+echo "file-level overhead / strace overhead: wall $(ov "$(wall file)" "$nw" "$(wall strace)")," \
+	"cpu $(ov "$(cpu file)" "$nc" "$(cpu strace)") (target <= 0.5);" \
+	"exec level: wall $(div "$(wall exec)" "$nw"), cpu $(div "$(cpu exec)" "$nc") (target <= 1.05)"
