@@ -321,7 +321,8 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 		return common_errno(e, errno, "inspector arena");
 	}
 	in->meter = trace_meter_new(o->ns_dir, o->relay);
-	in->classes = TRACE_CLASS_READ | TRACE_CLASS_WRITE;
+	/* metering needs no stop: read/write trap only for a rule or callback on them */
+	in->classes = 0;
 	if (o->fn)
 		in->classes |= o->fn_classes ? o->fn_classes : TRACE_CLASS_FILE;
 	if (o->inspect_exec)
@@ -553,8 +554,6 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	if (in->failed)
 		return -1;
 	trace_meter_task_new(in->meter, st->pid, st->tid);
-	if (trace_meter_io_entry(in->meter, st))
-		st->want_exit = 1;
 	memcpy(call.args, st->args, sizeof call.args);
 	memset(&d, 0, sizeof d);
 	/* A pending page of this thread belongs to a call that never came back. */
@@ -646,7 +645,6 @@ int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop 
 {
 	struct trace_inspector *in = ctx;
 
-	trace_meter_io_exit(in->meter, st);
 	unmap_now(in, g, st->tid, 1, NULL);
 	return 0;
 }

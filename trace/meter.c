@@ -1,9 +1,12 @@
 /* Metering (SPEC §4.1) of the whole guest tree, exited tasks included:
  * fuel from per-task schedstat (summed at each task's exit event and sampled while it
  * lives), memory as the peak of the tree's resident memory (Σ RSS samples, VmHWM at
- * exit), storage from the results of read/write-family syscalls on files,
- * table_elements as the peak of open fds, namespace_bytes from the ns directory.
- * Output comes from the relay. Every value is kept monotonic. */
+ * exit), storage from the kernel's per-task I/O accounting (rchar/wchar of
+ * /proc/TID/task/TID/io, sampled while a task lives and taken at its exit event) minus
+ * the bytes the guest wrote into the output relay's pipes, table_elements as the peak
+ * of open fds, namespace_bytes from the ns directory. Output comes from the relay.
+ * Nothing here needs a syscall to stop: storage costs no ptrace stop at all.
+ * Every value is kept monotonic. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,20 +22,19 @@ _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dime
 
 struct task {
 	pid_t tgid, tid;
-	uint64_t cpu_ns; /* last sample */
+	uint64_t cpu_ns;       /* last samples */
+	uint64_t rchar, wchar;
 };
 
 struct trace_meter {
 	struct task *t;
 	size_t n, cap;
 	uint64_t dead_ns;        /* on-CPU time of exited tasks */
+	uint64_t dead_r, dead_w; /* their rchar/wchar */
 	uint64_t u[LEASE_DIM_COUNT];
 	char *ns_dir;
 	long page;
 	const struct trace_relay *relay;
-	/* one pending read/write per tid: which side touched a file */
-	struct io { pid_t tid; int rd, wr; } *io;
-	size_t nio, capio;
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay)
@@ -50,7 +52,6 @@ void trace_meter_free(struct trace_meter *m)
 	if (!m)
 		return;
 	free(m->t);
-	free(m->io);
 	free(m->ns_dir);
 	free(m);
 }
@@ -86,6 +87,20 @@ static int task_cpu_ns(pid_t tid, uint64_t *ns)
 		return -1;
 	*ns = strtoull(buf, NULL, 10);
 	return 0;
+}
+
+/* One thread's own I/O counters (the task/ file: not its whole thread group). */
+static void task_io(pid_t tid, uint64_t *rchar, uint64_t *wchar)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof path, "/proc/%d/task/%d/io", (int)tid, (int)tid);
+	if (read_small(path, buf, sizeof buf) <= 0)
+		return;
+	if ((p = strstr(buf, "rchar:")) && strtoull(p + 6, NULL, 10) > *rchar)
+		*rchar = strtoull(p + 6, NULL, 10);
+	if ((p = strstr(buf, "wchar:")) && strtoull(p + 6, NULL, 10) > *wchar)
+		*wchar = strtoull(p + 6, NULL, 10);
 }
 
 static uint64_t status_kb(pid_t pid, const char *field)
@@ -181,6 +196,9 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 	if (task_cpu_ns(tid, &ns) < 0 || ns < t->cpu_ns)
 		ns = t->cpu_ns;
 	m->dead_ns += ns;
+	task_io(tid, &t->rchar, &t->wchar);
+	m->dead_r += t->rchar;
+	m->dead_w += t->wchar;
 	raise_to(&m->u[LEASE_DIM_MEMORY], status_kb(tid, "VmHWM") * 1024);
 	if (tid == t->tgid)
 		raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fd_count(tid));
@@ -200,7 +218,7 @@ uint64_t trace_meter_ns_bytes(const char *dir)
 
 void trace_meter_sample(struct trace_meter *m)
 {
-	uint64_t live_ns = 0, rss = 0, fds = 0;
+	uint64_t live_ns = 0, rss = 0, fds = 0, rd = m->dead_r, wr = m->dead_w;
 
 	for (size_t i = 0; i < m->n; i++) {
 		struct task *t = &m->t[i];
@@ -209,6 +227,9 @@ void trace_meter_sample(struct trace_meter *m)
 		if (task_cpu_ns(t->tid, &ns) == 0 && ns > t->cpu_ns)
 			t->cpu_ns = ns;
 		live_ns += t->cpu_ns;
+		task_io(t->tid, &t->rchar, &t->wchar);
+		rd += t->rchar;
+		wr += t->wchar;
 		if (t->tid == t->tgid) {
 			rss += rss_bytes(m, t->tgid);
 			fds += fd_count(t->tgid);
@@ -219,77 +240,18 @@ void trace_meter_sample(struct trace_meter *m)
 	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
 	if (m->ns_dir)
 		raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], trace_meter_ns_bytes(m->ns_dir));
+	raise_to(&m->u[LEASE_DIM_STORAGE_READ], rd);
 	if (m->relay) {
-		uint64_t b, l;
+		uint64_t b, l, piped;
+		/* the guest's counters first, the relay after: what it wrote meanwhile
+		 * is subtracted too, so storage_write is never over-counted */
+		if (trace_relay_guest_bytes(m->relay, &piped) == 0)
+			raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr > piped ? wr - piped : 0);
 		trace_relay_counts(m->relay, &b, &l);
 		raise_to(&m->u[LEASE_DIM_OUTPUT_BYTES], b);
 		raise_to(&m->u[LEASE_DIM_OUTPUT_VALUES], l);
-	}
-}
-
-/* Is guest fd of tid a file (regular or block device)? */
-static int is_file(pid_t tid, uint64_t fd)
-{
-	char path[64];
-	struct stat sb;
-
-	if (fd > 1u << 30)
-		return 0;
-	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, (int)fd);
-	return stat(path, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode));
-}
-
-int trace_meter_traps(const struct trace_sysinfo *sys)
-{
-	return (sys->classes & (TRACE_CLASS_READ | TRACE_CLASS_WRITE)) != 0;
-}
-
-int trace_meter_io_entry(struct trace_meter *m, const struct trace_stop *st)
-{
-	unsigned c = st->sys ? st->sys->classes : 0;
-	int rd = 0, wr = 0;
-
-	if (!(c & (TRACE_CLASS_READ | TRACE_CLASS_WRITE)))
-		return 0;
-	if ((c & TRACE_CLASS_READ) && (c & TRACE_CLASS_WRITE)) {
-		/* sendfile(out, in, ...); splice and copy_file_range(in, _, out, ...) */
-		int sendf = strcmp(st->sys->name, "sendfile") == 0;
-		rd = is_file(st->tid, st->args[sendf ? 1 : 0]);
-		wr = is_file(st->tid, st->args[sendf ? 0 : 2]);
-	} else if (c & TRACE_CLASS_READ) {
-		rd = is_file(st->tid, st->args[0]);
 	} else {
-		wr = is_file(st->tid, st->args[0]);
-	}
-	if (!rd && !wr)
-		return 0;
-	for (size_t i = 0; i < m->nio; i++)
-		if (m->io[i].tid == st->tid) {
-			m->io[i].rd = rd;
-			m->io[i].wr = wr;
-			return 1;
-		}
-	if (m->nio == m->capio) {
-		m->capio = m->capio ? 2 * m->capio : 8;
-		m->io = common_xrealloc(m->io, m->capio * sizeof *m->io);
-	}
-	m->io[m->nio++] = (struct io){st->tid, rd, wr};
-	return 1;
-}
-
-void trace_meter_io_exit(struct trace_meter *m, const struct trace_stop *st)
-{
-	for (size_t i = 0; i < m->nio; i++) {
-		if (m->io[i].tid != st->tid)
-			continue;
-		if (st->has_result && st->result > 0) {
-			if (m->io[i].rd)
-				m->u[LEASE_DIM_STORAGE_READ] += (uint64_t)st->result;
-			if (m->io[i].wr)
-				m->u[LEASE_DIM_STORAGE_WRITE] += (uint64_t)st->result;
-		}
-		m->io[i] = m->io[--m->nio];
-		return;
+		raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr);
 	}
 }
 

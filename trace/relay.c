@@ -7,10 +7,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include "trace/trace.h"
 
@@ -28,6 +30,7 @@ struct trace_relay {
 	int stop_pipe[2];           /* wakes the thread for a final drain */
 	uint64_t max_bytes, max_lines;
 	_Atomic uint64_t bytes, lines;
+	_Atomic uint64_t seq;       /* odd while bytes have left a pipe but are not counted */
 	_Atomic int over;
 	char buf[1 << 16];
 };
@@ -92,6 +95,7 @@ static void deliver(struct trace_relay *r, int i, const char *buf, size_t n)
 	if (atomic_load(&r->over)) {
 		/* past a bound: drain, deliver nothing, keep counting */
 		atomic_store(&r->bytes, before + n);
+		atomic_fetch_add(&r->seq, 1);
 		if (i == 0)
 			atomic_store(&r->lines, lines + count_nl(buf, n));
 		return;
@@ -112,6 +116,7 @@ static void deliver(struct trace_relay *r, int i, const char *buf, size_t n)
 		atomic_store(&r->lines, lines + count_nl(buf, n));
 	}
 	atomic_store(&r->bytes, before + n);
+	atomic_fetch_add(&r->seq, 1);
 	if (atomic_load(&r->bytes) > r->max_bytes || atomic_load(&r->lines) > r->max_lines)
 		atomic_store(&r->over, 1);
 	if (keep && !s->broken && common_write_all(s->out, buf, keep) < 0)
@@ -157,7 +162,10 @@ static void *relay_main(void *arg)
 				stopping = 1;
 				continue;
 			}
+			atomic_fetch_add(&r->seq, 1); /* deliver() makes it even again */
 			ssize_t got = read(r->s[i].rd, r->buf, sizeof r->buf);
+			if (got <= 0)
+				atomic_fetch_add(&r->seq, 1);
 			if (got < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (got <= 0) {
@@ -200,6 +208,33 @@ void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *
 {
 	*bytes = atomic_load(&((struct trace_relay *)r)->bytes);
 	*lines = atomic_load(&((struct trace_relay *)r)->lines);
+}
+
+/* Bytes the guest has written into the relay's pipes: counted plus still queued.
+ * Read under the relay's sequence count so a chunk in flight (read from a pipe,
+ * not yet counted) is never missed; -1 when the relay stays busy. */
+int trace_relay_guest_bytes(const struct trace_relay *cr, uint64_t *bytes)
+{
+	struct trace_relay *r = (struct trace_relay *)cr;
+
+	for (int tries = 0; tries < 1000; tries++) {
+		uint64_t s1 = atomic_load(&r->seq), q = 0, b;
+		if (s1 & 1) {
+			sched_yield();
+			continue;
+		}
+		for (int i = 0; i < 2; i++) {
+			int n = 0;
+			if (r->s[i].rd >= 0 && ioctl(r->s[i].rd, FIONREAD, &n) == 0 && n > 0)
+				q += (uint64_t)n;
+		}
+		b = atomic_load(&r->bytes);
+		if (atomic_load(&r->seq) == s1) {
+			*bytes = b + q;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 int trace_relay_over(const struct trace_relay *r)

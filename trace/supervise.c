@@ -6,7 +6,9 @@
 #include <limits.h>
 #include <linux/audit.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -21,6 +24,7 @@
 #include "trace/run-internal.h"
 
 #define TICK_MS 250
+#define WAKE_MS 50             /* fds and ticks are looked at least this often */
 #define NBUCKET 256
 #define MAX_WATCH 16
 #define ARGV_MAX 4096          /* exec argv entries we decode for hooks */
@@ -57,6 +61,103 @@ struct trace_guest {
 	struct trace_supervisor *sv;
 	struct tstate *ts;
 };
+
+/* ---- the waker ----
+ * The tracer thread blocks in waitpid itself, so a stop costs one waitpid and the
+ * ptrace calls, nothing else (no poll, no signalfd reads, no extra waitpid). Every
+ * WAKE_MS a helper thread interrupts that waitpid with a signal whose handler has no
+ * SA_RESTART, and the loop then looks at its fds, signals and tick. The signal is
+ * only sent while the tracer sits in (or is about to enter) that waitpid, so no other
+ * call of the tracer thread ever sees EINTR from it; one sent just before the
+ * waitpid is taken at the next round, WAKE_MS later. */
+struct waker {
+	pthread_t thread;
+	pid_t tracer;            /* the tracer thread's tid */
+	int sig;
+	_Atomic int in_wait;
+	int stop, started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+static volatile sig_atomic_t woken;
+
+static void on_wake(int sig)
+{
+	(void)sig;
+	woken = 1;
+}
+
+static void *waker_main(void *arg)
+{
+	struct waker *w = arg;
+	pid_t pid = getpid();
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += WAKE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+		if (!w->stop && atomic_load(&w->in_wait))
+			syscall(SYS_tgkill, pid, w->tracer, w->sig);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static int waker_start(struct waker *w, struct sigaction *old_act)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old, one;
+	struct sigaction sa;
+	int err;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_wake; /* no SA_RESTART: it must interrupt waitpid */
+	sigemptyset(&sa.sa_mask);
+	w->sig = SIGRTMIN + 6;
+	w->tracer = (pid_t)syscall(SYS_gettid);
+	if (sigaction(w->sig, &sa, old_act) < 0)
+		return -errno;
+	sigemptyset(&one);
+	sigaddset(&one, w->sig);
+	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old); /* the helper takes no signal */
+	err = pthread_create(&w->thread, NULL, waker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		sigaction(w->sig, old_act, NULL);
+		return -err;
+	}
+	w->started = 1;
+	return 0;
+}
+
+static void waker_stop(struct waker *w, const struct sigaction *old_act)
+{
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	sigaction(w->sig, old_act, NULL);
+	w->started = 0;
+}
 
 /* ---- per-thread state ---- */
 
@@ -580,17 +681,26 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	sv.init = init_pid;
 	tstate_get(&sv, init_pid)->tgid = init_pid;
 
-	sigset_t mask, old;
+	sigset_t mask, old, sfmask;
 	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGQUIT);
+	sfmask = mask;
+	sigaddset(&mask, SIGCHLD); /* blocked, unread: stops are taken by waitpid */
 	sigprocmask(SIG_BLOCK, &mask, &old);
-	sv.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	sv.sfd = signalfd(-1, &sfmask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sv.sfd < 0) {
 		common_errno(e, errno, "signalfd");
+		kill(init_pid, SIGKILL);
+	}
+	struct waker wk;
+	struct sigaction old_act;
+	memset(&wk, 0, sizeof wk);
+	int werr = waker_start(&wk, &old_act);
+	if (werr < 0) {
+		common_errno(e, -werr, "supervisor wake-up thread");
 		kill(init_pid, SIGKILL);
 	}
 
@@ -600,14 +710,9 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	p->err_fd[0] = -1;
 	uint64_t next_tick = common_mono_us() + TICK_MS * 1000;
 	int killed = 0;
+	woken = 1; /* look at the fds once before the first wait */
 
 	for (;;) {
-		int status;
-		pid_t w;
-		while ((w = waitpid(-1, &status, __WALL | WNOHANG)) > 0)
-			on_wait(&sv, w, status);
-		if (w < 0 && errno == ECHILD)
-			break;
 		if ((sv.stopping || sv.setup_failed) && !killed) {
 			kill_all(&sv);
 			killed = 1;
@@ -621,23 +726,46 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 				kill_all(&sv); /* stragglers (a fork racing the first kill) */
 			continue;
 		}
-		struct pollfd pf[2 + MAX_WATCH];
-		nfds_t n = 0;
-		pf[n++] = (struct pollfd){ .fd = sv.sfd, .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = errfd, .events = POLLIN };
-		for (size_t i = 0; i < sv.nwatch; i++)
-			pf[n++] = (struct pollfd){ .fd = sv.watch[i], .events = POLLIN };
-		int timeout = (int)((next_tick - now + 999) / 1000);
-		if (poll(pf, n, timeout) < 0 && errno != EINTR)
+		if (woken || !wk.started) {
+			struct pollfd pf[2 + MAX_WATCH];
+			nfds_t n = 0;
+			woken = 0;
+			pf[n++] = (struct pollfd){ .fd = sv.sfd, .events = POLLIN };
+			pf[n++] = (struct pollfd){ .fd = errfd, .events = POLLIN };
+			for (size_t i = 0; i < sv.nwatch; i++)
+				pf[n++] = (struct pollfd){ .fd = sv.watch[i], .events = POLLIN };
+			/* without the waker (it failed to start), this poll paces the loop */
+			int timeout = wk.started ? 0 : WAKE_MS;
+			if (poll(pf, n, timeout) > 0) {
+				if (pf[0].revents)
+					on_signal(&sv);
+				if (pf[1].revents)
+					read_setup_pipe(&sv, &errfd);
+				for (nfds_t i = 2; i < n; i++)
+					if (pf[i].revents && sv.h && sv.h->on_fd &&
+					    sv.h->on_fd(sv.h->ctx, &sv, pf[i].fd) < 0)
+						trace_sv_stop(&sv, "control failed");
+			}
+			if ((sv.stopping || sv.setup_failed) && !killed)
+				continue;
+		}
+		int status, err = 0;
+		pid_t w;
+		if (wk.started) {
+			atomic_store(&wk.in_wait, 1);
+			w = woken ? 0 : waitpid(-1, &status, __WALL);
+			err = errno;
+			atomic_store(&wk.in_wait, 0);
+		} else {
+			w = waitpid(-1, &status, __WALL | WNOHANG);
+			err = errno;
+		}
+		if (w > 0)
+			on_wait(&sv, w, status);
+		else if (w < 0 && err == ECHILD)
 			break;
-		if (pf[0].revents)
-			on_signal(&sv);
-		if (pf[1].revents)
-			read_setup_pipe(&sv, &errfd);
-		for (nfds_t i = 2; i < n; i++)
-			if (pf[i].revents && sv.h && sv.h->on_fd && sv.h->on_fd(sv.h->ctx, &sv, pf[i].fd) < 0)
-				trace_sv_stop(&sv, "control failed");
 	}
+	waker_stop(&wk, &old_act);
 	if (errfd >= 0) {
 		while (errfd >= 0)
 			read_setup_pipe(&sv, &errfd);

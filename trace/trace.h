@@ -389,6 +389,9 @@ void trace_relay_child_fds(const struct trace_relay *r, int *out_w, int *err_w);
 int trace_relay_start(struct trace_relay *r, struct common_err *e);
 void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *lines);
 int trace_relay_over(const struct trace_relay *r);
+/* Bytes the guest wrote into the relay's pipes (counted + still queued); -1 if the
+ * relay stayed busy (try again at the next sample). */
+int trace_relay_guest_bytes(const struct trace_relay *r, uint64_t *bytes);
 /* Once every guest is gone: drain what is buffered, join the thread. */
 void trace_relay_finish(struct trace_relay *r);
 void trace_relay_free(struct trace_relay *r);
@@ -406,12 +409,6 @@ void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid);
 void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid);
 /* Sample the live tree (fuel, memory, fds, namespace, output). */
 void trace_meter_sample(struct trace_meter *m);
-/* 1 for syscalls the filter must trap for storage metering (read/write family). */
-int trace_meter_traps(const struct trace_sysinfo *sys);
-/* At the seccomp stop: 1 when the call touches a file and its exit stop is needed;
- * then pass that exit stop (has_result set) to trace_meter_io_exit. */
-int trace_meter_io_entry(struct trace_meter *m, const struct trace_stop *st);
-void trace_meter_io_exit(struct trace_meter *m, const struct trace_stop *st);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
