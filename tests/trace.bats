@@ -211,6 +211,13 @@ small_trace() {
 	assert_output --partial openat
 	run jq -r 'select(.ev == "sys" and .name == "readlink") | "\(.path) \(.result)"' a.trace
 	assert_output '/bin 7'
+	# a policy "record" rule gets the call's result where the level records only a lookup
+	printf '{"rules":[{"syscall":["newfstatat","stat"],"path":"/etc/hostname","action":"record"}]}' > rec.json
+	sbx-run --ephemeral --policy rec.json --trace p.trace -- /bin/sh -c 'test -e /etc/hostname; test -e /etc/nonexist'
+	run jq -c 'select(.ev == "sys" and .path == "/etc/hostname") | [.result, .exists]' p.trace
+	assert_output '[0,null]'
+	run jq -c 'select(.ev == "sys" and .path == "/etc/nonexist") | [.result, .exists]' p.trace
+	assert_output '[null,false]'
 	run sbx-run --ephemeral --trace-level bogus --trace x.trace -- /bin/true
 	assert_failure
 	assert_output --partial 'exec, file or all'

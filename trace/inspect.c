@@ -567,7 +567,7 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	if (in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
 		inspected = 1;
 		if (d.record)
-			st->want_exit = 1;
+			st->want_exit = st->record = 1;
 		if (d.deny_errno)
 			verdict = d.deny_errno;
 		else if ((r = apply(in, &call, &d)) < 0)
@@ -584,7 +584,7 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 			verdict = d.deny_errno;
 		} else {
 			if (d.record)
-				st->want_exit = 1;
+				st->want_exit = st->record = 1;
 			if ((r = apply(in, &call, &d)) < 0)
 				verdict = -1, common_errno(&e, -r, "inspector %s: rewriting",
 							   in->o.inspect_exec);

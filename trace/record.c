@@ -355,8 +355,8 @@ int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s)
 		return 0;
 	if (s->sys && (!strcmp(s->sys->name, "exit") || !strcmp(s->sys->name, "exit_group")))
 		return 0;
-	if (r->level == TRACE_LEVEL_ALL)
-		return 1;
+	if (r->level == TRACE_LEVEL_ALL || s->record)
+		return 1; /* a policy "record" rule asks for the result */
 	if (!s->sys)
 		return 0;
 	/* fstat-like calls on an fd (AT_EMPTY_PATH) decide nothing here */

@@ -59,6 +59,7 @@ struct trace_stop {
 	const char *rewrite[2];         /* new path strings when rewritten */
 	int want_exit;                  /* set by on_entry: also stop at syscall exit */
 	int arch_ok;                    /* 0: i386/x32 entry (always refused) */
+	int record;                     /* an inspector rule asked for its result in the trace */
 };
 
 /* ---- state transport (SPEC §6.4; trace/state.c) ---- */
@@ -551,6 +552,7 @@ struct trace_adj_opts {
 	const char *ns_dir;            /* initial /ns contents, NULL: the lease's */
 	uint64_t timeout_ms;           /* 0: 60000 */
 	enum trace_fmt fmt;
+	int allow_rw;                  /* the header's read-write binds may be re-created */
 };
 int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e);
 
