@@ -14,7 +14,8 @@ static const char usage_text[] =
 	"       sbx-trace timeline -o FILE.html TRACE\n"
 	"       sbx-trace bisect [--format json|text] TRACE_A TRACE_B\n"
 	"       sbx-trace adjudicate [--store DIR] [--env-clear | --env-inherit] [--env K=V]...\n"
-	"                            [--ns DIR] [--timeout MS] [--format json|text] TRACE_A TRACE_B\n";
+	"                            [--ns DIR] [--timeout MS] [--allow-rw] [--format json|text]\n"
+	"                            TRACE_A TRACE_B\n";
 
 static void usage(void)
 {
@@ -33,6 +34,7 @@ int main(int argc, char **argv)
 		{"store", required_argument, 0, 's'},   {"env", required_argument, 0, 'e'},
 		{"env-clear", no_argument, 0, 'E'},     {"env-inherit", no_argument, 0, 'I'},
 		{"ns", required_argument, 0, 'N'},      {"timeout", required_argument, 0, 'T'},
+		{"allow-rw", no_argument, 0, 'W'},
 		{0, 0, 0, 0},
 	};
 	struct common_err e = {"", ""};
@@ -83,6 +85,7 @@ int main(int argc, char **argv)
 		case 'E': adj.env_clear = 1; break;
 		case 'I': adj.env_clear = -1; break;
 		case 'N': adj.ns_dir = optarg; break;
+		case 'W': adj.allow_rw = 1; break;
 		case 'e':
 			if (!strchr(optarg, '=') || optarg[0] == '=' || adj.nenv_set >= 256)
 				common_dief(SBX_EXIT_USAGE, "--env", "\"%s\" is not NAME=VALUE (at most 256)", optarg);

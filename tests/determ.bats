@@ -155,6 +155,15 @@ lease_for() {
 	run sbx-trace adjudicate --env-clear a.trace b.trace
 	assert_failure 1
 	assert_output --partial 'the trace headers differ'
+	# a read-write bind named by the trace needs the caller's consent
+	mkdir out
+	sbx-run --lease "$id" --deterministic --env-clear --rw "$PWD/out:/out" --trace w.trace \
+		-- "$GUESTS/determ_clock" >/dev/null
+	run sbx-trace adjudicate --env-clear w.trace w.trace
+	assert_failure 1
+	assert_output --partial 'pass --allow-rw'
+	run sbx-trace adjudicate --env-clear --allow-rw w.trace w.trace
+	assert_success
 	# a corrupted trace is a reader error, not a verdict
 	sed 's/"seq":3,/"seq":4,/' a.trace >bad.trace
 	run sbx-trace adjudicate --env-clear a.trace bad.trace

@@ -257,8 +257,8 @@ static void free_strv(char **v)
 }
 
 /* Mounts from the header (bounded, checked like sbx-run's options). */
-static int header_mounts(const json_t *arr, struct trace_mount **out, size_t *n, int *replace,
-			 struct common_err *e)
+static int header_mounts(const json_t *arr, int allow_rw, struct trace_mount **out, size_t *n,
+			 int *replace, struct common_err *e)
 {
 	size_t i;
 	const json_t *m;
@@ -287,6 +287,11 @@ static int header_mounts(const json_t *arr, struct trace_mount **out, size_t *n,
 		t->rw = json_is_true(json_object_get(m, "rw"));
 		if (t->type == TRACE_MOUNT_BIND && !t->src)
 			return common_errf(e, "trace header", "mount %zu: bind without src", i);
+		/* the trace, not the operator, names these: a writable host path needs consent */
+		if (t->type == TRACE_MOUNT_BIND && t->rw && !allow_rw)
+			return common_errf(e, "trace header", "mount %zu binds %s read-write at %s; the "
+					   "re-execution could change it: check it and pass --allow-rw",
+					   i, t->src, t->dst);
 		(*n)++;
 	}
 	/* --mount lists replace the defaults and must supply / first; --ro/--rw never target / */
@@ -351,7 +356,7 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 			goto out;
 		}
 	}
-	if (header_mounts(json_object_get(hdr, "mounts"), &mounts, &nm, &replace, e) < 0)
+	if (header_mounts(json_object_get(hdr, "mounts"), o->allow_rw, &mounts, &nm, &replace, e) < 0)
 		goto out;
 	if (!(det_hdr = trace_determ_header(scratch_ns, e)))
 		goto out;
