@@ -877,6 +877,7 @@ int trace_run_main(struct trace_run_opts *o)
 		hooks.on_exec = hook_exec;
 	}
 	int rc = trace_run(&cfg, &res, &e);
+	uint64_t emulated = ctx.det ? trace_determ_emulated(ctx.det) : 0;
 	trace_determ_free(ctx.det);
 	ctx.det = NULL;
 	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
@@ -915,6 +916,13 @@ int trace_run_main(struct trace_run_opts *o)
 	}
 	result = result_json(id, image, sha, o->argv, &res, code, closed, receipts);
 	trace_bound_result(bound, result);
+	if (o->deterministic) { /* what was answered, and what no run controls (SPEC §9) */
+		json_t *d = trace_determ_header(NULL, &e);
+		if (d) {
+			json_object_set_new(d, "emulated", json_integer((json_int_t)emulated));
+			json_object_set_new(result, "determinism", d);
+		}
+	}
 	if (trace_j)
 		json_object_set_new(result, "trace", trace_j);
 	if (write_result(o, result, &e) < 0) {
