@@ -2,7 +2,7 @@
 # sbx-snap and sbx-restore: snapshots of running guests, restore into new leases.
 load helpers
 
-STEPS=50
+STEPS=60
 
 # request + fund (+ activate with "active") a lease; prints its id
 lease_new() {
@@ -29,7 +29,7 @@ run_bg() {
 	SRC_PID=$!
 	local ns="$SBX_STORE/ns/$id"
 	for _ in $(seq 1 200); do
-		[ -f "$ns/steps.log" ] && [ "$(wc -l <"$ns/steps.log")" -ge 5 ] && return 0
+		[ -f "$ns/steps.log" ] && [ "$(wc -l <"$ns/steps.log")" -ge 2 ] && return 0
 		[ -f "$ns/ready" ] && return 0
 		sleep 0.05
 	done
