@@ -115,6 +115,8 @@ lease_for() {
 	run sbx-trace adjudicate --env-clear a.trace b.trace
 	assert_failure 11
 	jq -e '.verdict == "b" and .b.path == "/in/f" and .replay.event == .b' <<<"$output"
+	# it re-executed up to the disputed step, not to the end
+	jq -e '.replay.stopped == "disputed step reached"' <<<"$output"
 	# restore A's input: A is right
 	echo passwd >in/f
 	run sbx-trace adjudicate --env-clear --format text a.trace b.trace

@@ -157,7 +157,18 @@ struct adj_run {
 	struct trace_determ *det;
 	struct trace_supervisor *sv;
 	uint64_t deadline;
+	uint64_t stop_after;    /* events; 0: run to the end */
 };
+
+/* Up to the disputed step: once the replay has recorded it, stop the guest. */
+static int reached(struct adj_run *c, int rc)
+{
+	if (c->stop_after && trace_rec_events(c->rec) >= c->stop_after) {
+		trace_sv_stop(c->sv, "disputed step reached");
+		c->stop_after = 0;
+	}
+	return rc;
+}
 
 static int a_start(void *ctx, struct trace_supervisor *sv)
 {
@@ -170,7 +181,7 @@ static int a_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	struct adj_run *c = ctx;
 	if (trace_determ_on_entry(c->det, g, st) < 0)
 		return -1;
-	return trace_rec_on_entry(c->rec, g, st);
+	return reached(c, trace_rec_on_entry(c->rec, g, st));
 }
 
 static int a_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
@@ -178,7 +189,7 @@ static int a_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	struct adj_run *c = ctx;
 	if (trace_determ_on_exit(c->det, g, st) < 0)
 		return -1;
-	return trace_rec_on_exit(c->rec, g, st);
+	return reached(c, trace_rec_on_exit(c->rec, g, st));
 }
 
 static void a_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
@@ -189,6 +200,7 @@ static void a_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *con
 		return;
 	}
 	trace_rec_on_exec(c->rec, pid, ppid, path, argv);
+	reached(c, 0);
 }
 
 static void a_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
@@ -196,6 +208,7 @@ static void a_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
 	struct adj_run *c = ctx;
 	trace_determ_on_spawn(c->det, parent, child, flags);
 	trace_rec_on_spawn(c->rec, parent, child, flags);
+	reached(c, 0);
 }
 
 static void a_proc_exit(void *ctx, pid_t tid, int wstatus)
@@ -203,6 +216,7 @@ static void a_proc_exit(void *ctx, pid_t tid, int wstatus)
 	struct adj_run *c = ctx;
 	trace_determ_on_proc_exit(c->det, tid);
 	trace_rec_on_proc_exit(c->rec, tid, wstatus);
+	reached(c, 0);
 }
 
 static int a_tick(void *ctx, struct trace_supervisor *sv)
@@ -309,8 +323,8 @@ static json_t *event_json(const struct tr *t, size_t i)
 
 /* Run the header's guest into replay_path. */
 static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep_readlink,
-		     const char *scratch_ns, const char *replay_path, struct trace_result *res,
-		     struct common_err *e)
+		     uint64_t stop_after, const char *scratch_ns, const char *replay_path,
+		     struct trace_result *res, struct common_err *e)
 {
 	const json_t *img = json_object_get(hdr, "image");
 	const char *lease = jstr(hdr, "lease"), *path = jstr(img, "path"), *sha = jstr(img, "sha256");
@@ -368,6 +382,7 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 	if (!(run.rec = trace_rec_open(replay_path, -1, &in, e)))
 		goto out;
 	run.det = trace_determ_new(lease);
+	run.stop_after = stop_after;
 	run.deadline = common_mono_us() + (o->timeout_ms ? o->timeout_ms : ADJ_TIMEOUT_MS) * 1000;
 	struct trace_hooks hooks = {
 		.ctx = &run, .on_start = a_start, .on_entry = a_entry, .on_exit = a_exit,
@@ -515,7 +530,8 @@ int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e)
 	if (mkdir(ns, 0700) < 0)
 		rc = common_errno(e, errno, "scratch %s", ns);
 	else if (copy_tree(ns_src, ns, 0, e) == 0 &&
-		 reexecute(o, a.header, a.has_readlink || b.has_readlink, ns, replay, &res, e) == 0 &&
+		 reexecute(o, a.header, a.has_readlink || b.has_readlink, identical ? 0 : lo, ns, replay,
+			   &res, e) == 0 &&
 		 tr_load(replay, &r, e) == 0)
 		loaded_r = 1;
 	free(ns);

@@ -265,6 +265,11 @@ static void rec_time(struct trace_rec *r, struct sb *b, const char *k, uint64_t 
 		kv_int(b, k, (long long)us);
 }
 
+uint64_t trace_rec_events(const struct trace_rec *r)
+{
+	return r->seq;
+}
+
 /* Deterministic traces record ids inside the run's PID namespace (SPEC §9). */
 static long long rpid(const struct trace_rec *r, pid_t p)
 {

@@ -555,5 +555,7 @@ struct trace_adj_opts {
 	int allow_rw;                  /* the header's read-write binds may be re-created */
 };
 int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e);
+/* Events a recorder has written after its header (trace/record.c). */
+uint64_t trace_rec_events(const struct trace_rec *r);
 
 #endif
