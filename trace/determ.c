@@ -10,7 +10,8 @@
  *               AT_RANDOM bytes, /proc/sys/kernel/random/{uuid,boot_id}:
  *               SHA-256 counter stream keyed by the seed (the lease id)
  *   CPU count   sched_getaffinity: one CPU; /sys/devices/system/cpu/
- *               {online,possible,present}: "0"; rseq refused (ENOSYS) so the
+ *               {online,possible,present}: "0", and only cpu0 is listed in
+ *               /sys/devices/system/cpu; rseq refused (ENOSYS) so the
  *               kernel writes no cpu id into guest memory
  *   directories getdents64 entries sorted by name within each call
  *   /ns times   stat/lstat/fstat/newfstatat/statx of objects under /ns report
@@ -42,8 +43,8 @@
 #define DENTS_MAX (1u << 20)  /* getdents64 buffer we sort */
 #define NSPID_CACHE 4096
 
-enum pend_kind { P_NONE, P_RANDDEV, P_UUID, P_BOOTID, P_CPULIST, P_DENTS, P_STAT, P_STATX,
-		 P_SYSINFO };
+enum pend_kind { P_NONE, P_RANDDEV, P_UUID, P_BOOTID, P_CPULIST, P_DENTS, P_CPUDIR, P_STAT,
+		 P_STATX, P_SYSINFO };
 
 struct pend {
 	pid_t tid;
@@ -528,9 +529,14 @@ int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *s
 		if (served(st->tid, (int)a[0]) != P_NONE)
 			answer(d, g, st, -EINVAL);
 		break;
-	case TRACE_SYS_getdents64:
-		want(d, st, P_DENTS, a[1], (int)a[0]);
+	case TRACE_SYS_getdents64: {
+		char link[64], target[64];
+		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)st->tid, (int)a[0]);
+		ssize_t n = readlink(link, target, sizeof target - 1);
+		int cpudir = n == 23 && !memcmp(target, "/sys/devices/system/cpu", 23);
+		want(d, st, cpudir ? P_CPUDIR : P_DENTS, a[1], (int)a[0]);
 		break;
+	}
 	case TRACE_SYS_fstat:
 		if (fd_in_ns(st->tid, (int)a[0]))
 			want(d, st, P_STAT, a[1], (int)a[0]);
@@ -619,11 +625,24 @@ static int dent_cmp(const void *x, const void *y)
 	return strcmp(((const struct dent *)x)->name, ((const struct dent *)y)->name);
 }
 
-/* Sort one getdents64 batch by name; each slot keeps its d_off. */
-static void sort_dents(struct trace_guest *g, uint64_t addr, size_t n)
+/* cpu1, cpu2, ...: the CPUs a one-CPU machine does not have */
+static int other_cpu(const char *name)
 {
+	if (strncmp(name, "cpu", 3) || !name[3] || !strcmp(name + 3, "0"))
+		return 0;
+	for (const char *c = name + 3; *c; c++)
+		if (*c < '0' || *c > '9')
+			return 0;
+	return 1;
+}
+
+/* Sort one getdents64 batch by name; each slot keeps its d_off. With
+ * one_cpu, entries of other CPUs are dropped. Returns the new length. */
+static size_t sort_dents(struct trace_guest *g, uint64_t addr, size_t n, int one_cpu)
+{
+	size_t res = n;
 	if (n == 0 || n > DENTS_MAX)
-		return;
+		return n;
 	uint8_t *in = common_xmalloc(n), *out = common_xmalloc(n);
 	struct dent *v = NULL;
 	size_t nv = 0, cap = 0, o = 0;
@@ -640,7 +659,8 @@ static void sort_dents(struct trace_guest *g, uint64_t addr, size_t n)
 			cap = cap ? 2 * cap : 64;
 			v = common_xrealloc(v, cap * sizeof *v);
 		}
-		v[nv++] = (struct dent){ o, rl, (const char *)in + o + 19 };
+		if (!one_cpu || !other_cpu((const char *)in + o + 19))
+			v[nv++] = (struct dent){ o, rl, (const char *)in + o + 19 };
 		o += rl;
 	}
 	size_t *slot = common_xcalloc(nv ? nv : 1, sizeof *slot);
@@ -655,11 +675,13 @@ static void sort_dents(struct trace_guest *g, uint64_t addr, size_t n)
 		o += v[i].len;
 	}
 	free(slot);
-	put(g, addr, out, n);
+	if (o && put(g, addr, out, o) == 0)
+		res = o;
 done:
 	free(v);
 	free(in);
 	free(out);
+	return res;
 }
 
 static void fix_times(struct trace_guest *g, uint64_t addr, int statx)
@@ -725,8 +747,16 @@ int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st
 		d->emulated++;
 		break;
 	case P_DENTS:
-		sort_dents(g, p.buf, n);
+		sort_dents(g, p.buf, n, 0);
 		break;
+	case P_CPUDIR: {
+		size_t k = sort_dents(g, p.buf, n, 1);
+		if (k != n) {
+			set_result(g, (long long)k);
+			d->emulated++;
+		}
+		break;
+	}
 	case P_STAT:
 	case P_STATX:
 		if (st->result == 0)
