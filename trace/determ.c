@@ -82,6 +82,7 @@ static const char *const uncontrolled[] = {
 	"timers",               /* alarm/setitimer/timer_* fire in real time */
 	"proc and sys files",   /* other than those served above */
 	"uname",                /* the host's kernel release and machine */
+	"vdso pages",           /* hidden from libc, still mapped (/proc/self/maps) */
 };
 
 /* ---- PRNG: SHA-256(domain || seed || u64 LE counter), block by block ---- */
