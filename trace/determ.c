@@ -44,7 +44,7 @@
 #define NSPID_CACHE 4096
 
 enum pend_kind { P_NONE, P_RANDDEV, P_UUID, P_BOOTID, P_CPULIST, P_DENTS, P_CPUDIR, P_STAT,
-		 P_STATX, P_SYSINFO };
+		 P_STATX };
 
 struct pend {
 	pid_t tid;
