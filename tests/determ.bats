@@ -170,6 +170,10 @@ lease_for() {
 	assert_output --partial 'pass --allow-rw'
 	run sbx-trace adjudicate --env-clear --allow-rw w.trace w.trace
 	assert_success
+	# judging never creates a store
+	run sbx-trace adjudicate --store "$PWD/nostore" --env-clear a.trace a.trace
+	assert_failure 1
+	[ ! -e nostore ]
 	# a corrupted trace is a reader error, not a verdict
 	sed 's/"seq":3,/"seq":4,/' a.trace >bad.trace
 	run sbx-trace adjudicate --env-clear a.trace bad.trace

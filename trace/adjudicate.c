@@ -441,6 +441,11 @@ static int check_lease(const struct trace_adj_opts *o, const json_t *hdr, char *
 	*ns_src = NULL;
 	if (!id || !sha || !path)
 		return common_errf(e, "trace header", "no lease or image to re-execute");
+	/* judging never creates a store (lease_store_open would, on first use) */
+	const char *dir = o->store ? o->store : getenv("SBX_STORE");
+	struct stat sd;
+	if (dir && *dir && stat(dir, &sd) < 0)
+		return common_errno(e, errno, "store %s", dir);
 	if (lease_store_open(o->store, &s, e) < 0)
 		return -1;
 	if (lease_load(s, id, &rec, e) < 0)
