@@ -284,7 +284,21 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 struct fill_ctx {
 	struct snap_tracee *t;
 	int pagemap;
+	uint64_t rseq;   /* the rseq area, or 0 */
 };
+
+/* The words of the rseq area the kernel writes on its own (cpu_id_start,
+ * cpu_id, node_id, mm_cid) depend on where the guest last ran: canonical values. */
+static void canon_rseq(uint64_t rseq, uint64_t start, uint8_t *dst, uint64_t len)
+{
+	static const struct { unsigned off; uint32_t v; } w[] = {
+		{ 0, 0 }, { 4, 0xffffffffu }, { 24, 0 }, { 28, 0 } };
+	for (size_t i = 0; rseq && i < sizeof w / sizeof w[0]; i++) {
+		uint64_t a = rseq + w[i].off;
+		if (a >= start && a + 4 <= start + len)
+			memcpy(dst + (a - start), &w[i].v, 4);
+	}
+}
 
 /* Region content from /proc/pid/mem. Anonymous pages the kernel never
  * populated read as zero, so pagemap lets us skip them; pages past the end of
@@ -332,6 +346,7 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 		i = j;
 	}
 	free(pm);
+	canon_rseq(c->rseq, r->start, dst, pages * SNAP_PAGE);
 	return 0;
 }
 
@@ -483,7 +498,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	struct snap_tracee t = { .memfd = -1 };
 	struct user_regs_struct regs;
 	struct cell_list cells = { 0 };
-	struct fill_ctx fc = { &t, -1 };
+	struct fill_ctx fc = { &t, -1, 0 };
 	int rc = -1, mask_set = 0;
 	memset(&st, 0, sizeof st);
 
@@ -530,6 +545,14 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	mask_set = 1;
 	if (capture_pending(pid, &st, e) < 0)
 		goto out;
+	struct ptrace_rseq_configuration rc_ = { 0 };
+	if (ptr(PTRACE_GET_RSEQ_CONFIGURATION, pid, (void *)sizeof rc_, &rc_) > 0 &&
+	    rc_.rseq_abi_size) {
+		st.rseq_ptr = rc_.rseq_abi_pointer;
+		st.rseq_len = rc_.rseq_abi_size;
+		st.rseq_sig = rc_.signature;
+		fc.rseq = st.rseq_ptr;
+	}
 	for (int i = 0; i < SNAP_NRLIMIT; i++) {
 		struct rlimit rl;
 		if (prlimit(pid, i, NULL, &rl) < 0) {

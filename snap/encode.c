@@ -180,6 +180,9 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		codec_put_u32(b, st->pending[i].shared);
 		codec_put_raw(b, st->pending[i].info, 128);
 	}
+	codec_put_u64(b, st->rseq_ptr);
+	codec_put_u32(b, st->rseq_len);
+	codec_put_u32(b, st->rseq_sig);
 	codec_put_u64(b, st->start_brk);
 	codec_put_u64(b, st->brk);
 	codec_put_u32(b, st->umask);
@@ -515,6 +518,15 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 			codec_rd_fail(&r, "pending signal invalid or out of order");
 			goto bad;
 		}
+	}
+	if (codec_get_u64(&r, &st->rseq_ptr) < 0 || codec_get_u32(&r, &st->rseq_len) < 0 ||
+	    codec_get_u32(&r, &st->rseq_sig) < 0)
+		goto bad;
+	if (st->rseq_len ? (st->rseq_len < 32 || st->rseq_len > 1024 || st->rseq_ptr % 32 ||
+			    st->rseq_ptr >= ((uint64_t)1 << 47))
+			 : (st->rseq_ptr || st->rseq_sig)) {
+		codec_rd_fail(&r, "rseq registration out of range");
+		goto bad;
 	}
 	if (codec_get_u64(&r, &st->start_brk) < 0 ||
 	    codec_get_u64(&r, &st->brk) < 0 || codec_get_u32(&r, &st->umask) < 0 ||

@@ -402,7 +402,14 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 			goto out;
 		s.scratch = (uint64_t)r;
 	}
-	if (map_regions(&s, vs, ve) < 0 || fill_regions(&s) < 0 || restore_fds(&s) < 0 ||
+	if (map_regions(&s, vs, ve) < 0 || fill_regions(&s) < 0)
+		goto out;
+	/* the kernel fills the area's cpu words again once the guest runs */
+	if (st->rseq_len &&
+	    must(&s, "rseq registration", SYS_rseq, st->rseq_ptr, st->rseq_len, 0, st->rseq_sig,
+		 0, 0, NULL) < 0)
+		goto out;
+	if (restore_fds(&s) < 0 ||
 	    restore_signals(&s) < 0)
 		goto out;
 	if (put_path(&s, st->cwd) < 0 ||

@@ -33,6 +33,9 @@
  *   altstack {u64 sp, u32 flags, u64 size},
  *   u32 npending, pending[] in queue order, the thread's then the process's =
  *         {u32 signal, u32 shared, 128 siginfo},
+ *   rseq registration {u64 area, u32 length, u32 signature} (zeros: none; the
+ *         kernel-written cpu/node/cid words of the area are encoded as
+ *         0, 0xffffffff, 0, 0),
  *   u64 start_brk, u64 brk, u32 umask,
  *   str cwd, rlimit[16] = {u64 cur, max},
  *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
@@ -100,6 +103,8 @@ struct snap_state {
 	uint32_t ss_flags;
 	struct snap_sigpend *pending; /* queued signals, re-queued on restore */
 	size_t npending;
+	uint64_t rseq_ptr;            /* rseq registration, re-registered on restore */
+	uint32_t rseq_len, rseq_sig;
 	uint64_t start_brk, brk;
 	uint32_t umask;
 	char *cwd;
