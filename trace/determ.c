@@ -83,6 +83,7 @@ static const char *const uncontrolled[] = {
 	"proc and sys files",   /* other than those served above */
 	"uname",                /* the host's kernel release and machine */
 	"vdso pages",           /* hidden from libc, still mapped (/proc/self/maps) */
+	"inode numbers",        /* st_ino, d_ino: the host file system's */
 };
 
 /* ---- PRNG: SHA-256(domain || seed || u64 LE counter), block by block ---- */
