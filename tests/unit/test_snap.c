@@ -386,6 +386,41 @@ static int small_image(struct snap_image *im)
 	return rc;
 }
 
+/* Two captures of one stopped guest are the same bytes even when it ran on
+ * another CPU in between (rseq's cpu words are the kernel's, not state). */
+static void test_cpu_independent(void)
+{
+	char dir[4200];
+	struct common_err e;
+	int fd, st, sig = 0;
+	snprintf(dir, sizeof dir, "%s/cpu", tmpdir);
+	wipe(dir);
+	pid_t pid = start("snap_heap", dir, 1, &fd);
+	for (int n = 0; n < 60;) {
+		ptrace(PTRACE_SYSCALL, pid, 0, sig);
+		waitpid(pid, &st, __WALL);
+		sig = pass_signal(st);
+		n += WSTOPSIG(st) == (SIGTRAP | 0x80);
+	}
+	uint8_t d[2][32];
+	for (int cpu = 0; cpu < 2; cpu++) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(cpu % (int)sysconf(_SC_NPROCESSORS_ONLN), &set);
+		sched_setaffinity(pid, sizeof set, &set);
+		struct snap_capture_opts o = { .meta = { .lease = "L1" }, .ns_dir = dir };
+		struct snap_image im;
+		CHECK(snap_capture(pid, &o, &im, &e) == 0);
+		memcpy(d[cpu], im.digest, 32);
+		snap_image_free(&im);
+	}
+	CHECK(!memcmp(d[0], d[1], 32));
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, __WALL);
+	reap_outer();
+	close(fd);
+}
+
 static void test_decoder(const struct snap_image *im)
 {
 	struct snap_state s;
@@ -498,6 +533,7 @@ int main(int argc, char **argv)
 		snap_image_free(&im);
 	}
 	test_refusals();
+	test_cpu_independent();
 	const char *g[] = { "snap_heap", "snap_stack", "snap_fpu", "snap_files", "snap_misc",
 			    "snap_heap_static", "snap_misc_static" };
 	const char *only = getenv("SBX_SNAP_GUEST");
