@@ -396,7 +396,8 @@ static json_t *assemble(struct br *b, int hash_inputs)
 			json_array_append_new(dirs, json_pack("{s:s}", "path", f->path));
 	}
 	free(all);
-	qsort(b->tools, b->ntools, sizeof *b->tools, cmp_tool);
+	if (b->ntools) /* qsort of NULL is undefined even for 0 items */
+		qsort(b->tools, b->ntools, sizeof *b->tools, cmp_tool);
 	for (size_t i = 0; i < b->ntools; i++)
 		json_array_append_new(tools, json_pack("{s:s, s:s?, s:I}", "path", b->tools[i].path,
 						       "sha256", b->tools[i].sha[0] ? b->tools[i].sha : NULL,
