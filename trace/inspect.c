@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,9 +397,8 @@ void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned lon
 {
 	struct trace_inspector *in = ctx;
 
-	(void)parent;
-	(void)flags;
-	trace_meter_task_new(in->meter, 0, child);
+	/* parent is the creator's tgid: no /proc lookup for the child's */
+	trace_meter_task_new(in->meter, (flags & CLONE_THREAD) ? parent : child, child);
 }
 
 void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus)
