@@ -11,8 +11,8 @@
 /* Classes, a bit set, used by the filter, the recorder and policy rules. */
 enum trace_class {
 	TRACE_CLASS_FILE = 1u << 0,    /* takes a path */
-	TRACE_CLASS_READ = 1u << 1,    /* read family (metered storage_read) */
-	TRACE_CLASS_WRITE = 1u << 2,   /* write family (metered storage_write) */
+	TRACE_CLASS_READ = 1u << 1,    /* read family (never trapped for metering) */
+	TRACE_CLASS_WRITE = 1u << 2,   /* write family (idem) */
 	TRACE_CLASS_PROCESS = 1u << 3, /* fork/clone/exec/exit/wait */
 	TRACE_CLASS_NET = 1u << 4,
 	TRACE_CLASS_SIGNAL = 1u << 5,
