@@ -236,40 +236,6 @@ static const char *jstr(const json_t *o, const char *k)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* The environment as sbx-run builds it from the same options. */
-static char **build_env(const struct trace_adj_opts *o)
-{
-	size_t n = 0;
-	char **env = common_xcalloc(1, sizeof *env);
-	int inherit = o->env_clear == -1 || (o->env_clear == 0 && o->nenv_set == 0);
-	for (size_t i = 0; inherit && environ[i]; i++) {
-		env = common_xrealloc(env, (n + 2) * sizeof *env);
-		env[n++] = common_xstrdup(environ[i]);
-		env[n] = NULL;
-	}
-	for (size_t i = 0; i < o->nenv_set; i++) {
-		size_t klen = (size_t)(strchr(o->env_set[i], '=') - o->env_set[i]) + 1, j;
-		for (j = 0; j < n; j++)
-			if (strncmp(env[j], o->env_set[i], klen) == 0)
-				break;
-		if (j == n) {
-			env = common_xrealloc(env, (n + 2) * sizeof *env);
-			env[++n] = NULL;
-		} else {
-			free(env[j]);
-		}
-		env[j] = common_xstrdup(o->env_set[i]);
-	}
-	return env;
-}
-
-static void free_strv(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 /* Mounts from the header (bounded, checked like sbx-run's options). */
 static int header_mounts(const json_t *arr, int allow_rw, struct trace_mount **out, size_t *n,
 			 int *replace, struct common_err *e)
@@ -353,7 +319,7 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 		}
 		argv[i] = common_xstrdup(json_string_value(v));
 	}
-	env = build_env(o);
+	env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
 	{
 		struct common_sha256 c;
 		uint8_t d[32];
@@ -421,8 +387,8 @@ out:
 	trace_determ_free(run.det);
 	json_decref(det_hdr);
 	free(mounts);
-	free_strv(argv);
-	free_strv(env);
+	trace_env_free(argv);
+	trace_env_free(env);
 	return rc;
 }
 

@@ -238,36 +238,34 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 
 /* ---- the guest's environment ---- */
 
-static char **build_env(const struct trace_run_opts *o)
+char **trace_env_build(int env_clear, const char *const *env_set, size_t nenv_set)
 {
 	size_t n = 0;
 	char **env = common_xcalloc(1, sizeof *env);
 	/* default: inherit; any --env without --env-inherit: exactly the --env set */
-	int inherit = o->env_clear == -1 || (o->env_clear == 0 && o->nenv_set == 0);
+	int inherit = env_clear == -1 || (env_clear == 0 && nenv_set == 0);
 	for (size_t i = 0; inherit && environ[i]; i++) {
 		env = common_xrealloc(env, (n + 2) * sizeof *env);
 		env[n++] = common_xstrdup(environ[i]);
 		env[n] = NULL;
 	}
-	for (size_t i = 0; i < o->nenv_set; i++) {
-		size_t klen = (size_t)(strchr(o->env_set[i], '=') - o->env_set[i]) + 1;
-		size_t j;
+	for (size_t i = 0; i < nenv_set; i++) {
+		size_t klen = (size_t)(strchr(env_set[i], '=') - env_set[i]) + 1, j;
 		for (j = 0; j < n; j++)
-			if (strncmp(env[j], o->env_set[i], klen) == 0)
+			if (strncmp(env[j], env_set[i], klen) == 0)
 				break;
 		if (j == n) {
 			env = common_xrealloc(env, (n + 2) * sizeof *env);
-			n++;
-			env[n] = NULL;
+			env[++n] = NULL;
 		} else {
 			free(env[j]);
 		}
-		env[j] = common_xstrdup(o->env_set[i]);
+		env[j] = common_xstrdup(env_set[i]);
 	}
 	return env;
 }
 
-static void free_env(char **env)
+void trace_env_free(char **env)
 {
 	for (size_t i = 0; env && env[i]; i++)
 		free(env[i]);
@@ -813,7 +811,7 @@ int trace_run_main(struct trace_run_opts *o)
 	if (common_mkdir_p(ns, 0700, &e) < 0)
 		goto fail;
 
-	env = build_env(o);
+	env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
 	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res, .store = s, .opts = o };
 	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
 		goto fail;
@@ -957,7 +955,7 @@ out:
 	json_decref(receipts);
 	json_decref(head);
 	json_decref(rec);
-	free_env(env);
+	trace_env_free(env);
 	free(image);
 	free(id);
 	free(ns);

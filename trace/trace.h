@@ -376,6 +376,10 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *value,
 /* Run it; returns the process exit status (SPEC §6.6). Frees what
  * trace_run_opt allocated in o. */
 int trace_run_main(struct trace_run_opts *o);
+/* The guest environment from --env-clear (1), --env-inherit (-1) or neither (0)
+ * and the --env K=V list; NULL-terminated, freed with trace_env_free. */
+char **trace_env_build(int env_clear, const char *const *env_set, size_t nenv_set);
+void trace_env_free(char **env);
 
 /* ---- metering (SPEC §4.1; trace/meter.c, trace/relay.c) ---- */
 /* Output relay: the guest's stdout/stderr are pipes copied to out_fd/err_fd by a
