@@ -2,6 +2,7 @@
 # Every folder's *.c goes into libsbx.a; bin/sbx-*.c are the tools;
 # tests/unit/test_*.c are unit tests; folders may add rules in rules.mk.
 
+SHELL   := /bin/bash
 PREFIX  ?= /usr/local
 DESTDIR ?=
 CC      ?= cc
@@ -64,15 +65,19 @@ bench-deps: deps
 	fi
 
 unit: $(UNITS)
-	@fail=0; for t in $(UNITS); do $$t || fail=1; done; exit $$fail
+	@set -o pipefail; (fail=0; for t in $(UNITS); do $$t || fail=1; done; exit $$fail) | tee $(O)/unit.log
 
 bats: all
-	SBX_BUILD=$(CURDIR)/$(O) bats --formatter tap tests/*.bats
+	set -o pipefail; SBX_BUILD=$(CURDIR)/$(O) bats --formatter tap tests/*.bats | tee $(O)/bats.tap
 
 check: deps
 	$(MAKE) all
 	@u=0; b=0; $(MAKE) unit || u=1; $(MAKE) bats || b=1; \
-	if [ $$u$$b != 00 ]; then echo "make check: unit=$$u bats=$$b (1 = failures)"; exit 1; fi
+	p=$$(awk '/ passed, [0-9]+ failed$$/ {p += $$(NF-3)} END {print p+0}' $(O)/unit.log); \
+	f=$$(awk '/ passed, [0-9]+ failed$$/ {f += $$(NF-1)} END {print f+0}' $(O)/unit.log); \
+	p=$$((p + $$(grep -c '^ok ' $(O)/bats.tap))); f=$$((f + $$(grep -c '^not ok ' $(O)/bats.tap))); \
+	if [ $$u$$b != 00 ] && [ $$f = 0 ]; then f=1; fi; \
+	echo "check: $$p passed, $$f failed"; [ $$u$$b = 00 ]
 
 asan:
 	$(MAKE) O=build-asan CC=clang SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-unknown-warning-option -Wno-missing-field-initializers" unit
