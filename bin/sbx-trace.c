@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 	cmd = argv[1];
 	argc--;
 	argv++;
-	while ((c = getopt_long(argc, argv, "+o:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "json"))
