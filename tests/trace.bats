@@ -334,3 +334,36 @@ rechain() {
 	run sbx-trace files - < t.trace
 	assert_success
 }
+
+@test "exec hashes: kept in the store across runs, renewed when a file changes, a damaged cache ignored" {
+	cp /bin/true mytrue
+	hash_of() { jq -r "select(.ev == \"exec\" and .path == \"$PWD/mytrue\") | .sha256" "$1"; }
+	sbx-run --ephemeral --ro "$PWD" --trace-level exec --trace 1.trace -- "$PWD/mytrue"
+	[ -f "$SBX_STORE/exec-hashes" ]
+	assert_equal "$(hash_of 1.trace)" "$(sha256sum mytrue | cut -d' ' -f1)"
+	grep -q "$(sha256sum mytrue | cut -d' ' -f1)" "$SBX_STORE/exec-hashes"
+	# same inode, new bytes of the same size: ctime moves, the cached hash is not used
+	printf 'x' | dd of=mytrue bs=1 seek=1000 conv=notrunc status=none
+	sbx-run --ephemeral --ro "$PWD" --trace-level exec --trace 2.trace -- "$PWD/mytrue"
+	assert_equal "$(hash_of 2.trace)" "$(sha256sum mytrue | cut -d' ' -f1)"
+	# a damaged cache (bad sum) is dropped whole and rewritten
+	sed -i 's/^\(.* \)[0-9a-f]\{64\}$/\1'"$(printf '%064d' 0)"'/' "$SBX_STORE/exec-hashes"
+	sbx-run --ephemeral --ro "$PWD" --trace-level exec --trace 3.trace -- "$PWD/mytrue"
+	assert_equal "$(hash_of 3.trace)" "$(sha256sum mytrue | cut -d' ' -f1)"
+	head -c 100 /dev/urandom > "$SBX_STORE/exec-hashes"
+	sbx-run --ephemeral --ro "$PWD" --trace-level exec --trace 4.trace -- "$PWD/mytrue"
+	assert_equal "$(hash_of 4.trace)" "$(sha256sum mytrue | cut -d' ' -f1)"
+	run grep -c . "$SBX_STORE/exec-hashes"
+	assert_output 3
+}
+
+@test "exec argv: thousands of arguments across pages and an overlong one are recorded exactly" {
+	long=$(head -c 5000 /dev/zero | tr '\0' a)
+	sbx-run --ephemeral --trace-level exec --trace a.trace -- /bin/sh -c "exec /bin/echo \$(seq 1 3000) $long" >/dev/null
+	run jq -r 'select(.ev == "exec" and .path == "/usr/bin/echo") | .argv | length' a.trace
+	assert_output 3002
+	run jq -r 'select(.ev == "exec" and .path == "/usr/bin/echo") | .argv[1:3001] | join(" ")' a.trace
+	assert_output "$(seq 1 3000 | tr '\n' ' ' | sed 's/ $//')"
+	run jq -r 'select(.ev == "exec" and .path == "/usr/bin/echo") | .argv[3001] | length' a.trace
+	assert_output 4095
+}

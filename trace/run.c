@@ -568,12 +568,15 @@ static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease
 		json_array_append_new(mounts, json_pack("{s:s,s:s?,s:s,s:s?,s:b}", "type",
 			types[m->type], "src", m->src, "dst", m->dst, "opts", m->opts, "rw", m->rw));
 	}
+	/* exec hashes persist in the store: each run need not hash cc1 again */
+	char *hcache = common_xasprintf("%s/exec-hashes", lease_store_dir(s));
 	struct trace_rec_info in = {
 		.lease = id, .image_path = image, .image_sha256 = sha, .argv = o->argv,
 		.envp = env, .mounts = mounts, .start_batch = batch, .level = lvl,
-		.deterministic = o->deterministic, .determinism = det,
+		.deterministic = o->deterministic, .determinism = det, .hash_cache = hcache,
 	};
 	struct trace_rec *r = trace_rec_open(o->trace_path, -1, &in, e);
+	free(hcache);
 	json_decref(mounts);
 	json_decref(det);
 	return r;

@@ -377,16 +377,45 @@ static void deny(pid_t tid, int err)
 	ptrace(PTRACE_SETREGS, tid, NULL, &r);
 }
 
+/* argv of an exec, with the guest stopped. Pointers are read ahead up to the
+ * end of their page and strings out of the page last read (argv strings sit
+ * side by side): a cc1 exec costs a few reads, not two per argument. */
 static char **read_argv(struct trace_guest *g, uint64_t addr)
 {
-	size_t n = 0, bytes = 0;
+	size_t n = 0, bytes = 0, np = 0, ip = 0;
 	char **v = common_xcalloc(1, sizeof *v);
-	char buf[4096];
+	char buf[4096], page[4096];
+	uint64_t ptrs[64], pbase = 0;
+	ssize_t plen = 0;
 	while (addr && n < ARGV_MAX && bytes < ARGV_BYTES) {
-		uint64_t ptr;
-		if (trace_guest_read(g, addr + n * 8, &ptr, 8) != 8 || !ptr)
+		uint64_t ptr, at = addr + n * 8;
+		if (ip == np) {
+			size_t want = (4096 - (at & 4095)) / 8; /* 0: the pointer spans two pages */
+			want = want == 0 ? 1 : want > 64 ? 64 : want;
+			ssize_t got = trace_guest_read(g, at, ptrs, want * 8);
+			if (got < 8)
+				break;
+			np = (size_t)got / 8;
+			ip = 0;
+		}
+		if (!(ptr = ptrs[ip++]))
 			break;
-		ssize_t len = trace_guest_read_str(g, ptr, buf, sizeof buf);
+		const char *z = NULL;
+		for (int pass = 0; pass < 2 && !z; pass++) {
+			if (pass == 1) { /* load the page that holds the string */
+				pbase = ptr & ~(uint64_t)4095;
+				plen = trace_guest_read(g, pbase, page, sizeof page);
+			}
+			if (plen > 0 && ptr >= pbase && ptr < pbase + (uint64_t)plen)
+				z = memchr(page + (ptr - pbase), 0, (size_t)(pbase + (uint64_t)plen - ptr));
+		}
+		ssize_t len;
+		if (z) { /* within one page: shorter than buf */
+			len = z - (page + (ptr - pbase));
+			memcpy(buf, page + (ptr - pbase), (size_t)len + 1);
+		} else {
+			len = trace_guest_read_str(g, ptr, buf, sizeof buf);
+		}
 		if (len < 0 && len != -ENAMETOOLONG)
 			break;
 		v = common_xrealloc(v, (n + 2) * sizeof *v);

@@ -113,6 +113,8 @@ struct trace_rec_info {
 	enum trace_level level;
 	int deterministic;          /* no wall-clock fields; namespace pids */
 	json_t *determinism;        /* header "determinism" object or NULL; borrowed */
+	const char *hash_cache;     /* file of exec hashes kept across runs (a cache:
+				     * identity + boot id checked, damage ignored), or NULL */
 };
 /* path "-" writes to stdout; fd >= 0 (path NULL) writes to that fd. */
 struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_rec_info *info,
