@@ -224,7 +224,19 @@ void trace_meter_sample(struct trace_meter *m)
 		struct task *t = &m->t[i];
 		uint64_t ns;
 
-		if (task_cpu_ns(t->tid, &ns) == 0 && ns > t->cpu_ns)
+		if (task_cpu_ns(t->tid, &ns) < 0) {
+			/* reaped without an exit stop reaching us: keep its last figures,
+			 * and stop polling a pid the host may hand to someone else */
+			m->dead_ns += t->cpu_ns;
+			m->dead_r += t->rchar;
+			m->dead_w += t->wchar;
+			rd += t->rchar;
+			wr += t->wchar;
+			*t = m->t[--m->n];
+			i--;
+			continue;
+		}
+		if (ns > t->cpu_ns)
 			t->cpu_ns = ns;
 		live_ns += t->cpu_ns;
 		task_io(t->tid, &t->rchar, &t->wchar);

@@ -184,6 +184,38 @@ static void test_meter_tree(void)
 	trace_meter_free(m);
 }
 
+/* A task reaped without an exit stop is dropped from polling with its last
+ * figures kept: usage never goes lower and is never counted twice. */
+static void test_meter_reaped(void)
+{
+	struct trace_meter *m = trace_meter_new(NULL, NULL);
+	uint64_t u[TRACE_DIMS], fuel;
+	pid_t p = fork();
+
+	if (p == 0) {
+		volatile unsigned long x = 0;
+		for (unsigned long i = 0; i < 50000000ul; i++)
+			x += i;
+		pause();
+		_exit(x == 1);
+	}
+	trace_meter_task_new(m, 0, p);
+	usleep(150000);
+	trace_meter_sample(m);
+	trace_meter_usage(m, u);
+	fuel = u[LEASE_DIM_FUEL];
+	CHECK(fuel > 0);
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	trace_meter_sample(m);                  /* gone: folded, never lower */
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_FUEL] >= fuel);
+	trace_meter_sample(m);                  /* and not counted twice */
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_FUEL] >= fuel && u[LEASE_DIM_FUEL] <= fuel + fuel / 4 + 1000);
+	trace_meter_free(m);
+}
+
 int main(void)
 {
 	struct common_err e;
@@ -195,6 +227,7 @@ int main(void)
 	test_relay_lines_bound();
 	test_ns_bytes();
 	test_meter_tree();
+	test_meter_reaped();
 	common_rm_rf(dir, &e);
 	printf("test_meter: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
