@@ -435,8 +435,10 @@ int snap_cli_main(int argc, char **argv)
 			store = v;
 			i++;
 		} else if (!strcmp(a, "--format") && v) {
-			if (common_parse_format(v, &f, &e) < 0)
-				common_die(SBX_EXIT_USAGE, &e);
+			if (common_parse_format(v, &f, &e) < 0) {
+				common_report(&e);
+				return SBX_EXIT_USAGE;
+			}
 			i++;
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v) {
 			out = v;
@@ -467,8 +469,10 @@ int snap_cli_main(int argc, char **argv)
 		return SBX_EXIT_USAGE;
 	}
 	struct lease_store *s;
-	if (lease_store_open(store, &s, &e) < 0)
-		common_die(SBX_EXIT_SBX, &e);
+	if (lease_store_open(store, &s, &e) < 0) {
+		common_report(&e);
+		return SBX_EXIT_SBX;
+	}
 	int rc;
 	if (!strcmp(cmd, "take"))
 		rc = cmd_take(s, pos[1], stop, principal, f, &e);
@@ -640,8 +644,10 @@ int snap_restore_main(int argc, char **argv)
 		return SBX_EXIT_SBX;
 	}
 	struct lease_store *s;
-	if (lease_store_open(o.store, &s, &e) < 0)
-		common_die(SBX_EXIT_SBX, &e);
+	if (lease_store_open(o.store, &s, &e) < 0) {
+		common_report(&e);
+		return SBX_EXIT_SBX;
+	}
 	struct restore_ctx r;
 	char *image = NULL;
 	memset(&r, 0, sizeof r);
