@@ -34,12 +34,12 @@ struct trace_plan {
 	struct trace_mnt *m;
 	size_t nm;
 	int image_fd;              /* O_PATH of the image, exec'd with execveat */
-	struct sock_fprog prog;    /* the seccomp program, built before clone */
+	struct sock_fprog prog;    /* the seccomp program (the child's copy, read from sync_fd) */
 	uid_t host_uid;            /* host ids the guest's uid/gid 1000 map to */
 	gid_t host_gid;
 	int privileged;            /* invoked as root: map to an unprivileged uid */
 	int idmap_fd;              /* userns fd for idmapped rw binds (root), or -1 */
-	int sync_fd[2];            /* supervisor -> child: "maps written, go" */
+	int sync_fd[2];            /* supervisor -> child: "maps written, go", then the program */
 	int err_fd[2];             /* child -> supervisor: set-up error text; EOF on exec */
 	char *const *argv;
 	char *const *envp;
@@ -49,7 +49,7 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 void trace_plan_free(struct trace_plan *p);
 /* clone() into the namespaces; the child waits on sync_fd. Returns pid or -1. */
 pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e);
-/* Write uid_map/gid_map of the child and let it go. */
+/* Write uid_map/gid_map of the child, let it go, build and pass it the program. */
 int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *e);
 /* The boundary's own verdict on a trapped syscall: 0 allow, else the errno. */
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);

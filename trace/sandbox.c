@@ -162,7 +162,8 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 		return common_errno(e, -rc, "seccomp: exporting the filter");
 	}
 	off_t len = lseek(fd, 0, SEEK_END);
-	if (len <= 0 || len % sizeof(struct sock_filter) || len > 4096 * 8) {
+	if (len <= 0 || len % sizeof(struct sock_filter) ||
+	    len > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter))) {
 		close(fd);
 		return common_errf(e, "seccomp", "filter has a bad size (%lld bytes)", (long long)len);
 	}
@@ -375,8 +376,9 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 		common_errno(e, errno, "image %s", cfg->image);
 		goto fail;
 	}
-	if (trace_filter_build(cfg->trace_classes, &p->prog, e) < 0)
-		goto fail;
+	/* the program itself is built while the child sets up its mounts (release) */
+	p->prog.filter = common_xmalloc(BPF_MAXINSNS * sizeof(struct sock_filter));
+	p->prog.len = 0;
 
 	if (!cfg->replace_defaults) {
 		struct stat st;
@@ -804,6 +806,33 @@ __attribute__((noreturn)) static void init_loop(pid_t guest)
 	}
 }
 
+/* The seccomp program the supervisor built meanwhile: its length, then its
+ * instructions, on the sync pipe; EOF means the supervisor gave up. */
+static void read_filter(struct trace_plan *p)
+{
+	uint16_t n;
+	size_t want = sizeof n, got = 0;
+	char *dst = (char *)&n;
+	for (int part = 0; part < 2; part++) {
+		while (got < want) {
+			ssize_t r = read(p->sync_fd[0], dst + got, want - got);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				_exit(SBX_EXIT_SBX);
+			got += (size_t)r;
+		}
+		if (part == 0 && (n == 0 || n > BPF_MAXINSNS))
+			child_fail(p, EINVAL, "seccomp program length %u", (unsigned)n);
+		want = (size_t)n * sizeof(struct sock_filter);
+		got = 0;
+		dst = (char *)p->prog.filter;
+	}
+	p->prog.len = n;
+	close(p->sync_fd[0]);
+	p->sync_fd[0] = -1;
+}
+
 /* The child, pid 1 in fresh user/mount/PID/net/IPC/UTS namespaces. */
 __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 {
@@ -818,7 +847,6 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	/* wait until the supervisor has seized us and written our uid/gid maps */
 	if (read(p->sync_fd[0], &c, 1) != 1)
 		_exit(SBX_EXIT_SBX);
-	close(p->sync_fd[0]);
 	/* root-invoked: drop root's supplementary groups (the maps allow it) */
 	if (p->privileged && setgroups(0, NULL) < 0)
 		child_fail(p, errno, "setgroups");
@@ -854,6 +882,7 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 		child_fail(p, errno, "chdir /ns");
 	if (sethostname("sbx", 3) < 0)
 		child_fail(p, errno, "sethostname");
+	read_filter(p);
 
 	pid_t g = fork();
 	if (g < 0)
@@ -936,6 +965,17 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 		return -1;
 	if (write(p->sync_fd[1], "g", 1) != 1)
 		return common_errno(e, errno, "starting the sandbox");
+	/* built now, while the child mounts; a pipe holds the largest program */
+	struct sock_fprog prog;
+	if (trace_filter_build(p->cfg->trace_classes, &prog, e) < 0)
+		return -1;
+	uint16_t n = prog.len;
+	int rc = common_write_all(p->sync_fd[1], &n, sizeof n);
+	if (rc == 0)
+		rc = common_write_all(p->sync_fd[1], prog.filter, n * sizeof(struct sock_filter));
+	if (rc < 0)
+		rc = common_errno(e, -rc, "passing the seccomp program to the sandbox");
+	free(prog.filter);
 	close_fd(&p->sync_fd[1]);
-	return 0;
+	return rc;
 }
