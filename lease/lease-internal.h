@@ -2,6 +2,7 @@
 #ifndef SBX_LEASE_INTERNAL_H
 #define SBX_LEASE_INTERNAL_H
 
+#include <sys/stat.h>
 #include "lease/lease.h"
 
 /* Bounds on hostile input. */
@@ -19,6 +20,13 @@ struct lease_store {
 	int lockfd;     /* -1 when the store lock is not held */
 	int lock_depth; /* nested lock holders in this process */
 	struct common_key key;
+	int durable;    /* derived files fsynced too: no boot id to tell a crash by */
+	int boot_ok;    /* derived files were checked against the journal this boot */
+	int jst_ok;     /* jst: the journal as this process's last complete commit left it */
+	struct stat jst;
+	struct stat cst; /* clock.json behind clk */
+	json_t *clk;
+	char boot[37];   /* "" unread, "-" unknown */
 };
 
 /* store.c */
@@ -32,6 +40,20 @@ int lease_recover(struct lease_store *s, struct common_err *e);
 int lease_pair_read(struct lease_store *s, const char *id, json_t **pair, struct common_err *e);
 int lease_pair_write(struct lease_store *s, const char *id, const json_t *pair,
 		     struct common_err *e);
+/* Records, the slot index and caches: temp + rename, fsynced only when s->durable. */
+int lease_write_derived(struct lease_store *s, const char *path, const char *buf, size_t len,
+			struct common_err *e);
+/* The kernel's boot id, NULL when unknown. */
+const char *lease_boot_id(struct lease_store *s);
+/* Remember the journal as a complete commit left it (lease_recover skips then). */
+void lease_journal_note(struct lease_store *s);
+/* Call fn for every journal line (1-based lineno); stops when fn returns < 0. */
+int lease_journal_each(struct lease_store *s, int (*fn)(void *, size_t, const char *, size_t),
+		       void *arg, struct common_err *e);
+
+/* rebuild.c: after a crash of the machine (another boot id), rewrite every record
+ * and the slot index from the journal, durably. */
+int lease_rebuild(struct lease_store *s, struct common_err *e);
 /* The idempotent side effects of a record's state: ns dir, slot index. */
 int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e);
 int lease_slots_read(struct lease_store *s, json_t **slots, struct common_err *e);

@@ -99,6 +99,21 @@ int lease_request(struct lease_store *s, const struct lease_request *req, json_t
 int lease_transition(struct lease_store *s, const char *id, enum lease_edge edge,
 		     const json_t *evidence, const json_t *args, json_t **out,
 		     struct common_err *e);
+/* Several edges under one lock, each with its own sealed receipt, journaled by one
+ * append and one fsync, the record written once: what a runtime does around one
+ * run. req != NULL: a new lease, its request first (id, evidence ignored); else id
+ * names the lease and evidence, when given, must be its head (NULL: the runtime that
+ * holds the lease, as for lease_observe_usage). An optional step is skipped when its
+ * edge is not allowed from the state reached. *receipts: the new receipts in order. */
+struct lease_step {
+	enum lease_edge edge;
+	const json_t *args; /* as for lease_transition */
+	int optional;
+};
+#define LEASE_STEPS_MAX 8
+int lease_steps(struct lease_store *s, const struct lease_request *req, const char *id,
+		const json_t *evidence, const struct lease_step *steps, size_t n,
+		json_t **receipts, struct common_err *e);
 /* The current record and head receipt of a lease (internal callers: sbx-run etc.). */
 int lease_load(struct lease_store *s, const char *id, json_t **record, struct common_err *e);
 int lease_head(struct lease_store *s, const char *id, json_t **receipt, struct common_err *e);
@@ -117,11 +132,20 @@ int lease_observe_usage(struct lease_store *s, const char *id,
 int lease_list(struct lease_store *s, const char *principal, int state /* -1 any */,
 	       json_t **out, struct common_err *e);
 int lease_log(struct lease_store *s, const char *id, json_t **receipts, struct common_err *e);
+/* The lease's receipts with seq > after, oldest first, read backwards from the
+ * journal's end: the cost follows what was journaled since, not the whole journal. */
+int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t **receipts,
+		    struct common_err *e);
 /* Re-check chains, signatures, states, slot counts; problems go into *report. */
 int lease_verify(struct lease_store *s, const char *id, json_t **report, struct common_err *e);
 
 /* Image identity: validate an ELF guest image (libelf) and hash it. */
 int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e);
+/* The same, remembering hashes in the store's image-hashes file, keyed by file
+ * identity (device, inode, size, mtime, ctime) and boot id, block devices only;
+ * anything different, damaged or unknown is checked and hashed again. */
+int lease_image_check_cached(struct lease_store *s, const char *path,
+			     char hex[COMMON_SHA256_HEX], struct common_err *e);
 
 /* {"lease": RECORD, "receipt": HEAD} of one lease (what `sbx-lease show` prints). */
 int lease_show(struct lease_store *s, const char *id, json_t **out, struct common_err *e);

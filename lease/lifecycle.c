@@ -10,25 +10,32 @@
 
 #define DEFAULT_LIFETIME 3600u
 
-/* Commit one sealed receipt. The journal is the truth and is written first; a kill
- * after it is rolled forward by lease_recover, a kill before it leaves nothing. */
-static int commit(struct lease_store *s, json_t *r, json_t *rec, json_t **out,
+/* Commit sealed receipts of one lease (rec folds them all). The journal is the truth
+ * and is written first, in one append; a kill after it is rolled forward by
+ * lease_recover, a kill before it leaves nothing. */
+static int commit(struct lease_store *s, const json_t *rs, json_t *rec, json_t **out,
 		  struct common_err *e)
 {
-	char *line, *c, *jp;
-	json_t *pair;
+	char *c, *jp, *buf = NULL;
+	size_t len = 0, i;
+	json_t *pair, *r;
 	int rc;
 
-	c = common_json_canonical(r);
-	line = common_xasprintf("%s\n", c);
-	free(c);
+	json_array_foreach(rs, i, r) {
+		c = common_json_canonical(r);
+		buf = common_xrealloc(buf, len + strlen(c) + 2);
+		len += (size_t)sprintf(buf + len, "%s\n", c);
+		free(c);
+	}
+	s->jst_ok = 0;
 	jp = lease_path(s, "journal.jsonl");
-	rc = common_append_durable(jp, line, strlen(line), e);
+	rc = common_append_durable(jp, buf, len, e);
 	free(jp);
-	free(line);
+	free(buf);
 	if (rc < 0)
 		return -1;
 	common_fault_point("lease-after-journal");
+	r = json_array_get(rs, json_array_size(rs) - 1);
 	pair = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
 	if (lease_pair_write(s, lease_jstr(r, "lease"), pair, e) < 0) {
 		json_decref(pair);
@@ -40,6 +47,7 @@ static int commit(struct lease_store *s, json_t *r, json_t *rec, json_t **out,
 		return -1;
 	}
 	common_fault_point("lease-after-effects");
+	lease_journal_note(s);
 	*out = pair;
 	return 0;
 }
@@ -52,18 +60,20 @@ static json_t *receipt_new(const char *id, int64_t seq, enum lease_edge edge, co
 			 "to", lease_state_name(to), "batch", (json_int_t)batch, "prev", prev);
 }
 
-/* Seal r, fold it into the record, commit. Consumes r. */
-static int seal_fold_commit(struct lease_store *s, const json_t *rec, json_t *r, json_t **out,
-			    struct common_err *e)
+/* Seal r and fold it into *rec (replaced), keeping r in rs. Consumes r. */
+static int seal_fold(struct lease_store *s, json_t **rec, json_t *r, json_t *rs,
+		     struct common_err *e)
 {
 	json_t *next = NULL;
-	int rc = -1;
 
-	if (lease_receipt_seal(s, r, e) == 0 && lease_fold(rec, r, &next, e) == 0)
-		rc = commit(s, r, next, out, e);
-	json_decref(next);
-	json_decref(r);
-	return rc;
+	if (lease_receipt_seal(s, r, e) < 0 || lease_fold(*rec, r, &next, e) < 0) {
+		json_decref(r);
+		return -1;
+	}
+	json_array_append_new(rs, r);
+	json_decref(*rec);
+	*rec = next;
+	return 0;
 }
 
 static char *current_user(void)
@@ -96,95 +106,94 @@ static int new_id(struct lease_store *s, char id[LEASE_ID_LEN + 1], struct commo
 	return common_errf(e, "lease id", "no unused id after 64 tries");
 }
 
-int lease_request(struct lease_store *s, const struct lease_request *req, json_t **out,
-		  struct common_err *e)
-{
-	char hash[COMMON_SHA256_HEX], id[LEASE_ID_LEN + 1], *principal, *path = NULL, *ns;
-	const char *host = req->host_program ? req->host_program : "sbx";
-	uint64_t lifetime = req->lifetime ? req->lifetime : DEFAULT_LIFETIME, batch;
-	json_t *limits = json_object(), *fees = json_object(), *slots = NULL, *r, *q;
-	int rc = -1;
+/* A request's bounds, checked and hashed before the store is locked. */
+struct prepared {
+	char *principal, *path;
+	const char *host;
+	char hash[COMMON_SHA256_HEX];
+	uint64_t lifetime;
+	json_t *limits, *fees;
+};
 
-	principal = req->principal ? common_xstrdup(req->principal) : current_user();
-	if (!lease_name_valid(principal)) {
-		common_errf(e, "--principal", "\"%s\" is not a plain name (1-64 of A-Z a-z 0-9 . _ - @)",
-			    principal);
-		goto out;
-	}
-	if (!lease_name_valid(host)) {
-		common_errf(e, "--host-program", "\"%s\" is not a plain name (1-64 of A-Z a-z 0-9 . _ - @)",
-			    host);
-		goto out;
-	}
-	if (lifetime > LEASE_LIFETIME_CEILING) {
-		common_errf(e, "--lifetime", "%llu exceeds the ceiling %u",
-			    (unsigned long long)lifetime, LEASE_LIFETIME_CEILING);
-		goto out;
-	}
-	if (req->escrow > LEASE_AMOUNT_MAX) {
-		common_errf(e, "--escrow", "%llu is too large", (unsigned long long)req->escrow);
-		goto out;
-	}
+static void prepared_free(struct prepared *p)
+{
+	free(p->principal);
+	free(p->path);
+	json_decref(p->limits);
+	json_decref(p->fees);
+}
+
+static int prepare(struct lease_store *s, const struct lease_request *req, struct prepared *p,
+		   struct common_err *e)
+{
+	p->host = req->host_program ? req->host_program : "sbx";
+	p->lifetime = req->lifetime ? req->lifetime : DEFAULT_LIFETIME;
+	p->limits = json_object();
+	p->fees = json_object();
+	p->path = NULL;
+	p->principal = req->principal ? common_xstrdup(req->principal) : current_user();
+	if (!lease_name_valid(p->principal))
+		return common_errf(e, "--principal", "\"%s\" is not a plain name (1-64 of A-Z a-z 0-9 . _ - @)",
+				   p->principal);
+	if (!lease_name_valid(p->host))
+		return common_errf(e, "--host-program", "\"%s\" is not a plain name (1-64 of A-Z a-z 0-9 . _ - @)",
+				   p->host);
+	if (p->lifetime > LEASE_LIFETIME_CEILING)
+		return common_errf(e, "--lifetime", "%llu exceeds the ceiling %u",
+				   (unsigned long long)p->lifetime, LEASE_LIFETIME_CEILING);
+	if (req->escrow > LEASE_AMOUNT_MAX)
+		return common_errf(e, "--escrow", "%llu is too large", (unsigned long long)req->escrow);
 	for (int d = 0; d < LEASE_DIM_COUNT; d++) {
 		uint64_t ceil = lease_dim_ceiling((enum lease_dim)d);
 		uint64_t v = req->has_limit[d] ? req->limits[d] : ceil;
-		if (v > ceil || req->fees[d] > LEASE_FEE_MAX) {
-			common_errf(e, "--limits", "%s: %llu exceeds the ceiling %llu",
-				    lease_dim_name((enum lease_dim)d), (unsigned long long)v,
-				    (unsigned long long)ceil);
-			goto out;
-		}
-		json_object_set_new(limits, lease_dim_name((enum lease_dim)d), json_integer((json_int_t)v));
-		json_object_set_new(fees, lease_dim_name((enum lease_dim)d),
+		if (v > ceil || req->fees[d] > LEASE_FEE_MAX)
+			return common_errf(e, "--limits", "%s: %llu exceeds the ceiling %llu",
+					   lease_dim_name((enum lease_dim)d), (unsigned long long)v,
+					   (unsigned long long)ceil);
+		json_object_set_new(p->limits, lease_dim_name((enum lease_dim)d), json_integer((json_int_t)v));
+		json_object_set_new(p->fees, lease_dim_name((enum lease_dim)d),
 				    json_integer((json_int_t)req->fees[d]));
 	}
-	if (!req->image) {
-		common_errf(e, "request", "--image is required");
-		goto out;
-	}
-	if (lease_image_check(req->image, hash, e) < 0)
-		goto out;
-	path = realpath(req->image, NULL);
-	if (!path) {
-		common_errno(e, errno, "%s", req->image);
-		goto out;
-	}
-	if (lease_lock(s, e) < 0)
-		goto out;
-	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0 ||
-	    lease_slots_read(s, &slots, e) < 0)
-		goto unlock;
-	if (json_array_size(json_object_get(slots, principal)) >= LEASE_PRINCIPAL_SLOTS) {
-		common_errf(e, "request refused",
-			    "principal %s already holds %d live leases (Requested, Funded, Active or Settling), the maximum",
-			    principal, LEASE_PRINCIPAL_SLOTS);
-		goto unlock;
-	}
-	if (new_id(s, id, e) < 0)
-		goto unlock;
-	ns = common_xasprintf("%s/%s", host, id);
-	q = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:O, s:I, s:I, s:I, s:O}",
-		      "principal", principal, "host_program", host, "image", "path", path,
-		      "sha256", hash, "namespace", ns, "limits", limits,
-		      "lifetime", (json_int_t)lifetime, "deadline", (json_int_t)(batch + lifetime),
-		      "escrow", (json_int_t)req->escrow, "fees", fees);
-	free(ns);
-	if (!q) {
-		common_errf(e, "request", "image path is not valid UTF-8");
-		goto unlock;
-	}
-	r = receipt_new(id, 0, LEASE_EDGE_REQUEST, NULL, LEASE_REQUESTED, batch, NULL);
-	json_object_set_new(r, "request", q);
-	rc = seal_fold_commit(s, NULL, r, out, e);
-unlock:
-	lease_unlock(s);
-out:
+	if (!req->image)
+		return common_errf(e, "request", "--image is required");
+	if (lease_image_check_cached(s, req->image, p->hash, e) < 0)
+		return -1;
+	p->path = realpath(req->image, NULL);
+	if (!p->path)
+		return common_errno(e, errno, "%s", req->image);
+	return 0;
+}
+
+/* The request receipt (under the lock): a slot, a fresh id. */
+static int request_receipt(struct lease_store *s, const struct lease_request *req,
+			   const struct prepared *p, uint64_t batch, json_t **r, struct common_err *e)
+{
+	char id[LEASE_ID_LEN + 1], *ns;
+	json_t *slots, *q;
+	int full;
+
+	if (lease_slots_read(s, &slots, e) < 0)
+		return -1;
+	full = json_array_size(json_object_get(slots, p->principal)) >= LEASE_PRINCIPAL_SLOTS;
 	json_decref(slots);
-	json_decref(limits);
-	json_decref(fees);
-	free(principal);
-	free(path);
-	return rc;
+	if (full)
+		return common_errf(e, "request refused",
+				   "principal %s already holds %d live leases (Requested, Funded, Active or Settling), the maximum",
+				   p->principal, LEASE_PRINCIPAL_SLOTS);
+	if (new_id(s, id, e) < 0)
+		return -1;
+	ns = common_xasprintf("%s/%s", p->host, id);
+	q = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:O, s:I, s:I, s:I, s:O}",
+		      "principal", p->principal, "host_program", p->host, "image", "path", p->path,
+		      "sha256", p->hash, "namespace", ns, "limits", p->limits,
+		      "lifetime", (json_int_t)p->lifetime, "deadline", (json_int_t)(batch + p->lifetime),
+		      "escrow", (json_int_t)req->escrow, "fees", p->fees);
+	free(ns);
+	if (!q)
+		return common_errf(e, "request", "image path is not valid UTF-8");
+	*r = receipt_new(id, 0, LEASE_EDGE_REQUEST, NULL, LEASE_REQUESTED, batch, NULL);
+	json_object_set_new(*r, "request", q);
+	return 0;
 }
 
 /* Load a lease's {"lease","receipt"} pair or explain that there is none. */
@@ -440,61 +449,125 @@ fail:
 	return -1;
 }
 
+/* The one write path: request (req) or an existing lease (id, evidence checked when
+ * need_ev or given), then the steps, then one commit. *pair_out NULL when every step
+ * was optional and skipped. */
+static int apply(struct lease_store *s, const struct lease_request *req, const char *id,
+		 const json_t *ev, int need_ev, const struct lease_step *steps, size_t n,
+		 json_t **pair_out, json_t **receipts, struct common_err *e)
+{
+	struct prepared p = { 0 };
+	json_t *pair = NULL, *rec = NULL, *rs = json_array(), *r;
+	enum lease_state from;
+	uint64_t batch;
+	int rc = -1;
+
+	*pair_out = NULL;
+	if (n > LEASE_STEPS_MAX) {
+		common_errf(e, "steps", "more than %d edges at once", LEASE_STEPS_MAX);
+		goto out;
+	}
+	if (req && prepare(s, req, &p, e) < 0)
+		goto out;
+	if (lease_lock(s, e) < 0)
+		goto out;
+	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0)
+		goto unlock;
+	if (req) {
+		if (request_receipt(s, req, &p, batch, &r, e) < 0 || seal_fold(s, &rec, r, rs, e) < 0)
+			goto unlock;
+	} else {
+		if (load_pair(s, id, &pair, e) < 0)
+			goto unlock;
+		rec = json_incref(json_object_get(pair, "lease"));
+		if ((ev || need_ev) && check_evidence(s, pair, ev, e) < 0)
+			goto unlock;
+		if ((int64_t)batch < lease_jint(rec, "batch"))
+			batch = (uint64_t)lease_jint(rec, "batch");
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (steps[k].edge == LEASE_EDGE_REQUEST || (unsigned)steps[k].edge >= LEASE_EDGE_COUNT) {
+			common_errf(e, "transition", "use lease_request to create a lease");
+			goto unlock;
+		}
+		lease_state_parse(lease_jstr(rec, "state"), &from);
+		if (!lease_edge_next(steps[k].edge, from, NULL)) {
+			if (steps[k].optional)
+				continue;
+			refuse_edge(e, steps[k].edge, rec);
+			goto unlock;
+		}
+		if (edge_receipt(s, rec, steps[k].edge, steps[k].args, batch, &r, e) < 0 ||
+		    seal_fold(s, &rec, r, rs, e) < 0)
+			goto unlock;
+	}
+	if (json_array_size(rs) && commit(s, rs, rec, pair_out, e) < 0)
+		goto unlock;
+	if (receipts)
+		*receipts = json_incref(rs);
+	rc = 0;
+unlock:
+	lease_unlock(s);
+out:
+	prepared_free(&p);
+	json_decref(rec);
+	json_decref(pair);
+	json_decref(rs);
+	return rc;
+}
+
+int lease_request(struct lease_store *s, const struct lease_request *req, json_t **out,
+		  struct common_err *e)
+{
+	return apply(s, req, NULL, NULL, 0, NULL, 0, out, NULL, e);
+}
+
+int lease_steps(struct lease_store *s, const struct lease_request *req, const char *id,
+		const json_t *evidence, const struct lease_step *steps, size_t n,
+		json_t **receipts, struct common_err *e)
+{
+	json_t *pair = NULL, *ev = NULL;
+	int rc;
+
+	if (evidence) {
+		ev = json_object_get(evidence, "receipt");
+		ev = json_is_object(ev) ? ev : (json_t *)evidence;
+	}
+	if (!req && !id)
+		id = ev ? lease_jstr(ev, "lease") : NULL;
+	if (!req && !id)
+		return common_errf(e, "steps", "no lease id given and the evidence names none");
+	rc = apply(s, req, id, req ? NULL : ev, 0, steps, n, &pair, receipts, e);
+	json_decref(pair);
+	return rc;
+}
+
 int lease_transition(struct lease_store *s, const char *id, enum lease_edge edge,
 		     const json_t *evidence, const json_t *args, json_t **out,
 		     struct common_err *e)
 {
-	json_t *pair = NULL, *ev = NULL, *r = NULL;
-	const json_t *rec;
-	enum lease_state from;
-	uint64_t batch;
-	int rc = -1;
+	struct lease_step st = { edge, args, 0 };
+	const json_t *ev = NULL;
 
 	if (edge == LEASE_EDGE_REQUEST || (unsigned)edge >= LEASE_EDGE_COUNT)
 		return common_errf(e, "transition", "use lease_request to create a lease");
 	if (evidence) {
 		ev = json_object_get(evidence, "receipt");
-		ev = json_incref(json_is_object(ev) ? ev : (json_t *)evidence);
+		ev = json_is_object(ev) ? ev : evidence;
 	}
 	if (!id)
 		id = ev ? lease_jstr(ev, "lease") : NULL;
-	if (!id) {
-		common_errf(e, lease_edge_name(edge), "no lease id given and the evidence names none");
-		goto out;
-	}
-	if (lease_lock(s, e) < 0)
-		goto out;
-	if (lease_recover(s, e) < 0 || load_pair(s, id, &pair, e) < 0)
-		goto unlock;
-	rec = json_object_get(pair, "lease");
-	if (check_evidence(s, pair, ev, e) < 0)
-		goto unlock;
-	lease_state_parse(lease_jstr(rec, "state"), &from);
-	if (!lease_edge_next(edge, from, NULL)) {
-		refuse_edge(e, edge, rec);
-		goto unlock;
-	}
-	if (lease_store_batch(s, &batch, e) < 0)
-		goto unlock;
-	if ((int64_t)batch < lease_jint(rec, "batch"))
-		batch = (uint64_t)lease_jint(rec, "batch");
-	if (edge_receipt(s, rec, edge, args, batch, &r, e) < 0)
-		goto unlock;
-	rc = seal_fold_commit(s, rec, r, out, e);
-unlock:
-	lease_unlock(s);
-out:
-	json_decref(pair);
-	json_decref(ev);
-	return rc;
+	if (!id)
+		return common_errf(e, lease_edge_name(edge), "no lease id given and the evidence names none");
+	return apply(s, NULL, id, ev, 1, &st, 1, out, NULL, e);
 }
 
 int lease_observe_usage(struct lease_store *s, const char *id,
 			const uint64_t usage[LEASE_DIM_COUNT], const char **closed,
 			json_t **receipts, struct common_err *e)
 {
-	json_t *pair = NULL, *r = NULL, *uj = lease_usage_json(usage), *out = NULL;
-	const json_t *rec;
+	json_t *pair = NULL, *r = NULL, *uj = lease_usage_json(usage), *out = NULL, *rec = NULL;
+	json_t *rs = json_array();
 	uint64_t batch;
 	int rc = -1;
 
@@ -504,7 +577,7 @@ int lease_observe_usage(struct lease_store *s, const char *id,
 		goto out;
 	if (lease_recover(s, e) < 0 || load_pair(s, id, &pair, e) < 0)
 		goto unlock;
-	rec = json_object_get(pair, "lease");
+	rec = json_incref(json_object_get(pair, "lease"));
 	if (strcmp(lease_jstr(rec, "state"), "Active") != 0) {
 		refuse_edge(e, LEASE_EDGE_OBSERVE, rec);
 		goto unlock;
@@ -515,24 +588,22 @@ int lease_observe_usage(struct lease_store *s, const char *id,
 		batch = (uint64_t)lease_jint(rec, "batch");
 	if (observe_receipt(rec, uj, batch, 0, &r, closed, e) < 0)
 		goto unlock;
-	*receipts = json_array();
 	if (!r) {
 		rc = 0;
 		goto unlock;
 	}
-	rc = seal_fold_commit(s, rec, r, &out, e);
-	if (rc == 0)
-		json_array_append(*receipts, json_object_get(out, "receipt"));
-	else
+	if (seal_fold(s, &rec, r, rs, e) == 0)
+		rc = commit(s, rs, rec, &out, e);
+	if (rc < 0)
 		*closed = NULL;
 unlock:
 	lease_unlock(s);
 out:
-	if (rc < 0) {
-		json_decref(*receipts);
-		*receipts = NULL;
-	}
+	if (rc == 0)
+		*receipts = json_incref(rs);
+	json_decref(rs);
 	json_decref(out);
+	json_decref(rec);
 	json_decref(pair);
 	json_decref(uj);
 	return rc;

@@ -1,9 +1,11 @@
 /* Reading the store: list, log, and verify (every chain, signature, state, slot). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "lease/lease-internal.h"
 
@@ -94,8 +96,7 @@ unlock:
 	return rc;
 }
 
-/* Call fn for every journal line (1-based lineno); stops when fn returns < 0. */
-static int journal_each(struct lease_store *s, int (*fn)(void *, size_t, const char *, size_t),
+int lease_journal_each(struct lease_store *s, int (*fn)(void *, size_t, const char *, size_t),
 			void *arg, struct common_err *e)
 {
 	char *p = lease_path(s, "journal.jsonl"), *buf, *line, *nl;
@@ -159,7 +160,7 @@ int lease_log(struct lease_store *s, const char *id, json_t **receipts, struct c
 		json_decref(c.out);
 		return -1;
 	}
-	if (lease_recover(s, e) < 0 || journal_each(s, log_line, &c, e) < 0)
+	if (lease_recover(s, e) < 0 || lease_journal_each(s, log_line, &c, e) < 0)
 		goto out;
 	if (json_array_size(c.out) == 0) {
 		if (lease_pair_read(s, id, &pair, e) == 0)
@@ -171,6 +172,114 @@ int lease_log(struct lease_store *s, const char *id, json_t **receipts, struct c
 out:
 	json_decref(pair);
 	json_decref(c.out);
+	lease_unlock(s);
+	return rc;
+}
+
+#define SINCE_CHUNK (64u << 10)
+
+/* One journal line met going backwards: kept when it is id's with seq > after;
+ * 1 once the oldest wanted (or an older) receipt of id is reached. */
+static int since_line(const char *line, size_t len, const char *pat, const char *id,
+		      int64_t after, json_t *out)
+{
+	json_t *r;
+	int64_t seq;
+
+	/* journal lines are canonical: a receipt of id names it exactly so */
+	if (!memmem(line, len, pat, strlen(pat)))
+		return 0;
+	r = common_json_load(line, len, "journal.jsonl", NULL);
+	if (!json_is_object(r) || !lease_jstr(r, "lease") || strcmp(lease_jstr(r, "lease"), id) != 0) {
+		json_decref(r);
+		return 0;
+	}
+	seq = json_integer_value(json_object_get(r, "seq"));
+	if (seq > after)
+		json_array_insert(out, 0, r);
+	json_decref(r);
+	return seq <= after + 1;
+}
+
+int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t **receipts,
+		    struct common_err *e)
+{
+	char *p = NULL, *buf = NULL, *nb, pat[64];
+	json_t *out = json_array(), *pair = NULL;
+	size_t len = 0, chunk;
+	struct stat st;
+	off_t off;
+	int fd = -1, rc = -1, done = 0;
+
+	if (!lease_id_valid(id)) {
+		json_decref(out);
+		return common_errf(e, id, "not a lease id (expected L followed by 16 hex digits)");
+	}
+	snprintf(pat, sizeof pat, "\"lease\":\"%s\"", id);
+	if (lease_lock(s, e) < 0) {
+		json_decref(out);
+		return -1;
+	}
+	if (lease_recover(s, e) < 0)
+		goto out;
+	p = lease_path(s, "journal.jsonl");
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT) {
+		common_errno(e, errno, "%s", p);
+		goto out;
+	}
+	if (fd >= 0 && fstat(fd, &st) < 0) {
+		common_errno(e, errno, "%s", p);
+		goto out;
+	}
+	off = fd >= 0 ? st.st_size : 0;
+	while (!done) {
+		while (len > 0 && !done) {
+			size_t end = buf[len - 1] == '\n' ? len - 1 : len, start = end;
+			while (start > 0 && buf[start - 1] != '\n')
+				start--;
+			if (start == 0 && off > 0)
+				break;
+			if (end - start > LEASE_LINE_MAX) {
+				common_errf(e, p, "a line longer than %u bytes", LEASE_LINE_MAX);
+				goto out;
+			}
+			done = since_line(buf + start, end - start, pat, id, after, out);
+			len = start;
+		}
+		if (done || off == 0)
+			break;
+		if (len > LEASE_LINE_MAX + 1) {
+			common_errf(e, p, "a line longer than %u bytes", LEASE_LINE_MAX);
+			goto out;
+		}
+		chunk = off < (off_t)SINCE_CHUNK ? (size_t)off : SINCE_CHUNK;
+		nb = common_xmalloc(chunk + len);
+		if (pread(fd, nb, chunk, off - (off_t)chunk) != (ssize_t)chunk) {
+			free(nb);
+			common_errno(e, errno ? errno : EIO, "%s: reading", p);
+			goto out;
+		}
+		memcpy(nb + chunk, buf, len);
+		free(buf);
+		buf = nb;
+		len += chunk;
+		off -= (off_t)chunk;
+	}
+	if (json_array_size(out) == 0 && after < 0) {
+		if (lease_pair_read(s, id, &pair, e) == 0)
+			common_errf(e, id, "no such lease in store %s", s->dir);
+		goto out;
+	}
+	*receipts = json_incref(out);
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	free(p);
+	json_decref(pair);
+	json_decref(out);
 	lease_unlock(s);
 	return rc;
 }
@@ -351,7 +460,7 @@ int lease_verify(struct lease_store *s, const char *id, json_t **report, struct 
 	}
 	if (lease_lock(s, e) < 0)
 		goto out;
-	if (lease_recover(s, e) < 0 || journal_each(s, verify_line, &c, e) < 0 ||
+	if (lease_recover(s, e) < 0 || lease_journal_each(s, verify_line, &c, e) < 0 ||
 	    record_ids(s, &ids, &n, e) < 0)
 		goto unlock;
 	verify_records(&c, ids, n);

@@ -27,6 +27,49 @@ char *lease_path(const struct lease_store *s, const char *fmt, ...)
 	return full;
 }
 
+const char *lease_boot_id(struct lease_store *s)
+{
+	char *b = NULL;
+	size_t n = 0;
+
+	if (s->boot[0] == '\0') {
+		int ok = common_read_file("/proc/sys/kernel/random/boot_id", 64, &b, &n, NULL) == 0 &&
+			 n == 37 && b[36] == '\n' && strspn(b, "0123456789abcdef-") == 36;
+		snprintf(s->boot, sizeof s->boot, "%.36s", ok ? b : "-");
+		free(b);
+	}
+	return strlen(s->boot) == 36 ? s->boot : NULL;
+}
+
+/* Derived files (records, slot index) are written without fsync; "boot" names the
+ * boot whose page cache holds them. Any other boot may have lost some to a crash,
+ * so its first locker rebuilds them from the journal before anyone reads them. */
+static int boot_check(struct lease_store *s, struct common_err *e)
+{
+	const char *now = lease_boot_id(s);
+	char line[38], *p, *buf = NULL;
+	size_t len = 0;
+	int r = 0;
+
+	if (!now) {
+		s->durable = 1;
+		s->boot_ok = 1;
+		return 0;
+	}
+	p = lease_path(s, "boot");
+	snprintf(line, sizeof line, "%s\n", now);
+	if (common_read_file(p, 64, &buf, &len, NULL) < 0 || len != 37 || memcmp(buf, line, 37) != 0) {
+		r = lease_rebuild(s, e);
+		if (r == 0)
+			r = common_write_atomic(p, line, 37, 0600, e);
+	}
+	free(buf);
+	free(p);
+	if (r == 0)
+		s->boot_ok = 1;
+	return r;
+}
+
 int lease_lock(struct lease_store *s, struct common_err *e)
 {
 	char *p;
@@ -38,6 +81,10 @@ int lease_lock(struct lease_store *s, struct common_err *e)
 	free(p);
 	if (s->lockfd < 0) {
 		s->lock_depth = 0;
+		return -1;
+	}
+	if (s->key.has_priv && !s->boot_ok && boot_check(s, e) < 0) {
+		lease_unlock(s);
 		return -1;
 	}
 	return 0;
@@ -66,6 +113,50 @@ static char *default_dir(void)
 		v = pw ? pw->pw_dir : "/";
 	}
 	return common_xasprintf("%s/.local/state/sbx", v);
+}
+
+int lease_write_derived(struct lease_store *s, const char *path, const char *buf, size_t len,
+			struct common_err *e)
+{
+	char *tmp;
+	int fd, r;
+
+	if (s->durable)
+		return common_write_atomic(path, buf, len, 0600, e);
+	tmp = common_xasprintf("%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		r = common_errno(e, errno, "%s", tmp);
+		free(tmp);
+		return r;
+	}
+	r = common_write_all(fd, buf, len);
+	close(fd);
+	if (r < 0) {
+		common_errno(e, -r, "write %s", tmp);
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	common_fault_point("atomic-before-rename");
+	r = rename(tmp, path);
+	if (r < 0) {
+		common_errno(e, errno, "rename %s", path);
+		unlink(tmp);
+	}
+	free(tmp);
+	return r < 0 ? -1 : 0;
+}
+
+static int write_derived_json(struct lease_store *s, const char *path, const json_t *j,
+			      struct common_err *e)
+{
+	char *c = common_json_canonical(j), *line = common_xasprintf("%s\n", c);
+	int r = lease_write_derived(s, path, line, strlen(line), e);
+
+	free(line);
+	free(c);
+	return r;
 }
 
 static int write_json(const char *path, const json_t *j, mode_t mode, struct common_err *e)
@@ -218,6 +309,7 @@ void lease_store_close(struct lease_store *s)
 		return;
 	while (s->lock_depth > 0)
 		lease_unlock(s);
+	json_decref(s->clk);
 	memset(&s->key, 0, sizeof s->key);
 	free(s->dir);
 	free(s);
@@ -267,14 +359,40 @@ static uint64_t clock_batch(const json_t *clk)
 	return now > epoch ? (now - epoch) / (uint64_t)lease_jint(clk, "batch_ms") : 0;
 }
 
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* The clock is read at every transition but written only by set-mode and tick
+ * (by rename): its parsed form is kept while the file stays the same. */
 int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e)
 {
+	char *p = lease_path(s, "clock.json");
+	struct stat before, after;
 	json_t *clk;
+	int known = stat(p, &before) == 0;
 
-	if (clock_read(s, &clk, e) < 0)
-		return -1;
-	*batch = clock_batch(clk);
-	json_decref(clk);
+	free(p);
+	if (!(known && s->clk && same_file(&before, &s->cst))) {
+		if (clock_read(s, &clk, e) < 0)
+			return -1;
+		json_decref(s->clk);
+		s->clk = NULL;
+		p = lease_path(s, "clock.json");
+		if (known && stat(p, &after) == 0 && same_file(&before, &after)) {
+			s->clk = clk;
+			s->cst = after;
+		}
+		free(p);
+		*batch = clock_batch(clk);
+		if (!s->clk)
+			json_decref(clk);
+		return 0;
+	}
+	*batch = clock_batch(s->clk);
 	return 0;
 }
 
@@ -411,7 +529,7 @@ int lease_pair_write(struct lease_store *s, const char *id, const json_t *pair,
 		     struct common_err *e)
 {
 	char *p = lease_path(s, "leases/%s.json", id);
-	int r = write_json(p, pair, 0600, e);
+	int r = write_derived_json(s, p, pair, e);
 
 	free(p);
 	return r;
@@ -470,7 +588,7 @@ static int slots_sync(struct lease_store *s, const char *principal, const char *
 	if (json_array_size(list) == 0)
 		json_object_del(slots, principal);
 	p = lease_path(s, "slots.json");
-	r = write_json(p, slots, 0600, e);
+	r = write_derived_json(s, p, slots, e);
 	free(p);
 out:
 	json_decref(slots);
@@ -500,16 +618,29 @@ int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_
 	return slots_sync(s, lease_jstr(rec, "principal"), id, lease_state_live(state), e);
 }
 
-/* Read the last complete journal line; a torn tail (no final newline) is cut off,
- * since its transition never reached the record and was never acknowledged. */
-static int journal_tail(struct lease_store *s, char **line, struct common_err *e)
+void lease_journal_note(struct lease_store *s)
 {
-	char *p = lease_path(s, "journal.jsonl"), *buf = NULL;
+	char *p = lease_path(s, "journal.jsonl");
+
+	s->jst_ok = stat(p, &s->jst) == 0;
+	free(p);
+}
+
+/* The journal's last `want` bytes cut to whole lines: *buf holds lines ending in '\n'
+ * (*len 0 when none). *from_start when they begin at a line start. A torn tail (no
+ * final newline) is cut off first: its transition never reached the record and was
+ * never acknowledged. */
+static int journal_window(struct lease_store *s, size_t want, char **buf, size_t *len,
+			  int *from_start, struct common_err *e)
+{
+	char *p = lease_path(s, "journal.jsonl"), *b = NULL;
 	struct stat st;
-	size_t n, end, start;
+	size_t n, end;
 	int fd, r = -1;
 
-	*line = NULL;
+	*buf = NULL;
+	*len = 0;
+	*from_start = 1;
 	fd = open(p, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		r = errno == ENOENT ? 0 : common_errno(e, errno, "%s", p);
@@ -519,20 +650,20 @@ static int journal_tail(struct lease_store *s, char **line, struct common_err *e
 		common_errno(e, errno, "%s", p);
 		goto out;
 	}
-	n = (size_t)st.st_size < LEASE_LINE_MAX + 1 ? (size_t)st.st_size : LEASE_LINE_MAX + 1;
+	n = (size_t)st.st_size < want ? (size_t)st.st_size : want;
 	if (n == 0) {
 		r = 0;
 		goto out;
 	}
-	buf = common_xmalloc(n + 1);
-	if (pread(fd, buf, n, st.st_size - (off_t)n) != (ssize_t)n) {
+	b = common_xmalloc(n + 1);
+	if (pread(fd, b, n, st.st_size - (off_t)n) != (ssize_t)n) {
 		common_errno(e, errno ? errno : EIO, "%s: reading the tail", p);
 		goto out;
 	}
-	buf[n] = '\0';
+	b[n] = '\0';
 	end = n;
-	if (buf[n - 1] != '\n') {
-		while (end > 0 && buf[end - 1] != '\n')
+	if (b[n - 1] != '\n') {
+		while (end > 0 && b[end - 1] != '\n')
 			end--;
 		if (end == 0 && (size_t)st.st_size > n) {
 			common_errf(e, p, "last line longer than %u bytes", LEASE_LINE_MAX);
@@ -542,88 +673,158 @@ static int journal_tail(struct lease_store *s, char **line, struct common_err *e
 			common_errno(e, errno, "%s: cutting a torn last line", p);
 			goto out;
 		}
-		if (end == 0) {
-			r = 0;
-			goto out;
-		}
 	}
-	start = end - 1;
-	while (start > 0 && buf[start - 1] != '\n')
-		start--;
-	if (start == 0 && (size_t)st.st_size > n) {
-		common_errf(e, p, "last line longer than %u bytes", LEASE_LINE_MAX);
-		goto out;
-	}
-	buf[end - 1] = '\0';
-	*line = common_xstrdup(buf + start);
+	b[end] = '\0';
+	*from_start = (size_t)st.st_size == n;
+	*buf = b;
+	*len = end;
+	b = NULL;
 	r = 0;
 out:
 	if (fd >= 0)
 		close(fd);
-	free(buf);
+	free(b);
 	free(p);
 	return r;
 }
 
+/* The receipts journaled after the record's head, oldest first: the trailing lines of
+ * one lease, each the prev of the next (a batch of lease_steps is one append). NULL
+ * when they do not chain up to the record (verify reports it); *more when the window
+ * did not reach back far enough. */
+static json_t *tail_chain(const char *buf, size_t len, int from_start, const json_t *pair,
+			  int *more)
+{
+	const char *head = pair ? lease_jstr(json_object_get(pair, "lease"), "head") : NULL;
+	json_t *chain = json_array(), *r;
+	size_t end = len, start;
+	const char *id = NULL, *want = NULL;
+
+	*more = 0;
+	while (json_array_size(chain) <= LEASE_STEPS_MAX) {
+		start = end - 1;
+		while (start > 0 && buf[start - 1] != '\n')
+			start--;
+		if (start == 0 && !from_start) {
+			*more = 1;
+			break;
+		}
+		r = common_json_load(buf + start, end - 1 - start, "journal.jsonl", NULL);
+		if (!id)
+			id = lease_jstr(r, "lease");
+		if (!lease_id_valid(id) || !lease_jstr(r, "digest") || !lease_jstr(r, "lease") ||
+		    strcmp(lease_jstr(r, "lease"), id) != 0 ||
+		    (want && strcmp(lease_jstr(r, "digest"), want) != 0)) {
+			json_decref(r);
+			break;
+		}
+		json_array_insert_new(chain, 0, r);
+		want = lease_jstr(r, "prev");
+		if (head ? want && strcmp(want, head) == 0 : lease_jint(r, "seq") == 0)
+			return chain;
+		if (start == 0)
+			break;
+		end = start;
+	}
+	json_decref(chain);
+	return NULL;
+}
+
 int lease_recover(struct lease_store *s, struct common_err *e)
 {
-	json_t *r = NULL, *pair = NULL, *rec = NULL, *np = NULL;
+	json_t *pair = NULL, *rec = NULL, *np = NULL, *chain = NULL, *last;
 	const char *id, *head;
-	char *line;
-	int ret = -1;
+	char *buf = NULL, *p;
+	size_t len, want = LEASE_LINE_MAX + 1, i;
+	struct stat st;
+	int ret = -1, from_start, more;
 
-	if (journal_tail(s, &line, e) < 0)
-		return -1;
-	if (!line)
+	/* Nothing was appended since this process's own complete commit. */
+	p = lease_path(s, "journal.jsonl");
+	i = s->jst_ok && stat(p, &st) == 0 && st.st_dev == s->jst.st_dev &&
+	    st.st_ino == s->jst.st_ino && st.st_size == s->jst.st_size &&
+	    st.st_mtim.tv_nsec == s->jst.st_mtim.tv_nsec && st.st_mtim.tv_sec == s->jst.st_mtim.tv_sec &&
+	    st.st_ctim.tv_nsec == s->jst.st_ctim.tv_nsec && st.st_ctim.tv_sec == s->jst.st_ctim.tv_sec;
+	free(p);
+	if (i)
 		return 0;
-	r = common_json_load(line, strlen(line), "journal.jsonl", NULL);
-	free(line);
-	id = lease_jstr(r, "lease");
-	if (!lease_id_valid(id) || !lease_jstr(r, "digest")) {
-		ret = 0; /* not a receipt: left alone, verify reports it */
-		goto out;
-	}
-	/* An unreadable record is not ours to repair: verify reports it, and the
-	 * rest of the store stays usable. */
-	if (lease_pair_read(s, id, &pair, NULL) < 0) {
+	s->jst_ok = 0;
+again:
+	if (journal_window(s, want, &buf, &len, &from_start, e) < 0)
+		return -1;
+	if (len == 0) {
 		ret = 0;
 		goto out;
 	}
-	head = pair ? lease_jstr(json_object_get(pair, "lease"), "head") : NULL;
-	if (head && strcmp(head, lease_jstr(r, "digest")) == 0) {
+	{
+		size_t start = len - 1;
+		json_t *r;
+		while (start > 0 && buf[start - 1] != '\n')
+			start--;
+		if (start == 0 && !from_start) {
+			common_errf(e, "journal.jsonl", "last line longer than %u bytes", LEASE_LINE_MAX);
+			goto out;
+		}
+		r = common_json_load(buf + start, len - 1 - start, "journal.jsonl", NULL);
+		id = lease_jstr(r, "lease");
+		if (!lease_id_valid(id) || !lease_jstr(r, "digest")) {
+			json_decref(r);
+			ret = 0; /* not a receipt: left alone, verify reports it */
+			goto out;
+		}
+		/* An unreadable record is not ours to repair: verify reports it, and the
+		 * rest of the store stays usable. */
+		if (lease_pair_read(s, id, &pair, NULL) < 0) {
+			json_decref(r);
+			ret = 0;
+			goto out;
+		}
+		head = pair ? lease_jstr(json_object_get(pair, "lease"), "head") : NULL;
+		i = head && strcmp(head, lease_jstr(r, "digest")) == 0;
+		json_decref(r);
+	}
+	if (i) {
 		/* The common case: the record is current; only the idempotent effects may lag. */
 		ret = lease_apply_effects(s, json_object_get(pair, "lease"), e);
 		goto out;
 	}
-	/* Rolling forward needs a receipt that really is ours. */
-	if (lease_receipt_verify(s, r, "journal.jsonl", NULL) < 0) {
+	chain = tail_chain(buf, len, from_start, pair, &more);
+	if (!chain && more && want < (LEASE_STEPS_MAX + 1) * (LEASE_LINE_MAX + 1)) {
+		json_decref(pair);
+		pair = NULL;
+		free(buf);
+		buf = NULL;
+		want = (LEASE_STEPS_MAX + 1) * (LEASE_LINE_MAX + 1);
+		goto again;
+	}
+	if (!chain) {
 		ret = 0;
 		goto out;
 	}
-	if (!pair) {
-		if (lease_jint(r, "seq") != 0 || lease_fold(NULL, r, &rec, NULL) < 0) {
-			ret = 0;
-			goto out;
-		}
-	} else {
+	/* Rolling forward needs receipts that really are ours. */
+	rec = pair ? json_incref(json_object_get(pair, "lease")) : NULL;
+	json_array_foreach(chain, i, last) {
 		json_t *next;
-		const char *prev = lease_jstr(r, "prev");
-		rec = json_incref(json_object_get(pair, "lease"));
-		if (!head || !prev || strcmp(prev, head) != 0 || lease_fold(rec, r, &next, NULL) < 0) {
+		if (lease_receipt_verify(s, last, "journal.jsonl", NULL) < 0 ||
+		    lease_fold(rec, last, &next, NULL) < 0) {
 			ret = 0;
 			goto out;
 		}
 		json_decref(rec);
 		rec = next;
 	}
-	np = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
-	if (lease_pair_write(s, id, np, e) < 0)
+	last = json_array_get(chain, json_array_size(chain) - 1);
+	np = json_pack("{s:O, s:O}", "lease", rec, "receipt", last);
+	if (lease_pair_write(s, lease_jstr(last, "lease"), np, e) < 0)
 		goto out;
 	ret = lease_apply_effects(s, rec, e);
 out:
+	if (ret == 0)
+		lease_journal_note(s);
+	free(buf);
+	json_decref(chain);
 	json_decref(np);
 	json_decref(rec);
 	json_decref(pair);
-	json_decref(r);
 	return ret;
 }

@@ -635,22 +635,7 @@ static const char *jstr(const json_t *o, const char *k)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* One edge; the returned pair's receipt is appended to receipts and becomes
- * the evidence for the next edge. */
-static int edge(struct lease_store *s, const char *id, enum lease_edge ed, json_t **head,
-		const json_t *args, json_t *receipts, struct common_err *e)
-{
-	json_t *out = NULL;
-	if (lease_transition(s, id, ed, *head, args, &out, e) < 0)
-		return -1;
-	json_t *rc = json_object_get(out, "receipt");
-	json_array_append(receipts, rc);
-	json_decref(*head);
-	*head = json_incref(rc);
-	json_decref(out);
-	return 0;
-}
-
+/* request, fund, activate: one locked commit, one receipt each */
 static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o, const char *image,
 			  char **id, json_t **head, json_t *receipts, struct common_err *e)
 {
@@ -665,55 +650,39 @@ static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o,
 		return -1;
 	if (o->fees && lease_parse_fees(o->fees, &req, e) < 0)
 		return -1;
-	json_t *out = NULL;
-	if (lease_request(s, &req, &out, e) < 0)
-		return -1;
-	json_t *r = json_object_get(out, "receipt");
-	*id = common_xstrdup(jstr(r, "lease") ? jstr(r, "lease") : "");
-	json_array_append(receipts, r);
-	*head = json_incref(r);
-	json_decref(out);
-	json_t *amount = json_pack("{s:I}", "amount", (json_int_t)o->escrow);
-	int rc = edge(s, *id, LEASE_EDGE_FUND, head, amount, receipts, e);
+	json_t *amount = json_pack("{s:I}", "amount", (json_int_t)o->escrow), *made = NULL;
+	struct lease_step steps[] = { { LEASE_EDGE_FUND, amount, 0 }, { LEASE_EDGE_ACTIVATE, NULL, 0 } };
+	int rc = lease_steps(s, &req, NULL, NULL, steps, 2, &made, e);
 	json_decref(amount);
-	if (rc == 0)
-		rc = edge(s, *id, LEASE_EDGE_ACTIVATE, head, NULL, receipts, e);
-	return rc;
+	if (rc < 0)
+		return -1;
+	json_t *r = json_array_get(made, 0);
+	*id = common_xstrdup(jstr(r, "lease") ? jstr(r, "lease") : "");
+	json_array_extend(receipts, made);
+	*head = json_incref(json_array_get(made, json_array_size(made) - 1));
+	json_decref(made);
+	return 0;
 }
 
-/* settle (unless a bound already did), expire, destroy */
+/* settle (unless a bound already did), expire, destroy: one locked commit */
 static int ephemeral_close(struct lease_store *s, const char *id, json_t *receipts,
 			   struct common_err *e)
 {
-	json_t *rec = NULL, *head = NULL;
-	if (lease_load(s, id, &rec, e) < 0 || lease_head(s, id, &head, e) < 0) {
-		json_decref(rec);
+	struct lease_step steps[] = { { LEASE_EDGE_SETTLE, NULL, 1 }, { LEASE_EDGE_EXPIRE, NULL, 0 },
+				      { LEASE_EDGE_DESTROY, NULL, 0 } };
+	json_t *made = NULL, *all = NULL;
+	if (lease_steps(s, NULL, id, NULL, steps, 3, &made, e) < 0)
 		return -1;
-	}
-	const char *state = jstr(json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec, "state");
-	int rc = 0;
-	if (state && strcmp(state, "Active") == 0)
-		rc = edge(s, id, LEASE_EDGE_SETTLE, &head, NULL, receipts, e);
-	else if (json_array_size(receipts) && head) {
-		/* a bound closed the lease during the run: its receipt belongs here too */
-		json_t *last = json_array_get(receipts, json_array_size(receipts) - 1);
-		if (!json_equal(last, head))
-			json_array_append(receipts, head);
-	}
-	if (rc == 0)
-		rc = edge(s, id, LEASE_EDGE_EXPIRE, &head, NULL, receipts, e);
-	if (rc == 0)
-		rc = edge(s, id, LEASE_EDGE_DESTROY, &head, NULL, receipts, e);
-	json_t *all = NULL;
 	/* the journal also holds the observations metering made during the run */
-	if (rc == 0 && lease_log(s, id, &all, e) == 0) {
+	if (lease_log_since(s, id, -1, &all, e) == 0) {
 		json_array_clear(receipts);
 		json_array_extend(receipts, all);
-		json_decref(all);
+	} else {
+		json_array_extend(receipts, made);
 	}
-	json_decref(head);
-	json_decref(rec);
-	return rc;
+	json_decref(all);
+	json_decref(made);
+	return 0;
 }
 
 /* What trace_run_opt allocated in o (the mount list, the --env entries). */
@@ -736,14 +705,12 @@ static void run_receipts(struct lease_store *s, const char *id, json_int_t start
 			 json_t *receipts)
 {
 	struct common_err e;
-	json_t *all = NULL, *r;
-	size_t i;
-	if (lease_log(s, id, &all, &e) == 0) {
-		json_array_foreach(all, i, r)
-			if (json_integer_value(json_object_get(r, "seq")) > start_seq)
-				json_array_append(receipts, r);
-		if (json_array_size(receipts) == 0 && json_array_size(all))
-			json_array_append(receipts, json_array_get(all, json_array_size(all) - 1));
+	json_t *all = NULL;
+	/* from the head the run started with, which stands alone when nothing followed */
+	if (lease_log_since(s, id, start_seq - 1, &all, &e) == 0) {
+		if (json_array_size(all) > 1)
+			json_array_remove(all, 0);
+		json_array_extend(receipts, all);
 	}
 	json_decref(all);
 }
@@ -780,9 +747,9 @@ int trace_run_main(struct trace_run_opts *o)
 	code = SBX_EXIT_SBX;
 	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
 		goto fail;
-	if (lease_image_check(image, sha, &e) < 0)
-		goto fail;
 	if (lease_store_open(o->store, &s, &e) < 0)
+		goto fail;
+	if (lease_image_check_cached(s, image, sha, &e) < 0)
 		goto fail;
 	if (o->ephemeral) {
 		if (ephemeral_open(s, o, image, &id, &head, receipts, &e) < 0) {
