@@ -139,7 +139,13 @@ int lease_write_derived(struct lease_store *s, const char *path, const char *buf
 		return -1;
 	}
 	common_fault_point("atomic-before-rename");
-	r = rename(tmp, path);
+	/* An exchange, unlike a rename over the old file, does not make ext4 allocate
+	 * and start writing the new blocks now (auto_da_alloc): ~0.5 ms per record. */
+	r = renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE);
+	if (r < 0 && (errno == ENOENT || errno == EINVAL || errno == ENOSYS))
+		r = rename(tmp, path);
+	else if (r == 0)
+		r = unlink(tmp) < 0 && errno != ENOENT ? -1 : 0;
 	if (r < 0) {
 		common_errno(e, errno, "rename %s", path);
 		unlink(tmp);

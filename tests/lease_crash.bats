@@ -106,3 +106,33 @@ crash_walk() {
 		[ "$status" -eq 0 ] || { echo "iteration $i: $output"; false; }
 	done
 }
+
+# sbx-run --ephemeral journals request, fund, activate as one append and settle,
+# expire, destroy as another (observations in between): a kill after any append
+# loses none of its receipts.
+@test "SIGKILL of sbx-run --ephemeral after each journal append" {
+	pass=1
+	while :; do
+		sbx-lease list | jq -r .id | sort >before.txt
+		set +e
+		SBX_FAULT=lease-after-journal:$pass sbx-run --ephemeral -- /bin/true >out.txt 2>err.txt
+		rc=$?
+		set -e
+		[ "$rc" -ne 0 ] || break
+		[ "$rc" -eq 137 ] || { echo "pass $pass: rc=$rc: $(cat err.txt)"; return 1; }
+		run sbx-lease verify
+		[ "$status" -eq 0 ] || { echo "pass $pass: $output"; return 1; }
+		id=$(sbx-lease list | jq -r .id | sort | comm -13 before.txt -)
+		[ -n "$id" ] || { echo "pass $pass: lost the request receipt"; return 1; }
+		state=$(sbx-lease show "$id" | jq -r .lease.state)
+		n=$(sbx-lease log "$id" | wc -l)
+		if [ "$pass" -eq 1 ]; then
+			assert_equal "$state $n" "Active 3"
+		fi
+		pass=$((pass + 1))
+	done
+	# the last kill came after the closing append
+	assert_equal "$state" Destroyed
+	[ "$n" -ge 6 ]
+	[ "$pass" -ge 3 ]
+}
