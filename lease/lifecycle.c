@@ -12,7 +12,8 @@
 
 /* Commit sealed receipts of one lease (rec folds them all). The journal is the truth
  * and is written first, in one append; a kill after it is rolled forward by
- * lease_recover, a kill before it leaves nothing. */
+ * lease_recover, a kill before it leaves nothing, a kill within it whole receipts
+ * up to a torn line that recovery cuts. */
 static int commit(struct lease_store *s, const json_t *rs, json_t *rec, json_t **out,
 		  struct common_err *e)
 {
