@@ -1,6 +1,9 @@
 #!/bin/sh
 # Lease transitions per second on one store: in-process (sequential, 2 parallel
-# clients) and through the sbx-lease CLI. Needs `make all` first. Usage: bench/lease.sh [LEASES]
+# clients) and through the sbx-lease CLI; then the median wall time of
+# `sbx-run --ephemeral -- /bin/true` (two batched commits: request/fund/activate,
+# settle/expire/destroy) on the sequential store. Needs `make all` first.
+# Usage: bench/lease.sh [LEASES]
 set -eu
 cd "$(dirname "$0")/.."
 B=${SBX_BUILD:-build}
@@ -32,3 +35,12 @@ done
 t1=$(date +%s.%N)
 echo "$t0 $t1 $n" | awk '{printf "CLI sequential (one exec per transition): %d transitions in %.3f s = %.0f transitions/s\n", $3, $2 - $1, $3 / ($2 - $1)}'
 $L verify >/dev/null && echo "verify: ok"
+if [ -x "$B/bin/sbx-run" ]; then
+	for i in $(seq 21); do
+		t0=$(date +%s%N)
+		SBX_STORE="$tmp/seq" "$B/bin/sbx-run" --ephemeral -- /bin/true
+		t1=$(date +%s%N)
+		echo $(((t1 - t0) / 1000))
+	done | sort -n | awk -v n="$N" '{a[NR] = $1} END {printf "sbx-run --ephemeral -- /bin/true on a store of %d leases: median %.1f ms over %d runs\n", n, a[int((NR + 1) / 2)] / 1000, NR}'
+	SBX_STORE="$tmp/seq" $L verify >/dev/null && echo "verify: ok"
+fi
