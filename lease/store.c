@@ -736,23 +736,31 @@ static json_t *tail_chain(const char *buf, size_t len, int from_start, const jso
 	return NULL;
 }
 
+/* Where the last line of buf starts; -1 when the window cut it (too long). */
+static ssize_t last_line(const char *buf, size_t len, int from_start)
+{
+	size_t start = len - 1;
+
+	while (start > 0 && buf[start - 1] != '\n')
+		start--;
+	return start == 0 && !from_start ? -1 : (ssize_t)start;
+}
+
 int lease_recover(struct lease_store *s, struct common_err *e)
 {
-	json_t *pair = NULL, *rec = NULL, *np = NULL, *chain = NULL, *last;
+	json_t *pair = NULL, *rec = NULL, *np = NULL, *chain = NULL, *r = NULL, *last;
 	const char *id, *head;
 	char *buf = NULL, *p;
 	size_t len, want = LEASE_LINE_MAX + 1, i;
 	struct stat st;
-	int ret = -1, from_start, more;
+	ssize_t start;
+	int ret = -1, from_start, more, same;
 
 	/* Nothing was appended since this process's own complete commit. */
 	p = lease_path(s, "journal.jsonl");
-	i = s->jst_ok && stat(p, &st) == 0 && st.st_dev == s->jst.st_dev &&
-	    st.st_ino == s->jst.st_ino && st.st_size == s->jst.st_size &&
-	    st.st_mtim.tv_nsec == s->jst.st_mtim.tv_nsec && st.st_mtim.tv_sec == s->jst.st_mtim.tv_sec &&
-	    st.st_ctim.tv_nsec == s->jst.st_ctim.tv_nsec && st.st_ctim.tv_sec == s->jst.st_ctim.tv_sec;
+	same = s->jst_ok && stat(p, &st) == 0 && same_file(&st, &s->jst);
 	free(p);
-	if (i)
+	if (same)
 		return 0;
 	s->jst_ok = 0;
 again:
@@ -762,34 +770,21 @@ again:
 		ret = 0;
 		goto out;
 	}
-	{
-		size_t start = len - 1;
-		json_t *r;
-		while (start > 0 && buf[start - 1] != '\n')
-			start--;
-		if (start == 0 && !from_start) {
-			common_errf(e, "journal.jsonl", "last line longer than %u bytes", LEASE_LINE_MAX);
-			goto out;
-		}
-		r = common_json_load(buf + start, len - 1 - start, "journal.jsonl", NULL);
-		id = lease_jstr(r, "lease");
-		if (!lease_id_valid(id) || !lease_jstr(r, "digest")) {
-			json_decref(r);
-			ret = 0; /* not a receipt: left alone, verify reports it */
-			goto out;
-		}
-		/* An unreadable record is not ours to repair: verify reports it, and the
-		 * rest of the store stays usable. */
-		if (lease_pair_read(s, id, &pair, NULL) < 0) {
-			json_decref(r);
-			ret = 0;
-			goto out;
-		}
-		head = pair ? lease_jstr(json_object_get(pair, "lease"), "head") : NULL;
-		i = head && strcmp(head, lease_jstr(r, "digest")) == 0;
-		json_decref(r);
+	start = last_line(buf, len, from_start);
+	if (start < 0) {
+		common_errf(e, "journal.jsonl", "last line longer than %u bytes", LEASE_LINE_MAX);
+		goto out;
 	}
-	if (i) {
+	r = common_json_load(buf + start, len - 1 - (size_t)start, "journal.jsonl", NULL);
+	id = lease_jstr(r, "lease");
+	/* Not a receipt, or an unreadable record: not ours to repair; verify reports
+	 * it, and the rest of the store stays usable. */
+	if (!lease_id_valid(id) || !lease_jstr(r, "digest") || lease_pair_read(s, id, &pair, NULL) < 0) {
+		ret = 0;
+		goto out;
+	}
+	head = pair ? lease_jstr(json_object_get(pair, "lease"), "head") : NULL;
+	if (head && strcmp(head, lease_jstr(r, "digest")) == 0) {
 		/* The common case: the record is current; only the idempotent effects may lag. */
 		ret = lease_apply_effects(s, json_object_get(pair, "lease"), e);
 		goto out;
@@ -797,7 +792,8 @@ again:
 	chain = tail_chain(buf, len, from_start, pair, &more);
 	if (!chain && more && want < (LEASE_STEPS_MAX + 1) * (LEASE_LINE_MAX + 1)) {
 		json_decref(pair);
-		pair = NULL;
+		json_decref(r);
+		pair = r = NULL;
 		free(buf);
 		buf = NULL;
 		want = (LEASE_STEPS_MAX + 1) * (LEASE_LINE_MAX + 1);
@@ -821,13 +817,14 @@ again:
 	}
 	last = json_array_get(chain, json_array_size(chain) - 1);
 	np = json_pack("{s:O, s:O}", "lease", rec, "receipt", last);
-	if (lease_pair_write(s, lease_jstr(last, "lease"), np, e) < 0)
+	if (lease_pair_write(s, id, np, e) < 0)
 		goto out;
 	ret = lease_apply_effects(s, rec, e);
 out:
 	if (ret == 0)
 		lease_journal_note(s);
 	free(buf);
+	json_decref(r);
 	json_decref(chain);
 	json_decref(np);
 	json_decref(rec);
