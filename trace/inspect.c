@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -40,6 +42,27 @@ struct call_priv {
 
 struct pending { pid_t tid; uint64_t addr, len; };
 
+/* The durable observation (a signed lease transition with fsync) is written by this
+ * thread, so guests never wait at their stops for the disk. It always writes the
+ * newest snapshot posted (coalescing) through its own store handle (the lease's
+ * flock orders it against everyone else); a closure or failure it meets wakes the
+ * tracer through efd (a watched fd), else the next tick takes it up. */
+struct obs_writer {
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t post_cv, done_cv;
+	struct lease_store *s;
+	const char *lease;
+	uint64_t u[TRACE_DIMS];
+	uint64_t posted, written;      /* snapshot generations */
+	int stop;
+	int efd;
+	char closed[32];
+	int failed;
+	struct common_err err;
+};
+
 struct trace_inspector {
 	struct trace_inspector_opts o;
 	struct trace_meter *meter;
@@ -55,6 +78,7 @@ struct trace_inspector {
 	size_t arena_used;
 	int arena_rw;
 	uint64_t last_obs_ms;
+	struct obs_writer w;
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
 };
@@ -305,6 +329,150 @@ static int failf(struct trace_inspector *in, const char *what, const char *why)
 	return fail(in, &e);
 }
 
+/* One durable observation of u, raised first to what a concurrent run recorded when
+ * the lease refuses it as lower; *closed gets the dimension that closed the lease. */
+static int obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIMS],
+		     char closed[32], struct common_err *e)
+{
+	uint64_t lim[TRACE_DIMS], rec_u[TRACE_DIMS];
+	const char *why = NULL;
+	json_t *rec = NULL;
+	int r = lease_observe_usage(s, id, u, &why, &rec, e);
+
+	if (r < 0 && trace_inspector_lease_bounds(s, id, lim, rec_u, NULL) == 0) {
+		/* someone else recorded more meanwhile (a concurrent run): never lower */
+		for (int d = 0; d < TRACE_DIMS; d++)
+			if (rec_u[d] > u[d])
+				u[d] = rec_u[d];
+		json_decref(rec);
+		rec = NULL;
+		r = lease_observe_usage(s, id, u, &why, &rec, e);
+	}
+	json_decref(rec);
+	if (r < 0) {
+		common_err_context(e, "recording usage");
+		return -1;
+	}
+	snprintf(closed, 32, "%s", why ? why : "");
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	struct trace_inspector *in = arg;
+	struct obs_writer *w = &in->w;
+	struct lease_store *s = NULL;
+	struct common_err e;
+	int open_rc = lease_store_open(lease_store_dir(in->o.store), &s, &e);
+
+	pthread_mutex_lock(&w->mu);
+	if (open_rc < 0) {
+		w->failed = 1;
+		w->err = e;
+		common_err_context(&w->err, "recording usage");
+	}
+	for (;;) {
+		while (!w->stop && w->written == w->posted)
+			pthread_cond_wait(&w->post_cv, &w->mu);
+		if (w->written == w->posted)
+			break;
+		uint64_t gen = w->posted, u[TRACE_DIMS];
+		char closed[32] = "";
+		int rc = 0;
+		memcpy(u, w->u, sizeof u);
+		/* a closed lease takes no more observations; a failure is reported once */
+		if (!w->failed && !w->closed[0]) {
+			pthread_mutex_unlock(&w->mu);
+			rc = obs_write(s, w->lease, u, closed, &e);
+			pthread_mutex_lock(&w->mu);
+			if (rc < 0 && !w->failed) {
+				w->failed = 1;
+				w->err = e;
+			}
+			if (closed[0])
+				memcpy(w->closed, closed, sizeof closed);
+			if ((rc < 0 || closed[0]) && w->efd >= 0)
+				(void)!write(w->efd, &(uint64_t){1}, sizeof(uint64_t));
+		}
+		w->written = gen;
+		pthread_cond_broadcast(&w->done_cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	lease_store_close(s);
+	return NULL;
+}
+
+/* Without the thread (it could not start) observations are written inline. */
+static void writer_start(struct trace_inspector *in)
+{
+	struct obs_writer *w = &in->w;
+	sigset_t all, old;
+
+	w->lease = in->o.lease;
+	w->efd = -1;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->post_cv, NULL);
+	pthread_cond_init(&w->done_cv, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old); /* signals are the tracer's */
+	w->started = pthread_create(&w->thread, NULL, writer_main, in) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!w->started) {
+		pthread_cond_destroy(&w->done_cv);
+		pthread_cond_destroy(&w->post_cv);
+		pthread_mutex_destroy(&w->mu);
+	}
+}
+
+/* Writes what is still posted, then ends the thread. */
+static void writer_stop(struct obs_writer *w)
+{
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_signal(&w->post_cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->done_cv);
+	pthread_cond_destroy(&w->post_cv);
+	pthread_mutex_destroy(&w->mu);
+	if (w->efd >= 0)
+		close(w->efd);
+	w->efd = -1;
+	w->started = 0;
+}
+
+/* The writer's verdict so far: -1 failed (*e), else 0 with closed[] set or empty. */
+static int writer_result(struct obs_writer *w, char closed[32], struct common_err *e)
+{
+	int failed;
+
+	if (w->started)
+		pthread_mutex_lock(&w->mu);
+	failed = w->failed;
+	if (failed)
+		*e = w->err;
+	memcpy(closed, w->closed, sizeof w->closed);
+	if (w->started)
+		pthread_mutex_unlock(&w->mu);
+	return failed ? -1 : 0;
+}
+
+/* Hand u to the writer; with wait, return once it is in the lease (or refused). */
+static void writer_post(struct obs_writer *w, const uint64_t u[TRACE_DIMS], int wait)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&w->mu);
+	memcpy(w->u, u, sizeof w->u);
+	gen = ++w->posted;
+	pthread_cond_signal(&w->post_cv);
+	while (wait && w->written < gen)
+		pthread_cond_wait(&w->done_cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
 int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspector **out,
 			struct common_err *e)
 {
@@ -347,6 +515,7 @@ void trace_inspector_free(struct trace_inspector *in)
 {
 	if (!in)
 		return;
+	writer_stop(&in->w);
 	trace_coproc_stop(in->coproc);
 	trace_meter_free(in->meter);
 	munmap(in->arena, ARENA_SIZE);
@@ -384,12 +553,23 @@ int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 	struct trace_inspector *in = ctx;
 	struct common_err e;
 
-	(void)sv; /* the guest is not forked yet: tasks are learnt at stops and ticks */
+	/* tasks are learnt at stops and ticks */
 	if (in->o.relay && trace_relay_start(in->o.relay, &e) < 0)
 		return fail(in, &e);
 	if (in->o.inspect_exec &&
 	    trace_coproc_start(in->o.inspect_exec, in->o.inspect_timeout_ms, &in->coproc, &e) < 0)
 		return fail(in, &e);
+	if (in->o.store && in->o.lease) { /* after the fork above: a thread is not forked */
+		writer_start(in);
+		int efd = in->w.started ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+		if (efd >= 0 && trace_sv_watch(sv, efd) < 0) {
+			close(efd);
+		} else if (efd >= 0) {
+			pthread_mutex_lock(&in->w.mu);
+			in->w.efd = efd;
+			pthread_mutex_unlock(&in->w.mu);
+		}
+	}
 	return 0;
 }
 
@@ -415,15 +595,43 @@ void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus)
 			i++;
 }
 
-/* Publish usage; stop the tree when the lease closed (or a lease-less bound broke). */
-static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int force)
+/* The lease closed (or a lease-less bound broke): stop the tree. */
+static int close_run(struct trace_inspector *in, struct trace_supervisor *sv, const char *closed)
 {
-	uint64_t u[TRACE_DIMS], now = common_now_ms();
-	const char *closed = NULL;
+	snprintf(in->closed, sizeof in->closed, "%s", closed);
+	if (sv) {
+		char why[64];
+		snprintf(why, sizeof why, "bound: %s", closed);
+		trace_sv_stop(sv, why);
+	}
+	return 1;
+}
+
+/* Take up what the writer met: -1 failed, 1 closed, 0 neither. */
+static int writer_take(struct trace_inspector *in, struct trace_supervisor *sv)
+{
+	char closed[32];
 	struct common_err e;
 
 	if (in->closed[0])
 		return 1;
+	if (writer_result(&in->w, closed, &e) < 0)
+		return fail(in, &e);
+	return closed[0] ? close_run(in, sv, closed) : 0;
+}
+
+/* Publish usage; stop the tree when the lease closed (or a lease-less bound broke).
+ * A crossing (or force) waits for its observation to be durable, as a closure must
+ * be decided now; other observations are left to the writer. */
+static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int force)
+{
+	uint64_t u[TRACE_DIMS], now = common_now_ms();
+	char closed[32] = "";
+	struct common_err e;
+	int r;
+
+	if ((r = writer_take(in, sv)) != 0)
+		return r;
 	trace_inspector_usage(in, u);
 	if (in->o.store && in->o.lease) {
 		int crossing = 0;
@@ -432,38 +640,18 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 		if (!force && !crossing && now - in->last_obs_ms < OBSERVE_EVERY_MS)
 			return 0;
 		in->last_obs_ms = now;
-		json_t *rec = NULL;
-		uint64_t lim[TRACE_DIMS], rec_u[TRACE_DIMS];
-		int r = lease_observe_usage(in->o.store, in->o.lease, u, &closed, &rec, &e);
-		if (r < 0 && trace_inspector_lease_bounds(in->o.store, in->o.lease, lim, rec_u,
-							  NULL) == 0) {
-			/* someone else recorded more meanwhile (a concurrent run): never lower */
-			for (int d = 0; d < TRACE_DIMS; d++)
-				if (rec_u[d] > u[d])
-					u[d] = rec_u[d];
-			json_decref(rec);
-			rec = NULL;
-			r = lease_observe_usage(in->o.store, in->o.lease, u, &closed, &rec, &e);
-		}
-		json_decref(rec);
-		if (r < 0) {
-			common_err_context(&e, "recording usage");
+		if (in->w.started) {
+			writer_post(&in->w, u, force || crossing);
+			return force || crossing ? writer_take(in, sv) : 0;
+		} else if (obs_write(in->o.store, in->o.lease, u, closed, &e) < 0) {
 			return fail(in, &e);
 		}
 	} else {
-		for (int d = 0; d < TRACE_DIMS && !closed; d++)
+		for (int d = 0; d < TRACE_DIMS && !closed[0]; d++)
 			if (u[d] > in->limits[d])
-				closed = lease_dim_name((enum lease_dim)d);
+				snprintf(closed, sizeof closed, "%s", lease_dim_name((enum lease_dim)d));
 	}
-	if (!closed)
-		return 0;
-	snprintf(in->closed, sizeof in->closed, "%s", closed);
-	if (sv) {
-		char why[64];
-		snprintf(why, sizeof why, "bound: %s", closed);
-		trace_sv_stop(sv, why);
-	}
-	return 1;
+	return closed[0] ? close_run(in, sv, closed) : 0;
 }
 
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
@@ -479,6 +667,20 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 		trace_meter_task_new(in->meter, 0, tids[i]);
 	trace_meter_sample(in->meter);
 	return observe(in, sv, 0) != 0;
+}
+
+/* The writer met a closure or a failure: act on it now, not at the next tick. */
+int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd)
+{
+	struct trace_inspector *in = ctx;
+	uint64_t n;
+
+	if (!in->w.started || fd != in->w.efd)
+		return 0;
+	(void)!read(fd, &n, sizeof n);
+	if (writer_take(in, sv) < 0)
+		trace_sv_stop(sv, NULL);
+	return 0;
 }
 
 /* Write a replacement path into temporary guest memory and point argument i at it. */
@@ -654,7 +856,9 @@ int trace_inspector_finish(struct trace_inspector *in, struct common_err *e)
 	if (in->o.relay)
 		trace_relay_finish(in->o.relay);
 	trace_meter_sample(in->meter);
-	if (!in->closed[0] && observe(in, NULL, 1) < 0) {
+	int rc = !in->closed[0] ? observe(in, NULL, 1) : 0;
+	writer_stop(&in->w);
+	if (rc < 0) {
 		*e = in->fail;
 		return -1;
 	}

@@ -6,7 +6,9 @@
  * the bytes the guest wrote into the output relay's pipes, table_elements as the peak
  * of open fds, namespace_bytes from the ns directory. Output comes from the relay.
  * Nothing here needs a syscall to stop: storage costs no ptrace stop at all.
- * Every value is kept monotonic. */
+ * Every value is kept monotonic. A task sampled at a tick keeps its schedstat and io
+ * files open (a bounded number of tasks), so later samples and its exit stop cost a
+ * pread each; the fd count is the size the kernel reports for /proc/PID/fd. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,10 +22,13 @@
 
 _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dimensions");
 
+#define KEEP_MAX 128             /* tasks whose files stay open (two fds each) */
+
 struct task {
 	pid_t tgid, tid;
 	uint64_t cpu_ns;       /* last samples */
 	uint64_t rchar, wchar;
+	int sched_fd, io_fd;   /* kept open once sampled, else -1 */
 };
 
 struct trace_meter {
@@ -34,6 +39,7 @@ struct trace_meter {
 	uint64_t u[LEASE_DIM_COUNT];
 	char *ns_dir;
 	long page;
+	size_t nkept;            /* tasks holding open files */
 	const struct trace_relay *relay;
 };
 
@@ -47,10 +53,22 @@ struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay
 	return m;
 }
 
+static void task_close(struct trace_meter *m, struct task *t)
+{
+	if (t->sched_fd < 0)
+		return;
+	close(t->sched_fd);
+	close(t->io_fd);
+	t->sched_fd = t->io_fd = -1;
+	m->nkept--;
+}
+
 void trace_meter_free(struct trace_meter *m)
 {
 	if (!m)
 		return;
+	for (size_t i = 0; i < m->n; i++)
+		task_close(m, &m->t[i]);
 	free(m->t);
 	free(m->ns_dir);
 	free(m);
@@ -62,7 +80,18 @@ static void raise_to(uint64_t *slot, uint64_t v)
 		*slot = v;
 }
 
-/* Small /proc reads: one pread into a stack buffer. */
+/* Small /proc reads: one pread into a stack buffer, from the kept fd when there is
+ * one (a /proc file is generated afresh at every read from offset 0). */
+static ssize_t pread_small(int fd, char *buf, size_t cap)
+{
+	ssize_t n = pread(fd, buf, cap - 1, 0);
+
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
 static ssize_t read_small(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -70,37 +99,68 @@ static ssize_t read_small(const char *path, char *buf, size_t cap)
 
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, cap - 1);
+	n = pread_small(fd, buf, cap);
 	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
 	return n;
 }
 
-static int task_cpu_ns(pid_t tid, uint64_t *ns)
+/* Keep a sampled task's files open while the budget allows. */
+static void task_keep(struct trace_meter *m, struct task *t)
+{
+	char path[64];
+
+	if (t->sched_fd >= 0 || m->nkept >= KEEP_MAX)
+		return;
+	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)t->tid);
+	t->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof path, "/proc/%d/task/%d/io", (int)t->tid, (int)t->tid);
+	t->io_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->sched_fd < 0 || t->io_fd < 0) {
+		if (t->sched_fd >= 0)
+			close(t->sched_fd);
+		if (t->io_fd >= 0)
+			close(t->io_fd);
+		t->sched_fd = t->io_fd = -1;
+		return;
+	}
+	m->nkept++;
+}
+
+static int task_cpu_ns(const struct task *t, uint64_t *ns)
 {
 	char path[64], buf[128];
+	ssize_t n;
 
-	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)tid);
-	if (read_small(path, buf, sizeof buf) <= 0)
+	if (t->sched_fd >= 0) {
+		n = pread_small(t->sched_fd, buf, sizeof buf);
+	} else {
+		snprintf(path, sizeof path, "/proc/%d/schedstat", (int)t->tid);
+		n = read_small(path, buf, sizeof buf);
+	}
+	if (n <= 0)
 		return -1;
 	*ns = strtoull(buf, NULL, 10);
 	return 0;
 }
 
 /* One thread's own I/O counters (the task/ file: not its whole thread group). */
-static void task_io(pid_t tid, uint64_t *rchar, uint64_t *wchar)
+static void task_io(struct task *t)
 {
 	char path[64], buf[512], *p;
+	ssize_t n;
 
-	snprintf(path, sizeof path, "/proc/%d/task/%d/io", (int)tid, (int)tid);
-	if (read_small(path, buf, sizeof buf) <= 0)
+	if (t->io_fd >= 0) {
+		n = pread_small(t->io_fd, buf, sizeof buf);
+	} else {
+		snprintf(path, sizeof path, "/proc/%d/task/%d/io", (int)t->tid, (int)t->tid);
+		n = read_small(path, buf, sizeof buf);
+	}
+	if (n <= 0)
 		return;
-	if ((p = strstr(buf, "rchar:")) && strtoull(p + 6, NULL, 10) > *rchar)
-		*rchar = strtoull(p + 6, NULL, 10);
-	if ((p = strstr(buf, "wchar:")) && strtoull(p + 6, NULL, 10) > *wchar)
-		*wchar = strtoull(p + 6, NULL, 10);
+	if ((p = strstr(buf, "rchar:")) && strtoull(p + 6, NULL, 10) > t->rchar)
+		t->rchar = strtoull(p + 6, NULL, 10);
+	if ((p = strstr(buf, "wchar:")) && strtoull(p + 6, NULL, 10) > t->wchar)
+		t->wchar = strtoull(p + 6, NULL, 10);
 }
 
 static uint64_t status_kb(pid_t pid, const char *field)
@@ -131,11 +191,16 @@ static uint64_t rss_bytes(const struct trace_meter *m, pid_t pid)
 static uint64_t fd_count(pid_t pid)
 {
 	char path[64];
+	struct stat st;
 	DIR *d;
 	struct dirent *de;
 	uint64_t n = 0;
 
 	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	/* Linux >= 6.2 gives the number of open fds as the directory's size; 0 (an older
+	 * kernel, or no fd open) is counted by listing */
+	if (stat(path, &st) == 0 && st.st_size > 0)
+		return (uint64_t)st.st_size;
 	if (!(d = opendir(path)))
 		return 0;
 	while ((de = readdir(d)))
@@ -179,7 +244,7 @@ void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid)
 		m->cap = m->cap ? 2 * m->cap : 16;
 		m->t = common_xrealloc(m->t, m->cap * sizeof *m->t);
 	}
-	m->t[m->n++] = (struct task){.tgid = tgid, .tid = tid};
+	m->t[m->n++] = (struct task){.tgid = tgid, .tid = tid, .sched_fd = -1, .io_fd = -1};
 }
 
 /* At PTRACE_EVENT_EXIT the task still has its mm and files: take the final figures. */
@@ -193,15 +258,16 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 		if (!(t = find(m, tid)))
 			return;
 	}
-	if (task_cpu_ns(tid, &ns) < 0 || ns < t->cpu_ns)
+	if (task_cpu_ns(t, &ns) < 0 || ns < t->cpu_ns)
 		ns = t->cpu_ns;
 	m->dead_ns += ns;
-	task_io(tid, &t->rchar, &t->wchar);
+	task_io(t);
 	m->dead_r += t->rchar;
 	m->dead_w += t->wchar;
 	raise_to(&m->u[LEASE_DIM_MEMORY], status_kb(tid, "VmHWM") * 1024);
 	if (tid == t->tgid)
 		raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fd_count(tid));
+	task_close(m, t);
 	*t = m->t[--m->n];
 }
 
@@ -224,9 +290,11 @@ void trace_meter_sample(struct trace_meter *m)
 		struct task *t = &m->t[i];
 		uint64_t ns;
 
-		if (task_cpu_ns(t->tid, &ns) < 0) {
+		task_keep(m, t);
+		if (task_cpu_ns(t, &ns) < 0) {
 			/* reaped without an exit stop reaching us: keep its last figures,
 			 * and stop polling a pid the host may hand to someone else */
+			task_close(m, t);
 			m->dead_ns += t->cpu_ns;
 			m->dead_r += t->rchar;
 			m->dead_w += t->wchar;
@@ -239,7 +307,7 @@ void trace_meter_sample(struct trace_meter *m)
 		if (ns > t->cpu_ns)
 			t->cpu_ns = ns;
 		live_ns += t->cpu_ns;
-		task_io(t->tid, &t->rchar, &t->wchar);
+		task_io(t);
 		rd += t->rchar;
 		wr += t->wchar;
 		if (t->tid == t->tgid) {

@@ -444,6 +444,8 @@ static int hook_fd(void *ctx, struct trace_supervisor *sv, int fd)
 	struct run_ctx *c = ctx;
 	if (fd == c->ctl_fd)
 		ctl_serve(c, sv);
+	else if (c->ins)
+		return trace_inspector_on_fd(c->ins, sv, fd);
 	return 0;
 }
 

@@ -453,6 +453,8 @@ int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop 
 void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags);
 void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);
+/* A watched fd of the inspector's (its observation writer's wake-up) is readable. */
+int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd);
 /* After the guest tree is gone: drain the relay, final sample and observation. */
 int trace_inspector_finish(struct trace_inspector *in, struct common_err *e);
 /* The dimension that closed the lease ("fuel", ..., "lifetime", "escrow"), or NULL. */
