@@ -260,7 +260,8 @@ int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t
 			common_errno(e, errno ? errno : EIO, "%s: reading", p);
 			goto out;
 		}
-		memcpy(nb + chunk, buf, len);
+		if (len)
+			memcpy(nb + chunk, buf, len);
 		free(buf);
 		buf = nb;
 		len += chunk;
