@@ -184,13 +184,6 @@ static struct tstate *tstate_get(struct trace_supervisor *sv, pid_t tid)
 	return t;
 }
 
-static void free_argv(char **argv)
-{
-	for (size_t i = 0; argv && argv[i]; i++)
-		free(argv[i]);
-	free(argv);
-}
-
 /* The one place it is freed. */
 static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 {
@@ -199,7 +192,7 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 		if ((*pp)->tid == tid) {
 			struct tstate *t = *pp;
 			*pp = t->next;
-			free_argv(t->exec_argv);
+			free(t->exec_argv);
 			free(t);
 			sv->ntids--;
 			return;
@@ -379,11 +372,13 @@ static void deny(pid_t tid, int err)
 
 /* argv of an exec, with the guest stopped. Pointers are read ahead up to the
  * end of their page and strings out of the page last read (argv strings sit
- * side by side): a cc1 exec costs a few reads, not two per argument. */
+ * side by side): a cc1 exec costs a few reads, not two per argument. The
+ * strings are gathered in one buffer and returned in one allocation (pointers
+ * first), so free(argv) frees it all: most execs are PATH probes that fail. */
 static char **read_argv(struct trace_guest *g, uint64_t addr)
 {
-	size_t n = 0, bytes = 0, np = 0, ip = 0;
-	char **v = common_xcalloc(1, sizeof *v);
+	size_t n = 0, bytes = 0, np = 0, ip = 0, cap = 8192;
+	char stack[8192], *data = stack;
 	char buf[4096], page[4096];
 	uint64_t ptrs[64], pbase = 0;
 	ssize_t plen = 0;
@@ -400,7 +395,7 @@ static char **read_argv(struct trace_guest *g, uint64_t addr)
 		}
 		if (!(ptr = ptrs[ip++]))
 			break;
-		const char *z = NULL;
+		const char *z = NULL, *str = buf;
 		for (int pass = 0; pass < 2 && !z; pass++) {
 			if (pass == 1) { /* load the page that holds the string */
 				pbase = ptr & ~(uint64_t)4095;
@@ -411,18 +406,34 @@ static char **read_argv(struct trace_guest *g, uint64_t addr)
 		}
 		ssize_t len;
 		if (z) { /* within one page: shorter than buf */
-			len = z - (page + (ptr - pbase));
-			memcpy(buf, page + (ptr - pbase), (size_t)len + 1);
+			str = page + (ptr - pbase);
+			len = z - str;
 		} else {
 			len = trace_guest_read_str(g, ptr, buf, sizeof buf);
+			if (len == -ENAMETOOLONG)
+				len = (ssize_t)strlen(buf);
 		}
-		if (len < 0 && len != -ENAMETOOLONG)
+		if (len < 0)
 			break;
-		v = common_xrealloc(v, (n + 2) * sizeof *v);
-		v[n++] = common_xstrdup(buf);
-		v[n] = NULL;
-		bytes += strlen(buf) + 1;
+		if (bytes + (size_t)len + 1 > cap) {
+			char *more = common_xmalloc(cap = 2 * (bytes + (size_t)len + 1));
+			memcpy(more, data, bytes);
+			if (data != stack)
+				free(data);
+			data = more;
+		}
+		memcpy(data + bytes, str, (size_t)len);
+		data[bytes + (size_t)len] = 0;
+		bytes += (size_t)len + 1;
+		n++;
 	}
+	char **v = common_xmalloc((n + 1) * sizeof *v + bytes);
+	char *d = memcpy((char *)(v + n + 1), data, bytes);
+	for (size_t i = 0; i < n; i++, d += strlen(d) + 1)
+		v[i] = d;
+	v[n] = NULL;
+	if (data != stack)
+		free(data);
 	return v;
 }
 
@@ -496,7 +507,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		decode_paths(&g, st);
 	if (!refuse && h && h->on_exec && st->arch_ok &&
 	    (st->nr == TRACE_SYS_execve || st->nr == TRACE_SYS_execveat)) {
-		free_argv(t->exec_argv);
+		free(t->exec_argv);
 		t->exec_argv = read_argv(&g, st->args[st->nr == TRACE_SYS_execve ? 1 : 2]);
 	}
 	if (h && h->on_entry && h->on_entry(h->ctx, &g, st) < 0)
@@ -548,7 +559,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		if (former != t->tid) {
 			struct tstate *f = tstate_find(sv, former);
 			if (f) {
-				free_argv(argv);
+				free(argv);
 				argv = f->exec_argv;
 				f->exec_argv = NULL;
 				tstate_free(sv, former);
@@ -562,7 +573,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			exe[n < 0 ? 0 : n] = 0;
 			h->on_exec(h->ctx, t->tid, t->ppid, exe, argv);
 		}
-		free_argv(argv);
+		free(argv);
 		break;
 	}
 	case PTRACE_EVENT_FORK:
