@@ -1,9 +1,14 @@
 #!/bin/sh
-# bench/snap.sh: snapshot and restore time and MB/s for guests with 16 MiB,
-# 256 MiB and 1 GiB of touched memory (capture = /proc/pid/mem reads + the
-# canonical encoding + SHA-256 of it; restore = injected rebuild of a fresh
-# exec + memory writes), beside criu dump/restore of the same program when
-# criu works on this machine. Also persistence (manifest + 64 KiB chunks).
+# bench/snap.sh: snapshot and restore time and MB/s (of touched memory) for
+# guests with 16 MiB, 256 MiB and 1 GiB of touched memory, medians of 3:
+#   snapshot_capture_encode_hash: /proc/pid/mem reads + the canonical encoding
+#     + its SHA-256 digest, bytes discarded (the snapshot throughput including
+#     hashing; what restore's re-check runs);
+#   take_durable_chunks: the same streamed into 64 KiB chunk files + manifest,
+#     synced (what sbx-snap take does; bound by this disk's page cache and sync);
+#   load_verify_decode: reading the chunks back, re-hashing and decoding;
+#   restore: injected rebuild of a fresh exec + memory writes.
+# Beside criu dump/restore of the same program when criu works on this machine.
 set -eu
 cd "$(dirname "$0")/.."
 make -s all >/dev/null

@@ -595,8 +595,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	}
 	snprintf(p, sizeof p, "/proc/%d/pagemap", (int)pid);
 	fc.pagemap = open(p, O_RDONLY | O_CLOEXEC);
-	if (dir)
-		rc = snap_encode_stream(&st, fill_region, &fc, dir, m, e);
+	if (m)
+		rc = snap_encode_stream(&st, fill_region, &fc, dir, o->admit, o->admit_ctx, m, e);
 	else
 		rc = snap_encode_with(&st, fill_region, &fc, out, e);
 out:
@@ -621,4 +621,10 @@ int snap_capture_store(pid_t pid, const struct snap_capture_opts *o, const char 
 		       struct snap_manifest *m, struct common_err *e)
 {
 	return capture_run(pid, o, NULL, dir, m, e);
+}
+
+int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct snap_manifest *m,
+			struct common_err *e)
+{
+	return capture_run(pid, o, NULL, NULL, m, e);
 }

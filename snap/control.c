@@ -112,6 +112,34 @@ static json_t *error_reply(const struct common_err *e)
 	return json_pack("{s:s++}", "error", e->what, ": ", e->why);
 }
 
+struct admit_ctx {
+	struct lease_store *s;
+	const char *lease;
+	const json_t *l;       /* the lease record */
+	uint64_t persist;      /* metered bytes of the admitted snapshot */
+};
+
+/* namespace_bytes, checked with the guest stopped and before anything is written */
+static int admit_snapshot(void *vctx, uint64_t len, struct common_err *e)
+{
+	struct admit_ctx *a = vctx;
+	uint64_t used = 0;
+	if (lease_ns_bytes(a->s, a->lease, &used, e) < 0)
+		return -1;
+	uint64_t observed = jnum(json_object_get(a->l, "usage"), "namespace_bytes");
+	if (observed > used)
+		used = observed;
+	used += jnum(a->l, "snapshot_bytes");
+	uint64_t limit = jnum(json_object_get(a->l, "limits"), "namespace_bytes");
+	a->persist = snap_persist_bytes(len);
+	if (used > limit || a->persist > limit - used)
+		return common_errf(e, "snapshot", "%llu snapshot bytes exceed lease %s's "
+				   "namespace_bytes left (%llu used of %llu); nothing written",
+				   (unsigned long long)a->persist, a->lease,
+				   (unsigned long long)used, (unsigned long long)limit);
+	return 0;
+}
+
 json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req)
 {
 	struct common_err e = { "", "" };
@@ -149,6 +177,9 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	o.meta.step = jnum(l, "seq");
 	ns = lease_ns_dir(s, lease);
 	o.ns_dir = ns;
+	struct admit_ctx adm = { s, lease, l, 0 };
+	o.admit = admit_snapshot;
+	o.admit_ctx = &adm;
 	char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
 	int rc = common_mkdir_p(top, 0700, &e);
 	tmp = common_xasprintf("%s/.take.%d", top, (int)getpid());
@@ -165,20 +196,7 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	if (rc < 0)
 		goto fail;
 
-	uint64_t persist = snap_persist_bytes(man.len), used = 0;
-	if (lease_ns_bytes(s, lease, &used, &e) < 0)
-		goto fail;
-	uint64_t observed = jnum(json_object_get(l, "usage"), "namespace_bytes");
-	if (observed > used)
-		used = observed;
-	used += jnum(l, "snapshot_bytes");
-	uint64_t limit = jnum(json_object_get(l, "limits"), "namespace_bytes");
-	if (used > limit || persist > limit - used) {
-		common_errf(&e, "snapshot", "%llu snapshot bytes exceed lease %s's namespace_bytes "
-			    "left (%llu used of %llu); nothing written", (unsigned long long)persist,
-			    lease, (unsigned long long)used, (unsigned long long)limit);
-		goto fail;
-	}
+	uint64_t persist = adm.persist;
 	common_hex(man.digest, 32, hex);
 	dir = snap_dir(s, hex, &e);
 	struct stat sb;

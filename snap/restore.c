@@ -461,19 +461,23 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 	if (snap_restore(pid, st, e) < 0)
 		return -1;
 	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir };
-	struct snap_image im;
-	if (snap_capture(pid, &o, &im, e) < 0) {
+	struct snap_manifest m;
+	/* the digest alone, streamed: no image-sized buffer */
+	if (snap_capture_digest(pid, &o, &m, e) < 0) {
 		common_err_context(e, "re-capture after restore");
 		return -1;
 	}
-	int same = !memcmp(im.digest, digest, 32);
+	int same = !memcmp(m.digest, digest, 32);
 	const char *dbg = getenv("SBX_SNAP_DEBUG");
-	if (!same && dbg) /* for diagnosing a mismatch: the rebuilt encoding */
+	struct snap_image im;
+	if (!same && dbg && snap_capture(pid, &o, &im, NULL) == 0) {
+		/* for diagnosing a mismatch: the rebuilt encoding */
 		common_write_atomic(dbg, im.bytes, im.len, 0600, NULL);
+		snap_image_free(&im);
+	}
 	char want[65], got[65];
 	common_hex(digest, 32, want);
-	common_hex(im.digest, 32, got);
-	snap_image_free(&im);
+	common_hex(m.digest, 32, got);
 	if (!same)
 		return common_errf(e, "restore", "rebuilt state has digest %s, the snapshot %s",
 				   got, want);

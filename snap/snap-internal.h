@@ -11,10 +11,15 @@ typedef int (*snap_fill_fn)(void *ctx, const struct snap_region *r, uint64_t fir
  * In memory: */
 int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 		     struct snap_image *out, struct common_err *e);
-/* Streamed into dir (created, must not exist) as chunks and the manifest, through
- * one reused buffer (fresh memory is what costs most); dir is removed on failure. */
+/* Streamed: every region read through fill twice (which pages are non-zero,
+ * then those pages, straight into reused buffers) and hashed on a second
+ * thread. The exact length is known before any byte goes out: admit (may be
+ * NULL) sees it first and may refuse. With dir, the chunks and the manifest go
+ * into dir (created, must not exist; removed on failure), synced once; without
+ * it only *m's digest and length are made. */
 int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx,
-		       const char *dir, struct snap_manifest *m, struct common_err *e);
+		       const char *dir, snap_admit_fn admit, void *actx,
+		       struct snap_manifest *m, struct common_err *e);
 
 /* A syscall run inside a stopped tracee from a `syscall` instruction at insn. */
 struct snap_tracee {

@@ -133,9 +133,14 @@ void snap_state_free(struct snap_state *st);
 int snap_encode(const struct snap_state *st, struct snap_image *out, struct common_err *e);
 
 /* ---- capture ---- */
+/* Told a streamed snapshot's exact length before anything is written; a
+ * negative return refuses it (e says why). */
+typedef int (*snap_admit_fn)(void *ctx, uint64_t len, struct common_err *e);
 struct snap_capture_opts {
 	struct snap_meta meta;     /* copied into the snapshot (strings may be NULL = "") */
 	const char *ns_dir;        /* host directory of the namespace cells, or NULL */
+	snap_admit_fn admit;       /* streamed captures only; NULL admits everything */
+	void *admit_ctx;
 };
 /* Capture the tracee pid, which must be in a ptrace stop and alone in its
  * thread group. Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
@@ -150,9 +155,13 @@ int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image
 struct snap_manifest;
 /* The same, streamed straight into a snapshot directory (created; must not
  * exist): chunks and the 44-byte manifest, synced; *m describes it. dir is
- * removed again on failure. */
+ * removed again on failure and never created when o->admit refuses. Memory is
+ * read into a few reused buffers and hashed on a second thread. */
 int snap_capture_store(pid_t pid, const struct snap_capture_opts *o, const char *dir,
 		       struct snap_manifest *m, struct common_err *e);
+/* The same without persistence: only the digest and length (*m). */
+int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct snap_manifest *m,
+			struct common_err *e);
 
 /* ---- restore ---- */
 /* Rebuild pid, a fresh exec of the same image (ADDR_NO_RANDOMIZE, same rlimits)
