@@ -561,6 +561,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		}
 		st.rlim[i][0] = rl.rlim_cur;
 		st.rlim[i][1] = rl.rlim_max;
+		if (o->rlim_mask >> i & 1)
+			memcpy(st.rlim[i], o->rlim[i], sizeof st.rlim[i]);
 	}
 	char p[64], link[SNAP_STR_MAX];
 	snprintf(p, sizeof p, "/proc/%d/cwd", (int)pid);

@@ -570,6 +570,26 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 			    (unsigned long long)(used > limit ? 0 : limit - used));
 		goto done;
 	}
+	/* the state must fit the target's memory and table bounds (undeclared: no bound) */
+	const json_t *mv = json_object_get(lim, "memory"), *tv = json_object_get(lim, "table_elements");
+	uint64_t resident = 0;
+	for (size_t i = 0; i < r->st.nregions; i++) {
+		const struct snap_region *g = &r->st.regions[i];
+		uint64_t bl = ((g->end - g->start) / SNAP_PAGE + 7) / 8;
+		for (uint64_t k = 0; g->bitmap && k < bl; k++)
+			resident += (uint64_t)__builtin_popcount(g->bitmap[k]) * SNAP_PAGE;
+	}
+	if (json_is_integer(mv) && resident > (uint64_t)json_integer_value(mv)) {
+		common_errf(e, "restore", "memory: the snapshot holds %llu bytes of memory, lease %s "
+			    "allows %lld", (unsigned long long)resident, target,
+			    (long long)json_integer_value(mv));
+		goto done;
+	}
+	if (json_is_integer(tv) && r->st.nfds > (uint64_t)json_integer_value(tv)) {
+		common_errf(e, "restore", "table_elements: the snapshot has %zu descriptors open, "
+			    "lease %s allows %lld", r->st.nfds, target, (long long)json_integer_value(tv));
+		goto done;
+	}
 	if (lease_head(s, target, &head, e) < 0)
 		goto done;
 	json_t *args = json_pack("{s:s,s:s,s:I}", "snapshot", hex, "source", r->st.meta.lease,

@@ -455,12 +455,50 @@ out:
 	return rc;
 }
 
+/* Resource limits sbx-run derives from the lease (memory, table_elements,
+ * --max-procs): the fresh exec of the target run already has them. */
+static const int target_rlimits[] = { RLIMIT_AS, RLIMIT_NOFILE, RLIMIT_NPROC };
+#define NTARGET (sizeof target_rlimits / sizeof target_rlimits[0])
+
+/* A state that cannot live within the target's bounds is refused before the
+ * rebuild, naming the dimension. */
+static int fits_target(const struct snap_state *st, const struct rlimit *t,
+		       struct common_err *e)
+{
+	uint64_t mapped = 0;
+	for (size_t i = 0; i < st->nregions; i++)
+		mapped += st->regions[i].end - st->regions[i].start;
+	if (t[0].rlim_cur != RLIM_INFINITY && mapped > t[0].rlim_cur)
+		return common_errf(e, "restore", "memory: the snapshot maps %llu bytes, the target "
+				   "run's address-space bound is %llu", (unsigned long long)mapped,
+				   (unsigned long long)t[0].rlim_cur);
+	if (st->nfds && t[1].rlim_cur != RLIM_INFINITY && st->fds[st->nfds - 1].fd >= t[1].rlim_cur)
+		return common_errf(e, "restore", "table_elements: the snapshot has descriptor %u open, "
+				   "the target run allows descriptors below %llu",
+				   st->fds[st->nfds - 1].fd, (unsigned long long)t[1].rlim_cur);
+	return 0;
+}
+
 int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_dir,
 			 const uint8_t digest[32], struct common_err *e)
 {
-	if (snap_restore(pid, st, e) < 0)
+	struct rlimit target[NTARGET];
+	for (size_t i = 0; i < NTARGET; i++)
+		if (prlimit(pid, target_rlimits[i], NULL, &target[i]) < 0)
+			return common_errno(e, errno, "read the target's rlimit %d", target_rlimits[i]);
+	if (fits_target(st, target, e) < 0)
 		return -1;
-	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir };
+	struct snap_state bounded = *st;
+	uint32_t mask = 0;
+	for (size_t i = 0; i < NTARGET; i++) {
+		bounded.rlim[target_rlimits[i]][0] = target[i].rlim_cur;
+		bounded.rlim[target_rlimits[i]][1] = target[i].rlim_max;
+		mask |= 1u << target_rlimits[i];
+	}
+	if (snap_restore(pid, &bounded, e) < 0)
+		return -1;
+	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir, .rlim_mask = mask,
+				       .rlim = st->rlim };
 	struct snap_manifest m;
 	/* the digest alone, streamed: no image-sized buffer */
 	if (snap_capture_digest(pid, &o, &m, e) < 0) {

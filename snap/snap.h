@@ -141,6 +141,10 @@ struct snap_capture_opts {
 	const char *ns_dir;        /* host directory of the namespace cells, or NULL */
 	snap_admit_fn admit;       /* streamed captures only; NULL admits everything */
 	void *admit_ctx;
+	/* rlimits recorded from rlim instead of the process (bit i: rlimit i):
+	 * restore's re-check, where the target's bounds replace the snapshot's */
+	uint32_t rlim_mask;
+	const uint64_t (*rlim)[2];
 };
 /* Capture the tracee pid, which must be in a ptrace stop and alone in its
  * thread group. Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
@@ -171,7 +175,11 @@ int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct sna
  * place (snap_cells_write). Afterwards pid is in a ptrace stop; resume it
  * with signal 0. */
 int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e);
-/* snap_restore, then capture pid again and require the same digest. */
+/* snap_restore, then capture pid again and require the same digest. The
+ * rlimits sbx-run derives from the target lease (RLIMIT_AS, RLIMIT_NOFILE,
+ * RLIMIT_NPROC), which pid already has, are kept instead of the snapshot's: a
+ * state that does not fit them is refused first, naming the dimension, and the
+ * re-check encodes the snapshot's values in their place. */
 int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_dir,
 			 const uint8_t digest[32], struct common_err *e);
 /* Write the snapshot's namespace cells under dir (created; existing files with

@@ -295,3 +295,29 @@ EOF
 	assert_output "$want"
 	[ "$(wc -l <"$SBX_STORE/ns/$TGT/steps.log")" -eq "$STEPS" ]
 }
+
+@test "restore continues under the target's bounds; a state that cannot fit is refused by dimension" {
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS" -1 limits | head -n 1)
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M,memory=1G,table_elements=4096)
+	run_bg "$SRC" "$GUESTS/snap_steps" "$STEPS" -1 limits
+	run sbx-snap take "$SRC" --stop
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+	wait "$SRC_PID" || true
+	# the target's smaller bounds are what the restored guest runs under:
+	# address space memory + max(memory, 512 MiB), descriptors table_elements + 1
+	TGT=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M,memory=256M,table_elements=64)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	[ "${lines[0]}" = "$want" ]
+	[ "${lines[1]}" = "as $(((256 + 512) << 20)) nofile 65" ]
+	# a state that does not fit is refused before anything changes
+	for lim in table_elements=2 memory=64K; do
+		T=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M,$lim)
+		run sbx-restore "$DIGEST" --lease "$T"
+		assert_failure
+		assert_output --partial "${lim%%=*}: the snapshot"
+		[ "$(lease_state "$T")" = Funded ]
+		[ -z "$(ls -A "$SBX_STORE/ns/$T" 2>/dev/null)" ]
+	done
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,5 +38,12 @@ int main(int argc, char **argv)
 	}
 	close(log);
 	printf("done %d steps: %016llx\n", steps, (unsigned long long)h);
+	if (argc > 3 && !strcmp(argv[3], "limits")) { /* the bounds it runs under now */
+		struct rlimit as, nofile;
+		getrlimit(RLIMIT_AS, &as);
+		getrlimit(RLIMIT_NOFILE, &nofile);
+		printf("as %llu nofile %llu\n", (unsigned long long)as.rlim_cur,
+		       (unsigned long long)nofile.rlim_cur);
+	}
 	return 0;
 }
