@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lease/lease.h"
@@ -22,7 +23,8 @@
 
 _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dimensions");
 
-#define KEEP_MAX 128             /* tasks whose files stay open (two fds each) */
+#define KEEP_MAX 128             /* tasks whose files stay open (two fds each)... */
+#define KEEP_SHARE 8             /* ...using at most a quarter of RLIMIT_NOFILE */
 
 struct task {
 	pid_t tgid, tid;
@@ -39,17 +41,20 @@ struct trace_meter {
 	uint64_t u[LEASE_DIM_COUNT];
 	char *ns_dir;
 	long page;
-	size_t nkept;            /* tasks holding open files */
+	size_t nkept, keep_max;  /* tasks holding open files, and their budget */
 	const struct trace_relay *relay;
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay)
 {
 	struct trace_meter *m = common_xcalloc(1, sizeof *m);
+	struct rlimit rl;
 
 	m->ns_dir = ns_dir ? common_xstrdup(ns_dir) : NULL;
 	m->page = sysconf(_SC_PAGESIZE);
 	m->relay = relay;
+	m->keep_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / KEEP_SHARE < KEEP_MAX ?
+		      (size_t)(rl.rlim_cur / KEEP_SHARE) : KEEP_MAX;
 	return m;
 }
 
@@ -109,7 +114,7 @@ static void task_keep(struct trace_meter *m, struct task *t)
 {
 	char path[64];
 
-	if (t->sched_fd >= 0 || m->nkept >= KEEP_MAX)
+	if (t->sched_fd >= 0 || m->nkept >= m->keep_max)
 		return;
 	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)t->tid);
 	t->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
