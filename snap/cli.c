@@ -200,6 +200,16 @@ static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 		json_object_set_new(j, "cells", json_integer((json_int_t)st.ncells));
 		json_object_set_new(j, "cwd", json_string(st.cwd));
 		json_object_set_new(j, "rip", json_sprintf("%#llx", (unsigned long long)st.regs[16]));
+		/* the supervisor's state: its trace head and how many events led to it */
+		char th[COMMON_SHA256_HEX];
+		common_hex(st.meta.trace_head, 32, th);
+		json_object_set_new(j, "trace_head", json_string(th));
+		json_object_set_new(j, "trace_seq", json_integer((json_int_t)st.meta.step));
+		json_t *usage = json_object();
+		for (int d = 0; d < SNAP_NUSAGE && d < LEASE_DIM_COUNT; d++)
+			json_object_set_new(usage, lease_dim_name((enum lease_dim)d),
+					    json_integer((json_int_t)st.meta.usage[d]));
+		json_object_set_new(j, "usage", usage);
 	}
 	snap_state_free(&st);
 	snap_image_free(&im);

@@ -59,7 +59,10 @@ static int stop_at_boundary(pid_t pid, struct common_err *e)
 				r.orig_rax = (uint64_t)-1;
 				ptrace(PTRACE_SETREGS, pid, 0, &r);
 			}
+			/* this stop may have taken the interrupt's place: ask again, or a
+			 * guest that traps every syscall is never caught between two */
 			ptrace(PTRACE_CONT, pid, 0, 0);
+			ptrace(PTRACE_INTERRUPT, pid, 0, 0);
 			continue;
 		}
 		if (ev == PTRACE_EVENT_EXIT) {
@@ -140,7 +143,8 @@ static int admit_snapshot(void *vctx, uint64_t len, struct common_err *e)
 	return 0;
 }
 
-json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req)
+json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req,
+		     const struct snap_sv *sv)
 {
 	struct common_err e = { "", "" };
 	json_t *rec = NULL, *head = NULL, *out = NULL, *reply = NULL;
@@ -174,7 +178,10 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	common_unhex(jstr(json_object_get(l, "image"), "sha256"), o.meta.image, 32);
 	for (int d = 0; d < SNAP_NUSAGE && d < LEASE_DIM_COUNT; d++)
 		o.meta.usage[d] = jnum(json_object_get(l, "usage"), lease_dim_name((enum lease_dim)d));
-	o.meta.step = jnum(l, "seq");
+	if (sv) {
+		o.meta.step = sv->trace_seq;
+		memcpy(o.meta.trace_head, sv->trace_head, 32);
+	}
 	ns = lease_ns_dir(s, lease);
 	o.ns_dir = ns;
 	struct admit_ctx adm = { s, lease, l, 0 };

@@ -84,8 +84,8 @@ struct snap_sigpend { uint32_t sig, shared; uint8_t info[128]; };
 struct snap_meta {
 	char *lease, *principal, *host_program, *ns_prefix;
 	uint8_t image[32];
-	uint64_t step;             /* supervisor step (trace seq) at the boundary */
-	uint8_t trace_head[32];
+	uint64_t step;             /* trace seq: events the run's recorder wrote so far */
+	uint8_t trace_head[32];    /* the recorder's chain head then (zeros: no trace) */
 	uint64_t usage[SNAP_NUSAGE];
 };
 
@@ -215,7 +215,14 @@ struct lease_store;
  * {"digest","bytes","chunks","receipt"} or {"error": WHY}; nothing is written
  * when it is an error. With "stop": true the guest is left stopped (the caller
  * ends the run). */
-json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req);
+/* The supervisor's own state at the boundary: the trace recorder's chain head
+ * and event count (zeros when the run records no trace). */
+struct snap_sv {
+	uint8_t trace_head[32];
+	uint64_t trace_seq;
+};
+json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req,
+		     const struct snap_sv *sv);
 /* 1 when sig, about to be delivered to pid, ends it: a terminating default
  * action, neither caught nor ignored. With {"at_stop": true} snap_control takes
  * the guest as it stands in its ptrace stop and leaves it stopped. */

@@ -321,3 +321,35 @@ EOF
 		[ -z "$(ls -A "$SBX_STORE/ns/$T" 2>/dev/null)" ]
 	done
 }
+
+@test "a snapshot records the supervisor's trace head; show reports it" {
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+	tr="$BATS_TEST_TMPDIR/src.trace"
+	sbx-run --lease "$SRC" --trace "$tr" --trace-level all -- "$GUESTS/snap_steps" "$STEPS" \
+		>"$BATS_TEST_TMPDIR/src.out" 2>"$BATS_TEST_TMPDIR/src.err" &
+	SRC_PID=$!
+	for _ in $(seq 1 200); do
+		[ -f "$SBX_STORE/ns/$SRC/steps.log" ] && [ "$(wc -l <"$SBX_STORE/ns/$SRC/steps.log")" -ge 2 ] && break
+		sleep 0.05
+	done
+	run sbx-snap take "$SRC" --stop
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+	wait "$SRC_PID" || true
+	run sbx-snap show "$DIGEST"
+	assert_success
+	head=$(printf '%s' "$output" | jq -r .trace_head)
+	seq=$(printf '%s' "$output" | jq -r .trace_seq)
+	[ "$seq" -gt 0 ]
+	# the chain hash of the trace line written last before the boundary
+	# (line 1 is the header, then seq events); later lines go on from it
+	[ "$(sed -n "$((seq + 1))p" "$tr" | jq -r .h)" = "$head" ]
+	[ "$(wc -l <"$tr")" -gt "$((seq + 1))" ]
+	sbx-trace verify "$tr" >/dev/null
+	# a run without a trace records none
+	snapshot_mid_run
+	run sbx-snap show "$DIGEST"
+	assert_success
+	[ "$(printf '%s' "$output" | jq -r .trace_head)" = "$(printf '0%.0s' $(seq 1 64))" ]
+	[ "$(printf '%s' "$output" | jq -r .trace_seq)" = 0 ]
+}

@@ -275,6 +275,11 @@ uint64_t trace_rec_events(const struct trace_rec *r)
 	return r->seq;
 }
 
+void trace_rec_head(const struct trace_rec *r, uint8_t head[32])
+{
+	memcpy(head, r->h, 32);
+}
+
 /* Deterministic traces record ids inside the run's PID namespace (SPEC §9). */
 static long long rpid(const struct trace_rec *r, pid_t p)
 {

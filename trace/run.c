@@ -372,6 +372,18 @@ static void ctl_close(struct run_ctx *c)
 	c->ctl_path = NULL;
 }
 
+/* issue 7: the supervisor's state a snapshot records: the trace head, flushed */
+static const struct snap_sv *snap_sv_of(struct run_ctx *c, struct snap_sv *ss)
+{
+	memset(ss, 0, sizeof *ss);
+	if (c->rec) {
+		trace_rec_flush(c->rec);
+		trace_rec_head(c->rec, ss->trace_head);
+		ss->trace_seq = trace_rec_events(c->rec);
+	}
+	return ss;
+}
+
 static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 {
 	int fd = accept4(c->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -405,8 +417,9 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 		json_object_set_new(rep, "running", json_true());
 	} else if (strcmp(op, "snapshot") == 0) {
 		/* issue 7: capture at a step boundary, persist, record the receipt */
+		struct snap_sv ss;
 		json_decref(rep);
-		rep = snap_control(c->store, c->lease, trace_sv_guest_pid(sv), req);
+		rep = snap_control(c->store, c->lease, trace_sv_guest_pid(sv), req, snap_sv_of(c, &ss));
 		if (json_is_true(json_object_get(req, "stop")) && !json_object_get(rep, "error"))
 			trace_sv_stop(sv, "snapshot --stop");
 	} else {
@@ -521,7 +534,9 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 	if (c->opts && c->opts->snapshot_every && c->store && c->lease &&
 	    lease_store_batch(c->store, &b, NULL) == 0 && b >= c->snap_batch + c->opts->snapshot_every) {
 		c->snap_batch = b;
-		json_t *rep = snap_control(c->store, c->lease, trace_sv_guest_pid(sv), NULL);
+		struct snap_sv ss;
+		json_t *rep = snap_control(c->store, c->lease, trace_sv_guest_pid(sv), NULL,
+					   snap_sv_of(c, &ss));
 		if (json_object_get(rep, "error"))
 			common_warnf("automatic snapshot: %s", json_string_value(json_object_get(rep, "error")));
 		json_decref(rep);
@@ -538,7 +553,8 @@ static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int s
 	    !snap_signal_fatal(tid, sig))
 		return;
 	json_t *req = json_pack("{s:b}", "at_stop", 1);
-	json_t *rep = snap_control(c->store, c->lease, tid, req);
+	struct snap_sv ss;
+	json_t *rep = snap_control(c->store, c->lease, tid, req, snap_sv_of(c, &ss));
 	if (json_object_get(rep, "error"))
 		common_warnf("snapshot on signal %d: %s", sig,
 			     json_string_value(json_object_get(rep, "error")));

@@ -565,5 +565,7 @@ struct trace_adj_opts {
 int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e);
 /* Events a recorder has written after its header (trace/record.c). */
 uint64_t trace_rec_events(const struct trace_rec *r);
+/* The chain hash of the last line it wrote (issue 7: snapshots record it). */
+void trace_rec_head(const struct trace_rec *r, uint8_t head[32]);
 
 #endif
