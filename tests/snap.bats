@@ -353,3 +353,25 @@ EOF
 	[ "$(printf '%s' "$output" | jq -r .trace_head)" = "$(printf '0%.0s' $(seq 1 64))" ]
 	[ "$(printf '%s' "$output" | jq -r .trace_seq)" = 0 ]
 }
+
+@test "a take killed while writing chunks or the manifest leaves no snapshot and no receipt" {
+	for fault in snap-chunk:2 snap-manifest; do
+		SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+		SBX_FAULT=$fault sbx-run --lease "$SRC" -- "$GUESTS/snap_steps" "$STEPS" \
+			>"$BATS_TEST_TMPDIR/src.out" 2>"$BATS_TEST_TMPDIR/src.err" &
+		SRC_PID=$!
+		for _ in $(seq 1 200); do
+			[ -f "$SBX_STORE/ns/$SRC/steps.log" ] && [ "$(wc -l <"$SBX_STORE/ns/$SRC/steps.log")" -ge 2 ] && break
+			sleep 0.05
+		done
+		run sbx-snap take "$SRC"
+		assert_failure
+		run wait "$SRC_PID"
+		[ "$status" -eq 137 ]
+		# the supervisor died mid-write: nothing under a digest, no receipt
+		[ -z "$(ls "$SBX_STORE/snapshots" | grep -E '^[0-9a-f]{64}$')" ]
+		[ "$(sbx-snap list "$SRC")" = "[]" ]
+		! sbx-lease log "$SRC" | jq -r .edge | grep -qx snapshot
+		[ "$(sbx-lease show "$SRC" | jq -r '.lease.snapshot_bytes // 0')" = 0 ]
+	done
+}
