@@ -612,10 +612,15 @@ static int writer_take(struct trace_inspector *in, struct trace_supervisor *sv)
 {
 	char closed[32];
 	struct common_err e;
+	uint64_t n;
+	int r;
 
 	if (in->closed[0])
 		return 1;
-	if (writer_result(&in->w, closed, &e) < 0)
+	r = writer_result(&in->w, closed, &e);
+	if ((r < 0 || closed[0]) && in->w.started && in->w.efd >= 0)
+		(void)!read(in->w.efd, &n, sizeof n); /* taken: the fd stops polling readable */
+	if (r < 0)
 		return fail(in, &e);
 	return closed[0] ? close_run(in, sv, closed) : 0;
 }
@@ -673,11 +678,9 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd)
 {
 	struct trace_inspector *in = ctx;
-	uint64_t n;
 
 	if (!in->w.started || fd != in->w.efd)
 		return 0;
-	(void)!read(fd, &n, sizeof n);
 	if (writer_take(in, sv) < 0)
 		trace_sv_stop(sv, NULL);
 	return 0;
