@@ -29,15 +29,8 @@ char *lease_path(const struct lease_store *s, const char *fmt, ...)
 
 const char *lease_boot_id(struct lease_store *s)
 {
-	char *b = NULL;
-	size_t n = 0;
-
-	if (s->boot[0] == '\0') {
-		int ok = common_read_file("/proc/sys/kernel/random/boot_id", 64, &b, &n, NULL) == 0 &&
-			 n == 37 && b[36] == '\n' && strspn(b, "0123456789abcdef-") == 36;
-		snprintf(s->boot, sizeof s->boot, "%.36s", ok ? b : "-");
-		free(b);
-	}
+	if (s->boot[0] == '\0' && common_boot_id(s->boot) < 0)
+		snprintf(s->boot, sizeof s->boot, "-");
 	return strlen(s->boot) == 36 ? s->boot : NULL;
 }
 

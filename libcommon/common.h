@@ -128,4 +128,20 @@ int common_parse_format(const char *s, enum common_format *f, struct common_err 
 uint64_t common_now_ms(void);
 uint64_t common_mono_us(void);
 
+/* File-hash cache (exec-hashes, image-hashes in the store): SHA-256 by file
+ * identity (dev, ino, size, mtime, ctime) within one boot; block devices only.
+ * An unreadable or damaged file opens as an empty cache; close saves it when
+ * something was put (without fsync: it is only a cache). A NULL path gives a
+ * cache in memory only. */
+#define COMMON_BOOT_ID_LEN 37
+int common_boot_id(char out[COMMON_BOOT_ID_LEN]); /* 0, or -1 when unreadable */
+struct stat;
+struct common_hashcache;
+struct common_hashcache *common_hashcache_open(const char *path, const char *tag);
+int common_hashcache_get(const struct common_hashcache *c, const struct stat *st,
+			 char hex[COMMON_SHA256_HEX]); /* 1 on a hit */
+void common_hashcache_put(struct common_hashcache *c, const struct stat *st,
+			  const char hex[COMMON_SHA256_HEX]);
+void common_hashcache_close(struct common_hashcache *c);
+
 #endif

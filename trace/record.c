@@ -24,9 +24,6 @@
 #define REC_HASH_MAX (1ull << 30)   /* larger inputs are not hashed */
 #define REC_CMDLINE_MAX (64u << 10)
 #define REC_ARGV_MAX (32u << 10)    /* argv bytes recorded per exec */
-#define HC_BUCKETS 1024
-#define HC_FILE_MAX (1u << 20)      /* the persisted hash cache: bytes read at most */
-#define HC_FILE_ENTS 4096           /* entries written at most */
 
 struct sb {
 	char *p;
@@ -42,15 +39,6 @@ struct pend {
 	uint64_t t0;
 };
 
-struct hc_ent {                     /* file identity -> SHA-256, so cc1 is hashed once */
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtim, ctim;
-	char hex[COMMON_SHA256_HEX];
-	struct hc_ent *next;
-};
-
 struct trace_rec {
 	int fd, own_fd, failed;
 	int rootfd;                 /* the guest's root, for existence lookups */
@@ -63,9 +51,7 @@ struct trace_rec {
 	struct sb line;             /* the event being built */
 	struct pend *pend;
 	size_t npend, cappend;
-	struct hc_ent *hc[HC_BUCKETS];
-	char *hc_path;              /* the persisted cache, or NULL */
-	int hc_fresh;               /* entries hashed in this run */
+	struct common_hashcache *hc; /* file identity -> SHA-256, so cc1 is hashed once */
 	EVP_MD_CTX *md;             /* reused: a fresh context per event costs ~1 us */
 	struct { pid_t tid, tgid; } *thr; /* threads, so exits name their process */
 	size_t nthr, capthr;
@@ -383,35 +369,18 @@ int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s)
 
 /* ---- file identity and hashes ---- */
 
-static struct hc_ent *hc_find(struct trace_rec *r, const struct stat *st)
-{
-	size_t b = (size_t)((st->st_ino * 31u) ^ st->st_dev) % HC_BUCKETS;
-	struct hc_ent *h;
-
-	for (h = r->hc[b]; h; h = h->next)
-		if (h->dev == st->st_dev && h->ino == st->st_ino && h->size == st->st_size &&
-		    h->mtim.tv_sec == st->st_mtim.tv_sec && h->mtim.tv_nsec == st->st_mtim.tv_nsec &&
-		    h->ctim.tv_sec == st->st_ctim.tv_sec && h->ctim.tv_nsec == st->st_ctim.tv_nsec)
-			return h;
-	return NULL;
-}
-
 /* SHA-256 of the file behind a /proc magic link, or 0 when not a regular
  * file within the size cap. */
 static int hash_proc_file(struct trace_rec *r, const char *proc_path, char hex[COMMON_SHA256_HEX])
 {
 	struct stat st, st2;
-	struct hc_ent *h;
 	uint8_t d[32];
 	int fd;
 
 	if (stat(proc_path, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > REC_HASH_MAX)
 		return 0;
-	h = hc_find(r, &st);
-	if (h) {
-		memcpy(hex, h->hex, COMMON_SHA256_HEX);
+	if (common_hashcache_get(r->hc, &st, hex))
 		return 1;
-	}
 	fd = open(proc_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return 0;
@@ -437,149 +406,9 @@ static int hash_proc_file(struct trace_rec *r, const char *proc_path, char hex[C
 		if (n < 0)
 			return 0;
 	}
-	h = common_xcalloc(1, sizeof *h);
-	h->dev = st.st_dev;
-	h->ino = st.st_ino;
-	h->size = st.st_size;
-	h->mtim = st.st_mtim;
-	h->ctim = st.st_ctim;
-	r->hc_fresh++;
-	common_hex(d, 32, h->hex);
-	{
-		size_t b = (size_t)((st.st_ino * 31u) ^ st.st_dev) % HC_BUCKETS;
-		h->next = r->hc[b];
-		r->hc[b] = h;
-	}
-	memcpy(hex, h->hex, COMMON_SHA256_HEX);
-	return 1;
-}
-
-/* The persisted cache spares each run hashing cc1 (33 MB, ~50 ms with the
- * guest stopped) again. Text: a header "sbx-exec-hashes 1 BOOT_ID", one line
- * "DEV INO SIZE MSEC MNSEC CSEC CNSEC HEX" per file, a trailer "sum HEX"
- * (SHA-256 of everything before it). It is only a cache: a file from another
- * boot, a bad sum or a bad line drops it whole, and the identity kept is the
- * one checked within a run (ctime cannot be set back). Only files on block
- * devices are kept: anonymous devices (tmpfs, overlay) and their inode numbers
- * are reused by the next run's mounts. */
-static int hc_boot_id(char out[40])
-{
-	char *b = NULL;
-	size_t n = 0;
-	int ok = common_read_file("/proc/sys/kernel/random/boot_id", 64, &b, &n, NULL) == 0 &&
-		 n == 37 && b[36] == '\n';
-	if (ok) {
-		memcpy(out, b, 36);
-		out[36] = 0;
-		ok = strspn(out, "0123456789abcdef-") == 36;
-	}
-	free(b);
-	return ok;
-}
-
-static int hc_num(const char **p, unsigned long long *v)
-{
-	char *end;
-	if (**p < '0' || **p > '9')
-		return 0;
-	errno = 0;
-	*v = strtoull(*p, &end, 10);
-	if (errno || (*end != ' ' && *end != '\n'))
-		return 0;
-	*p = end + (*end == ' ');
-	return 1;
-}
-
-static void hc_load(struct trace_rec *r)
-{
-	char boot[40], head[80], *buf = NULL, *sum;
-	size_t len = 0, nent = 0;
-	uint8_t d[32];
-	char hex[COMMON_SHA256_HEX];
-	struct common_sha256 c;
-	const char *p;
-
-	if (!hc_boot_id(boot) || common_read_file(r->hc_path, HC_FILE_MAX, &buf, &len, NULL) < 0)
-		goto out;
-	snprintf(head, sizeof head, "sbx-exec-hashes 1 %s\n", boot);
-	/* the trailer: "sum " + 64 hex + "\n" */
-	if (len < strlen(head) + 69 || strncmp(buf, head, strlen(head)) != 0)
-		goto out;
-	sum = buf + len - 69;
-	if (strncmp(sum, "sum ", 4) != 0 || sum[68] != '\n' || (sum > buf && sum[-1] != '\n'))
-		goto out;
-	common_sha256_init(&c);
-	common_sha256_update(&c, buf, (size_t)(sum - buf));
-	common_sha256_final(&c, d);
 	common_hex(d, 32, hex);
-	if (memcmp(hex, sum + 4, 64) != 0)
-		goto out;
-	*sum = 0;
-	for (p = buf + strlen(head); *p && nent < HC_FILE_ENTS; nent++) {
-		unsigned long long f[7];
-		struct hc_ent *h;
-		for (int i = 0; i < 7; i++)
-			if (!hc_num(&p, &f[i]) || p[-1] != ' ')
-				goto out;
-		if (strspn(p, "0123456789abcdef") != 64 || p[64] != '\n' ||
-		    f[4] >= 1000000000ull || f[6] >= 1000000000ull || major((dev_t)f[0]) == 0)
-			goto out;
-		h = common_xcalloc(1, sizeof *h);
-		h->dev = (dev_t)f[0];
-		h->ino = (ino_t)f[1];
-		h->size = (off_t)f[2];
-		h->mtim.tv_sec = (time_t)f[3];
-		h->mtim.tv_nsec = (long)f[4];
-		h->ctim.tv_sec = (time_t)f[5];
-		h->ctim.tv_nsec = (long)f[6];
-		memcpy(h->hex, p, 64);
-		h->hex[64] = 0;
-		{
-			size_t b = (size_t)((h->ino * 31u) ^ h->dev) % HC_BUCKETS;
-			h->next = r->hc[b];
-			r->hc[b] = h;
-		}
-		p += 65;
-	}
-out:
-	free(buf);
-}
-
-/* Rewrites the cache when this run hashed something new; failures only cost
- * the next run its hashing. */
-static void hc_save(struct trace_rec *r)
-{
-	char boot[40], hex[COMMON_SHA256_HEX];
-	struct sb b = {0};
-	struct common_sha256 c;
-	uint8_t d[32];
-	size_t n = 0;
-
-	if (!r->hc_path || !r->hc_fresh || !hc_boot_id(boot))
-		return;
-	sb_grow(&b, 64);
-	b.n = (size_t)snprintf(b.p, b.cap, "sbx-exec-hashes 1 %s\n", boot);
-	for (size_t i = 0; i < HC_BUCKETS && n < HC_FILE_ENTS; i++)
-		for (const struct hc_ent *h = r->hc[i]; h && n < HC_FILE_ENTS; h = h->next) {
-			if (major(h->dev) == 0)
-				continue;
-			sb_grow(&b, 256);
-			b.n += (size_t)snprintf(b.p + b.n, b.cap - b.n,
-				"%llu %llu %llu %lld %ld %lld %ld %s\n",
-				(unsigned long long)h->dev, (unsigned long long)h->ino,
-				(unsigned long long)h->size, (long long)h->mtim.tv_sec,
-				h->mtim.tv_nsec, (long long)h->ctim.tv_sec, h->ctim.tv_nsec, h->hex);
-			n++;
-		}
-	common_sha256_init(&c);
-	common_sha256_update(&c, b.p, b.n);
-	common_sha256_final(&c, d);
-	common_hex(d, 32, hex);
-	sb_grow(&b, 80);
-	b.n += (size_t)snprintf(b.p + b.n, b.cap - b.n, "sum %s\n", hex);
-	if (b.n <= HC_FILE_MAX)
-		(void)common_write_atomic(r->hc_path, b.p, b.n, 0600, NULL);
-	free(b.p);
+	common_hashcache_put(r->hc, &st, hex);
+	return 1;
 }
 
 /* Whether PATH exists in the guest's view (its root, its symlinks): 1, 0, or
@@ -967,13 +796,7 @@ static void free_rec(struct trace_rec *r)
 	free(r->thr);
 	free(r->par);
 	EVP_MD_CTX_free(r->md);
-	free(r->hc_path);
-	for (size_t i = 0; i < HC_BUCKETS; i++)
-		while (r->hc[i]) {
-			struct hc_ent *n = r->hc[i]->next;
-			free(r->hc[i]);
-			r->hc[i] = n;
-		}
+	common_hashcache_close(r->hc);
 	if (r->own_fd)
 		close(r->fd);
 	if (r->rootfd >= 0)
@@ -1087,10 +910,8 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	r->level = info->level;
 	r->deterministic = info->deterministic;
 	r->t_start = r->last_flush = common_mono_us();
-	if (info->hash_cache) {
-		r->hc_path = common_xstrdup(info->hash_cache);
-		hc_load(r);
-	}
+	/* persisted in the store when given, else for this run only */
+	r->hc = common_hashcache_open(info->hash_cache, "exec-hashes");
 	hj = header_json(info);
 	canon = common_json_canonical(hj);
 	json_decref(hj);
@@ -1148,8 +969,6 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 	if (!r->failed && r->own_fd && fsync(r->fd) < 0 && errno != EINVAL)
 		rec_fail(r, errno, "fsync");
 	rc = r->failed ? -1 : 0;
-	if (rc == 0)
-		hc_save(r);
 	if (rc < 0 && e)
 		*e = r->err;
 	if (head)

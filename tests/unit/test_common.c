@@ -1,5 +1,8 @@
 /* libcommon: hashing, signing, numbers, canonical JSON, durable files. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "libcommon/common.h"
@@ -97,6 +100,55 @@ static void test_files(void)
 	free(lock);
 }
 
+/* The file-hash cache: a hit by identity, kept across opens for block devices
+ * only, and any damage to the file gives an empty cache (never a wrong hash). */
+static void test_hashcache(void)
+{
+	char dir[] = "/var/tmp/sbx-hc-XXXXXX", hex[COMMON_SHA256_HEX], *path, *buf = NULL;
+	const char *h1 = "1111111111111111111111111111111111111111111111111111111111111111";
+	struct stat st = { .st_dev = makedev(8, 1), .st_ino = 42, .st_size = 7 }, other = st, anon = st;
+	struct common_hashcache *c;
+	size_t len = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	path = common_xasprintf("%s/h", dir);
+	other.st_ctim.tv_nsec = 1;
+	anon.st_dev = makedev(0, 50);
+	c = common_hashcache_open(path, "test-hashes");
+	CHECK(common_hashcache_get(c, &st, hex) == 0);
+	common_hashcache_put(c, &st, h1);
+	common_hashcache_put(c, &anon, h1);
+	CHECK(common_hashcache_get(c, &st, hex) == 1 && strcmp(hex, h1) == 0);
+	CHECK(common_hashcache_get(c, &other, hex) == 0);
+	common_hashcache_close(c);
+	c = common_hashcache_open(path, "test-hashes");
+	CHECK(common_hashcache_get(c, &st, hex) == 1 && strcmp(hex, h1) == 0);
+	CHECK(common_hashcache_get(c, &anon, hex) == 0);
+	common_hashcache_close(c);
+	c = common_hashcache_open(path, "other-hashes");
+	CHECK(common_hashcache_get(c, &st, hex) == 0);
+	common_hashcache_close(c);
+	/* one flipped hash digit: the sum no longer matches */
+	CHECK(common_read_file(path, 1 << 20, &buf, &len, NULL) == 0);
+	char *at = strstr(buf, h1);
+	CHECK(at != NULL);
+	if (at) {
+		at[0] = '2';
+		CHECK(common_write_atomic(path, buf, len, 0600, NULL) == 0);
+	}
+	c = common_hashcache_open(path, "test-hashes");
+	CHECK(common_hashcache_get(c, &st, hex) == 0);
+	common_hashcache_close(c);
+	c = common_hashcache_open(NULL, "test-hashes");
+	common_hashcache_put(c, &st, h1);
+	CHECK(common_hashcache_get(c, &st, hex) == 1);
+	common_hashcache_close(c);
+	free(buf);
+	unlink(path);
+	free(path);
+	CHECK(rmdir(dir) == 0);
+}
+
 int main(void)
 {
 	test_sha256();
@@ -104,5 +156,6 @@ int main(void)
 	test_numbers();
 	test_json();
 	test_files();
+	test_hashcache();
 	return unit_finish("test_common");
 }
