@@ -81,4 +81,6 @@ const char *lease_jstr(const json_t *o, const char *key); /* NULL when absent */
 int lease_hex_valid(const char *s, size_t n);
 int lease_name_valid(const char *s);
 
+int lease_json_same(const json_t *a, const json_t *b);
+
 #endif

@@ -359,7 +359,8 @@ static int verify_line(void *arg, size_t no, const char *line, size_t len)
 	return 0;
 }
 
-static int same_json(const json_t *a, const json_t *b)
+/* Equal in canonical form (what a record or receipt is compared by). */
+int lease_json_same(const json_t *a, const json_t *b)
 {
 	char *x = common_json_canonical(a), *y = common_json_canonical(b);
 	int r = strcmp(x, y) == 0;
@@ -388,10 +389,10 @@ static void verify_records(struct verify_ctx *c, char **ids, size_t n)
 			problem(c, "leases/%s.json: no receipts for this lease in the journal", ids[i]);
 		} else if (json_object_get(ch, "broken")) {
 			problem(c, "leases/%s.json: its receipt chain is broken (see above)", ids[i]);
-		} else if (!same_json(json_object_get(pair, "lease"), rec)) {
+		} else if (!lease_json_same(json_object_get(pair, "lease"), rec)) {
 			problem(c, "leases/%s.json: record disagrees with its receipt chain (chain says state %s, seq %lld)",
 				ids[i], lease_jstr(rec, "state"), (long long)lease_jint(rec, "seq"));
-		} else if (!same_json(json_object_get(pair, "receipt"), json_object_get(ch, "last"))) {
+		} else if (!lease_json_same(json_object_get(pair, "receipt"), json_object_get(ch, "last"))) {
 			problem(c, "leases/%s.json: head receipt is not the last journal receipt", ids[i]);
 		}
 		if (ch)

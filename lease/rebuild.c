@@ -47,16 +47,6 @@ static int rebuild_line(void *arg, size_t no, const char *line, size_t len)
 	return 0;
 }
 
-static int same_json(const json_t *a, const json_t *b)
-{
-	char *x = common_json_canonical(a), *y = common_json_canonical(b);
-	int r = strcmp(x, y) == 0;
-
-	free(x);
-	free(y);
-	return r;
-}
-
 /* Make leases/ID.json the fold of its chain when the chain verifies. */
 static int rebuild_record(struct rebuild *b, const char *id, json_t *ch, struct common_err *e)
 {
@@ -67,8 +57,8 @@ static int rebuild_record(struct rebuild *b, const char *id, json_t *ch, struct 
 	int rc = 0;
 
 	if (lease_pair_read(b->s, id, &pair, NULL) == 0 && pair &&
-	    same_json(json_object_get(pair, "lease"), rec) &&
-	    same_json(json_object_get(pair, "receipt"), last)) {
+	    lease_json_same(json_object_get(pair, "lease"), rec) &&
+	    lease_json_same(json_object_get(pair, "receipt"), last)) {
 		json_decref(pair);
 		return 0;
 	}
@@ -128,7 +118,7 @@ static int rebuild_effects(struct rebuild *b, struct common_err *e)
 			json_object_set_new(live, pr, l = json_array());
 		json_array_append_new(l, json_string(id));
 	}
-	if (lease_slots_read(b->s, &slots, NULL) == 0 && same_json(slots, live)) {
+	if (lease_slots_read(b->s, &slots, NULL) == 0 && lease_json_same(slots, live)) {
 		rc = 0;
 		goto out;
 	}
