@@ -295,3 +295,11 @@ x"
 	assert_output --partial "ptrace"
 	refute_output --partial "RAN"
 }
+
+@test "a low RLIMIT_NOFILE: the image fd fits under it, the guest sees only 0-2" {
+	run bash -c 'ulimit -n 64; sbx-run --ephemeral -- /bin/sh -c "ls /proc/self/fd | wc -l; ulimit -n"'
+	assert_success
+	# ls's own directory fd is the fourth entry
+	assert_output "4
+64"
+}

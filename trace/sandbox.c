@@ -753,8 +753,15 @@ __attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 	if (syscall(SYS_close_range, keep, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		child_fail(p, errno, "close_range");
 	/* one image fd number in every run: the exec file name (/dev/fd/N) is copied
-	 * onto the new stack, so its length moves every guest stack address (SPEC §9) */
-	int img = p->err_fd[1] == 99 ? 98 : 99;
+	 * onto the new stack, so its length moves every guest stack address (SPEC §9);
+	 * below a soft RLIMIT_NOFILE under 100, the highest number it allows */
+	struct rlimit nofile;
+	int top = 99;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 100)
+		top = (int)nofile.rlim_cur - 1;
+	if (top < 5)
+		child_fail(p, EMFILE, "image fd: RLIMIT_NOFILE %d leaves no room", top + 1);
+	int img = p->err_fd[1] == top ? top - 1 : top;
 	if (p->image_fd != img) {
 		if (dup3(p->image_fd, img, O_CLOEXEC) < 0)
 			child_fail(p, errno, "image fd");
