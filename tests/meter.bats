@@ -86,6 +86,13 @@ usage_of() { jq -r ".usage.$1" r.json; }
 	[ "$(usage_of fuel)" -gt 100000 ]
 }
 
+@test "a child's peak memory counts after it has exited, and closes the lease" {
+	run sbx-run --ephemeral --result r.json -- /bin/sh -c "\"$GUESTS/meter_hog\" peak 96; true"
+	assert_success
+	[ "$(usage_of memory)" -ge $((96 << 20)) ]
+	hog memory --limits memory=64M -- /bin/sh -c "\"$GUESTS/meter_hog\" peak 96; true"
+}
+
 @test "a run inside its bounds reports usage and is not closed" {
 	run sbx-run --ephemeral --result r.json -- "$GUESTS/meter_hog" write-not
 	assert_failure 2

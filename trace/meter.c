@@ -168,20 +168,6 @@ static void task_io(struct task *t)
 		t->wchar = strtoull(p + 6, NULL, 10);
 }
 
-static uint64_t status_kb(pid_t pid, const char *field)
-{
-	char path[64], buf[4096], *p;
-	size_t fl = strlen(field);
-
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	if (read_small(path, buf, sizeof buf) <= 0)
-		return 0;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, field, fl) == 0 && p[fl] == ':')
-			return strtoull(p + fl + 1, NULL, 10);
-	return 0;
-}
-
 static uint64_t rss_bytes(const struct trace_meter *m, pid_t pid)
 {
 	char path[64], buf[256], *p;
@@ -269,11 +255,15 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 	task_io(t);
 	m->dead_r += t->rchar;
 	m->dead_w += t->wchar;
-	raise_to(&m->u[LEASE_DIM_MEMORY], status_kb(tid, "VmHWM") * 1024);
 	if (tid == t->tgid)
 		raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fd_count(tid));
 	task_close(m, t);
 	*t = m->t[--m->n];
+}
+
+void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes)
+{
+	raise_to(&m->u[LEASE_DIM_MEMORY], bytes);
 }
 
 /* Σ(key length + value length) of the cells, by the lease's own definition (one walk

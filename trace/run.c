@@ -62,7 +62,8 @@ int trace_run(const struct trace_config *cfg, struct trace_result *res, struct c
 	uint64_t us_a = (uint64_t)(after.ru_utime.tv_sec + after.ru_stime.tv_sec) * 1000000 +
 			(uint64_t)(after.ru_utime.tv_usec + after.ru_stime.tv_usec);
 	res->cpu_us = us_a - us_b;
-	res->maxrss = (uint64_t)after.ru_maxrss * 1024;
+	if ((uint64_t)after.ru_maxrss * 1024 > res->maxrss)
+		res->maxrss = (uint64_t)after.ru_maxrss * 1024;
 	trace_plan_free(&p);
 	return rc;
 }

@@ -341,6 +341,11 @@ pid_t trace_sv_guest_pid(const struct trace_supervisor *sv)
 	return sv->guest;
 }
 
+uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)
+{
+	return sv->res->maxrss;
+}
+
 static void kill_all(struct trace_supervisor *sv)
 {
 	/* init's death empties the PID namespace; the tids are killed too in case
@@ -636,9 +641,13 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 	resume(t->tid, PTRACE_CONT, 0);
 }
 
-static void on_wait(struct trace_supervisor *sv, pid_t tid, int status)
+static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const struct rusage *ru)
 {
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		/* the reaped task's peak resident set (do_exit folded it into ru_maxrss):
+		 * cheaper than reading /proc/TID/status at every exit stop */
+		if ((uint64_t)ru->ru_maxrss * 1024 > sv->res->maxrss)
+			sv->res->maxrss = (uint64_t)ru->ru_maxrss * 1024;
 		if (tid == sv->guest) {
 			sv->guest_gone = 1;
 			sv->res->wstatus = status;
@@ -790,18 +799,19 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 				continue;
 		}
 		int status, err = 0;
+		struct rusage ru;
 		pid_t w;
 		if (wk.started) {
 			atomic_store(&wk.in_wait, 1);
-			w = woken ? 0 : waitpid(-1, &status, __WALL);
+			w = woken ? 0 : wait4(-1, &status, __WALL, &ru);
 			err = errno;
 			atomic_store(&wk.in_wait, 0);
 		} else {
-			w = waitpid(-1, &status, __WALL | WNOHANG);
+			w = wait4(-1, &status, __WALL | WNOHANG, &ru);
 			err = errno;
 		}
 		if (w > 0)
-			on_wait(&sv, w, status);
+			on_wait(&sv, w, status, &ru);
 		else if (w < 0 && err == ECHILD)
 			break;
 	}

@@ -344,6 +344,7 @@ void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
 void trace_sv_stop(struct trace_supervisor *sv, const char *reason); /* kill the guest tree */
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
+uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
 
 /* sbx-run's orchestration (trace/run.c): options as parsed by bin/sbx-run.c. */
 struct trace_run_opts {
@@ -414,6 +415,8 @@ void trace_meter_free(struct trace_meter *m);
  * and its PTRACE_EVENT_EXIT stop (final figures). */
 void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid);
 void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid);
+/* The largest resident set a reaped task reached (trace_sv_peak_rss). */
+void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes);
 /* Sample the live tree (fuel, memory, fds, namespace, output). */
 void trace_meter_sample(struct trace_meter *m);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);

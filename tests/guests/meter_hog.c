@@ -1,5 +1,5 @@
 /* Hogs for metering tests: each exceeds one dimension until the supervisor stops it.
- * usage: meter_hog fuel|spin MS|memory|write|read FILE|flood|lines|fds|ns */
+ * usage: meter_hog fuel|spin MS|memory|peak MIB|write|read FILE|flood|lines|fds|ns */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,6 +32,14 @@ int main(int argc, char **argv)
 				pause();
 			memset(p, 1, 1 << 20);
 		}
+	} else if (strcmp(what, "peak") == 0 && argc > 2) {
+		/* touch MIB MiB and exit at once, before any sample can see it live */
+		size_t n = (size_t)atol(argv[2]) << 20;
+		char *p = malloc(n);
+		if (!p)
+			return 1;
+		memset(p, 1, n);
+		return p[n - 1] == 1 ? 0 : 1;
 	} else if (strcmp(what, "write") == 0) {
 		int fd = open("/tmp/big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		memset(buf, 'w', sizeof buf);
