@@ -1,8 +1,16 @@
 /* Ed25519 signing with OpenSSL: raw 32-byte keys, 64-byte signatures. */
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <string.h>
 #include "libcommon/common.h"
+
+/* Before any other libcrypto call: the system's openssl.cnf is not ours to follow
+ * (it may load providers or change defaults), and parsing it costs every tool ~1 ms. */
+__attribute__((constructor)) static void key_crypto_init(void)
+{
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+}
 
 int common_key_generate(struct common_key *k, struct common_err *e)
 {
