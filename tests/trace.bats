@@ -357,6 +357,18 @@ rechain() {
 	assert_output 3
 }
 
+@test "exec of a #! script records the interpreter and the script; failed PATH probes are no exec events" {
+	printf '#!/bin/sh\nexit 0\n' > s.sh
+	chmod +x s.sh
+	sbx-run --ephemeral --ro "$PWD" --env "PATH=/nonexistent:$PWD" --trace-level exec --trace a.trace \
+		-- /bin/sh -c "s.sh one two; true"
+	run jq -c "select(.ev == \"exec\" and .argv[1] == \"$PWD/s.sh\") | [.path, .argv]" a.trace
+	assert_output "[\"/usr/bin/dash\",[\"/bin/sh\",\"$PWD/s.sh\",\"one\",\"two\"]]"
+	run jq -r 'select(.ev == "exec") | .path' a.trace
+	assert_output "/usr/bin/dash
+/usr/bin/dash"
+}
+
 @test "exec argv: thousands of arguments across pages and an overlong one are recorded exactly" {
 	long=$(head -c 5000 /dev/zero | tr '\0' a)
 	sbx-run --ephemeral --trace-level exec --trace a.trace -- /bin/sh -c "exec /bin/echo \$(seq 1 3000) $long" >/dev/null
@@ -365,5 +377,5 @@ rechain() {
 	run jq -r 'select(.ev == "exec" and .path == "/usr/bin/echo") | .argv[1:3001] | join(" ")' a.trace
 	assert_output "$(seq 1 3000 | tr '\n' ' ' | sed 's/ $//')"
 	run jq -r 'select(.ev == "exec" and .path == "/usr/bin/echo") | .argv[3001] | length' a.trace
-	assert_output 4095
+	assert_output 5000
 }

@@ -192,14 +192,14 @@ static int a_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	return reached(c, trace_rec_on_exit(c->rec, g, st));
 }
 
-static void a_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
+static void a_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
 {
 	struct adj_run *c = ctx;
 	if (trace_determ_on_exec(c->det, pid) < 0) {
 		trace_sv_stop(c->sv, "determinism: cannot rewrite the auxiliary vector");
 		return;
 	}
-	trace_rec_on_exec(c->rec, pid, ppid, path, argv);
+	trace_rec_on_exec(c->rec, pid, ppid, path, NULL);
 	reached(c, 0);
 }
 

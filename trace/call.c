@@ -315,11 +315,11 @@ static int h_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 
 /* The first exec is this executable: its text gets the jump. /proc/PID/mem
  * writes through page protections (process_vm_writev cannot). */
-static void h_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
+static void h_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
 {
 	struct callctx *c = ctx;
 	if (c->rec)
-		trace_rec_on_exec(c->rec, pid, ppid, path, argv);
+		trace_rec_on_exec(c->rec, pid, ppid, path, NULL);
 	if (c->patched)
 		return;
 	c->patched = 1;

@@ -483,7 +483,7 @@ static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	return c->rec ? trace_rec_on_exit(c->rec, g, st) : 0;
 }
 
-static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
+static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
 {
 	struct run_ctx *c = ctx;
 	if (c->det && trace_determ_on_exec(c->det, pid) < 0) {
@@ -500,7 +500,7 @@ static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *
 		}
 	}
 	if (c->rec)
-		trace_rec_on_exec(c->rec, pid, ppid, path, argv);
+		trace_rec_on_exec(c->rec, pid, ppid, path, NULL);
 }
 
 static void hook_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)

@@ -27,8 +27,6 @@
 #define WAKE_MS 50             /* fds and ticks are looked at least this often */
 #define NBUCKET 256
 #define MAX_WATCH 16
-#define ARGV_MAX 4096          /* exec argv entries we decode for hooks */
-#define ARGV_BYTES (256 << 10) /* and their total size */
 
 struct tstate {
 	struct tstate *next;
@@ -36,7 +34,6 @@ struct tstate {
 	int want_exit;
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
-	char **exec_argv;         /* decoded at execve entry, for on_exec */
 	int announced, held;      /* --deterministic: parent's fork event seen; first stop held */
 };
 
@@ -192,7 +189,6 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 		if ((*pp)->tid == tid) {
 			struct tstate *t = *pp;
 			*pp = t->next;
-			free(t->exec_argv);
 			free(t);
 			sv->ntids--;
 			return;
@@ -200,23 +196,32 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 	}
 }
 
-static pid_t tgid_of(struct tstate *t)
+/* A child whose first stop beat its parent's fork event: its thread group and
+ * parent from one read of /proc/TID/status (the hooks would each read it again). */
+static void proc_ids(struct tstate *t)
 {
-	if (t->tgid)
-		return t->tgid;
 	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%d/status", (int)t->tid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n > 0) {
-			buf[n] = 0;
-			char *s = strstr(buf, "\nTgid:");
-			if (s)
-				t->tgid = (pid_t)atoi(s + 6);
-		}
-	}
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	char *s = strstr(buf, "\nTgid:");
+	if (s && !t->tgid)
+		t->tgid = (pid_t)atoi(s + 6);
+	s = strstr(buf, "\nPPid:");
+	if (s && !t->ppid)
+		t->ppid = (pid_t)atoi(s + 6);
+}
+
+static pid_t tgid_of(struct tstate *t)
+{
+	if (!t->tgid)
+		proc_ids(t);
 	return t->tgid ? t->tgid : t->tid;
 }
 
@@ -375,73 +380,6 @@ static void deny(pid_t tid, int err)
 	ptrace(PTRACE_SETREGS, tid, NULL, &r);
 }
 
-/* argv of an exec, with the guest stopped. Pointers are read ahead up to the
- * end of their page and strings out of the page last read (argv strings sit
- * side by side): a cc1 exec costs a few reads, not two per argument. The
- * strings are gathered in one buffer and returned in one allocation (pointers
- * first), so free(argv) frees it all: most execs are PATH probes that fail. */
-static char **read_argv(struct trace_guest *g, uint64_t addr)
-{
-	size_t n = 0, bytes = 0, np = 0, ip = 0, cap = 8192;
-	char stack[8192], *data = stack;
-	char buf[4096], page[4096];
-	uint64_t ptrs[64], pbase = 0;
-	ssize_t plen = 0;
-	while (addr && n < ARGV_MAX && bytes < ARGV_BYTES) {
-		uint64_t ptr, at = addr + n * 8;
-		if (ip == np) {
-			size_t want = (4096 - (at & 4095)) / 8; /* 0: the pointer spans two pages */
-			want = want == 0 ? 1 : want > 64 ? 64 : want;
-			ssize_t got = trace_guest_read(g, at, ptrs, want * 8);
-			if (got < 8)
-				break;
-			np = (size_t)got / 8;
-			ip = 0;
-		}
-		if (!(ptr = ptrs[ip++]))
-			break;
-		const char *z = NULL, *str = buf;
-		for (int pass = 0; pass < 2 && !z; pass++) {
-			if (pass == 1) { /* load the page that holds the string */
-				pbase = ptr & ~(uint64_t)4095;
-				plen = trace_guest_read(g, pbase, page, sizeof page);
-			}
-			if (plen > 0 && ptr >= pbase && ptr < pbase + (uint64_t)plen)
-				z = memchr(page + (ptr - pbase), 0, (size_t)(pbase + (uint64_t)plen - ptr));
-		}
-		ssize_t len;
-		if (z) { /* within one page: shorter than buf */
-			str = page + (ptr - pbase);
-			len = z - str;
-		} else {
-			len = trace_guest_read_str(g, ptr, buf, sizeof buf);
-			if (len == -ENAMETOOLONG)
-				len = (ssize_t)strlen(buf);
-		}
-		if (len < 0)
-			break;
-		if (bytes + (size_t)len + 1 > cap) {
-			char *more = common_xmalloc(cap = 2 * (bytes + (size_t)len + 1));
-			memcpy(more, data, bytes);
-			if (data != stack)
-				free(data);
-			data = more;
-		}
-		memcpy(data + bytes, str, (size_t)len);
-		data[bytes + (size_t)len] = 0;
-		bytes += (size_t)len + 1;
-		n++;
-	}
-	char **v = common_xmalloc((n + 1) * sizeof *v + bytes);
-	char *d = memcpy((char *)(v + n + 1), data, bytes);
-	for (size_t i = 0; i < n; i++, d += strlen(d) + 1)
-		v[i] = d;
-	v[n] = NULL;
-	if (data != stack)
-		free(data);
-	return v;
-}
-
 /* Decode path arguments, absolute in the guest's view (relative ones joined
  * onto the cwd or the dirfd, as /proc shows them from inside). */
 static void decode_paths(struct trace_guest *g, struct trace_stop *st)
@@ -510,11 +448,6 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	const struct trace_hooks *h = sv->h;
 	if (h && h->on_entry && st->sys)
 		decode_paths(&g, st);
-	if (!refuse && h && h->on_exec && st->arch_ok &&
-	    (st->nr == TRACE_SYS_execve || st->nr == TRACE_SYS_execveat)) {
-		free(t->exec_argv);
-		t->exec_argv = read_argv(&g, st->args[st->nr == TRACE_SYS_execve ? 1 : 2]);
-	}
 	if (h && h->on_entry && h->on_entry(h->ctx, &g, st) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	if (refuse) {
@@ -559,26 +492,18 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		/* a non-leader exec takes over the leader's tid; the old tid vanishes */
 		ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
 		pid_t former = (pid_t)msg;
-		char **argv = t->exec_argv;
-		t->exec_argv = NULL;
-		if (former != t->tid) {
-			struct tstate *f = tstate_find(sv, former);
-			if (f) {
-				free(argv);
-				argv = f->exec_argv;
-				f->exec_argv = NULL;
-				tstate_free(sv, former);
-			}
-		}
+		if (former != t->tid)
+			tstate_free(sv, former);
+		if (!t->ppid)
+			proc_ids(t);
 		t->tgid = t->tid;
 		if (h && h->on_exec) {
 			char link[64], exe[PATH_MAX];
 			snprintf(link, sizeof link, "/proc/%d/exe", (int)t->tid);
 			ssize_t n = readlink(link, exe, sizeof exe - 1);
 			exe[n < 0 ? 0 : n] = 0;
-			h->on_exec(h->ctx, t->tid, t->ppid, exe, argv);
+			h->on_exec(h->ctx, t->tid, t->ppid, exe);
 		}
-		free(argv);
 		break;
 	}
 	case PTRACE_EVENT_FORK:

@@ -276,8 +276,10 @@ struct trace_hooks {           /* all optional; ctx passed back */
 	int (*on_entry)(void *ctx, struct trace_guest *g, struct trace_stop *st);
 	/* the same syscall after it completed (only when on_entry set st->want_exit) */
 	int (*on_exit)(void *ctx, struct trace_guest *g, struct trace_stop *st);
-	/* PTRACE_EVENT_EXEC: path is what the thread really executes (/proc/PID/exe) */
-	void (*on_exec)(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv_or_null);
+	/* PTRACE_EVENT_EXEC, before the new program's first instruction: path is what the
+	 * thread really executes (/proc/PID/exe), its argv is /proc/PID/cmdline; a failed
+	 * execve reaches only on_entry */
+	void (*on_exec)(void *ctx, pid_t pid, pid_t ppid, const char *path);
 	void (*on_spawn)(void *ctx, pid_t parent, pid_t child, unsigned long clone_flags);
 	void (*on_proc_exit)(void *ctx, pid_t pid, int wstatus); /* at PTRACE_EVENT_EXIT: /proc/pid still readable */
 	/* at least every 250 ms while the guest runs (and once at the end); nonzero stops
