@@ -55,6 +55,8 @@ char *common_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 #define COMMON_SHA256_LEN 32
 #define COMMON_SHA256_HEX 65
 struct common_sha256 { void *ctx; };
+struct evp_md_st;
+const struct evp_md_st *common_sha256_md(void); /* OpenSSL's SHA-256, fetched once */
 void common_sha256(const void *buf, size_t len, uint8_t out[COMMON_SHA256_LEN]);
 void common_sha256_init(struct common_sha256 *h);
 void common_sha256_update(struct common_sha256 *h, const void *buf, size_t len);

@@ -233,7 +233,7 @@ static int rec_emit(struct trace_rec *r)
 	if (r->failed)
 		return -1;
 	sb_raw(&r->line, "}", 1);
-	if (!EVP_DigestInit_ex(r->md, EVP_sha256(), NULL) ||
+	if (!EVP_DigestInit_ex(r->md, common_sha256_md(), NULL) ||
 	    !EVP_DigestUpdate(r->md, r->h, sizeof r->h) ||
 	    !EVP_DigestUpdate(r->md, r->line.p, r->line.n) || !EVP_DigestFinal_ex(r->md, r->h, &hl))
 		abort();
