@@ -5,6 +5,11 @@
 # request/fund/activate and settle/expire/destroy), under bwrap with equivalent
 # mounts (read-only /, fresh /proc, private /tmp, the project read-write, all
 # namespaces unshared) and under proot.
+# A run in an Active lease starts the guest with address randomisation off (for
+# snapshots, see sbx-run(1)); an ephemeral one keeps it. Randomisation alone
+# changes a build's cost on some machines (page-table work), so `native-R` is the
+# native build under `setarch -R`, the baseline that isolates sbx's own cost for
+# the `sbx` row.
 # Variants are interleaved round by round so machine noise hits them alike;
 # prints each variant's median wall time and median user+sys CPU time of the
 # whole process tree over ROUNDS (round 0 warms caches), and ratios to native.
@@ -20,7 +25,7 @@ SRC="$W/src"
 cp -r "$here/examples/hello" "$SRC"
 make -s -C "$SRC" clean
 
-VARIANTS="native sbx sbx-eph bwrap proot"
+VARIANTS="native native-R sbx sbx-eph bwrap proot"
 for v in bwrap proot; do
 	command -v "$v" >/dev/null 2>&1 || {
 		echo "bench/run.sh: $v is not installed (make bench-deps)" >&2
@@ -38,6 +43,7 @@ L=$("$SBX_BUILD/bin/sbx-lease" request --image "$(command -v make)" | jq -r .lea
 build() {
 	case $1 in
 	native) set -- make -s -C "$SRC" -j2 ;;
+	native-R) set -- setarch -R make -s -C "$SRC" -j2 ;;
 	sbx) set -- "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" --trace "$W/t.jsonl" \
 		--trace-level exec --result "$W/result.json" -- make -s -C "$SRC" -j2 ;;
 	sbx-eph) set -- "$SBX_BUILD/bin/sbx-run" --ephemeral --rw "$SRC" --trace "$W/t.jsonl" \
@@ -88,5 +94,7 @@ for v in sbx sbx-eph; do
 	awk -v v="$v" -v s="$(median "$v" 2)" -v b="$(median bwrap 2)" \
 		'BEGIN {printf "%s vs bwrap (median wall): %+.1f%%\n", v, (s / b - 1) * 100}'
 done
+awk -v s="$(median sbx 2)" -v b="$(median native-R 2)" \
+	'BEGIN {printf "sbx vs native-R, both without randomisation (median wall): %+.1f%%\n", (s / b - 1) * 100}'
 printf 'sbx stops per build: %s (refused %s)\n' "$(jq .supervisor.stops "$W/result.json")" \
 	"$(jq .supervisor.refused "$W/result.json")"
