@@ -139,7 +139,9 @@ int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t
 /* Re-check chains, signatures, states, slot counts; problems go into *report. */
 int lease_verify(struct lease_store *s, const char *id, json_t **report, struct common_err *e);
 
-/* Image identity: validate an ELF guest image (libelf) and hash it. */
+/* Image identity: is path an ELF64 x86-64 executable we will run (libelf)? */
+int lease_image_validate(const char *path, struct common_err *e);
+/* The same check, then the image's SHA-256. */
 int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e);
 /* The same, remembering hashes in the store's image-hashes file, keyed by file
  * identity (device, inode, size, mtime, ctime) and boot id, block devices only;

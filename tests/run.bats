@@ -183,6 +183,12 @@ path"
 	printf 'data' > notexec
 	run sbx-run --ephemeral -- ./notexec
 	assert_equal "$status" 126
+	# executable but not an image: refused before the store is created
+	printf '#!/bin/sh\necho hi\n' > script; chmod +x script
+	run sbx-run --store "$BATS_TEST_TMPDIR/fresh" --ephemeral -- ./script
+	assert_equal "$status" 126
+	assert_output --partial "not an ELF file"
+	assert [ ! -e "$BATS_TEST_TMPDIR/fresh" ]
 	run sbx-run --lease Lnosuchlease -- /bin/true
 	assert_equal "$status" 125
 	run sbx-run -- /bin/true

@@ -763,6 +763,9 @@ int trace_run_main(struct trace_run_opts *o)
 	image = resolve_program(o->argv[0], &code, &e);
 	if (!image)
 		goto fail;
+	code = SBX_EXIT_NOEXEC; /* checked before the store is opened (or created) */
+	if (lease_image_validate(image, &e) < 0)
+		goto fail;
 	code = SBX_EXIT_SBX;
 	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
 		goto fail;
