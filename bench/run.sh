@@ -13,9 +13,13 @@
 # Variants are interleaved round by round so machine noise hits them alike;
 # prints each variant's median wall time and median user+sys CPU time of the
 # whole process tree over ROUNDS (round 0 warms caches), and ratios to native.
+# Every variant gets Debian's default PATH, so the build's PATH probes (gcc's
+# execvp of `as`: one failed execve per directory before /usr/bin) do not
+# depend on the invoking shell's PATH.
 # Usage: bench/run.sh [ROUNDS]   (default 7; SBX_BUILD defaults to ./build)
 set -eu
 ROUNDS=${1:-7}
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${SBX_BUILD:=$here/build}"
 W=$(mktemp -d /tmp/sbx-bench-run.XXXXXX)
