@@ -10,7 +10,7 @@ O       ?= build
 SAN     ?=
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -fPIC -I. $(SAN)
-LDFLAGS += $(SAN)
+LDFLAGS += $(SAN) -Wl,--build-id
 LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
 
 DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev \

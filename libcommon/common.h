@@ -137,6 +137,8 @@ uint64_t common_mono_us(void);
  * cache in memory only. */
 #define COMMON_BOOT_ID_LEN 37
 int common_boot_id(char out[COMMON_BOOT_ID_LEN]); /* 0, or -1 when unreadable */
+/* The running program's GNU build id (its ELF note): 0, or -1 when it has none. */
+int common_build_id(uint8_t *out, size_t cap, size_t *len);
 struct stat;
 struct common_hashcache;
 struct common_hashcache *common_hashcache_open(const char *path, const char *tag);

@@ -8,6 +8,7 @@
  * mounts; ctime cannot be set back, so an identity seen again is the same content. */
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,51 @@ int common_boot_id(char out[COMMON_BOOT_ID_LEN])
 	}
 	free(b);
 	return ok ? 0 : -1;
+}
+
+struct build_id {
+	uint8_t *out;
+	size_t cap, len;
+};
+
+/* The first object dl_iterate_phdr reports is the program itself. */
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct build_id *b = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !b->len; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		size_t al = ph->p_align == 8 ? 8 : 4;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
+			const ElfW(Nhdr) *n = (const void *)p;
+			size_t nsz = (n->n_namesz + al - 1) & ~(al - 1), dsz = (n->n_descsz + al - 1) & ~(al - 1);
+
+			if (nsz > (size_t)(end - p) - sizeof *n || dsz > (size_t)(end - p) - sizeof *n - nsz)
+				break;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    memcmp(p + sizeof *n, "GNU", 4) == 0 && n->n_descsz && n->n_descsz <= b->cap) {
+				memcpy(b->out, p + sizeof *n + nsz, n->n_descsz);
+				b->len = n->n_descsz;
+				break;
+			}
+			p += sizeof *n + nsz + dsz;
+		}
+	}
+	return 1;
+}
+
+int common_build_id(uint8_t *out, size_t cap, size_t *len)
+{
+	struct build_id b = { .out = out, .cap = cap };
+
+	dl_iterate_phdr(find_build_id, &b);
+	*len = b.len;
+	return b.len ? 0 : -1;
 }
 
 static size_t bucket(dev_t dev, ino_t ino)

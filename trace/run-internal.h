@@ -55,6 +55,9 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
 /* Build the BPF program for classes into *prog (malloc'd filter). */
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
+/* The same, kept in (and taken from) cache_dir when it is not NULL. */
+int trace_filter_get(const char *cache_dir, unsigned classes, struct sock_fprog *prog,
+		     struct common_err *e);
 
 /* The supervisor loop: runs until every tracee is gone. */
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,

@@ -741,7 +741,7 @@ int trace_run_main(struct trace_run_opts *o)
 	struct common_err e;
 	struct lease_store *s = NULL;
 	json_t *rec = NULL, *head = NULL, *receipts = json_array(), *result = NULL;
-	char *image = NULL, *id = NULL, *ns = NULL;
+	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL;
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
 	int code = SBX_EXIT_SBX, have_lease = 0;
@@ -804,6 +804,7 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 
 	env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
+	filters = common_xasprintf("%s/filters", lease_store_dir(s));
 	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res, .store = s, .opts = o };
 	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
 		goto fail;
@@ -835,6 +836,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.stdout_fd = -1,
 		.stderr_fd = -1,
 		.no_aslr = !o->ephemeral || o->deterministic, /* issue 7: snapshots; SPEC §9 */
+		.filter_cache = filters,
 		.hooks = &hooks,
 		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
 			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
@@ -951,6 +953,7 @@ out:
 	free(image);
 	free(id);
 	free(ns);
+	free(filters);
 	lease_store_close(s);
 	free_opts(o);
 	return code;

@@ -189,6 +189,119 @@ int trace_filter_export(unsigned classes, int fd, struct common_err *e)
 	return rc < 0 ? common_errno(e, -rc, "writing the filter") : 0;
 }
 
+/* ---- the program cache ---- */
+
+/* libseccomp takes ~3 ms to build the program, on every run's critical path (the
+ * child waits for it), so each program built is kept, named by all it derives
+ * from: this build of sbx (its build id), libseccomp's version and kernel API
+ * level, the classes. Only a cache: a file that is not exactly the magic, the
+ * SHA-256 of the instructions and the instructions is ignored and replaced. */
+#define BPF_CACHE_MAGIC "sbx-bpf\n"
+#define BPF_CACHE_HDR (8 + COMMON_SHA256_LEN)
+#define BPF_CACHE_KEEP 64 /* more entries than this (old builds): all are dropped */
+
+static char *bpf_cache_path(const char *dir, unsigned classes)
+{
+	uint8_t id[64], d[COMMON_SHA256_LEN];
+	size_t idlen;
+	char hex[COMMON_SHA256_HEX];
+	struct common_sha256 h;
+
+	if (common_build_id(id, sizeof id, &idlen) < 0)
+		return NULL; /* a build without an identity: nothing to name a program by */
+	const struct scmp_version *v = seccomp_version();
+	uint32_t w[5] = { v->major, v->minor, v->micro, (uint32_t)seccomp_api_get(), classes };
+	common_sha256_init(&h);
+	common_sha256_update(&h, BPF_CACHE_MAGIC, 8);
+	common_sha256_update(&h, id, idlen);
+	common_sha256_update(&h, w, sizeof w);
+	common_sha256_final(&h, d);
+	common_hex(d, sizeof d, hex);
+	return common_xasprintf("%s/%s", dir, hex);
+}
+
+static int bpf_cache_load(const char *path, struct sock_fprog *prog)
+{
+	size_t max = BPF_CACHE_HDR + BPF_MAXINSNS * sizeof(struct sock_filter);
+	uint8_t *buf = common_xmalloc(max + 1), d[COMMON_SHA256_LEN];
+	struct stat st;
+	ssize_t n = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		n = common_read_all(fd, buf, max + 1);
+	if (fd >= 0)
+		close(fd);
+	size_t body = n > BPF_CACHE_HDR ? (size_t)n - BPF_CACHE_HDR : 0;
+	if (body == 0 || (size_t)n > max || body % sizeof(struct sock_filter) ||
+	    memcmp(buf, BPF_CACHE_MAGIC, 8) != 0) {
+		free(buf);
+		return -1;
+	}
+	common_sha256(buf + BPF_CACHE_HDR, body, d);
+	if (memcmp(d, buf + 8, sizeof d) != 0) {
+		free(buf);
+		return -1;
+	}
+	prog->len = (unsigned short)(body / sizeof(struct sock_filter));
+	prog->filter = common_xmalloc(body);
+	memcpy(prog->filter, buf + BPF_CACHE_HDR, body);
+	free(buf);
+	return 0;
+}
+
+/* Best effort, without fsync (a torn file is only a miss): temp file, rename. */
+static void bpf_cache_save(const char *dir, const char *path, const struct sock_fprog *prog)
+{
+	size_t body = prog->len * sizeof(struct sock_filter), n = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return;
+	if ((d = opendir(dir))) {
+		while ((de = readdir(d)))
+			n += de->d_name[0] != '.';
+		rewinddir(d);
+		while (n > BPF_CACHE_KEEP && (de = readdir(d)))
+			if (de->d_name[0] != '.')
+				(void)unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
+	uint8_t *buf = common_xmalloc(BPF_CACHE_HDR + body);
+	memcpy(buf, BPF_CACHE_MAGIC, 8);
+	common_sha256(prog->filter, body, buf + 8);
+	memcpy(buf + BPF_CACHE_HDR, prog->filter, body);
+	char *tmp = common_xasprintf("%s.tmp.%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int ok = fd >= 0 && common_write_all(fd, buf, BPF_CACHE_HDR + body) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (!ok || rename(tmp, path) < 0)
+		unlink(tmp);
+	free(tmp);
+	free(buf);
+}
+
+int trace_filter_get(const char *cache_dir, unsigned classes, struct sock_fprog *prog,
+		     struct common_err *e)
+{
+	char *path = cache_dir ? bpf_cache_path(cache_dir, classes) : NULL;
+
+	if (path && bpf_cache_load(path, prog) == 0) {
+		free(path);
+		return 0;
+	}
+	if (trace_filter_build(classes, prog, e) < 0) {
+		free(path);
+		return -1;
+	}
+	if (path)
+		bpf_cache_save(cache_dir, path, prog);
+	free(path);
+	return 0;
+}
+
 /* ---- checks and the plan (in the supervisor, before any side effect) ---- */
 
 static int path_ok(const char *p)
@@ -972,9 +1085,9 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 		return -1;
 	if (write(p->sync_fd[1], "g", 1) != 1)
 		return common_errno(e, errno, "starting the sandbox");
-	/* built now, while the child mounts; a pipe holds the largest program */
+	/* built (or found) now, while the child mounts; a pipe holds the largest program */
 	struct sock_fprog prog;
-	if (trace_filter_build(p->cfg->trace_classes, &prog, e) < 0)
+	if (trace_filter_get(p->cfg->filter_cache, p->cfg->trace_classes, &prog, e) < 0)
 		return -1;
 	uint16_t n = prog.len;
 	int rc = common_write_all(p->sync_fd[1], &n, sizeof n);

@@ -300,6 +300,7 @@ struct trace_config {
 	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
 	uint64_t rlimit_nofile, rlimit_as, rlimit_nproc; /* 0 = default (nproc: TRACE_NPROC_DEFAULT) */
 	unsigned trace_classes;       /* syscall classes that must stop (beyond the always-trapped set) */
+	const char *filter_cache;     /* NULL, or a directory keeping built seccomp programs */
 	int state_fd;                 /* -1 or a memfd to place at guest fd 3 */
 	int no_aslr;                  /* ADDR_NO_RANDOMIZE (snapshots, sbx_call, determinism) */
 	int stdout_fd, stderr_fd;     /* -1: inherit; else placed at guest fd 1 / 2 (output relay) */

@@ -1,5 +1,6 @@
 /* trace/run.c, sandbox.c: option parsing, config checks, the boundary's
  * verdicts, the seccomp program and exit statuses, without running a guest. */
+#include <dirent.h>
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "trace/run-internal.h"
 
@@ -67,6 +69,90 @@ static void test_filter(void)
 	free(p.filter);
 	int fd = fileno(tmpfile());
 	CHECK(trace_filter_export(0, fd, &e) == 0 && lseek(fd, 0, SEEK_END) > 0, "export");
+}
+
+static int same_prog(const struct sock_fprog *a, const struct sock_fprog *b)
+{
+	return a->len == b->len && memcmp(a->filter, b->filter, a->len * sizeof *a->filter) == 0;
+}
+
+static int one_entry(const char *dir, char *path, size_t cap)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.' && n++ == 0)
+			snprintf(path, cap, "%s/%s", dir, de->d_name);
+	if (d)
+		closedir(d);
+	return n == 1;
+}
+
+static void test_filter_cache(void)
+{
+	char dir[] = "/tmp/sbx-test-bpf.XXXXXX", cache[64], path[512];
+	struct sock_fprog built, got, other;
+	struct common_err e;
+	uint8_t id[64];
+	size_t idlen;
+	CHECK(common_build_id(id, sizeof id, &idlen) == 0 && idlen >= 8, "the test has a build id");
+	CHECK(mkdtemp(dir) != NULL, "temp dir");
+	snprintf(cache, sizeof cache, "%s/filters", dir);
+	CHECK(trace_filter_build(TRACE_CLASS_FILE, &built, &e) == 0, "reference program");
+	CHECK(trace_filter_get(cache, TRACE_CLASS_FILE, &got, &e) == 0 && same_prog(&got, &built),
+	      "a miss builds the same program");
+	free(got.filter);
+	CHECK(one_entry(cache, path, sizeof path), "and keeps it");
+	/* a kept program is used as it is: plant another (valid) one under that name */
+	CHECK(trace_filter_build(0, &other, &e) == 0 && !same_prog(&other, &built), "another program");
+	size_t body = other.len * sizeof *other.filter;
+	uint8_t *img = malloc(40 + body);
+	memcpy(img, "sbx-bpf\n", 8);
+	common_sha256(other.filter, body, img + 8);
+	memcpy(img + 40, other.filter, body);
+	FILE *f = fopen(path, "w");
+	fwrite(img, 1, 40 + body, f);
+	fclose(f);
+	CHECK(trace_filter_get(cache, TRACE_CLASS_FILE, &got, &e) == 0 && same_prog(&got, &other),
+	      "a hit is read, not rebuilt");
+	free(got.filter);
+	/* damaged entries: a flipped instruction byte, a torn tail, a bad magic, a FIFO */
+	for (int k = 0; k < 4; k++) {
+		unlink(path);
+		if (k == 3) {
+			CHECK(mkfifo(path, 0600) == 0, "fifo");
+		} else {
+			f = fopen(path, "w");
+			img[k == 2 ? 0 : 40 + body / 2] ^= 1;
+			fwrite(img, 1, k == 1 ? 40 + body - 3 : 40 + body, f);
+			img[k == 2 ? 0 : 40 + body / 2] ^= 1;
+			fclose(f);
+		}
+		CHECK(trace_filter_get(cache, TRACE_CLASS_FILE, &got, &e) == 0 && same_prog(&got, &built),
+		      "damaged entry %d: rebuilt", k);
+		free(got.filter);
+		struct sock_fprog again;
+		CHECK(trace_filter_get(cache, TRACE_CLASS_FILE, &again, &e) == 0 &&
+		      same_prog(&again, &built), "damaged entry %d: replaced", k);
+		free(again.filter);
+	}
+	/* other classes, another name; an old build's leftovers are bounded */
+	CHECK(trace_filter_get(cache, 0, &got, &e) == 0 && same_prog(&got, &other), "classes 0");
+	free(got.filter);
+	for (int i = 0; i < 70; i++) {
+		snprintf(path, sizeof path, "%s/old%02d", cache, i);
+		fclose(fopen(path, "w"));
+	}
+	CHECK(trace_filter_get(cache, TRACE_CLASS_READ, &got, &e) == 0 && one_entry(cache, path, sizeof path),
+	      "over 64 entries: dropped, the new one kept");
+	free(got.filter);
+	CHECK(trace_filter_get(NULL, 0, &got, &e) == 0 && same_prog(&got, &other), "no cache dir");
+	free(got.filter);
+	free(img);
+	free(built.filter);
+	free(other.filter);
+	common_rm_rf(dir, &e);
 }
 
 static struct trace_config base(void)
@@ -174,6 +260,7 @@ int main(void)
 {
 	test_verdicts();
 	test_filter();
+	test_filter_cache();
 	test_config();
 	test_opts();
 	test_exit_codes();
