@@ -420,7 +420,7 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 	struct trace_result res;
 	struct lease_store *s = NULL;
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
-	char *ns = NULL;
+	char *ns = NULL, *filters = NULL;
 	json_t *rec = NULL;
 	struct trace_policy *pol = NULL;
 	int rc = -1;
@@ -464,6 +464,7 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 		ns = lease_ns_dir(s, sb->lease);
 		if (common_mkdir_p(ns, 0700, e) < 0)
 			goto out;
+		filters = common_xasprintf("%s/filters", lease_store_dir(s));
 		io.store = s;
 		io.lease = sb->lease;
 		io.limits = limits;
@@ -503,7 +504,7 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 		.trace_classes = (c.in ? trace_inspector_classes(c.in) : 0) |
 				 (c.rec ? trace_classes(TRACE_LEVEL_FILE) : 0),
 		.state_fd = st->memfd, .no_aslr = 1, .stdout_fd = -1, .stderr_fd = -1,
-		.hooks = &h,
+		.filter_cache = filters, .hooks = &h,
 	};
 	if (trace_run(&cfg, &res, e) < 0)
 		goto out;
@@ -540,6 +541,7 @@ out:
 	trace_policy_free(pol);
 	json_decref(rec);
 	free(ns);
+	free(filters);
 	if (s)
 		lease_store_close(s);
 	return rc;
