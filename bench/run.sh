@@ -42,13 +42,20 @@ for v in bwrap proot; do
 	}
 done
 
-# the Active lease the `sbx` variant runs in, a fresh one every round (untimed):
-# a build reads ~10 MB, and storage_read is capped at 1 GiB per lease
-new_lease() {
-	L=$("$SBX_BUILD/bin/sbx-lease" request --image "$(command -v make)" | jq -r .lease.id)
-	"$SBX_BUILD/bin/sbx-lease" log "$L" | tail -n 1 > "$W/ev"
-	"$SBX_BUILD/bin/sbx-lease" fund "$L" --amount 0 --evidence "$W/ev" | jq -c .receipt > "$W/ev2"
-	"$SBX_BUILD/bin/sbx-lease" activate "$L" --evidence "$W/ev2" > /dev/null
+# the Active lease an `sbx` variant runs in, a fresh one every round, made and
+# ended untimed: a build reads ~10 MB and storage_read is capped at 1 GiB per
+# lease; a principal holds at most 32 live leases
+lease() {
+	case $1 in
+	new) "$SBX_BUILD/bin/sbx-lease" request --image "$(command -v make)" |
+		"$SBX_BUILD/bin/sbx-lease" fund --amount 0 --evidence - |
+		"$SBX_BUILD/bin/sbx-lease" activate --evidence - > "$W/head"
+		L=$(jq -r .receipt.lease "$W/head") ;;
+	end) "$SBX_BUILD/bin/sbx-lease" log "$L" | tail -n 1 |
+		"$SBX_BUILD/bin/sbx-lease" settle "$L" --evidence - |
+		"$SBX_BUILD/bin/sbx-lease" expire --evidence - |
+		"$SBX_BUILD/bin/sbx-lease" destroy --evidence - > /dev/null ;;
+	esac
 }
 
 # one build of variant $1, timed into $W/t as "wall user sys"
@@ -77,8 +84,9 @@ r=0
 while [ "$r" -le "$ROUNDS" ]; do
 	for v in $VARIANTS; do
 		make -s -C "$SRC" clean
-		[ "$v" != sbx ] && [ "$v" != pin-sbx ] || new_lease
+		case $v in *sbx) lease new ;; esac
 		build "$v" >/dev/null 2>"$W/err" || { echo "bench/run.sh: $v failed:" >&2; cat "$W/err" >&2; exit 1; }
+		case $v in *sbx) lease end ;; esac
 		[ -x "$SRC/hello" ] || { echo "bench/run.sh: $v built nothing" >&2; exit 1; }
 		[ "$r" -eq 0 ] ||
 			awk -v v="$v" '{printf "%s %d %d\n", v, $1, ($2 + $3) * 1000}' "$W/t" >> "$W/times"
