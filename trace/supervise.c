@@ -726,17 +726,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		int status, err = 0;
 		struct rusage ru;
 		pid_t w;
-		static long spin_us = -1;
-		if (spin_us < 0) { const char *sp = getenv("SBX_SPIN"); spin_us = sp ? atol(sp) : 0; }
-		w = 0;
-		if (spin_us > 0) {
-			uint64_t t0 = common_mono_us();
-			while ((w = wait4(-1, &status, __WALL | WNOHANG, &ru)) == 0 && common_mono_us() - t0 < (uint64_t)spin_us)
-				;
-			err = errno;
-		}
-		if (w != 0) {
-		} else if (wk.started) {
+		if (wk.started) {
 			atomic_store(&wk.in_wait, 1);
 			w = woken ? 0 : wait4(-1, &status, __WALL, &ru);
 			err = errno;
