@@ -77,13 +77,16 @@ int common_key_sign(const struct common_key *k, const void *msg, size_t len,
 int common_key_verify(const uint8_t pub[32], const void *msg, size_t len,
 		      const uint8_t sig[64]); /* 1 valid, 0 not */
 
-/* Files. Paths "-" mean stdin for readers. All writes are durable. */
+/* Files. Paths "-" mean stdin for readers. All writes are durable but
+ * common_write_replace's, for caches whose readers check what they read. */
 int common_read_file(const char *path, size_t max, char **buf, size_t *len,
 		     struct common_err *e); /* NUL-terminated; refuses > max */
 int common_read_fd(int fd, const char *name, size_t max, char **buf, size_t *len,
 		   struct common_err *e);
 int common_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
 			struct common_err *e); /* temp + fsync + rename + fsync dir */
+int common_write_replace(const char *path, const void *buf, size_t len,
+			 mode_t mode); /* temp + rename, no fsync; 0 or -1 */
 int common_append_durable(const char *path, const void *buf, size_t len,
 			  struct common_err *e); /* O_APPEND, one write, fsync */
 int common_fsync_dir(const char *dir, struct common_err *e);

@@ -154,6 +154,22 @@ out:
 	return rc;
 }
 
+int common_write_replace(const char *path, const void *buf, size_t len, mode_t mode)
+{
+	char *tmp = common_xasprintf("%s.tmp.%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	int ok = fd >= 0 && common_write_all(fd, buf, len) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	if (!ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		ok = 0;
+	}
+	free(tmp);
+	return ok ? 0 : -1;
+}
+
 int common_append_durable(const char *path, const void *buf, size_t len, struct common_err *e)
 {
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);

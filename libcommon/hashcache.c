@@ -1,4 +1,6 @@
-/* A file-hash cache persisted in the store (exec-hashes, image-hashes): a file's
+/* Cache keys and a file-hash cache. The identities caches are keyed by: this
+ * boot's id, this program's build id.
+ * A file-hash cache persisted in the store (exec-hashes, image-hashes): a file's
  * SHA-256 kept under its identity, so a 33 MB cc1 is hashed once per boot.
  * Text: a header "sbx-TAG 1 BOOT_ID", one line "DEV INO SIZE MSEC MNSEC CSEC
  * CNSEC HEX" per file (newest first), a trailer "sum HEX" (SHA-256 of everything
@@ -248,10 +250,9 @@ static void save(struct common_hashcache *c)
 {
 	struct hc_ent **all = common_xcalloc(c->n ? c->n : 1, sizeof *all);
 	size_t k = 0, cap = HC_FILE_MAX, len;
-	char *buf = common_xmalloc(cap + 1), hex[COMMON_SHA256_HEX], *tmp;
+	char *buf = common_xmalloc(cap + 1), hex[COMMON_SHA256_HEX];
 	uint8_t d[COMMON_SHA256_LEN];
 	struct common_sha256 s;
-	int fd, ok;
 
 	for (size_t i = 0; i < HC_BUCKETS; i++)
 		for (struct hc_ent *h = c->b[i]; h; h = h->next)
@@ -272,14 +273,7 @@ static void save(struct common_hashcache *c)
 	common_sha256_final(&s, d);
 	common_hex(d, sizeof d, hex);
 	len += (size_t)snprintf(buf + len, cap + 1 - len, "sum %s\n", hex);
-	tmp = common_xasprintf("%s.tmp.%ld", c->path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	ok = fd >= 0 && common_write_all(fd, buf, len) == 0;
-	if (fd >= 0)
-		close(fd);
-	if (!ok || rename(tmp, c->path) < 0)
-		unlink(tmp);
-	free(tmp);
+	(void)common_write_replace(c->path, buf, len, 0600);
 	free(buf);
 	free(all);
 }

@@ -119,6 +119,23 @@ time.sleep(60)' "$sock1" "$sock2" &
 	[ "$(refused)" -eq 5 ]
 }
 
+@test "the seccomp program kept in the store holds, and a damaged one is rebuilt" {
+	contained "$GUESTS/escape_unshare"
+	[ "$(ls "$SBX_STORE/filters" | wc -l)" -eq 1 ]
+	f=$(ls -d "$SBX_STORE"/filters/*)
+	kept=$(sha256sum < "$f")
+	# the second run takes the program from the store
+	contained "$GUESTS/escape_unshare"
+	[ "$(refused)" -eq 5 ]
+	[ "$(sha256sum < "$f")" = "$kept" ]
+	# one instruction overwritten: the entry fails its check, is rebuilt and replaced
+	printf 'XXXXXXXX' | dd of="$f" bs=1 seek=48 conv=notrunc 2>/dev/null
+	[ "$(sha256sum < "$f")" != "$kept" ]
+	contained "$GUESTS/escape_unshare"
+	[ "$(refused)" -eq 5 ]
+	[ "$(sha256sum < "$f")" = "$kept" ]
+}
+
 @test "/proc/<outside pid>/mem and sbx's init through /proc" {
 	contained "$GUESTS/escape_procmem" "$$" 1
 	assert_line "contained: open /proc/$$/mem (outside pid) (No such file or directory)"

@@ -250,7 +250,7 @@ static int bpf_cache_load(const char *path, struct sock_fprog *prog)
 	return 0;
 }
 
-/* Best effort, without fsync (a torn file is only a miss): temp file, rename. */
+/* Best effort, without fsync: a torn file is only a miss. */
 static void bpf_cache_save(const char *dir, const char *path, const struct sock_fprog *prog)
 {
 	size_t body = prog->len * sizeof(struct sock_filter), n = 0;
@@ -272,14 +272,7 @@ static void bpf_cache_save(const char *dir, const char *path, const struct sock_
 	memcpy(buf, BPF_CACHE_MAGIC, 8);
 	common_sha256(prog->filter, body, buf + 8);
 	memcpy(buf + BPF_CACHE_HDR, prog->filter, body);
-	char *tmp = common_xasprintf("%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	int ok = fd >= 0 && common_write_all(fd, buf, BPF_CACHE_HDR + body) == 0;
-	if (fd >= 0)
-		close(fd);
-	if (!ok || rename(tmp, path) < 0)
-		unlink(tmp);
-	free(tmp);
+	(void)common_write_replace(path, buf, BPF_CACHE_HDR + body, 0600);
 	free(buf);
 }
 
