@@ -65,6 +65,16 @@ host() { "$GUESTS/inspect_host" "$@"; }
 	refute_output --partial "open /tmp/hello.txt"
 }
 
+@test "C API: a run stopped at the guest's first call still knows its guest" {
+	# the guest's first report can beat init's fork event; stopped there, the
+	# run must not mistake itself for one whose guest never started
+	for i in $(seq 100); do
+		run host fail "$GUESTS/inspect_open" /tmp/hello.txt
+		assert_failure 125
+		assert_output --partial "inspect_host: error: inspector: the callback failed"
+	done
+}
+
 policy_setup() {
 	mkdir -p src
 	echo hello >src/hello.txt

@@ -480,6 +480,17 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 	resume(t->tid, PTRACE_CONT, 0);
 }
 
+/* init forks once, so its child is the guest: known from init's fork event or
+ * from the child's own first report, whichever the kernel delivers first (a
+ * run stopped early may never see the other) */
+static void note_guest(struct trace_supervisor *sv, pid_t tid)
+{
+	if (!sv->guest && tid != sv->init) {
+		sv->guest = tid;
+		sv->res->guest_pid = tid;
+	}
+}
+
 static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, int sig)
 {
 	unsigned long msg = 0;
@@ -529,10 +540,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			c->tgid = child;
 			c->ppid = (flags & CLONE_PARENT) ? t->ppid : ptgid;
 		}
-		if (t->tid == sv->init && !sv->guest) {
-			sv->guest = child;
-			sv->res->guest_pid = child;
-		}
+		if (t->tid == sv->init)
+			note_guest(sv, child);
 		if (h && h->on_spawn && t->tid != sv->init)
 			h->on_spawn(h->ctx, ptgid, child, flags);
 		if (c->held) { /* --deterministic: the child runs only after this event */
@@ -568,6 +577,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 
 static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const struct rusage *ru)
 {
+	note_guest(sv, tid);
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		/* the reaped task's peak resident set (do_exit folded it into ru_maxrss):
 		 * cheaper than reading /proc/TID/status at every exit stop */
