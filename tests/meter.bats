@@ -113,7 +113,11 @@ new_active() {
 	id=$(new_active)
 	sbx-run --lease "$id" -- "$GUESTS/meter_hog" fuel &
 	pid=$!
-	sleep 1.5
+	# observations land every 200 ms; a loaded machine may start the guest late
+	for _ in $(seq 1 100); do
+		[ "$(sbx-lease show "$id" | jq -r '.lease.usage.fuel // 0')" -gt 100000 ] && break
+		sleep 0.1
+	done
 	kill -9 "$pid"
 	wait "$pid" || true
 	fuel=$(sbx-lease show "$id" | jq -r .lease.usage.fuel)
