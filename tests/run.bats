@@ -103,6 +103,14 @@ exec from a thread"
 	[ "$(stat -c %u src/main.o)" = "$(id -u)" ]
 }
 
+@test "parents killed as they fork: their children still run and the run ends" {
+	# a parent killed at its fork reports no fork event; its child, held until
+	# that event, is let go a tick later (the guest waits for every child to go)
+	run timeout 120 sbx-run --ephemeral -- "$GUESTS/run_forkkill" 100
+	assert_success
+	assert_output --regexp '^forkkill: 100 rounds'
+}
+
 @test "mounts: defaults read-only, --ro readable only, --rw writable, private /tmp" {
 	mkdir ro rw
 	echo data > ro/f

@@ -86,6 +86,22 @@ small_trace() {
 	assert_output --partial 'tools executed'
 }
 
+@test "nothing a child does is recorded before its parent's spawn record" {
+	# a child's first stop often beats its parent's fork event; the child
+	# waits for it, so the bundled project's build records every spawn first
+	cp -r "$BATS_TEST_DIRNAME/../examples/hello" src
+	for i in 1 2 3; do
+		make -s -C src clean
+		run sbx-run --ephemeral --rw "$PWD/src:/src" --trace b.trace -- make -s -C /src -j2
+		assert_success
+		run jq -s '[.[] | select(.ev and .pid)] | .[0].pid as $g |
+			reduce .[] as $e ({seen: {($g | tostring): true}, early: 0};
+				if $e.ev == "spawn" then .seen[$e.child | tostring] = true
+				elif .seen[$e.pid | tostring] then . else .early += 1 end) | .early' b.trace
+		assert_output 0
+	done
+}
+
 @test "completion records: failed open errno, creation with its fd, rename both paths, unlink ENOENT" {
 	run sbx-run --ephemeral --trace ops.trace -- /bin/sh -c \
 		'cat /nonexistent 2>/dev/null; : > /ns/newfile; mv /ns/newfile /ns/renamed; unlink /ns/missing 2>/dev/null; exit 0'

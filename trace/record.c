@@ -487,8 +487,8 @@ static int nargs(const struct trace_sysinfo *sys)
 	return n;
 }
 
-/* A child can stop before its parent's fork event is seen; the supervisor
- * then knows no parent (0). Ask /proc once (host pid namespace) and remember. */
+/* A child whose parent was killed at its fork runs without a fork event; the
+ * supervisor then knows no parent (0). Ask /proc once (host pid namespace). */
 static pid_t real_ppid(struct trace_rec *r, pid_t pid, pid_t ppid)
 {
 	char path[64], *buf, *p;

@@ -34,7 +34,8 @@ struct tstate {
 	int want_exit;
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
-	int announced, held;      /* --deterministic: parent's fork event seen; first stop held */
+	int announced, held;      /* parent's fork event seen; first stop held until it is */
+	uint64_t held_us;         /* when the hold began */
 };
 
 struct trace_supervisor {
@@ -44,7 +45,7 @@ struct trace_supervisor {
 	pid_t init, guest;
 	int init_gone, guest_gone;
 	struct tstate *bucket[NBUCKET];
-	size_t ntids;
+	size_t ntids, nheld;
 	int watch[MAX_WATCH];
 	size_t nwatch;
 	int stopping;
@@ -189,6 +190,7 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 		if ((*pp)->tid == tid) {
 			struct tstate *t = *pp;
 			*pp = t->next;
+			sv->nheld -= t->held;
 			free(t);
 			sv->ntids--;
 			return;
@@ -196,8 +198,9 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 	}
 }
 
-/* A child whose first stop beat its parent's fork event: its thread group and
- * parent from one read of /proc/TID/status (the hooks would each read it again). */
+/* A task met without its parent's fork event (an orphan let go): its thread
+ * group and parent from one read of /proc/TID/status (the hooks would each
+ * read it again). */
 static void proc_ids(struct tstate *t)
 {
 	char path[64], buf[512];
@@ -368,6 +371,20 @@ static void resume(pid_t tid, int req, int sig)
 {
 	/* ESRCH: the tracee was killed meanwhile; its exit arrives through waitpid */
 	ptrace(req, tid, NULL, (void *)(long)sig);
+}
+
+/* A parent killed at its fork never reports the fork event (a fatal signal
+ * skips the stop): its held child is let go once a tick has passed. */
+static void release_orphans(struct trace_supervisor *sv, uint64_t now)
+{
+	for (size_t b = 0; b < NBUCKET && sv->nheld; b++)
+		for (struct tstate *t = sv->bucket[b]; t; t = t->next)
+			if (t->held && now - t->held_us >= TICK_MS * 1000) {
+				t->held = 0;
+				t->announced = 1;
+				sv->nheld--;
+				resume(t->tid, PTRACE_CONT, 0);
+			}
 }
 
 static void deny(pid_t tid, int err)
@@ -544,8 +561,9 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			note_guest(sv, child);
 		if (h && h->on_spawn && t->tid != sv->init)
 			h->on_spawn(h->ctx, ptgid, child, flags);
-		if (c->held) { /* --deterministic: the child runs only after this event */
+		if (c->held) { /* the child runs only after this event */
 			c->held = 0;
+			sv->nheld--;
 			resume(child, PTRACE_CONT, 0);
 		}
 		break;
@@ -561,11 +579,12 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			resume(t->tid, PTRACE_LISTEN, 0);
 			return;
 		}
-		/* --deterministic: a child whose first stop beats its parent's fork
-		 * event waits for it, so events reach the hooks in one order */
-		if ((sv->p->cfg->trace_classes & TRACE_FILTER_DETERM) && !t->announced &&
-		    t->tid != sv->init) {
+		/* a child whose first stop beats its parent's fork event waits for it:
+		 * the spawn is recorded before anything the child does */
+		if (!t->announced && t->tid != sv->init && !t->held) {
 			t->held = 1;
+			t->held_us = common_mono_us();
+			sv->nheld++;
 			return;
 		}
 		break; /* a new child's first stop, or an interrupt */
@@ -706,6 +725,8 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			if (sv.h && sv.h->on_tick && !killed && sv.h->on_tick(sv.h->ctx, &sv))
 				trace_sv_stop(&sv, NULL);
 			next_tick = now + TICK_MS * 1000;
+			if (sv.nheld)
+				release_orphans(&sv, now);
 			if (killed)
 				kill_all(&sv); /* stragglers (a fork racing the first kill) */
 			continue;
