@@ -580,8 +580,9 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			return;
 		}
 		/* a child whose first stop beats its parent's fork event waits for it:
-		 * the spawn is recorded before anything the child does */
-		if (!t->announced && t->tid != sv->init && !t->held) {
+		 * the spawn is recorded before anything the child does (the guest has
+		 * no spawn line, and a snapshot may want it stopped at a boundary) */
+		if (!t->announced && t->tid != sv->init && t->tid != sv->guest && !t->held) {
 			t->held = 1;
 			t->held_us = common_mono_us();
 			sv->nheld++;
