@@ -219,6 +219,11 @@ static void a_proc_exit(void *ctx, pid_t tid, int wstatus)
 	reached(c, 0);
 }
 
+static int a_fault(void *ctx, struct trace_guest *g, int sig)
+{
+	return trace_determ_on_fault(((struct adj_run *)ctx)->det, g, sig);
+}
+
 static int a_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct adj_run *c = ctx;
@@ -338,7 +343,14 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 	}
 	if (header_mounts(json_object_get(hdr, "mounts"), o->allow_rw, &mounts, &nm, &replace, e) < 0)
 		goto out;
-	if (!(det_hdr = trace_determ_header(scratch_ns, e)))
+	/* the run's clock started at its lease's request time, which the header names */
+	const json_t *epoch = json_object_get(json_object_get(hdr, "determinism"), "epoch");
+	if (!json_is_integer(epoch) || json_integer_value(epoch) < 0) {
+		common_errf(e, "trace header", "determinism.epoch must be a non-negative integer");
+		goto out;
+	}
+	run.det = trace_determ_new(lease, json_integer_value(epoch), trace_tsc_probe());
+	if (!(det_hdr = trace_determ_header(run.det, scratch_ns, e)))
 		goto out;
 	struct trace_rec_info in = {
 		.lease = lease, .image_path = path, .image_sha256 = sha, .argv = argv, .envp = env,
@@ -347,12 +359,12 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 	};
 	if (!(run.rec = trace_rec_open(replay_path, -1, &in, e)))
 		goto out;
-	run.det = trace_determ_new(lease);
 	run.stop_after = stop_after;
 	run.deadline = common_mono_us() + (o->timeout_ms ? o->timeout_ms : ADJ_TIMEOUT_MS) * 1000;
 	struct trace_hooks hooks = {
 		.ctx = &run, .on_start = a_start, .on_entry = a_entry, .on_exit = a_exit,
 		.on_exec = a_exec, .on_spawn = a_spawn, .on_proc_exit = a_proc_exit, .on_tick = a_tick,
+		.on_fault = a_fault,
 	};
 	/* the guest's output is not evidence; its stdin was not recorded: empty */
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -366,7 +378,7 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 		.argv = (const char *const *)argv, .envp = (const char *const *)env, .image = path,
 		.mounts = mounts, .nmounts = nm, .replace_defaults = replace, .ns_dir = scratch_ns,
 		.state_fd = -1, .stdout_fd = devnull, .stderr_fd = devnull, .no_aslr = 1,
-		.hooks = &hooks,
+		.tsc_sigsegv = trace_tsc_probe(), .hooks = &hooks,
 		.trace_classes = trace_classes(lvl) | trace_determ_classes() |
 				 (lvl == TRACE_LEVEL_FILE && !keep_readlink ? TRACE_FILTER_NO_READLINK : 0),
 	};

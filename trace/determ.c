@@ -2,10 +2,14 @@
  * sources of nondeterminism from virtual state seeded by the lease.
  *
  *   time        clock_gettime/gettimeofday/time/clock_getres/times/getrusage/
- *               sysinfo/getcpu answered from a virtual clock that advances
- *               TRACE_DETERM_STEP_NS per query; sleeps advance it and return
- *               at once; the vDSO is hidden (AT_SYSINFO_EHDR -> AT_IGNORE at
- *               every exec stop), so libc makes real, trapped syscalls
+ *               sysinfo/getcpu answered from a virtual clock that starts at
+ *               the lease's request time and advances TRACE_DETERM_STEP_NS
+ *               per query; sleeps advance it and return at once; the vDSO is
+ *               hidden (AT_SYSINFO_EHDR -> AT_IGNORE at every exec stop), so
+ *               libc makes real, trapped syscalls
+ *   rdtsc       where the host honours PR_SET_TSC (trace/tsc.c): the faulting
+ *               rdtsc/rdtscp reads the process's monotonic clock in ns, plus
+ *               one per earlier read (strictly increasing, no clock step)
  *   randomness  getrandom, reads of /dev/urandom and /dev/random, the
  *               AT_RANDOM bytes, /proc/sys/kernel/random/{uuid,boot_id}:
  *               SHA-256 counter stream keyed by the seed (the lease id)
@@ -15,7 +19,7 @@
  *               kernel writes no cpu id into guest memory
  *   directories getdents64 entries sorted by name within each call
  *   /ns times   stat/lstat/fstat/newfstatat/statx of objects under /ns report
- *               every timestamp as TRACE_DETERM_EPOCH
+ *               every timestamp as the epoch
  *   threads     clone(CLONE_THREAD) refused with EAGAIN: scheduling is not
  *               controlled, so only single-threaded processes run
  * What cannot be controlled here is named in the trace header
@@ -24,9 +28,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -61,6 +67,7 @@ struct proc {
 	pid_t pid, parent;      /* host ids */
 	pid_t nspid;
 	uint64_t ns;            /* virtual nanoseconds since the run began */
+	uint64_t tsc_reads;     /* rdtsc/rdtscp answered */
 	uint64_t ctr;           /* PRNG block counter */
 	uint8_t blk[32];
 	size_t blk_used;
@@ -68,6 +75,8 @@ struct proc {
 
 struct trace_determ {
 	char *seed;
+	int64_t epoch;          /* virtual wall clock at the start, seconds */
+	int tsc;                /* rdtsc faults: trapped and answered */
 	struct proc *procs;
 	size_t nprocs, capprocs;
 	struct pend *pend;
@@ -76,7 +85,6 @@ struct trace_determ {
 };
 
 static const char *const uncontrolled[] = {
-	"rdtsc",                /* PR_SET_TSC does not fault on this host class */
 	"cpuid",                /* no CPUID faulting */
 	"concurrent processes", /* processes running at once interleave freely */
 	"timers",               /* alarm/setitimer/timer_* fire in real time */
@@ -137,11 +145,23 @@ static void prng_bytes(struct trace_determ *dd, pid_t pid, uint8_t *out, size_t 
 	}
 }
 
-struct trace_determ *trace_determ_new(const char *seed)
+struct trace_determ *trace_determ_new(const char *seed, int64_t epoch, int tsc)
 {
 	struct trace_determ *d = common_xcalloc(1, sizeof *d);
 	d->seed = common_xstrdup(seed ? seed : "");
+	d->epoch = epoch;
+	d->tsc = tsc;
 	return d;
+}
+
+int64_t trace_determ_epoch(const json_t *clock, int64_t requested_batch)
+{
+	json_int_t ms = json_integer_value(json_object_get(clock, "epoch_ms"));
+	json_int_t per = json_integer_value(json_object_get(clock, "batch_ms"));
+	if (ms < 0 || per <= 0 || requested_batch < 0 ||
+	    requested_batch > (INT64_MAX - ms) / per - 1)
+		return -1;
+	return (ms + (requested_batch + 1) * per + 999) / 1000;
 }
 
 void trace_determ_free(struct trace_determ *d)
@@ -198,21 +218,26 @@ int trace_determ_traps(long nr)
 	case TRACE_SYS_getrusage:
 	case TRACE_SYS_rseq:
 	case TRACE_SYS_clone:
+	case TRACE_SYS_prctl:
 		return 1;
 	default:
 		return 0;
 	}
 }
 
-json_t *trace_determ_header(const char *ns_dir, struct common_err *e)
+json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
+			    struct common_err *e)
 {
 	json_t *h = json_object(), *u = json_array();
+	if (!d->tsc) /* the probe found that PR_SET_TSC does not fault here */
+		json_array_append_new(u, json_string("rdtsc"));
 	for (size_t i = 0; i < sizeof uncontrolled / sizeof uncontrolled[0]; i++)
 		json_array_append_new(u, json_string(uncontrolled[i]));
 	json_object_set_new(h, "uncontrolled", u);
-	json_object_set_new(h, "refused", json_pack("[s,s]", "threads", "rseq"));
+	json_object_set_new(h, "rdtsc", json_string(d->tsc ? "controlled" : "uncontrolled"));
+	json_object_set_new(h, "refused", json_pack("[s,s,s]", "threads", "rseq", "PR_SET_TSC"));
 	json_object_set_new(h, "seed", json_string("lease"));
-	json_object_set_new(h, "epoch", json_integer(TRACE_DETERM_EPOCH));
+	json_object_set_new(h, "epoch", json_integer((json_int_t)d->epoch));
 	json_object_set_new(h, "step_ns", json_integer(TRACE_DETERM_STEP_NS));
 	if (ns_dir) {
 		char hex[COMMON_SHA256_HEX];
@@ -272,12 +297,17 @@ static uint64_t tick(struct trace_determ *d, pid_t pid)
 
 /* Time of a clock id: wall clocks from the epoch, the others from a boot
  * one second before the run. */
+static uint64_t since_epoch(const struct trace_determ *d, uint64_t ns)
+{
+	return (uint64_t)d->epoch * 1000000000ull + ns;
+}
+
 static uint64_t clock_ns(struct trace_determ *d, pid_t pid, long clk)
 {
 	uint64_t ns = tick(d, pid);
 	if (clk == CLOCK_REALTIME || clk == CLOCK_REALTIME_COARSE || clk == CLOCK_TAI ||
 	    clk == CLOCK_REALTIME_ALARM)
-		return (uint64_t)TRACE_DETERM_EPOCH * 1000000000ull + ns;
+		return since_epoch(d, ns);
 	return 1000000000ull + ns;
 }
 
@@ -517,6 +547,10 @@ int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *s
 		if (a[0] & CLONE_THREAD)
 			answer(d, g, st, -EAGAIN);
 		break;
+	case TRACE_SYS_prctl:
+		if (a[0] == PR_SET_TSC) /* the TSC mode is the supervisor's */
+			answer(d, g, st, -EPERM);
+		break;
 	case TRACE_SYS_read:
 	case TRACE_SYS_pread64: {
 		enum pend_kind k = served(st->tid, (int)a[0]);
@@ -686,9 +720,9 @@ done:
 	return res;
 }
 
-static void fix_times(struct trace_guest *g, uint64_t addr, int statx)
+static void fix_times(const struct trace_determ *d, struct trace_guest *g, uint64_t addr, int statx)
 {
-	int64_t sec = TRACE_DETERM_EPOCH;
+	int64_t sec = d->epoch;
 	uint8_t z[8] = { 0 };
 	if (!statx) {
 		/* struct stat: st_atim at 72, st_mtim at 88, st_ctim at 104 */
@@ -762,12 +796,32 @@ int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st
 	case P_STAT:
 	case P_STATX:
 		if (st->result == 0)
-			fix_times(g, p.buf, p.kind == P_STATX);
+			fix_times(d, g, p.buf, p.kind == P_STATX);
 		break;
 	default:
 		break;
 	}
 	return 0;
+}
+
+/* ---- rdtsc and rdtscp: the fault PR_SET_TSC raises ---- */
+
+int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig)
+{
+	struct trace_determ *d = ctx;
+	struct user_regs_struct r;
+	size_t len;
+	if (!d->tsc || sig != SIGSEGV)
+		return 0;
+	int insn = trace_tsc_fault(trace_guest_tid(g), &r, &len);
+	if (insn <= 0)
+		return 0; /* another fault: the guest gets its SIGSEGV */
+	struct proc *p = proc_get(d, trace_guest_pid(g));
+	uint64_t tsc = 1000000000ull + p->ns + ++p->tsc_reads;
+	if (trace_tsc_answer(trace_guest_tid(g), &r, insn, len, tsc) < 0)
+		return 0;
+	d->emulated++;
+	return 1;
 }
 
 /* ---- the exec stop: hide the vDSO, replace AT_RANDOM ---- */

@@ -566,7 +566,8 @@ static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int s
 /* --trace: the header binds lease, image, argv, mounts, environment, start batch. */
 static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease_store *s,
 				    const char *id, const char *image, const char *sha,
-				    char *const *env, const char *ns, struct common_err *e)
+				    char *const *env, const char *ns, const struct trace_determ *d,
+				    struct common_err *e)
 {
 	enum trace_level lvl = TRACE_LEVEL_FILE;
 	uint64_t batch = 0;
@@ -579,7 +580,7 @@ static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease
 	json_t *det = NULL;
 	if (o->deterministic) {
 		batch = 0; /* the run's batch is in the lease's receipts, not in the chain */
-		if (!(det = trace_determ_header(ns, e)))
+		if (!(det = trace_determ_header(d, ns, e)))
 			return NULL;
 	}
 	for (size_t i = 0; i < o->nmounts; i++) {
@@ -599,6 +600,40 @@ static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease
 	json_decref(mounts);
 	json_decref(det);
 	return r;
+}
+
+/* --deterministic (SPEC §9): seeded by the lease; its clock starts when the
+ * lease was requested (rec: its record, else receipts holds the request) */
+static struct trace_determ *determ_open(struct lease_store *s, const char *id, const json_t *rec,
+					const json_t *receipts, struct common_err *e)
+{
+	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+	json_int_t batch = -1;
+	size_t i;
+	const json_t *r;
+	if (l)
+		batch = json_integer_value(json_object_get(l, "requested"));
+	json_array_foreach(receipts, i, r) {
+		const char *edge = json_string_value(json_object_get(r, "edge"));
+		if (!l && edge && !strcmp(edge, "request"))
+			batch = json_integer_value(json_object_get(r, "batch"));
+	}
+	json_t *clk = NULL;
+	if (lease_clock_get(s, &clk, e) < 0)
+		return NULL;
+	int64_t epoch = trace_determ_epoch(clk, batch);
+	json_decref(clk);
+	if (epoch < 0) {
+		common_errf(e, "determinism", "lease %s: no request time in its receipts", id);
+		return NULL;
+	}
+	return trace_determ_new(id, epoch, trace_tsc_probe());
+}
+
+static int hook_fault(void *ctx, struct trace_guest *g, int sig)
+{
+	struct run_ctx *c = ctx;
+	return c->det ? trace_determ_on_fault(c->det, g, sig) : 0;
 }
 
 /* ---- the result record ---- */
@@ -749,6 +784,7 @@ int trace_run_main(struct trace_run_opts *o)
 	struct trace_result res;
 	json_int_t start_seq = -1;
 	struct trace_bound *bound = NULL;
+	struct trace_determ *det = NULL;
 	memset(&res, 0, sizeof res);
 	memset(&e, 0, sizeof e);
 
@@ -808,8 +844,12 @@ int trace_run_main(struct trace_run_opts *o)
 	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res, .store = s, .opts = o };
 	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
 		goto fail;
+	if (o->deterministic && !(ctx.det = det = determ_open(s, id, rec, receipts, &e))) {
+		ctl_close(&ctx);
+		goto fail;
+	}
 	if (o->trace_path) {
-		ctx.rec = trace_open(o, s, id, image, sha, env, ns, &e);
+		ctx.rec = trace_open(o, s, id, image, sha, env, ns, ctx.det, &e);
 		if (!ctx.rec) {
 			ctl_close(&ctx);
 			goto fail;
@@ -863,15 +903,13 @@ int trace_run_main(struct trace_run_opts *o)
 		hooks.on_exec = hook_exec;
 	if (o->snapshot_on_exit_signal)
 		hooks.on_signal = hook_signal;
-	if (o->deterministic) { /* SPEC §9: seeded from the lease */
-		ctx.det = trace_determ_new(id);
+	if (ctx.det) { /* SPEC §9 */
 		cfg.trace_classes |= trace_determ_classes();
+		cfg.tsc_sigsegv = trace_tsc_probe();
 		hooks.on_exec = hook_exec;
+		hooks.on_fault = hook_fault;
 	}
 	int rc = trace_run(&cfg, &res, &e);
-	uint64_t emulated = ctx.det ? trace_determ_emulated(ctx.det) : 0;
-	trace_determ_free(ctx.det);
-	ctx.det = NULL;
 	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
 		rc = -1;
 	ctl_close(&ctx);
@@ -908,10 +946,11 @@ int trace_run_main(struct trace_run_opts *o)
 	}
 	result = result_json(id, image, sha, o->argv, &res, code, closed, receipts);
 	trace_bound_result(bound, result);
-	if (o->deterministic) { /* what was answered, and what no run controls (SPEC §9) */
-		json_t *d = trace_determ_header(NULL, &e);
+	if (ctx.det) { /* what was answered, and what no run controls (SPEC §9) */
+		json_t *d = trace_determ_header(ctx.det, NULL, &e);
 		if (d) {
-			json_object_set_new(d, "emulated", json_integer((json_int_t)emulated));
+			json_object_set_new(d, "emulated",
+					    json_integer((json_int_t)trace_determ_emulated(ctx.det)));
 			json_object_set_new(result, "determinism", d);
 		}
 	}
@@ -944,6 +983,7 @@ fail:
 			common_report(&e3);
 	}
 out:
+	trace_determ_free(det);
 	trace_bound_free(bound);
 	json_decref(result);
 	json_decref(receipts);

@@ -893,6 +893,9 @@ __attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (cfg->no_aslr && personality(ADDR_NO_RANDOMIZE) < 0)
 		child_fail(p, errno, "personality");
+	/* kept across exec and fork: every guest rdtsc faults into the supervisor */
+	if (cfg->tsc_sigsegv && prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) < 0)
+		child_fail(p, errno, "prctl PR_SET_TSC");
 	apply_landlock(p);
 	/* seccomp last: every later syscall, the exec first, meets the filter */
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)

@@ -625,6 +625,11 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 	else if (event)
 		on_event(sv, t, event, sig);
 	else {
+		struct trace_guest g = { sv, t };
+		if (sv->h && sv->h->on_fault && sv->h->on_fault(sv->h->ctx, &g, sig) > 0) {
+			resume(tid, PTRACE_CONT, 0); /* handled: not delivered */
+			return;
+		}
 		if (sv->h && sv->h->on_signal && tid == sv->guest)
 			sv->h->on_signal(sv->h->ctx, sv, tid, sig); /* issue 7 */
 		resume(tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */

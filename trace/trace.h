@@ -290,6 +290,9 @@ struct trace_hooks {           /* all optional; ctx passed back */
 	/* issue 7: the guest's main thread is in a signal-delivery stop for sig, which is
 	 * passed on afterwards (the hook may inject syscalls; it must not resume it) */
 	void (*on_signal)(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig);
+	/* any thread's signal-delivery stop, before on_signal: 1 when the hook handled
+	 * the signal (it is then not delivered), 0 to deliver it */
+	int (*on_fault)(void *ctx, struct trace_guest *g, int sig);
 };
 struct trace_config {
 	const char *const *argv;      /* argv[0] is what the guest sees */
@@ -303,6 +306,7 @@ struct trace_config {
 	const char *filter_cache;     /* NULL, or a directory keeping built seccomp programs */
 	int state_fd;                 /* -1 or a memfd to place at guest fd 3 */
 	int no_aslr;                  /* ADDR_NO_RANDOMIZE (snapshots, sbx_call, determinism) */
+	int tsc_sigsegv;              /* PR_SET_TSC PR_TSC_SIGSEGV: rdtsc faults (determinism) */
 	int stdout_fd, stderr_fd;     /* -1: inherit; else placed at guest fd 1 / 2 (output relay) */
 	const struct trace_hooks *hooks;
 };
@@ -529,11 +533,16 @@ int sbx_state_store(struct codec_graph *g, struct common_err *e);
 /* ---- determinism: sbx-run --deterministic, sbx-trace adjudicate (SPEC §9, §7;
  * trace/determ.c, trace/adjudicate.c) ---- */
 #define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap trace_determ_traps() */
-#define TRACE_DETERM_EPOCH 946684800    /* virtual wall clock at the start: 2000-01-01T00:00:00Z */
 #define TRACE_DETERM_STEP_NS 1000000    /* the virtual clock advances 1 ms per time query */
 struct trace_determ;
-/* Virtual clock and PRNG for one run; seed: the lease id. */
-struct trace_determ *trace_determ_new(const char *seed);
+/* Virtual clock and PRNG for one run; seed: the lease id; epoch: the virtual
+ * wall clock at the start (trace_determ_epoch), in seconds; tsc: rdtsc faults
+ * here (trace_tsc_probe), so the run traps and answers it. */
+struct trace_determ *trace_determ_new(const char *seed, int64_t epoch, int tsc);
+/* The epoch of a lease: the end of the store-clock batch its request receipt
+ * names (clock: the store's {"epoch_ms", "batch_ms"}), rounded up to a second,
+ * so that files written before the request lie in the virtual past. */
+int64_t trace_determ_epoch(const json_t *clock, int64_t requested_batch);
 void trace_determ_free(struct trace_determ *d);
 /* Classes (with TRACE_FILTER_DETERM) the filter must trap; 1 for the extra
  * syscalls TRACE_FILTER_DETERM traps (fstat, getdents64, sched_getaffinity, ...). */
@@ -551,7 +560,21 @@ void trace_determ_on_spawn(struct trace_determ *d, pid_t parent, pid_t child, un
 void trace_determ_on_proc_exit(struct trace_determ *d, pid_t tid);
 /* The trace header's "determinism" object: epoch, step, uncontrolled and
  * refused sources, and the digest of ns_dir (NULL: none) at the start. */
-json_t *trace_determ_header(const char *ns_dir, struct common_err *e);
+json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
+			    struct common_err *e);
+/* A signal-delivery stop (hook body): an rdtsc/rdtscp fault is answered from
+ * the process's clock and not delivered (1); anything else is left alone (0). */
+int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig);
+/* rdtsc/rdtscp (trace/tsc.c): the instruction at b (n bytes) and its length;
+ * the probe: 1 if prctl(PR_SET_TSC, PR_TSC_SIGSEGV) makes rdtsc fault on this
+ * host (a forked child tries, once per process); at a SIGSEGV stop of tid, the
+ * faulting instruction (r: its registers); its answer, stepped over. */
+enum { TRACE_TSC_NONE = 0, TRACE_TSC_RDTSC = 1, TRACE_TSC_RDTSCP = 2 };
+#define TRACE_TSC_AUX 0 /* what rdtscp reports as IA32_TSC_AUX (the CPU number) */
+int trace_tsc_decode(const uint8_t *b, size_t n, size_t *len);
+int trace_tsc_probe(void);
+int trace_tsc_fault(pid_t tid, struct user_regs_struct *r, size_t *len);
+int trace_tsc_answer(pid_t tid, struct user_regs_struct *r, int insn, size_t len, uint64_t tsc);
 /* A host pid's id inside the run's PID namespace (0 if unknown): deterministic
  * traces record these instead of host ids. */
 pid_t trace_determ_nspid(pid_t host);

@@ -1,7 +1,9 @@
 /* trace/determ.c: what the filter traps, the header's determinism object,
  * namespace pids. (Guest-visible behaviour is in tests/determ.bats.) */
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "trace/trace.h"
 #include "tests/unit/unit.h"
@@ -29,26 +31,48 @@ int main(void)
 	CHECK(trace_filter_export(c | trace_classes(TRACE_LEVEL_FILE), fd, &e) == 0);
 	close(fd);
 
-	json_t *h = trace_determ_header(NULL, &e);
-	CHECK(h != NULL);
-	CHECK(json_integer_value(json_object_get(h, "epoch")) == TRACE_DETERM_EPOCH);
-	json_t *u = json_object_get(h, "uncontrolled");
-	int rdtsc = 0;
+	/* the header names rdtsc by what the probe found */
+	struct trace_determ *un = trace_determ_new("L0123456789abcdef", 1764806400, 0);
+	struct trace_determ *ct = trace_determ_new("L0123456789abcdef", 1764806400, 1);
+	json_t *h = trace_determ_header(un, NULL, &e), *hc = trace_determ_header(ct, NULL, &e);
+	CHECK(h != NULL && hc != NULL);
+	CHECK(json_integer_value(json_object_get(h, "epoch")) == 1764806400);
+	CHECK(!strcmp(json_string_value(json_object_get(h, "rdtsc")), "uncontrolled"));
+	CHECK(!strcmp(json_string_value(json_object_get(hc, "rdtsc")), "controlled"));
+	int rdtsc = 0, rdtsc_c = 0;
 	size_t i;
 	json_t *v;
-	json_array_foreach(u, i, v)
+	json_array_foreach(json_object_get(h, "uncontrolled"), i, v)
 		rdtsc |= !strcmp(json_string_value(v), "rdtsc");
-	CHECK(rdtsc);
+	json_array_foreach(json_object_get(hc, "uncontrolled"), i, v)
+		rdtsc_c |= !strcmp(json_string_value(v), "rdtsc");
+	CHECK(rdtsc && !rdtsc_c);
 	CHECK(json_object_get(h, "ns_sha256") == NULL);
 	json_decref(h);
+	json_decref(hc);
+	trace_determ_free(ct);
+	CHECK(trace_determ_traps(TRACE_SYS_prctl)); /* PR_SET_TSC is refused */
+
+	/* the epoch: the end of the request's batch, rounded up to a second */
+	json_t *clk = json_pack("{s:s,s:I,s:I}", "mode", "wall", "epoch_ms", (json_int_t)1764806400500,
+				"batch_ms", (json_int_t)1000);
+	CHECK(trace_determ_epoch(clk, 0) == 1764806402);
+	CHECK(trace_determ_epoch(clk, 99) == 1764806501);
+	CHECK(trace_determ_epoch(clk, -1) == -1);
+	CHECK(trace_determ_epoch(clk, INT64_MAX / 2) == -1);
+	json_object_set_new(clk, "batch_ms", json_integer(250));
+	CHECK(trace_determ_epoch(clk, 2) == 1764806402); /* 1764806401.250 */
+	json_object_set_new(clk, "batch_ms", json_integer(0));
+	CHECK(trace_determ_epoch(clk, 0) == -1);
+	json_decref(clk);
 
 	char dir[] = "/tmp/test_determ.XXXXXX";
 	CHECK(mkdtemp(dir) != NULL);
-	h = trace_determ_header(dir, &e);
+	h = trace_determ_header(un, dir, &e);
 	CHECK(h && strlen(json_string_value(json_object_get(h, "ns_sha256"))) == 64);
 	char *f = common_xasprintf("%s/cell", dir);
 	CHECK(common_write_atomic(f, "x", 1, 0600, &e) == 0);
-	json_t *h2 = trace_determ_header(dir, &e);
+	json_t *h2 = trace_determ_header(un, dir, &e);
 	CHECK(h2 && strcmp(json_string_value(json_object_get(h, "ns_sha256")),
 			   json_string_value(json_object_get(h2, "ns_sha256"))) != 0);
 	unlink(f);
@@ -61,10 +85,9 @@ int main(void)
 	CHECK(trace_determ_nspid(getpid()) == getpid());
 	CHECK(trace_determ_nspid(0x3fffffff) == 0);
 
-	struct trace_determ *d = trace_determ_new("L0123456789abcdef");
-	trace_determ_on_spawn(d, getpid(), getppid(), 0);
-	trace_determ_on_proc_exit(d, getppid());
-	CHECK(trace_determ_emulated(d) == 0);
-	trace_determ_free(d);
+	trace_determ_on_spawn(un, getpid(), getppid(), 0);
+	trace_determ_on_proc_exit(un, getppid());
+	CHECK(trace_determ_emulated(un) == 0);
+	trace_determ_free(un);
 	return unit_finish("test_determ");
 }
