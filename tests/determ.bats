@@ -16,9 +16,25 @@ lease_for() {
 	jq -r .lease.id <<<"$req"
 }
 
+# The virtual clock's start for a lease: the end of the store batch its request
+# receipt names, rounded up to a second.
+lease_epoch() {
+	local batch ms per
+	batch=$(sbx-lease log "$1" | jq -s 'flatten | map(select(.edge == "request"))[0].batch')
+	ms=$(jq .epoch_ms "$SBX_STORE/clock.json")
+	per=$(jq .batch_ms "$SBX_STORE/clock.json")
+	echo $(((ms + (batch + 1) * per + 999) / 1000))
+}
+
+# Outside any sandbox: does PR_SET_TSC make rdtsc fault on this host?
+tsc_faults() {
+	[ "$("$GUESTS/determ_tsc" probe)" = "rdtsc faults" ]
+}
+
 @test "C guest: two runs give the same trace chain and output, byte for byte (dynamic and static)" {
 	for img in determ_clock determ_clock_static; do
 		id=$(lease_for "$GUESTS/$img")
+		ep=$(lease_epoch "$id")
 		sbx-run --lease "$id" --deterministic --trace a.trace -- "$GUESTS/$img" ns >a.out
 		sbx-run --lease "$id" --deterministic --trace b.trace -- "$GUESTS/$img" ns >b.out
 		cmp a.trace b.trace
@@ -27,20 +43,20 @@ lease_for() {
 		assert_success
 		# what the guest saw: the virtual clock, hidden vDSO, one CPU, sorted /ns, epoch times
 		run cat a.out
-		assert_line 'time 946684800'
-		assert_line 'realtime 946684800.002000000 monotonic 1.003000000 tv 946684800.004000'
+		assert_line "time $ep"
+		assert_line "realtime $ep.002000000 monotonic 1.003000000 tv $ep.004000"
 		assert_line 'vdso hidden'
 		assert_line 'cpus 1 online 1'
 		assert_line 'pid 2 ppid 1'
 		assert_line 'thread Resource temporarily unavailable'
 		assert_line 'ls . .. a b m q zz'
-		assert_line 'mtime 946684800 ctime 946684800'
+		assert_line "mtime $ep ctime $ep"
 	done
 	# the randomness is seeded by the lease: another lease sees other bytes
 	id2=$(lease_for "$GUESTS/determ_clock")
 	sbx-run --lease "$id2" --deterministic --result r.json -- "$GUESTS/determ_clock" >c.out
 	# without a trace, the result record still names what was not controlled
-	jq -e '(.determinism.uncontrolled | index("rdtsc")) and .determinism.emulated >= 8' r.json
+	jq -e '(.determinism.uncontrolled | index("cpuid")) and .determinism.emulated >= 8' r.json
 	assert_not_equal "$(grep getrandom a.out)" "$(grep getrandom c.out)"
 	assert_equal "$(grep '^time' a.out)" "$(grep '^time' c.out)"
 }
@@ -69,16 +85,17 @@ lease_for() {
 		--trace b.trace -- /bin/sh -c "$script" >b.out
 	cmp a.trace b.trace
 	cmp a.out b.out
+	ep=$(lease_epoch "$id")
 	run cat a.out
-	assert_line 'Sat Jan  1 00:00:00 UTC 2000'
+	assert_line "$(date -u -d "@$ep" '+%a %b %e %H:%M:%S UTC %Y')"
 	assert_line --regexp '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$'
-	assert_line --regexp ' 946684800 a$'
+	assert_line --regexp " $ep a\$"
 	assert_line '0'
 	# nproc, getconf _NPROCESSORS_CONF and the cpuN entries all say one CPU
 	[ "$(grep -cx 1 a.out)" -eq 3 ]
 	# the header says what is not controlled; ids are the PID namespace's
-	head -1 a.trace | jq -e '.deterministic and .start_batch == 0 and
-		(.determinism.uncontrolled | index("rdtsc")) and
+	head -1 a.trace | jq -e --argjson ep "$ep" '.deterministic and .start_batch == 0 and .determinism.epoch == $ep and
+		(.determinism.uncontrolled | index("cpuid")) and
 		(.determinism.refused | index("threads")) and (.determinism.ns_sha256 | length == 64)'
 	run jq -s '[.[] | select(.ev == "exec")][0].pid' a.trace
 	assert_output 2
@@ -178,4 +195,51 @@ lease_for() {
 	sed 's/"seq":3,/"seq":4,/' a.trace >bad.trace
 	run sbx-trace adjudicate --env-clear a.trace bad.trace
 	assert_failure 1
+}
+
+@test "rdtsc: the trace header and the result say controlled or uncontrolled, as this host behaves" {
+	id=$(lease_for "$GUESTS/determ_tsc")
+	sbx-run --lease "$id" --deterministic --trace a.trace --result r.json -- "$GUESTS/determ_tsc" >a.out
+	if tsc_faults; then want=controlled mode=2; else want=uncontrolled mode=1; fi
+	head -1 a.trace | jq -e --arg w "$want" '.determinism.rdtsc == $w and
+		((.determinism.uncontrolled | index("rdtsc")) != null) == ($w == "uncontrolled") and
+		(.determinism.refused | index("PR_SET_TSC"))'
+	jq -e --arg w "$want" '.determinism.rdtsc == $w' r.json
+	# either way the guest cannot change the TSC mode
+	run cat a.out
+	assert_line "tsc mode $mode, enable -1 Operation not permitted"
+	assert_line 'increasing yes'
+}
+
+@test "rdtsc: two runs of one lease read the same values and write the same trace (hosts where rdtsc faults)" {
+	tsc_faults || skip "prctl(PR_SET_TSC) does not make rdtsc fault on this host ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | xargs)); its header says uncontrolled (test above)"
+	id=$(lease_for "$GUESTS/determ_tsc")
+	sbx-run --lease "$id" --deterministic --trace a.trace --result r.json -- "$GUESTS/determ_tsc" >a.out
+	sbx-run --lease "$id" --deterministic --trace b.trace -- "$GUESTS/determ_tsc" >b.out
+	cmp a.out b.out
+	cmp a.trace b.trace
+	# the virtual 1 GHz counter: the monotonic clock (1 s at the start) plus one per read
+	run cat a.out
+	assert_line --regexp '^rdtsc 1000000[0-9]{3} 1000000[0-9]{3} rdtscp 1000000[0-9]{3} aux 0$'
+	assert_line 'increasing yes'
+	assert_line 'tsc mode 2, enable -1 Operation not permitted'
+	assert_line --regexp '^rdtsc after 1000000[0-9]{3}$'
+	jq -e '.determinism.emulated >= 4' r.json
+}
+
+@test "the bundled 30-file project builds under --deterministic without clock skew, as a normal run builds it" {
+	cp -r "$BATS_TEST_DIRNAME/../examples/hello" det
+	make -s -C det clean
+	cp -r det plain
+	# requested after the sources were written: the virtual clock starts after their mtimes
+	id=$(lease_for "$(command -v make)")
+	run sbx-run --lease "$id" --deterministic --rw "$PWD/det:/src" -- make -C /src -j2
+	assert_success
+	refute_output --partial 'Clock skew'
+	refute_output --partial 'in the future'
+	run sbx-run --ephemeral --rw "$PWD/plain:/src" -- make -C /src -j2
+	assert_success
+	[ "$(ls plain/*.o | wc -l)" -eq 28 ]
+	diff -r det plain
+	cmp <(det/hello) <(plain/hello)
 }

@@ -289,6 +289,21 @@ small_trace() {
 	assert_output 0
 }
 
+@test "stats: a process that made no recorded call has the parent its spawn event names" {
+	# the subshell forks and exits without a call the file level records
+	sbx-run --ephemeral --trace s.trace -- /bin/sh -c '(exit 3); cat /etc/hostname >/dev/null'
+	spawn=$(jq -c 'select(.ev == "spawn")' s.trace | head -1)
+	child=$(jq .child <<<"$spawn")
+	parent=$(jq .pid <<<"$spawn")
+	[ "$(jq -s --argjson c "$child" '[.[] | select(.ev == "sys" and .pid == $c)] | length' s.trace)" -eq 0 ]
+	run sbx-trace stats s.trace
+	assert_success
+	jq -e --argjson c "$child" --argjson p "$parent" \
+		'[.processes[] | select(.pid == $c)] | length == 1 and .[0].ppid == $p and .[0].exit == 3' <<<"$output"
+	run sbx-trace stats --format=text s.trace
+	assert_line --regexp "^$child +$parent +0 +0 "
+}
+
 # Re-chain edited lines the way a writer would (sbx-trace verify then accepts them).
 rechain() {
 	local prev="" line body h first=1

@@ -558,6 +558,21 @@ struct pcount {
 	int exited, status, signaled;
 };
 
+/* The process pid's counts, a new entry if it has none (bounded work on hostile input). */
+static struct pcount *pcount_get(struct pcount **pc, size_t *npc, long long pid)
+{
+	for (size_t i = *npc; i-- > 0;)
+		if ((*pc)[i].pid == pid)
+			return &(*pc)[i];
+	if (*npc >= 16384)
+		return &(*pc)[*npc - 1];
+	*pc = common_xrealloc(*pc, (*npc + 1) * sizeof **pc);
+	struct pcount *p = &(*pc)[(*npc)++];
+	memset(p, 0, sizeof *p);
+	p->pid = pid;
+	return p;
+}
+
 int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 {
 	struct trace_reader *t = trace_reader_open(path, e);
@@ -573,30 +588,25 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 	while ((r = trace_reader_next(t, &ev, e)) > 0) {
 		json_t *o = ev.ev;
 		long long pid = jint(o, "pid");
-		struct pcount *p = NULL;
+		struct pcount *p;
 		if (json_object_get(o, "t"))
 			last_t = jint(o, "t");
 		if (ev.line == 1 || !strcmp(ev.kind, "end"))
 			continue;
-		for (size_t i = npc; i-- > 0;)
-			if (pc[i].pid == pid) {
-				p = &pc[i];
-				break;
-			}
-		if (!p && npc >= 16384) /* bounded work on hostile input */
-			p = &pc[npc - 1];
-		if (!p) {
-			pc = common_xrealloc(pc, (npc + 1) * sizeof *pc);
-			p = &pc[npc++];
-			memset(p, 0, sizeof *p);
-			p->pid = pid;
+		p = pcount_get(&pc, &npc, pid);
+		if (!p->ppid)
 			p->ppid = jint(o, "ppid");
-		}
 		if (!strcmp(ev.kind, "exec")) {
 			execs++;
 			snprintf(p->exe, sizeof p->exe, "%s", jstr(o, "path"));
 		} else if (!strcmp(ev.kind, "spawn")) {
 			spawns++;
+			/* the child's parent is named here, whether or not it makes a call */
+			if (strcmp(jstr(o, "kind"), "thread") != 0) {
+				struct pcount *c = pcount_get(&pc, &npc, jint(o, "child"));
+				if (!c->ppid)
+					c->ppid = pid;
+			}
 		} else if (!strcmp(ev.kind, "exit")) {
 			if (jint(o, "tid") == pid) {
 				p->exited = 1;
@@ -627,8 +637,6 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 				s->timed++;
 				p->time_us += jint(o, "dt");
 			}
-			if (!p->ppid)
-				p->ppid = jint(o, "ppid");
 		}
 	}
 	if (r == 0) {
