@@ -6,13 +6,32 @@ load '/usr/lib/bats/bats-assert/load'
 export SBX_BUILD
 export PATH="$SBX_BUILD/bin:$PATH"
 GUESTS="$SBX_BUILD/guests"
-# Guests run inside the sandbox, whose /tmp is private: a build tree under /tmp
-# is invisible there, so its guests are copied to /var/tmp (read-only inside).
+
+# Every directory on the path lets other users through (o+x).
+sbx_reachable() {
+	local d=$1
+	while [ "$d" != / ] && [ -n "$d" ]; do
+		[ $((0$(stat -c %a "$d") & 1)) = 1 ] || return 1
+		d=$(dirname "$d")
+	done
+}
+
+# A copy of directory $1 under /var/tmp that everyone can reach; prints its path.
+sbx_copy() {
+	local copy
+	copy="/var/tmp/sbx-$2.$(printf %s "$SBX_BUILD" | sha256sum | cut -c1-12)"
+	mkdir -p "$copy" && cp -a -u "$1/." "$copy/" && chmod 755 "$copy" && echo "$copy"
+}
+
+# Guests run inside the sandbox, whose /tmp is private, as a user of their own;
+# tools also run as nobody (the unprivileged tests). A build tree under /tmp, or
+# under a directory others cannot traverse (a 0700 home), is copied to /var/tmp.
+if ! sbx_reachable "$SBX_BUILD"; then
+	PATH="$(sbx_copy "$SBX_BUILD/bin" bin):$PATH"
+	GUESTS=$(sbx_copy "$GUESTS" guests)
+fi
 case "$GUESTS" in
-/tmp/*)
-	copy="/var/tmp/sbx-guests.$(printf %s "$SBX_BUILD" | sha256sum | cut -c1-12)"
-	mkdir -p "$copy" && cp -a -u "$GUESTS/." "$copy/" && GUESTS=$copy
-	;;
+/tmp/*) GUESTS=$(sbx_copy "$GUESTS" guests) ;;
 esac
 
 sbx_setup_store() {
