@@ -295,13 +295,13 @@ static uint64_t tick(struct trace_determ *d, pid_t pid)
 	return p->ns;
 }
 
-/* Time of a clock id: wall clocks from the epoch, the others from a boot
- * one second before the run. */
 static uint64_t since_epoch(const struct trace_determ *d, uint64_t ns)
 {
 	return (uint64_t)d->epoch * 1000000000ull + ns;
 }
 
+/* Time of a clock id: wall clocks from the epoch, the others from a boot
+ * one second before the run. */
 static uint64_t clock_ns(struct trace_determ *d, pid_t pid, long clk)
 {
 	uint64_t ns = tick(d, pid);
