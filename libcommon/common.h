@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Exit codes (SPEC §6.6), one vocabulary for every tool. */
@@ -124,6 +125,12 @@ int common_json_obj(const json_t *o, const char *key, json_t **out, const char *
 		    struct common_err *e);
 /* Print j canonically + "\n" to stdout (or pretty text when pretty). */
 int common_json_print(const json_t *j, int pretty);
+
+/* Guest-chosen bytes for a terminal (ls -b / strace style): \e \n \t…, other
+ * controls as \ooo, invalid UTF-8 as \xHH, '\' as "\\" (malloc'd). */
+#define COMMON_ESC_KEEP_BACKSLASH 1u /* for text that is already escaped (JSON) */
+char *common_escape(const char *s, size_t len, unsigned flags);
+int common_escape_print(FILE *f, const char *s); /* NULL prints nothing */
 
 /* CLI: output format shared by all tools. */
 enum common_format { COMMON_FMT_JSON, COMMON_FMT_TEXT };

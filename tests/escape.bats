@@ -261,3 +261,35 @@ time.sleep(60)' "$sock1" "$sock2" &
 	[ "$(refused)" -eq 23 ]
 	[ "$(count '.action == "denied"')" -eq 23 ]
 }
+
+# fails when FILE holds a byte that drives a terminal: C0 but tab and newline, DEL, C1
+no_controls() {
+	python3 -c 'import re,sys
+d=open(sys.argv[1],"rb").read()
+m=re.search(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]", d)
+sys.exit("control byte %r at %d" % (m.group(), m.start()) if m else 0)' "$1"
+}
+
+@test "guest-chosen bytes in sbx-trace text output are escaped; JSON stays exact" {
+	name=$'out\e]0;pwned\a\e[2J\x7f\xc2\x9b6n\nnext'
+	run sbx-run --ephemeral --trace t.jsonl -- /bin/sh -c 'echo x > "/ns/$1"; /bin/true "$1"' sh "$name"
+	assert_success
+	sbx-trace files --format text t.jsonl > files.txt
+	no_controls files.txt
+	grep -qF 'out\e]0;pwned\a\e[2J\177\302\2336n\nnext' files.txt
+	sbx-trace stats --format text t.jsonl > stats.txt
+	no_controls stats.txt
+	sbx-trace timeline -o t.html t.jsonl
+	no_controls t.html
+	grep -qF 'out\e]0;pwned\a\e[2J' t.html
+	# the same run with another name: the differing lines are escaped too
+	run sbx-run --ephemeral --trace u.jsonl -- /bin/sh -c 'echo x > "/ns/$1"; /bin/true "$1"' sh "${name}2"
+	assert_success
+	sbx-trace diff --format text t.jsonl u.jsonl > diff.txt || true
+	no_controls diff.txt
+	grep -qF 'only in A: /ns/out\e]0;pwned' diff.txt
+	sbx-trace bisect --format text t.jsonl u.jsonl > bisect.txt || true
+	no_controls bisect.txt
+	# JSON keeps the exact bytes
+	[ "$(sbx-trace files t.jsonl | jq -r '.outputs[] | select(.how != "mkdir") | .path')" = "/ns/$name" ]
+}

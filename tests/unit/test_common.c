@@ -102,6 +102,30 @@ static void test_files(void)
 
 /* The file-hash cache: a hit by identity, kept across opens for block devices
  * only, and any damage to the file gives an empty cache (never a wrong hash). */
+/* control bytes, C1, invalid UTF-8 and backslashes escaped; printable UTF-8 kept */
+static void check_esc(const char *in, size_t len, unsigned flags, const char *want)
+{
+	char *x = common_escape(in, len, flags);
+	CHECK_STR(x, want);
+	free(x);
+}
+
+static void test_escape(void)
+{
+	check_esc("plain/path.c", 12, 0, "plain/path.c");
+	check_esc("a\033]0;t\007b", 8, 0, "a\\e]0;t\\ab");
+	check_esc("\n\t\r\b\f\v", 6, 0, "\\n\\t\\r\\b\\f\\v");
+	check_esc("\001\177x", 3, 0, "\\001\\177x");
+	check_esc("caf\xc3\xa9 \xe2\x82\xac", 9, 0, "caf\xc3\xa9 \xe2\x82\xac");
+	check_esc("\xc2\x9b" "2J", 4, 0, "\\302\\2332J");
+	check_esc("\xff\xc3(\xe2\x82", 5, 0, "\\xff\\xc3(\\xe2\\x82");
+	check_esc("\xc0\xaf\xed\xa0\x80", 5, 0, "\\xc0\\xaf\\xed\\xa0\\x80");
+	check_esc("a\\b", 3, 0, "a\\\\b");
+	check_esc("a\\u001b", 7, COMMON_ESC_KEEP_BACKSLASH, "a\\u001b");
+	check_esc("nul\0in", 6, 0, "nul\\000in");
+	check_esc("", 0, 0, "");
+}
+
 static void test_hashcache(void)
 {
 	char dir[] = "/var/tmp/sbx-hc-XXXXXX", hex[COMMON_SHA256_HEX], *path, *buf = NULL;
@@ -157,5 +181,6 @@ int main(void)
 	test_json();
 	test_files();
 	test_hashcache();
+	test_escape();
 	return unit_finish("test_common");
 }
