@@ -10,6 +10,7 @@ setup() {
 
 teardown() {
 	[ -z "${BGPID:-}" ] || kill "$BGPID" 2>/dev/null || true
+	[ -z "${UDIR:-}" ] || rm -rf "$UDIR"
 }
 
 # run GUEST ARGS… under sbx-run with a file-level trace and a result record
@@ -292,4 +293,109 @@ sys.exit("control byte %r at %d" % (m.group(), m.start()) if m else 0)' "$1"
 	no_controls bisect.txt
 	# JSON keeps the exact bytes
 	[ "$(sbx-trace files t.jsonl | jq -r '.outputs[] | select(.how != "mkdir") | .path')" = "/ns/$name" ]
+}
+
+# a process's state letter ("" when it is gone)
+pstate() { ps -o stat= -p "$1" 2>/dev/null | cut -c1; }
+
+# wait (bounded, generously) for pid $1 to go; fails if it is still there
+gone_within() {
+	for i in $(seq 1 "$(($2 * 10))"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+
+# run sbx-run -- escape_pgrp MODE from a shell in a new session, beside a decoy
+# owned by the guest's host uid (nobody for a root invoker; the invoker itself
+# when unprivileged) in sbx-run's own process group; $1 is "" or the as-nobody prefix
+pgrp_run() {
+	local as=$1 mode=$2
+	UDIR=$(mktemp -d /tmp/sbx-pgrp.XXXXXX)
+	chmod 0777 "$UDIR"
+	cd "$UDIR"
+	setsid -w $as env SBX_STORE="$UDIR/store" PATH="$PATH" bash -c \
+		'if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups sleep 7777 &
+		else sleep 7777 & fi; echo $! > decoy
+		sbx-run --ephemeral --result r.json -- "$1" "$2"; echo $? > rc' _ "$GUESTS/escape_pgrp" "$mode" \
+		> out.txt 2>&1 &
+	BGPID=$!
+}
+
+@test "kill(0, SIGKILL) from the guest stays in the sandbox: its own session and group" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+		pgrp_run "$as" kill
+		gone_within "$BGPID" 60
+		decoy=$(cat decoy)
+		[ "$(pstate "$decoy")" = S ]
+		kill "$decoy"
+		run cat out.txt
+		assert_line "pgrp=1 sid=1"
+		[ "$(cat rc)" = 137 ]
+		[ "$(jq .signal r.json)" = 9 ]
+		cd "$BATS_TEST_TMPDIR"
+		rm -rf "$UDIR"
+	done
+}
+
+@test "SIGSTOP to the guest's group stops the guest only; SIGTERM still ends the run" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+		pgrp_run "$as" stop
+		# the guest stops itself (a traced stop, 't'): then look at the host's processes
+		gpid=""
+		for i in $(seq 1 100); do
+			gpid=$(pgrep -f "escape_pgrp stop" | while read -r p; do
+				case "$(pstate "$p")" in [tT]) echo "$p" ;; esac; done | head -1)
+			[ -n "$gpid" ] && break
+			sleep 0.1
+		done
+		[ -n "$gpid" ]
+		decoy=$(cat decoy)
+		sv=$(pgrep -f "^sbx-run --ephemeral --result r.json -- .*escape_pgrp stop" | head -1)
+		dstate=$(pstate "$decoy")
+		svstate=$(pstate "$sv")
+		kill -CONT "$decoy" "$sv" 2>/dev/null || true
+		kill "$decoy"
+		[ "$dstate" = S ]
+		[ "$svstate" = S ]
+		kill -TERM "$sv"
+		gone_within "$BGPID" 60
+		[ "$(cat rc)" = 143 ]
+		[ "$(jq -r .stopped r.json)" = "signal SIGTERM" ]
+		cd "$BATS_TEST_TMPDIR"
+		rm -rf "$UDIR"
+	done
+}
+
+@test "children killed before their fork event: sbx-run never signals a bare host pid" {
+	# the run ends by a bound closing (the supervisor kills the sandbox); every
+	# signal sbx-run's tracer thread sends goes through a pidfd, none to a pid
+	run strace -qq -e trace=kill,tkill,tgkill,pidfd_send_signal -e signal=none -o s.log \
+		sbx-run --ephemeral --limits output_bytes=64K --result r.json -- \
+		"$GUESTS/escape_forkrace" 4000 flood
+	assert_equal "$status" 124
+	assert_line "forkrace: 4000 rounds"
+	[ "$(jq -r .closed r.json)" = output_bytes ]
+	run grep -E '^(kill|tkill|tgkill)\(' s.log
+	assert_failure
+	grep -q '^pidfd_send_signal(' s.log
+}
+
+@test "100k directories in /ns: the supervisor still answers SIGTERM and writes the result" {
+	sbx-run --ephemeral --result r.json -- /usr/bin/python3 -c 'import os, time
+for i in range(100000): os.mkdir("/ns/d%d" % i)
+open("/ns/ready", "w").close()
+time.sleep(3600)' &
+	BGPID=$!
+	for i in $(seq 1 1200); do ls "$SBX_STORE"/ns/*/ready >/dev/null 2>&1 && break; sleep 0.1; done
+	ls "$SBX_STORE"/ns/*/ready
+	kill -TERM "$BGPID"
+	gone_within "$BGPID" 60
+	st=0
+	wait "$BGPID" || st=$?
+	[ "$st" = 143 ]
+	[ "$(jq -r .stopped r.json)" = "signal SIGTERM" ]
+	# the lease closed from the last observation: observe, settle, expire, destroy
+	[ "$(jq -r '[.receipts[].edge] | .[-4:] | join(" ")' r.json)" = "observe settle expire destroy" ]
+	[ "$(jq '.receipts[-3].usage.namespace_bytes' r.json)" = 5 ]
 }

@@ -671,7 +671,7 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 	for (size_t i = 0; i < n && i < sizeof tids / sizeof tids[0]; i++)
 		trace_meter_task_new(in->meter, 0, tids[i]);
 	trace_meter_peak_rss(in->meter, trace_sv_peak_rss(sv));
-	trace_meter_sample(in->meter);
+	trace_meter_tick(in->meter);
 	return observe(in, sv, 0) != 0;
 }
 

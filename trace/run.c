@@ -43,13 +43,13 @@ int trace_run(const struct trace_config *cfg, struct trace_result *res, struct c
 	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)opts) < 0) {
 		common_errno(e, errno, "ptrace (PTRACE_SEIZE; kernel.yama.ptrace_scope=3 or a "
 			     "seccomp policy forbids it)");
-		kill(pid, SIGKILL);
+		trace_sandbox_kill(&p);
 		waitpid(pid, NULL, __WALL);
 		trace_plan_free(&p);
 		return -1;
 	}
 	if (trace_sandbox_release(&p, pid, e) < 0) {
-		kill(pid, SIGKILL);
+		trace_sandbox_kill(&p);
 		while (waitpid(-1, NULL, __WALL) > 0)
 			;
 		trace_plan_free(&p);
@@ -72,6 +72,8 @@ int trace_result_exit_code(const struct trace_result *res)
 {
 	if (res->exec_failed)
 		return res->exec_failed == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC;
+	if (res->host_signal) /* sbx-run itself was told to end, as a shell reports it */
+		return 128 + res->host_signal;
 	if (res->signal)
 		return 128 + res->signal;
 	if (res->exited)

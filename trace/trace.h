@@ -313,6 +313,7 @@ struct trace_result {
 	int signal;                   /* killing signal, else 0 */
 	int wstatus;                  /* raw wait status of the guest's main process */
 	char stop_reason[64];         /* "" or why the supervisor stopped the guest */
+	int host_signal;              /* SIGTERM/SIGINT/SIGHUP/SIGQUIT that ended the run, else 0 */
 	int exec_failed;              /* the image could not be executed: errno */
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
@@ -422,6 +423,9 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid);
 void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes);
 /* Sample the live tree (fuel, memory, fds, namespace, output). */
 void trace_meter_sample(struct trace_meter *m);
+/* The same for the supervisor's tick: bounded work, the namespace walked a
+ * step at a time (its bytes rise when a pass completes). */
+void trace_meter_tick(struct trace_meter *m);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
