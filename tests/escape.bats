@@ -399,3 +399,33 @@ time.sleep(3600)' &
 	[ "$(jq -r '[.receipts[].edge] | .[-4:] | join(" ")' r.json)" = "observe settle expire destroy" ]
 	[ "$(jq '.receipts[-3].usage.namespace_bytes' r.json)" = 5 ]
 }
+
+@test "the image a receipt names is the program that ran, while a writer swaps the file" {
+	# two programs telling themselves apart: basename prints "b", dirname "/a"
+	cp "$(command -v basename)" a
+	cp "$(command -v dirname)" b
+	sha_a=$(sha256sum < a | cut -d' ' -f1)
+	sha_b=$(sha256sum < b | cut -d' ' -f1)
+	cp a prog
+	python3 -c 'import os
+while True:
+    for f in ("a", "b"):
+        os.link(f, "prog.tmp"); os.rename("prog.tmp", "prog")' &
+	BGPID=$!
+	seen_a=0 seen_b=0 wrong=0
+	for i in $(seq 1 40); do
+		out=$(sbx-run --ephemeral --result r.json -- "$PWD/prog" /a/b) || true
+		sha=$(jq -r .image.sha256 r.json)
+		case "$out" in
+		b) want=$sha_a seen_a=$((seen_a + 1)) ;;
+		/a) want=$sha_b seen_b=$((seen_b + 1)) ;;
+		*) echo "unexpected output: $out"; false ;;
+		esac
+		[ "$sha" = "$want" ] || { wrong=$((wrong + 1)); echo "run $i printed $out, receipt names $sha"; }
+	done
+	kill "$BGPID"
+	echo "a $seen_a, b $seen_b, wrong $wrong"
+	[ "$wrong" = 0 ]
+	# the swap happened: both programs ran
+	[ "$seen_a" -gt 0 ] && [ "$seen_b" -gt 0 ]
+}

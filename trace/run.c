@@ -658,13 +658,15 @@ static const char *jstr(const json_t *o, const char *k)
 
 /* request, fund, activate: one locked commit, one receipt each */
 static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o, const char *image,
-			  char **id, json_t **head, json_t *receipts, struct common_err *e)
+			  const char *sha, char **id, json_t **head, json_t *receipts,
+			  struct common_err *e)
 {
 	struct lease_request req;
 	memset(&req, 0, sizeof req);
 	req.principal = o->principal;
 	req.host_program = o->host_program;
 	req.image = image;
+	req.image_sha256 = sha;
 	req.lifetime = o->lifetime;
 	req.escrow = o->escrow;
 	if (o->limits && lease_parse_limits(o->limits, &req, e) < 0)
@@ -746,6 +748,7 @@ int trace_run_main(struct trace_run_opts *o)
 	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL;
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
+	int image_fd = -1;
 	int code = SBX_EXIT_SBX, have_lease = 0;
 	const char *closed = NULL;
 	struct trace_result res;
@@ -766,17 +769,28 @@ int trace_run_main(struct trace_run_opts *o)
 	if (!image)
 		goto fail;
 	code = SBX_EXIT_NOEXEC; /* checked before the store is opened (or created) */
-	if (lease_image_validate(image, &e) < 0)
+	/* opened once: what is checked, hashed and named in receipts is what runs */
+	image_fd = open(image, O_RDONLY | O_CLOEXEC);
+	if (image_fd >= 0 && image_fd <= 2) { /* a closed stdin: keep 0-2 for what they are */
+		int hi = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
+		close(image_fd);
+		image_fd = hi;
+	}
+	if (image_fd < 0) {
+		common_errno(&e, errno, "image %s", image);
+		goto fail;
+	}
+	if (lease_image_validate_fd(image_fd, image, &e) < 0)
 		goto fail;
 	code = SBX_EXIT_SBX;
 	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
 		goto fail;
 	if (lease_store_open(o->store, &s, &e) < 0)
 		goto fail;
-	if (lease_image_check_cached(s, image, sha, &e) < 0)
+	if (lease_image_check_cached_fd(s, image_fd, image, sha, &e) < 0)
 		goto fail;
 	if (o->ephemeral) {
-		if (ephemeral_open(s, o, image, &id, &head, receipts, &e) < 0) {
+		if (ephemeral_open(s, o, image, sha, &id, &head, receipts, &e) < 0) {
 			if (id)
 				have_lease = 1;
 			goto fail;
@@ -829,6 +843,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.argv = (const char *const *)o->argv,
 		.envp = (const char *const *)env,
 		.image = image,
+		.image_fd = image_fd,
 		.mounts = o->mounts,
 		.nmounts = o->nmounts,
 		.replace_defaults = o->replace_defaults,
@@ -952,6 +967,8 @@ out:
 	json_decref(head);
 	json_decref(rec);
 	trace_env_free(env);
+	if (image_fd >= 0)
+		close(image_fd);
 	free(image);
 	free(id);
 	free(ns);

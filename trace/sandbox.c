@@ -477,7 +477,8 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 
 	/* the image is opened here, on the host, so the file exec'd is the one named
 	 * (and hashed by the caller), whatever the guest's mounts show */
-	p->image_fd = open(cfg->image, O_PATH | O_CLOEXEC);
+	p->image_fd = cfg->image_fd > 2 ? fcntl(cfg->image_fd, F_DUPFD_CLOEXEC, 3)
+					: open(cfg->image, O_PATH | O_CLOEXEC);
 	if (p->image_fd < 0) {
 		common_errno(e, errno, "image %s", cfg->image);
 		goto fail;

@@ -295,6 +295,7 @@ struct trace_config {
 	const char *const *argv;      /* argv[0] is what the guest sees */
 	const char *const *envp;      /* exact guest environment */
 	const char *image;            /* program to exec, a host path (hash-checked by the caller) */
+	int image_fd;                 /* 0, or the image the caller opened and hashed (> 2): exec'd */
 	const struct trace_mount *mounts; size_t nmounts;
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
