@@ -429,3 +429,35 @@ while True:
 	# the swap happened: both programs ran
 	[ "$seen_a" -gt 0 ] && [ "$seen_b" -gt 0 ]
 }
+
+@test "result and state paths inside a --rw bind: a directory swapped for a symlink redirects nothing" {
+	mkdir -p w/out victim
+	echo input > in.img
+	# the guest moves the output directory away and leaves a symlink to a host
+	# directory it cannot write; sbx-run writes only into the directory it opened
+	swap="mv /w/out /w/moved && ln -s $PWD/victim /w/out"
+	run sbx-run --ephemeral --rw "$PWD/w:/w" --result "$PWD/w/out/r.json" -- /bin/sh -c "$swap"
+	assert_success
+	[ ! -e victim/r.json ]
+	[ "$(jq .exit_code w/moved/r.json)" = 0 ]
+	rm -rf w/out w/moved && mkdir w/out
+	run sbx-run --ephemeral --rw "$PWD/w:/w" --state-in in.img --state-out "$PWD/w/out/s.img" \
+		--trace "$PWD/w/out/t.jsonl" --result "$PWD/w/out/r.json" -- /bin/sh -c "$swap && exec $GUESTS/state_echo copy"
+	assert_success
+	[ -z "$(ls victim)" ]
+	grep -q "got 6:input" w/moved/s.img
+	[ "$(jq .exit_code w/moved/r.json)" = 0 ]
+	sbx-trace verify w/moved/t.jsonl
+}
+
+@test "a --trace or --result path that is a symlink planted by an earlier guest is refused" {
+	mkdir -p w victim
+	run sbx-run --ephemeral --rw "$PWD/w:/w" -- /bin/sh -c "ln -s $PWD/victim/t /w/t.jsonl; ln -s $PWD/victim/r /w/r.json"
+	assert_success
+	run sbx-run --ephemeral --trace "$PWD/w/t.jsonl" -- /bin/true
+	assert_equal "$status" 125
+	run sbx-run --ephemeral --result "$PWD/w/r.json" -- /bin/true
+	[ -z "$(ls victim)" ]
+	[ "$(jq .exit_code w/r.json)" = 0 ]
+	[ ! -L w/r.json ]
+}

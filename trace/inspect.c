@@ -936,15 +936,9 @@ int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **out,
 		return -1;
 	if ((o->state_in || o->state_out) && trace_state_open(&b->state, o->state_in, e) < 0)
 		return -1;
-	if (o->state_out) {
-		/* the result is copied out at the end: its directory must take it */
-		char *copy = common_xstrdup(o->state_out);
-		int ok = access(dirname(copy), W_OK | X_OK) == 0;
-		int err = errno;
-		free(copy);
-		if (!ok)
-			return common_errno(e, err, "--state-out %s", o->state_out);
-	}
+	/* the result is copied out at the end, beneath the directory opened now */
+	if (o->state_out && trace_state_output(&b->state, o->state_out, e) < 0)
+		return -1;
 	return 0;
 }
 

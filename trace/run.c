@@ -633,14 +633,16 @@ static json_t *result_json(const char *lease, const char *image, const char *sha
 	return j;
 }
 
-static int write_result(const struct trace_run_opts *o, const json_t *j, struct common_err *e)
+/* --result goes beneath the directory opened before the guest started */
+static int write_result(const struct trace_run_opts *o, struct common_outfile *out,
+			const json_t *j, struct common_err *e)
 {
 	char *s = common_json_canonical(j);
 	size_t n = strlen(s);
 	s = common_xrealloc(s, n + 2);
 	s[n++] = '\n';
 	int rc = 0;
-	if (o->result_path && common_write_atomic(o->result_path, s, n, 0644, e) < 0)
+	if (out->path && common_outfile_write(out, s, n, 0644, e) < 0)
 		rc = -1;
 	if (o->result_fd >= 0 && common_write_all(o->result_fd, s, n) < 0)
 		rc = common_errno(e, errno, "--result-fd %d", o->result_fd);
@@ -749,6 +751,7 @@ int trace_run_main(struct trace_run_opts *o)
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
 	int image_fd = -1;
+	struct common_outfile result_out = { .dirfd = -1 };
 	int code = SBX_EXIT_SBX, have_lease = 0;
 	const char *closed = NULL;
 	struct trace_result res;
@@ -757,6 +760,10 @@ int trace_run_main(struct trace_run_opts *o)
 	memset(&res, 0, sizeof res);
 	memset(&e, 0, sizeof e);
 
+	if (o->result_path && common_outfile_open(&result_out, o->result_path, &e) < 0) {
+		common_err_context(&e, "--result %s", o->result_path);
+		goto fail;
+	}
 	if (!o->argv || !o->argv[0]) {
 		common_errf(&e, "usage", "no program given (sbx-run … -- PROGRAM [ARG…])");
 		goto fail;
@@ -934,7 +941,7 @@ int trace_run_main(struct trace_run_opts *o)
 	}
 	if (trace_j)
 		json_object_set_new(result, "trace", trace_j);
-	if (write_result(o, result, &e) < 0) {
+	if (write_result(o, &result_out, result, &e) < 0) {
 		common_report(&e);
 		code = SBX_EXIT_SBX;
 	} else if (closed && !o->result_path && o->result_fd < 0) {
@@ -957,7 +964,7 @@ fail:
 				     receipts);
 		json_object_set_new(result, "error", json_sprintf("%s: %s", e.what, e.why));
 		struct common_err e3;
-		if (write_result(o, result, &e3) < 0)
+		if (write_result(o, &result_out, result, &e3) < 0)
 			common_report(&e3);
 	}
 out:
@@ -969,6 +976,8 @@ out:
 	trace_env_free(env);
 	if (image_fd >= 0)
 		close(image_fd);
+	if (result_out.path)
+		common_outfile_close(&result_out);
 	free(image);
 	free(id);
 	free(ns);

@@ -68,6 +68,7 @@ struct trace_stop {
 struct trace_state {
 	int memfd;           /* -1: no transport; dup it to guest fd TRACE_STATE_FD */
 	uint64_t result_off; /* kept by the host: 8 + input size, never read back */
+	struct common_outfile out; /* the output's directory, opened before the guest starts */
 };
 /* Create the memfd holding [u64 LE 8+n][input n bytes]; in_path NULL: empty input. */
 int trace_state_open(struct trace_state *st, const char *in_path, struct common_err *e);
@@ -75,6 +76,8 @@ int trace_state_open(struct trace_state *st, const char *in_path, struct common_
  * the result image to out_path (atomic, durable; NULL: check only). Missing, empty,
  * truncated, oversized or overlapping results are errors and write nothing. */
 int trace_state_finish(struct trace_state *st, const char *out_path, struct common_err *e);
+/* Open out_path's directory now (before the guest starts): finish writes beneath it. */
+int trace_state_output(struct trace_state *st, const char *out_path, struct common_err *e);
 void trace_state_close(struct trace_state *st);
 /* Guest side, for programs linked with libsbx: read the input image from fd 3
  * (malloc'd into *buf) and append the result image after it. 0 or -errno. */

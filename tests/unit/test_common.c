@@ -126,6 +126,38 @@ static void test_escape(void)
 	check_esc("", 0, 0, "");
 }
 
+/* the file lands in the directory opened first, even after that directory was
+ * moved and a symlink put in its place; a symlink at the file name is replaced */
+static void test_outfile(void)
+{
+	char dir[] = "/tmp/sbx-unit-XXXXXX";
+	struct common_outfile o;
+	struct common_err e;
+	char *buf;
+	size_t len;
+
+	CHECK(mkdtemp(dir) != NULL);
+	char *out = common_xasprintf("%s/out", dir), *moved = common_xasprintf("%s/moved", dir);
+	char *victim = common_xasprintf("%s/victim", dir), *f = common_xasprintf("%s/out/r.json", dir);
+	CHECK(mkdir(out, 0700) == 0 && mkdir(victim, 0700) == 0);
+	CHECK(common_outfile_open(&o, f, &e) == 0);
+	CHECK(rename(out, moved) == 0 && symlink(victim, out) == 0);
+	CHECK(common_outfile_write(&o, "one", 3, 0644, &e) == 0);
+	char *in_moved = common_xasprintf("%s/r.json", moved), *in_victim = common_xasprintf("%s/r.json", victim);
+	CHECK(access(in_victim, F_OK) < 0);
+	CHECK(common_read_file(in_moved, 100, &buf, &len, &e) == 0 && len == 3);
+	free(buf);
+	CHECK(unlink(in_moved) == 0 && symlink(in_victim, in_moved) == 0);
+	CHECK(common_outfile_write(&o, "two", 3, 0644, &e) == 0);
+	struct stat st;
+	CHECK(lstat(in_moved, &st) == 0 && S_ISREG(st.st_mode) && access(in_victim, F_OK) < 0);
+	common_outfile_close(&o);
+	CHECK(common_outfile_open(&o, "/nonexistent/dir/r.json", &e) < 0);
+	CHECK(common_outfile_open(&o, "/tmp/", &e) < 0);
+	common_rm_rf(dir, &e);
+	free(out), free(moved), free(victim), free(f), free(in_moved), free(in_victim);
+}
+
 static void test_hashcache(void)
 {
 	char dir[] = "/var/tmp/sbx-hc-XXXXXX", hex[COMMON_SHA256_HEX], *path, *buf = NULL;
@@ -182,5 +214,6 @@ int main(void)
 	test_files();
 	test_hashcache();
 	test_escape();
+	test_outfile();
 	return unit_finish("test_common");
 }
