@@ -37,6 +37,7 @@ struct tstate {
 	int announced, held;      /* parent's fork event seen; first stop held until it is */
 	uint64_t held_us;         /* when the hold (or, dead, the wait for the event) began */
 	int dead;                 /* reaped before its parent's fork event: kept for it */
+	int seen;                 /* it stopped here at least once: a guest task */
 	int exit_kept, wstatus;   /* its exit, told to the hooks after its spawn */
 };
 
@@ -366,11 +367,12 @@ static void kill_all(struct trace_supervisor *sv)
 }
 
 /* A task reaped before its parent's fork event: the hooks hear its spawn (if
- * that event comes) and then its exit, in that order, and it is forgotten. */
-static void forget_dead(struct trace_supervisor *sv, struct tstate *t)
+ * that event comes) and then its exit, in that order, and it is forgotten. A
+ * child of sbx-run's that never stopped here (none of the guest's) is not told. */
+static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawned)
 {
 	const struct trace_hooks *h = sv->h;
-	if (h && h->on_proc_exit)
+	if (h && h->on_proc_exit && (spawned || t->seen || t->exit_kept))
 		h->on_proc_exit(h->ctx, t->tid, t->wstatus);
 	tstate_free(sv, t->tid);
 }
@@ -392,7 +394,7 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 		for (struct tstate *t = sv->bucket[b], *next; t; t = next) {
 			next = t->next;
 			if (t->dead && now - t->held_us >= TICK_MS * 1000)
-				forget_dead(sv, t);
+				forget_dead(sv, t, 0);
 			else if (t->held && now - t->held_us >= TICK_MS * 1000) {
 				t->held = 0;
 				t->announced = 1;
@@ -578,7 +580,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		if (h && h->on_spawn && t->tid != sv->init)
 			h->on_spawn(h->ctx, ptgid, child, flags);
 		if (gone && gone->dead) {
-			forget_dead(sv, gone);
+			forget_dead(sv, gone, t->tid != sv->init);
 			break;
 		}
 		if (c->held) { /* the child runs only after this event */
@@ -656,8 +658,9 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		return;
 	struct tstate *t = tstate_find(sv, tid);
 	if (t && t->dead) /* a new task with a dead one's tid: the old one is over */
-		forget_dead(sv, t);
+		forget_dead(sv, t, 0);
 	t = tstate_get(sv, tid);
+	t->seen = 1;
 	int sig = WSTOPSIG(status);
 	int event = (status >> 16) & 0xff;
 	if (sig == (SIGTRAP | 0x80))
