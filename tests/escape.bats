@@ -461,3 +461,20 @@ while True:
 	[ "$(jq .exit_code w/r.json)" = 0 ]
 	[ ! -L w/r.json ]
 }
+
+@test "SIGINT and SIGHUP to sbx-run end the run like SIGTERM: guest killed, lease closed, result written" {
+	for sig in INT HUP; do
+		sbx-run --ephemeral --result "r$sig.json" -- /bin/sh -c 'trap "" INT HUP TERM; echo > /ns/up; sleep 3600.4141' &
+		BGPID=$!
+		for i in $(seq 1 100); do ls "$SBX_STORE"/ns/*/up >/dev/null 2>&1 && break; sleep 0.1; done
+		kill "-$sig" "$BGPID"
+		gone_within "$BGPID" 60
+		st=0
+		wait "$BGPID" || st=$?
+		[ "$st" = $((128 + $(kill -l "$sig"))) ]
+		[ "$(jq -r .stopped "r$sig.json")" = "signal SIG$sig" ]
+		[ "$(jq -r '.receipts[-1].edge' "r$sig.json")" = destroy ]
+		run pgrep -f "sleep 3600.4141"
+		assert_failure
+	done
+}
