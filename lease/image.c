@@ -78,48 +78,80 @@ static int check_elf(Elf *elf, const char *path, uint64_t size, struct common_er
 	return 0;
 }
 
-int lease_image_validate(const char *path, struct common_err *e)
+int lease_image_validate_fd(int fd, const char *path, struct common_err *e)
 {
 	struct stat st;
 	Elf *elf;
-	int fd, r;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return common_errno(e, errno, "image %s", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return common_errf(e, path, "image is not a regular file");
-	}
-	if ((uint64_t)st.st_size > IMAGE_MAX) {
-		close(fd);
+	if ((uint64_t)st.st_size > IMAGE_MAX)
 		return common_errf(e, path, "image larger than 4 GiB");
-	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		close(fd);
+	if (elf_version(EV_CURRENT) == EV_NONE)
 		return common_errf(e, "libelf", "initialisation failed: %s", elf_errmsg(-1));
-	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf) {
-		close(fd);
+	if (!elf)
 		return common_errf(e, path, "not an ELF file: %s", elf_errmsg(-1));
-	}
 	r = check_elf(elf, path, (uint64_t)st.st_size, e);
 	elf_end(elf);
-	close(fd);
 	return r < 0 ? -1 : 0;
+}
+
+int lease_image_validate(const char *path, struct common_err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return common_errno(e, errno, "image %s", path);
+	int r = lease_image_validate_fd(fd, path, e);
+	close(fd);
+	return r;
+}
+
+/* The SHA-256 of what fd holds, read from its start (pread: its offset stays). */
+static int sha256_fd(int fd, const char *path, uint8_t out[COMMON_SHA256_LEN], struct common_err *e)
+{
+	struct common_sha256 h;
+	size_t cap = 1u << 20;
+	char *buf = common_xmalloc(cap);
+	off_t off = 0;
+	ssize_t n;
+	int rc = 0;
+
+	common_sha256_init(&h);
+	while ((n = pread(fd, buf, cap, off)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = common_errno(e, errno, "%s", path);
+			break;
+		}
+		common_sha256_update(&h, buf, (size_t)n);
+		off += n;
+	}
+	common_sha256_final(&h, out);
+	free(buf);
+	return rc;
+}
+
+int lease_image_check_fd(int fd, const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e)
+{
+	uint8_t d[COMMON_SHA256_LEN];
+
+	if (lease_image_validate_fd(fd, path, e) < 0 || sha256_fd(fd, path, d, e) < 0)
+		return -1;
+	common_hex(d, sizeof d, hex);
+	return 0;
 }
 
 int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e)
 {
-	uint8_t d[COMMON_SHA256_LEN];
-
-	if (lease_image_validate(path, e) < 0)
-		return -1;
-	if (common_sha256_file(path, d, e) < 0)
-		return -1;
-	common_hex(d, sizeof d, hex);
-	return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return common_errno(e, errno, "image %s", path);
+	int r = lease_image_check_fd(fd, path, hex, e);
+	close(fd);
+	return r;
 }
 
 static int same_ident(const struct stat *a, const struct stat *b)
@@ -129,25 +161,36 @@ static int same_ident(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-int lease_image_check_cached(struct lease_store *s, const char *path,
-			     char hex[COMMON_SHA256_HEX], struct common_err *e)
+int lease_image_check_cached_fd(struct lease_store *s, int fd, const char *path,
+				char hex[COMMON_SHA256_HEX], struct common_err *e)
 {
 	struct stat before, after;
 	char *cp;
 	struct common_hashcache *c;
 	int rc = 0;
 
-	if (stat(path, &before) < 0 || !S_ISREG(before.st_mode))
-		return lease_image_check(path, hex, e);
+	if (fstat(fd, &before) < 0 || !S_ISREG(before.st_mode))
+		return lease_image_check_fd(fd, path, hex, e);
 	cp = lease_path(s, "image-hashes");
 	c = common_hashcache_open(cp, "image-hashes");
 	free(cp);
 	if (!common_hashcache_get(c, &before, hex)) {
-		rc = lease_image_check(path, hex, e);
+		rc = lease_image_check_fd(fd, path, hex, e);
 		/* kept only when nothing changed while it was checked and hashed */
-		if (rc == 0 && stat(path, &after) == 0 && same_ident(&before, &after))
+		if (rc == 0 && fstat(fd, &after) == 0 && same_ident(&before, &after))
 			common_hashcache_put(c, &before, hex);
 	}
 	common_hashcache_close(c);
 	return rc;
+}
+
+int lease_image_check_cached(struct lease_store *s, const char *path,
+			     char hex[COMMON_SHA256_HEX], struct common_err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return common_errno(e, errno, "image %s", path);
+	int r = lease_image_check_cached_fd(s, fd, path, hex, e);
+	close(fd);
+	return r;
 }

@@ -73,6 +73,7 @@ struct lease_request {
 	const char *principal;      /* NULL: current user name */
 	const char *host_program;   /* NULL: "sbx" */
 	const char *image;          /* path to the guest ELF (validated, hashed) */
+	const char *image_sha256;   /* NULL, or the hash the caller took of the open image */
 	uint64_t limits[LEASE_DIM_COUNT];
 	int has_limit[LEASE_DIM_COUNT]; /* undeclared limits default to the ceiling */
 	uint64_t lifetime;          /* batches; 0 = default */
@@ -148,6 +149,12 @@ int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct comm
  * anything different, damaged or unknown is checked and hashed again. */
 int lease_image_check_cached(struct lease_store *s, const char *path,
 			     char hex[COMMON_SHA256_HEX], struct common_err *e);
+/* The same three on an open descriptor (path names it in messages): the file
+ * checked and hashed is the one the caller then executes (execveat). */
+int lease_image_validate_fd(int fd, const char *path, struct common_err *e);
+int lease_image_check_fd(int fd, const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e);
+int lease_image_check_cached_fd(struct lease_store *s, int fd, const char *path,
+				char hex[COMMON_SHA256_HEX], struct common_err *e);
 
 /* {"lease": RECORD, "receipt": HEAD} of one lease (what `sbx-lease show` prints). */
 int lease_show(struct lease_store *s, const char *id, json_t **out, struct common_err *e);

@@ -157,7 +157,9 @@ static int prepare(struct lease_store *s, const struct lease_request *req, struc
 	}
 	if (!req->image)
 		return common_errf(e, "request", "--image is required");
-	if (lease_image_check_cached(s, req->image, p->hash, e) < 0)
+	if (req->image_sha256)
+		snprintf(p->hash, sizeof p->hash, "%s", req->image_sha256);
+	else if (lease_image_check_cached(s, req->image, p->hash, e) < 0)
 		return -1;
 	p->path = realpath(req->image, NULL);
 	if (!p->path)

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Exit codes (SPEC §6.6), one vocabulary for every tool. */
@@ -95,6 +96,21 @@ int common_rm_rf(const char *path, struct common_err *e);
 int common_write_all(int fd, const void *buf, size_t len);  /* -errno or 0 */
 ssize_t common_read_all(int fd, void *buf, size_t len);     /* bytes read, short at EOF, -errno */
 
+/* A host file written after a guest ran: open its directory before the guest
+ * starts (the path's symlinks followed then, never later); write replaces the
+ * file beneath that descriptor (temporary + renameat, no symlink followed). */
+struct common_outfile {
+	int dirfd;          /* the directory, -1 when closed */
+	char *path, *base;
+};
+int common_outfile_open(struct common_outfile *o, const char *path, struct common_err *e);
+int common_outfile_write(struct common_outfile *o, const void *buf, size_t len, mode_t mode,
+			 struct common_err *e);
+/* Streaming form: a temporary's fd, then commit (fsync, rename, fsync dir; frees tmp). */
+int common_outfile_begin(struct common_outfile *o, mode_t mode, char **tmp, struct common_err *e);
+int common_outfile_commit(struct common_outfile *o, int fd, char *tmp, struct common_err *e);
+void common_outfile_close(struct common_outfile *o);
+
 /* Exclusive advisory lock on PATH (created 0600); returns fd or -1. */
 int common_lock(const char *path, struct common_err *e);
 void common_unlock(int fd);
@@ -124,6 +140,12 @@ int common_json_obj(const json_t *o, const char *key, json_t **out, const char *
 		    struct common_err *e);
 /* Print j canonically + "\n" to stdout (or pretty text when pretty). */
 int common_json_print(const json_t *j, int pretty);
+
+/* Guest-chosen bytes for a terminal (ls -b / strace style): \e \n \t…, other
+ * controls as \ooo, invalid UTF-8 as \xHH, '\' as "\\" (malloc'd). */
+#define COMMON_ESC_KEEP_BACKSLASH 1u /* for text that is already escaped (JSON) */
+char *common_escape(const char *s, size_t len, unsigned flags);
+int common_escape_print(FILE *f, const char *s); /* NULL prints nothing */
 
 /* CLI: output format shared by all tools. */
 enum common_format { COMMON_FMT_JSON, COMMON_FMT_TEXT };

@@ -10,6 +10,7 @@ setup() {
 
 teardown() {
 	[ -z "${BGPID:-}" ] || kill "$BGPID" 2>/dev/null || true
+	[ -z "${UDIR:-}" ] || rm -rf "$UDIR"
 }
 
 # run GUEST ARGS… under sbx-run with a file-level trace and a result record
@@ -260,4 +261,220 @@ time.sleep(60)' "$sock1" "$sock2" &
 	assert_output "keep"
 	[ "$(refused)" -eq 23 ]
 	[ "$(count '.action == "denied"')" -eq 23 ]
+}
+
+# fails when FILE holds a byte that drives a terminal: C0 but tab and newline, DEL, C1
+no_controls() {
+	python3 -c 'import re,sys
+d=open(sys.argv[1],"rb").read()
+m=re.search(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]", d)
+sys.exit("control byte %r at %d" % (m.group(), m.start()) if m else 0)' "$1"
+}
+
+@test "guest-chosen bytes in sbx-trace text output are escaped; JSON stays exact" {
+	name=$'out\e]0;pwned\a\e[2J\x7f\xc2\x9b6n\nnext'
+	run sbx-run --ephemeral --trace t.jsonl -- /bin/sh -c 'echo x > "/ns/$1"; /bin/true "$1"' sh "$name"
+	assert_success
+	sbx-trace files --format text t.jsonl > files.txt
+	no_controls files.txt
+	grep -qF 'out\e]0;pwned\a\e[2J\177\302\2336n\nnext' files.txt
+	sbx-trace stats --format text t.jsonl > stats.txt
+	no_controls stats.txt
+	sbx-trace timeline -o t.html t.jsonl
+	no_controls t.html
+	grep -qF 'out\e]0;pwned\a\e[2J' t.html
+	# the same run with another name: the differing lines are escaped too
+	run sbx-run --ephemeral --trace u.jsonl -- /bin/sh -c 'echo x > "/ns/$1"; /bin/true "$1"' sh "${name}2"
+	assert_success
+	sbx-trace diff --format text t.jsonl u.jsonl > diff.txt || true
+	no_controls diff.txt
+	grep -qF 'only in A: /ns/out\e]0;pwned' diff.txt
+	sbx-trace bisect --format text t.jsonl u.jsonl > bisect.txt || true
+	no_controls bisect.txt
+	# JSON keeps the exact bytes
+	[ "$(sbx-trace files t.jsonl | jq -r '.outputs[] | select(.how != "mkdir") | .path')" = "/ns/$name" ]
+}
+
+# a process's state letter ("" when it is gone)
+pstate() { ps -o stat= -p "$1" 2>/dev/null | cut -c1; }
+
+# wait (bounded, generously) for pid $1 to go; fails if it is still there
+gone_within() {
+	for i in $(seq 1 "$(($2 * 10))"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+
+# run sbx-run -- escape_pgrp MODE from a shell in a new session, beside a decoy
+# owned by the guest's host uid (nobody for a root invoker; the invoker itself
+# when unprivileged) in sbx-run's own process group; $1 is "" or the as-nobody prefix
+pgrp_run() {
+	local as=$1 mode=$2
+	UDIR=$(mktemp -d /tmp/sbx-pgrp.XXXXXX)
+	chmod 0777 "$UDIR"
+	cd "$UDIR"
+	setsid -w $as env SBX_STORE="$UDIR/store" PATH="$PATH" bash -c \
+		'if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups sleep 7777 &
+		else sleep 7777 & fi; echo $! > decoy
+		sbx-run --ephemeral --result r.json -- "$1" "$2"; echo $? > rc' _ "$GUESTS/escape_pgrp" "$mode" \
+		> out.txt 2>&1 &
+	BGPID=$!
+}
+
+@test "kill(0, SIGKILL) from the guest stays in the sandbox: its own session and group" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+		pgrp_run "$as" kill
+		gone_within "$BGPID" 60
+		decoy=$(cat decoy)
+		[ "$(pstate "$decoy")" = S ]
+		kill "$decoy"
+		run cat out.txt
+		assert_line "pgrp=1 sid=1"
+		[ "$(cat rc)" = 137 ]
+		[ "$(jq .signal r.json)" = 9 ]
+		cd "$BATS_TEST_TMPDIR"
+		rm -rf "$UDIR"
+	done
+}
+
+@test "SIGSTOP to the guest's group stops the guest only; SIGTERM still ends the run" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+		pgrp_run "$as" stop
+		# the guest stops itself (a traced stop, 't'): then look at the host's processes
+		gpid=""
+		for i in $(seq 1 100); do
+			gpid=$(pgrep -f "escape_pgrp stop" | while read -r p; do
+				case "$(pstate "$p")" in [tT]) echo "$p" ;; esac; done | head -1)
+			[ -n "$gpid" ] && break
+			sleep 0.1
+		done
+		[ -n "$gpid" ]
+		decoy=$(cat decoy)
+		sv=$(pgrep -f "^sbx-run --ephemeral --result r.json -- .*escape_pgrp stop" | head -1)
+		dstate=$(pstate "$decoy")
+		svstate=$(pstate "$sv")
+		kill -CONT "$decoy" "$sv" 2>/dev/null || true
+		kill "$decoy"
+		[ "$dstate" = S ]
+		[ "$svstate" = S ]
+		kill -TERM "$sv"
+		gone_within "$BGPID" 60
+		[ "$(cat rc)" = 143 ]
+		[ "$(jq -r .stopped r.json)" = "signal SIGTERM" ]
+		cd "$BATS_TEST_TMPDIR"
+		rm -rf "$UDIR"
+	done
+}
+
+@test "children killed before their fork event: sbx-run never signals a bare host pid" {
+	# the run ends by a bound closing (the supervisor kills the sandbox); every
+	# signal sbx-run's tracer thread sends goes through a pidfd, none to a pid
+	run strace -qq -e trace=kill,tkill,tgkill,pidfd_send_signal -e signal=none -o s.log \
+		sbx-run --ephemeral --limits output_bytes=64K --result r.json -- \
+		"$GUESTS/escape_forkrace" 4000 flood
+	assert_equal "$status" 124
+	assert_line "forkrace: 4000 rounds"
+	[ "$(jq -r .closed r.json)" = output_bytes ]
+	run grep -E '^(kill|tkill|tgkill)\(' s.log
+	assert_failure
+	grep -q '^pidfd_send_signal(' s.log
+}
+
+@test "100k directories in /ns: the supervisor still answers SIGTERM and writes the result" {
+	sbx-run --ephemeral --result r.json -- /usr/bin/python3 -c 'import os, time
+for i in range(100000): os.mkdir("/ns/d%d" % i)
+open("/ns/ready", "w").close()
+time.sleep(3600)' &
+	BGPID=$!
+	for i in $(seq 1 1200); do ls "$SBX_STORE"/ns/*/ready >/dev/null 2>&1 && break; sleep 0.1; done
+	ls "$SBX_STORE"/ns/*/ready
+	kill -TERM "$BGPID"
+	gone_within "$BGPID" 60
+	st=0
+	wait "$BGPID" || st=$?
+	[ "$st" = 143 ]
+	[ "$(jq -r .stopped r.json)" = "signal SIGTERM" ]
+	# the lease closed from the last observation: observe, settle, expire, destroy
+	[ "$(jq -r '[.receipts[].edge] | .[-4:] | join(" ")' r.json)" = "observe settle expire destroy" ]
+	[ "$(jq '.receipts[-3].usage.namespace_bytes' r.json)" = 5 ]
+}
+
+@test "the image a receipt names is the program that ran, while a writer swaps the file" {
+	# two programs telling themselves apart: basename prints "b", dirname "/a"
+	cp "$(command -v basename)" a
+	cp "$(command -v dirname)" b
+	sha_a=$(sha256sum < a | cut -d' ' -f1)
+	sha_b=$(sha256sum < b | cut -d' ' -f1)
+	cp a prog
+	python3 -c 'import os
+while True:
+    for f in ("a", "b"):
+        os.link(f, "prog.tmp"); os.rename("prog.tmp", "prog")' &
+	BGPID=$!
+	seen_a=0 seen_b=0 wrong=0
+	for i in $(seq 1 40); do
+		out=$(sbx-run --ephemeral --result r.json -- "$PWD/prog" /a/b) || true
+		sha=$(jq -r .image.sha256 r.json)
+		case "$out" in
+		b) want=$sha_a seen_a=$((seen_a + 1)) ;;
+		/a) want=$sha_b seen_b=$((seen_b + 1)) ;;
+		*) echo "unexpected output: $out"; false ;;
+		esac
+		[ "$sha" = "$want" ] || { wrong=$((wrong + 1)); echo "run $i printed $out, receipt names $sha"; }
+	done
+	kill "$BGPID"
+	echo "a $seen_a, b $seen_b, wrong $wrong"
+	[ "$wrong" = 0 ]
+	# the swap happened: both programs ran
+	[ "$seen_a" -gt 0 ] && [ "$seen_b" -gt 0 ]
+}
+
+@test "result and state paths inside a --rw bind: a directory swapped for a symlink redirects nothing" {
+	mkdir -p w/out victim
+	echo input > in.img
+	# the guest moves the output directory away and leaves a symlink to a host
+	# directory it cannot write; sbx-run writes only into the directory it opened
+	swap="mv /w/out /w/moved && ln -s $PWD/victim /w/out"
+	run sbx-run --ephemeral --rw "$PWD/w:/w" --result "$PWD/w/out/r.json" -- /bin/sh -c "$swap"
+	assert_success
+	[ ! -e victim/r.json ]
+	[ "$(jq .exit_code w/moved/r.json)" = 0 ]
+	rm -rf w/out w/moved && mkdir w/out
+	run sbx-run --ephemeral --rw "$PWD/w:/w" --state-in in.img --state-out "$PWD/w/out/s.img" \
+		--trace "$PWD/w/out/t.jsonl" --result "$PWD/w/out/r.json" -- /bin/sh -c "$swap && exec $GUESTS/state_echo copy"
+	assert_success
+	[ -z "$(ls victim)" ]
+	grep -q "got 6:input" w/moved/s.img
+	[ "$(jq .exit_code w/moved/r.json)" = 0 ]
+	sbx-trace verify w/moved/t.jsonl
+}
+
+@test "a --trace or --result path that is a symlink planted by an earlier guest is refused" {
+	mkdir -p w victim
+	run sbx-run --ephemeral --rw "$PWD/w:/w" -- /bin/sh -c "ln -s $PWD/victim/t /w/t.jsonl; ln -s $PWD/victim/r /w/r.json"
+	assert_success
+	run sbx-run --ephemeral --trace "$PWD/w/t.jsonl" -- /bin/true
+	assert_equal "$status" 125
+	run sbx-run --ephemeral --result "$PWD/w/r.json" -- /bin/true
+	[ -z "$(ls victim)" ]
+	[ "$(jq .exit_code w/r.json)" = 0 ]
+	[ ! -L w/r.json ]
+}
+
+@test "SIGINT and SIGHUP to sbx-run end the run like SIGTERM: guest killed, lease closed, result written" {
+	for sig in INT HUP; do
+		sbx-run --ephemeral --result "r$sig.json" -- /bin/sh -c 'trap "" INT HUP TERM; echo > /ns/up; sleep 3600.4141' &
+		BGPID=$!
+		for i in $(seq 1 100); do ls "$SBX_STORE"/ns/*/up >/dev/null 2>&1 && break; sleep 0.1; done
+		kill "-$sig" "$BGPID"
+		gone_within "$BGPID" 60
+		st=0
+		wait "$BGPID" || st=$?
+		[ "$st" = $((128 + $(kill -l "$sig"))) ]
+		[ "$(jq -r .stopped "r$sig.json")" = "signal SIG$sig" ]
+		[ "$(jq -r '.receipts[-1].edge' "r$sig.json")" = destroy ]
+		run pgrep -f "sleep 3600.4141"
+		assert_failure
+	done
 }

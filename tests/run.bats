@@ -289,6 +289,9 @@ x"
 	run as_user sbx-run --ephemeral --rw "$UDIR/src:/src" -- make -s -C /src -j2 adler.o crc.o fnv.o
 	assert_success
 	[ "$(stat -c %u "$UDIR/src/crc.o")" = "65534" ]
+	run as_user sbx-run --ephemeral -- "$GUESTS/escape_forkrace" 400
+	assert_success
+	assert_output "forkrace: 400 rounds"
 	for g in escape_write escape_mount escape_kernel escape_ptrace; do
 		run as_user sbx-run --ephemeral -- "$GUESTS/$g"
 		assert_success

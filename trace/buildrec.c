@@ -504,7 +504,8 @@ json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e)
 	return o;
 }
 
-/* Make syntax: spaces, '#', ':' escaped with a backslash, '$' doubled. */
+/* Make syntax: spaces, '#', ':' escaped with a backslash, '$' doubled,
+ * control bytes as the wildcard '?'. */
 static void make_word(const char *s)
 {
 	putchar(' ');
@@ -513,8 +514,8 @@ static void make_word(const char *s)
 			fputs("$$", stdout);
 		else if (*s == ' ' || *s == '#' || *s == ':' || *s == '\\')
 			printf("\\%c", *s);
-		else if (*s == '\n')
-			fputs("?", stdout);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			fputs("?", stdout); /* make matches the byte; the terminal never sees it */
 		else
 			putchar(*s);
 	}
@@ -529,11 +530,17 @@ static void text_list(json_t *o, const char *key, const char *title, const char 
 	json_array_foreach(a, i, v) {
 		const char *x = extra ? json_string_value(json_object_get(v, extra)) : NULL;
 		const char *from = json_string_value(json_object_get(v, "from"));
-		printf("  %s", json_string_value(json_object_get(v, "path")));
-		if (from)
-			printf(" (renamed from %s)", from);
-		if (x)
-			printf("  %s", x);
+		fputs("  ", stdout);
+		common_escape_print(stdout, json_string_value(json_object_get(v, "path")));
+		if (from) {
+			fputs(" (renamed from ", stdout);
+			common_escape_print(stdout, from);
+			putchar(')');
+		}
+		if (x) {
+			fputs("  ", stdout);
+			common_escape_print(stdout, x);
+		}
 		if (json_object_get(v, "runs"))
 			printf("  x%lld", (long long)json_integer_value(json_object_get(v, "runs")));
 		putchar('\n');
@@ -566,8 +573,9 @@ int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct 
 		}
 		putchar('\n');
 	} else {
-		printf("run: %s, level %s, %s\n", json_string_value(json_object_get(run, "trace")),
-		       json_string_value(json_object_get(run, "level")),
+		fputs("run: ", stdout);
+		common_escape_print(stdout, json_string_value(json_object_get(run, "trace")));
+		printf(", level %s, %s\n", json_string_value(json_object_get(run, "level")),
 		       json_is_true(json_object_get(run, "complete")) ? "complete"
 								   : "TRUNCATED (the run was killed)");
 		text_list(o, "inputs", "inputs read", hash_inputs ? "sha256" : NULL);
@@ -580,10 +588,11 @@ int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct 
 		printf("processes (%zu):\n", json_array_size(json_object_get(o, "processes")));
 		json_array_foreach(json_object_get(o, "processes"), i, v) {
 			json_t *st = json_object_get(v, "exit");
-			printf("  %lld <- %lld  %s  %s %lld, %zu in, %zu out\n",
-			       (long long)json_integer_value(json_object_get(v, "pid")),
-			       (long long)json_integer_value(json_object_get(v, "ppid")),
-			       json_string_value(json_object_get(v, "exe")) ?: "(no exec)",
+			const char *exe = json_string_value(json_object_get(v, "exe"));
+			printf("  %lld <- %lld  ", (long long)json_integer_value(json_object_get(v, "pid")),
+			       (long long)json_integer_value(json_object_get(v, "ppid")));
+			common_escape_print(stdout, exe ? exe : "(no exec)");
+			printf("  %s %lld, %zu in, %zu out\n",
 			       st ? "exit" : json_object_get(v, "signal") ? "signal" : "running",
 			       (long long)json_integer_value(st ? st : json_object_get(v, "signal")),
 			       json_array_size(json_object_get(v, "inputs")),

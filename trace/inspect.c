@@ -671,7 +671,7 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 	for (size_t i = 0; i < n && i < sizeof tids / sizeof tids[0]; i++)
 		trace_meter_task_new(in->meter, 0, tids[i]);
 	trace_meter_peak_rss(in->meter, trace_sv_peak_rss(sv));
-	trace_meter_sample(in->meter);
+	trace_meter_tick(in->meter);
 	return observe(in, sv, 0) != 0;
 }
 
@@ -936,15 +936,9 @@ int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **out,
 		return -1;
 	if ((o->state_in || o->state_out) && trace_state_open(&b->state, o->state_in, e) < 0)
 		return -1;
-	if (o->state_out) {
-		/* the result is copied out at the end: its directory must take it */
-		char *copy = common_xstrdup(o->state_out);
-		int ok = access(dirname(copy), W_OK | X_OK) == 0;
-		int err = errno;
-		free(copy);
-		if (!ok)
-			return common_errno(e, err, "--state-out %s", o->state_out);
-	}
+	/* the result is copied out at the end, beneath the directory opened now */
+	if (o->state_out && trace_state_output(&b->state, o->state_out, e) < 0)
+		return -1;
 	return 0;
 }
 

@@ -25,6 +25,17 @@ _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dime
 
 #define KEEP_MAX 128             /* tasks whose files stay open (two fds each)... */
 #define KEEP_SHARE 8             /* ...using at most a quarter of RLIMIT_NOFILE */
+#define NS_STEP 16384            /* namespace entries looked at per tick */
+#define NS_DEPTH 64              /* as deep as the lease's own walk goes */
+
+/* The namespace walked a bounded step per tick (a guest may make it huge): one
+ * open directory per level, so memory and fds stay bounded whatever the tree. */
+struct ns_walk {
+	DIR *d[NS_DEPTH + 1];
+	size_t keylen[NS_DEPTH + 1]; /* each open directory's key (relative path) length */
+	int n;                       /* directories open; 0 between passes */
+	uint64_t acc;                /* this pass's bytes so far */
+};
 
 struct task {
 	pid_t tgid, tid;
@@ -43,6 +54,7 @@ struct trace_meter {
 	long page;
 	size_t nkept, keep_max;  /* tasks holding open files, and their budget */
 	const struct trace_relay *relay;
+	struct ns_walk walk;
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay)
@@ -74,6 +86,8 @@ void trace_meter_free(struct trace_meter *m)
 		return;
 	for (size_t i = 0; i < m->n; i++)
 		task_close(m, &m->t[i]);
+	while (m->walk.n > 0)
+		closedir(m->walk.d[--m->walk.n]);
 	free(m->t);
 	free(m->ns_dir);
 	free(m);
@@ -277,7 +291,59 @@ uint64_t trace_meter_ns_bytes(const char *dir)
 	return bytes;
 }
 
-void trace_meter_sample(struct trace_meter *m)
+/* One entry of the walk: a cell adds key + value length, a directory is entered. */
+static void ns_entry(struct ns_walk *w, DIR *d, const char *name)
+{
+	struct stat st;
+	size_t kl = w->keylen[w->n - 1] + (w->n > 1) + strlen(name);
+	if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+		w->acc += kl + (uint64_t)st.st_size; /* a symlink's size is its target's length */
+	} else if (S_ISDIR(st.st_mode) && w->n <= NS_DEPTH) {
+		int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *sub = fd < 0 ? NULL : fdopendir(fd);
+		if (!sub && fd >= 0)
+			close(fd);
+		if (sub) {
+			w->keylen[w->n] = kl;
+			w->d[w->n++] = sub;
+		}
+	}
+}
+
+/* At most NS_STEP entries of the namespace; a finished pass raises the meter. */
+static void ns_step(struct trace_meter *m)
+{
+	struct ns_walk *w = &m->walk;
+	int started = w->n > 0;
+	for (size_t left = NS_STEP; left > 0; left--) {
+		if (w->n == 0) {
+			if (started) {
+				raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], w->acc);
+				return;
+			}
+			int fd = open(m->ns_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0 || !(w->d[0] = fdopendir(fd))) {
+				if (fd >= 0)
+					close(fd);
+				return;
+			}
+			w->keylen[0] = 0;
+			w->n = 1;
+			w->acc = 0;
+			started = 1;
+			continue;
+		}
+		struct dirent *de = readdir(w->d[w->n - 1]);
+		if (!de)
+			closedir(w->d[--w->n]);
+		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			ns_entry(w, w->d[w->n - 1], de->d_name);
+	}
+}
+
+static void sample(struct trace_meter *m, int whole_ns)
 {
 	uint64_t live_ns = 0, rss = 0, fds = 0, rd = m->dead_r, wr = m->dead_w;
 
@@ -313,8 +379,10 @@ void trace_meter_sample(struct trace_meter *m)
 	raise_to(&m->u[LEASE_DIM_FUEL], (m->dead_ns + live_ns) / 1000);
 	raise_to(&m->u[LEASE_DIM_MEMORY], rss);
 	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
-	if (m->ns_dir)
+	if (m->ns_dir && whole_ns)
 		raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], trace_meter_ns_bytes(m->ns_dir));
+	else if (m->ns_dir)
+		ns_step(m);
 	raise_to(&m->u[LEASE_DIM_STORAGE_READ], rd);
 	if (m->relay) {
 		uint64_t b, l, piped;
@@ -328,6 +396,16 @@ void trace_meter_sample(struct trace_meter *m)
 	} else {
 		raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr);
 	}
+}
+
+void trace_meter_sample(struct trace_meter *m)
+{
+	sample(m, 1);
+}
+
+void trace_meter_tick(struct trace_meter *m)
+{
+	sample(m, 0);
 }
 
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[LEASE_DIM_COUNT])

@@ -889,7 +889,9 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	static const char domain[] = "sbx/trace/v1"; /* hashed with its NUL */
 
 	if (path && strcmp(path, "-") != 0) {
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		/* opened before the guest starts; a symlink there (a guest's, from an
+		 * earlier run in a bind) is refused, not followed */
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0) {
 			common_errno(e, errno, "--trace %s", path);
 			return NULL;

@@ -34,6 +34,7 @@ struct trace_plan {
 	struct trace_mnt *m;
 	size_t nm;
 	int image_fd;              /* O_PATH of the image, exec'd with execveat */
+	int init_pidfd;            /* the sandbox's init (CLONE_PIDFD): the only process sbx signals */
 	struct sock_fprog prog;    /* the seccomp program (the child's copy, read from sync_fd) */
 	uid_t host_uid;            /* host ids the guest's uid/gid 1000 map to */
 	gid_t host_gid;
@@ -47,7 +48,8 @@ struct trace_plan {
 
 int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e);
 void trace_plan_free(struct trace_plan *p);
-/* clone() into the namespaces; the child waits on sync_fd. Returns pid or -1. */
+/* clone() into the namespaces; the child waits on sync_fd. Returns pid or -1,
+ * with p->init_pidfd set. */
 pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e);
 /* Write uid_map/gid_map of the child, let it go, build and pass it the program. */
 int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *e);
@@ -58,6 +60,8 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 /* The same, kept in (and taken from) cache_dir when it is not NULL. */
 int trace_filter_get(const char *cache_dir, unsigned classes, struct sock_fprog *prog,
 		     struct common_err *e);
+/* SIGKILL to the sandbox's init: the PID namespace dies with it, every guest task too. */
+void trace_sandbox_kill(struct trace_plan *p);
 
 /* The supervisor loop: runs until every tracee is gone. */
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,

@@ -43,13 +43,13 @@ int trace_run(const struct trace_config *cfg, struct trace_result *res, struct c
 	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)opts) < 0) {
 		common_errno(e, errno, "ptrace (PTRACE_SEIZE; kernel.yama.ptrace_scope=3 or a "
 			     "seccomp policy forbids it)");
-		kill(pid, SIGKILL);
+		trace_sandbox_kill(&p);
 		waitpid(pid, NULL, __WALL);
 		trace_plan_free(&p);
 		return -1;
 	}
 	if (trace_sandbox_release(&p, pid, e) < 0) {
-		kill(pid, SIGKILL);
+		trace_sandbox_kill(&p);
 		while (waitpid(-1, NULL, __WALL) > 0)
 			;
 		trace_plan_free(&p);
@@ -72,6 +72,8 @@ int trace_result_exit_code(const struct trace_result *res)
 {
 	if (res->exec_failed)
 		return res->exec_failed == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC;
+	if (res->host_signal) /* sbx-run itself was told to end, as a shell reports it */
+		return 128 + res->host_signal;
 	if (res->signal)
 		return 128 + res->signal;
 	if (res->exited)
@@ -666,14 +668,16 @@ static json_t *result_json(const char *lease, const char *image, const char *sha
 	return j;
 }
 
-static int write_result(const struct trace_run_opts *o, const json_t *j, struct common_err *e)
+/* --result goes beneath the directory opened before the guest started */
+static int write_result(const struct trace_run_opts *o, struct common_outfile *out,
+			const json_t *j, struct common_err *e)
 {
 	char *s = common_json_canonical(j);
 	size_t n = strlen(s);
 	s = common_xrealloc(s, n + 2);
 	s[n++] = '\n';
 	int rc = 0;
-	if (o->result_path && common_write_atomic(o->result_path, s, n, 0644, e) < 0)
+	if (out->path && common_outfile_write(out, s, n, 0644, e) < 0)
 		rc = -1;
 	if (o->result_fd >= 0 && common_write_all(o->result_fd, s, n) < 0)
 		rc = common_errno(e, errno, "--result-fd %d", o->result_fd);
@@ -691,13 +695,15 @@ static const char *jstr(const json_t *o, const char *k)
 
 /* request, fund, activate: one locked commit, one receipt each */
 static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o, const char *image,
-			  char **id, json_t **head, json_t *receipts, struct common_err *e)
+			  const char *sha, char **id, json_t **head, json_t *receipts,
+			  struct common_err *e)
 {
 	struct lease_request req;
 	memset(&req, 0, sizeof req);
 	req.principal = o->principal;
 	req.host_program = o->host_program;
 	req.image = image;
+	req.image_sha256 = sha;
 	req.lifetime = o->lifetime;
 	req.escrow = o->escrow;
 	if (o->limits && lease_parse_limits(o->limits, &req, e) < 0)
@@ -779,6 +785,8 @@ int trace_run_main(struct trace_run_opts *o)
 	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL;
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
+	int image_fd = -1;
+	struct common_outfile result_out = { .dirfd = -1 };
 	int code = SBX_EXIT_SBX, have_lease = 0;
 	const char *closed = NULL;
 	struct trace_result res;
@@ -788,6 +796,10 @@ int trace_run_main(struct trace_run_opts *o)
 	memset(&res, 0, sizeof res);
 	memset(&e, 0, sizeof e);
 
+	if (o->result_path && common_outfile_open(&result_out, o->result_path, &e) < 0) {
+		common_err_context(&e, "--result %s", o->result_path);
+		goto fail;
+	}
 	if (!o->argv || !o->argv[0]) {
 		common_errf(&e, "usage", "no program given (sbx-run … -- PROGRAM [ARG…])");
 		goto fail;
@@ -800,17 +812,28 @@ int trace_run_main(struct trace_run_opts *o)
 	if (!image)
 		goto fail;
 	code = SBX_EXIT_NOEXEC; /* checked before the store is opened (or created) */
-	if (lease_image_validate(image, &e) < 0)
+	/* opened once: what is checked, hashed and named in receipts is what runs */
+	image_fd = open(image, O_RDONLY | O_CLOEXEC);
+	if (image_fd >= 0 && image_fd <= 2) { /* a closed stdin: keep 0-2 for what they are */
+		int hi = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
+		close(image_fd);
+		image_fd = hi;
+	}
+	if (image_fd < 0) {
+		common_errno(&e, errno, "image %s", image);
+		goto fail;
+	}
+	if (lease_image_validate_fd(image_fd, image, &e) < 0)
 		goto fail;
 	code = SBX_EXIT_SBX;
 	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
 		goto fail;
 	if (lease_store_open(o->store, &s, &e) < 0)
 		goto fail;
-	if (lease_image_check_cached(s, image, sha, &e) < 0)
+	if (lease_image_check_cached_fd(s, image_fd, image, sha, &e) < 0)
 		goto fail;
 	if (o->ephemeral) {
-		if (ephemeral_open(s, o, image, &id, &head, receipts, &e) < 0) {
+		if (ephemeral_open(s, o, image, sha, &id, &head, receipts, &e) < 0) {
 			if (id)
 				have_lease = 1;
 			goto fail;
@@ -867,6 +890,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.argv = (const char *const *)o->argv,
 		.envp = (const char *const *)env,
 		.image = image,
+		.image_fd = image_fd,
 		.mounts = o->mounts,
 		.nmounts = o->nmounts,
 		.replace_defaults = o->replace_defaults,
@@ -956,7 +980,7 @@ int trace_run_main(struct trace_run_opts *o)
 	}
 	if (trace_j)
 		json_object_set_new(result, "trace", trace_j);
-	if (write_result(o, result, &e) < 0) {
+	if (write_result(o, &result_out, result, &e) < 0) {
 		common_report(&e);
 		code = SBX_EXIT_SBX;
 	} else if (closed && !o->result_path && o->result_fd < 0) {
@@ -979,7 +1003,7 @@ fail:
 				     receipts);
 		json_object_set_new(result, "error", json_sprintf("%s: %s", e.what, e.why));
 		struct common_err e3;
-		if (write_result(o, result, &e3) < 0)
+		if (write_result(o, &result_out, result, &e3) < 0)
 			common_report(&e3);
 	}
 out:
@@ -990,6 +1014,10 @@ out:
 	json_decref(head);
 	json_decref(rec);
 	trace_env_free(env);
+	if (image_fd >= 0)
+		close(image_fd);
+	if (result_out.path)
+		common_outfile_close(&result_out);
 	free(image);
 	free(id);
 	free(ns);

@@ -464,7 +464,7 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 {
 	memset(p, 0, sizeof *p);
 	p->cfg = cfg;
-	p->image_fd = p->idmap_fd = -1;
+	p->image_fd = p->idmap_fd = p->init_pidfd = -1;
 	p->sync_fd[0] = p->sync_fd[1] = p->err_fd[0] = p->err_fd[1] = -1;
 	if (trace_config_check(cfg, e) < 0)
 		return -1;
@@ -477,7 +477,8 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 
 	/* the image is opened here, on the host, so the file exec'd is the one named
 	 * (and hashed by the caller), whatever the guest's mounts show */
-	p->image_fd = open(cfg->image, O_PATH | O_CLOEXEC);
+	p->image_fd = cfg->image_fd > 2 ? fcntl(cfg->image_fd, F_DUPFD_CLOEXEC, 3)
+					: open(cfg->image, O_PATH | O_CLOEXEC);
 	if (p->image_fd < 0) {
 		common_errno(e, errno, "image %s", cfg->image);
 		goto fail;
@@ -564,6 +565,7 @@ void trace_plan_free(struct trace_plan *p)
 	free(p->prog.filter);
 	p->prog.filter = NULL;
 	close_fd(&p->image_fd);
+	close_fd(&p->init_pidfd);
 	close_fd(&p->idmap_fd);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&p->sync_fd[i]);
@@ -955,6 +957,10 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	char c;
 	/* the supervisor's death must take us with it, even before ptrace holds us */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* our own session and process group, for us and every guest task: kill(0)
+	 * and the host's job control (a stop of sbx-run's group) stay on their side */
+	if (setsid() < 0)
+		child_fail(p, errno, "setsid");
 	/* no exec from here on can add privilege (setuid bits, file capabilities) */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(p, errno, "no_new_privs");
@@ -1036,17 +1042,26 @@ pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e)
 	ignored_signals_mask_valid = 1;
 	long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
 		     CLONE_NEWUTS | CLONE_NEWCGROUP;
-	pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
+	/* init's pidfd: a signal through it cannot reach a host process that reused the pid */
+	int pidfd = -1;
+	pid_t pid = (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
 	if (pid < 0)
 		return common_errno(e, errno, "creating the sandbox namespaces (user namespaces "
 				    "disabled? see /proc/sys/user/max_user_namespaces)");
 	if (pid == 0)
 		sandbox_child(p);
+	p->init_pidfd = pidfd;
 	close_fd(&p->sync_fd[0]);
 	close_fd(&p->err_fd[1]);
 	for (size_t i = 0; i < p->nm; i++)
 		close_fd(&p->m[i].tree_fd);
 	return pid;
+}
+
+void trace_sandbox_kill(struct trace_plan *p)
+{
+	if (p->init_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, p->init_pidfd, SIGKILL, NULL, 0);
 }
 
 static int write_file(const char *path, const char *s, struct common_err *e)

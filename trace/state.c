@@ -97,6 +97,7 @@ int trace_state_open(struct trace_state *st, const char *in_path, struct common_
 
 	st->memfd = -1;
 	st->result_off = 0;
+	st->out = (struct common_outfile){ .dirfd = -1 };
 	if (in_path) {
 		struct stat sb;
 
@@ -187,35 +188,32 @@ static int check_result(const struct trace_state *st, uint64_t *payload, struct 
 	return 0;
 }
 
-static int copy_out(const struct trace_state *st, uint64_t len, const char *out_path,
-		    struct common_err *e)
+static int copy_out(struct trace_state *st, uint64_t len, struct common_err *e)
 {
-	char *tmp = common_xasprintf("%s.tmp.%ld", out_path, (long)getpid());
-	char *copy = common_xstrdup(out_path);
-	int fd, r, rc = -1;
+	char *tmp;
+	int fd = common_outfile_begin(&st->out, 0644, &tmp, e), r;
 
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		common_errno(e, errno, "state output %s", tmp);
-		goto out;
-	}
-	if ((r = copy_range(st->memfd, st->result_off + HDR, fd, len)) < 0 || fsync(fd) < 0) {
-		common_errno(e, r < 0 ? -r : errno, "writing state output %s", tmp);
+	if (fd < 0)
+		return -1;
+	if ((r = copy_range(st->memfd, st->result_off + HDR, fd, len)) < 0) {
+		common_errno(e, -r, "writing state output %s", st->out.path);
 		close(fd);
-		unlink(tmp);
-		goto out;
+		unlinkat(st->out.dirfd, tmp, 0);
+		free(tmp);
+		return -1;
 	}
-	close(fd);
-	if (rename(tmp, out_path) < 0) {
-		common_errno(e, errno, "rename %s to %s", tmp, out_path);
-		unlink(tmp);
-		goto out;
+	return common_outfile_commit(&st->out, fd, tmp, e);
+}
+
+int trace_state_output(struct trace_state *st, const char *out_path, struct common_err *e)
+{
+	if (st->out.path)
+		common_outfile_close(&st->out);
+	if (common_outfile_open(&st->out, out_path, e) < 0) {
+		common_err_context(e, "--state-out %s", out_path);
+		return -1;
 	}
-	rc = common_fsync_dir(dirname(copy), e);
-out:
-	free(copy);
-	free(tmp);
-	return rc;
+	return 0;
 }
 
 int trace_state_finish(struct trace_state *st, const char *out_path, struct common_err *e)
@@ -233,7 +231,9 @@ int trace_state_finish(struct trace_state *st, const char *out_path, struct comm
 		return r;
 	if (!out_path)
 		return 0;
-	return copy_out(st, len, out_path, e);
+	if (!st->out.path && trace_state_output(st, out_path, e) < 0)
+		return -1;
+	return copy_out(st, len, e);
 }
 
 void trace_state_close(struct trace_state *st)
@@ -241,6 +241,8 @@ void trace_state_close(struct trace_state *st)
 	if (st->memfd >= 0)
 		close(st->memfd);
 	st->memfd = -1;
+	if (st->out.path)
+		common_outfile_close(&st->out);
 }
 
 /* ---- guest side: runs inside the sandbox, so it trusts fd 3 no more than the host does ---- */

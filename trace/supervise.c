@@ -35,7 +35,10 @@ struct tstate {
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
 	int announced, held;      /* parent's fork event seen; first stop held until it is */
-	uint64_t held_us;         /* when the hold began */
+	uint64_t held_us;         /* when the hold (or, dead, the wait for the event) began */
+	int dead;                 /* reaped before its parent's fork event: kept for it */
+	int seen;                 /* it stopped here at least once: a guest task */
+	int exit_kept, wstatus;   /* its exit, told to the hooks after its spawn */
 };
 
 struct trace_supervisor {
@@ -45,7 +48,7 @@ struct trace_supervisor {
 	pid_t init, guest;
 	int init_gone, guest_gone;
 	struct tstate *bucket[NBUCKET];
-	size_t ntids, nheld;
+	size_t ntids, nheld, ndead;
 	int watch[MAX_WATCH];
 	size_t nwatch;
 	int stopping;
@@ -191,6 +194,7 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 			struct tstate *t = *pp;
 			*pp = t->next;
 			sv->nheld -= t->held;
+			sv->ndead -= t->dead;
 			free(t);
 			sv->ntids--;
 			return;
@@ -335,8 +339,8 @@ size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max)
 	size_t n = 0;
 	for (size_t b = 0; b < NBUCKET; b++)
 		for (const struct tstate *t = sv->bucket[b]; t; t = t->next) {
-			if (t->tid == sv->init)
-				continue; /* sbx's own init is not the guest */
+			if (t->tid == sv->init || t->dead)
+				continue; /* sbx's own init is not the guest; the dead are gone */
 			if (n < max)
 				out[n] = t->tid;
 			n++;
@@ -356,13 +360,21 @@ uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)
 
 static void kill_all(struct trace_supervisor *sv)
 {
-	/* init's death empties the PID namespace; the tids are killed too in case
-	 * init is already gone and a tracee lingers */
+	/* init's death empties the PID namespace (the kernel kills every task in
+	 * it); no tid is signalled by number, the host may have reused it */
 	if (!sv->init_gone)
-		kill(sv->init, SIGKILL);
-	for (size_t b = 0; b < NBUCKET; b++)
-		for (struct tstate *t = sv->bucket[b]; t; t = t->next)
-			kill(t->tid, SIGKILL);
+		trace_sandbox_kill(sv->p);
+}
+
+/* A task reaped before its parent's fork event: the hooks hear its spawn (if
+ * that event comes) and then its exit, in that order, and it is forgotten. A
+ * child of sbx-run's that never stopped here (none of the guest's) is not told. */
+static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawned)
+{
+	const struct trace_hooks *h = sv->h;
+	if (h && h->on_proc_exit && (spawned || t->seen || t->exit_kept))
+		h->on_proc_exit(h->ctx, t->tid, t->wstatus);
+	tstate_free(sv, t->tid);
 }
 
 /* ---- stops ---- */
@@ -374,17 +386,22 @@ static void resume(pid_t tid, int req, int sig)
 }
 
 /* A parent killed at its fork never reports the fork event (a fatal signal
- * skips the stop): its held child is let go once a tick has passed. */
+ * skips the stop): its held child is let go once a tick has passed, and a
+ * dead one forgotten. */
 static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 {
-	for (size_t b = 0; b < NBUCKET && sv->nheld; b++)
-		for (struct tstate *t = sv->bucket[b]; t; t = t->next)
-			if (t->held && now - t->held_us >= TICK_MS * 1000) {
+	for (size_t b = 0; b < NBUCKET && (sv->nheld || sv->ndead); b++)
+		for (struct tstate *t = sv->bucket[b], *next; t; t = next) {
+			next = t->next;
+			if (t->dead && now - t->held_us >= TICK_MS * 1000)
+				forget_dead(sv, t, 0);
+			else if (t->held && now - t->held_us >= TICK_MS * 1000) {
 				t->held = 0;
 				t->announced = 1;
 				sv->nheld--;
 				resume(t->tid, PTRACE_CONT, 0);
 			}
+		}
 }
 
 static void deny(pid_t tid, int err)
@@ -540,6 +557,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
 		pid_t child = (pid_t)msg;
 		unsigned long flags = SIGCHLD;
+		struct tstate *gone = tstate_find(sv, child);
 		if (event == PTRACE_EVENT_VFORK)
 			flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 		if (event == PTRACE_EVENT_CLONE) {
@@ -547,7 +565,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) == 0)
 				flags = r.rdi;
 		}
-		struct tstate *c = tstate_get(sv, child);
+		struct tstate *c = gone ? gone : tstate_get(sv, child);
 		pid_t ptgid = tgid_of(t);
 		c->announced = 1;
 		if (flags & CLONE_THREAD) {
@@ -561,6 +579,10 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			note_guest(sv, child);
 		if (h && h->on_spawn && t->tid != sv->init)
 			h->on_spawn(h->ctx, ptgid, child, flags);
+		if (gone && gone->dead) {
+			forget_dead(sv, gone, t->tid != sv->init);
+			break;
+		}
 		if (c->held) { /* the child runs only after this event */
 			c->held = 0;
 			sv->nheld--;
@@ -570,8 +592,12 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 	}
 	case PTRACE_EVENT_EXIT:
 		ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
-		if (h && h->on_proc_exit && t->tid != sv->init)
+		if (!t->announced && t->tid != sv->init && t->tid != sv->guest) {
+			t->exit_kept = 1; /* told after its spawn (forget_dead) */
+			t->wstatus = (int)msg;
+		} else if (h && h->on_proc_exit && t->tid != sv->init) {
 			h->on_proc_exit(h->ctx, t->tid, (int)msg);
+		}
 		break;
 	case PTRACE_EVENT_STOP:
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
@@ -612,12 +638,29 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		}
 		if (tid == sv->init)
 			sv->init_gone = 1;
+		struct tstate *d = tstate_find(sv, tid);
+		if (tid != sv->init && tid != sv->guest && (!d || !d->announced)) {
+			/* its parent's fork event is still to come: keep it for that, briefly */
+			d = d ? d : tstate_get(sv, tid);
+			if (!d->exit_kept)
+				d->wstatus = status;
+			sv->nheld -= d->held;
+			d->held = 0;
+			sv->ndead += !d->dead;
+			d->dead = 1;
+			d->held_us = common_mono_us();
+			return;
+		}
 		tstate_free(sv, tid);
 		return;
 	}
 	if (!WIFSTOPPED(status))
 		return;
-	struct tstate *t = tstate_get(sv, tid);
+	struct tstate *t = tstate_find(sv, tid);
+	if (t && t->dead) /* a new task with a dead one's tid: the old one is over */
+		forget_dead(sv, t, 0);
+	t = tstate_get(sv, tid);
+	t->seen = 1;
 	int sig = WSTOPSIG(status);
 	int event = (status >> 16) & 0xff;
 	if (sig == (SIGTRAP | 0x80))
@@ -668,14 +711,13 @@ static void on_signal(struct trace_supervisor *sv)
 	while (read(sv->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
 		if (si.ssi_signo == SIGCHLD)
 			continue;
-		/* terminal signals reach the guest directly (same process group); ones
-		 * sent to sbx-run by a process are passed on to the guest */
-		if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE || si.ssi_code == SI_TKILL) {
-			if (sv->guest && !sv->guest_gone)
-				kill(sv->guest, (int)si.ssi_signo);
-			else
-				trace_sv_stop(sv, "signal");
-		}
+		/* from a process or the terminal (the guest has its own session and no
+		 * terminal): the run ends, its result recorded, as 128+N */
+		if (!sv->res->host_signal)
+			sv->res->host_signal = (int)si.ssi_signo;
+		char why[64];
+		snprintf(why, sizeof why, "signal SIG%s", sigabbrev_np((int)si.ssi_signo));
+		trace_sv_stop(sv, why);
 	}
 }
 
@@ -702,7 +744,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	sv.sfd = signalfd(-1, &sfmask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sv.sfd < 0) {
 		common_errno(e, errno, "signalfd");
-		kill(init_pid, SIGKILL);
+		trace_sandbox_kill(p);
 	}
 	struct waker wk;
 	struct sigaction old_act;
@@ -710,7 +752,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	int werr = waker_start(&wk, &old_act);
 	if (werr < 0) {
 		common_errno(e, -werr, "supervisor wake-up thread");
-		kill(init_pid, SIGKILL);
+		trace_sandbox_kill(p);
 	}
 
 	if (sv.h && sv.h->on_start && sv.h->on_start(sv.h->ctx, &sv) < 0)
@@ -730,12 +772,14 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		if (now >= next_tick) {
 			if (sv.h && sv.h->on_tick && !killed && sv.h->on_tick(sv.h->ctx, &sv))
 				trace_sv_stop(&sv, NULL);
-			next_tick = now + TICK_MS * 1000;
-			if (sv.nheld)
+			if (sv.nheld || sv.ndead)
 				release_orphans(&sv, now);
-			if (killed)
-				kill_all(&sv); /* stragglers (a fork racing the first kill) */
-			continue;
+			/* counted from the tick's end, and the fds and waits come next: a
+			 * tick longer than the period cannot starve the loop */
+			next_tick = common_mono_us() + TICK_MS * 1000;
+			woken = 1;
+			if ((sv.stopping || sv.setup_failed) && !killed)
+				continue;
 		}
 		if (woken || !wk.started) {
 			struct pollfd pf[2 + MAX_WATCH];

@@ -8,9 +8,12 @@
 #include <string.h>
 #include "trace/trace.h"
 
-static void esc(FILE *f, const char *s)
+static void esc(FILE *f, const char *str)
 {
-	for (; s && *s; s++) {
+	/* control bytes and invalid UTF-8 as visible escapes first (a saved page
+	 * may be read with cat), then HTML's five */
+	char *x = str ? common_escape(str, strlen(str), 0) : NULL;
+	for (const char *s = x; s && *s; s++) {
 		switch (*s) {
 		case '&': fputs("&amp;", f); break;
 		case '<': fputs("&lt;", f); break;
@@ -20,6 +23,7 @@ static void esc(FILE *f, const char *s)
 		default: fputc(*s, f);
 		}
 	}
+	free(x);
 }
 
 static long long jint(const json_t *o, const char *k)

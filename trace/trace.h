@@ -68,6 +68,7 @@ struct trace_stop {
 struct trace_state {
 	int memfd;           /* -1: no transport; dup it to guest fd TRACE_STATE_FD */
 	uint64_t result_off; /* kept by the host: 8 + input size, never read back */
+	struct common_outfile out; /* the output's directory, opened before the guest starts */
 };
 /* Create the memfd holding [u64 LE 8+n][input n bytes]; in_path NULL: empty input. */
 int trace_state_open(struct trace_state *st, const char *in_path, struct common_err *e);
@@ -75,6 +76,8 @@ int trace_state_open(struct trace_state *st, const char *in_path, struct common_
  * the result image to out_path (atomic, durable; NULL: check only). Missing, empty,
  * truncated, oversized or overlapping results are errors and write nothing. */
 int trace_state_finish(struct trace_state *st, const char *out_path, struct common_err *e);
+/* Open out_path's directory now (before the guest starts): finish writes beneath it. */
+int trace_state_output(struct trace_state *st, const char *out_path, struct common_err *e);
 void trace_state_close(struct trace_state *st);
 /* Guest side, for programs linked with libsbx: read the input image from fd 3
  * (malloc'd into *buf) and append the result image after it. 0 or -errno. */
@@ -298,6 +301,7 @@ struct trace_config {
 	const char *const *argv;      /* argv[0] is what the guest sees */
 	const char *const *envp;      /* exact guest environment */
 	const char *image;            /* program to exec, a host path (hash-checked by the caller) */
+	int image_fd;                 /* 0, or the image the caller opened and hashed (> 2): exec'd */
 	const struct trace_mount *mounts; size_t nmounts;
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
@@ -317,6 +321,7 @@ struct trace_result {
 	int signal;                   /* killing signal, else 0 */
 	int wstatus;                  /* raw wait status of the guest's main process */
 	char stop_reason[64];         /* "" or why the supervisor stopped the guest */
+	int host_signal;              /* SIGTERM/SIGINT/SIGHUP/SIGQUIT that ended the run, else 0 */
 	int exec_failed;              /* the image could not be executed: errno */
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
@@ -426,6 +431,9 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid);
 void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes);
 /* Sample the live tree (fuel, memory, fds, namespace, output). */
 void trace_meter_sample(struct trace_meter *m);
+/* The same for the supervisor's tick: bounded work, the namespace walked a
+ * step at a time (its bytes rise when a pass completes). */
+void trace_meter_tick(struct trace_meter *m);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);

@@ -374,6 +374,16 @@ static long long jint(const json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
+/* An event as one text line: canonical JSON, with what JSON leaves raw (DEL,
+ * C1 controls) escaped too; JSON's own backslash escapes stay as they are. */
+static char *json_text(const json_t *j)
+{
+	char *c = common_json_canonical(j);
+	char *x = common_escape(c, strlen(c), COMMON_ESC_KEEP_BACKSLASH);
+	free(c);
+	return x;
+}
+
 static int print_json(json_t *j)
 {
 	int rc = common_json_print(j, 0);
@@ -413,8 +423,8 @@ int trace_cmd_verify(const char *path, int require_complete, const char *expect_
 	if (f == TRACE_FMT_JSON) {
 		print_json(o);
 	} else {
-		printf("%s: chain ok, %llu events, head %s, %s%s\n", t->name,
-		       (unsigned long long)t->events, hex,
+		common_escape_print(stdout, t->name);
+		printf(": chain ok, %llu events, head %s, %s%s\n", (unsigned long long)t->events, hex,
 		       t->complete ? "complete" : "TRUNCATED (no end event: the run was killed)",
 		       t->partial ? ", unterminated last line ignored" : "");
 		json_decref(o);
@@ -667,13 +677,19 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 			       (unsigned long long)t->events, t->complete ? "" : " (TRUNCATED)", execs,
 			       spawns, (double)last_t / 1e6);
 			printf("%-20s %10s %10s %12s\n", "syscall", "count", "errors", "time_us");
-			for (size_t i = 0; i < nsc; i++)
-				printf("%-20s %10lld %10lld %12lld\n", sc[i].name, sc[i].count,
-				       sc[i].errors, sc[i].time_us);
+			for (size_t i = 0; i < nsc; i++) {
+				char *nm = common_escape(sc[i].name, strlen(sc[i].name), 0);
+				printf("%-20s %10lld %10lld %12lld\n", nm, sc[i].count, sc[i].errors,
+				       sc[i].time_us);
+				free(nm);
+			}
 			printf("%-8s %-8s %10s %10s  %s\n", "pid", "ppid", "syscalls", "errors", "exe");
-			for (size_t i = 0; i < npc; i++)
-				printf("%-8lld %-8lld %10lld %10lld  %s\n", pc[i].pid, pc[i].ppid,
-				       pc[i].syscalls, pc[i].errors, pc[i].exe);
+			for (size_t i = 0; i < npc; i++) {
+				printf("%-8lld %-8lld %10lld %10lld  ", pc[i].pid, pc[i].ppid,
+				       pc[i].syscalls, pc[i].errors);
+				common_escape_print(stdout, pc[i].exe);
+				putchar('\n');
+			}
 			json_decref(o);
 		}
 	}
@@ -1092,10 +1108,12 @@ static int diff_paths(const char *a, const char *b, enum trace_fmt f, struct com
 			printf("traces are identical (per process; ignoring times, host pids, addresses "
 			       "and the interleaving of processes)\n");
 		} else {
-			char *xa = common_json_canonical(json_object_get(first, "a"));
-			char *xb = common_json_canonical(json_object_get(first, "b"));
+			char *xa = json_text(json_object_get(first, "a"));
+			char *xb = json_text(json_object_get(first, "b"));
+			char *pr = common_escape(jstr(first, "process"), strlen(jstr(first, "process")), 0);
 			printf("first difference: %s, event %lld (%lld processes differ):\n< %s\n> %s\n",
-			       jstr(first, "process"), jint(first, "index"), differing, xa, xb);
+			       pr, jint(first, "index"), differing, xa, xb);
+			free(pr);
 			free(xa);
 			free(xb);
 		}
@@ -1103,12 +1121,14 @@ static int diff_paths(const char *a, const char *b, enum trace_fmt f, struct com
 		for (int i = 0; sect[i]; i++) {
 			json_t *s2 = json_object_get(files, sect[i]), *x;
 			size_t j;
-			json_array_foreach(json_object_get(s2, "only_a"), j, x)
-				printf("%s only in A: %s\n", sect[i], json_string_value(x));
-			json_array_foreach(json_object_get(s2, "only_b"), j, x)
-				printf("%s only in B: %s\n", sect[i], json_string_value(x));
-			json_array_foreach(json_object_get(s2, "changed"), j, x)
-				printf("%s changed: %s\n", sect[i], json_string_value(x));
+			const char *kind[] = {"only_a", "only_b", "changed"};
+			const char *say[] = {"only in A", "only in B", "changed"};
+			for (int k = 0; k < 3; k++)
+				json_array_foreach(json_object_get(s2, kind[k]), j, x) {
+					printf("%s %s: ", sect[i], say[k]);
+					common_escape_print(stdout, json_string_value(x));
+					putchar('\n');
+				}
 		}
 		json_decref(out);
 	}
@@ -1237,8 +1257,8 @@ static int bisect_paths(const char *a, const char *b, enum trace_fmt f, struct c
 		if (rc == 0) {
 			printf("identical: %lld events, %zu comparisons\n", (long long)la.n - 1, cmp);
 		} else {
-			char *sa = common_json_canonical(json_object_get(o, "a"));
-			char *sb = common_json_canonical(json_object_get(o, "b"));
+			char *sa = json_text(json_object_get(o, "a"));
+			char *sb = json_text(json_object_get(o, "b"));
 			printf("first divergent line %zu (%s) after %zu comparisons:\n< %s\n> %s\n", lo + 1,
 			       lo == 0 ? "the headers differ" : "events before it agree", cmp, sa, sb);
 			free(sa);

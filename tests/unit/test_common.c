@@ -102,6 +102,62 @@ static void test_files(void)
 
 /* The file-hash cache: a hit by identity, kept across opens for block devices
  * only, and any damage to the file gives an empty cache (never a wrong hash). */
+/* control bytes, C1, invalid UTF-8 and backslashes escaped; printable UTF-8 kept */
+static void check_esc(const char *in, size_t len, unsigned flags, const char *want)
+{
+	char *x = common_escape(in, len, flags);
+	CHECK_STR(x, want);
+	free(x);
+}
+
+static void test_escape(void)
+{
+	check_esc("plain/path.c", 12, 0, "plain/path.c");
+	check_esc("a\033]0;t\007b", 8, 0, "a\\e]0;t\\ab");
+	check_esc("\n\t\r\b\f\v", 6, 0, "\\n\\t\\r\\b\\f\\v");
+	check_esc("\001\177x", 3, 0, "\\001\\177x");
+	check_esc("caf\xc3\xa9 \xe2\x82\xac", 9, 0, "caf\xc3\xa9 \xe2\x82\xac");
+	check_esc("\xc2\x9b" "2J", 4, 0, "\\302\\2332J");
+	check_esc("\xff\xc3(\xe2\x82", 5, 0, "\\xff\\xc3(\\xe2\\x82");
+	check_esc("\xc0\xaf\xed\xa0\x80", 5, 0, "\\xc0\\xaf\\xed\\xa0\\x80");
+	check_esc("a\\b", 3, 0, "a\\\\b");
+	check_esc("a\\u001b", 7, COMMON_ESC_KEEP_BACKSLASH, "a\\u001b");
+	check_esc("nul\0in", 6, 0, "nul\\000in");
+	check_esc("", 0, 0, "");
+}
+
+/* the file lands in the directory opened first, even after that directory was
+ * moved and a symlink put in its place; a symlink at the file name is replaced */
+static void test_outfile(void)
+{
+	char dir[] = "/tmp/sbx-unit-XXXXXX";
+	struct common_outfile o;
+	struct common_err e;
+	char *buf;
+	size_t len;
+
+	CHECK(mkdtemp(dir) != NULL);
+	char *out = common_xasprintf("%s/out", dir), *moved = common_xasprintf("%s/moved", dir);
+	char *victim = common_xasprintf("%s/victim", dir), *f = common_xasprintf("%s/out/r.json", dir);
+	CHECK(mkdir(out, 0700) == 0 && mkdir(victim, 0700) == 0);
+	CHECK(common_outfile_open(&o, f, &e) == 0);
+	CHECK(rename(out, moved) == 0 && symlink(victim, out) == 0);
+	CHECK(common_outfile_write(&o, "one", 3, 0644, &e) == 0);
+	char *in_moved = common_xasprintf("%s/r.json", moved), *in_victim = common_xasprintf("%s/r.json", victim);
+	CHECK(access(in_victim, F_OK) < 0);
+	CHECK(common_read_file(in_moved, 100, &buf, &len, &e) == 0 && len == 3);
+	free(buf);
+	CHECK(unlink(in_moved) == 0 && symlink(in_victim, in_moved) == 0);
+	CHECK(common_outfile_write(&o, "two", 3, 0644, &e) == 0);
+	struct stat st;
+	CHECK(lstat(in_moved, &st) == 0 && S_ISREG(st.st_mode) && access(in_victim, F_OK) < 0);
+	common_outfile_close(&o);
+	CHECK(common_outfile_open(&o, "/nonexistent/dir/r.json", &e) < 0);
+	CHECK(common_outfile_open(&o, "/tmp/", &e) < 0);
+	common_rm_rf(dir, &e);
+	free(out), free(moved), free(victim), free(f), free(in_moved), free(in_victim);
+}
+
 static void test_hashcache(void)
 {
 	char dir[] = "/var/tmp/sbx-hc-XXXXXX", hex[COMMON_SHA256_HEX], *path, *buf = NULL;
@@ -157,5 +213,7 @@ int main(void)
 	test_json();
 	test_files();
 	test_hashcache();
+	test_escape();
+	test_outfile();
 	return unit_finish("test_common");
 }

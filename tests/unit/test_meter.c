@@ -147,6 +147,33 @@ static void test_ns_bytes(void)
 	CHECK(trace_meter_ns_bytes("/nonexistent/dir") == 0);
 }
 
+/* the tick's walk: a step at a time, the same bytes as the whole walk once a
+ * pass ends, and a tree larger than one step still finishes */
+static void test_ns_tick(void)
+{
+	char p[512];
+	uint64_t u[TRACE_DIMS];
+	int ticks = 0;
+
+	for (int i = 0; i < 20000; i++) { /* more entries than one tick looks at */
+		snprintf(p, sizeof p, "%s/ns/d/e%d", dir, i);
+		mkdir(p, 0755);
+	}
+	snprintf(p, sizeof p, "%s/ns/d/e7/s", dir);
+	if (symlink("target", p) < 0)    /* key "d/e7/s": 6 + 6 */
+		abort();
+	snprintf(p, sizeof p, "%s/ns", dir);
+	struct trace_meter *m = trace_meter_new(p, NULL);
+	do {
+		trace_meter_tick(m);
+		trace_meter_usage(m, u);
+	} while (u[LEASE_DIM_NAMESPACE_BYTES] == 0 && ++ticks < 10);
+	CHECK(ticks >= 1);              /* not in one step */
+	CHECK(u[LEASE_DIM_NAMESPACE_BYTES] == 1 + 10 + 4 + 100 + 6 + 6);
+	CHECK(u[LEASE_DIM_NAMESPACE_BYTES] == trace_meter_ns_bytes(p));
+	trace_meter_free(m);
+}
+
 static void test_meter_tree(void)
 {
 	struct trace_meter *m = trace_meter_new(NULL, NULL);
@@ -226,6 +253,7 @@ int main(void)
 	test_relay_bytes_bound();
 	test_relay_lines_bound();
 	test_ns_bytes();
+	test_ns_tick();
 	test_meter_tree();
 	test_meter_reaped();
 	common_rm_rf(dir, &e);
