@@ -519,19 +519,16 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 
 	uint8_t xbuf[SNAP_XSTATE_MAX];
 	struct iovec iov = { xbuf, sizeof xbuf };
+	struct snap_xlayout xl;
 	memset(xbuf, 0, sizeof xbuf);
 	if (ptr(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov) < 0) {
 		common_errno(e, errno, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
 		goto out;
 	}
-	st.xsize = (uint32_t)iov.iov_len;
-	memcpy(&st.xcr0, xbuf + 464, 8);
-	if (st.xsize < 576 || snap_xstate_canon(xbuf, st.xsize, st.xcr0) < 0) {
-		common_errf(e, "capture", "unexpected XSAVE layout (%u bytes)", st.xsize);
+	st.xstate = common_xmalloc(SNAP_XCANON_SIZE);
+	if (snap_xlayout_host(&xl, e) < 0 ||
+	    snap_xstate_from_host(&xl, xbuf, iov.iov_len, &st.xfeatures, st.xstate, e) < 0)
 		goto out;
-	}
-	st.xstate = common_xmalloc(st.xsize);
-	memcpy(st.xstate, xbuf, st.xsize);
 	if (ptr(PTRACE_GETSIGMASK, pid, (void *)8, &st.sigmask) < 0) {
 		common_errno(e, errno, "PTRACE_GETSIGMASK of %d", (int)pid);
 		goto out;

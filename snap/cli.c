@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "snap/snap.h"
+#include "snap/snap-internal.h"
 #include "trace/trace.h"
 
 #define SNAP_META_MAX 65536
@@ -567,6 +567,11 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 			    target, jstr(json_object_get(l, "image"), "sha256"), img);
 		goto done;
 	}
+	/* the CPU must hold every register component the guest used */
+	struct snap_xlayout xl;
+	uint64_t xf = r->st.xfeatures;
+	if (snap_xlayout_host(&xl, e) < 0 || snap_xstate_fit(&xl, &xf, r->st.xstate, e) < 0)
+		goto done;
 	/* charge the canonical bytes and the reconstructed cells before anything runs */
 	uint64_t charge = im.len + snap_cells_bytes(&r->st), used = 0;
 	const json_t *lim = json_object_get(l, "limits");

@@ -371,11 +371,15 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	codec_put_raw(b, st->meta.trace_head, 32);
 	for (int i = 0; i < SNAP_NUSAGE; i++)
 		codec_put_u64(b, st->meta.usage[i]);
-	codec_put_u64(b, st->xcr0);
-	codec_put_u32(b, st->xsize);
+	codec_put_u64(b, st->xfeatures);
 	for (int i = 0; i < SNAP_NREGS; i++)
 		codec_put_u64(b, st->regs[i]);
-	codec_put_raw(b, st->xstate, st->xsize);
+	codec_put_raw(b, st->xstate, SNAP_XLEGACY);
+	for (int i = 2; i < SNAP_XCOMP; i++)
+		if (st->xfeatures & (1ull << i)) {
+			codec_put_u32(b, snap_xcomp_len(i));
+			codec_put_raw(b, st->xstate + snap_xcomp_off(i), snap_xcomp_len(i));
+		}
 	codec_put_u64(b, st->sigmask);
 	for (int i = 0; i < SNAP_NSIG; i++) {
 		codec_put_u64(b, st->sigact[i].handler);
@@ -457,7 +461,7 @@ int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 	memset(&o, 0, sizeof o);
 	codec_buf_init(&o.b);
 	/* one reservation up front: region contents dominate the size */
-	size_t guess = 65536 + st->xsize;
+	size_t guess = 65536 + SNAP_XCANON_SIZE;
 	for (size_t i = 0; i < st->nregions; i++)
 		guess += (size_t)(st->regions[i].end - st->regions[i].start) / 8 * 9 + 64;
 	for (size_t i = 0; i < st->ncells; i++)
@@ -640,6 +644,33 @@ static int get_fixed(struct codec_rd *r, uint8_t *dst, size_t n)
 	return 0;
 }
 
+/* the legacy area, then each used component: its architectural size, and not
+ * all zero (an unused component is left out, never written as its init value) */
+static int get_xstate(struct codec_rd *r, struct snap_state *st)
+{
+	if (get_fixed(r, st->xstate, SNAP_XLEGACY) < 0)
+		return -1;
+	if (st->xstate[5])
+		return codec_rd_fail(r, "XSAVE legacy reserved byte set");
+	for (int i = 2; i < SNAP_XCOMP; i++) {
+		uint32_t len, nz = 0;
+		if (!(st->xfeatures & (1ull << i)))
+			continue;
+		if (codec_get_u32(r, &len) < 0)
+			return -1;
+		if (len != snap_xcomp_len(i))
+			return codec_rd_fail(r, "XSAVE component size");
+		uint8_t *dst = st->xstate + snap_xcomp_off(i);
+		if (get_fixed(r, dst, len) < 0)
+			return -1;
+		for (uint32_t k = 0; k < len; k++)
+			nz |= dst[k];
+		if (!nz)
+			return codec_rd_fail(r, "XSAVE component at its init value");
+	}
+	return 0;
+}
+
 static int same_region_class(const struct snap_region *a, const struct snap_region *b)
 {
 	if (a->end != b->start || a->prot != b->prot || a->kind != b->kind)
@@ -727,17 +758,17 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 	for (int i = 0; i < SNAP_NUSAGE; i++)
 		if (codec_get_u64(&r, &st->meta.usage[i]) < 0)
 			goto bad;
-	if (codec_get_u64(&r, &st->xcr0) < 0 || codec_get_u32(&r, &st->xsize) < 0)
+	if (codec_get_u64(&r, &st->xfeatures) < 0)
 		goto bad;
-	if (st->xsize < 576 || st->xsize > SNAP_XSTATE_MAX || st->xsize % 64) {
-		codec_rd_fail(&r, "implausible XSAVE size");
+	if ((st->xfeatures & 3) != 3 || st->xfeatures & ~SNAP_XKNOWN) {
+		codec_rd_fail(&r, "unknown XSAVE features");
 		goto bad;
 	}
 	for (int i = 0; i < SNAP_NREGS; i++)
 		if (codec_get_u64(&r, &st->regs[i]) < 0)
 			goto bad;
-	st->xstate = common_xmalloc(st->xsize);
-	if (get_fixed(&r, st->xstate, st->xsize) < 0 || codec_get_u64(&r, &st->sigmask) < 0)
+	st->xstate = common_xcalloc(1, SNAP_XCANON_SIZE);
+	if (get_xstate(&r, st) < 0 || codec_get_u64(&r, &st->sigmask) < 0)
 		goto bad;
 	for (int i = 0; i < SNAP_NSIG; i++)
 		if (codec_get_u64(&r, &st->sigact[i].handler) < 0 ||

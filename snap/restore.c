@@ -347,6 +347,17 @@ static int restore_signals(struct rs *s)
 	return 0;
 }
 
+/* A dynamically enabled component (AMX tile data) is the guest's to ask for
+ * before the kernel accepts its state. */
+static int xstate_permit(struct rs *s, uint64_t features)
+{
+	uint64_t f = snap_xstate_perm(features);
+	if (!f)
+		return 0;
+	return must(s, "arch_prctl(ARCH_REQ_XCOMP_PERM)", SYS_arch_prctl, 0x1023, f, 0, 0, 0, 0,
+		    NULL);
+}
+
 int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 {
 	struct rs s = { .t = { .memfd = -1 }, .st = st, .e = e };
@@ -356,15 +367,15 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 	int64_t r;
 	int rc = -1;
 
+	struct snap_xlayout xl;
+	uint64_t xf = st->xfeatures;
+	if (snap_xlayout_host(&xl, e) < 0 || snap_xstate_fit(&xl, &xf, st->xstate, e) < 0)
+		return -1;
 	memset(cur, 0, sizeof cur);
 	if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov) < 0)
 		return common_errno(e, errno, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
-	uint64_t xcr0;
-	memcpy(&xcr0, cur + 464, 8);
-	if (iov.iov_len != st->xsize || xcr0 != st->xcr0)
-		return common_errf(e, "restore", "snapshot needs XSAVE features %#" PRIx64
-				   " (%u bytes), this machine has %#" PRIx64 " (%zu bytes)",
-				   st->xcr0, st->xsize, xcr0, iov.iov_len);
+	if (snap_xstate_to_host(&xl, xf, st->xstate, cur, iov.iov_len, e) < 0)
+		return -1;
 	if (snap_read_start_brk(pid, &sb, e) < 0)
 		return -1;
 	if (sb != st->start_brk)
@@ -376,7 +387,8 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 		return common_errno(e, errno, "PTRACE_SETSIGMASK");
 	if (snap_tracee_open(&s.t, pid, e) < 0)
 		return -1;
-	if (snap_find_syscall(&s.t, e) < 0 || unmap_all(&s, &vs, &ve) < 0)
+	if (snap_find_syscall(&s.t, e) < 0 || xstate_permit(&s, xf) < 0 ||
+	    unmap_all(&s, &vs, &ve) < 0)
 		goto out;
 	if (st->brk != st->start_brk) {
 		if (call(&s, SYS_brk, st->brk, 0, 0, 0, 0, 0, &r) < 0)
@@ -432,12 +444,7 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 		common_errno(e, errno, "PTRACE_SETSIGMASK");
 		goto out;
 	}
-	uint8_t x[SNAP_XSTATE_MAX];
-	memcpy(x, st->xstate, st->xsize);
-	memcpy(x + 464, cur + 464, 48); /* the kernel's own size/feature words */
-	memset(x + 512, 0, 64);
-	memcpy(x + 512, &st->xcr0, 8);  /* every component given explicitly */
-	struct iovec xi = { x, st->xsize };
+	struct iovec xi = { cur, iov.iov_len };
 	if (ptrace(PTRACE_SETREGSET, pid, (void *)NT_X86_XSTATE, &xi) < 0) {
 		common_errno(e, errno, "PTRACE_SETREGSET NT_X86_XSTATE");
 		goto out;

@@ -53,8 +53,29 @@ int snap_read_start_brk(pid_t pid, uint64_t *start_brk, struct common_err *e);
 /* Canonical region kind of a mapping; -1 for mappings never captured (vvar…). */
 int snap_map_kind(const struct snap_map *m);
 
-/* XSAVE layout of this CPU (standard format). */
-int snap_xstate_canon(uint8_t *x, uint32_t xsize, uint64_t xcr0);
+/* A standard-format XSAVE layout: each enabled component's offset and size. */
+struct snap_xlayout {
+	uint64_t xcr0;
+	uint32_t size;
+	uint32_t off[SNAP_XCOMP], len[SNAP_XCOMP];
+};
+int snap_xlayout_host(struct snap_xlayout *l, struct common_err *e);
+int snap_xlayout_check(const struct snap_xlayout *l, struct common_err *e);
+/* host buffer -> used components (features) in the canonical layout */
+int snap_xstate_from_host(const struct snap_xlayout *l, const uint8_t *buf, size_t len,
+			  uint64_t *features, uint8_t *out, struct common_err *e);
+/* refuse, naming it, a used component the layout lacks; drop a default PKRU */
+int snap_xstate_fit(const struct snap_xlayout *l, uint64_t *features, const uint8_t *st,
+		    struct common_err *e);
+/* canonical -> host buffer (its bytes 464..511 kept), XSTATE_BV = features */
+int snap_xstate_to_host(const struct snap_xlayout *l, uint64_t features, const uint8_t *st,
+			uint8_t *buf, size_t len, struct common_err *e);
+/* the feature needing arch_prctl(ARCH_REQ_XCOMP_PERM) first, or 0 */
+uint64_t snap_xstate_perm(uint64_t features);
+uint32_t snap_xcomp_len(int i);
+uint32_t snap_xcomp_off(int i);
+#define SNAP_XLEGACY 416u /* x87, MXCSR, SSE; the rest of the legacy area is reserved */
+const char *snap_xcomp_name(int i);
 
 int snap_valid_key(const char *k);
 

@@ -9,7 +9,7 @@
 #include "libcommon/common.h"
 
 #define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
-#define SNAP_VERSION 1u
+#define SNAP_VERSION 2u
 #define SNAP_CHUNK_MAX 65536u
 #define SNAP_MANIFEST_LEN 44u
 #define SNAP_NSIG 64
@@ -19,16 +19,22 @@
 #define SNAP_PAGE 4096u
 #define SNAP_MAX_BYTES ((uint64_t)2 << 30) /* decoder bound for one snapshot */
 #define SNAP_STR_MAX 4096u       /* paths, keys, names */
-#define SNAP_XSTATE_MAX 16384u
+#define SNAP_XSTATE_MAX 16384u   /* a host's standard-format XSAVE area, at most */
+#define SNAP_XCOMP 19            /* XSAVE components 0..18 (AMX tile data) */
+#define SNAP_XKNOWN 0x602ffull   /* x87 SSE AVX MPX AVX-512 PKRU AMX */
+#define SNAP_XCANON_SIZE 11008u  /* the canonical layout of every known component */
 
 /* Canonical encoding (all integers little-endian, strings = u32 length + bytes):
  *   str domain, u32 version,
  *   meta: str lease, str principal, str host_program, str ns_prefix, 32 image,
  *         u64 step, 32 trace_head, u64 usage[8],
- *   machine: u64 xcr0, u32 xstate size,
+ *   machine: u64 xfeatures (the XSAVE components in use: bits 0 and 1 always,
+ *         others only among SNAP_XKNOWN and only when not at their init value),
  *   u64 regs[27] (orig_rax = -1: never inside a syscall),
- *   xstate (xstate-size bytes, header and software bytes zero, unused
- *         components at their init values),
+ *   xstate: the legacy area's first 416 bytes (x87, MXCSR, SSE; byte 5 zero),
+ *         then for each feature bit i >= 2 in ascending order: u32 size (the
+ *         component's architectural size) and its bytes; independent of the
+ *         host's layout (CPUID leaf 0xD), so a snapshot moves between CPUs,
  *   u64 sigmask, sigaction[64] = {u64 handler, flags, restorer, mask},
  *   altstack {u64 sp, u32 flags, u64 size},
  *   u32 npending, pending[] in queue order, the thread's then the process's =
@@ -93,10 +99,9 @@ struct snap_meta {
  * was decoded from, which must outlive it. */
 struct snap_state {
 	struct snap_meta meta;
-	uint64_t xcr0;
-	uint32_t xsize;
+	uint64_t xfeatures;        /* XSAVE components in use (x87 and SSE always) */
 	uint64_t regs[SNAP_NREGS];
-	uint8_t *xstate;           /* xsize bytes */
+	uint8_t *xstate;           /* SNAP_XCANON_SIZE bytes, canonical layout */
 	uint64_t sigmask;
 	struct snap_sigact sigact[SNAP_NSIG];
 	uint64_t ss_sp, ss_size;

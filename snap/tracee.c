@@ -1,5 +1,4 @@
 /* snap: talking to a stopped tracee: /proc readers, memory, injected syscalls. */
-#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -224,26 +223,4 @@ int snap_inject(struct snap_tracee *t, long nr, const uint64_t a[6], int64_t *re
 					   (unsigned long long)r.rip);
 	}
 	return common_errf(e, "inject syscall", "syscall %ld never ran", nr);
-}
-
-int snap_xstate_canon(uint8_t *x, uint32_t xsize, uint64_t xcr0)
-{
-	uint8_t *keep = common_xcalloc(1, xsize);
-	/* legacy x87/SSE area up to the reserved bytes */
-	memcpy(keep, x, 416);
-	keep[5] = 0;
-	for (int i = 2; i < 63; i++) {
-		unsigned eax, ebx, ecx, edx;
-		if (!(xcr0 & (1ull << i)))
-			continue;
-		__cpuid_count(0xd, i, eax, ebx, ecx, edx);
-		if (ebx < 576 || (uint64_t)ebx + eax > xsize) {
-			free(keep);
-			return -1;
-		}
-		memcpy(keep + ebx, x + ebx, eax);
-	}
-	memcpy(x, keep, xsize);
-	free(keep);
-	return 0;
 }

@@ -310,7 +310,10 @@ static void explain(const struct snap_state *a, pid_t pid, const char *dir)
 		if (a->regs[i] != b.regs[i])
 			fprintf(stderr, "  reg %d: %#llx vs %#llx\n", i, (unsigned long long)a->regs[i],
 				(unsigned long long)b.regs[i]);
-	for (uint32_t i = 0; i < a->xsize && i < b.xsize; i++)
+	if (a->xfeatures != b.xfeatures)
+		fprintf(stderr, "  XSAVE features %#llx vs %#llx\n", (unsigned long long)a->xfeatures,
+			(unsigned long long)b.xfeatures);
+	for (uint32_t i = 0; i < SNAP_XCANON_SIZE; i++)
 		if (a->xstate[i] != b.xstate[i])
 			fprintf(stderr, "  xstate byte %u: %02x vs %02x\n", i, a->xstate[i], b.xstate[i]);
 	if (a->sigmask != b.sigmask || a->brk != b.brk || a->umask != b.umask ||
