@@ -65,7 +65,8 @@ bench-deps: deps
 	fi
 
 unit: $(UNITS)
-	@set -o pipefail; (fail=0; for t in $(UNITS); do $$t || fail=1; done; exit $$fail) | tee $(O)/unit.log
+	@set -o pipefail; (fail=0; for t in $(UNITS); do $$t || fail=1; done; \
+		tests/layers.sh $(O) || fail=1; exit $$fail) | tee $(O)/unit.log
 
 bats: all
 	set -o pipefail; SBX_BUILD=$(CURDIR)/$(O) bats --formatter tap tests/*.bats | tee $(O)/bats.tap

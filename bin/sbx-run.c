@@ -1,7 +1,7 @@
 /* sbx-run: run a guest under a lease inside the sandbox boundary. */
 #include <stdio.h>
 #include <string.h>
-#include "trace/trace.h"
+#include "snap/snap.h"
 
 static void usage(FILE *f)
 {
@@ -86,5 +86,6 @@ int main(int argc, char **argv)
 		return SBX_EXIT_SBX;
 	}
 	o.argv = argv + i;
+	o.snap = &snap_ops;
 	return trace_run_main(&o);
 }

@@ -699,6 +699,7 @@ int snap_restore_main(int argc, char **argv)
 	o.argv = i < argc ? argv + i : dflt;
 	o.restore_exec = restore_at_exec;
 	o.restore_ctx = &r;
+	o.snap = &snap_ops;
 	int code = trace_run_main(&o);
 	snap_state_free(&r.st);
 	snap_image_free(&r.im);

@@ -110,11 +110,6 @@ int snap_signal_fatal(pid_t pid, int sig)
 	return !((cgt | ign) >> (sig - 1) & 1);
 }
 
-static json_t *error_reply(const struct common_err *e)
-{
-	return json_pack("{s:s++}", "error", e->what, ": ", e->why);
-}
-
 struct admit_ctx {
 	struct lease_store *s;
 	const char *lease;
@@ -143,17 +138,18 @@ static int admit_snapshot(void *vctx, uint64_t len, struct common_err *e)
 	return 0;
 }
 
-json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req,
-		     const struct snap_sv *sv)
+int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_request *rq,
+	      struct trace_snap_taken *taken, struct common_err *ep)
 {
 	struct common_err e = { "", "" };
-	json_t *rec = NULL, *head = NULL, *out = NULL, *reply = NULL;
+	json_t *rec = NULL, *head = NULL, *out = NULL;
 	struct snap_manifest man;
 	char *ns = NULL, *dir = NULL, *tmp = NULL;
 	char hex[COMMON_SHA256_HEX];
-	int stop = json_is_true(json_object_get(req, "stop")), created = 0;
-	int at_stop = json_is_true(json_object_get(req, "at_stop"));
+	pid_t guest = rq->guest;
+	int stop = rq->stop, at_stop = rq->at_stop, created = 0, ok = -1;
 
+	memset(taken, 0, sizeof *taken);
 	if (!lease || guest <= 0) {
 		common_errf(&e, "snapshot", "this run has no lease guest to snapshot");
 		goto fail;
@@ -178,10 +174,8 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	common_unhex(jstr(json_object_get(l, "image"), "sha256"), o.meta.image, 32);
 	for (int d = 0; d < SNAP_NUSAGE && d < LEASE_DIM_COUNT; d++)
 		o.meta.usage[d] = jnum(json_object_get(l, "usage"), lease_dim_name((enum lease_dim)d));
-	if (sv) {
-		o.meta.step = sv->trace_seq;
-		memcpy(o.meta.trace_head, sv->trace_head, 32);
-	}
+	o.meta.step = rq->trace_seq;
+	memcpy(o.meta.trace_head, rq->trace_head, 32);
 	ns = lease_ns_dir(s, lease);
 	o.ns_dir = ns;
 	struct admit_ctx adm = { s, lease, l, 0 };
@@ -238,15 +232,17 @@ json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, cons
 	json_decref(args);
 	if (rc < 0)
 		goto fail;
-	reply = json_pack("{s:s,s:s,s:I,s:I,s:I,s:O}", "lease", lease, "digest", hex, "bytes",
-			  (json_int_t)man.len, "chunks", (json_int_t)man.chunks,
-			  "persisted_bytes", (json_int_t)persist, "receipt",
-			  json_object_get(out, "receipt"));
+	memcpy(taken->digest, hex, sizeof taken->digest);
+	taken->bytes = man.len;
+	taken->chunks = man.chunks;
+	taken->persisted_bytes = persist;
+	taken->receipt = json_incref(json_object_get(out, "receipt"));
+	ok = 0;
 	goto done;
 fail:
 	if (created)
 		common_rm_rf(dir, NULL);
-	reply = error_reply(&e);
+	*ep = e;
 done:
 	if (tmp)
 		common_rm_rf(tmp, NULL);
@@ -256,5 +252,7 @@ done:
 	json_decref(out);
 	free(ns);
 	free(dir);
-	return reply;
+	return ok;
 }
+
+const struct trace_snap_ops snap_ops = { snap_take, snap_signal_fatal };

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "libcommon/common.h"
+#include "trace/trace.h"
 
 #define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
 #define SNAP_VERSION 2u
@@ -212,25 +213,18 @@ int snap_store_write(const char *dir, const struct snap_image *im, struct common
 int snap_store_read(const char *dir, struct snap_image *out, struct common_err *e);
 
 
-/* ---- leases and tools (snap/control.c, snap/cli.c) ---- */
 struct lease_store;
-/* sbx-run's control op {"op":"snapshot"}: stop the guest (host pid) at a step
- * boundary, capture, resume it, check namespace_bytes, persist under
- * STORE/snapshots/HEX and record the lease's snapshot receipt. The reply is
- * {"digest","bytes","chunks","receipt"} or {"error": WHY}; nothing is written
- * when it is an error. With "stop": true the guest is left stopped (the caller
- * ends the run). */
-/* The supervisor's own state at the boundary: the trace recorder's chain head
- * and event count (zeros when the run records no trace). */
-struct snap_sv {
-	uint8_t trace_head[32];
-	uint64_t trace_seq;
-};
-json_t *snap_control(struct lease_store *s, const char *lease, pid_t guest, const json_t *req,
-		     const struct snap_sv *sv);
+/* A snapshot of a run's guest (host pid) for lease: stop it at a step boundary
+ * (unless at_stop: taken as it stands in its ptrace stop, and left stopped),
+ * capture, resume it (unless stop), check namespace_bytes, persist under
+ * STORE/snapshots/HEX and record the lease's snapshot receipt; nothing is
+ * written on failure. */
+int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_request *rq,
+	      struct trace_snap_taken *out, struct common_err *e);
+/* What sbx-run and sbx-restore plug into trace_run_opts.snap. */
+extern const struct trace_snap_ops snap_ops;
 /* 1 when sig, about to be delivered to pid, ends it: a terminating default
- * action, neither caught nor ignored. With {"at_stop": true} snap_control takes
- * the guest as it stands in its ptrace stop and leaves it stopped. */
+ * action, neither caught nor ignored. */
 int snap_signal_fatal(pid_t pid, int sig);
 /* The directory of a stored snapshot (malloc'd); hex is checked. */
 char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e);

@@ -16,7 +16,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "snap/snap.h"
 #include "trace/run-internal.h"
 
 extern char **environ;
@@ -375,16 +374,31 @@ static void ctl_close(struct run_ctx *c)
 	c->ctl_path = NULL;
 }
 
-/* issue 7: the supervisor's state a snapshot records: the trace head, flushed */
-static const struct snap_sv *snap_sv_of(struct run_ctx *c, struct snap_sv *ss)
+/* A snapshot of guest through the program's snapshot operations; the
+ * request carries the supervisor's own state: the trace head, flushed. */
+static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop,
+		     struct trace_snap_taken *out, struct common_err *e)
 {
-	memset(ss, 0, sizeof *ss);
+	struct trace_snap_request rq = { .guest = guest, .stop = stop, .at_stop = at_stop };
+	if (!c->opts || !c->opts->snap)
+		return common_errf(e, "snapshot", "this program takes no snapshots");
 	if (c->rec) {
 		trace_rec_flush(c->rec);
-		trace_rec_head(c->rec, ss->trace_head);
-		ss->trace_seq = trace_rec_events(c->rec);
+		trace_rec_head(c->rec, rq.trace_head);
+		rq.trace_seq = trace_rec_events(c->rec);
 	}
-	return ss;
+	return c->opts->snap->take(c->store, c->lease, &rq, out, e);
+}
+
+/* The control socket's JSON reply for a snapshot taken or refused. */
+static json_t *snap_reply(const char *lease, int rc, struct trace_snap_taken *t,
+			  const struct common_err *e)
+{
+	if (rc < 0)
+		return json_pack("{s:s++}", "error", e->what, ": ", e->why);
+	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:o}", "lease", lease, "digest", t->digest,
+			 "bytes", (json_int_t)t->bytes, "chunks", (json_int_t)t->chunks,
+			 "persisted_bytes", (json_int_t)t->persisted_bytes, "receipt", t->receipt);
 }
 
 static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
@@ -419,11 +433,13 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 		json_object_set_new(rep, "refused", json_integer((json_int_t)c->res->refused));
 		json_object_set_new(rep, "running", json_true());
 	} else if (strcmp(op, "snapshot") == 0) {
-		/* issue 7: capture at a step boundary, persist, record the receipt */
-		struct snap_sv ss;
+		/* capture at a step boundary, persist, record the receipt */
+		struct trace_snap_taken t;
+		int stop = json_is_true(json_object_get(req, "stop"));
+		int rc = snap_take(c, trace_sv_guest_pid(sv), stop, 0, &t, &e);
 		json_decref(rep);
-		rep = snap_control(c->store, c->lease, trace_sv_guest_pid(sv), req, snap_sv_of(c, &ss));
-		if (json_is_true(json_object_get(req, "stop")) && !json_object_get(rep, "error"))
+		rep = snap_reply(c->lease, rc, &t, &e);
+		if (stop && rc == 0)
 			trace_sv_stop(sv, "snapshot --stop");
 	} else {
 		json_object_set_new(rep, "error", json_sprintf("unknown op \"%.64s\"", op));
@@ -537,12 +553,12 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 	if (c->opts && c->opts->snapshot_every && c->store && c->lease &&
 	    lease_store_batch(c->store, &b, NULL) == 0 && b >= c->snap_batch + c->opts->snapshot_every) {
 		c->snap_batch = b;
-		struct snap_sv ss;
-		json_t *rep = snap_control(c->store, c->lease, trace_sv_guest_pid(sv), NULL,
-					   snap_sv_of(c, &ss));
-		if (json_object_get(rep, "error"))
-			common_warnf("automatic snapshot: %s", json_string_value(json_object_get(rep, "error")));
-		json_decref(rep);
+		struct trace_snap_taken t;
+		struct common_err e;
+		if (snap_take(c, trace_sv_guest_pid(sv), 0, 0, &t, &e) < 0)
+			common_warnf("automatic snapshot: %s: %s", e.what, e.why);
+		else
+			json_decref(t.receipt);
 	}
 	return c->ins ? trace_inspector_on_tick(c->ins, sv) : 0;
 }
@@ -552,17 +568,15 @@ static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int s
 {
 	struct run_ctx *c = ctx;
 	(void)sv;
-	if (!c->opts || !c->opts->snapshot_on_exit_signal || !c->store || !c->lease ||
-	    !snap_signal_fatal(tid, sig))
+	if (!c->opts || !c->opts->snapshot_on_exit_signal || !c->opts->snap || !c->store ||
+	    !c->lease || !c->opts->snap->signal_fatal(tid, sig))
 		return;
-	json_t *req = json_pack("{s:b}", "at_stop", 1);
-	struct snap_sv ss;
-	json_t *rep = snap_control(c->store, c->lease, tid, req, snap_sv_of(c, &ss));
-	if (json_object_get(rep, "error"))
-		common_warnf("snapshot on signal %d: %s", sig,
-			     json_string_value(json_object_get(rep, "error")));
-	json_decref(req);
-	json_decref(rep);
+	struct trace_snap_taken t;
+	struct common_err e;
+	if (snap_take(c, tid, 0, 1, &t, &e) < 0)
+		common_warnf("snapshot on signal %d: %s: %s", sig, e.what, e.why);
+	else
+		json_decref(t.receipt);
 }
 
 /* --trace: the header binds lease, image, argv, mounts, environment, start batch. */

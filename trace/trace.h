@@ -359,6 +359,30 @@ pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
 
 /* sbx-run's orchestration (trace/run.c): options as parsed by bin/sbx-run.c. */
+/* Snapshots live in snap/, above this folder: a run reaches them only through
+ * these operations, which the program plugs in (sbx-run, sbx-restore). */
+struct lease_store;
+struct trace_snap_request {
+	pid_t guest;                  /* host pid of the single-process guest */
+	int stop;                     /* leave the guest stopped: the caller ends the run */
+	int at_stop;                  /* the guest is in a ptrace stop: take it as it stands */
+	uint8_t trace_head[32];       /* the recorder's chain head (zeros: no trace) */
+	uint64_t trace_seq;           /* events the recorder wrote so far */
+};
+struct trace_snap_taken {
+	char digest[65];
+	uint64_t bytes, chunks, persisted_bytes;
+	json_t *receipt;              /* the lease's snapshot receipt; the caller's reference */
+};
+struct trace_snap_ops {
+	/* stop at a step boundary (unless at_stop), capture, persist, record the
+	 * receipt; nothing is written on failure */
+	int (*take)(struct lease_store *s, const char *lease, const struct trace_snap_request *rq,
+		    struct trace_snap_taken *out, struct common_err *e);
+	/* 1 when sig, about to be delivered to pid, ends it */
+	int (*signal_fatal)(pid_t pid, int sig);
+};
+
 struct trace_run_opts {
 	const char *store;            /* NULL: default */
 	const char *lease;            /* --lease ID, or NULL with ephemeral */
@@ -381,8 +405,9 @@ struct trace_run_opts {
 	 * rebuild it from a snapshot; <0 stops the guest ("restore failed") */
 	int (*restore_exec)(void *ctx, pid_t pid, struct common_err *e);
 	void *restore_ctx;
-	uint64_t snapshot_every;      /* issue 7: --snapshot-every-batches N, 0 = never */
-	int snapshot_on_exit_signal;  /* issue 7: snapshot before a fatal signal is delivered */
+	uint64_t snapshot_every;      /* --snapshot-every-batches N, 0 = never */
+	int snapshot_on_exit_signal;  /* snapshot before a fatal signal is delivered */
+	const struct trace_snap_ops *snap; /* NULL: this program takes no snapshots */
 };
 /* Parse one sbx-run option (name without "--", value or NULL) into o. 1 handled,
  * 0 unknown, -1 error. */

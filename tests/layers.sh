@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fails when an object of a layer uses a symbol defined in a layer above it
+# (tests/layers.txt). Usage: tests/layers.sh BUILD_DIR
+set -euo pipefail
+build=${1:?usage: tests/layers.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+mapfile -t layers < <(grep -v '^#' "$here/layers.txt" | grep .)
+
+rank_of() { # folder of an object -> index in layers, or -1
+	local i
+	for i in "${!layers[@]}"; do
+		[ "${layers[$i]}" = "$1" ] && { echo "$i"; return; }
+	done
+	echo -1
+}
+
+declare -A def_rank
+objs=()
+for i in "${!layers[@]}"; do
+	while IFS= read -r -d '' o; do
+		objs+=("$o")
+		while read -r _ sym; do def_rank[$sym]=$i; done \
+			< <(nm --defined-only --extern-only "$o" | awk '{print $2, $3}')
+	done < <(find "$build/obj/${layers[$i]}" -name '*.o' -print0 2>/dev/null)
+done
+
+passed=0 failed=0
+for o in "${objs[@]}"; do
+	rel=${o#"$build/obj/"}
+	mine=$(rank_of "${rel%%/*}")
+	bad=0
+	while read -r sym; do
+		r=${def_rank[$sym]:-}
+		if [ -n "$r" ] && [ "$r" -gt "$mine" ]; then
+			echo "layers: $rel uses $sym of ${layers[$r]}, a layer above ${layers[$mine]}" >&2
+			bad=1
+		fi
+	done < <(nm --undefined-only "$o" | awk '{print $2}')
+	if [ $bad = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+[ ${#objs[@]} -gt 0 ] || { echo "layers: no objects under $build/obj" >&2; failed=1; }
+echo "layers: $passed passed, $failed failed"
+[ $failed = 0 ]
