@@ -170,3 +170,23 @@ new_active() {
 	[ "$(usage_of storage_write)" -lt 100000 ]
 	[ "$(usage_of storage_read)" -ge 1000000 ]
 }
+
+@test "every admitted table_elements runs a guest: small bounds hold in the guest, not in set-up" {
+	# the guest's descriptors 0-2 count: below 3 it is closed by its own bound
+	for n in 1 2; do
+		hog table_elements --limits "table_elements=$n" -- /bin/true
+		refute grep -q 'landlock\|sandbox set-up' err
+	done
+	for n in 3 5 11 12 16; do
+		run sbx-run --ephemeral --limits "table_elements=$n" --result r.json -- /bin/sh -c 'echo ran'
+		assert_success
+		assert_output ran
+		assert_equal "$(jq -r .closed r.json)" null
+	done
+	# RLIMIT_NOFILE is the bound + 1: one past it is the kernel's refusal
+	run sbx-run --ephemeral --limits table_elements=5 -- /bin/sh -c \
+		'exec 3</dev/null 4</dev/null 5</dev/null && echo six; exec 6</dev/null'
+	assert_output --partial six
+	assert_output --partial 'Too many open files'
+	assert_output --partial 'closed: table_elements' 
+}

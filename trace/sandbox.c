@@ -880,11 +880,6 @@ __attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 	rl.rlim_cur = rl.rlim_max = cfg->rlimit_nproc ? cfg->rlimit_nproc : TRACE_NPROC_DEFAULT;
 	if (setrlimit(RLIMIT_NPROC, &rl) < 0)
 		child_fail(p, errno, "RLIMIT_NPROC");
-	if (cfg->rlimit_nofile) {
-		rl.rlim_cur = rl.rlim_max = cfg->rlimit_nofile;
-		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-			child_fail(p, errno, "RLIMIT_NOFILE %llu", (unsigned long long)cfg->rlimit_nofile);
-	}
 	if (cfg->rlimit_as) {
 		rl.rlim_cur = rl.rlim_max = cfg->rlimit_as;
 		if (setrlimit(RLIMIT_AS, &rl) < 0)
@@ -899,6 +894,13 @@ __attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 	if (cfg->tsc_sigsegv && prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) < 0)
 		child_fail(p, errno, "prctl PR_SET_TSC");
 	apply_landlock(p);
+	/* after landlock, whose ruleset and rule descriptors a small table bound
+	 * would otherwise refuse (EMFILE): the bound is the guest's, not ours */
+	if (cfg->rlimit_nofile) {
+		rl.rlim_cur = rl.rlim_max = cfg->rlimit_nofile;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			child_fail(p, errno, "RLIMIT_NOFILE %llu", (unsigned long long)cfg->rlimit_nofile);
+	}
 	/* seccomp last: every later syscall, the exec first, meets the filter */
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
 		child_fail(p, errno, "seccomp filter (kernel seccomp-bpf unavailable?)");
