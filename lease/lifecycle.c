@@ -452,6 +452,58 @@ fail:
 	return -1;
 }
 
+/* Deadlines act by themselves: a lease still Requested or Funded at its
+ * deadline expires, with its receipt, before any decision that counts it. 1 when
+ * *rec was expired (and replaced), 0 when it is not overdue. */
+static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch,
+			     struct common_err *e)
+{
+	enum lease_state st;
+	json_t *rs, *r, *out = NULL;
+	int rc = -1;
+
+	lease_state_parse(lease_jstr(*rec, "state"), &st);
+	if ((st != LEASE_REQUESTED && st != LEASE_FUNDED) ||
+	    batch < (uint64_t)lease_jint(*rec, "deadline"))
+		return 0;
+	rs = json_array();
+	if (edge_receipt(s, *rec, LEASE_EDGE_EXPIRE, NULL, batch, &r, e) == 0 &&
+	    seal_fold(s, rec, r, rs, e) == 0 && commit(s, rs, *rec, &out, e) == 0)
+		rc = 1;
+	json_decref(out);
+	json_decref(rs);
+	return rc;
+}
+
+/* Before a request counts the principal's slots: its overdue leases go. */
+static int expire_principal_overdue(struct lease_store *s, const char *principal, uint64_t batch,
+				    struct common_err *e)
+{
+	json_t *slots, *ids, *v;
+	size_t i;
+	int rc = 0;
+
+	if (lease_slots_read(s, &slots, e) < 0)
+		return -1;
+	ids = json_deep_copy(json_object_get(slots, principal));
+	json_decref(slots);
+	json_array_foreach(ids, i, v) {
+		json_t *pair = NULL, *rec;
+		struct common_err skip;
+		/* a damaged record is verify's to report; it must not block requests */
+		if (!json_is_string(v) || load_pair(s, json_string_value(v), &pair, &skip) < 0)
+			continue;
+		rec = json_incref(json_object_get(pair, "lease"));
+		json_decref(pair);
+		rc = expire_if_overdue(s, &rec, batch, e) < 0 ? -1 : 0;
+		json_decref(rec);
+		if (rc < 0)
+			break;
+	}
+	json_decref(ids);
+	return rc;
+}
+
 /* The one write path: request (req) or an existing lease (id, evidence checked when
  * need_ev or given), then the steps, then one commit. *pair_out NULL when every step
  * was optional and skipped. */
@@ -477,7 +529,8 @@ static int apply(struct lease_store *s, const struct lease_request *req, const c
 	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0)
 		goto unlock;
 	if (req) {
-		if (request_receipt(s, req, &p, batch, &r, e) < 0 || seal_fold(s, &rec, r, rs, e) < 0)
+		if (expire_principal_overdue(s, p.principal, batch, e) < 0 ||
+		    request_receipt(s, req, &p, batch, &r, e) < 0 || seal_fold(s, &rec, r, rs, e) < 0)
 			goto unlock;
 	} else {
 		if (load_pair(s, id, &pair, e) < 0)
@@ -487,6 +540,9 @@ static int apply(struct lease_store *s, const struct lease_request *req, const c
 			goto unlock;
 		if ((int64_t)batch < lease_jint(rec, "batch"))
 			batch = (uint64_t)lease_jint(rec, "batch");
+		if (n && steps[0].edge != LEASE_EDGE_EXPIRE &&
+		    expire_if_overdue(s, &rec, batch, e) < 0)
+			goto unlock;
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (steps[k].edge == LEASE_EDGE_REQUEST || (unsigned)steps[k].edge >= LEASE_EDGE_COUNT) {

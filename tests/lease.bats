@@ -279,7 +279,8 @@ patched() {
 
 @test "request #33 for one principal is refused; expiry releases exactly one slot" {
 	sbx-lease clock manual >/dev/null
-	for i in $(seq 32); do new_lease --principal p --lifetime 1 >"r$i.json"; done
+	new_lease --principal p --lifetime 1 >r1.json
+	for i in $(seq 2 32); do new_lease --principal p >"r$i.json"; done
 	before=$(store_sum)
 	run new_lease --principal p
 	assert_failure
@@ -287,15 +288,42 @@ patched() {
 	assert_equal "$(store_sum)" "$before"
 	new_lease --principal q >/dev/null # other principals are unaffected
 	sbx-lease tick >/dev/null
-	sbx-lease expire --evidence r1.json >x1.json
-	new_lease --principal p >/dev/null # the released slot
+	new_lease --principal p >/dev/null # r1 passed its deadline: its slot is free
+	id1=$(jq -r .lease.id r1.json)
+	assert_equal "$(sbx-lease show "$id1" | jq -r .lease.state)" Expired
 	run new_lease --principal p
 	assert_failure
 	# destroying the expired lease does not release it again
-	sbx-lease destroy --evidence x1.json >/dev/null
+	sbx-lease log "$id1" | tail -n 1 | sbx-lease destroy --evidence - >/dev/null
 	run new_lease --principal p
 	assert_failure
 	assert_output --partial "already holds 32"
+	run sbx-lease verify
+	assert_success
+}
+
+@test "deadlines act by themselves: overdue leases expire before any decision that counts them" {
+	sbx-lease clock manual >/dev/null
+	for i in $(seq 32); do new_lease --principal d --lifetime 2 >"r$i.json"; done
+	new_lease --principal e --lifetime 2 --escrow 1 >req.json
+	new_lease --principal e --lifetime 2 --escrow 1 | sbx-lease fund --amount 1 --evidence - >fund.json
+	sbx-lease tick 2 >/dev/null
+	# 32 overdue Requested leases do not block the principal's next request
+	run new_lease --principal d
+	assert_success
+	for i in 1 17 32; do
+		id=$(jq -r .lease.id "r$i.json")
+		assert_equal "$(sbx-lease log "$id" | tail -n 1 | jq -r '"\(.edge) \(.to) \(.batch)"')" \
+			"expire Expired 2"
+	done
+	# a past-deadline lease can be neither funded nor activated: it expires instead
+	run sbx-lease fund --amount 1 --evidence req.json
+	assert_failure
+	assert_output --partial "state is Expired"
+	run sbx-lease activate --evidence fund.json
+	assert_failure
+	assert_output --partial "state is Expired"
+	assert_equal "$(sbx-lease show "$(jq -r .lease.id fund.json)" | jq -r .lease.refund)" 1
 	run sbx-lease verify
 	assert_success
 }
