@@ -53,6 +53,11 @@ const char *lease_store_dir(const struct lease_store *s);
 int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e);
 /* Directory of the lease's namespace storage (mounted at /ns in the guest). */
 char *lease_ns_dir(const struct lease_store *s, const char *id);
+/* Claim lease id for one run (a lease is one sandbox): a descriptor to keep
+ * open while the run lives, or -1 when another live process holds it. */
+int lease_run_claim(struct lease_store *s, const char *id, struct common_err *e);
+/* 1 when a live process holds id's run claim. */
+int lease_run_held(const struct lease_store *s, const char *id);
 
 /* The store clock (SPEC §2): {"mode", "batch", "batch_ms", "epoch_ms"}.
  * Switching modes keeps the batch monotonic; tick works in manual mode only. */

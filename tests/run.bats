@@ -247,6 +247,28 @@ true"
 	assert_output --partial "is not lease $id's image"
 }
 
+@test "a lease is one sandbox: a second concurrent run on it is refused by name" {
+	id=$(sbx-lease request --image /bin/sh |
+		sbx-lease fund --amount 0 --evidence - | sbx-lease activate --evidence - | jq -r .lease.id)
+	sbx-run --lease "$id" -- /bin/sh -c 'echo started > /ns/started; while [ ! -e /ns/go ]; do sleep 0.05; done' \
+		>first.out 2>first.err &
+	first=$!
+	for _ in $(seq 200); do [ -e "$SBX_STORE/ns/$id/started" ] && break; sleep 0.05; done
+	[ -e "$SBX_STORE/ns/$id/started" ]
+	run sbx-run --lease "$id" -- /bin/sh -c 'echo second'
+	assert_equal "$status" 125
+	assert_output --partial "lease $id is already running (sbx-run pid $first): a lease is one sandbox"
+	refute_output --partial second
+	# the first run keeps its control socket and its meter
+	[ -S "$SBX_STORE/run/$id.sock" ]
+	touch "$SBX_STORE/ns/$id/go"
+	wait "$first"
+	# once it has ended, the lease runs again
+	run sbx-run --lease "$id" -- /bin/sh -c 'echo again'
+	assert_success
+	assert_output again
+}
+
 @test "the control socket: owner-only, answers status while the guest runs" {
 	sbx-run --ephemeral -- /bin/sleep 30 &
 	pid=$!

@@ -799,7 +799,7 @@ int trace_run_main(struct trace_run_opts *o)
 	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL;
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
-	int image_fd = -1;
+	int image_fd = -1, run_fd = -1;
 	struct common_outfile result_out = { .dirfd = -1 };
 	int code = SBX_EXIT_SBX, have_lease = 0;
 	const char *closed = NULL;
@@ -853,8 +853,17 @@ int trace_run_main(struct trace_run_opts *o)
 			goto fail;
 		}
 		have_lease = 1;
+		if ((run_fd = lease_run_claim(s, id, &e)) < 0)
+			goto fail;
 	} else {
 		id = common_xstrdup(o->lease);
+		/* before anything of the lease is touched: its control socket, its usage */
+		if (!lease_id_valid(id)) {
+			common_errf(&e, id, "not a lease id (expected L followed by 16 hex digits)");
+			goto fail;
+		}
+		if ((run_fd = lease_run_claim(s, id, &e)) < 0)
+			goto fail;
 		if (lease_load(s, id, &rec, &e) < 0)
 			goto fail;
 		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
@@ -1021,6 +1030,8 @@ fail:
 			common_report(&e3);
 	}
 out:
+	if (run_fd >= 0)
+		close(run_fd);
 	trace_determ_free(det);
 	trace_bound_free(bound);
 	json_decref(result);
