@@ -190,3 +190,16 @@ new_active() {
 	assert_output --partial 'Too many open files'
 	assert_output --partial 'closed: table_elements' 
 }
+
+@test "the trace is the guest's storage: an exec loop at level all is closed by storage_write" {
+	# fuel ends the run on a tree that does not meter the trace
+	sbx-run --ephemeral --limits storage_write=1M,fuel=5000000 --trace t.jsonl --trace-level all \
+		--result r.json -- /bin/sh -c 'while :; do /bin/true; done' >out 2>err || true
+	assert_equal "$(jq -r .closed r.json)" storage_write
+	size=$(stat -c %s t.jsonl)
+	used=$(usage_of storage_write)
+	# every trace byte but the closing line is in the usage; one tick of overshoot at most
+	[ "$used" -le "$size" ]
+	[ $((size - used)) -lt 4096 ]
+	[ "$size" -le $((1048576 + 1048576)) ]
+}

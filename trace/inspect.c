@@ -659,6 +659,11 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 	return closed[0] ? close_run(in, sv, closed) : 0;
 }
 
+void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes)
+{
+	trace_meter_host_write(in->meter, bytes);
+}
+
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct trace_inspector *in = ctx;

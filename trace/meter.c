@@ -55,6 +55,7 @@ struct trace_meter {
 	size_t nkept, keep_max;  /* tasks holding open files, and their budget */
 	const struct trace_relay *relay;
 	struct ns_walk walk;
+	uint64_t host_w;         /* bytes sbx wrote on the guest's behalf (its trace) */
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay)
@@ -389,13 +390,19 @@ static void sample(struct trace_meter *m, int whole_ns)
 		/* the guest's counters first, the relay after: what it wrote meanwhile
 		 * is subtracted too, so storage_write is never over-counted */
 		if (trace_relay_guest_bytes(m->relay, &piped) == 0)
-			raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr > piped ? wr - piped : 0);
+			raise_to(&m->u[LEASE_DIM_STORAGE_WRITE],
+				 (wr > piped ? wr - piped : 0) + m->host_w);
 		trace_relay_counts(m->relay, &b, &l);
 		raise_to(&m->u[LEASE_DIM_OUTPUT_BYTES], b);
 		raise_to(&m->u[LEASE_DIM_OUTPUT_VALUES], l);
 	} else {
-		raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr);
+		raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr + m->host_w);
 	}
+}
+
+void trace_meter_host_write(struct trace_meter *m, uint64_t bytes)
+{
+	m->host_w = bytes;
 }
 
 void trace_meter_sample(struct trace_meter *m)

@@ -46,6 +46,7 @@ struct trace_rec {
 	enum trace_level level;
 	int deterministic;
 	uint64_t seq, t_start, last_flush;
+	uint64_t bytes;             /* written to fd so far: metered as storage_write */
 	uint8_t h[32];
 	struct sb out;              /* pending bytes for fd */
 	struct sb line;             /* the event being built */
@@ -216,6 +217,8 @@ int trace_rec_flush(struct trace_rec *r)
 	if (r->out.n == 0)
 		return 0;
 	rc = common_write_all(r->fd, r->out.p, r->out.n);
+	if (rc == 0)
+		r->bytes += r->out.n;
 	r->out.n = 0;
 	r->last_flush = common_mono_us();
 	if (rc < 0)
@@ -254,6 +257,11 @@ static void rec_time(struct trace_rec *r, struct sb *b, const char *k, uint64_t 
 {
 	if (!r->deterministic)
 		kv_int(b, k, (long long)us);
+}
+
+uint64_t trace_rec_bytes(const struct trace_rec *r)
+{
+	return r->bytes;
 }
 
 uint64_t trace_rec_events(const struct trace_rec *r)

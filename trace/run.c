@@ -546,8 +546,11 @@ static void hook_proc_exit(void *ctx, pid_t tid, int wstatus)
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct run_ctx *c = ctx;
-	if (c->rec)
+	if (c->rec) {
 		trace_rec_flush(c->rec); /* a quiet guest's last events reach the file */
+		if (c->ins) /* the trace grows with the guest: it is the guest's storage */
+			trace_inspector_host_write(c->ins, trace_rec_bytes(c->rec));
+	}
 	uint64_t b = 0;
 	/* issue 7: --snapshot-every-batches, taken like sbx-snap take */
 	if (c->opts && c->opts->snapshot_every && c->store && c->lease &&
@@ -957,6 +960,10 @@ int trace_run_main(struct trace_run_opts *o)
 		hooks.on_fault = hook_fault;
 	}
 	int rc = trace_run(&cfg, &res, &e);
+	if (ctx.rec && ctx.ins) {
+		trace_rec_flush(ctx.rec);
+		trace_inspector_host_write(ctx.ins, trace_rec_bytes(ctx.rec));
+	}
 	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
 		rc = -1;
 	ctl_close(&ctx);

@@ -459,6 +459,8 @@ void trace_meter_sample(struct trace_meter *m);
 /* The same for the supervisor's tick: bounded work, the namespace walked a
  * step at a time (its bytes rise when a pass completes). */
 void trace_meter_tick(struct trace_meter *m);
+/* What sbx itself wrote for the guest so far (its trace): part of storage_write. */
+void trace_meter_host_write(struct trace_meter *m, uint64_t bytes);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
@@ -496,6 +498,8 @@ int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop 
 void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags);
 void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);
+/* The run's trace bytes so far, metered as storage_write from the next sample. */
+void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes);
 /* A watched fd of the inspector's (its observation writer's wake-up) is readable. */
 int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd);
 /* After the guest tree is gone: drain the relay, final sample and observation. */
@@ -627,6 +631,8 @@ struct trace_adj_opts {
 int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e);
 /* Events a recorder has written after its header (trace/record.c). */
 uint64_t trace_rec_events(const struct trace_rec *r);
+/* Bytes of trace written so far (the lease meters them as storage_write). */
+uint64_t trace_rec_bytes(const struct trace_rec *r);
 /* The chain hash of the last line it wrote (issue 7: snapshots record it). */
 void trace_rec_head(const struct trace_rec *r, uint8_t head[32]);
 
