@@ -478,3 +478,24 @@ while True:
 		assert_failure
 	done
 }
+
+@test "the invoker's secrets stay out of the guest's environment unless named" {
+	export AWS_SECRET_ACCESS_KEY=aws-secret GITHUB_TOKEN=gh-token SSH_AUTH_SOCK=/tmp/agent.sock
+	export LANG=C.UTF-8 TZ=UTC TERM=xterm HOME=/home/ci
+	run sbx-run --ephemeral -- /usr/bin/env
+	assert_success
+	refute_output --partial aws-secret
+	refute_output --partial gh-token
+	refute_output --partial SSH_AUTH_SOCK
+	refute_output --partial SBX_STORE
+	# the small default: PATH, HOME, TERM, LANG, TZ
+	assert_equal "$(printf '%s\n' "$output" | cut -d= -f1 | sort | tr '\n' ' ')" "HOME LANG PATH TERM TZ "
+	assert_line "HOME=/home/ci"
+	# named, a variable crosses; --env-inherit passes everything
+	run sbx-run --ephemeral --env GITHUB_TOKEN -- /usr/bin/env
+	assert_line GITHUB_TOKEN=gh-token
+	refute_output --partial aws-secret
+	run sbx-run --ephemeral --env-inherit -- /usr/bin/env
+	assert_line AWS_SECRET_ACCESS_KEY=aws-secret
+	assert_line "SBX_STORE=$SBX_STORE"
+}

@@ -155,9 +155,11 @@ ns-ok"
 	run sbx-run --ephemeral --mount tmpfs::/tmp -- /bin/echo ran
 	assert_equal "$status" 125
 	assert_output --partial "must supply /"
-	run sbx-run --ephemeral --env NOEQUALS -- /bin/echo ran
+	run sbx-run --ephemeral --env =x -- /bin/echo ran
 	assert_equal "$status" 125
-	assert_output --partial "not NAME=VALUE"
+	assert_output --partial "not NAME or NAME=VALUE"
+	run sbx-run --ephemeral --env '1A=x' -- /bin/echo ran
+	assert_equal "$status" 125
 	run sbx-run --ephemeral --ro /etc:/ns/x -- /bin/echo ran
 	assert_equal "$status" 125
 	run sbx-run --ephemeral --ro /etc:/usr/nonexistent/deep -- /bin/echo ran
@@ -170,14 +172,16 @@ ns-ok"
 	assert_output "0"
 }
 
-@test "environment: inherit by default, --env-clear, exact --env, --env-inherit adds" {
+@test "environment: a clean default, --env-clear, --env K=V and K, --env-inherit adds" {
 	export SBX_TEST_VAR=inherited
-	run sbx-run --ephemeral -- /bin/sh -c 'echo $SBX_TEST_VAR'
+	run sbx-run --ephemeral -- /bin/sh -c 'echo "[$SBX_TEST_VAR]"'
+	assert_output "[]"
+	run sbx-run --ephemeral --env SBX_TEST_VAR -- /bin/sh -c 'echo $SBX_TEST_VAR'
 	assert_output "inherited"
 	run sbx-run --ephemeral --env-clear -- /usr/bin/env
 	assert_success
 	assert_output ""
-	run sbx-run --ephemeral --env A=1 --env B=x=y -- /usr/bin/env
+	run sbx-run --ephemeral --env-clear --env A=1 --env B=x=y --env NOT_SET_ANYWHERE -- /usr/bin/env
 	assert_output "A=1
 B=x=y"
 	run sbx-run --ephemeral --env-inherit --env SBX_TEST_VAR=over -- /bin/sh -c 'echo $SBX_TEST_VAR; echo ${PATH:+path}'

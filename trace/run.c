@@ -208,11 +208,15 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 	else if (strcmp(name, "env-clear") == 0)
 		o->env_clear = 1;
 	else if (strcmp(name, "env-inherit") == 0)
-		o->env_clear = -1; /* explicit: --env entries then add to the inherited set */
+		o->env_clear = -1; /* the whole environment; --env entries add to it */
 	else if (strcmp(name, "env") == 0) {
-		const char *eq = strchr(v, '=');
-		if (!eq || eq == v)
-			return common_errf(e, "--env", "\"%s\" is not NAME=VALUE", v);
+		size_t k = strcspn(v, "=");
+		for (size_t i = 0; i < k; i++)
+			if (!(v[i] == '_' || (v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= 'a' && v[i] <= 'z') ||
+			      (i && v[i] >= '0' && v[i] <= '9')))
+				k = 0;
+		if (k == 0)
+			return common_errf(e, "--env", "\"%s\" is not NAME or NAME=VALUE", v);
 		o->env_set = common_xrealloc(o->env_set, (o->nenv_set + 1) * sizeof *o->env_set);
 		o->env_set[o->nenv_set++] = v;
 	} else if (strcmp(name, "trace") == 0)
@@ -240,29 +244,57 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 
 /* ---- the guest's environment ---- */
 
+/* What a guest gets by default: nothing the invoker keeps secret in its
+ * environment (tokens, agent sockets, the store) crosses unless named. */
+static const char *const env_default[] = { "PATH", "HOME", "TERM", "LANG", "TZ" };
+#define ENV_DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
+
+/* Set NAME=VALUE in env (n entries), replacing NAME's entry. */
+static char **env_put(char **env, size_t *n, const char *kv)
+{
+	size_t klen = strcspn(kv, "=") + 1, j;
+	for (j = 0; j < *n; j++)
+		if (strncmp(env[j], kv, klen) == 0)
+			break;
+	if (j == *n) {
+		env = common_xrealloc(env, (*n + 2) * sizeof *env);
+		env[++*n] = NULL;
+	} else {
+		free(env[j]);
+	}
+	env[j] = common_xstrdup(kv);
+	return env;
+}
+
+/* The invoker's NAME=VALUE entry, or NULL. */
+static const char *env_find(const char *name)
+{
+	size_t k = strlen(name);
+	for (size_t i = 0; environ[i]; i++)
+		if (strncmp(environ[i], name, k) == 0 && environ[i][k] == '=')
+			return environ[i];
+	return NULL;
+}
+
 char **trace_env_build(int env_clear, const char *const *env_set, size_t nenv_set)
 {
 	size_t n = 0;
 	char **env = common_xcalloc(1, sizeof *env);
-	/* default: inherit; any --env without --env-inherit: exactly the --env set */
-	int inherit = env_clear == -1 || (env_clear == 0 && nenv_set == 0);
-	for (size_t i = 0; inherit && environ[i]; i++) {
-		env = common_xrealloc(env, (n + 2) * sizeof *env);
-		env[n++] = common_xstrdup(environ[i]);
-		env[n] = NULL;
+	const char *kv;
+	if (env_clear == -1) {
+		for (size_t i = 0; environ[i]; i++)
+			env = env_put(env, &n, environ[i]);
+	} else if (env_clear == 0) {
+		env = env_put(env, &n, env_find("PATH") ? env_find("PATH") : ENV_DEFAULT_PATH);
+		for (size_t i = 1; i < sizeof env_default / sizeof env_default[0]; i++)
+			if ((kv = env_find(env_default[i])))
+				env = env_put(env, &n, kv);
 	}
+	/* NAME=VALUE sets; a bare NAME passes the invoker's value, if it has one */
 	for (size_t i = 0; i < nenv_set; i++) {
-		size_t klen = (size_t)(strchr(env_set[i], '=') - env_set[i]) + 1, j;
-		for (j = 0; j < n; j++)
-			if (strncmp(env[j], env_set[i], klen) == 0)
-				break;
-		if (j == n) {
-			env = common_xrealloc(env, (n + 2) * sizeof *env);
-			env[++n] = NULL;
-		} else {
-			free(env[j]);
-		}
-		env[j] = common_xstrdup(env_set[i]);
+		kv = strchr(env_set[i], '=') ? env_set[i] : env_find(env_set[i]);
+		if (kv)
+			env = env_put(env, &n, kv);
 	}
 	return env;
 }
