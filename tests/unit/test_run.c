@@ -222,7 +222,9 @@ static void test_opts(void)
 	CHECK(trace_run_opt(&o, "mount", "proc::/proc", &e) == 1, "--mount proc");
 	CHECK(trace_run_opt(&o, "env", "A=1", &e) == 1 && o.nenv_set == 1, "--env");
 	CHECK(trace_run_opt(&o, "env", "=1", &e) == -1, "--env empty name");
-	CHECK(trace_run_opt(&o, "env", "A", &e) == -1, "--env no =");
+	CHECK(trace_run_opt(&o, "env", "A", &e) == 1 && o.nenv_set == 2, "--env NAME passes it");
+	CHECK(trace_run_opt(&o, "env", "9A=1", &e) == -1, "--env name starting with a digit");
+	CHECK(trace_run_opt(&o, "env", "A B", &e) == -1, "--env name with a space");
 	CHECK(trace_run_opt(&o, "result-fd", "1", &e) == -1, "--result-fd must be above 2");
 	CHECK(trace_run_opt(&o, "result-fd", "999", &e) == -1, "--result-fd must be open");
 	CHECK(trace_run_opt(&o, "max-procs", "1", &e) == -1, "--max-procs too small");
