@@ -134,7 +134,7 @@ static int valid_reason(const char *s)
 	enum lease_dim d;
 
 	return s && (lease_dim_parse(s, &d) == 0 || !strcmp(s, "lifetime") ||
-		     !strcmp(s, "escrow") || !strcmp(s, "caller"));
+		     !strcmp(s, "escrow") || !strcmp(s, "caller") || !strcmp(s, "run-died"));
 }
 
 int lease_fold(const json_t *cur, const json_t *r, json_t **out, struct common_err *e)

@@ -56,6 +56,10 @@ int lease_journal_each(struct lease_store *s, int (*fn)(void *, size_t, const ch
 int lease_rebuild(struct lease_store *s, struct common_err *e);
 /* The idempotent side effects of a record's state: ns dir, slot index. */
 int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e);
+/* Leases whose run died holding them (claim file left, nobody holds it). */
+int lease_run_orphans(struct lease_store *s, char ***ids, size_t *n, struct common_err *e);
+/* Remove a dead run's claim file and control socket. */
+void lease_run_forget(struct lease_store *s, const char *id);
 int lease_slots_read(struct lease_store *s, json_t **slots, struct common_err *e);
 
 /* receipt.c */

@@ -58,6 +58,8 @@ char *lease_ns_dir(const struct lease_store *s, const char *id);
 int lease_run_claim(struct lease_store *s, const char *id, struct common_err *e);
 /* 1 when a live process holds id's run claim. */
 int lease_run_held(const struct lease_store *s, const char *id);
+/* The run ended: drop its claim (the descriptor lease_run_claim gave). */
+void lease_run_release(struct lease_store *s, const char *id, int fd);
 
 /* The store clock (SPEC §2): {"mode", "batch", "batch_ms", "epoch_ms"}.
  * Switching modes keeps the batch monotonic; tick works in manual mode only. */

@@ -415,7 +415,8 @@ static int edge_receipt(struct lease_store *s, const json_t *rec, enum lease_edg
 	case LEASE_EDGE_SETTLE:
 		json_object_set(*r, "usage", json_object_get(rec, "usage"));
 		json_object_set(*r, "cost", json_object_get(rec, "cost"));
-		json_object_set_new(*r, "reason", json_string("caller"));
+		json_object_set_new(*r, "reason", json_string(json_is_true(json_object_get(args,
+						"run_died")) ? "run-died" : "caller"));
 		break;
 	case LEASE_EDGE_EXPIRE:
 		if (strcmp(lease_jstr(rec, "state"), "Settling") != 0 &&
@@ -475,6 +476,48 @@ static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch
 	return rc;
 }
 
+/* A run that died (SIGKILL, OOM) left its lease Active: it closes from its last
+ * durable observation, before anything else is decided on the store. */
+static int close_dead_runs(struct lease_store *s, uint64_t batch, struct common_err *e)
+{
+	char **ids;
+	size_t n;
+	int rc = 0;
+
+	if (lease_run_orphans(s, &ids, &n, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		json_t *pair = NULL, *rec, *rs, *r, *out = NULL, *args;
+		struct common_err skip;
+		enum lease_state st;
+		if (load_pair(s, ids[i], &pair, &skip) < 0) {
+			lease_run_forget(s, ids[i]);
+			continue;
+		}
+		rec = json_incref(json_object_get(pair, "lease"));
+		json_decref(pair);
+		lease_state_parse(lease_jstr(rec, "state"), &st);
+		rs = json_array();
+		args = json_pack("{s:b}", "run_died", 1);
+		if (st == LEASE_ACTIVE &&
+		    (edge_receipt(s, rec, LEASE_EDGE_SETTLE, args, batch, &r, e) < 0 ||
+		     seal_fold(s, &rec, r, rs, e) < 0 || commit(s, rs, rec, &out, e) < 0))
+			rc = -1;
+		else
+			lease_run_forget(s, ids[i]);
+		json_decref(args);
+		json_decref(out);
+		json_decref(rs);
+		json_decref(rec);
+		if (rc < 0)
+			break;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	return rc;
+}
+
 /* Before a request counts the principal's slots: its overdue leases go. */
 static int expire_principal_overdue(struct lease_store *s, const char *principal, uint64_t batch,
 				    struct common_err *e)
@@ -526,7 +569,8 @@ static int apply(struct lease_store *s, const struct lease_request *req, const c
 		goto out;
 	if (lease_lock(s, e) < 0)
 		goto out;
-	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0)
+	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0 ||
+	    close_dead_runs(s, batch, e) < 0)
 		goto unlock;
 	if (req) {
 		if (expire_principal_overdue(s, p.principal, batch, e) < 0 ||

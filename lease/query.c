@@ -446,6 +446,29 @@ static void verify_slots(struct verify_ctx *c)
 	json_decref(live);
 }
 
+/* A run that died holding its lease: reported until a store write closes it. */
+static void verify_dead_runs(struct verify_ctx *c)
+{
+	struct common_err e;
+	char **ids;
+	size_t n;
+
+	if (lease_run_orphans(c->s, &ids, &n, &e) < 0) {
+		problem(c, "run/: %s", e.why);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *pair = NULL;
+		if (lease_pair_read(c->s, ids[i], &pair, &e) == 0 && pair &&
+		    !strcmp(lease_jstr(json_object_get(pair, "lease"), "state"), "Active"))
+			problem(c, "lease %s: its run died without closing it; the next store "
+				"write settles it from its last observation", ids[i]);
+		json_decref(pair);
+		free(ids[i]);
+	}
+	free(ids);
+}
+
 int lease_verify(struct lease_store *s, const char *id, json_t **report, struct common_err *e)
 {
 	struct verify_ctx c = { s, id, json_object(), json_array(), 0 };
@@ -469,8 +492,10 @@ int lease_verify(struct lease_store *s, const char *id, json_t **report, struct 
 	json_object_foreach(c.chains, k, ch)
 		if (!json_object_get(ch, "seen"))
 			problem(&c, "journal.jsonl: lease %s has receipts but no record file", k);
-	if (!id)
+	if (!id) {
 		verify_slots(&c);
+		verify_dead_runs(&c);
+	}
 	else if (n == 0 || !json_object_get(c.chains, id))
 		if (!json_object_get(c.chains, id)) {
 			common_errf(e, id, "no such lease in store %s", s->dir);

@@ -124,15 +124,34 @@ new_active() {
 	[ "$fuel" -gt 100000 ]
 	run bash -c "sbx-lease log $id | jq -r .edge | sort -u"
 	assert_line observe
-	# a lower observation is refused and changes nothing
+	# verify names the lease its dead run left Active
+	run sbx-lease verify
+	assert_failure
+	assert_output --partial "lease $id: its run died without closing it"
+	# the next store write settles it from its last durable observation
 	sbx-lease log "$id" | tail -n1 >head.json
 	run sbx-lease observe "$id" --usage fuel=1 --evidence head.json
 	assert_failure
-	assert_output --partial "is below the recorded"
-	assert_equal "$(sbx-lease show "$id" | jq -r .lease.usage.fuel)" "$fuel"
-	# the next run of the same lease continues from the recorded usage
-	run sbx-run --lease "$id" --result r.json -- "$GUESTS/meter_hog" write-not
-	[ "$(usage_of fuel)" -gt "$fuel" ]
+	assert_equal "$(sbx-lease show "$id" | jq -r .lease.state)" Settling
+	assert_equal "$(sbx-lease log "$id" | tail -n1 | jq -r '"\(.edge) \(.reason) \(.usage.fuel)"')" \
+		"settle run-died $fuel"
+	[ ! -e "$SBX_STORE/run/$id.sock" ] && [ ! -e "$SBX_STORE/run/$id.lock" ]
+	run sbx-lease verify
+	assert_success
+	# a one-shot run killed the same way is closed by the next write too
+	sbx-run --ephemeral --result r.json -- "$GUESTS/meter_hog" fuel &
+	pid=$!
+	for _ in $(seq 1 100); do
+		eph=$(sbx-lease list | jq -r 'select(.state == "Active") | .id' | head -n1)
+		[ -n "$eph" ] && [ -S "$SBX_STORE/run/$eph.sock" ] && break
+		sleep 0.1
+	done
+	kill -9 "$pid"
+	wait "$pid" || true
+	sbx-lease request --image /bin/true >/dev/null
+	assert_equal "$(sbx-lease show "$eph" | jq -r .lease.state)" Settling
+	run sbx-lease verify
+	assert_success
 }
 
 @test "fuel counts the whole tree, exited children included" {

@@ -1070,7 +1070,7 @@ fail:
 	}
 out:
 	if (run_fd >= 0)
-		close(run_fd);
+		lease_run_release(s, id, run_fd);
 	trace_determ_free(det);
 	trace_bound_free(bound);
 	json_decref(result);
