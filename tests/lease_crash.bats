@@ -120,9 +120,12 @@ crash_walk() {
 		set -e
 		[ "$rc" -ne 0 ] || break
 		[ "$rc" -eq 137 ] || { echo "pass $pass: rc=$rc: $(cat err.txt)"; return 1; }
-		run sbx-lease verify
-		[ "$status" -eq 0 ] || { echo "pass $pass: $output"; return 1; }
 		id=$(sbx-lease list | jq -r .id | sort | comm -13 before.txt -)
+		# consistent; the one thing verify may name is the killed run's open lease
+		sbx-lease verify 2>/dev/null >v.json || true
+		jq -e .store v.json >/dev/null || { echo "pass $pass: verify gave no report"; return 1; }
+		other=$(jq -r '.problems[]' v.json | grep -vc "^lease $id: its run died without closing it" || true)
+		[ "$other" -eq 0 ] || { echo "pass $pass: $(cat v.json)"; return 1; }
 		[ -n "$id" ] || { echo "pass $pass: lost the request receipt"; return 1; }
 		state=$(sbx-lease show "$id" | jq -r .lease.state)
 		n=$(sbx-lease log "$id" | wc -l)
