@@ -98,47 +98,11 @@ int lease_image_validate_fd(int fd, const char *path, struct common_err *e)
 	return r < 0 ? -1 : 0;
 }
 
-int lease_image_validate(const char *path, struct common_err *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return common_errno(e, errno, "image %s", path);
-	int r = lease_image_validate_fd(fd, path, e);
-	close(fd);
-	return r;
-}
-
-/* The SHA-256 of what fd holds, read from its start (pread: its offset stays). */
-static int sha256_fd(int fd, const char *path, uint8_t out[COMMON_SHA256_LEN], struct common_err *e)
-{
-	struct common_sha256 h;
-	size_t cap = 1u << 20;
-	char *buf = common_xmalloc(cap);
-	off_t off = 0;
-	ssize_t n;
-	int rc = 0;
-
-	common_sha256_init(&h);
-	while ((n = pread(fd, buf, cap, off)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = common_errno(e, errno, "%s", path);
-			break;
-		}
-		common_sha256_update(&h, buf, (size_t)n);
-		off += n;
-	}
-	common_sha256_final(&h, out);
-	free(buf);
-	return rc;
-}
-
-int lease_image_check_fd(int fd, const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e)
+static int image_check_fd(int fd, const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e)
 {
 	uint8_t d[COMMON_SHA256_LEN];
 
-	if (lease_image_validate_fd(fd, path, e) < 0 || sha256_fd(fd, path, d, e) < 0)
+	if (lease_image_validate_fd(fd, path, e) < 0 || common_sha256_fd(fd, path, d, e) < 0)
 		return -1;
 	common_hex(d, sizeof d, hex);
 	return 0;
@@ -149,7 +113,7 @@ int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct comm
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return common_errno(e, errno, "image %s", path);
-	int r = lease_image_check_fd(fd, path, hex, e);
+	int r = image_check_fd(fd, path, hex, e);
 	close(fd);
 	return r;
 }
@@ -170,12 +134,12 @@ int lease_image_check_cached_fd(struct lease_store *s, int fd, const char *path,
 	int rc = 0;
 
 	if (fstat(fd, &before) < 0 || !S_ISREG(before.st_mode))
-		return lease_image_check_fd(fd, path, hex, e);
+		return image_check_fd(fd, path, hex, e);
 	cp = lease_path(s, "image-hashes");
 	c = common_hashcache_open(cp, "image-hashes");
 	free(cp);
 	if (!common_hashcache_get(c, &before, hex)) {
-		rc = lease_image_check_fd(fd, path, hex, e);
+		rc = image_check_fd(fd, path, hex, e);
 		/* kept only when nothing changed while it was checked and hashed */
 		if (rc == 0 && fstat(fd, &after) == 0 && same_ident(&before, &after))
 			common_hashcache_put(c, &before, hex);

@@ -147,19 +147,17 @@ int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t
 /* Re-check chains, signatures, states, slot counts; problems go into *report. */
 int lease_verify(struct lease_store *s, const char *id, json_t **report, struct common_err *e);
 
-/* Image identity: is path an ELF64 x86-64 executable we will run (libelf)? */
-int lease_image_validate(const char *path, struct common_err *e);
-/* The same check, then the image's SHA-256. */
+/* Image identity: is fd (path names it in messages) an ELF64 x86-64 executable
+ * we will run (libelf)? Checked on the descriptor the caller then executes. */
+int lease_image_validate_fd(int fd, const char *path, struct common_err *e);
+/* The same check on path, then the image's SHA-256. */
 int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e);
 /* The same, remembering hashes in the store's image-hashes file, keyed by file
  * identity (device, inode, size, mtime, ctime) and boot id, block devices only;
  * anything different, damaged or unknown is checked and hashed again. */
 int lease_image_check_cached(struct lease_store *s, const char *path,
 			     char hex[COMMON_SHA256_HEX], struct common_err *e);
-/* The same three on an open descriptor (path names it in messages): the file
- * checked and hashed is the one the caller then executes (execveat). */
-int lease_image_validate_fd(int fd, const char *path, struct common_err *e);
-int lease_image_check_fd(int fd, const char *path, char hex[COMMON_SHA256_HEX], struct common_err *e);
+/* The same on an open descriptor: the file hashed is the one then executed. */
 int lease_image_check_cached_fd(struct lease_store *s, int fd, const char *path,
 				char hex[COMMON_SHA256_HEX], struct common_err *e);
 

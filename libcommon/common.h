@@ -63,6 +63,9 @@ void common_sha256_init(struct common_sha256 *h);
 void common_sha256_update(struct common_sha256 *h, const void *buf, size_t len);
 void common_sha256_final(struct common_sha256 *h, uint8_t out[COMMON_SHA256_LEN]);
 int common_sha256_file(const char *path, uint8_t out[COMMON_SHA256_LEN], struct common_err *e);
+/* What fd holds, read from its start with pread (its offset stays); name for errors. */
+int common_sha256_fd(int fd, const char *name, uint8_t out[COMMON_SHA256_LEN],
+		     struct common_err *e);
 void common_hex(const uint8_t *buf, size_t len, char *out); /* out has 2*len+1 */
 int common_unhex(const char *hex, uint8_t *out, size_t len); /* exact length, lower/upper */
 

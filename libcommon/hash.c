@@ -57,34 +57,41 @@ void common_sha256(const void *buf, size_t len, uint8_t out[COMMON_SHA256_LEN])
 	common_sha256_final(&h, out);
 }
 
-int common_sha256_file(const char *path, uint8_t out[COMMON_SHA256_LEN], struct common_err *e)
+int common_sha256_fd(int fd, const char *name, uint8_t out[COMMON_SHA256_LEN],
+		     struct common_err *e)
 {
 	struct common_sha256 h;
 	size_t cap = 1u << 20;
-	char *buf;
+	char *buf = common_xmalloc(cap);
+	off_t off = 0;
 	ssize_t n;
+	int rc = 0;
+
+	common_sha256_init(&h);
+	while ((n = pread(fd, buf, cap, off)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = common_errno(e, errno, "%s", name);
+			break;
+		}
+		common_sha256_update(&h, buf, (size_t)n);
+		off += n;
+	}
+	common_sha256_final(&h, out);
+	free(buf);
+	return rc;
+}
+
+int common_sha256_file(const char *path, uint8_t out[COMMON_SHA256_LEN], struct common_err *e)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return common_errno(e, errno, "%s", path);
-	buf = common_xmalloc(cap);
-	common_sha256_init(&h);
-	while ((n = read(fd, buf, cap)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			int err = errno;
-			free(buf);
-			close(fd);
-			common_sha256_final(&h, out);
-			return common_errno(e, err, "%s", path);
-		}
-		common_sha256_update(&h, buf, (size_t)n);
-	}
-	common_sha256_final(&h, out);
-	free(buf);
+	int rc = common_sha256_fd(fd, path, out, e);
 	close(fd);
-	return 0;
+	return rc;
 }
 
 void common_hex(const uint8_t *buf, size_t len, char *out)
