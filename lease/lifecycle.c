@@ -453,10 +453,11 @@ fail:
 	return -1;
 }
 
-/* Deadlines act by themselves: a lease still Requested or Funded at its
- * deadline expires, with its receipt, before any decision that counts it. 1 when
+/* Deadlines act by themselves: a lease at its deadline that no run holds
+ * expires, with its receipt, before any decision that counts it (an Active one
+ * only when asked: a run's meter closes its own lease on the lifetime). 1 when
  * *rec was expired (and replaced), 0 when it is not overdue. */
-static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch,
+static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch, int active,
 			     struct common_err *e)
 {
 	enum lease_state st;
@@ -464,8 +465,9 @@ static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch
 	int rc = -1;
 
 	lease_state_parse(lease_jstr(*rec, "state"), &st);
-	if ((st != LEASE_REQUESTED && st != LEASE_FUNDED) ||
-	    batch < (uint64_t)lease_jint(*rec, "deadline"))
+	if (batch < (uint64_t)lease_jint(*rec, "deadline") ||
+	    !(st == LEASE_REQUESTED || st == LEASE_FUNDED || st == LEASE_SETTLING ||
+	      (active && st == LEASE_ACTIVE && !lease_run_held(s, lease_jstr(*rec, "id")))))
 		return 0;
 	rs = json_array();
 	if (edge_receipt(s, *rec, LEASE_EDGE_EXPIRE, NULL, batch, &r, e) == 0 &&
@@ -538,7 +540,7 @@ static int expire_principal_overdue(struct lease_store *s, const char *principal
 			continue;
 		rec = json_incref(json_object_get(pair, "lease"));
 		json_decref(pair);
-		rc = expire_if_overdue(s, &rec, batch, e) < 0 ? -1 : 0;
+		rc = expire_if_overdue(s, &rec, batch, 1, e) < 0 ? -1 : 0;
 		json_decref(rec);
 		if (rc < 0)
 			break;
@@ -585,7 +587,7 @@ static int apply(struct lease_store *s, const struct lease_request *req, const c
 		if ((int64_t)batch < lease_jint(rec, "batch"))
 			batch = (uint64_t)lease_jint(rec, "batch");
 		if (n && steps[0].edge != LEASE_EDGE_EXPIRE &&
-		    expire_if_overdue(s, &rec, batch, e) < 0)
+		    expire_if_overdue(s, &rec, batch, 0, e) < 0)
 			goto unlock;
 	}
 	for (size_t k = 0; k < n; k++) {

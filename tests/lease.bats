@@ -324,6 +324,20 @@ patched() {
 	assert_failure
 	assert_output --partial "state is Expired"
 	assert_equal "$(sbx-lease show "$(jq -r .lease.id fund.json)" | jq -r .lease.refund)" 1
+	# an Active lease no run holds and a Settled one free their slots at the deadline too
+	for i in $(seq 30); do new_lease --principal f >/dev/null; done
+	act=$(new_lease --principal f --lifetime 2 | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	set=$(new_lease --principal f --lifetime 2 | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | sbx-lease settle --evidence - | jq -r .lease.id)
+	run new_lease --principal f
+	assert_failure
+	assert_output --partial "already holds 32"
+	sbx-lease tick 2 >/dev/null
+	run new_lease --principal f
+	assert_success
+	assert_equal "$(sbx-lease show "$act" | jq -r .lease.state) $(sbx-lease show "$set" | jq -r .lease.state)" \
+		"Expired Expired"
 	run sbx-lease verify
 	assert_success
 }
