@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "snap_regs.h"
 
 #define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA 18
@@ -34,17 +35,11 @@ static const char *why_no_amx(void)
 	return NULL;
 }
 
-static void spin(void)
-{
-	for (int i = 0; i < 200; i++)
-		__asm__ volatile("mov $110, %%eax\n\tsyscall" ::: "rax", "rcx", "r11", "memory");
-}
-
 int main(void)
 {
 	const char *why = why_no_amx();
 	if (why) {
-		spin();
+		snap_steps_only();
 		printf("amx: skipped: %s\n", why);
 		return 0;
 	}
@@ -58,12 +53,7 @@ int main(void)
 		"ldtilecfg (%[cfg])\n\t"
 		"mov $64, %%rdx\n\t"
 		"tileloadd (%[in],%%rdx,1), %%tmm0\n\t"
-		"mov $200, %%r12\n"
-		"1:\n\t"
-		"mov $110, %%eax\n\t"
-		"syscall\n\t"
-		"dec %%r12\n\t"
-		"jnz 1b\n\t"
+		SNAP_STEP_LOOP
 		"mov $64, %%rdx\n\t"
 		"tilestored %%tmm0, (%[out],%%rdx,1)\n\t"
 		"tilerelease\n\t"

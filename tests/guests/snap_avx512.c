@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "snap_regs.h"
 
 static uint8_t in[16][64] __attribute__((aligned(64)));
 static uint8_t out[16][64] __attribute__((aligned(64)));
@@ -20,12 +21,6 @@ static int have_avx512(void)
 	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
 	__cpuid_count(7, 0, a, b, c, d);
 	return (b & bit_AVX512F) && (b & bit_AVX512BW) && (lo & 0xe6) == 0xe6;
-}
-
-static void spin(void)
-{
-	for (int i = 0; i < 200; i++)
-		__asm__ volatile("mov $110, %%eax\n\tsyscall" ::: "rax", "rcx", "r11", "memory");
 }
 
 /* only called where CPUID says AVX-512 F and BW are there */
@@ -47,12 +42,7 @@ __attribute__((target("avx512f,avx512bw"))) static int hold(void)
 		"vmovdqa64 640(%[in]), %%zmm26\n\t" "vmovdqa64 704(%[in]), %%zmm27\n\t"
 		"vmovdqa64 768(%[in]), %%zmm28\n\t" "vmovdqa64 832(%[in]), %%zmm29\n\t"
 		"vmovdqa64 896(%[in]), %%zmm30\n\t" "vmovdqa64 960(%[in]), %%zmm31\n\t"
-		"mov $200, %%r12\n"
-		"1:\n\t"
-		"mov $110, %%eax\n\t"
-		"syscall\n\t"
-		"dec %%r12\n\t"
-		"jnz 1b\n\t"
+		SNAP_STEP_LOOP
 		"vmovdqa64 %%zmm16, 0(%[out])\n\t"   "vmovdqa64 %%zmm17, 64(%[out])\n\t"
 		"vmovdqa64 %%zmm18, 128(%[out])\n\t" "vmovdqa64 %%zmm19, 192(%[out])\n\t"
 		"vmovdqa64 %%zmm20, 256(%[out])\n\t" "vmovdqa64 %%zmm21, 320(%[out])\n\t"
@@ -81,7 +71,7 @@ __attribute__((target("avx512f,avx512bw"))) static int hold(void)
 int main(void)
 {
 	if (!have_avx512()) {
-		spin();
+		snap_steps_only();
 		printf("avx512: skipped: this CPU has no AVX-512\n");
 		return 0;
 	}

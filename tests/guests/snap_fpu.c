@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "snap_regs.h"
 
 static uint8_t in[16][32] __attribute__((aligned(32)));
 static uint8_t out[16][32] __attribute__((aligned(32)));
@@ -25,12 +26,7 @@ int main(void)
 		"vmovdqa 320(%[in]), %%ymm10\n\t" "vmovdqa 352(%[in]), %%ymm11\n\t"
 		"vmovdqa 384(%[in]), %%ymm12\n\t" "vmovdqa 416(%[in]), %%ymm13\n\t"
 		"vmovdqa 448(%[in]), %%ymm14\n\t" "vmovdqa 480(%[in]), %%ymm15\n\t"
-		"mov $200, %%r12\n"
-		"1:\n\t"
-		"mov $110, %%eax\n\t" /* getppid: a step boundary */
-		"syscall\n\t"
-		"dec %%r12\n\t"
-		"jnz 1b\n\t"
+		SNAP_STEP_LOOP
 		"vmovdqa %%ymm0, 0(%[out])\n\t"   "vmovdqa %%ymm1, 32(%[out])\n\t"
 		"vmovdqa %%ymm2, 64(%[out])\n\t"  "vmovdqa %%ymm3, 96(%[out])\n\t"
 		"vmovdqa %%ymm4, 128(%[out])\n\t" "vmovdqa %%ymm5, 160(%[out])\n\t"
