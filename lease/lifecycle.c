@@ -453,11 +453,13 @@ fail:
 	return -1;
 }
 
-/* Deadlines act by themselves: a lease at its deadline that no run holds
- * expires, with its receipt, before any decision that counts it (an Active one
- * only when asked: a run's meter closes its own lease on the lifetime). 1 when
- * *rec was expired (and replaced), 0 when it is not overdue. */
-static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch, int active,
+/* Deadlines act by themselves: a lease still Requested or Funded at its
+ * deadline expires, with its receipt, before any decision that counts it. A
+ * sweep (a request counting its principal's slots) also expires Settling ones
+ * and Active ones no run holds; a single lease's own steps do not, since its
+ * run settles and expires it itself. 1 when *rec was expired (and replaced),
+ * 0 when it is not overdue. */
+static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch, int sweep,
 			     struct common_err *e)
 {
 	enum lease_state st;
@@ -466,8 +468,8 @@ static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch
 
 	lease_state_parse(lease_jstr(*rec, "state"), &st);
 	if (batch < (uint64_t)lease_jint(*rec, "deadline") ||
-	    !(st == LEASE_REQUESTED || st == LEASE_FUNDED || st == LEASE_SETTLING ||
-	      (active && st == LEASE_ACTIVE && !lease_run_held(s, lease_jstr(*rec, "id")))))
+	    !(st == LEASE_REQUESTED || st == LEASE_FUNDED || (sweep && st == LEASE_SETTLING) ||
+	      (sweep && st == LEASE_ACTIVE && !lease_run_held(s, lease_jstr(*rec, "id")))))
 		return 0;
 	rs = json_array();
 	if (edge_receipt(s, *rec, LEASE_EDGE_EXPIRE, NULL, batch, &r, e) == 0 &&
