@@ -118,13 +118,6 @@ int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct comm
 	return r;
 }
 
-static int same_ident(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
 int lease_image_check_cached_fd(struct lease_store *s, int fd, const char *path,
 				char hex[COMMON_SHA256_HEX], struct common_err *e)
 {
@@ -141,7 +134,7 @@ int lease_image_check_cached_fd(struct lease_store *s, int fd, const char *path,
 	if (!common_hashcache_get(c, &before, hex)) {
 		rc = image_check_fd(fd, path, hex, e);
 		/* kept only when nothing changed while it was checked and hashed */
-		if (rc == 0 && fstat(fd, &after) == 0 && same_ident(&before, &after))
+		if (rc == 0 && fstat(fd, &after) == 0 && common_same_file(&before, &after))
 			common_hashcache_put(c, &before, hex);
 	}
 	common_hashcache_close(c);

@@ -358,13 +358,6 @@ static uint64_t clock_batch(const json_t *clk)
 	return now > epoch ? (now - epoch) / (uint64_t)lease_jint(clk, "batch_ms") : 0;
 }
 
-static int same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
 /* The clock is read at every transition but written only by set-mode and tick
  * (by rename): its parsed form is kept while the file stays the same. */
 int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e)
@@ -375,13 +368,13 @@ int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err 
 	int known = stat(p, &before) == 0;
 
 	free(p);
-	if (!(known && s->clk && same_file(&before, &s->cst))) {
+	if (!(known && s->clk && common_same_file(&before, &s->cst))) {
 		if (clock_read(s, &clk, e) < 0)
 			return -1;
 		json_decref(s->clk);
 		s->clk = NULL;
 		p = lease_path(s, "clock.json");
-		if (known && stat(p, &after) == 0 && same_file(&before, &after)) {
+		if (known && stat(p, &after) == 0 && common_same_file(&before, &after)) {
 			s->clk = clk;
 			s->cst = after;
 		}
@@ -751,7 +744,7 @@ int lease_recover(struct lease_store *s, struct common_err *e)
 
 	/* Nothing was appended since this process's own complete commit. */
 	p = lease_path(s, "journal.jsonl");
-	same = s->jst_ok && stat(p, &st) == 0 && same_file(&st, &s->jst);
+	same = s->jst_ok && stat(p, &st) == 0 && common_same_file(&st, &s->jst);
 	free(p);
 	if (same)
 		return 0;

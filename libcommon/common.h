@@ -95,6 +95,9 @@ int common_append_durable(const char *path, const void *buf, size_t len,
 			  struct common_err *e); /* O_APPEND, one write, fsync */
 int common_fsync_dir(const char *dir, struct common_err *e);
 int common_mkdir_p(const char *path, mode_t mode, struct common_err *e);
+/* The same file, unchanged: device, inode, size, mtime and ctime all equal. */
+struct stat;
+int common_same_file(const struct stat *a, const struct stat *b);
 int common_rm_rf(const char *path, struct common_err *e);
 int common_write_all(int fd, const void *buf, size_t len);  /* -errno or 0 */
 ssize_t common_read_all(int fd, void *buf, size_t len);     /* bytes read, short at EOF, -errno */

@@ -187,6 +187,13 @@ int common_append_durable(const char *path, const void *buf, size_t len, struct 
 	return 0;
 }
 
+int common_same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
 int common_mkdir_p(const char *path, mode_t mode, struct common_err *e)
 {
 	char *p = common_xstrdup(path);

@@ -430,6 +430,53 @@ while True:
 	[ "$seen_a" -gt 0 ] && [ "$seen_b" -gt 0 ]
 }
 
+@test "the image a receipt names is the program that ran, while a writer changes it in place" {
+	cp "$(command -v basename)" a
+	cp "$(command -v dirname)" b
+	sha_a=$(sha256sum < a | cut -d' ' -f1)
+	sha_b=$(sha256sum < b | cut -d' ' -f1)
+	cp a prog
+	# the same inode rewritten between sbx-run's hash and its exec (a running
+	# image refuses writers: ETXTBSY, try again)
+	python3 -c 'import errno, os, time
+da, db = open("a", "rb").read(), open("b", "rb").read()
+while True:
+    for d in (da, db):
+        try:
+            fd = os.open("prog", os.O_WRONLY)
+        except OSError as e:
+            if e.errno == errno.ETXTBSY:
+                continue
+            raise
+        os.write(fd, d); os.ftruncate(fd, len(d)); os.close(fd)
+        time.sleep(0.003)' &
+	BGPID=$!
+	ran=0 stopped=0 wrong=0
+	for i in $(seq 1 40); do
+		rc=0
+		out=$(sbx-run --ephemeral --result r.json -- "$PWD/prog" /a/b 2>err) || rc=$?
+		sha=$(jq -r .image.sha256 r.json)
+		case "$out" in
+		b) want=$sha_a ;;
+		/a) want=$sha_b ;;
+		*)
+			# refused before the image ran: a change sbx saw, or a half-written file
+			if grep -q "changed between its hash" err; then
+				stopped=$((stopped + 1))
+				[ "$rc" = 125 ] && [ -z "$out" ]
+				jq -r .error r.json | grep -q "changed between its hash"
+			fi
+			continue ;;
+		esac
+		ran=$((ran + 1))
+		[ "$sha" = "$want" ] || { wrong=$((wrong + 1)); echo "run $i printed $out, receipt names $sha"; }
+	done
+	kill "$BGPID"
+	echo "ran $ran, stopped $stopped, wrong $wrong"
+	[ "$wrong" = 0 ]
+	[ "$ran" -gt 0 ]
+}
+
 @test "result and state paths inside a --rw bind: a directory swapped for a symlink redirects nothing" {
 	mkdir -p w/out victim
 	echo input > in.img

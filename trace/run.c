@@ -361,6 +361,12 @@ struct run_ctx {
 	int restored;                 /* issue 7: the restore hook ran */
 	uint64_t snap_batch;          /* issue 7: batch of the last automatic snapshot */
 	struct trace_determ *det;     /* --deterministic: after the inspector, before the recorder */
+	int image_fd;                 /* the image as opened, checked and hashed */
+	struct stat image_st;         /* its identity then */
+	const char *image, *image_sha;
+	int image_seen;               /* the guest's first exec came */
+	int failed;                   /* the run ends with fail, an sbx error (125) */
+	struct common_err fail;
 };
 
 static int ctl_open(struct run_ctx *c, const char *store_dir, const char *lease, struct common_err *e)
@@ -533,9 +539,37 @@ static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	return c->rec ? trace_rec_on_exit(c->rec, g, st) : 0;
 }
 
+/* The image once the guest has exec'd it, when the kernel refuses writes to it:
+ * the same identity as when it was hashed, or else the same bytes, or the run
+ * stops (a writer changing the file in place between hash and exec). */
+static int image_unchanged(struct run_ctx *c)
+{
+	struct stat now;
+	uint8_t d[COMMON_SHA256_LEN];
+	char hex[COMMON_SHA256_HEX];
+	if (fstat(c->image_fd, &now) == 0 && common_same_file(&c->image_st, &now))
+		return 1;
+	if (common_sha256_fd(c->image_fd, c->image, d, &c->fail) < 0)
+		return 0;
+	common_hex(d, sizeof d, hex);
+	if (strcmp(hex, c->image_sha) == 0)
+		return 1;
+	common_errf(&c->fail, "image", "%s changed between its hash (sha256 %s) and its exec "
+		    "(now sha256 %s): the run is stopped", c->image, c->image_sha, hex);
+	return 0;
+}
+
 static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
 {
 	struct run_ctx *c = ctx;
+	if (!c->image_seen) {
+		c->image_seen = 1;
+		if (!image_unchanged(c)) {
+			c->failed = 1;
+			trace_sv_stop(c->sv, "image changed before its exec");
+			return;
+		}
+	}
 	if (c->det && trace_determ_on_exec(c->det, pid) < 0) {
 		trace_sv_stop(c->sv, "determinism: cannot rewrite the auxiliary vector");
 		return;
@@ -835,6 +869,7 @@ int trace_run_main(struct trace_run_opts *o)
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
 	int image_fd = -1, run_fd = -1;
+	struct stat image_st;
 	struct common_outfile result_out = { .dirfd = -1 };
 	int code = SBX_EXIT_SBX, have_lease = 0;
 	const char *closed = NULL;
@@ -868,7 +903,7 @@ int trace_run_main(struct trace_run_opts *o)
 		close(image_fd);
 		image_fd = hi;
 	}
-	if (image_fd < 0) {
+	if (image_fd < 0 || fstat(image_fd, &image_st) < 0) {
 		common_errno(&e, errno, "image %s", image);
 		goto fail;
 	}
@@ -922,7 +957,9 @@ int trace_run_main(struct trace_run_opts *o)
 
 	env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
 	filters = common_xasprintf("%s/filters", lease_store_dir(s));
-	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res, .store = s, .opts = o };
+	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res, .store = s, .opts = o,
+			       .image_fd = image_fd, .image_st = image_st, .image = image,
+			       .image_sha = sha };
 	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
 		goto fail;
 	if (o->deterministic && !(ctx.det = det = determ_open(s, id, rec, receipts, &e))) {
@@ -937,10 +974,10 @@ int trace_run_main(struct trace_run_opts *o)
 		}
 	}
 	struct trace_hooks hooks = { .ctx = &ctx, .on_start = hook_start, .on_fd = hook_fd };
+	hooks.on_exec = hook_exec; /* the image's identity, at least */
 	if (ctx.rec) {
 		hooks.on_entry = hook_entry;
 		hooks.on_exit = hook_exit;
-		hooks.on_exec = hook_exec;
 		hooks.on_spawn = hook_spawn;
 		hooks.on_proc_exit = hook_proc_exit;
 	}
@@ -981,14 +1018,11 @@ int trace_run_main(struct trace_run_opts *o)
 	hooks.on_spawn = hook_spawn;
 	hooks.on_proc_exit = hook_proc_exit;
 	hooks.on_tick = hook_tick;
-	if (o->restore_exec)
-		hooks.on_exec = hook_exec;
 	if (o->snapshot_on_exit_signal)
 		hooks.on_signal = hook_signal;
 	if (ctx.det) { /* SPEC §9 */
 		cfg.trace_classes |= trace_determ_classes();
 		cfg.tsc_sigsegv = trace_tsc_probe();
-		hooks.on_exec = hook_exec;
 		hooks.on_fault = hook_fault;
 	}
 	int rc = trace_run(&cfg, &res, &e);
@@ -998,6 +1032,10 @@ int trace_run_main(struct trace_run_opts *o)
 	}
 	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
 		rc = -1;
+	if (rc == 0 && ctx.failed) { /* sbx stopped the guest for its own reason */
+		e = ctx.fail;
+		rc = -1;
+	}
 	ctl_close(&ctx);
 	json_t *trace_j = NULL;
 	if (ctx.rec) {

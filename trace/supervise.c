@@ -549,6 +549,10 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			exe[n < 0 ? 0 : n] = 0;
 			h->on_exec(h->ctx, t->tid, t->ppid, exe);
 		}
+		if (sv->stopping) { /* a hook refused what was exec'd: not one instruction of it */
+			kill_all(sv);
+			return;
+		}
 		break;
 	}
 	case PTRACE_EVENT_FORK:
