@@ -170,3 +170,57 @@ teardown() {
 	assert_output --partial "call_state: error: state image: digest mismatch"
 	[ ! -e bad-out.img ]
 }
+
+# The invoker, and as root also an unprivileged user (nobody): sbx_call beside
+# other work of the same host process.
+invokers() {
+	echo invoker
+	[ "$(id -u)" != 0 ] || echo nobody
+}
+
+as_who() {
+	local who=$1
+	shift
+	if [ "$who" = nobody ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+	else
+		"$@"
+	fi
+}
+
+@test "two host threads call at once, 20 rounds each: every result right, nothing hangs, the host's handler stays" {
+	for who in $(invokers); do
+		run as_who "$who" "$GUESTS/call_host" pair "$SRC" 20
+		assert_success
+		assert_output "pair: 40 of 40 calls right; host handler kept"
+	done
+}
+
+@test "while a call runs, the host's system(\"true\") in another thread returns 0, 20 of 20" {
+	mkfifo -m 666 "$SRC/go"
+	for who in $(invokers); do
+		run as_who "$who" "$GUESTS/call_host" system "$SRC" 20
+		assert_success
+		assert_output "system: 20 of 20 returned 0; call right"
+	done
+}
+
+@test "the calling thread's own child and a SIGTERM pending for the host stay the host's" {
+	for who in $(invokers); do
+		run as_who "$who" "$GUESTS/call_host" child "$SRC"
+		assert_success
+		assert_output "child: call right; own child reaped by us, status 7"
+		run as_who "$who" "$GUESTS/call_host" pending "$SRC"
+		assert_success
+		assert_output "pending: call right; SIGTERM still pending"
+	done
+}
+
+@test "a co-process that hangs up fails the call; the host's SIGPIPE disposition is untouched" {
+	for who in $(invokers); do
+		run as_who "$who" "$GUESTS/call_host" sigpipe "$SRC"
+		assert_success
+		assert_line "sigpipe: call failed; SIGPIPE default, not pending"
+		assert_line --partial "inspector reply: missing"
+	done
+}
