@@ -44,7 +44,7 @@ static int stop_at_boundary(pid_t pid, struct common_err *e)
 		return common_errno(e, errno, "interrupt guest %d", (int)pid);
 	for (int i = 0; i < 10000; i++) {
 		int st;
-		if (waitpid(pid, &st, __WALL) < 0)
+		if (waitpid(pid, &st, __WALL | __WNOTHREAD) < 0)
 			return common_errno(e, errno, "wait for guest %d", (int)pid);
 		if (!WIFSTOPPED(st))
 			return common_errf(e, "snapshot", "the guest ended before its boundary");

@@ -198,7 +198,7 @@ int snap_inject(struct snap_tracee *t, long nr, const uint64_t a[6], int64_t *re
 		for (;;) {
 			if (ptrace(PTRACE_SINGLESTEP, t->pid, 0, 0) < 0)
 				return common_errno(e, errno, "inject syscall %ld: PTRACE_SINGLESTEP", nr);
-			if (waitpid(t->pid, &st, __WALL) < 0)
+			if (waitpid(t->pid, &st, __WALL | __WNOTHREAD) < 0)
 				return common_errno(e, errno, "inject syscall %ld: waitpid", nr);
 			if (!WIFSTOPPED(st))
 				return common_errf(e, "inject syscall", "tracee ended (status %#x)", st);

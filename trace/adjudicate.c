@@ -378,7 +378,7 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 		.argv = (const char *const *)argv, .envp = (const char *const *)env, .image = path,
 		.mounts = mounts, .nmounts = nm, .replace_defaults = replace, .ns_dir = scratch_ns,
 		.state_fd = -1, .stdout_fd = devnull, .stderr_fd = devnull, .no_aslr = 1,
-		.tsc_sigsegv = trace_tsc_probe(), .hooks = &hooks,
+		.tsc_sigsegv = trace_tsc_probe(), .host_signals = 1, .hooks = &hooks,
 		.trace_classes = trace_classes(lvl) | trace_determ_classes() |
 				 (lvl == TRACE_LEVEL_FILE && !keep_readlink ? TRACE_FILTER_NO_READLINK : 0),
 	};

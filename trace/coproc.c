@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <stdio.h>
@@ -217,7 +218,7 @@ static pid_t spawn_orphan(const char *prog, int in_fd, int out_fd, int *err)
 		pid = -1;
 	}
 	close(pp[0]);
-	waitpid(mid, NULL, 0);
+	waitpid(mid, NULL, __WNOTHREAD);
 	return pid;
 }
 
@@ -245,8 +246,6 @@ int trace_coproc_start(const char *prog, int timeout_ms, struct trace_coproc **o
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : TRACE_COPROC_TIMEOUT_MS;
 	c->buf = common_xmalloc(REPLY_MAX + 1);
 	c->prog = common_xstrdup(prog);
-	/* a co-process that dies must not kill us through SIGPIPE */
-	signal(SIGPIPE, SIG_IGN);
 	*out = c;
 	return 0;
 fail:
@@ -257,6 +256,27 @@ fail:
 			close(outp[i]);
 	}
 	return common_errno(e, err, "starting inspector %s", prog);
+}
+
+/* A write that a co-process gone away answers with EPIPE, not with a SIGPIPE
+ * that would kill the host: blocked in this thread only and, if this write
+ * raised it, taken back (the host's disposition is never touched). */
+static int write_quiet(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_set, old, pending;
+	struct timespec zero = { 0, 0 };
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pending);
+	int had = sigismember(&pending, SIGPIPE) == 1;
+	int r = common_write_all(fd, buf, len);
+	if (r == -EPIPE && !had)
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
 }
 
 /* One line from the co-process within the deadline. */
@@ -309,7 +329,7 @@ int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st,
 	int r;
 
 	ev[n] = '\n'; /* json_dumps leaves room only for the NUL: rewrite it */
-	r = common_write_all(c->to, ev, n + 1);
+	r = write_quiet(c->to, ev, n + 1);
 	free(ev);
 	if (r < 0)
 		return common_errf(e, "inspector reply", "missing: the co-process is gone (%s)",

@@ -97,7 +97,8 @@ static int wait_for(pid_t tid, enum want want, int resume_op, int *sig)
 		int st;
 
 		memset(&si, 0, sizeof si);
-		if (waitid(P_PID, (id_t)tid, &si, WEXITED | WSTOPPED | WNOWAIT | __WALL) < 0) {
+		if (waitid(P_PID, (id_t)tid, &si,
+			   WEXITED | WSTOPPED | WNOWAIT | __WALL | __WNOTHREAD) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -105,7 +106,7 @@ static int wait_for(pid_t tid, enum want want, int resume_op, int *sig)
 		if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED ||
 		    si.si_code == CLD_DUMPED)
 			return -ESRCH;
-		if (waitpid(tid, &st, __WALL) < 0)
+		if (waitpid(tid, &st, __WALL | __WNOTHREAD) < 0)
 			return -errno;
 		if (!WIFSTOPPED(st))
 			return -ESRCH;

@@ -152,7 +152,7 @@ static int parse_errno(const json_t *v, int *out)
 	return -1;
 }
 
-/* v is a string or an array of strings; call f on each. */
+/* v is a string or an array of strings; call f on each; f's first failure. */
 static int each_string(const json_t *v, int (*f)(struct rule *, const char *), struct rule *r,
 		       const char **bad)
 {
@@ -173,26 +173,24 @@ static int each_string(const json_t *v, int (*f)(struct rule *, const char *), s
 			return -1;
 		}
 		*bad = json_string_value(x);
-		if (f(r, *bad) < 0)
-			return -1;
+		int rc = f(r, *bad);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
 
-static int untrappable;
+#define UNTRAPPABLE (-2)
 
 /* Only syscalls in some class can be trapped by the filter (sbx-run traps by class). */
 static int add_syscall(struct rule *r, const char *name)
 {
 	const struct trace_sysinfo *si = trace_sys_by_name(name);
 
-	untrappable = 0;
 	if (!si || si->nr < 0 || si->nr >= NR_MAX)
 		return -1;
-	if (!(si->classes & ~TRACE_CLASS_REFUSED)) {
-		untrappable = 1;
-		return -1;
-	}
+	if (!(si->classes & ~TRACE_CLASS_REFUSED))
+		return UNTRAPPABLE;
 	if (!r->nrs)
 		r->nrs = common_xcalloc(NR_MAX / 8, 1);
 	r->nrs[si->nr / 8] |= (unsigned char)(1u << (si->nr % 8));
@@ -268,8 +266,9 @@ static int parse_rule(const json_t *o, size_t i, const char *file, struct rule *
 		if (!known)
 			return rule_err(e, file, i, r->name, "unknown field \"%s\"", key);
 	}
-	if ((v = json_object_get(o, "syscall")) && each_string(v, add_syscall, r, &bad) < 0) {
-		if (bad && untrappable)
+	int rc;
+	if ((v = json_object_get(o, "syscall")) && (rc = each_string(v, add_syscall, r, &bad)) < 0) {
+		if (bad && rc == UNTRAPPABLE)
 			return rule_err(e, file, i, r->name, "field \"syscall\": \"%s\" is never "
 					"trapped, so no rule can see it", bad);
 		return rule_err(e, file, i, r->name, bad ? "field \"syscall\": unknown syscall "

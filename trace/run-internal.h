@@ -3,6 +3,7 @@
 #define TRACE_RUN_INTERNAL_H
 
 #include <linux/filter.h>
+#include <signal.h>
 #include <sys/types.h>
 #include "trace/trace.h"
 
@@ -35,6 +36,7 @@ struct trace_plan {
 	size_t nm;
 	int image_fd;              /* O_PATH of the image, exec'd with execveat */
 	int init_pidfd;            /* the sandbox's init (CLONE_PIDFD): the only process sbx signals */
+	sigset_t ignored;          /* signals the caller ignored: ignored in the guest too */
 	struct sock_fprog prog;    /* the seccomp program (the child's copy, read from sync_fd) */
 	uid_t host_uid;            /* host ids the guest's uid/gid 1000 map to */
 	gid_t host_gid;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,14 +23,14 @@ extern char **environ;
 
 /* ---- trace_run ---- */
 
-int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e)
+/* Spawn, seize, release and supervise, all from the calling thread: the tracer
+ * of every guest task and the parent of the sandbox's init. */
+static int run_here(const struct trace_config *cfg, struct trace_result *res,
+		    struct common_err *e)
 {
 	struct trace_plan p;
-	struct rusage before, after;
-	memset(res, 0, sizeof *res);
 	if (trace_plan_build(cfg, &p, e) < 0)
 		return -1;
-	getrusage(RUSAGE_CHILDREN, &before);
 	pid_t pid = trace_sandbox_spawn(&p, e);
 	if (pid < 0) {
 		trace_plan_free(&p);
@@ -42,29 +43,55 @@ int trace_run(const struct trace_config *cfg, struct trace_result *res, struct c
 	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)opts) < 0) {
 		common_errno(e, errno, "ptrace (PTRACE_SEIZE; kernel.yama.ptrace_scope=3 or a "
 			     "seccomp policy forbids it)");
-		trace_sandbox_kill(&p);
-		waitpid(pid, NULL, __WALL);
+	} else if (trace_sandbox_release(&p, pid, e) == 0) {
+		int rc = trace_supervise(&p, pid, res, e); /* it reaps every task it traced */
 		trace_plan_free(&p);
-		return -1;
+		return rc;
 	}
-	if (trace_sandbox_release(&p, pid, e) < 0) {
-		trace_sandbox_kill(&p);
-		while (waitpid(-1, NULL, __WALL) > 0)
-			;
-		trace_plan_free(&p);
-		return -1;
-	}
-	int rc = trace_supervise(&p, pid, res, e);
-	getrusage(RUSAGE_CHILDREN, &after);
-	uint64_t us_b = (uint64_t)(before.ru_utime.tv_sec + before.ru_stime.tv_sec) * 1000000 +
-			(uint64_t)(before.ru_utime.tv_usec + before.ru_stime.tv_usec);
-	uint64_t us_a = (uint64_t)(after.ru_utime.tv_sec + after.ru_stime.tv_sec) * 1000000 +
-			(uint64_t)(after.ru_utime.tv_usec + after.ru_stime.tv_usec);
-	res->cpu_us = us_a - us_b;
-	if ((uint64_t)after.ru_maxrss * 1024 > res->maxrss)
-		res->maxrss = (uint64_t)after.ru_maxrss * 1024;
+	/* nothing ran: init never forked, so it is the only task to reap */
+	trace_sandbox_kill(&p);
+	waitpid(pid, NULL, __WALL | __WNOTHREAD);
 	trace_plan_free(&p);
-	return rc;
+	return -1;
+}
+
+struct run_job {
+	const struct trace_config *cfg;
+	struct trace_result *res;
+	struct common_err *e;
+	int rc;
+};
+
+static void *run_thread(void *arg)
+{
+	struct run_job *j = arg;
+	j->rc = run_here(j->cfg, j->res, j->e);
+	return NULL;
+}
+
+int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e)
+{
+	memset(res, 0, sizeof *res);
+	if (cfg->host_signals)
+		return run_here(cfg, res, e);
+	/* a library caller's thread may have children and signals of its own: a
+	 * private tracer thread with no other child and every signal blocked waits
+	 * for this run's tasks only (__WNOTHREAD) and takes none of the host's */
+	struct run_job j = { cfg, res, e, -1 };
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all;
+	sigfillset(&all);
+	int err = pthread_attr_init(&a);
+	if (!err)
+		err = pthread_attr_setsigmask_np(&a, &all);
+	if (!err)
+		err = pthread_create(&t, &a, run_thread, &j);
+	pthread_attr_destroy(&a);
+	if (err)
+		return common_errno(e, err, "starting the supervisor thread");
+	pthread_join(t, NULL);
+	return j.rc;
 }
 
 int trace_result_exit_code(const struct trace_result *res)
@@ -996,6 +1023,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.stderr_fd = -1,
 		.no_aslr = !o->ephemeral || o->deterministic, /* issue 7: snapshots; SPEC §9 */
 		.filter_cache = filters,
+		.host_signals = 1, /* sbx-run's own process: SIGTERM & co. end the run */
 		.hooks = &hooks,
 		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
 			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :

@@ -422,7 +422,7 @@ static int make_idmap_userns(struct trace_plan *p, struct common_err *e)
 	if (rc == 0 && (p->idmap_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		rc = common_errno(e, errno, "idmap: %s", path);
 	close(pp[1]);
-	waitpid(h, NULL, 0);
+	waitpid(h, NULL, __WNOTHREAD);
 	return rc;
 }
 
@@ -460,6 +460,19 @@ static int make_ro_tree(struct trace_mnt *m, const char *host_src, struct common
 	return 0;
 }
 
+/* fd above 0-3, which the child fills (stdout, stderr, the state fd) before it
+ * uses this one: with other threads closing fds, any number may come back */
+static int lift_fd(int fd)
+{
+	if (fd < 0 || fd > TRACE_STATE_FD)
+		return fd;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, TRACE_STATE_FD + 1);
+	int err = errno;
+	close(fd);
+	errno = err;
+	return hi;
+}
+
 int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e)
 {
 	memset(p, 0, sizeof *p);
@@ -477,8 +490,8 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 
 	/* the image is opened here, on the host, so the file exec'd is the one named
 	 * (and hashed by the caller), whatever the guest's mounts show */
-	p->image_fd = cfg->image_fd > 2 ? fcntl(cfg->image_fd, F_DUPFD_CLOEXEC, 3)
-					: open(cfg->image, O_PATH | O_CLOEXEC);
+	p->image_fd = lift_fd(cfg->image_fd > 2 ? fcntl(cfg->image_fd, F_DUPFD_CLOEXEC, 3)
+						: open(cfg->image, O_PATH | O_CLOEXEC));
 	if (p->image_fd < 0) {
 		common_errno(e, errno, "image %s", cfg->image);
 		goto fail;
@@ -533,7 +546,8 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
 			(void)!fchown(fd, p->host_uid, p->host_gid);
 	}
-	if (pipe2(p->sync_fd, O_CLOEXEC) < 0 || pipe2(p->err_fd, O_CLOEXEC) < 0) {
+	if (pipe2(p->sync_fd, O_CLOEXEC) < 0 || pipe2(p->err_fd, O_CLOEXEC) < 0 ||
+	    (p->err_fd[1] = lift_fd(p->err_fd[1])) < 0) {
 		common_errno(e, errno, "pipe");
 		goto fail;
 	}
@@ -589,7 +603,8 @@ static void child_fail(struct trace_plan *p, int err, const char *fmt, ...)
 		n = 0;
 	if ((size_t)n > sizeof msg - 200)
 		n = sizeof msg - 200;
-	n += snprintf(msg + n, sizeof msg - (size_t)n, "\t%s", err ? strerror(err) : "refused");
+	const char *why = err ? strerrordesc_np(err) : "refused"; /* strerror may lock (locale) */
+	n += snprintf(msg + n, sizeof msg - (size_t)n, "\t%s", why ? why : "unknown error");
 	(void)!write(p->err_fd[1], msg, (size_t)n);
 	_exit(SBX_EXIT_SBX);
 }
@@ -662,61 +677,73 @@ static void set_attr(struct trace_plan *p, const char *at, unsigned flags, int r
 		child_fail(p, errno, "mount_setattr %s", at);
 }
 
+/* One top-level entry of the host directory, bound (or copied, for a symlink)
+ * onto the tmpfs root. */
+static void expand_entry(struct trace_plan *p, const struct trace_mnt *m, const char *name)
+{
+	char from[PATH_MAX], to[PATH_MAX], dst[PATH_MAX];
+	struct stat st;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return;
+	snprintf(dst, sizeof dst, "%s/%s", strcmp(m->dst, "/") == 0 ? "" : m->dst, name);
+	for (size_t j = 0; j < p->nm; j++) /* replaced by a mount of the plan: left to it */
+		if (p->m[j].type != TRACE_MOUNT_BIND && strcmp(p->m[j].dst, dst) == 0)
+			return;
+	snprintf(from, sizeof from, "%s/%s", m->src, name);
+	snprintf(to, sizeof to, "%s/%s", m->at, name);
+	if (lstat(from, &st) < 0)
+		return;
+	struct statfs sfs;
+	/* the host's procfs would show every host process: never bound */
+	if (S_ISDIR(st.st_mode) && statfs(from, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC)
+		return;
+	if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(from, target, sizeof target - 1);
+		if (n < 0)
+			return;
+		target[n] = 0;
+		if (symlink(target, to) < 0)
+			child_fail(p, errno, "symlink %s", dst);
+		return;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (mkdir(to, 0755) < 0)
+			child_fail(p, errno, "mkdir %s", dst);
+	} else if (S_ISREG(st.st_mode)) {
+		int fd = open(to, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			child_fail(p, errno, "creating %s", dst);
+		close(fd);
+	} else {
+		return;
+	}
+	if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0)
+		child_fail(p, errno, "bind %s", dst);
+	set_attr(p, to, m->rw ? MOUNT_ATTR_NOSUID : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 1);
+}
+
 /* Bind each top-level entry of a host directory onto the tmpfs at "at", so
- * targets like /src can be created although the host / lacks them. */
+ * targets like /src can be created although the host / lacks them. getdents64,
+ * not opendir: no malloc in a child cloned from a possibly multi-threaded host. */
 static void expand_root(struct trace_plan *p, const struct trace_mnt *m)
 {
+	union { struct dirent64 align; char b[8192]; } buf;
+	long n;
 	if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 		child_fail(p, errno, "tmpfs root");
-	DIR *d = opendir(m->src);
-	if (!d)
+	int dfd = open(m->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		child_fail(p, errno, "reading %s", m->src + strlen(OLDROOT));
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char from[PATH_MAX], to[PATH_MAX], dst[PATH_MAX];
-		struct stat st;
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(dst, sizeof dst, "%s/%s", strcmp(m->dst, "/") == 0 ? "" : m->dst, de->d_name);
-		int later = 0; /* replaced by a mount of the plan: leave it to that mount */
-		for (size_t j = 0; j < p->nm; j++)
-			later |= p->m[j].type != TRACE_MOUNT_BIND && strcmp(p->m[j].dst, dst) == 0;
-		if (later)
-			continue;
-		snprintf(from, sizeof from, "%s/%s", m->src, de->d_name);
-		snprintf(to, sizeof to, "%s/%s", m->at, de->d_name);
-		if (lstat(from, &st) < 0)
-			continue;
-		struct statfs sfs;
-		/* the host's procfs would show every host process: never bound */
-		if (S_ISDIR(st.st_mode) && statfs(from, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC)
-			continue;
-		if (S_ISLNK(st.st_mode)) {
-			char target[PATH_MAX];
-			ssize_t n = readlink(from, target, sizeof target - 1);
-			if (n < 0)
-				continue;
-			target[n] = 0;
-			if (symlink(target, to) < 0)
-				child_fail(p, errno, "symlink %s", dst);
-			continue;
+	while ((n = syscall(SYS_getdents64, dfd, buf.b, sizeof buf.b)) > 0)
+		for (long off = 0; off < n;) {
+			const struct dirent64 *de = (const struct dirent64 *)(buf.b + off);
+			off += de->d_reclen;
+			expand_entry(p, m, de->d_name);
 		}
-		if (S_ISDIR(st.st_mode)) {
-			if (mkdir(to, 0755) < 0)
-				child_fail(p, errno, "mkdir %s", dst);
-		} else if (S_ISREG(st.st_mode)) {
-			int fd = open(to, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-			if (fd < 0)
-				child_fail(p, errno, "creating %s", dst);
-			close(fd);
-		} else {
-			continue;
-		}
-		if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0)
-			child_fail(p, errno, "bind %s", dst);
-		set_attr(p, to, m->rw ? MOUNT_ATTR_NOSUID : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 1);
-	}
-	closedir(d);
+	if (n < 0)
+		child_fail(p, errno, "reading %s", m->src + strlen(OLDROOT));
+	close(dfd);
 }
 
 static void do_mount(struct trace_plan *p, size_t i)
@@ -766,14 +793,24 @@ static void drop_caps(struct trace_plan *p)
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }
 
+/* Raw syscalls from here to exec: glibc's set*id wrappers in a child of a
+ * multi-threaded host signal the host's threads under a lock another host
+ * thread may have held at the clone, and wait for ever. */
+static int set_guest_ids(void)
+{
+	if (syscall(SYS_setresgid, TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0 ||
+	    syscall(SYS_setresuid, TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0)
+		return -1;
+	return 0;
+}
+
 static void become_guest_user(struct trace_plan *p)
 {
 	/* the bounding set goes while we still hold CAP_SETPCAP */
 	for (int c = 0; c <= 63; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno == EINVAL)
 			break;
-	if (setresgid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0 ||
-	    setresuid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0)
+	if (set_guest_ids() < 0)
 		child_fail(p, errno, "switching to uid %d", TRACE_GUEST_UID);
 	/* root-invoked: the host uid was not root inside, so setuid kept the caps */
 	drop_caps(p);
@@ -827,9 +864,6 @@ static void apply_landlock(struct trace_plan *p)
 	close(rs);
 }
 
-static int ignored_signals_mask_valid;
-static sigset_t ignored_signals;
-
 /* The guest's last steps: fds, limits, credentials, no_new_privs, seccomp, exec. */
 __attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 {
@@ -838,8 +872,7 @@ __attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 	for (int s = 1; s < NSIG; s++) {
 		if (s == SIGKILL || s == SIGSTOP)
 			continue;
-		int ign = ignored_signals_mask_valid && sigismember(&ignored_signals, s) == 1;
-		signal(s, ign ? SIG_IGN : SIG_DFL);
+		signal(s, sigismember(&p->ignored, s) == 1 ? SIG_IGN : SIG_DFL);
 	}
 	sigset_t none;
 	sigemptyset(&none);
@@ -972,12 +1005,11 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	if (read(p->sync_fd[0], &c, 1) != 1)
 		_exit(SBX_EXIT_SBX);
 	/* root-invoked: drop root's supplementary groups (the maps allow it) */
-	if (p->privileged && setgroups(0, NULL) < 0)
+	if (p->privileged && syscall(SYS_setgroups, 0, NULL) < 0)
 		child_fail(p, errno, "setgroups");
 	/* become the mapped uid/gid now, so files we create have an owner inside;
 	 * host root is not root in this namespace, so the capabilities stay */
-	if (setresgid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0 ||
-	    setresuid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) < 0)
+	if (set_guest_ids() < 0)
 		child_fail(p, errno, "switching to uid %d", TRACE_GUEST_UID);
 	/* nothing we mount may propagate back to the host */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -1008,7 +1040,8 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 		child_fail(p, errno, "sethostname");
 	read_filter(p);
 
-	pid_t g = fork();
+	/* raw: glibc's fork() takes locks the host's other threads may have held */
+	pid_t g = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
 	if (g < 0)
 		child_fail(p, errno, "fork");
 	if (g == 0)
@@ -1021,8 +1054,7 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	for (int c2 = 0; c2 <= 63; c2++)
 		if (prctl(PR_CAPBSET_DROP, c2, 0, 0, 0) < 0 && errno == EINVAL)
 			break;
-	if (setresgid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) == 0 &&
-	    setresuid(TRACE_GUEST_UID, TRACE_GUEST_UID, TRACE_GUEST_UID) == 0) {
+	if (set_guest_ids() == 0) {
 		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 		struct __user_cap_data_struct d[2];
 		memset(d, 0, sizeof d);
@@ -1034,14 +1066,14 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 
 pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e)
 {
-	/* remember what sbx-run's caller ignored, for the guest */
-	sigemptyset(&ignored_signals);
+	/* remember what sbx-run's caller ignored, for the guest (in the plan: two
+	 * threads may spawn at once) */
+	sigemptyset(&p->ignored);
 	for (int s = 1; s < NSIG; s++) {
 		struct sigaction sa;
 		if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-			sigaddset(&ignored_signals, s);
+			sigaddset(&p->ignored, s);
 	}
-	ignored_signals_mask_valid = 1;
 	long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
 		     CLONE_NEWUTS | CLONE_NEWCGROUP;
 	/* init's pidfd: a signal through it cannot reach a host process that reused the pid */

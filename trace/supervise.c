@@ -1,4 +1,5 @@
-/* THE ptrace loop: one waitpid(-1, __WALL) loop over every tracee, one place
+/* THE ptrace loop: one waitpid(-1, __WALL | __WNOTHREAD) loop over every tracee
+ * of this thread (another thread's run, or the host's children, are not ours), one place
  * where a thread's state is created (tstate_get) and one where it is freed
  * (tstate_free), separate entry and exit handlers. */
 #include <errno.h>
@@ -81,12 +82,44 @@ struct waker {
 	pthread_cond_t cv;
 };
 
-static volatile sig_atomic_t woken;
+/* per thread: a signal interrupts only the tracer it was sent to */
+static __thread volatile sig_atomic_t woken;
 
 static void on_wake(int sig)
 {
 	(void)sig;
 	woken = 1;
+}
+
+/* The handler is process-wide: the first of concurrent supervisors installs it,
+ * the last puts back what the host had. */
+static pthread_mutex_t wake_mu = PTHREAD_MUTEX_INITIALIZER;
+static int wake_users;
+static struct sigaction wake_saved;
+
+static int wake_handler_get(int sig)
+{
+	struct sigaction sa;
+	int rc = 0;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_wake; /* no SA_RESTART: it must interrupt waitpid */
+	sigemptyset(&sa.sa_mask);
+	pthread_mutex_lock(&wake_mu);
+	if (wake_users == 0 && sigaction(sig, &sa, &wake_saved) < 0)
+		rc = -errno;
+	else
+		wake_users++;
+	pthread_mutex_unlock(&wake_mu);
+	return rc;
+}
+
+static void wake_handler_put(int sig)
+{
+	pthread_mutex_lock(&wake_mu);
+	if (--wake_users == 0)
+		sigaction(sig, &wake_saved, NULL);
+	pthread_mutex_unlock(&wake_mu);
 }
 
 static void *waker_main(void *arg)
@@ -111,20 +144,16 @@ static void *waker_main(void *arg)
 	return NULL;
 }
 
-static int waker_start(struct waker *w, struct sigaction *old_act)
+static int waker_start(struct waker *w)
 {
 	pthread_condattr_t ca;
 	sigset_t all, old, one;
-	struct sigaction sa;
 	int err;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_wake; /* no SA_RESTART: it must interrupt waitpid */
-	sigemptyset(&sa.sa_mask);
 	w->sig = SIGRTMIN + 6;
 	w->tracer = (pid_t)syscall(SYS_gettid);
-	if (sigaction(w->sig, &sa, old_act) < 0)
-		return -errno;
+	if ((err = wake_handler_get(w->sig)) < 0)
+		return err;
 	sigemptyset(&one);
 	sigaddset(&one, w->sig);
 	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
@@ -138,14 +167,14 @@ static int waker_start(struct waker *w, struct sigaction *old_act)
 	err = pthread_create(&w->thread, NULL, waker_main, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		sigaction(w->sig, old_act, NULL);
+		wake_handler_put(w->sig);
 		return -err;
 	}
 	w->started = 1;
 	return 0;
 }
 
-static void waker_stop(struct waker *w, const struct sigaction *old_act)
+static void waker_stop(struct waker *w)
 {
 	if (!w->started)
 		return;
@@ -156,7 +185,7 @@ static void waker_stop(struct waker *w, const struct sigaction *old_act)
 	pthread_join(w->thread, NULL);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
-	sigaction(w->sig, old_act, NULL);
+	wake_handler_put(w->sig);
 	w->started = 0;
 }
 
@@ -640,8 +669,13 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 			sv->res->status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 			sv->res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 		}
-		if (tid == sv->init)
+		if (tid == sv->init) {
+			/* init reaped every task of the run: its rusage is the tree's (the
+			 * process's RUSAGE_CHILDREN would count the host's other children) */
 			sv->init_gone = 1;
+			sv->res->cpu_us = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
+					  (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
+		}
 		struct tstate *d = tstate_find(sv, tid);
 		if (tid != sv->init && tid != sv->guest && (!d || !d->announced)) {
 			/* its parent's fork event is still to come: keep it for that, briefly */
@@ -744,16 +778,17 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	sigaddset(&mask, SIGQUIT);
 	sfmask = mask;
 	sigaddset(&mask, SIGCHLD); /* blocked, unread: stops are taken by waitpid */
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	sv.sfd = signalfd(-1, &sfmask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sv.sfd < 0) {
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	/* only a tool's own process: a library's host keeps its signals */
+	sv.sfd = -1;
+	if (p->cfg->host_signals &&
+	    (sv.sfd = signalfd(-1, &sfmask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		common_errno(e, errno, "signalfd");
 		trace_sandbox_kill(p);
 	}
 	struct waker wk;
-	struct sigaction old_act;
 	memset(&wk, 0, sizeof wk);
-	int werr = waker_start(&wk, &old_act);
+	int werr = waker_start(&wk);
 	if (werr < 0) {
 		common_errno(e, -werr, "supervisor wake-up thread");
 		trace_sandbox_kill(p);
@@ -813,11 +848,11 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		pid_t w;
 		if (wk.started) {
 			atomic_store(&wk.in_wait, 1);
-			w = woken ? 0 : wait4(-1, &status, __WALL, &ru);
+			w = woken ? 0 : wait4(-1, &status, __WALL | __WNOTHREAD, &ru);
 			err = errno;
 			atomic_store(&wk.in_wait, 0);
 		} else {
-			w = wait4(-1, &status, __WALL | WNOHANG, &ru);
+			w = wait4(-1, &status, __WALL | __WNOTHREAD | WNOHANG, &ru);
 			err = errno;
 		}
 		if (w > 0)
@@ -825,7 +860,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		else if (w < 0 && err == ECHILD)
 			break;
 	}
-	waker_stop(&wk, &old_act);
+	waker_stop(&wk);
 	if (errfd >= 0) {
 		while (errfd >= 0)
 			read_setup_pipe(&sv, &errfd);
@@ -839,7 +874,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			tstate_free(&sv, sv.bucket[b]->tid);
 	if (sv.sfd >= 0)
 		close(sv.sfd);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (sv.setup_failed)
 		return common_errf(e, sv.setup_what, "%s", sv.setup_why);
 	if (!sv.guest)

@@ -1,5 +1,6 @@
 /* The syscall table: trace/syscalls.def turned into data, and lookups. */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include "trace/trace.h"
 
@@ -14,20 +15,18 @@ static const struct trace_sysinfo table[] = {
 /* Numbers are dense below 512; one index gives O(1) lookups at every stop. */
 #define NR_INDEX 512
 static const struct trace_sysinfo *by_nr[NR_INDEX];
-static int indexed;
+static pthread_once_t indexed = PTHREAD_ONCE_INIT; /* supervisors may run in several threads */
 
 static void build_index(void)
 {
 	for (size_t i = 0; i < NSYS; i++)
 		if (table[i].nr >= 0 && table[i].nr < NR_INDEX)
 			by_nr[table[i].nr] = &table[i];
-	indexed = 1;
 }
 
 const struct trace_sysinfo *trace_sys_by_nr(long nr)
 {
-	if (!indexed)
-		build_index();
+	pthread_once(&indexed, build_index);
 	if (nr < 0 || nr >= NR_INDEX)
 		return NULL;
 	return by_nr[nr];

@@ -312,6 +312,10 @@ struct trace_config {
 	int no_aslr;                  /* ADDR_NO_RANDOMIZE (snapshots, sbx_call, determinism) */
 	int tsc_sigsegv;              /* PR_SET_TSC PR_TSC_SIGSEGV: rdtsc faults (determinism) */
 	int stdout_fd, stderr_fd;     /* -1: inherit; else placed at guest fd 1 / 2 (output relay) */
+	int host_signals;             /* the process is sbx's own (a tool): the calling thread
+	                               * supervises, and SIGTERM/SIGINT/SIGHUP/SIGQUIT end the run;
+	                               * 0 (a library caller): a private thread supervises, every
+	                               * signal stays the host's */
 	const struct trace_hooks *hooks;
 };
 #define TRACE_NPROC_DEFAULT 512   /* per-run process cap (RLIMIT_NPROC in the run's user ns) */
@@ -326,11 +330,13 @@ struct trace_result {
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
 	uint64_t refused;             /* syscalls the boundary refused */
-	uint64_t cpu_us;              /* user+sys of the whole tree (rusage) */
+	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
 };
 /* Run the guest to completion. 0 with *res filled (whatever the guest did), or -1
- * when the boundary could not be built (nothing ran). */
+ * when the boundary could not be built (nothing ran). It waits for its own tasks
+ * only, so runs in several threads at once are independent; the hooks are called
+ * on the supervising thread (cfg->host_signals). */
 int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e);
 /* Exit status for sbx-run (SPEC §6.6) from a result. */
 int trace_result_exit_code(const struct trace_result *res);

@@ -4,6 +4,7 @@
  * virtual clock and steps over. Some hosts (a PVM guest) ignore CR4.TSD, so
  * whether it works is probed once per process. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -54,18 +55,24 @@ static int probe_once(void)
 		_exit(0);
 	}
 	int st;
-	while (waitpid(pid, &st, 0) < 0)
+	while (waitpid(pid, &st, __WNOTHREAD) < 0)
 		if (errno != EINTR)
 			return 0;
 	return WIFEXITED(st) && WEXITSTATUS(st) == PROBE_FAULTED;
 }
 
+static int tsc_faults;
+static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
+
+static void probe(void)
+{
+	tsc_faults = probe_once();
+}
+
 int trace_tsc_probe(void)
 {
-	static int known = -1;
-	if (known < 0)
-		known = probe_once();
-	return known;
+	pthread_once(&tsc_once, probe);
+	return tsc_faults;
 }
 
 int trace_tsc_fault(pid_t tid, struct user_regs_struct *r, size_t *len)
