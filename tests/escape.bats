@@ -546,3 +546,67 @@ while True:
 	assert_line AWS_SECRET_ACCESS_KEY=aws-secret
 	assert_line "SBX_STORE=$SBX_STORE"
 }
+
+# escape_setid and a device node through a --rw and a --ro bind, as the invoker $1
+# ("" or the as-nobody prefix); root made the device nodes beforehand
+setid_run() {
+	local as=$1
+	UDIR=$(mktemp -d /tmp/sbx-setid.XXXXXX)
+	chmod 0777 "$UDIR"
+	cd "$UDIR"
+	mkdir w ro && chmod 0777 w
+	mknod w/null c 1 3 && mknod ro/null c 1 3 && chmod 0666 w/null ro/null
+	run $as env SBX_STORE="$UDIR/store" PATH="$PATH" sbx-run --ephemeral \
+		--rw "$UDIR/w:/w" --ro "$UDIR/ro:/ro" -- /bin/sh -c \
+		"$GUESTS/escape_setid /w; echo x > /w/null && echo ESCAPED: rw dev; cat /ro/null && echo ESCAPED: ro dev; true"
+}
+
+@test "no setuid or setgid file and no usable device node through a bind, root or unprivileged" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+		setid_run "$as"
+		assert_success
+		assert_line "contained: chmod 4755 (Operation not permitted)"
+		assert_line "contained: open O_CREAT 4755 (Operation not permitted)"
+		assert_line "contained: openat2 O_CREAT 4755 (Function not implemented)"
+		assert_line "RESULT: contained"
+		refute_output --partial ESCAPED
+		[ -z "$(find w -perm /6000)" ]
+		# the same calls stopped by a trace go through the same verdict
+		run $as env SBX_STORE="$UDIR/store" sbx-run --ephemeral --rw "$UDIR/w:/w" \
+			--trace t.jsonl --trace-level all -- "$GUESTS/escape_setid" /w
+		assert_success
+		assert_line "RESULT: contained"
+		[ -z "$(find w -perm /6000)" ]
+		cd "$BATS_TEST_TMPDIR"
+		rm -rf "$UDIR"
+	done
+}
+
+@test "what a root invoker's guest writes through a --rw bind belongs to the directory's owner or --owner" {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	mkdir w && chown 1234:2345 w
+	run sbx-run --ephemeral --rw "$PWD/w:/w" -- /bin/sh -c 'touch /w/f && mkdir /w/d && ls -ln /w'
+	assert_success
+	[ "$(stat -c %u:%g w/f w/d | sort -u)" = 1234:2345 ]
+	# a root-owned file in it is not the guest's
+	touch w/rootfile
+	run sbx-run --ephemeral --rw "$PWD/w:/w" -- /bin/sh -c 'echo x >> /w/rootfile'
+	assert_failure
+	[ ! -s w/rootfile ]
+	# --owner: the guest writes as that host user, where that user owns the files
+	mkdir -p v/sub && chown 4321:4322 v/sub
+	run sbx-run --ephemeral --rw "$PWD/v:/v" --owner 4321:4322 -- /bin/touch /v/sub/g
+	assert_success
+	[ "$(stat -c %u:%g v/sub/g)" = 4321:4322 ]
+	run sbx-run --ephemeral --rw "$PWD/v:/v" --owner 4321:4322 -- /bin/touch /v/g
+	assert_failure
+	[ ! -e v/g ]
+	run sbx-run --ephemeral --owner 12 -- /bin/true
+	assert_failure 125
+	assert_output --partial 'sbx-run: error: --owner: "12" is not UID:GID'
+	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$PWD/store" PATH="$PATH" \
+		sbx-run --ephemeral --owner 0:0 -- /bin/true
+	assert_failure 125
+	assert_output --partial "sbx-run: error: --owner: only a root invoker"
+}

@@ -27,6 +27,7 @@ struct trace_mnt {
 	int tree_fd;       /* -1, or a detached idmapped tree made by the supervisor */
 	int is_file;       /* bind of a non-directory */
 	int expand;        /* a root bind: expanded one level onto a tmpfs */
+	int lease_ns;      /* the lease namespace at /ns (--owner does not apply) */
 };
 
 struct trace_plan {
@@ -39,7 +40,6 @@ struct trace_plan {
 	uid_t host_uid;            /* host ids the guest's uid/gid 1000 map to */
 	gid_t host_gid;
 	int privileged;            /* invoked as root: map to an unprivileged uid */
-	int idmap_fd;              /* userns fd for idmapped rw binds (root), or -1 */
 	int sync_fd[2];            /* supervisor -> child: "maps written, go", then the program */
 	int err_fd[2];             /* child -> supervisor: set-up error text; EOF on exec */
 	char *const *argv;

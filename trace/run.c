@@ -165,6 +165,31 @@ static int parse_u64(const char *name, const char *v, uint64_t *out, struct comm
 	return 0;
 }
 
+/* --owner UID:GID: who owns, on the host, what a root invoker's guest writes
+ * through rw binds; only root can give files away. */
+static int parse_owner(struct trace_run_opts *o, const char *v, struct common_err *e)
+{
+	uint64_t u, g;
+	char *copy = common_xstrdup(v), *colon = strchr(copy, ':');
+	int rc = -1;
+	if (!colon)
+		common_errf(e, "--owner", "\"%s\" is not UID:GID", v);
+	else if (*colon = 0, common_parse_u64(copy, UINT32_MAX - 1, &u, e) < 0 ||
+		 common_parse_u64(colon + 1, UINT32_MAX - 1, &g, e) < 0)
+		common_err_context(e, "--owner");
+	else if (geteuid() != 0)
+		common_errf(e, "--owner", "only a root invoker chooses who owns files written "
+			    "through binds (they are the invoker's own)");
+	else {
+		o->owner_set = 1;
+		o->owner_uid = (uid_t)u;
+		o->owner_gid = (gid_t)g;
+		rc = 0;
+	}
+	free(copy);
+	return rc;
+}
+
 int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, struct common_err *e)
 {
 	if (strcmp(name, "store") == 0)
@@ -205,6 +230,8 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		return parse_bind(o, v, name[1] == 'w', e) < 0 ? -1 : 1;
 	else if (strcmp(name, "mount") == 0)
 		return parse_mount(o, v, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "owner") == 0)
+		return parse_owner(o, v, e) < 0 ? -1 : 1;
 	else if (strcmp(name, "env-clear") == 0)
 		o->env_clear = 1;
 	else if (strcmp(name, "env-inherit") == 0)
@@ -990,6 +1017,9 @@ int trace_run_main(struct trace_run_opts *o)
 		.nmounts = o->nmounts,
 		.replace_defaults = o->replace_defaults,
 		.ns_dir = ns,
+		.owner_set = o->owner_set,
+		.owner_uid = o->owner_uid,
+		.owner_gid = o->owner_gid,
 		.rlimit_nproc = o->max_procs,
 		.state_fd = -1,
 		.stdout_fd = -1,

@@ -43,6 +43,24 @@
 #define BAD_CLONE_FLAGS (CLONE_UNTRACED | CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | \
 			 CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
+/* setuid/setgid bits on a file the guest creates or changes would outlive the run
+ * through a bind (root-owned on the host when root invoked sbx) */
+#define ID_BITS (S_ISUID | S_ISGID)
+#define CREATE_FLAGS (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
+
+/* The argument positions of the mode a call gives a file and of the open flags
+ * that gate it, from the table; -1 where the call has none. */
+static void fmode_args(const struct trace_sysinfo *s, int *mode, int *oflags)
+{
+	*mode = *oflags = -1;
+	for (int i = 0; i < 6; i++) {
+		if (s->arg[i] == TRACE_ARG_FMODE)
+			*mode = i;
+		if (s->arg[i] == TRACE_ARG_OFLAGS)
+			*oflags = i;
+	}
+}
+
 /* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
 
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
@@ -54,12 +72,18 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 		return ENOSYS;
 	if (s->classes & TRACE_CLASS_REFUSED)
 		return s->refuse_errno;
+	int mode, oflags;
+	fmode_args(s, &mode, &oflags);
+	if (mode >= 0 && ((uint32_t)a[mode] & ID_BITS) &&
+	    (oflags < 0 || ((uint32_t)a[oflags] & CREATE_FLAGS)))
+		return EPERM;
 	switch (nr) {
 	case TRACE_SYS_clone: /* the kernel reads only the low 32 bits of the flags */
 		return ((uint32_t)a[0] & BAD_CLONE_FLAGS) ? EPERM : 0;
 	case TRACE_SYS_unshare: /* CLONE_FILES/FS/SYSVSEM are harmless; namespaces are not */
 		return ((uint32_t)a[0] & (BAD_CLONE_FLAGS | CLONE_NEWTIME)) ? EPERM : 0;
 	case TRACE_SYS_clone3: /* BPF cannot read its struct: libc falls back to clone */
+	case TRACE_SYS_openat2: /* nor this one's mode: libc never needs it */
 		return ENOSYS;
 	case TRACE_SYS_socket:
 	case TRACE_SYS_socketpair:
@@ -102,7 +126,8 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++) {
 		const struct trace_sysinfo *s = trace_sys_at(i);
 		struct scmp_arg_cmp cmp[1];
-		int nr = s->nr;
+		int nr = s->nr, mode, oflags;
+		fmode_args(s, &mode, &oflags);
 		if (nr == TRACE_SYS_exit || nr == TRACE_SYS_exit_group) {
 			/* never trapped: an orphan must always be able to die */
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 0, NULL, s->name, e);
@@ -111,7 +136,7 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_REFUSED), nr, 0, NULL, s->name, e);
 		} else if (nr == TRACE_SYS_execve || nr == TRACE_SYS_execveat) {
 			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_EXEC), nr, 0, NULL, s->name, e);
-		} else if (nr == TRACE_SYS_clone3) {
+		} else if (nr == TRACE_SYS_clone3 || nr == TRACE_SYS_openat2) {
 			/* glibc tries clone3 at every thread start; ENOSYS without a stop */
 			rc = rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, s->name, e);
 		} else if (((s->classes & classes) ||
@@ -136,6 +161,15 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 			 * has no masked not-equal; its NE would also compare the high bits) */
 			for (unsigned b = 0; b < 32 && rc == 0; b++) {
 				cmp[0] = SCMP_A1_32(SCMP_CMP_MASKED_EQ, 1u << b, ~(uint32_t)TIOCSTI & (1u << b));
+				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			}
+		} else if (mode >= 0) {
+			/* allowed without setuid/setgid bits (or, for open, without creating);
+			 * the rest falls to the default trap and the verdict */
+			cmp[0] = SCMP_CMP32((unsigned)mode, SCMP_CMP_MASKED_EQ, ID_BITS, 0);
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			if (rc == 0 && oflags >= 0) {
+				cmp[0] = SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, CREATE_FLAGS, 0);
 				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 			}
 		} else if (nr == TRACE_SYS_seccomp) {
@@ -380,10 +414,24 @@ static void add_mnt(struct trace_plan *p, int type, const char *src, const char 
 	}
 }
 
-/* A user namespace mapping the invoking root (0) to the guest's host uid: an
- * idmapped rw bind then shows root-owned files as the guest's own, and files
- * the guest creates land on the host as root's, nothing wider. */
-static int make_idmap_userns(struct trace_plan *p, struct common_err *e)
+static int write_file(const char *path, const char *s, struct common_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return common_errno(e, errno, "%s", path);
+	ssize_t n = write(fd, s, strlen(s));
+	int err = errno;
+	close(fd);
+	if (n != (ssize_t)strlen(s))
+		return common_errno(e, n < 0 ? err : EIO, "writing %s", path);
+	return 0;
+}
+
+/* A user namespace mapping the host owner uid:gid to the guest's host ids: an
+ * idmapped rw bind then shows the owner's files as the guest's own, and files
+ * the guest creates land on the host as the owner's, nothing wider. *fd gets it. */
+static int make_idmap_userns(const struct trace_plan *p, uid_t uid, gid_t gid, int *fd,
+			     struct common_err *e)
 {
 	int pp[2];
 	if (pipe2(pp, O_CLOEXEC) < 0)
@@ -404,38 +452,50 @@ static int make_idmap_userns(struct trace_plan *p, struct common_err *e)
 	close(pp[0]);
 	char path[64], map[64];
 	int rc = 0;
-	snprintf(map, sizeof map, "0 %u 1\n", (unsigned)p->host_uid);
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)p->host_uid);
 	snprintf(path, sizeof path, "/proc/%d/uid_map", (int)h);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, map, strlen(map)) < 0)
-		rc = common_errno(e, errno, "idmap: %s", path);
-	if (fd >= 0)
-		close(fd);
-	snprintf(map, sizeof map, "0 %u 1\n", (unsigned)p->host_gid);
+	rc = write_file(path, map, e);
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)p->host_gid);
 	snprintf(path, sizeof path, "/proc/%d/gid_map", (int)h);
-	fd = rc < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
-	if (rc == 0 && (fd < 0 || write(fd, map, strlen(map)) < 0))
-		rc = common_errno(e, errno, "idmap: %s", path);
-	if (fd >= 0)
-		close(fd);
+	if (rc == 0)
+		rc = write_file(path, map, e);
 	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)h);
-	if (rc == 0 && (p->idmap_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (rc == 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		rc = common_errno(e, errno, "idmap: %s", path);
 	close(pp[1]);
 	waitpid(h, NULL, 0);
 	return rc;
 }
 
+/* A rw bind for a root invoker: nothing written through it is owned on the host
+ * by more than the bound directory's owner (or --owner), nothing in it is a
+ * device or setuid to the guest (the lease namespace stays the store's). */
 static int make_idmapped_tree(struct trace_plan *p, struct trace_mnt *m, const char *host_src,
 			      struct common_err *e)
 {
+	struct stat st;
 	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (t < 0)
 		return common_errno(e, errno, "rw bind %s: open_tree", host_src);
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID,
-				.userns_fd = (uint64_t)p->idmap_fd };
-	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+	if (fstat(t, &st) < 0) {
 		int err = errno;
+		close(t);
+		return common_errno(e, err, "rw bind %s", host_src);
+	}
+	if (p->cfg->owner_set && !m->lease_ns) {
+		st.st_uid = p->cfg->owner_uid;
+		st.st_gid = p->cfg->owner_gid;
+	}
+	int ns = -1;
+	if (make_idmap_userns(p, st.st_uid, st.st_gid, &ns, e) < 0) {
+		close(t);
+		return -1;
+	}
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				.userns_fd = (uint64_t)ns };
+	int rc = (int)syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a), err = errno;
+	close(ns);
+	if (rc < 0) {
 		close(t);
 		return common_errf(e, "rw bind", "%s: idmapped mount refused (%s); sbx-run as root "
 				   "needs a filesystem with idmapped mounts", host_src, strerror(err));
@@ -450,7 +510,7 @@ static int make_ro_tree(struct trace_mnt *m, const char *host_src, struct common
 			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (t < 0)
 		return common_errno(e, errno, "bind %s: open_tree", host_src);
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID };
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
 	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
 		int err = errno;
 		close(t);
@@ -464,7 +524,7 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 {
 	memset(p, 0, sizeof *p);
 	p->cfg = cfg;
-	p->image_fd = p->idmap_fd = p->init_pidfd = -1;
+	p->image_fd = p->init_pidfd = -1;
 	p->sync_fd[0] = p->sync_fd[1] = p->err_fd[0] = p->err_fd[1] = -1;
 	if (trace_config_check(cfg, e) < 0)
 		return -1;
@@ -502,19 +562,16 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 		add_mnt(p, m->type, m->type == TRACE_MOUNT_BIND ? m->src : NULL, m->dst, m->opts,
 			m->type == TRACE_MOUNT_TMPFS ? 1 : m->rw);
 	}
-	if (cfg->ns_dir)
+	if (cfg->ns_dir) {
 		add_mnt(p, TRACE_MOUNT_BIND, cfg->ns_dir, "/ns", NULL, 1);
+		p->m[p->nm - 1].lease_ns = 1;
+	}
 	else
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/ns", "mode=0755", 1);
 	if (p->m[0].type == TRACE_MOUNT_BIND && !p->m[0].is_file)
 		p->m[0].expand = 1;
 
 	if (p->privileged) {
-		int need = 0;
-		for (size_t i = 0; i < p->nm; i++)
-			need |= p->m[i].type == TRACE_MOUNT_BIND && p->m[i].rw;
-		if (need && make_idmap_userns(p, e) < 0)
-			goto fail;
 		/* every bind but the expanded root is cut here, with root's access to the
 		 * sources the invoker named: the child runs as the unprivileged uid */
 		for (size_t i = 0; i < p->nm; i++) {
@@ -566,7 +623,6 @@ void trace_plan_free(struct trace_plan *p)
 	p->prog.filter = NULL;
 	close_fd(&p->image_fd);
 	close_fd(&p->init_pidfd);
-	close_fd(&p->idmap_fd);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&p->sync_fd[i]);
 		close_fd(&p->err_fd[i]);
@@ -714,7 +770,9 @@ static void expand_root(struct trace_plan *p, const struct trace_mnt *m)
 		}
 		if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0)
 			child_fail(p, errno, "bind %s", dst);
-		set_attr(p, to, m->rw ? MOUNT_ATTR_NOSUID : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 1);
+		/* devices come only from the host's /dev */
+		set_attr(p, to, (m->rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID |
+				(strcmp(dst, "/dev") ? MOUNT_ATTR_NODEV : 0), 1);
 	}
 	closedir(d);
 }
@@ -750,7 +808,8 @@ static void do_mount(struct trace_plan *p, size_t i)
 			if (mount(m->src, m->at, NULL, MS_BIND | MS_REC, NULL) < 0)
 				child_fail(p, errno, "bind %s on %s", m->src + strlen(OLDROOT), m->dst);
 			/* mount_setattr, unlike a remount, keeps the locked flags of the source */
-			set_attr(p, m->at, m->rw ? MOUNT_ATTR_NOSUID : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 1);
+			set_attr(p, m->at, (m->rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID |
+					   MOUNT_ATTR_NODEV, 1);
 		}
 		break;
 	}
@@ -1064,19 +1123,6 @@ void trace_sandbox_kill(struct trace_plan *p)
 {
 	if (p->init_pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, p->init_pidfd, SIGKILL, NULL, 0);
-}
-
-static int write_file(const char *path, const char *s, struct common_err *e)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return common_errno(e, errno, "%s", path);
-	ssize_t n = write(fd, s, strlen(s));
-	int err = errno;
-	close(fd);
-	if (n != (ssize_t)strlen(s))
-		return common_errno(e, n < 0 ? err : EIO, "writing %s", path);
-	return 0;
 }
 
 int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *e)
