@@ -610,3 +610,67 @@ setid_run() {
 	assert_failure 125
 	assert_output --partial "sbx-run: error: --owner: only a root invoker"
 }
+
+@test "the run's own /dev: no host device beyond the harmless ones, its own bounded devpts" {
+	contained "$GUESTS/escape_dev"
+	assert_line "ptys: 64, first /dev/pts/0"
+	run sbx-run --ephemeral -- /bin/sh -c 'ls /dev | tr "\n" " "; echo x > /dev/x'
+	assert_failure
+	assert_line --partial "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero "
+	assert_line --partial "Read-only file system"
+	[ "$(id -u)" = 0 ] || return 0
+	UDIR=$(mktemp -d /tmp/sbx-dev.XXXXXX)
+	chmod 0777 "$UDIR"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$UDIR/store" \
+		sbx-run --ephemeral -- "$GUESTS/escape_dev"
+	assert_success
+	assert_line "ptys: 64, first /dev/pts/0"
+	assert_line "RESULT: contained"
+}
+
+@test "the store: a bind that would show it is refused by name; the whole tree shows it as an empty mask" {
+	mkdir -p w/.sbx
+	run env SBX_STORE="$PWD/w/.sbx" sbx-run --ephemeral --rw "$PWD/w:/w" -- /bin/true
+	assert_failure 125
+	assert_output "sbx-run: error: mount: bind of $PWD/w would show the store $PWD/w/.sbx to the guest"
+	[ -z "$(ls w/.sbx/leases)" ] # refused before any lease was requested
+	run env SBX_STORE="$PWD/w/.sbx" sbx-run --ephemeral --ro "$PWD/w/.sbx/leases:/f" -- /bin/true
+	assert_failure 125
+	assert_output --partial "would show the store"
+	# an unprivileged invoker's store under /var/tmp: the guest is the store's owner
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	UDIR=$(mktemp -d /var/tmp/sbx-store.XXXXXX)
+	chmod 0777 "$UDIR"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$UDIR/store" \
+		sbx-run --ephemeral -- /bin/sh -c "ls -A $UDIR/store; cat $UDIR/store/authority.key"
+	assert_failure
+	key=$(cat "$UDIR/store/authority.key")
+	[ -n "$key" ]
+	refute_output --partial "$key"
+	refute_output --partial journal.jsonl
+}
+
+@test "the control socket serves only the invoking user from outside every sandbox" {
+	[ "$(id -u)" = 0 ] || skip "needs root (unshare of a PID namespace)"
+	id=$(sbx-lease request --image /bin/sleep --escrow 10 | sbx-lease fund --amount 10 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	sbx-run --lease "$id" -- /bin/sleep 30 >/dev/null 2>&1 &
+	BGPID=$!
+	for _ in $(seq 1 200); do [ -S "$SBX_STORE/run/$id.sock" ] && break; sleep 0.05; done
+	# a process of the same uid in another PID namespace, as a guest would be
+	run unshare --pid --fork sbx-snap take "$id"
+	assert_failure
+	assert_output --partial "serves only the invoking user, from outside every sandbox"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups sbx-snap take "$id"
+	assert_failure
+	# the invoker is served (sleep's shared gconv mapping is not snapshotted: a capture error)
+	run sbx-snap take "$id"
+	refute_output --partial "serves only"
+	assert_output --partial "capture"
+}
+
+@test "the invoker's private areas are not in the guest's tree: /home and /root are empty" {
+	run sbx-run --ephemeral -- /bin/sh -c \
+		'for d in /root /home; do ls -A "$d" >/dev/null || exit 3; [ -z "$(ls -A "$d")" ] || exit 4; done'
+	assert_success
+}

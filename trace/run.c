@@ -466,11 +466,33 @@ static json_t *snap_reply(const char *lease, int rc, struct trace_snap_taken *t,
 			 "persisted_bytes", (json_int_t)t->persisted_bytes, "receipt", t->receipt);
 }
 
+/* The control socket serves the invoking user from outside every sandbox: the
+ * peer's uid is ours and it lives in our PID namespace (a guest never does). */
+static int ctl_peer_ok(int fd)
+{
+	struct ucred cr;
+	socklen_t n = sizeof cr;
+	struct stat a, b;
+	char path[64];
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &n) < 0 || cr.uid != geteuid() || cr.pid <= 0)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)cr.pid);
+	return stat(path, &a) == 0 && stat("/proc/self/ns/pid", &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
 static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 {
 	int fd = accept4(c->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
+	if (!ctl_peer_ok(fd)) {
+		static const char no[] = "{\"error\":\"the control socket serves only the invoking "
+					 "user, from outside every sandbox\"}\n";
+		(void)!send(fd, no, sizeof no - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		close(fd);
+		return;
+	}
 	/* one bounded request; a slow or silent client gets no second chance */
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -892,7 +914,7 @@ int trace_run_main(struct trace_run_opts *o)
 	struct common_err e;
 	struct lease_store *s = NULL;
 	json_t *rec = NULL, *head = NULL, *receipts = json_array(), *result = NULL;
-	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL;
+	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL, *store_real = NULL;
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
 	int image_fd = -1, run_fd = -1;
@@ -940,6 +962,13 @@ int trace_run_main(struct trace_run_opts *o)
 	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
 		goto fail;
 	if (lease_store_open(o->store, &s, &e) < 0)
+		goto fail;
+	store_real = realpath(lease_store_dir(s), NULL);
+	/* the mount list (a bind that would show the store, say) before any lease moves */
+	struct trace_config pre = { .argv = (const char *const *)o->argv, .image = image,
+				    .mounts = o->mounts, .nmounts = o->nmounts,
+				    .replace_defaults = o->replace_defaults, .store_dir = store_real };
+	if (trace_config_check(&pre, &e) < 0)
 		goto fail;
 	if (lease_image_check_cached_fd(s, image_fd, image, sha, &e) < 0)
 		goto fail;
@@ -1026,6 +1055,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.stderr_fd = -1,
 		.no_aslr = !o->ephemeral || o->deterministic, /* issue 7: snapshots; SPEC §9 */
 		.filter_cache = filters,
+		.store_dir = store_real,
 		.hooks = &hooks,
 		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
 			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
@@ -1154,6 +1184,7 @@ out:
 	free(id);
 	free(ns);
 	free(filters);
+	free(store_real);
 	lease_store_close(s);
 	free_opts(o);
 	return code;

@@ -347,6 +347,24 @@ static int path_ok(const char *p)
 	return n == 1 || p[n - 1] != '/';
 }
 
+/* a is b or lies beneath it (both real paths) */
+static int beneath(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+	return strcmp(b, "/") == 0 || (strncmp(a, b, n) == 0 && (a[n] == 0 || a[n] == '/'));
+}
+
+/* A bind of src other than the whole host tree that contains the store or lies
+ * in it: the guest would read keys and journals, forge cached programs and reach
+ * control sockets. The whole tree ("/") gets the store masked instead. */
+static int shows_store(const struct trace_config *cfg, const char *src)
+{
+	char real[PATH_MAX];
+	if (!cfg->store_dir || !realpath(src, real) || strcmp(real, "/") == 0)
+		return 0;
+	return beneath(cfg->store_dir, real) || beneath(real, cfg->store_dir);
+}
+
 int trace_config_check(const struct trace_config *cfg, struct common_err *e)
 {
 	if (!cfg->argv || !cfg->argv[0])
@@ -378,6 +396,9 @@ int trace_config_check(const struct trace_config *cfg, struct common_err *e)
 						   m->src ? m->src : "");
 			if (stat(m->src, &st) < 0)
 				return common_errno(e, errno, "mount source %s", m->src);
+			if (shows_store(cfg, m->src))
+				return common_errf(e, "mount", "bind of %s would show the store %s to the guest",
+						   m->src, cfg->store_dir);
 		} else if (m->type == TRACE_MOUNT_TMPFS) {
 			if (m->opts && (strlen(m->opts) > 128 || strspn(m->opts,
 				"abcdefghijklmnopqrstuvwxyz0123456789=,kmgKMG%") != strlen(m->opts)))
@@ -473,23 +494,26 @@ static int make_idmap_userns(const struct trace_plan *p, uid_t uid, gid_t gid, i
 static int make_idmapped_tree(struct trace_plan *p, struct trace_mnt *m, const char *host_src,
 			      struct common_err *e)
 {
-	struct stat st;
-	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (t < 0)
-		return common_errno(e, errno, "rw bind %s: open_tree", host_src);
-	if (fstat(t, &st) < 0) {
-		int err = errno;
-		close(t);
-		return common_errno(e, err, "rw bind %s", host_src);
-	}
-	if (p->cfg->owner_set && !m->lease_ns) {
-		st.st_uid = p->cfg->owner_uid;
-		st.st_gid = p->cfg->owner_gid;
-	}
+	struct stat st, tst;
+	if (stat(host_src, &st) < 0)
+		return common_errno(e, errno, "rw bind %s", host_src);
+	uid_t uid = p->cfg->owner_set && !m->lease_ns ? p->cfg->owner_uid : st.st_uid;
+	gid_t gid = p->cfg->owner_set && !m->lease_ns ? p->cfg->owner_gid : st.st_gid;
 	int ns = -1;
-	if (make_idmap_userns(p, st.st_uid, st.st_gid, &ns, e) < 0) {
-		close(t);
+	if (make_idmap_userns(p, uid, gid, &ns, e) < 0)
 		return -1;
+	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (t < 0) {
+		int err = errno;
+		close(ns);
+		return common_errno(e, err, "rw bind %s: open_tree", host_src);
+	}
+	/* the directory whose owner was read is the one cut */
+	if (fstat(t, &tst) < 0 || tst.st_ino != st.st_ino || tst.st_dev != st.st_dev ||
+	    tst.st_uid != st.st_uid || tst.st_gid != st.st_gid) {
+		close(ns);
+		close(t);
+		return common_errf(e, "rw bind", "%s changed while it was being bound", host_src);
 	}
 	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
 				.userns_fd = (uint64_t)ns };
@@ -519,6 +543,8 @@ static int make_ro_tree(struct trace_mnt *m, const char *host_src, struct common
 	m->tree_fd = t;
 	return 0;
 }
+
+static const char *const private_dirs[] = { "/home", "/root" };
 
 int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e)
 {
@@ -551,9 +577,16 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 		struct stat st;
 		add_mnt(p, TRACE_MOUNT_BIND, "/", "/", NULL, 0);
 		add_mnt(p, TRACE_MOUNT_PROC, NULL, "/proc", NULL, 0);
+		add_mnt(p, PLAN_MOUNT_DEV, NULL, "/dev", NULL, 0);
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/tmp", "mode=1777", 1);
 		/* host daemons' sockets live under /run: not reachable from inside */
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/run", "mode=0755", 1);
+		/* nor are the invoker's private files (keys, agent sockets, the default store) */
+		for (size_t i = 0; i < sizeof private_dirs / sizeof private_dirs[0]; i++)
+			if (stat(private_dirs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+				add_mnt(p, TRACE_MOUNT_TMPFS, NULL, private_dirs[i], "mode=0755", 0);
+				p->m[p->nm - 1].sealed = 1;
+			}
 		if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
 			add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/dev/shm", "mode=1777", 1);
 	}
@@ -570,6 +603,9 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/ns", "mode=0755", 1);
 	if (p->m[0].type == TRACE_MOUNT_BIND && !p->m[0].is_file)
 		p->m[0].expand = 1;
+	/* the store, wherever the whole host tree shows it, is an empty read-only tmpfs */
+	if (cfg->store_dir && p->m[0].type == TRACE_MOUNT_BIND && strcmp(p->m[0].src, OLDROOT) == 0)
+		add_mnt(p, PLAN_MOUNT_MASK, NULL, cfg->store_dir, NULL, 0);
 
 	if (p->privileged) {
 		/* every bind but the expanded root is cut here, with root's access to the
@@ -695,7 +731,7 @@ static void ensure_target(struct trace_plan *p, size_t i)
 		if (is_prefix(p->m[j].dst, m->dst) && (!c || strlen(p->m[j].dst) >= strlen(c->dst)))
 			c = &p->m[j];
 	int ok = 0;
-	if (c && c->type == TRACE_MOUNT_TMPFS) {
+	if (c && (c->type == TRACE_MOUNT_TMPFS || c->type == PLAN_MOUNT_DEV)) {
 		ok = 1;
 	} else if (c && c->expand && strcmp(c->dst, "/") == 0) {
 		char top[PATH_MAX];
@@ -777,11 +813,61 @@ static void expand_root(struct trace_plan *p, const struct trace_mnt *m)
 	closedir(d);
 }
 
+/* The run's own /dev: a tmpfs with the host's harmless nodes bound in, a devpts
+ * instance of its own with at most TRACE_PTY_MAX terminals, the usual links.
+ * Nothing else of the host's devices (fuse, tun, kmsg, disks) is there. */
+static void make_dev(struct trace_plan *p, const struct trace_mnt *m)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	static const char *const links[][2] = { { "ptmx", "pts/ptmx" }, { "fd", "/proc/self/fd" },
+		{ "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" },
+		{ "stderr", "/proc/self/fd/2" } };
+	char at[PATH_MAX], opts[96];
+
+	if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+		child_fail(p, errno, "tmpfs at /dev");
+	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+		char host[64];
+		struct stat st;
+		snprintf(host, sizeof host, OLDROOT "/dev/%s", nodes[i]);
+		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
+			continue; /* the host has none: neither has the run */
+		snprintf(at, sizeof at, "%s/%s", m->at, nodes[i]);
+		int fd = open(at, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			child_fail(p, errno, "creating /dev/%s", nodes[i]);
+		close(fd);
+		if (mount(host, at, NULL, MS_BIND, NULL) < 0)
+			child_fail(p, errno, "bind /dev/%s", nodes[i]);
+	}
+	snprintf(at, sizeof at, "%s/pts", m->at);
+	snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,max=%d", TRACE_PTY_MAX);
+	if (mkdir(at, 0755) < 0 || mount("devpts", at, "devpts", MS_NOSUID | MS_NOEXEC, opts) < 0)
+		child_fail(p, errno, "devpts at /dev/pts");
+	snprintf(at, sizeof at, "%s/shm", m->at);
+	if (mkdir(at, 0755) < 0)
+		child_fail(p, errno, "creating /dev/shm");
+	for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+		snprintf(at, sizeof at, "%s/%s", m->at, links[i][0]);
+		if (symlink(links[i][1], at) < 0)
+			child_fail(p, errno, "symlink /dev/%s", links[i][0]);
+	}
+}
+
 static void do_mount(struct trace_plan *p, size_t i)
 {
 	struct trace_mnt *m = &p->m[i];
 	if (m->expand) {
 		expand_root(p, m);
+		return;
+	}
+	if (m->type == PLAN_MOUNT_MASK) {
+		struct stat st;
+		/* hidden already unless the guest's tree shows it */
+		if (lstat(m->at, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    mount("tmpfs", m->at, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0,size=4k") < 0)
+			child_fail(p, errno, "masking %s", m->dst);
 		return;
 	}
 	if (i > 0)
@@ -790,6 +876,9 @@ static void do_mount(struct trace_plan *p, size_t i)
 	case TRACE_MOUNT_TMPFS:
 		if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, m->opts ? m->opts : "mode=0755") < 0)
 			child_fail(p, errno, "tmpfs at %s", m->dst);
+		break;
+	case PLAN_MOUNT_DEV:
+		make_dev(p, m);
 		break;
 	case TRACE_MOUNT_PROC:
 		/* a fresh /proc shows only this run's PID namespace */
@@ -1056,6 +1145,9 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	/* the root itself read-only, now that every mount point exists */
 	if (p->m[0].type != TRACE_MOUNT_BIND || p->m[0].expand)
 		set_attr(p, NEWROOT, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0);
+	for (size_t i = 0; i < p->nm; i++)
+		if (p->m[i].type == PLAN_MOUNT_DEV || p->m[i].sealed)
+			set_attr(p, p->m[i].at, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0);
 	/* into the guest's tree; the old root (the host) is detached, cwd included */
 	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
 		child_fail(p, errno, "pivot_root to the guest tree");

@@ -307,6 +307,7 @@ struct trace_config {
 	const struct trace_mount *mounts; size_t nmounts;
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
+	const char *store_dir;        /* real path of the store: never visible to the guest */
 	int owner_set;                /* root invoker: files written through rw binds belong to */
 	uid_t owner_uid; gid_t owner_gid; /* these host ids, else to the bound directory's owner */
 	uint64_t rlimit_nofile, rlimit_as, rlimit_nproc; /* 0 = default (nproc: TRACE_NPROC_DEFAULT) */
