@@ -25,6 +25,8 @@ enum trace_class {
 enum trace_arg {
 	TRACE_ARG_NONE, TRACE_ARG_INT, TRACE_ARG_FD, TRACE_ARG_DIRFD, TRACE_ARG_PATH,
 	TRACE_ARG_FLAGS, TRACE_ARG_PTR, TRACE_ARG_SIZE, TRACE_ARG_MODE,
+	TRACE_ARG_FMODE,  /* the mode a file gets: setuid/setgid bits are refused */
+	TRACE_ARG_OFLAGS, /* open(2) flags: the FMODE applies with O_CREAT or O_TMPFILE only */
 };
 struct trace_sysinfo {
 	const char *name;
@@ -305,6 +307,9 @@ struct trace_config {
 	const struct trace_mount *mounts; size_t nmounts;
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
+	const char *store_dir;        /* real path of the store: never visible to the guest */
+	int owner_set;                /* root invoker: files written through rw binds belong to */
+	uid_t owner_uid; gid_t owner_gid; /* these host ids, else to the bound directory's owner */
 	uint64_t rlimit_nofile, rlimit_as, rlimit_nproc; /* 0 = default (nproc: TRACE_NPROC_DEFAULT) */
 	unsigned trace_classes;       /* syscall classes that must stop (beyond the always-trapped set) */
 	const char *filter_cache;     /* NULL, or a directory keeping built seccomp programs */
@@ -397,6 +402,7 @@ struct trace_run_opts {
 	const char *limits, *fees, *principal, *host_program;
 	uint64_t lifetime, escrow;
 	struct trace_mount *mounts; size_t nmounts; int replace_defaults;
+	int owner_set; uid_t owner_uid; gid_t owner_gid; /* --owner UID:GID */
 	int env_clear;                /* start from an empty environment */
 	const char **env_set; size_t nenv_set;
 	const char *result_path;      /* --result FILE */
