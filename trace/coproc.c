@@ -352,7 +352,10 @@ void trace_coproc_stop(struct trace_coproc *c)
 	if (c->pidfd >= 0) {
 		struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
 		if (poll(&p, 1, 500) == 0) {
-			kill(-c->pid, SIGKILL);
+			/* its group, by number, only while the leader our pidfd holds is
+			 * there and stopped: it cannot exit, so the group id stays its own */
+			if (syscall(SYS_pidfd_send_signal, c->pidfd, SIGSTOP, NULL, 0) == 0)
+				kill(-c->pid, SIGKILL);
 			syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
 		}
 		close(c->pidfd);
