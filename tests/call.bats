@@ -216,6 +216,14 @@ as_who() {
 	done
 }
 
+@test "a host with its stdin closed: the call's state fd does not land on the image fd" {
+	for who in $(invokers); do
+		run as_who "$who" "$GUESTS/call_host" nostdin "$SRC"
+		assert_success
+		assert_output "nostdin: call right"
+	done
+}
+
 @test "a co-process that hangs up fails the call; the host's SIGPIPE disposition is untouched" {
 	for who in $(invokers); do
 		run as_who "$who" "$GUESTS/call_host" sigpipe "$SRC"

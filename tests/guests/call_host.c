@@ -7,6 +7,8 @@
  * pending  a SIGTERM pending for the host before the call is still its own after
  * sigpipe  an inspector co-process that closes its input: the call fails, SIGPIPE
  *          keeps the host's disposition and none is left pending
+ * nostdin  a host whose fd 0 is closed (the call's memfd takes it, the image fd
+ *          then 3, where the guest's state fd goes): the call still runs this image
  * A watchdog turns a hang into exit 3 ("watchdog: MODE hung"). */
 #include <errno.h>
 #include <fcntl.h>
@@ -227,10 +229,20 @@ static int mode_sigpipe(void)
 	return rc < 0 && now.sa_handler == SIG_DFL && sigismember(&pend, SIGPIPE) != 1 ? 0 : 1;
 }
 
+static int mode_nostdin(void)
+{
+	struct job j = { .in = 7 };
+
+	close(0);
+	int rc = call(compute, &j, NULL);
+	printf("nostdin: call %s\n", rc == 0 && j.out == 15 ? "right" : "wrong");
+	return rc == 0 && j.out == 15 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: call_host pair|system|child|pending|sigpipe SRCDIR [N]\n");
+		fprintf(stderr, "usage: call_host pair|system|child|pending|sigpipe|nostdin SRCDIR [N]\n");
 		return 2;
 	}
 	mode = argv[1];
@@ -249,6 +261,8 @@ int main(int argc, char **argv)
 		return mode_pending();
 	if (!strcmp(mode, "sigpipe"))
 		return mode_sigpipe();
+	if (!strcmp(mode, "nostdin"))
+		return mode_nostdin();
 	fprintf(stderr, "call_host: unknown mode %s\n", mode);
 	return 2;
 }
