@@ -674,3 +674,45 @@ setid_run() {
 		'for d in /root /home; do ls -A "$d" >/dev/null || exit 3; [ -z "$(ls -A "$d")" ] || exit 4; done'
 	assert_success
 }
+
+@test "a policy deny rule holds against other spellings, symlinks, /proc/self links and a racing thread" {
+	mkdir -p src links && echo secret >src/secret.txt && echo fine >src/fine.txt
+	ln -s /src/secret.txt links/l && ln -s /src links/d && ln -s /proc/self/root/src links/m &&
+		ln -s ../src links/r
+	cat >p.json <<'JSON'
+{"rules": [{"name": "hide", "class": "file", "path": "/src/secret*", "action": "deny", "errno": "EACCES"}]}
+JSON
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --ro "$PWD/links:/links" --policy p.json -- /bin/sh -c '
+		for p in //src/secret.txt /src/./secret.txt /src/../src/secret.txt /proc/self/root/src/secret.txt \
+			/proc/self/cwd/../src/secret.txt /proc/thread-self/root/src//secret.txt /links/l \
+			/links/d/secret.txt /links/m/secret.txt /links/r/secret.txt /dev/fd/../root/src/secret.txt; do
+			cat "$p" 2>/dev/null && echo "ESCAPED: $p"
+		done
+		cd /src && cat secret.txt 2>/dev/null && echo "ESCAPED: relative"
+		cat /src/fine.txt /links/d/fine.txt'
+	assert_success
+	refute_output --partial ESCAPED
+	assert_output "fine
+fine"
+	# a thread flipping the path string between the decision and the kernel's read
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --policy p.json -- "$GUESTS/escape_toctou" /src/secret.txt 5000 1000
+	assert_success
+	assert_line --regexp "^opens: [0-9]+ of the allowed file, 0 of the forbidden one, 5000 attempts$"
+}
+
+@test "a path that is not UTF-8 reaches the co-process exactly (hex), not as null" {
+	cat >co.sh <<'SH'
+#!/bin/sh
+while IFS= read -r l; do
+	id=${l#*\"id\":}; id=${id%%,*}
+	case "$l" in
+	*'{"hex":"2f6e732fff"}'*) echo "{\"id\":$id,\"action\":\"deny\",\"errno\":\"EACCES\"}" ;;
+	*) echo "{\"id\":$id,\"action\":\"allow\"}" ;;
+	esac
+done
+SH
+	chmod +x co.sh
+	run sbx-run --ephemeral --inspect-exec ./co.sh -- /bin/sh -c 'echo x > "$(printf "/ns/\377")"'
+	assert_failure
+	assert_output --partial "Permission denied"
+}
