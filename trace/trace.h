@@ -3,6 +3,7 @@
 #ifndef SBX_TRACE_H
 #define SBX_TRACE_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "libcommon/common.h"
@@ -54,6 +55,7 @@ struct trace_stop {
 	const struct trace_sysinfo *sys; /* NULL if not in the table */
 	uint64_t args[6];
 	const char *path[2];            /* decoded, absolute in the guest's view, or NULL */
+	const char *raw[2];             /* the same strings exactly as the guest passed them */
 	int has_result;
 	int64_t result;                 /* return value, or -errno */
 	enum trace_action action;
@@ -233,6 +235,7 @@ struct trace_decision {
 };
 void trace_decision_clear(struct trace_decision *d); /* frees the paths, zeroes */
 
+
 /* --policy FILE: JSON rules, first match wins (see sbx-run(1)). */
 struct trace_policy;
 int trace_policy_load(const char *path, struct trace_policy **out, struct common_err *e);
@@ -244,6 +247,16 @@ int trace_policy_traps(const struct trace_policy *p, const struct trace_sysinfo 
 /* Fill d for one stop; 1 when a rule matched, 0 when none did (allow). */
 int trace_policy_decide(const struct trace_policy *p, const struct trace_stop *st,
 			struct trace_decision *d);
+
+/* Paths as the kernel will resolve them in the guest's view (trace/guestpath.c).
+ * fold: "//", "/./" and ".." folded lexically (in absolute). real: every symlink
+ * and /proc/self magic link (root, cwd, exe, fd/N) resolved inside tid's root,
+ * the last component too when follow_last; 0, or -1 when a link cannot be read. */
+void trace_path_fold(const char *in, char out[PATH_MAX]);
+int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_MAX]);
+/* Whether the policy decides on path strings (the inspector then keeps the string
+ * it decided on out of the guest's reach). */
+int trace_policy_has_paths(const struct trace_policy *p);
 
 /* --inspect-exec PROG: a co-process answering one JSON decision per JSON event line
  * (see sbx-run(1)); run through /bin/sh -c outside the sandbox. */
@@ -308,6 +321,7 @@ struct trace_config {
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
 	const char *store_dir;        /* real path of the store: never visible to the guest */
+	const char *const *sockets; size_t nsockets; /* --socket: host sockets the guest may use */
 	int owner_set;                /* root invoker: files written through rw binds belong to */
 	uid_t owner_uid; gid_t owner_gid; /* these host ids, else to the bound directory's owner */
 	uint64_t rlimit_nofile, rlimit_as, rlimit_nproc; /* 0 = default (nproc: TRACE_NPROC_DEFAULT) */
@@ -345,6 +359,8 @@ struct trace_result {
 int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e);
 /* Exit status for sbx-run (SPEC §6.6) from a result. */
 int trace_result_exit_code(const struct trace_result *res);
+/* 1 when the Unix socket fd is connected to a socket bound at a path named in cfg->sockets. */
+int trace_socket_named(const struct trace_config *cfg, int fd);
 /* Check mount and environment arguments without side effects (run before anything starts). */
 int trace_config_check(const struct trace_config *cfg, struct common_err *e);
 /* Build the seccomp program for cfg (exported for tests and sbx-run --print-filter). */
@@ -403,6 +419,7 @@ struct trace_run_opts {
 	uint64_t lifetime, escrow;
 	struct trace_mount *mounts; size_t nmounts; int replace_defaults;
 	int owner_set; uid_t owner_uid; gid_t owner_gid; /* --owner UID:GID */
+	const char **sockets; size_t nsockets; /* --socket PATH... */
 	int env_clear;                /* start from an empty environment */
 	const char **env_set; size_t nenv_set;
 	const char *result_path;      /* --result FILE */
