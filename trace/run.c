@@ -55,6 +55,8 @@ static int run_here(const struct trace_config *cfg, struct trace_result *res,
 	return -1;
 }
 
+#define RUN_STACK (8u << 20) /* the same whatever RLIMIT_STACK the host runs with */
+
 struct run_job {
 	const struct trace_config *cfg;
 	struct trace_result *res;
@@ -85,6 +87,8 @@ int trace_run(const struct trace_config *cfg, struct trace_result *res, struct c
 	int err = pthread_attr_init(&a);
 	if (!err)
 		err = pthread_attr_setsigmask_np(&a, &all);
+	if (!err) /* the plan and the supervisor keep path buffers on the stack */
+		err = pthread_attr_setstacksize(&a, RUN_STACK);
 	if (!err)
 		err = pthread_create(&t, &a, run_thread, &j);
 	pthread_attr_destroy(&a);
