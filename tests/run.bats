@@ -473,3 +473,20 @@ os.setgid(os.getgid()); os.chown("/ns/f", os.getuid(), -1); print("own ids: ok")
 	assert_success
 	assert_output "sum 5"
 }
+
+@test "a sanitizer build runs: ASan and UBSan reserve their shadow memory under a memory bound" {
+	command -v clang >/dev/null || skip "no clang (make deps installs it)"
+	mkdir w
+	printf '#include <stdio.h>\n#include <stdlib.h>\nint main(void) { int *p = malloc(64 * sizeof *p); p[63] = 42; printf("asan ok %%d\\n", p[63]); free(p); return 0; }\n' >w/a.c
+	clang -fsanitize=address,undefined -g -o w/a w/a.c
+	# LeakSanitizer stops the world with ptrace, which the supervisor holds
+	run sbx-run --ephemeral --limits memory=256M --env ASAN_OPTIONS=detect_leaks=0 -- "$PWD/w/a"
+	assert_success
+	assert_output "asan ok 42"
+	# and it still finds what it is for: a heap overflow
+	printf '#include <stdlib.h>\nint main(void) { volatile int *p = malloc(4); p[4] = 1; return 0; }\n' >w/b.c
+	clang -fsanitize=address -g -o w/b w/b.c
+	run sbx-run --ephemeral --limits memory=256M --env ASAN_OPTIONS=detect_leaks=0 -- "$PWD/w/b"
+	assert_failure 1
+	assert_output --partial "heap-buffer-overflow"
+}
