@@ -197,6 +197,12 @@ int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct 
 int trace_cmd_timeline(const char *path, const char *out, struct common_err *e);
 /* The build record of a trace as JSON (new reference), or NULL. */
 json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);
+/* sbx-trace provenance: the build record as a DSSE-signed in-toto statement
+ * (trace/provenance.c); result: NULL or the run's result record; out "-": stdout. */
+int trace_cmd_provenance(const char *trace, const char *result, const char *store,
+			 const char *out, struct common_err *e);
+/* sbx-trace verify-provenance: the envelope's signature by the store's key. */
+int trace_cmd_verify_provenance(const char *file, const char *store, struct common_err *e);
 
 /* ---- inspection (SPEC §6.3; trace/inspect.c, trace/policy.c, trace/coproc.c) ---- */
 /* One trapped syscall at entry, before the kernel runs it; valid inside the callback only. */
