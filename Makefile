@@ -93,6 +93,9 @@ install: all
 	for d in $(LIB_DIRS); do install -d $(DESTDIR)$(PREFIX)/include/sbx/$$d; \
 		for h in $$d/*.h; do case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	for t in $(notdir $(BINS)); do \
+		install -m 0644 completions/sbx $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' sbx.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sbx.pc
 
 lint:

@@ -11,7 +11,7 @@ static const char usage_text[] =
 	"       sbx-trace filter [--pid PID] [--class CLASS[,CLASS...]] [--path GLOB] [--name NAME] TRACE\n"
 	"       sbx-trace diff [--format json|text] TRACE_A TRACE_B\n"
 	"       sbx-trace stats [--format json|text] TRACE\n"
-	"       sbx-trace timeline -o FILE.html TRACE\n"
+	"       sbx-trace timeline [--format html|chrome] -o FILE TRACE\n"
 	"       sbx-trace provenance [--store DIR] [--result FILE] [-o FILE] TRACE\n"
 	"       sbx-trace verify-provenance [--store DIR] FILE\n"
 	"       sbx-trace bisect [--format json|text] TRACE_A TRACE_B\n"
@@ -65,6 +65,10 @@ int main(int argc, char **argv)
 				fmt = TRACE_FMT_TEXT;
 			else if (!strcmp(optarg, "make") && !strcmp(cmd, "files"))
 				fmt = TRACE_FMT_MAKE;
+			else if (!strcmp(optarg, "chrome") && !strcmp(cmd, "timeline"))
+				fmt = TRACE_FMT_CHROME;
+			else if (!strcmp(optarg, "html") && !strcmp(cmd, "timeline"))
+				fmt = TRACE_FMT_TEXT;
 			else
 				common_dief(SBX_EXIT_USAGE, "--format", "unknown format \"%s\"", optarg);
 			break;
@@ -114,7 +118,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "stats") && nargs == 1)
 		rc = trace_cmd_stats(argv[0], fmt, &e);
 	else if (!strcmp(cmd, "timeline") && nargs == 1 && out)
-		rc = trace_cmd_timeline(argv[0], out, &e);
+		rc = trace_cmd_timeline(argv[0], out, fmt == TRACE_FMT_CHROME ? fmt : TRACE_FMT_TEXT, &e);
 	else if (!strcmp(cmd, "provenance") && nargs == 1)
 		rc = trace_cmd_provenance(argv[0], result, adj.store, out, &e);
 	else if (!strcmp(cmd, "verify-provenance") && nargs == 1)

@@ -287,6 +287,17 @@ small_trace() {
 	grep -q 'hostname' t.html
 	run grep -Eic '<script|https?://|src=' t.html
 	assert_output 0
+	# Chrome trace events for Perfetto and chrome://tracing: a named track and a
+	# slice per process, files as instant events
+	run sbx-trace timeline --format chrome -o t.json t.trace
+	assert_success
+	procs=$(sbx-trace files t.trace | jq '.processes | length')
+	[ "$(jq '[.traceEvents[] | select(.ph == "X")] | length' t.json)" = "$procs" ]
+	[ "$(jq '[.traceEvents[] | select(.ph == "M" and .name == "process_name")] | length' t.json)" = "$procs" ]
+	jq -e '[.traceEvents[] | select(.ph == "i" and .name == "read /etc/hostname")] | length > 0' t.json
+	jq -e 'all(.traceEvents[]; (.ts // 0 | type) == "number" and (.pid | type) == "number")' t.json
+	run /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["displayTimeUnit"], len(d["traceEvents"]) > 0)' t.json
+	assert_output "ms True"
 }
 
 @test "stats: a process that made no recorded call has the parent its spawn event names" {

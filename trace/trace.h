@@ -177,7 +177,7 @@ int trace_reader_partial_line(const struct trace_reader *t); /* unterminated tai
 void trace_reader_close(struct trace_reader *t);
 
 /* sbx-trace subcommands (the main only parses options). */
-enum trace_fmt { TRACE_FMT_JSON, TRACE_FMT_TEXT, TRACE_FMT_MAKE };
+enum trace_fmt { TRACE_FMT_JSON, TRACE_FMT_TEXT, TRACE_FMT_MAKE, TRACE_FMT_CHROME };
 int trace_cmd_verify(const char *path, int require_complete, const char *expect_head,
 		     enum trace_fmt f, struct common_err *e); /* 0 ok, 1 bad, -1 error */
 struct trace_filter {
@@ -194,7 +194,8 @@ int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common
 int trace_cmd_bisect(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
 int trace_cmd_adjudicate(const char *a, const char *b, struct common_err *e);
 int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct common_err *e);
-int trace_cmd_timeline(const char *path, const char *out, struct common_err *e);
+/* HTML (TRACE_FMT_TEXT) or Chrome trace-event JSON (TRACE_FMT_CHROME) to out ("-": stdout). */
+int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt f, struct common_err *e);
 /* The build record of a trace as JSON (new reference), or NULL. */
 json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);
 /* sbx-trace provenance: the build record as a DSSE-signed in-toto statement
