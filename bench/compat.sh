@@ -10,7 +10,7 @@
 # and every case that passes natively but not under sbx.
 # Usage: bench/compat.sh   (SBX_BUILD defaults to ./build)
 set -eu
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${SBX_BUILD:=$here/build}"
 W=$(mktemp -d /var/tmp/sbx-bench-compat.XXXXXX)
