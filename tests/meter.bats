@@ -8,6 +8,19 @@ load helpers
 setup() {
 	sbx_setup_store
 	cd "$BATS_TEST_TMPDIR"
+	AS=""
+}
+
+teardown() {
+	[ -z "${UDIR:-}" ] || rm -rf "$UDIR"
+}
+
+# the following runs as an unprivileged invoking user (nobody), store and files in a 0777 dir
+as_nobody() {
+	UDIR=$(mktemp -d /tmp/sbx-meter.XXXXXX)
+	chmod 0777 "$UDIR"
+	cd "$UDIR"
+	AS="setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE=$UDIR/store"
 }
 
 # hog DIM REQUEST-OPTIONS... -- HOG-ARGS...: one ephemeral run that must be closed by DIM.
@@ -18,8 +31,9 @@ hog() {
 	shift
 	start=$(date +%s%N)
 	status=0
-	sbx-run --ephemeral "${opts[@]}" --result r.json -- "$@" >out 2>err || status=$?
+	$AS sbx-run --ephemeral "${opts[@]}" --result r.json -- "$@" >out 2>err || status=$?
 	end=$(date +%s%N)
+	[ "$status" = 124 ] || cat err >&2
 	assert_equal "$status" 124
 	assert_equal "$(jq -r .closed r.json)" "$dim"
 	assert_equal "$(jq -r .exit_code r.json)" 124
@@ -75,6 +89,27 @@ usage_of() { jq -r ".usage.$1" r.json; }
 @test "a namespace filler is stopped by namespace_bytes" {
 	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" ns
 	[ "$(usage_of namespace_bytes)" -gt $((1 << 20)) ]
+}
+
+@test "a namespace nested deeper than the walk goes counts as full" {
+	# 70 directories, 2 MiB at the bottom: closed while it waits, and when it exits at once
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nsdeep 70
+	[ "$(usage_of namespace_bytes)" -gt $((1 << 20)) ]
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nsdeep 65 exit
+	# as deep as the walk goes (64) is measured, not full: key d/d/.../big
+	run sbx-run --ephemeral --limits namespace_bytes=3M --result r.json -- \
+		"$GUESTS/meter_hog" nsdeep 64 exit
+	assert_success
+	assert_equal "$(usage_of namespace_bytes)" $(((2 << 20) + 64 * 2 + 3))
+}
+
+@test "a directory its owner made unreadable counts as full, as root and unprivileged" {
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide exit
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	as_nobody
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide exit
 }
 
 @test "a sleeper past its lifetime is stopped by the wall clock" {
