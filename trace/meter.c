@@ -334,7 +334,9 @@ static int ns_entry(struct ns_walk *w, DIR *d, const char *name)
 	return 0;
 }
 
-/* At most NS_STEP entries of the namespace; a finished pass raises the meter. */
+/* At most NS_STEP entries of the namespace. What the pass has seen so far raises the
+ * meter at every step, not only at its end: a guest adding entries faster than the
+ * walk reads them would otherwise keep a pass from ever ending. */
 static void ns_step(struct trace_meter *m)
 {
 	struct ns_walk *w = &m->walk;
@@ -374,6 +376,7 @@ static void ns_step(struct trace_meter *m)
 			return;
 		}
 	}
+	raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], w->acc);
 }
 
 static void sample(struct trace_meter *m, int whole_ns)
