@@ -93,14 +93,18 @@ usage_of() { jq -r ".usage.$1" r.json; }
 	[ "$(usage_of namespace_bytes)" -gt $((1 << 20)) ]
 }
 
-# (on a lease of its own: the closed lease keeps the namespace, which destroy cannot digest)
+# the closed lease's namespace is destroyed with it: the receipt digests every cell
+destroyed_cells() { jq -r '.receipts[] | select(.edge == "destroy") | .cells' r.json; }
+
 @test "a namespace nested deeper than the walk goes counts as full" {
 	# 70 directories, 2 MiB at the bottom: closed while it waits, and when it exits at once
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nsdeep 70
+	assert_equal "$(usage_of namespace_bytes)" $(((1 << 20) + 1))
+	assert_equal "$(destroyed_cells)" 1
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nsdeep 65 exit
+	# on a lease of its own too
 	hog namespace_bytes --lease "$(new_active --limits namespace_bytes=1M)" -- \
 		"$GUESTS/meter_hog" nsdeep 70
-	assert_equal "$(usage_of namespace_bytes)" $(((1 << 20) + 1))
-	hog namespace_bytes --lease "$(new_active --limits namespace_bytes=1M)" -- \
-		"$GUESTS/meter_hog" nsdeep 65 exit
 	# as deep as the walk goes (64) is measured, not full: key d/d/.../big
 	run sbx-run --ephemeral --limits namespace_bytes=3M --result r.json -- \
 		"$GUESTS/meter_hog" nsdeep 64 exit
@@ -114,11 +118,13 @@ usage_of() { jq -r ".usage.$1" r.json; }
 	[ "$(usage_of namespace_bytes)" -gt $((2 << 20)) ]
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
 	as_nobody
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide
+	assert_equal "$(usage_of namespace_bytes)" $(((1 << 20) + 1))
+	assert_equal "$(destroyed_cells)" 1
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide exit
+	assert_equal "$(ls "$UDIR/store/ns")" ""
 	hog namespace_bytes --lease "$(new_active --limits namespace_bytes=1M)" -- \
 		"$GUESTS/meter_hog" nshide
-	assert_equal "$(usage_of namespace_bytes)" $(((1 << 20) + 1))
-	hog namespace_bytes --lease "$(new_active --limits namespace_bytes=1M)" -- \
-		"$GUESTS/meter_hog" nshide exit
 }
 
 @test "a sleeper past its lifetime is stopped by the wall clock" {

@@ -295,7 +295,7 @@ void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes)
  * for the meter and the store); -1 when the namespace cannot be measured completely. */
 int trace_meter_ns_bytes(const char *dir, uint64_t *bytes)
 {
-	return lease_ns_digest(dir, NULL, NULL, bytes, NULL) < 0 ? -1 : 0;
+	return lease_ns_measure(dir, bytes, NULL);
 }
 
 /* What the meter cannot see counts as full: one byte past the bound closes the lease

@@ -3,23 +3,18 @@
  * full), and the meter's own tree accounting. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/trace.h"
+#include "tests/unit/unit.h"
 
-static int passed, failed;
 static char dir[] = "/tmp/test_meter.XXXXXX";
-
-#define CHECK(c) do { if (c) passed++; else { failed++; \
-	fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
 
 /* Run the relay with bounds over what writer() produces; the delivered bytes land in
  * two files. */
@@ -261,19 +256,6 @@ static void test_ns_deep(void)
 	CHECK(ns_metered(root, UINT64_MAX, 0) == 0);
 }
 
-/* Drop what lets root read any directory: a mode-000 directory then hides from us
- * as from an unprivileged invoker. */
-static int drop_dac(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-
-	if (syscall(SYS_capget, &h, d) < 0)
-		return -1;
-	d[0].effective &= ~((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH));
-	return (int)syscall(SYS_capset, &h, d);
-}
-
 /* A directory its owner cannot list (000) or cannot search (0600) counts as full;
  * run in a child, which gives up DAC override for good. */
 static void test_ns_unreadable(void)
@@ -287,7 +269,7 @@ static void test_ns_unreadable(void)
 	snprintf(h, sizeof h, "%s/h", root);
 	pid_t pid = fork();
 	if (pid == 0) {
-		int bad = drop_dac() < 0;
+		int bad = unit_drop_dac() < 0;
 		bad |= ns_bytes(root) != 13 || ns_metered(root, 1000, 1) != 13;
 		for (int i = 0; i < 2; i++) {
 			bad |= chmod(h, i ? 0600 : 0) < 0;
@@ -422,6 +404,5 @@ int main(void)
 	test_meter_tree();
 	test_meter_reaped();
 	common_rm_rf(dir, &e);
-	printf("test_meter: %d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return unit_finish("test_meter");
 }
