@@ -111,9 +111,9 @@ int main(int argc, char **argv)
 				return 1;
 		return put2m("big") < 0 ? 1 : hold(argv[3]);
 	} else if (strcmp(what, "nshide") == 0) {
-		/* 2 MiB in a directory its owner then cannot read */
+		/* 2 MiB in a file and a directory its owner then cannot read */
 		if (mkdir("h", 0755) < 0 || chdir("h") < 0 || put2m("big") < 0 ||
-		    chdir("..") < 0 || chmod("h", 0) < 0)
+		    chmod("big", 0) < 0 || chdir("..") < 0 || chmod("h", 0) < 0)
 			return 1;
 		return hold(argv[2]);
 	}
