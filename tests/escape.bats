@@ -546,3 +546,173 @@ while True:
 	assert_line AWS_SECRET_ACCESS_KEY=aws-secret
 	assert_line "SBX_STORE=$SBX_STORE"
 }
+
+# escape_setid and a device node through a --rw and a --ro bind, as the invoker $1
+# ("" or the as-nobody prefix); root made the device nodes beforehand
+setid_run() {
+	local as=$1
+	UDIR=$(mktemp -d /tmp/sbx-setid.XXXXXX)
+	chmod 0777 "$UDIR"
+	cd "$UDIR"
+	mkdir w ro && chmod 0777 w
+	mknod w/null c 1 3 && mknod ro/null c 1 3 && chmod 0666 w/null ro/null
+	run $as env SBX_STORE="$UDIR/store" PATH="$PATH" sbx-run --ephemeral \
+		--rw "$UDIR/w:/w" --ro "$UDIR/ro:/ro" -- /bin/sh -c \
+		"$GUESTS/escape_setid /w; echo x > /w/null && echo ESCAPED: rw dev; cat /ro/null && echo ESCAPED: ro dev; true"
+}
+
+@test "no setuid or setgid file and no usable device node through a bind, root or unprivileged" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+		setid_run "$as"
+		assert_success
+		assert_line "contained: chmod 4755 (Operation not permitted)"
+		assert_line "contained: open O_CREAT 4755 (Operation not permitted)"
+		assert_line "contained: openat2 O_CREAT 4755 (Function not implemented)"
+		assert_line "RESULT: contained"
+		refute_output --partial ESCAPED
+		[ -z "$(find w -perm /6000)" ]
+		# the same calls stopped by a trace go through the same verdict
+		run $as env SBX_STORE="$UDIR/store" sbx-run --ephemeral --rw "$UDIR/w:/w" \
+			--trace t.jsonl --trace-level all -- "$GUESTS/escape_setid" /w
+		assert_success
+		assert_line "RESULT: contained"
+		[ -z "$(find w -perm /6000)" ]
+		cd "$BATS_TEST_TMPDIR"
+		rm -rf "$UDIR"
+	done
+}
+
+@test "what a root invoker's guest writes through a --rw bind belongs to the directory's owner or --owner" {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	mkdir w && chown 1234:2345 w
+	run sbx-run --ephemeral --rw "$PWD/w:/w" -- /bin/sh -c 'touch /w/f && mkdir /w/d && ls -ln /w'
+	assert_success
+	[ "$(stat -c %u:%g w/f w/d | sort -u)" = 1234:2345 ]
+	# a root-owned file in it is not the guest's
+	touch w/rootfile
+	run sbx-run --ephemeral --rw "$PWD/w:/w" -- /bin/sh -c 'echo x >> /w/rootfile'
+	assert_failure
+	[ ! -s w/rootfile ]
+	# --owner: the guest writes as that host user, where that user owns the files
+	mkdir -p v/sub && chown 4321:4322 v/sub
+	run sbx-run --ephemeral --rw "$PWD/v:/v" --owner 4321:4322 -- /bin/touch /v/sub/g
+	assert_success
+	[ "$(stat -c %u:%g v/sub/g)" = 4321:4322 ]
+	run sbx-run --ephemeral --rw "$PWD/v:/v" --owner 4321:4322 -- /bin/touch /v/g
+	assert_failure
+	[ ! -e v/g ]
+	run sbx-run --ephemeral --owner 12 -- /bin/true
+	assert_failure 125
+	assert_output --partial 'sbx-run: error: --owner: "12" is not UID:GID'
+	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$PWD/store" PATH="$PATH" \
+		sbx-run --ephemeral --owner 0:0 -- /bin/true
+	assert_failure 125
+	assert_output --partial "sbx-run: error: --owner: only a root invoker"
+}
+
+@test "the run's own /dev: no host device beyond the harmless ones, its own bounded devpts" {
+	contained "$GUESTS/escape_dev"
+	assert_line "ptys: 64, first /dev/pts/0"
+	run sbx-run --ephemeral -- /bin/sh -c 'ls /dev | tr "\n" " "; echo x > /dev/x'
+	assert_failure
+	assert_line --partial "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero "
+	assert_line --partial "Read-only file system"
+	[ "$(id -u)" = 0 ] || return 0
+	UDIR=$(mktemp -d /tmp/sbx-dev.XXXXXX)
+	chmod 0777 "$UDIR"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$UDIR/store" \
+		sbx-run --ephemeral -- "$GUESTS/escape_dev"
+	assert_success
+	assert_line "ptys: 64, first /dev/pts/0"
+	assert_line "RESULT: contained"
+}
+
+@test "the store: a bind that would show it is refused by name; the whole tree shows it as an empty mask" {
+	mkdir -p w/.sbx
+	run env SBX_STORE="$PWD/w/.sbx" sbx-run --ephemeral --rw "$PWD/w:/w" -- /bin/true
+	assert_failure 125
+	assert_output "sbx-run: error: mount: bind of $PWD/w would show the store $PWD/w/.sbx to the guest"
+	[ -z "$(ls w/.sbx/leases)" ] # refused before any lease was requested
+	run env SBX_STORE="$PWD/w/.sbx" sbx-run --ephemeral --ro "$PWD/w/.sbx/leases:/f" -- /bin/true
+	assert_failure 125
+	assert_output --partial "would show the store"
+	# an unprivileged invoker's store under /var/tmp: the guest is the store's owner
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	UDIR=$(mktemp -d /var/tmp/sbx-store.XXXXXX)
+	chmod 0777 "$UDIR"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$UDIR/store" \
+		sbx-run --ephemeral -- /bin/sh -c "ls -A $UDIR/store; cat $UDIR/store/authority.key"
+	assert_failure
+	key=$(cat "$UDIR/store/authority.key")
+	[ -n "$key" ]
+	refute_output --partial "$key"
+	refute_output --partial journal.jsonl
+}
+
+@test "the control socket serves only the invoking user from outside every sandbox" {
+	[ "$(id -u)" = 0 ] || skip "needs root (unshare of a PID namespace)"
+	id=$(sbx-lease request --image /bin/sleep --escrow 10 | sbx-lease fund --amount 10 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	sbx-run --lease "$id" -- /bin/sleep 30 >/dev/null 2>&1 &
+	BGPID=$!
+	for _ in $(seq 1 200); do [ -S "$SBX_STORE/run/$id.sock" ] && break; sleep 0.05; done
+	# a process of the same uid in another PID namespace, as a guest would be
+	run unshare --pid --fork sbx-snap take "$id"
+	assert_failure
+	assert_output --partial "serves only the invoking user, from outside every sandbox"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups sbx-snap take "$id"
+	assert_failure
+	# the invoker is served (sleep's shared gconv mapping is not snapshotted: a capture error)
+	run sbx-snap take "$id"
+	refute_output --partial "serves only"
+	assert_output --partial "capture"
+}
+
+@test "the invoker's private areas are not in the guest's tree: /home and /root are empty" {
+	run sbx-run --ephemeral -- /bin/sh -c \
+		'for d in /root /home; do ls -A "$d" >/dev/null || exit 3; [ -z "$(ls -A "$d")" ] || exit 4; done'
+	assert_success
+}
+
+@test "a policy deny rule holds against other spellings, symlinks, /proc/self links and a racing thread" {
+	mkdir -p src links && echo secret >src/secret.txt && echo fine >src/fine.txt
+	ln -s /src/secret.txt links/l && ln -s /src links/d && ln -s /proc/self/root/src links/m &&
+		ln -s ../src links/r
+	cat >p.json <<'JSON'
+{"rules": [{"name": "hide", "class": "file", "path": "/src/secret*", "action": "deny", "errno": "EACCES"}]}
+JSON
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --ro "$PWD/links:/links" --policy p.json -- /bin/sh -c '
+		for p in //src/secret.txt /src/./secret.txt /src/../src/secret.txt /proc/self/root/src/secret.txt \
+			/proc/self/cwd/../src/secret.txt /proc/thread-self/root/src//secret.txt /links/l \
+			/links/d/secret.txt /links/m/secret.txt /links/r/secret.txt /dev/fd/../root/src/secret.txt; do
+			cat "$p" 2>/dev/null && echo "ESCAPED: $p"
+		done
+		cd /src && cat secret.txt 2>/dev/null && echo "ESCAPED: relative"
+		cat /src/fine.txt /links/d/fine.txt'
+	assert_success
+	refute_output --partial ESCAPED
+	assert_output "fine
+fine"
+	# a thread flipping the path string between the decision and the kernel's read
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --policy p.json -- "$GUESTS/escape_toctou" /src/secret.txt 5000 1000
+	assert_success
+	assert_line --regexp "^opens: [0-9]+ of the allowed file, 0 of the forbidden one, 5000 attempts$"
+}
+
+@test "a path that is not UTF-8 reaches the co-process exactly (hex), not as null" {
+	cat >co.sh <<'SH'
+#!/bin/sh
+while IFS= read -r l; do
+	id=${l#*\"id\":}; id=${id%%,*}
+	case "$l" in
+	*'{"hex":"2f6e732fff"}'*) echo "{\"id\":$id,\"action\":\"deny\",\"errno\":\"EACCES\"}" ;;
+	*) echo "{\"id\":$id,\"action\":\"allow\"}" ;;
+	esac
+done
+SH
+	chmod +x co.sh
+	run sbx-run --ephemeral --inspect-exec ./co.sh -- /bin/sh -c 'echo x > "$(printf "/ns/\377")"'
+	assert_failure
+	assert_output --partial "Permission denied"
+}

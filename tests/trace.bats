@@ -367,6 +367,7 @@ rechain() {
 }
 
 @test "exec hashes: kept in the store across runs, renewed when a file changes, a damaged cache ignored" {
+	mkdir w && cd w # bound below: the store (in the test directory) must stay out of view
 	cp /bin/true mytrue
 	hash_of() { jq -r "select(.ev == \"exec\" and .path == \"$PWD/mytrue\") | .sha256" "$1"; }
 	sbx-run --ephemeral --ro "$PWD" --trace-level exec --trace 1.trace -- "$PWD/mytrue"
@@ -389,6 +390,7 @@ rechain() {
 }
 
 @test "exec of a #! script records the interpreter and the script; failed PATH probes are no exec events" {
+	mkdir w && cd w # bound below: the store (in the test directory) must stay out of view
 	printf '#!/bin/sh\nexit 0\n' > s.sh
 	chmod +x s.sh
 	sbx-run --ephemeral --ro "$PWD" --env "PATH=/nonexistent:$PWD" --trace-level exec --trace a.trace \

@@ -33,6 +33,22 @@ struct trace_coproc {
 	char *prog;
 };
 
+/* A path as a JSON string, or, when its bytes are not UTF-8 (JSON strings
+ * cannot hold them), {"hex":"2f…"}: every path reaches the co-process exactly. */
+static json_t *path_value(const char *p)
+{
+	if (!p)
+		return json_null();
+	json_t *v = json_string(p);
+	if (v)
+		return v;
+	char *hex = common_xmalloc(2 * strlen(p) + 1);
+	common_hex((const uint8_t *)p, strlen(p), hex);
+	v = json_pack("{s:s}", "hex", hex);
+	free(hex);
+	return v;
+}
+
 char *trace_coproc_event(uint64_t id, const struct trace_stop *st)
 {
 	json_t *args = json_array(), *paths = json_array(), *o;
@@ -41,7 +57,7 @@ char *trace_coproc_event(uint64_t id, const struct trace_stop *st)
 	for (int i = 0; i < 6; i++)
 		json_array_append_new(args, json_integer((json_int_t)(int64_t)st->args[i]));
 	for (int i = 0; i < 2; i++)
-		json_array_append_new(paths, st->path[i] ? json_string(st->path[i]) : json_null());
+		json_array_append_new(paths, path_value(st->path[i]));
 	o = json_pack("{sIsisisssIsoso}", "id", (json_int_t)id, "pid", (int)st->pid,
 		      "tid", (int)st->tid, "name", st->sys ? st->sys->name : "",
 		      "nr", (json_int_t)st->nr, "args", args, "path", paths);

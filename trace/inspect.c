@@ -749,6 +749,13 @@ static void unmap_now(struct trace_inspector *in, struct trace_guest *g, pid_t t
 	}
 }
 
+/* A path policy or a co-process decided on this call's path strings. */
+static int decides_on_paths(const struct trace_inspector *in, unsigned cls)
+{
+	return (in->o.policy && trace_policy_has_paths(in->o.policy)) ||
+	       (in->coproc && (cls & TRACE_CLASS_FILE));
+}
+
 int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
@@ -812,6 +819,16 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 		if (verdict > 4095)
 			verdict = EINVAL;
 	}
+	int ruled = call.nr != st->nr || memcmp(call.args, st->args, sizeof call.args) != 0;
+	/* what was decided on stays so: the strings go to read-only guest memory,
+	 * where a racing thread cannot change them before the kernel reads them */
+	if (verdict == 0 && !c.dead && decides_on_paths(in, cls)) {
+		inspected = 1;
+		for (int k = 0; k < 2 && verdict == 0; k++)
+			if (!in->rewritten[k][0] && st->raw[k] && (r = rewrite_path(&call, k, st->raw[k])) < 0)
+				verdict = -1, common_errno(&e, -r, "keeping the path of %s out of the "
+							   "guest's reach", call.name ? call.name : "a syscall");
+	}
 	if (c.dead) {
 		/* killed meanwhile (exit_group of a sibling, a signal): nothing left to decide */
 		arena_open(in, 0);
@@ -841,6 +858,8 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	if (call.nr != st->nr || memcmp(call.args, st->args, sizeof call.args) != 0) {
 		if (trace_guest_set_syscall(g, call.nr, call.args) < 0)
 			return failf(in, "inspector", "could not change the syscall");
+	}
+	if (ruled) {
 		st->action = TRACE_REWRITTEN;
 		for (int k = 0; k < 2; k++)
 			st->rewrite[k] = in->rewritten[k][0] ? in->rewritten[k] : NULL;

@@ -461,9 +461,44 @@ void trace_decision_clear(struct trace_decision *d)
 	memset(d, 0, sizeof *d);
 }
 
+/* The spellings of a path argument a glob is matched against, made once per call. */
+struct spellings {
+	int made[2];
+	char fold[2][PATH_MAX], real[2][PATH_MAX];
+	int has_real[2];
+};
+
+/* A glob matches the path as written, folded, or where it really leads in the
+ * guest's root (any symlink or /proc/self link followed): "//x", "/a/../x",
+ * "/proc/self/root/x" and a symlink to x all mean x. */
+static int glob_hits(const struct rule *r, const struct trace_stop *st, int k, struct spellings *s)
+{
+	if (regexec(&r->glob, st->path[k], 0, NULL, 0) == 0)
+		return 1;
+	if (!s->made[k]) {
+		s->made[k] = 1;
+		trace_path_fold(st->path[k], s->fold[k]);
+		s->has_real[k] = trace_path_real(st->tid, st->path[k], 1, s->real[k]) == 0;
+	}
+	return regexec(&r->glob, s->fold[k], 0, NULL, 0) == 0 ||
+	       (s->has_real[k] && regexec(&r->glob, s->real[k], 0, NULL, 0) == 0);
+}
+
+int trace_policy_has_paths(const struct trace_policy *p)
+{
+	for (size_t i = 0; p && i < p->n; i++)
+		if (p->rules[i].has_glob || p->rules[i].act == ACT_REWRITE)
+			return 1;
+	return 0;
+}
+
 int trace_policy_decide(const struct trace_policy *p, const struct trace_stop *st,
 			struct trace_decision *d)
 {
+	struct spellings seen;
+
+	seen.made[0] = seen.made[1] = 0;
+
 	for (size_t i = 0; p && i < p->n; i++) {
 		const struct rule *r = &p->rules[i];
 		int hit = 0;
@@ -472,7 +507,7 @@ int trace_policy_decide(const struct trace_policy *p, const struct trace_stop *s
 			continue;
 		if (r->has_glob) {
 			for (int k = 0; k < 2; k++)
-				if (st->path[k] && regexec(&r->glob, st->path[k], 0, NULL, 0) == 0)
+				if (st->path[k] && glob_hits(r, st, k, &seen))
 					hit = 1;
 			if (!hit)
 				continue;

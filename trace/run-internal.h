@@ -17,6 +17,10 @@ enum {
 };
 
 /* One mount of the plan, with paths already joined onto the build root. */
+#define PLAN_MOUNT_DEV 16 /* the run's own /dev (a default, never a user's mount) */
+#define PLAN_MOUNT_MASK 17 /* an empty read-only tmpfs over what the guest must not see */
+#define TRACE_PTY_MAX 64  /* terminals one run's devpts holds */
+
 struct trace_mnt {
 	int type;          /* TRACE_MOUNT_* */
 	char *src;         /* host path as seen from the old root ("/oldroot/…") */
@@ -27,6 +31,8 @@ struct trace_mnt {
 	int tree_fd;       /* -1, or a detached idmapped tree made by the supervisor */
 	int is_file;       /* bind of a non-directory */
 	int expand;        /* a root bind: expanded one level onto a tmpfs */
+	int lease_ns;      /* the lease namespace at /ns (--owner does not apply) */
+	int sealed;        /* read-only once every mount point below it exists */
 };
 
 struct trace_plan {
@@ -39,7 +45,6 @@ struct trace_plan {
 	uid_t host_uid;            /* host ids the guest's uid/gid 1000 map to */
 	gid_t host_gid;
 	int privileged;            /* invoked as root: map to an unprivileged uid */
-	int idmap_fd;              /* userns fd for idmapped rw binds (root), or -1 */
 	int sync_fd[2];            /* supervisor -> child: "maps written, go", then the program */
 	int err_fd[2];             /* child -> supervisor: set-up error text; EOF on exec */
 	char *const *argv;

@@ -165,6 +165,31 @@ static int parse_u64(const char *name, const char *v, uint64_t *out, struct comm
 	return 0;
 }
 
+/* --owner UID:GID: who owns, on the host, what a root invoker's guest writes
+ * through rw binds; only root can give files away. */
+static int parse_owner(struct trace_run_opts *o, const char *v, struct common_err *e)
+{
+	uint64_t u, g;
+	char *copy = common_xstrdup(v), *colon = strchr(copy, ':');
+	int rc = -1;
+	if (!colon)
+		common_errf(e, "--owner", "\"%s\" is not UID:GID", v);
+	else if (*colon = 0, common_parse_u64(copy, UINT32_MAX - 1, &u, e) < 0 ||
+		 common_parse_u64(colon + 1, UINT32_MAX - 1, &g, e) < 0)
+		common_err_context(e, "--owner");
+	else if (geteuid() != 0)
+		common_errf(e, "--owner", "only a root invoker chooses who owns files written "
+			    "through binds (they are the invoker's own)");
+	else {
+		o->owner_set = 1;
+		o->owner_uid = (uid_t)u;
+		o->owner_gid = (gid_t)g;
+		rc = 0;
+	}
+	free(copy);
+	return rc;
+}
+
 int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, struct common_err *e)
 {
 	if (strcmp(name, "store") == 0)
@@ -205,6 +230,8 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		return parse_bind(o, v, name[1] == 'w', e) < 0 ? -1 : 1;
 	else if (strcmp(name, "mount") == 0)
 		return parse_mount(o, v, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "owner") == 0)
+		return parse_owner(o, v, e) < 0 ? -1 : 1;
 	else if (strcmp(name, "env-clear") == 0)
 		o->env_clear = 1;
 	else if (strcmp(name, "env-inherit") == 0)
@@ -439,11 +466,33 @@ static json_t *snap_reply(const char *lease, int rc, struct trace_snap_taken *t,
 			 "persisted_bytes", (json_int_t)t->persisted_bytes, "receipt", t->receipt);
 }
 
+/* The control socket serves the invoking user from outside every sandbox: the
+ * peer's uid is ours and it lives in our PID namespace (a guest never does). */
+static int ctl_peer_ok(int fd)
+{
+	struct ucred cr;
+	socklen_t n = sizeof cr;
+	struct stat a, b;
+	char path[64];
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &n) < 0 || cr.uid != geteuid() || cr.pid <= 0)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)cr.pid);
+	return stat(path, &a) == 0 && stat("/proc/self/ns/pid", &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
 static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 {
 	int fd = accept4(c->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
+	if (!ctl_peer_ok(fd)) {
+		static const char no[] = "{\"error\":\"the control socket serves only the invoking "
+					 "user, from outside every sandbox\"}\n";
+		(void)!send(fd, no, sizeof no - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		close(fd);
+		return;
+	}
 	/* one bounded request; a slow or silent client gets no second chance */
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -865,7 +914,7 @@ int trace_run_main(struct trace_run_opts *o)
 	struct common_err e;
 	struct lease_store *s = NULL;
 	json_t *rec = NULL, *head = NULL, *receipts = json_array(), *result = NULL;
-	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL;
+	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL, *store_real = NULL;
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
 	int image_fd = -1, run_fd = -1;
@@ -913,6 +962,13 @@ int trace_run_main(struct trace_run_opts *o)
 	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
 		goto fail;
 	if (lease_store_open(o->store, &s, &e) < 0)
+		goto fail;
+	store_real = realpath(lease_store_dir(s), NULL);
+	/* the mount list (a bind that would show the store, say) before any lease moves */
+	struct trace_config pre = { .argv = (const char *const *)o->argv, .image = image,
+				    .mounts = o->mounts, .nmounts = o->nmounts,
+				    .replace_defaults = o->replace_defaults, .store_dir = store_real };
+	if (trace_config_check(&pre, &e) < 0)
 		goto fail;
 	if (lease_image_check_cached_fd(s, image_fd, image, sha, &e) < 0)
 		goto fail;
@@ -990,12 +1046,16 @@ int trace_run_main(struct trace_run_opts *o)
 		.nmounts = o->nmounts,
 		.replace_defaults = o->replace_defaults,
 		.ns_dir = ns,
+		.owner_set = o->owner_set,
+		.owner_uid = o->owner_uid,
+		.owner_gid = o->owner_gid,
 		.rlimit_nproc = o->max_procs,
 		.state_fd = -1,
 		.stdout_fd = -1,
 		.stderr_fd = -1,
 		.no_aslr = !o->ephemeral || o->deterministic, /* issue 7: snapshots; SPEC §9 */
 		.filter_cache = filters,
+		.store_dir = store_real,
 		.hooks = &hooks,
 		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
 			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
@@ -1124,6 +1184,7 @@ out:
 	free(id);
 	free(ns);
 	free(filters);
+	free(store_real);
 	lease_store_close(s);
 	free_opts(o);
 	return code;

@@ -43,6 +43,24 @@
 #define BAD_CLONE_FLAGS (CLONE_UNTRACED | CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | \
 			 CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
+/* setuid/setgid bits on a file the guest creates or changes would outlive the run
+ * through a bind (root-owned on the host when root invoked sbx) */
+#define ID_BITS (S_ISUID | S_ISGID)
+#define CREATE_FLAGS (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
+
+/* The argument positions of the mode a call gives a file and of the open flags
+ * that gate it, from the table; -1 where the call has none. */
+static void fmode_args(const struct trace_sysinfo *s, int *mode, int *oflags)
+{
+	*mode = *oflags = -1;
+	for (int i = 0; i < 6; i++) {
+		if (s->arg[i] == TRACE_ARG_FMODE)
+			*mode = i;
+		if (s->arg[i] == TRACE_ARG_OFLAGS)
+			*oflags = i;
+	}
+}
+
 /* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
 
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
@@ -54,12 +72,18 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 		return ENOSYS;
 	if (s->classes & TRACE_CLASS_REFUSED)
 		return s->refuse_errno;
+	int mode, oflags;
+	fmode_args(s, &mode, &oflags);
+	if (mode >= 0 && ((uint32_t)a[mode] & ID_BITS) &&
+	    (oflags < 0 || ((uint32_t)a[oflags] & CREATE_FLAGS)))
+		return EPERM;
 	switch (nr) {
 	case TRACE_SYS_clone: /* the kernel reads only the low 32 bits of the flags */
 		return ((uint32_t)a[0] & BAD_CLONE_FLAGS) ? EPERM : 0;
 	case TRACE_SYS_unshare: /* CLONE_FILES/FS/SYSVSEM are harmless; namespaces are not */
 		return ((uint32_t)a[0] & (BAD_CLONE_FLAGS | CLONE_NEWTIME)) ? EPERM : 0;
 	case TRACE_SYS_clone3: /* BPF cannot read its struct: libc falls back to clone */
+	case TRACE_SYS_openat2: /* nor this one's mode: libc never needs it */
 		return ENOSYS;
 	case TRACE_SYS_socket:
 	case TRACE_SYS_socketpair:
@@ -102,7 +126,8 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++) {
 		const struct trace_sysinfo *s = trace_sys_at(i);
 		struct scmp_arg_cmp cmp[1];
-		int nr = s->nr;
+		int nr = s->nr, mode, oflags;
+		fmode_args(s, &mode, &oflags);
 		if (nr == TRACE_SYS_exit || nr == TRACE_SYS_exit_group) {
 			/* never trapped: an orphan must always be able to die */
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 0, NULL, s->name, e);
@@ -111,7 +136,7 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_REFUSED), nr, 0, NULL, s->name, e);
 		} else if (nr == TRACE_SYS_execve || nr == TRACE_SYS_execveat) {
 			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_EXEC), nr, 0, NULL, s->name, e);
-		} else if (nr == TRACE_SYS_clone3) {
+		} else if (nr == TRACE_SYS_clone3 || nr == TRACE_SYS_openat2) {
 			/* glibc tries clone3 at every thread start; ENOSYS without a stop */
 			rc = rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, s->name, e);
 		} else if (((s->classes & classes) ||
@@ -136,6 +161,15 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 			 * has no masked not-equal; its NE would also compare the high bits) */
 			for (unsigned b = 0; b < 32 && rc == 0; b++) {
 				cmp[0] = SCMP_A1_32(SCMP_CMP_MASKED_EQ, 1u << b, ~(uint32_t)TIOCSTI & (1u << b));
+				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			}
+		} else if (mode >= 0) {
+			/* allowed without setuid/setgid bits (or, for open, without creating);
+			 * the rest falls to the default trap and the verdict */
+			cmp[0] = SCMP_CMP32((unsigned)mode, SCMP_CMP_MASKED_EQ, ID_BITS, 0);
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			if (rc == 0 && oflags >= 0) {
+				cmp[0] = SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, CREATE_FLAGS, 0);
 				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 			}
 		} else if (nr == TRACE_SYS_seccomp) {
@@ -313,6 +347,24 @@ static int path_ok(const char *p)
 	return n == 1 || p[n - 1] != '/';
 }
 
+/* a is b or lies beneath it (both real paths) */
+static int beneath(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+	return strcmp(b, "/") == 0 || (strncmp(a, b, n) == 0 && (a[n] == 0 || a[n] == '/'));
+}
+
+/* A bind of src other than the whole host tree that contains the store or lies
+ * in it: the guest would read keys and journals, forge cached programs and reach
+ * control sockets. The whole tree ("/") gets the store masked instead. */
+static int shows_store(const struct trace_config *cfg, const char *src)
+{
+	char real[PATH_MAX];
+	if (!cfg->store_dir || !realpath(src, real) || strcmp(real, "/") == 0)
+		return 0;
+	return beneath(cfg->store_dir, real) || beneath(real, cfg->store_dir);
+}
+
 int trace_config_check(const struct trace_config *cfg, struct common_err *e)
 {
 	if (!cfg->argv || !cfg->argv[0])
@@ -344,6 +396,9 @@ int trace_config_check(const struct trace_config *cfg, struct common_err *e)
 						   m->src ? m->src : "");
 			if (stat(m->src, &st) < 0)
 				return common_errno(e, errno, "mount source %s", m->src);
+			if (shows_store(cfg, m->src))
+				return common_errf(e, "mount", "bind of %s would show the store %s to the guest",
+						   m->src, cfg->store_dir);
 		} else if (m->type == TRACE_MOUNT_TMPFS) {
 			if (m->opts && (strlen(m->opts) > 128 || strspn(m->opts,
 				"abcdefghijklmnopqrstuvwxyz0123456789=,kmgKMG%") != strlen(m->opts)))
@@ -380,10 +435,24 @@ static void add_mnt(struct trace_plan *p, int type, const char *src, const char 
 	}
 }
 
-/* A user namespace mapping the invoking root (0) to the guest's host uid: an
- * idmapped rw bind then shows root-owned files as the guest's own, and files
- * the guest creates land on the host as root's, nothing wider. */
-static int make_idmap_userns(struct trace_plan *p, struct common_err *e)
+static int write_file(const char *path, const char *s, struct common_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return common_errno(e, errno, "%s", path);
+	ssize_t n = write(fd, s, strlen(s));
+	int err = errno;
+	close(fd);
+	if (n != (ssize_t)strlen(s))
+		return common_errno(e, n < 0 ? err : EIO, "writing %s", path);
+	return 0;
+}
+
+/* A user namespace mapping the host owner uid:gid to the guest's host ids: an
+ * idmapped rw bind then shows the owner's files as the guest's own, and files
+ * the guest creates land on the host as the owner's, nothing wider. *fd gets it. */
+static int make_idmap_userns(const struct trace_plan *p, uid_t uid, gid_t gid, int *fd,
+			     struct common_err *e)
 {
 	int pp[2];
 	if (pipe2(pp, O_CLOEXEC) < 0)
@@ -404,38 +473,53 @@ static int make_idmap_userns(struct trace_plan *p, struct common_err *e)
 	close(pp[0]);
 	char path[64], map[64];
 	int rc = 0;
-	snprintf(map, sizeof map, "0 %u 1\n", (unsigned)p->host_uid);
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)p->host_uid);
 	snprintf(path, sizeof path, "/proc/%d/uid_map", (int)h);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, map, strlen(map)) < 0)
-		rc = common_errno(e, errno, "idmap: %s", path);
-	if (fd >= 0)
-		close(fd);
-	snprintf(map, sizeof map, "0 %u 1\n", (unsigned)p->host_gid);
+	rc = write_file(path, map, e);
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)p->host_gid);
 	snprintf(path, sizeof path, "/proc/%d/gid_map", (int)h);
-	fd = rc < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
-	if (rc == 0 && (fd < 0 || write(fd, map, strlen(map)) < 0))
-		rc = common_errno(e, errno, "idmap: %s", path);
-	if (fd >= 0)
-		close(fd);
+	if (rc == 0)
+		rc = write_file(path, map, e);
 	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)h);
-	if (rc == 0 && (p->idmap_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (rc == 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		rc = common_errno(e, errno, "idmap: %s", path);
 	close(pp[1]);
 	waitpid(h, NULL, 0);
 	return rc;
 }
 
+/* A rw bind for a root invoker: nothing written through it is owned on the host
+ * by more than the bound directory's owner (or --owner), nothing in it is a
+ * device or setuid to the guest (the lease namespace stays the store's). */
 static int make_idmapped_tree(struct trace_plan *p, struct trace_mnt *m, const char *host_src,
 			      struct common_err *e)
 {
+	struct stat st, tst;
+	if (stat(host_src, &st) < 0)
+		return common_errno(e, errno, "rw bind %s", host_src);
+	uid_t uid = p->cfg->owner_set && !m->lease_ns ? p->cfg->owner_uid : st.st_uid;
+	gid_t gid = p->cfg->owner_set && !m->lease_ns ? p->cfg->owner_gid : st.st_gid;
+	int ns = -1;
+	if (make_idmap_userns(p, uid, gid, &ns, e) < 0)
+		return -1;
 	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (t < 0)
-		return common_errno(e, errno, "rw bind %s: open_tree", host_src);
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID,
-				.userns_fd = (uint64_t)p->idmap_fd };
-	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+	if (t < 0) {
 		int err = errno;
+		close(ns);
+		return common_errno(e, err, "rw bind %s: open_tree", host_src);
+	}
+	/* the directory whose owner was read is the one cut */
+	if (fstat(t, &tst) < 0 || tst.st_ino != st.st_ino || tst.st_dev != st.st_dev ||
+	    tst.st_uid != st.st_uid || tst.st_gid != st.st_gid) {
+		close(ns);
+		close(t);
+		return common_errf(e, "rw bind", "%s changed while it was being bound", host_src);
+	}
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				.userns_fd = (uint64_t)ns };
+	int rc = (int)syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a), err = errno;
+	close(ns);
+	if (rc < 0) {
 		close(t);
 		return common_errf(e, "rw bind", "%s: idmapped mount refused (%s); sbx-run as root "
 				   "needs a filesystem with idmapped mounts", host_src, strerror(err));
@@ -450,7 +534,7 @@ static int make_ro_tree(struct trace_mnt *m, const char *host_src, struct common
 			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (t < 0)
 		return common_errno(e, errno, "bind %s: open_tree", host_src);
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID };
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
 	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
 		int err = errno;
 		close(t);
@@ -460,11 +544,13 @@ static int make_ro_tree(struct trace_mnt *m, const char *host_src, struct common
 	return 0;
 }
 
+static const char *const private_dirs[] = { "/home", "/root" };
+
 int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e)
 {
 	memset(p, 0, sizeof *p);
 	p->cfg = cfg;
-	p->image_fd = p->idmap_fd = p->init_pidfd = -1;
+	p->image_fd = p->init_pidfd = -1;
 	p->sync_fd[0] = p->sync_fd[1] = p->err_fd[0] = p->err_fd[1] = -1;
 	if (trace_config_check(cfg, e) < 0)
 		return -1;
@@ -491,9 +577,16 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 		struct stat st;
 		add_mnt(p, TRACE_MOUNT_BIND, "/", "/", NULL, 0);
 		add_mnt(p, TRACE_MOUNT_PROC, NULL, "/proc", NULL, 0);
+		add_mnt(p, PLAN_MOUNT_DEV, NULL, "/dev", NULL, 0);
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/tmp", "mode=1777", 1);
 		/* host daemons' sockets live under /run: not reachable from inside */
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/run", "mode=0755", 1);
+		/* nor are the invoker's private files (keys, agent sockets, the default store) */
+		for (size_t i = 0; i < sizeof private_dirs / sizeof private_dirs[0]; i++)
+			if (stat(private_dirs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+				add_mnt(p, TRACE_MOUNT_TMPFS, NULL, private_dirs[i], "mode=0755", 0);
+				p->m[p->nm - 1].sealed = 1;
+			}
 		if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
 			add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/dev/shm", "mode=1777", 1);
 	}
@@ -502,19 +595,19 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 		add_mnt(p, m->type, m->type == TRACE_MOUNT_BIND ? m->src : NULL, m->dst, m->opts,
 			m->type == TRACE_MOUNT_TMPFS ? 1 : m->rw);
 	}
-	if (cfg->ns_dir)
+	if (cfg->ns_dir) {
 		add_mnt(p, TRACE_MOUNT_BIND, cfg->ns_dir, "/ns", NULL, 1);
+		p->m[p->nm - 1].lease_ns = 1;
+	}
 	else
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/ns", "mode=0755", 1);
 	if (p->m[0].type == TRACE_MOUNT_BIND && !p->m[0].is_file)
 		p->m[0].expand = 1;
+	/* the store, wherever the whole host tree shows it, is an empty read-only tmpfs */
+	if (cfg->store_dir && p->m[0].type == TRACE_MOUNT_BIND && strcmp(p->m[0].src, OLDROOT) == 0)
+		add_mnt(p, PLAN_MOUNT_MASK, NULL, cfg->store_dir, NULL, 0);
 
 	if (p->privileged) {
-		int need = 0;
-		for (size_t i = 0; i < p->nm; i++)
-			need |= p->m[i].type == TRACE_MOUNT_BIND && p->m[i].rw;
-		if (need && make_idmap_userns(p, e) < 0)
-			goto fail;
 		/* every bind but the expanded root is cut here, with root's access to the
 		 * sources the invoker named: the child runs as the unprivileged uid */
 		for (size_t i = 0; i < p->nm; i++) {
@@ -566,7 +659,6 @@ void trace_plan_free(struct trace_plan *p)
 	p->prog.filter = NULL;
 	close_fd(&p->image_fd);
 	close_fd(&p->init_pidfd);
-	close_fd(&p->idmap_fd);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&p->sync_fd[i]);
 		close_fd(&p->err_fd[i]);
@@ -639,7 +731,7 @@ static void ensure_target(struct trace_plan *p, size_t i)
 		if (is_prefix(p->m[j].dst, m->dst) && (!c || strlen(p->m[j].dst) >= strlen(c->dst)))
 			c = &p->m[j];
 	int ok = 0;
-	if (c && c->type == TRACE_MOUNT_TMPFS) {
+	if (c && (c->type == TRACE_MOUNT_TMPFS || c->type == PLAN_MOUNT_DEV)) {
 		ok = 1;
 	} else if (c && c->expand && strcmp(c->dst, "/") == 0) {
 		char top[PATH_MAX];
@@ -714,9 +806,52 @@ static void expand_root(struct trace_plan *p, const struct trace_mnt *m)
 		}
 		if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0)
 			child_fail(p, errno, "bind %s", dst);
-		set_attr(p, to, m->rw ? MOUNT_ATTR_NOSUID : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 1);
+		/* devices come only from the host's /dev */
+		set_attr(p, to, (m->rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID |
+				(strcmp(dst, "/dev") ? MOUNT_ATTR_NODEV : 0), 1);
 	}
 	closedir(d);
+}
+
+/* The run's own /dev: a tmpfs with the host's harmless nodes bound in, a devpts
+ * instance of its own with at most TRACE_PTY_MAX terminals, the usual links.
+ * Nothing else of the host's devices (fuse, tun, kmsg, disks) is there. */
+static void make_dev(struct trace_plan *p, const struct trace_mnt *m)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	static const char *const links[][2] = { { "ptmx", "pts/ptmx" }, { "fd", "/proc/self/fd" },
+		{ "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" },
+		{ "stderr", "/proc/self/fd/2" } };
+	char at[PATH_MAX], opts[96];
+
+	if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+		child_fail(p, errno, "tmpfs at /dev");
+	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+		char host[64];
+		struct stat st;
+		snprintf(host, sizeof host, OLDROOT "/dev/%s", nodes[i]);
+		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
+			continue; /* the host has none: neither has the run */
+		snprintf(at, sizeof at, "%s/%s", m->at, nodes[i]);
+		int fd = open(at, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			child_fail(p, errno, "creating /dev/%s", nodes[i]);
+		close(fd);
+		if (mount(host, at, NULL, MS_BIND, NULL) < 0)
+			child_fail(p, errno, "bind /dev/%s", nodes[i]);
+	}
+	snprintf(at, sizeof at, "%s/pts", m->at);
+	snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,max=%d", TRACE_PTY_MAX);
+	if (mkdir(at, 0755) < 0 || mount("devpts", at, "devpts", MS_NOSUID | MS_NOEXEC, opts) < 0)
+		child_fail(p, errno, "devpts at /dev/pts");
+	snprintf(at, sizeof at, "%s/shm", m->at);
+	if (mkdir(at, 0755) < 0)
+		child_fail(p, errno, "creating /dev/shm");
+	for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+		snprintf(at, sizeof at, "%s/%s", m->at, links[i][0]);
+		if (symlink(links[i][1], at) < 0)
+			child_fail(p, errno, "symlink /dev/%s", links[i][0]);
+	}
 }
 
 static void do_mount(struct trace_plan *p, size_t i)
@@ -726,12 +861,24 @@ static void do_mount(struct trace_plan *p, size_t i)
 		expand_root(p, m);
 		return;
 	}
+	if (m->type == PLAN_MOUNT_MASK) {
+		struct stat st;
+		/* hidden already unless the guest's tree shows it */
+		if (lstat(m->at, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    mount("tmpfs", m->at, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0,size=4k") < 0)
+			child_fail(p, errno, "masking %s", m->dst);
+		return;
+	}
 	if (i > 0)
 		ensure_target(p, i);
 	switch (m->type) {
 	case TRACE_MOUNT_TMPFS:
 		if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, m->opts ? m->opts : "mode=0755") < 0)
 			child_fail(p, errno, "tmpfs at %s", m->dst);
+		break;
+	case PLAN_MOUNT_DEV:
+		make_dev(p, m);
 		break;
 	case TRACE_MOUNT_PROC:
 		/* a fresh /proc shows only this run's PID namespace */
@@ -750,7 +897,8 @@ static void do_mount(struct trace_plan *p, size_t i)
 			if (mount(m->src, m->at, NULL, MS_BIND | MS_REC, NULL) < 0)
 				child_fail(p, errno, "bind %s on %s", m->src + strlen(OLDROOT), m->dst);
 			/* mount_setattr, unlike a remount, keeps the locked flags of the source */
-			set_attr(p, m->at, m->rw ? MOUNT_ATTR_NOSUID : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 1);
+			set_attr(p, m->at, (m->rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID |
+					   MOUNT_ATTR_NODEV, 1);
 		}
 		break;
 	}
@@ -997,6 +1145,9 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	/* the root itself read-only, now that every mount point exists */
 	if (p->m[0].type != TRACE_MOUNT_BIND || p->m[0].expand)
 		set_attr(p, NEWROOT, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0);
+	for (size_t i = 0; i < p->nm; i++)
+		if (p->m[i].type == PLAN_MOUNT_DEV || p->m[i].sealed)
+			set_attr(p, p->m[i].at, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0);
 	/* into the guest's tree; the old root (the host) is detached, cwd included */
 	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
 		child_fail(p, errno, "pivot_root to the guest tree");
@@ -1064,19 +1215,6 @@ void trace_sandbox_kill(struct trace_plan *p)
 {
 	if (p->init_pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, p->init_pidfd, SIGKILL, NULL, 0);
-}
-
-static int write_file(const char *path, const char *s, struct common_err *e)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return common_errno(e, errno, "%s", path);
-	ssize_t n = write(fd, s, strlen(s));
-	int err = errno;
-	close(fd);
-	if (n != (ssize_t)strlen(s))
-		return common_errno(e, n < 0 ? err : EIO, "writing %s", path);
-	return 0;
 }
 
 int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *e)

@@ -34,6 +34,7 @@ struct tstate {
 	int want_exit;
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
+	char raw[2][PATH_MAX];
 	int announced, held;      /* parent's fork event seen; first stop held until it is */
 	uint64_t held_us;         /* when the hold (or, dead, the wait for the event) began */
 	int dead;                 /* reaped before its parent's fork event: kept for it */
@@ -423,13 +424,14 @@ static void decode_paths(struct trace_guest *g, struct trace_stop *st)
 	for (int a = 0; a < 6 && k < 2 && st->sys; a++) {
 		if (st->sys->arg[a] != TRACE_ARG_PATH)
 			continue;
-		char *out = t->path[k];
-		char raw[PATH_MAX];
-		ssize_t n = trace_guest_read_str(g, st->args[a], raw, sizeof raw);
+		char *out = t->path[k], *raw = t->raw[k];
+		ssize_t n = trace_guest_read_str(g, st->args[a], raw, PATH_MAX);
 		if (n < 0) {
+			st->raw[k] = NULL;
 			st->path[k++] = NULL;
 			continue;
 		}
+		st->raw[k] = raw;
 		if (raw[0] == '/' || (raw[0] == 0)) {
 			memcpy(out, raw, (size_t)n + 1);
 		} else {
@@ -444,7 +446,13 @@ static void decode_paths(struct trace_guest *g, struct trace_stop *st)
 			if (bl < 0)
 				bl = 0;
 			base[bl] = 0;
-			snprintf(out, PATH_MAX, "%s/%s", strcmp(base, "/") == 0 ? "" : base, raw);
+			size_t pre = strcmp(base, "/") == 0 ? 0 : (size_t)bl, len = (size_t)n;
+			if (pre + 1 + len >= PATH_MAX) /* cut as snprintf would */
+				len = pre + 1 < PATH_MAX ? PATH_MAX - 1 - pre - 1 : 0;
+			memcpy(out, base, pre);
+			out[pre] = '/';
+			memcpy(out + pre + 1, raw, len);
+			out[pre + 1 + len] = 0;
 		}
 		st->path[k++] = out;
 	}

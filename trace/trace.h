@@ -3,6 +3,7 @@
 #ifndef SBX_TRACE_H
 #define SBX_TRACE_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "libcommon/common.h"
@@ -25,6 +26,8 @@ enum trace_class {
 enum trace_arg {
 	TRACE_ARG_NONE, TRACE_ARG_INT, TRACE_ARG_FD, TRACE_ARG_DIRFD, TRACE_ARG_PATH,
 	TRACE_ARG_FLAGS, TRACE_ARG_PTR, TRACE_ARG_SIZE, TRACE_ARG_MODE,
+	TRACE_ARG_FMODE,  /* the mode a file gets: setuid/setgid bits are refused */
+	TRACE_ARG_OFLAGS, /* open(2) flags: the FMODE applies with O_CREAT or O_TMPFILE only */
 };
 struct trace_sysinfo {
 	const char *name;
@@ -52,6 +55,7 @@ struct trace_stop {
 	const struct trace_sysinfo *sys; /* NULL if not in the table */
 	uint64_t args[6];
 	const char *path[2];            /* decoded, absolute in the guest's view, or NULL */
+	const char *raw[2];             /* the same strings exactly as the guest passed them */
 	int has_result;
 	int64_t result;                 /* return value, or -errno */
 	enum trace_action action;
@@ -231,6 +235,7 @@ struct trace_decision {
 };
 void trace_decision_clear(struct trace_decision *d); /* frees the paths, zeroes */
 
+
 /* --policy FILE: JSON rules, first match wins (see sbx-run(1)). */
 struct trace_policy;
 int trace_policy_load(const char *path, struct trace_policy **out, struct common_err *e);
@@ -242,6 +247,16 @@ int trace_policy_traps(const struct trace_policy *p, const struct trace_sysinfo 
 /* Fill d for one stop; 1 when a rule matched, 0 when none did (allow). */
 int trace_policy_decide(const struct trace_policy *p, const struct trace_stop *st,
 			struct trace_decision *d);
+
+/* Paths as the kernel will resolve them in the guest's view (trace/guestpath.c).
+ * fold: "//", "/./" and ".." folded lexically (in absolute). real: every symlink
+ * and /proc/self magic link (root, cwd, exe, fd/N) resolved inside tid's root,
+ * the last component too when follow_last; 0, or -1 when a link cannot be read. */
+void trace_path_fold(const char *in, char out[PATH_MAX]);
+int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_MAX]);
+/* Whether the policy decides on path strings (the inspector then keeps the string
+ * it decided on out of the guest's reach). */
+int trace_policy_has_paths(const struct trace_policy *p);
 
 /* --inspect-exec PROG: a co-process answering one JSON decision per JSON event line
  * (see sbx-run(1)); run through /bin/sh -c outside the sandbox. */
@@ -305,6 +320,9 @@ struct trace_config {
 	const struct trace_mount *mounts; size_t nmounts;
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
+	const char *store_dir;        /* real path of the store: never visible to the guest */
+	int owner_set;                /* root invoker: files written through rw binds belong to */
+	uid_t owner_uid; gid_t owner_gid; /* these host ids, else to the bound directory's owner */
 	uint64_t rlimit_nofile, rlimit_as, rlimit_nproc; /* 0 = default (nproc: TRACE_NPROC_DEFAULT) */
 	unsigned trace_classes;       /* syscall classes that must stop (beyond the always-trapped set) */
 	const char *filter_cache;     /* NULL, or a directory keeping built seccomp programs */
@@ -391,6 +409,7 @@ struct trace_run_opts {
 	const char *limits, *fees, *principal, *host_program;
 	uint64_t lifetime, escrow;
 	struct trace_mount *mounts; size_t nmounts; int replace_defaults;
+	int owner_set; uid_t owner_uid; gid_t owner_gid; /* --owner UID:GID */
 	int env_clear;                /* start from an empty environment */
 	const char **env_set; size_t nenv_set;
 	const char *result_path;      /* --result FILE */

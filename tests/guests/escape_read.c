@@ -1,5 +1,7 @@
 /* Read host files that are not mounted (argv[1...], e.g. a file in the
- * host's /tmp), and /etc/shadow, which a root-invoked guest must not read. */
+ * host's /tmp), /etc/shadow, which a root-invoked guest must not read, and
+ * anything in /root or /home (empty in the guest's tree). */
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include "escape.h"
@@ -13,6 +15,18 @@ int main(int argc, char **argv)
 	}
 	expect_errno("read /etc/shadow", open("/etc/shadow", O_RDONLY), EACCES, EPERM);
 	expect_errno("read /etc/gshadow", open("/etc/gshadow", O_RDONLY), EACCES, ENOENT);
-	expect_errno("list /root", open("/root", O_RDONLY | O_DIRECTORY), EACCES, ENOENT);
+	const char *priv[] = { "/root", "/home" };
+	for (int i = 0; i < 2; i++) {
+		DIR *d = opendir(priv[i]);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+				printf("ESCAPED: %s shows %s\n", priv[i], de->d_name);
+				escaped = 1;
+			}
+		if (d)
+			closedir(d);
+		printf("contained: %s is empty\n", priv[i]);
+	}
 	return finish();
 }

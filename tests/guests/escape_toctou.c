@@ -1,6 +1,7 @@
 /* A thread flips an openat path buffer between an allowed file and a forbidden
- * one (argv[1], default /etc/shadow) while the main thread opens it 10^5 times:
- * no open of the forbidden file may succeed. */
+ * one (argv[1], default /etc/shadow) while the main thread opens it argv[2]
+ * times (10^5), holding each value for argv[3] spins (0): no open of the
+ * forbidden file may succeed. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,13 +13,22 @@ static char path[256];
 static const char *allowed = "/ns/allowed";
 static const char *forbidden = "/etc/shadow";
 static atomic_int stop;
+static long hold;
+
+static void spin(void)
+{
+	for (volatile long i = 0; i < hold; i++)
+		;
+}
 
 static void *flipper(void *a)
 {
 	(void)a;
 	while (!atomic_load(&stop)) {
 		strcpy(path, forbidden);
+		spin();
 		strcpy(path, allowed);
+		spin();
 	}
 	return NULL;
 }
@@ -30,12 +40,17 @@ int main(int argc, char **argv)
 		forbidden = argv[1];
 	if (argc > 2)
 		n = atol(argv[2]);
+	if (argc > 3)
+		hold = atol(argv[3]);
 	int fd = open(allowed, O_WRONLY | O_CREAT, 0644);
 	if (fd < 0)
 		return 2;
 	close(fd);
-	struct stat fs;
-	int have_forbidden_ino = stat(forbidden, &fs) == 0;
+	/* anything opened that is not the allowed file is the forbidden one (a
+	 * policy may deny even a stat of the forbidden file) */
+	struct stat as;
+	if (stat(allowed, &as) < 0)
+		return 2;
 	strcpy(path, allowed);
 	pthread_t t;
 	pthread_create(&t, NULL, flipper, NULL);
@@ -46,7 +61,7 @@ int main(int argc, char **argv)
 			continue;
 		struct stat st;
 		fstat(f, &st);
-		if (have_forbidden_ino && st.st_ino == fs.st_ino && st.st_dev == fs.st_dev)
+		if (st.st_ino != as.st_ino || st.st_dev != as.st_dev)
 			bad++;
 		else
 			ok++;

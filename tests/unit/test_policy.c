@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "trace/trace.h"
 
 static int passed, failed;
@@ -231,8 +233,65 @@ static void test_empty(void)
 	trace_policy_free(p);
 }
 
+static int real_is(const char *path, int follow, const char *want)
+{
+	char out[PATH_MAX];
+	int ok = trace_path_real(getpid(), path, follow, out) == 0 && strcmp(out, want) == 0;
+	if (!ok)
+		fprintf(stderr, "real(%s) = %s, want %s\n", path, out, want);
+	return ok;
+}
+
+/* The spellings a glob meets: folded, and resolved the kernel's way (here in our
+ * own root, with our own /proc/self). */
+static void test_paths(void)
+{
+	char out[PATH_MAX], dir[] = "/tmp/sbx-paths.XXXXXX", p[PATH_MAX], q[PATH_MAX], cwd[PATH_MAX];
+
+	trace_path_fold("//a/./b/../c//", out);
+	CHECK(strcmp(out, "/a/c") == 0);
+	trace_path_fold("/../..", out);
+	CHECK(strcmp(out, "/") == 0);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(p, sizeof p, "%s/real", dir);
+	CHECK(mkdir(p, 0755) == 0);
+	snprintf(p, sizeof p, "%s/abs", dir);
+	snprintf(q, sizeof q, "%s/real", dir);
+	CHECK(symlink(q, p) == 0);
+	snprintf(p, sizeof p, "%s/rel", dir);
+	CHECK(symlink("real/../real", p) == 0);
+	snprintf(p, sizeof p, "%s/loop", dir);
+	CHECK(symlink("loop", p) == 0);
+	snprintf(p, sizeof p, "%s/abs/f", dir);
+	snprintf(q, sizeof q, "%s/real/f", dir);
+	CHECK(real_is(p, 1, q));
+	snprintf(p, sizeof p, "%s/rel/../rel/f", dir);
+	CHECK(real_is(p, 1, q));
+	snprintf(p, sizeof p, "%s/abs/../real/f", dir); /* ".." of the link's target */
+	CHECK(real_is(p, 1, q));
+	snprintf(p, sizeof p, "/proc/self/root/%s/abs/f", dir);
+	CHECK(real_is(p, 1, q));
+	snprintf(p, sizeof p, "%s/abs", dir);
+	CHECK(real_is(p, 0, p)); /* the last link kept when not followed */
+	snprintf(p, sizeof p, "%s/loop/x", dir);
+	CHECK(trace_path_real(getpid(), p, 1, out) < 0);
+	CHECK(getcwd(cwd, sizeof cwd) != NULL);
+	snprintf(q, sizeof q, "%s/x", strcmp(cwd, "/") ? cwd : "");
+	CHECK(real_is("/proc/self/cwd/x", 1, q));
+	CHECK(real_is("/proc/thread-self/cwd/./x", 1, q));
+	snprintf(q, sizeof q, "%s/real/new", dir);
+	snprintf(p, sizeof p, "%s/rel/new", dir);
+	CHECK(real_is(p, 1, q)); /* a file being made: its directory resolved */
+	for (const char *n = "abs\0rel\0loop\0real\0"; *n; n += strlen(n) + 1) {
+		snprintf(p, sizeof p, "%s/%s", dir, n);
+		(void)(strcmp(n, "real") ? unlink(p) : rmdir(p));
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
+	test_paths();
 	test_invalid();
 	test_decide();
 	test_root_rewrite();

@@ -1,5 +1,6 @@
 /* trace/run.c, sandbox.c: option parsing, config checks, the boundary's
  * verdicts, the seccomp program and exit statuses, without running a guest. */
+#include <fcntl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <linux/seccomp.h>
@@ -51,6 +52,28 @@ static void test_verdicts(void)
 	      "seccomp listener");
 	CHECK(verdict(TRACE_SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0) == 0, "a guest's own filter");
 	CHECK(verdict(9999, 0, 0) == ENOSYS, "unknown number");
+	uint64_t m[6] = { 0 };
+	m[1] = 04755;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_chmod, m) == EPERM, "chmod 4755");
+	CHECK(trace_boundary_errno(1, TRACE_SYS_fchmod, m) == EPERM, "fchmod 4755");
+	CHECK(trace_boundary_errno(1, TRACE_SYS_creat, m) == EPERM, "creat 4755");
+	m[1] = 01777;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_chmod, m) == 0, "chmod 1777");
+	m[1] = O_WRONLY;
+	m[2] = 02755;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_open, m) == 0, "open without O_CREAT: the mode is unused");
+	m[1] = O_WRONLY | O_CREAT;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_open, m) == EPERM, "open O_CREAT 2755");
+	m[1] = O_TMPFILE | O_RDWR;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_open, m) == EPERM, "open O_TMPFILE 2755");
+	CHECK(trace_boundary_errno(1, TRACE_SYS_fchmodat, m) == EPERM, "fchmodat 2755");
+	CHECK(trace_boundary_errno(1, TRACE_SYS_mknodat, m) == EPERM, "mknodat 2755");
+	m[2] = O_CREAT;
+	m[3] = 0644;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_openat, m) == 0, "openat O_CREAT 0644");
+	m[3] = 0104755;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_openat, m) == EPERM, "openat O_CREAT 4755");
+	CHECK(trace_boundary_errno(1, TRACE_SYS_openat2, m) == ENOSYS, "openat2");
 	uint64_t z[6] = { 0 };
 	CHECK(trace_boundary_errno(0, TRACE_SYS_getpid, z) == ENOSYS, "foreign arch");
 	CHECK(verdict(TRACE_SYS_exit_group, 0, 0) == 0, "exit_group");
