@@ -234,7 +234,7 @@ static int dig_enter(struct digest_walk *w, char *name, int repair, const char *
 	size_t prefix = w->lv[w->nl - 1].prefix + strlen(name);
 	int r, child;
 
-	name[strlen(name) - 1] = 0;
+	name[strlen(name) - 1] = 0; /* the '/' is for sorting only */
 	child = openat(w->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	name[strlen(name)] = '/';
 	if (child < 0)
