@@ -1,4 +1,6 @@
-/* Namespace cells: files under ns/ID, key = relative path (SPEC §4.1 namespace_bytes). */
+/* Namespace cells: files under ns/ID, key = relative path (SPEC §4.1 namespace_bytes).
+ * A bounded walk measures them (the meter's last measurement, snapshot admission); an
+ * unbounded one digests them in key order (destroy, the replay checks). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
