@@ -57,10 +57,32 @@ traced() {
 	traced openat /etc/shadow EACCES
 }
 
-@test "connect to 127.0.0.1 and other address families" {
-	contained "$GUESTS/escape_net" 22
-	[ "$(refused)" -ge 6 ]
-	[ "$(count '.action == "denied" and .name == "socket"')" -ge 5 ]
+@test "the host's loopback and every other network stay out of reach; other families are refused" {
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$port" &
+	BGPID=$!
+	for i in $(seq 1 50); do python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port" 2>/dev/null && break; sleep 0.1; done
+	contained "$GUESTS/escape_net" "$port"
+	assert_line "contained: connect the host's 127.0.0.1 (Connection refused)"
+	assert_line "contained: connect 10.0.0.1 (Network is unreachable)"
+	[ "$(refused)" -ge 5 ]
+	[ "$(count '.action == "denied" and .name == "socket"')" -ge 4 ]
+}
+
+@test "loopback inside the run: a local HTTP server and its client, IPv4 and IPv6" {
+	run sbx-run --ephemeral -- /usr/bin/python3 -c '
+import socket, threading, http.server, urllib.request
+srv = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+print(urllib.request.urlopen("http://127.0.0.1:%d/" % srv.server_address[1]).status)
+s6 = socket.socket(socket.AF_INET6); s6.bind(("::1", 0)); s6.listen()
+c6 = socket.socket(socket.AF_INET6); c6.connect(("::1", s6.getsockname()[1]))
+a, _ = s6.accept(); c6.send(b"v6"); print(a.recv(2).decode())'
+	assert_success
+	assert_line 200
+	assert_line v6
 }
 
 @test "connect to a Unix socket outside (host /tmp and /run)" {
@@ -78,6 +100,30 @@ time.sleep(60)' "$sock1" "$sock2" &
 	assert_line "contained: connect unix $sock2 (No such file or directory)"
 	kill "$BGPID"
 	rm -f "$sock2"
+}
+
+@test "connect to a host Unix socket the read-only tree shows is cut off unless named with --socket" {
+	UDIR=$(mktemp -d /var/tmp/sbx-sock.XXXXXX)
+	chmod 0777 "$UDIR"
+	sock="$UDIR/s"
+	python3 -c 'import socket,sys,time
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(60)' "$sock" &
+	BGPID=$!
+	for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+	chmod 0777 "$sock"
+	contained "$GUESTS/escape_unix" "$sock"
+	assert_line "contained: connect unix $sock (Connection refused)"
+	[ "$(refused)" -ge 1 ]
+	client="import socket,sys; c=socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); print('connected')"
+	run sbx-run --ephemeral --socket "$sock" -- /usr/bin/python3 -c "$client" "$sock"
+	assert_success
+	assert_output connected
+	# a server of the run itself is reachable through a pathname socket
+	run sbx-run --ephemeral -- /usr/bin/python3 -c "import socket,os
+s=socket.socket(socket.AF_UNIX); s.bind('/ns/in.sock'); s.listen()
+c=socket.socket(socket.AF_UNIX); c.connect('/ns/in.sock'); a,_=s.accept(); c.send(b'hi'); print(a.recv(2).decode())"
+	assert_success
+	assert_output hi
 }
 
 @test "ptrace the parent, TRACEME, a sibling" {

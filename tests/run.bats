@@ -162,9 +162,9 @@ ns-ok"
 	assert_equal "$status" 125
 	run sbx-run --ephemeral --ro /etc:/ns/x -- /bin/echo ran
 	assert_equal "$status" 125
-	run sbx-run --ephemeral --ro /etc:/usr/nonexistent/deep -- /bin/echo ran
+	run sbx-run --ephemeral --ro /etc:/etc/hostname/deep -- /bin/echo ran
 	assert_equal "$status" 125
-	assert_output --partial "does not exist in the sandbox"
+	assert_output --partial "/etc/hostname is not a directory"
 	run sbx-run --ephemeral --bogus -- /bin/echo ran
 	assert_equal "$status" 125
 	# nothing was left behind: every one-shot lease got destroyed or never existed
@@ -345,4 +345,35 @@ x"
 	# ls's own directory fd is the fourth entry
 	assert_output "4
 64"
+}
+
+@test "a single-file --rw bind is writable, a --ro one is not, and nothing else changes on the host" {
+	echo old >f && echo keep >g
+	run sbx-run --ephemeral --rw "$PWD/f:/f" --ro "$PWD/g:/g" -- /bin/sh -c 'echo new >/f && echo more >>/f && cat /f; echo x >/g'
+	assert_failure
+	assert_line new
+	assert_line --partial "/g: Read-only file system"
+	[ "$(cat f)" = "new
+more" ]
+	[ "$(cat g)" = keep ]
+}
+
+@test "a mount at a destination the host tree lacks works, and nothing is created on the host" {
+	mkdir -p src && echo here >src/x
+	dst=/opt/sbx-mnt-$$/deep
+	before=$(ls -A /opt /usr/local | sha256sum)
+	run sbx-run --ephemeral --ro "$PWD/src:$dst" --rw "$PWD/src:/usr/local/sbx-$$" -- \
+		/bin/sh -c "cat $dst/x /usr/local/sbx-$$/x; mkdir /opt/other"
+	assert_failure
+	assert_line here
+	assert_line --partial "Read-only file system"
+	[ ! -e /opt/sbx-mnt-$$ ] && [ ! -e /usr/local/sbx-$$ ]
+	[ "$(ls -A /opt /usr/local | sha256sum)" = "$before" ]
+	[ "$(id -u)" = 0 ] || return 0
+	UDIR=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
+	chmod 0777 "$UDIR"
+	cp -r src "$UDIR/src" && chmod -R a+rX "$UDIR/src"
+	run as_user sbx-run --ephemeral --ro "$UDIR/src:$dst" -- /bin/cat "$dst/x"
+	assert_success
+	assert_output here
 }

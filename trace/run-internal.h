@@ -19,7 +19,8 @@ enum {
 /* One mount of the plan, with paths already joined onto the build root. */
 #define PLAN_MOUNT_DEV 16 /* the run's own /dev (a default, never a user's mount) */
 #define PLAN_MOUNT_MASK 17 /* an empty read-only tmpfs over what the guest must not see */
-#define TRACE_PTY_MAX 64  /* terminals one run's devpts holds */
+#define TRACE_PTY_MAX 64
+#define TRACE_OVERLAYS_MAX 16 /* read-only directories a run adds mount points to */  /* terminals one run's devpts holds */
 
 struct trace_mnt {
 	int type;          /* TRACE_MOUNT_* */
@@ -49,6 +50,8 @@ struct trace_plan {
 	int err_fd[2];             /* child -> supervisor: set-up error text; EOF on exec */
 	char *const *argv;
 	char *const *envp;
+	char ovl[TRACE_OVERLAYS_MAX][PATH_MAX]; /* the child's mount-point overlays, sealed last */
+	size_t novl;
 };
 
 int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e);

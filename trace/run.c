@@ -232,6 +232,13 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		return parse_mount(o, v, e) < 0 ? -1 : 1;
 	else if (strcmp(name, "owner") == 0)
 		return parse_owner(o, v, e) < 0 ? -1 : 1;
+	else if (strcmp(name, "socket") == 0) {
+		if (v[0] != '/' || strlen(v) >= sizeof ((struct sockaddr_un *)0)->sun_path)
+			return common_errf(e, "--socket", "\"%s\" is not an absolute socket path "
+					   "(at most 107 bytes)", v);
+		o->sockets = common_xrealloc(o->sockets, (o->nsockets + 1) * sizeof *o->sockets);
+		o->sockets[o->nsockets++] = v;
+	}
 	else if (strcmp(name, "env-clear") == 0)
 		o->env_clear = 1;
 	else if (strcmp(name, "env-inherit") == 0)
@@ -887,6 +894,7 @@ static void free_opts(struct trace_run_opts *o)
 	}
 	free(o->mounts);
 	free(o->env_set);
+	free(o->sockets);
 	o->mounts = NULL;
 	o->env_set = NULL;
 	o->nmounts = o->nenv_set = 0;
@@ -1046,6 +1054,8 @@ int trace_run_main(struct trace_run_opts *o)
 		.nmounts = o->nmounts,
 		.replace_defaults = o->replace_defaults,
 		.ns_dir = ns,
+		.sockets = o->sockets,
+		.nsockets = o->nsockets,
 		.owner_set = o->owner_set,
 		.owner_uid = o->owner_uid,
 		.owner_gid = o->owner_gid,

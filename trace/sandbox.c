@@ -10,10 +10,12 @@
 #include <linux/landlock.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
+#include <net/if.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@
 #include <sys/statfs.h>
 #include <linux/magic.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "trace/run-internal.h"
@@ -85,7 +88,9 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 	case TRACE_SYS_clone3: /* BPF cannot read its struct: libc falls back to clone */
 	case TRACE_SYS_openat2: /* nor this one's mode: libc never needs it */
 		return ENOSYS;
-	case TRACE_SYS_socket:
+	case TRACE_SYS_socket: /* IP reaches only the run's own loopback */
+		return (uint32_t)a[0] == AF_UNIX || (uint32_t)a[0] == AF_INET ||
+		       (uint32_t)a[0] == AF_INET6 ? 0 : EAFNOSUPPORT;
 	case TRACE_SYS_socketpair:
 		return (uint32_t)a[0] == AF_UNIX ? 0 : EAFNOSUPPORT;
 	case TRACE_SYS_ioctl: /* pushing input into the terminal is an escape */
@@ -134,6 +139,9 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 		} else if (s->classes & TRACE_CLASS_REFUSED) {
 			/* refusals stop, so the supervisor counts and records each attempt */
 			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_REFUSED), nr, 0, NULL, s->name, e);
+		} else if (nr == TRACE_SYS_connect) {
+			/* who answered is looked at the call's exit */
+			rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), nr, 0, NULL, s->name, e);
 		} else if (nr == TRACE_SYS_execve || nr == TRACE_SYS_execveat) {
 			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_EXEC), nr, 0, NULL, s->name, e);
 		} else if (nr == TRACE_SYS_clone3 || nr == TRACE_SYS_openat2) {
@@ -154,8 +162,11 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 			cmp[0] = SCMP_A0_32(SCMP_CMP_MASKED_EQ, BAD_CLONE_FLAGS | CLONE_NEWTIME, 0);
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 		} else if (nr == TRACE_SYS_socket || nr == TRACE_SYS_socketpair) {
-			cmp[0] = SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX);
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			static const int families[] = { AF_UNIX, AF_INET, AF_INET6 };
+			for (size_t f = 0; f < (nr == TRACE_SYS_socket ? 3u : 1u) && rc == 0; f++) {
+				cmp[0] = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)families[f]);
+				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			}
 		} else if (nr == TRACE_SYS_ioctl) {
 			/* "low 32 bits != TIOCSTI" as one rule per bit that differs (libseccomp
 			 * has no masked not-equal; its NE would also compare the high bits) */
@@ -363,6 +374,20 @@ static int shows_store(const struct trace_config *cfg, const char *src)
 	if (!cfg->store_dir || !realpath(src, real) || strcmp(real, "/") == 0)
 		return 0;
 	return beneath(cfg->store_dir, real) || beneath(real, cfg->store_dir);
+}
+
+int trace_socket_named(const struct trace_config *cfg, int fd)
+{
+	struct sockaddr_un a;
+	socklen_t n = sizeof a;
+	memset(&a, 0, sizeof a);
+	if (getpeername(fd, (struct sockaddr *)&a, &n) < 0 || a.sun_family != AF_UNIX ||
+	    n <= offsetof(struct sockaddr_un, sun_path) || !a.sun_path[0])
+		return 0;
+	for (size_t i = 0; i < cfg->nsockets; i++)
+		if (strncmp(cfg->sockets[i], a.sun_path, sizeof a.sun_path) == 0)
+			return 1;
+	return 0;
 }
 
 int trace_config_check(const struct trace_config *cfg, struct common_err *e)
@@ -717,6 +742,42 @@ static int is_prefix(const char *pre, const char *path)
 
 /* A missing mount target is created only inside a tmpfs of this run (or a
  * top-level name the host / lacks), never in a host directory. */
+/* A target missing under a read-only directory of the guest's tree: the
+ * deepest directory that exists gets an overlay whose upper layer is the
+ * set-up tmpfs, so the mount point is made there and never on the host. */
+static void overlay_missing(struct trace_plan *p, const struct trace_mnt *m)
+{
+	char d[PATH_MAX], up[64], opts[2 * PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	snprintf(d, sizeof d, "%s", m->at);
+	do {
+		slash = strrchr(d, '/');
+		if (!slash || slash <= d + strlen(NEWROOT))
+			child_fail(p, ENOENT, "mount target %s: no directory above it", m->dst);
+		*slash = 0;
+	} while (lstat(d, &st) < 0);
+	if (!S_ISDIR(st.st_mode))
+		child_fail(p, ENOTDIR, "mount target %s: %s is not a directory", m->dst,
+			   d + strlen(NEWROOT));
+	for (size_t i = 0; i < p->novl; i++)
+		if (strcmp(p->ovl[i], d) == 0)
+			return; /* made for an earlier target */
+	if (p->novl == TRACE_OVERLAYS_MAX || strpbrk(d, ",:\\"))
+		child_fail(p, EINVAL, "mount target %s: cannot add a mount point below %s", m->dst,
+			   d + strlen(NEWROOT));
+	snprintf(up, sizeof up, "/ovl%zu", p->novl);
+	snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/u,workdir=%s/w", d, up, up);
+	char u[80], w[80];
+	snprintf(u, sizeof u, "%s/u", up);
+	snprintf(w, sizeof w, "%s/w", up);
+	if (mkdir(up, 0700) < 0 || mkdir(u, 0755) < 0 || mkdir(w, 0700) < 0 ||
+	    mount("overlay", d, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+		child_fail(p, errno, "mount target %s: overlay on %s", m->dst, d + strlen(NEWROOT));
+	snprintf(p->ovl[p->novl++], PATH_MAX, "%s", d);
+}
+
 static void ensure_target(struct trace_plan *p, size_t i)
 {
 	struct trace_mnt *m = &p->m[i];
@@ -741,8 +802,7 @@ static void ensure_target(struct trace_plan *p, size_t i)
 		ok = !slash || lstat(top, &st) < 0;
 	}
 	if (!ok)
-		child_fail(p, ENOENT, "mount target %s does not exist in the sandbox's read-only tree",
-			   m->dst);
+		overlay_missing(p, m);
 	if (make_path(m->at, m->is_file) < 0)
 		child_fail(p, errno, "creating mount target %s", m->dst);
 }
@@ -904,6 +964,22 @@ static void do_mount(struct trace_plan *p, size_t i)
 	}
 }
 
+/* The run's network namespace holds only lo: up, so guest servers and clients
+ * meet on 127.0.0.1 and ::1, and nothing else exists to reach. */
+static void loopback_up(struct trace_plan *p)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		child_fail(p, errno, "loopback interface");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		child_fail(p, errno, "bringing the loopback interface up");
+	close(s);
+}
+
 static void drop_caps(struct trace_plan *p)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
@@ -955,9 +1031,11 @@ static void apply_landlock(struct trace_plan *p)
 		const char *path;
 		uint64_t allow = w;
 		if (i < p->nm) {
-			if (!p->m[i].rw || p->m[i].type == TRACE_MOUNT_PROC || p->m[i].is_file)
+			if (!p->m[i].rw || p->m[i].type == TRACE_MOUNT_PROC)
 				continue;
 			path = p->m[i].dst;
+			if (p->m[i].is_file)
+				allow = dev; /* a file takes only a file's rights: write, truncate */
 		} else {
 			path = i == p->nm ? "/dev" : "/proc";
 			allow = dev;
@@ -1148,6 +1226,8 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	for (size_t i = 0; i < p->nm; i++)
 		if (p->m[i].type == PLAN_MOUNT_DEV || p->m[i].sealed)
 			set_attr(p, p->m[i].at, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0);
+	for (size_t i = 0; i < p->novl; i++)
+		set_attr(p, p->ovl[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 	/* into the guest's tree; the old root (the host) is detached, cwd included */
 	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
 		child_fail(p, errno, "pivot_root to the guest tree");
@@ -1157,6 +1237,7 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 		child_fail(p, errno, "chdir /ns");
 	if (sethostname("sbx", 3) < 0)
 		child_fail(p, errno, "sethostname");
+	loopback_up(p);
 	read_filter(p);
 
 	pid_t g = fork();

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -32,6 +34,7 @@ struct tstate {
 	struct tstate *next;
 	pid_t tid, tgid, ppid;
 	int want_exit;
+	int check_peer;           /* a connect: who answered is looked at its exit */
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
 	char raw[2][PATH_MAX];
@@ -501,11 +504,63 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		st->want_exit = 0;
 	}
 	t->want_exit = st->want_exit && h && h->on_exit;
-	resume(t->tid, t->want_exit ? PTRACE_SYSCALL : PTRACE_CONT, 0);
+	t->check_peer = st->nr == TRACE_SYS_connect && st->action != TRACE_DENIED;
+	resume(t->tid, t->want_exit || t->check_peer ? PTRACE_SYSCALL : PTRACE_CONT, 0);
+}
+
+/* A Unix socket the guest connected to is served by a process of this run, or
+ * named with --socket: a host process behind a pathname socket (an agent, a
+ * daemon; connect(2) ignores read-only mounts) is cut off, and the call fails
+ * with ECONNREFUSED. Decided on the connection made, so no race can move it. */
+static void check_peer(struct trace_supervisor *sv, struct tstate *t, int64_t rval)
+{
+	struct user_regs_struct r;
+	struct ucred cr;
+	socklen_t n = sizeof cr;
+	char a[64], b[64];
+	struct stat sa, sb;
+	int ok = 1;
+
+	if (rval != 0)
+		return;
+	int pfd = (int)syscall(SYS_pidfd_open, t->tid, 0), dom = 0;
+	int fd = pfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pfd, (int)t->st.args[0], 0);
+	socklen_t dl = sizeof dom;
+	if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0 || dom != AF_UNIX)) {
+		ok = 1; /* the run's own network namespace: nothing outside to reach */
+	} else if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0 && cr.pid > 0) {
+		snprintf(a, sizeof a, "/proc/%d/ns/pid", (int)cr.pid);
+		snprintf(b, sizeof b, "/proc/%d/ns/pid", (int)t->tid);
+		ok = stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_ino == sb.st_ino &&
+		     sa.st_dev == sb.st_dev;
+		ok = ok || trace_socket_named(sv->p->cfg, fd);
+	} else {
+		ok = 0; /* a socket or a peer we cannot name (closed meanwhile, or outside) */
+	}
+	if (!ok) {
+		shutdown(fd, SHUT_RDWR);
+		if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) == 0) {
+			r.rax = (unsigned long long)(long long)-ECONNREFUSED;
+			ptrace(PTRACE_SETREGS, t->tid, NULL, &r);
+		}
+		sv->res->refused++;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (pfd >= 0)
+		close(pfd);
 }
 
 static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 {
+	if (t->check_peer) {
+		struct __ptrace_syscall_info info;
+		memset(&info, 0, sizeof info);
+		t->check_peer = 0;
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) > 0 &&
+		    info.op == PTRACE_SYSCALL_INFO_EXIT)
+			check_peer(sv, t, info.exit.rval);
+	}
 	if (t->want_exit) {
 		struct __ptrace_syscall_info info;
 		memset(&info, 0, sizeof info);

@@ -321,6 +321,7 @@ struct trace_config {
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
 	const char *store_dir;        /* real path of the store: never visible to the guest */
+	const char *const *sockets; size_t nsockets; /* --socket: host sockets the guest may use */
 	int owner_set;                /* root invoker: files written through rw binds belong to */
 	uid_t owner_uid; gid_t owner_gid; /* these host ids, else to the bound directory's owner */
 	uint64_t rlimit_nofile, rlimit_as, rlimit_nproc; /* 0 = default (nproc: TRACE_NPROC_DEFAULT) */
@@ -352,6 +353,8 @@ struct trace_result {
 int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e);
 /* Exit status for sbx-run (SPEC §6.6) from a result. */
 int trace_result_exit_code(const struct trace_result *res);
+/* 1 when the Unix socket fd is connected to a socket bound at a path named in cfg->sockets. */
+int trace_socket_named(const struct trace_config *cfg, int fd);
 /* Check mount and environment arguments without side effects (run before anything starts). */
 int trace_config_check(const struct trace_config *cfg, struct common_err *e);
 /* Build the seccomp program for cfg (exported for tests and sbx-run --print-filter). */
@@ -410,6 +413,7 @@ struct trace_run_opts {
 	uint64_t lifetime, escrow;
 	struct trace_mount *mounts; size_t nmounts; int replace_defaults;
 	int owner_set; uid_t owner_uid; gid_t owner_gid; /* --owner UID:GID */
+	const char **sockets; size_t nsockets; /* --socket PATH... */
 	int env_clear;                /* start from an empty environment */
 	const char **env_set; size_t nenv_set;
 	const char *result_path;      /* --result FILE */
