@@ -15,7 +15,8 @@ LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
 
 DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev \
             libarchive-dev libssl-dev bats bats-assert bats-support clang \
-            libclang-rt-14-dev mandoc strace make util-linux python3 jq
+            libclang-rt-14-dev mandoc strace make util-linux python3 jq \
+            default-jdk-headless
 BENCH_PKGS := proot bubblewrap criu hyperfine
 
 LIB_DIRS := libcommon codec lease trace snap

@@ -8,7 +8,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sbx-run [--store DIR] (--lease ID | --ephemeral [request options])\n"
 		"               [--ro SRC[:DST]] [--rw SRC[:DST]] [--mount TYPE:SRC:DST[:OPTS]]...\n"
-		"               [--owner UID:GID] [--socket PATH]...\n"
+		"               [--owner UID:GID] [--socket PATH]... [--chdir DIR]\n"
 		"               [--env-clear | --env-inherit] [--env K=V]...\n"
 		"               [--trace FILE|-] [--trace-level exec|file|all]\n"
 		"               [--policy FILE] [--inspect-exec PROG] [--inspect-timeout MS]\n"
@@ -28,7 +28,7 @@ static const struct {
 	{ "store", 1 }, { "lease", 1 }, { "ephemeral", 0 },
 	{ "limits", 1 }, { "fees", 1 }, { "lifetime", 1 }, { "escrow", 1 },
 	{ "principal", 1 }, { "host-program", 1 },
-	{ "ro", 1 }, { "rw", 1 }, { "mount", 1 }, { "owner", 1 }, { "socket", 1 },
+	{ "ro", 1 }, { "rw", 1 }, { "mount", 1 }, { "owner", 1 }, { "socket", 1 }, { "chdir", 1 },
 	{ "env-clear", 0 }, { "env-inherit", 0 }, { "env", 1 },
 	{ "result", 1 }, { "result-fd", 1 },
 	{ "max-procs", 1 }, { "snapshot-every-batches", 1 }, { "snapshot-on-exit-signal", 0 },

@@ -151,3 +151,32 @@ int lease_image_check_cached(struct lease_store *s, const char *path,
 	close(fd);
 	return r;
 }
+
+int lease_image_interp(int fd, const char *path, char interp[LEASE_INTERP_MAX],
+		       char arg[LEASE_INTERP_MAX], struct common_err *e)
+{
+	char buf[LEASE_INTERP_MAX + 1];
+	ssize_t n = pread(fd, buf, LEASE_INTERP_MAX, 0);
+
+	if (n < 2 || buf[0] != '#' || buf[1] != '!')
+		return 0;
+	buf[n] = 0;
+	char *nl = memchr(buf, '\n', (size_t)n);
+	if (!nl)
+		return common_errf(e, path, "#! line longer than %d bytes", LEASE_INTERP_MAX - 1);
+	*nl = 0;
+	char *p = buf + 2 + strspn(buf + 2, " \t");
+	size_t k = strcspn(p, " \t");
+	if (k == 0 || p[0] != '/')
+		return common_errf(e, path, "#! line names no absolute interpreter");
+	memcpy(interp, p, k);
+	interp[k] = 0;
+	p += k;
+	p += strspn(p, " \t");
+	k = strlen(p);
+	while (k && (p[k - 1] == ' ' || p[k - 1] == '\t' || p[k - 1] == '\r'))
+		k--;
+	memcpy(arg, p, k); /* the kernel passes the rest as one argument */
+	arg[k] = 0;
+	return 1;
+}

@@ -92,6 +92,8 @@ struct lease_request {
 	const char *host_program;   /* NULL: "sbx" */
 	const char *image;          /* path to the guest ELF (validated, hashed) */
 	const char *image_sha256;   /* NULL, or the hash the caller took of the open image */
+	const char *script;         /* NULL, or the #! script image interprets (named beside it) */
+	const char *script_sha256;  /* with script: NULL, or the hash the caller took of it */
 	uint64_t limits[LEASE_DIM_COUNT];
 	int has_limit[LEASE_DIM_COUNT]; /* undeclared limits default to the ceiling */
 	uint64_t lifetime;          /* batches; 0 = default */
@@ -168,6 +170,12 @@ int lease_image_check(const char *path, char hex[COMMON_SHA256_HEX], struct comm
  * anything different, damaged or unknown is checked and hashed again. */
 int lease_image_check_cached(struct lease_store *s, const char *path,
 			     char hex[COMMON_SHA256_HEX], struct common_err *e);
+/* A "#!" script on fd runs as the kernel runs it: its interpreter (an ELF) is
+ * the image and the script is named beside it. 1 with interp and arg ("" when
+ * none) from the first line, 0 when fd is no script, -1 for a malformed line. */
+#define LEASE_INTERP_MAX 256 /* the kernel reads this much of a script */
+int lease_image_interp(int fd, const char *path, char interp[LEASE_INTERP_MAX],
+		       char arg[LEASE_INTERP_MAX], struct common_err *e);
 /* The same on an open descriptor: the file hashed is the one then executed. */
 int lease_image_check_cached_fd(struct lease_store *s, int fd, const char *path,
 				char hex[COMMON_SHA256_HEX], struct common_err *e);

@@ -1,5 +1,6 @@
 /* Transitions: request and every edge of SPEC §3.1, one locked, ordered write path. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,9 +110,9 @@ static int new_id(struct lease_store *s, char id[LEASE_ID_LEN + 1], struct commo
 
 /* A request's bounds, checked and hashed before the store is locked. */
 struct prepared {
-	char *principal, *path;
+	char *principal, *path, *script;
 	const char *host;
-	char hash[COMMON_SHA256_HEX];
+	char hash[COMMON_SHA256_HEX], script_hash[COMMON_SHA256_HEX];
 	uint64_t lifetime;
 	json_t *limits, *fees;
 };
@@ -120,6 +121,7 @@ static void prepared_free(struct prepared *p)
 {
 	free(p->principal);
 	free(p->path);
+	free(p->script);
 	json_decref(p->limits);
 	json_decref(p->fees);
 }
@@ -157,13 +159,42 @@ static int prepare(struct lease_store *s, const struct lease_request *req, struc
 	}
 	if (!req->image)
 		return common_errf(e, "request", "--image is required");
-	if (req->image_sha256)
+	const char *image = req->image, *script = req->script;
+	char interp[LEASE_INTERP_MAX], arg[LEASE_INTERP_MAX];
+	if (!script && !req->image_sha256) {
+		/* --image of a #! script: its interpreter is the image, the script beside it */
+		int fd = open(image, O_RDONLY | O_CLOEXEC), r;
+		if (fd < 0)
+			return common_errno(e, errno, "image %s", image);
+		r = lease_image_interp(fd, image, interp, arg, e);
+		close(fd);
+		if (r < 0)
+			return -1;
+		if (r == 1) {
+			script = image;
+			image = interp;
+		}
+	}
+	if (script && (p->script = realpath(script, NULL)) == NULL)
+		return common_errno(e, errno, "%s", script);
+	if (script && req->script_sha256) {
+		snprintf(p->script_hash, sizeof p->script_hash, "%s", req->script_sha256);
+	} else if (script) {
+		uint8_t d[COMMON_SHA256_LEN];
+		if (common_sha256_file(p->script, d, e) < 0)
+			return -1;
+		common_hex(d, sizeof d, p->script_hash);
+	}
+	if (req->image_sha256) {
 		snprintf(p->hash, sizeof p->hash, "%s", req->image_sha256);
-	else if (lease_image_check_cached(s, req->image, p->hash, e) < 0)
+	} else if (lease_image_check_cached(s, image, p->hash, e) < 0) {
+		if (script)
+			common_err_context(e, "interpreter of %s", script);
 		return -1;
-	p->path = realpath(req->image, NULL);
+	}
+	p->path = realpath(image, NULL);
 	if (!p->path)
-		return common_errno(e, errno, "%s", req->image);
+		return common_errno(e, errno, "%s", image);
 	return 0;
 }
 
@@ -192,7 +223,10 @@ static int request_receipt(struct lease_store *s, const struct lease_request *re
 		      "lifetime", (json_int_t)p->lifetime, "deadline", (json_int_t)(batch + p->lifetime),
 		      "escrow", (json_int_t)req->escrow, "fees", p->fees);
 	free(ns);
-	if (!q)
+	if (q && p->script)
+		json_object_set_new(json_object_get(q, "image"), "script",
+				    json_pack("{s:s, s:s}", "path", p->script, "sha256", p->script_hash));
+	if (!q || (p->script && !json_object_get(json_object_get(q, "image"), "script")))
 		return common_errf(e, "request", "image path is not valid UTF-8");
 	*r = receipt_new(id, 0, LEASE_EDGE_REQUEST, NULL, LEASE_REQUESTED, batch, NULL);
 	json_object_set_new(*r, "request", q);

@@ -519,7 +519,7 @@ static const struct {
 	const char *name;
 	int arg;
 } run_options[] = {
-	{ "ro", 1 }, { "rw", 1 }, { "mount", 1 }, { "owner", 1 }, { "socket", 1 }, { "env-clear", 0 }, { "env-inherit", 0 },
+	{ "ro", 1 }, { "rw", 1 }, { "mount", 1 }, { "owner", 1 }, { "socket", 1 }, { "chdir", 1 }, { "env-clear", 0 }, { "env-inherit", 0 },
 	{ "env", 1 }, { "result", 1 }, { "result-fd", 1 }, { "max-procs", 1 }, { "trace", 1 },
 	{ "trace-level", 1 }, { "policy", 1 }, { "inspect-exec", 1 }, { "inspect-timeout", 1 },
 };

@@ -272,3 +272,32 @@ new_active() {
 	[ $((size - used)) -lt 4096 ]
 	[ "$size" -le $((1048576 + 1048576)) ]
 }
+
+@test "a page shared inside the tree counts once: 50 children sharing 30 MiB finish, 50 with their own are closed" {
+	cat >share.py <<'PY'
+import mmap, os, sys, time
+own = sys.argv[1] == "own"
+m = mmap.mmap(-1, 30 << 20)
+if not own:
+    for i in range(0, len(m), 4096): m[i] = 1
+kids = []
+for _ in range(50):
+    pid = os.fork()
+    if pid == 0:
+        if own:
+            mine = mmap.mmap(-1, 30 << 20)
+            for i in range(0, len(mine), 4096): mine[i] = 1
+        time.sleep(1.5)
+        os._exit(0)
+    kids.append(pid)
+for k in kids: os.waitpid(k, 0)
+print("finished")
+PY
+	run sbx-run --ephemeral --limits memory=256M --ro "$PWD/share.py:/share.py" --result r.json -- /usr/bin/python3 /share.py shared
+	assert_success
+	assert_output finished
+	[ "$(usage_of memory)" -lt $((256 << 20)) ]
+	run sbx-run --ephemeral --limits memory=256M --ro "$PWD/share.py:/share.py" --result r.json -- /usr/bin/python3 /share.py own
+	assert_equal "$status" 124
+	assert_equal "$(jq -r .closed r.json)" memory
+}

@@ -377,3 +377,116 @@ more" ]
 	assert_success
 	assert_output here
 }
+
+@test "#! scripts run as the kernel runs them: the interpreter is the image, the script is named beside it" {
+	mkdir w && cd w
+	printf '#!/bin/sh\necho "sh: $0 $*"\n' >s.sh
+	printf '#!/usr/bin/env python3\nimport sys; print("py:", " ".join(sys.argv))\n' >p.py
+	printf '#!/bin/sh -eu\necho "flags: $-"\n' >f.sh
+	chmod +x s.sh p.py f.sh
+	run sbx-run --ephemeral --rw "$PWD:$PWD" --result r.json -- ./s.sh a b
+	assert_success
+	assert_output "sh: ./s.sh a b"
+	[ "$(jq -r .image.path r.json)" = "$(readlink -f /bin/sh)" ]
+	[ "$(jq -r .script.sha256 r.json)" = "$(sha256sum s.sh | cut -d' ' -f1)" ]
+	[ "$(jq -r '.receipts[0].request.image.script.sha256' r.json)" = "$(sha256sum s.sh | cut -d' ' -f1)" ]
+	run sbx-run --ephemeral --rw "$PWD:$PWD" -- ./p.py x
+	assert_success
+	assert_output "py: ./p.py x"
+	run sbx-run --ephemeral --rw "$PWD:$PWD" -- ./f.sh
+	assert_output --regexp "^flags: .*e"
+	# found in PATH: the script by its host path, visible through a bind at that path
+	run env PATH="$PWD:$PATH" sbx-run --ephemeral --ro "$PWD:$PWD" -- s.sh c
+	assert_success
+	assert_output "sh: $PWD/s.sh c"
+	# a named lease names the script exactly
+	id=$(sbx-lease request --image ./s.sh | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	run sbx-run --lease "$id" --ro "$PWD:$PWD" -- "$PWD/s.sh" d
+	assert_success
+	assert_output "sh: $PWD/s.sh d"
+	cp s.sh t.sh && echo "echo changed" >>t.sh
+	run sbx-run --lease "$id" --ro "$PWD:$PWD" -- "$PWD/t.sh"
+	assert_failure 125
+	assert_output --partial "is not the script lease $id names"
+	# an interpreter that is itself a script is refused by name
+	printf '#!%s\n' "$PWD/s.sh" >n.sh && chmod +x n.sh
+	run sbx-run --ephemeral -- "$PWD/n.sh"
+	assert_failure 126
+	assert_output --partial "interpreter of $PWD/n.sh: $PWD/s.sh: not an ELF file"
+}
+
+@test "the working directory: the invoker's where a bind shows it, --chdir, else /ns" {
+	mkdir -p w/sub && printf 'all:\n\t@echo "made in $$(pwd)"\n' >w/Makefile
+	cd w
+	run sbx-run --ephemeral --rw "$PWD:$PWD" -- make
+	assert_success
+	assert_output "made in $PWD"
+	cd sub
+	run sbx-run --ephemeral --rw "$(dirname "$PWD"):/src" -- pwd
+	assert_output /src/sub
+	run sbx-run --ephemeral --chdir /usr/bin -- pwd
+	assert_output /usr/bin
+	run sbx-run --ephemeral -- pwd
+	assert_output /ns
+	run sbx-run --ephemeral --chdir /nonexistent -- pwd
+	assert_failure 125
+	assert_output --partial "chdir /nonexistent"
+	run sbx-run --ephemeral --chdir relative -- pwd
+	assert_failure 125
+	assert_output --partial "not an absolute path"
+}
+
+@test "native errors: ids the guest may not take or give fail with EPERM; its hostname resolves" {
+	run sbx-run --ephemeral -- /usr/bin/python3 -c '
+import os, subprocess
+open("/ns/f", "w").close()
+for what, f in [("setuid", lambda: os.setuid(65534)), ("setgid", lambda: os.setgid(0)),
+                ("setresuid", lambda: os.setresuid(-1, 0, -1)), ("chown", lambda: os.chown("/ns/f", -1, 65534)),
+                ("fchown", lambda: os.fchown(os.open("/ns/f", os.O_RDONLY), 0, -1)),
+                ("subprocess", lambda: subprocess.run(["true"], user=65534))]:
+    try:
+        f(); print(what, "ok")
+    except OSError as e:
+        print(what, os.strerror(e.errno))
+os.setgid(os.getgid()); os.chown("/ns/f", os.getuid(), -1); print("own ids: ok")'
+	assert_success
+	for w in setuid setgid setresuid chown fchown subprocess; do
+		assert_line "$w Operation not permitted"
+	done
+	assert_line "own ids: ok"
+	run sbx-run --ephemeral -- /bin/sh -c 'getent hosts "$(hostname)"; cat /etc/hostname'
+	assert_success
+	assert_line --regexp '^127\.0\.1\.1 +sbx$'
+	assert_line sbx
+}
+
+@test "a JVM runs: java -version and a javac + java round trip of two classes" {
+	command -v javac >/dev/null || skip "no JDK (make deps installs one)"
+	mkdir j
+	printf 'public class A { public static void main(String[] a) { System.out.println("sum " + B.add(2, 3)); } }\n' >j/A.java
+	printf 'public class B { static int add(int x, int y) { return x + y; } }\n' >j/B.java
+	run sbx-run --ephemeral -- java -version
+	assert_success
+	assert_output --partial "OpenJDK"
+	run sbx-run --ephemeral --rw "$PWD/j:/j" -- /bin/sh -c 'cd /j && javac A.java B.java && java -cp /j A'
+	assert_success
+	assert_output "sum 5"
+}
+
+@test "a sanitizer build runs: ASan and UBSan reserve their shadow memory under a memory bound" {
+	command -v clang >/dev/null || skip "no clang (make deps installs it)"
+	mkdir w
+	printf '#include <stdio.h>\n#include <stdlib.h>\nint main(void) { int *p = malloc(64 * sizeof *p); p[63] = 42; printf("asan ok %%d\\n", p[63]); free(p); return 0; }\n' >w/a.c
+	clang -fsanitize=address,undefined -g -o w/a w/a.c
+	# LeakSanitizer stops the world with ptrace, which the supervisor holds
+	run sbx-run --ephemeral --limits memory=256M --env ASAN_OPTIONS=detect_leaks=0 -- "$PWD/w/a"
+	assert_success
+	assert_output "asan ok 42"
+	# and it still finds what it is for: a heap overflow
+	printf '#include <stdlib.h>\nint main(void) { volatile int *p = malloc(4); p[4] = 1; return 0; }\n' >w/b.c
+	clang -fsanitize=address -g -o w/b w/b.c
+	run sbx-run --ephemeral --limits memory=256M --env ASAN_OPTIONS=detect_leaks=0 -- "$PWD/w/b"
+	assert_failure 1
+	assert_output --partial "heap-buffer-overflow"
+}

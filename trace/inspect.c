@@ -989,7 +989,6 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 		       const char *ns, struct trace_config *cfg, struct common_err *e)
 {
 	struct trace_inspector_opts io = {0};
-	uint64_t mem;
 
 	if (trace_inspector_lease_bounds(s, id, b->limits, b->base, e) < 0)
 		return -1;
@@ -1010,11 +1009,8 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 	trace_relay_child_fds(b->relay, &cfg->stdout_fd, &cfg->stderr_fd);
 	cfg->trace_classes |= trace_inspector_classes(b->ins);
 	cfg->state_fd = b->state.memfd;
-	/* memory: sampled resident peak is the bound; the address-space cap leaves room
-	 * for reservations (stacks, arenas) so that crossing the bound is observable */
-	mem = b->limits[LEASE_DIM_MEMORY];
-	if (mem < (1ull << 40))
-		cfg->rlimit_as = mem + (mem > (512ull << 20) ? mem : (512ull << 20));
+	/* memory is held on the pages really used (the meter), never on address space:
+	 * JVMs, sanitizers, Go and V8 reserve far more than they touch */
 	cfg->rlimit_nofile = nofile_cap(b->limits[LEASE_DIM_TABLE_ELEMENTS]);
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* Metering (SPEC §4.1) of the whole guest tree, exited tasks included:
  * fuel from per-task schedstat (summed at each task's exit event and sampled while it
- * lives), memory as the peak of the tree's resident memory (Σ RSS samples, VmHWM at
- * exit), storage from the kernel's per-task I/O accounting (rchar/wchar of
+ * lives), memory as the peak of the tree's resident memory (Σ PSS samples, a page
+ * shared inside the tree counted once; VmHWM at exit), storage from the kernel's per-task I/O accounting (rchar/wchar of
  * /proc/TID/task/TID/io, sampled while a task lives and taken at its exit event) minus
  * the bytes the guest wrote into the output relay's pipes, table_elements as the peak
  * of open fds, namespace_bytes from the ns directory (one it cannot measure completely
@@ -193,10 +193,16 @@ static void task_io(struct task *t)
 		t->wchar = strtoull(p + 6, NULL, 10);
 }
 
+/* What a process holds: its proportional set size (a page shared by n
+ * processes counts 1/n to each, so the tree's sum counts a shared page once),
+ * or its resident size where the kernel has no smaps_rollup. */
 static uint64_t rss_bytes(const struct trace_meter *m, pid_t pid)
 {
-	char path[64], buf[256], *p;
+	char path[64], buf[1024], *p;
 
+	snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+	if (read_small(path, buf, sizeof buf) > 0 && (p = strstr(buf, "\nPss:")))
+		return strtoull(p + 5, NULL, 10) * 1024;
 	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
 	if (read_small(path, buf, sizeof buf) <= 0)
 		return 0;

@@ -232,7 +232,11 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		return parse_mount(o, v, e) < 0 ? -1 : 1;
 	else if (strcmp(name, "owner") == 0)
 		return parse_owner(o, v, e) < 0 ? -1 : 1;
-	else if (strcmp(name, "socket") == 0) {
+	else if (strcmp(name, "chdir") == 0) {
+		if (v[0] != '/')
+			return common_errf(e, "--chdir", "\"%s\" is not an absolute path", v);
+		o->chdir = v;
+	} else if (strcmp(name, "socket") == 0) {
 		if (v[0] != '/' || strlen(v) >= sizeof ((struct sockaddr_un *)0)->sun_path)
 			return common_errf(e, "--socket", "\"%s\" is not an absolute socket path "
 					   "(at most 107 bytes)", v);
@@ -833,9 +837,69 @@ static const char *jstr(const json_t *o, const char *k)
 }
 
 /* request, fund, activate: one locked commit, one receipt each */
+/* A #! script named as the program (what the kernel would do on its exec). */
+struct script {
+	char *path;                  /* its host path, NULL when the program is an ELF */
+	char sha[COMMON_SHA256_HEX];
+	char **argv;                 /* interpreter, its argument, the script, the arguments */
+};
+
+/* When *image_fd is a script: hash it, and make its interpreter the image
+ * (*image, *image_fd, *st) and argv the interpreter's, as execve(2) builds it.
+ * The script is named as given when it has a slash (the guest resolves it in
+ * its working directory), else by its host path. 0, or -1 with e set. */
+static int script_open(struct script *sc, char **image, int *image_fd, struct stat *st,
+		       char *const *argv, struct common_err *e)
+{
+	char interp[LEASE_INTERP_MAX], arg[LEASE_INTERP_MAX];
+	uint8_t d[COMMON_SHA256_LEN];
+	size_t n = 0, k = 0;
+	int r = lease_image_interp(*image_fd, *image, interp, arg, e);
+
+	if (r <= 0)
+		return r;
+	if (common_sha256_fd(*image_fd, *image, d, e) < 0)
+		return -1;
+	common_hex(d, sizeof d, sc->sha);
+	sc->path = *image;
+	while (argv[n])
+		n++;
+	sc->argv = common_xcalloc(n + 3, sizeof *sc->argv);
+	sc->argv[k++] = common_xstrdup(interp);
+	if (arg[0])
+		sc->argv[k++] = common_xstrdup(arg);
+	sc->argv[k++] = common_xstrdup(strchr(argv[0], '/') ? argv[0] : sc->path);
+	for (size_t i = 1; i < n; i++)
+		sc->argv[k++] = common_xstrdup(argv[i]);
+	char real[PATH_MAX];
+	*image = common_xstrdup(realpath(interp, real) ? real : interp);
+	close(*image_fd);
+	*image_fd = open(*image, O_RDONLY | O_CLOEXEC);
+	if (*image_fd >= 0 && *image_fd <= 2) {
+		int hi = fcntl(*image_fd, F_DUPFD_CLOEXEC, 3);
+		close(*image_fd);
+		*image_fd = hi;
+	}
+	if (*image_fd < 0 || fstat(*image_fd, st) < 0)
+		return common_errno(e, errno, "interpreter %s of %s", *image, sc->path);
+	if (lease_image_validate_fd(*image_fd, *image, e) < 0) {
+		common_err_context(e, "interpreter of %s", sc->path);
+		return -1;
+	}
+	return 0;
+}
+
+static void script_free(struct script *sc)
+{
+	free(sc->path);
+	for (size_t i = 0; sc->argv && sc->argv[i]; i++)
+		free(sc->argv[i]);
+	free(sc->argv);
+}
+
 static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o, const char *image,
-			  const char *sha, char **id, json_t **head, json_t *receipts,
-			  struct common_err *e)
+			  const char *sha, const struct script *sc, char **id, json_t **head,
+			  json_t *receipts, struct common_err *e)
 {
 	struct lease_request req;
 	memset(&req, 0, sizeof req);
@@ -843,6 +907,8 @@ static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o,
 	req.host_program = o->host_program;
 	req.image = image;
 	req.image_sha256 = sha;
+	req.script = sc->path;
+	req.script_sha256 = sc->path ? sc->sha : NULL;
 	req.lifetime = o->lifetime;
 	req.escrow = o->escrow;
 	if (o->limits && lease_parse_limits(o->limits, &req, e) < 0)
@@ -884,6 +950,34 @@ static int ephemeral_close(struct lease_store *s, const char *id, json_t *receip
 	return 0;
 }
 
+/* Where the guest starts: --chdir, else the invoker's directory where a bind
+ * shows it (at its own or a mapped destination, the deepest bind winning), else
+ * /ns (NULL). Malloc'd. */
+static char *start_dir(const struct trace_run_opts *o)
+{
+	char cwd[PATH_MAX], src[PATH_MAX];
+	const struct trace_mount *best = NULL;
+	size_t best_len = 0;
+
+	if (o->chdir)
+		return common_xstrdup(o->chdir);
+	if (!getcwd(cwd, sizeof cwd))
+		return NULL;
+	for (size_t i = 0; i < o->nmounts; i++) {
+		const struct trace_mount *m = &o->mounts[i];
+		if (m->type != TRACE_MOUNT_BIND || !realpath(m->src, src) || strcmp(src, "/") == 0)
+			continue;
+		size_t n = strlen(src);
+		if (strncmp(cwd, src, n) == 0 && (cwd[n] == 0 || cwd[n] == '/') && n >= best_len) {
+			best = m;
+			best_len = n;
+		}
+	}
+	if (!best)
+		return NULL;
+	return common_xasprintf("%s%s", strcmp(best->dst, "/") ? best->dst : "", cwd + best_len);
+}
+
 /* What trace_run_opt allocated in o (the mount list, the --env entries). */
 static void free_opts(struct trace_run_opts *o)
 {
@@ -922,11 +1016,12 @@ int trace_run_main(struct trace_run_opts *o)
 	struct common_err e;
 	struct lease_store *s = NULL;
 	json_t *rec = NULL, *head = NULL, *receipts = json_array(), *result = NULL;
-	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL, *store_real = NULL;
+	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL, *store_real = NULL, *wd = NULL;
 	char **env = NULL;
 	char sha[COMMON_SHA256_HEX] = "";
 	int image_fd = -1, run_fd = -1;
 	struct stat image_st;
+	struct script sc = { 0 };
 	struct common_outfile result_out = { .dirfd = -1 };
 	int code = SBX_EXIT_SBX, have_lease = 0;
 	const char *closed = NULL;
@@ -964,7 +1059,11 @@ int trace_run_main(struct trace_run_opts *o)
 		common_errno(&e, errno, "image %s", image);
 		goto fail;
 	}
-	if (lease_image_validate_fd(image_fd, image, &e) < 0)
+	if (script_open(&sc, &image, &image_fd, &image_st, o->argv, &e) < 0)
+		goto fail;
+	if (sc.argv)
+		o->argv = sc.argv;
+	else if (lease_image_validate_fd(image_fd, image, &e) < 0)
 		goto fail;
 	code = SBX_EXIT_SBX;
 	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
@@ -981,7 +1080,7 @@ int trace_run_main(struct trace_run_opts *o)
 	if (lease_image_check_cached_fd(s, image_fd, image, sha, &e) < 0)
 		goto fail;
 	if (o->ephemeral) {
-		if (ephemeral_open(s, o, image, sha, &id, &head, receipts, &e) < 0) {
+		if (ephemeral_open(s, o, image, sha, &sc, &id, &head, receipts, &e) < 0) {
 			if (id)
 				have_lease = 1;
 			goto fail;
@@ -1014,6 +1113,14 @@ int trace_run_main(struct trace_run_opts *o)
 				    image, sha, id, want ? want : "unknown");
 			goto fail;
 		}
+		/* the script the lease names, or none, exactly */
+		const char *wsc = jstr(json_object_get(json_object_get(l, "image"), "script"), "sha256");
+		if (!wsc != !sc.path || (wsc && strcmp(wsc, sc.sha) != 0)) {
+			common_errf(&e, "image", "%s%s%s is not the script lease %s names (%s)",
+				    sc.path ? sc.path : "no script", sc.path ? " sha256 " : "",
+				    sc.path ? sc.sha : "", id, wsc ? wsc : "none");
+			goto fail;
+		}
 	}
 	ns = lease_ns_dir(s, id);
 	if (common_mkdir_p(ns, 0700, &e) < 0)
@@ -1021,6 +1128,7 @@ int trace_run_main(struct trace_run_opts *o)
 
 	env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
 	filters = common_xasprintf("%s/filters", lease_store_dir(s));
+	wd = start_dir(o);
 	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res, .store = s, .opts = o,
 			       .image_fd = image_fd, .image_st = image_st, .image = image,
 			       .image_sha = sha };
@@ -1054,6 +1162,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.nmounts = o->nmounts,
 		.replace_defaults = o->replace_defaults,
 		.ns_dir = ns,
+		.cwd = wd,
 		.sockets = o->sockets,
 		.nsockets = o->nsockets,
 		.owner_set = o->owner_set,
@@ -1139,6 +1248,9 @@ int trace_run_main(struct trace_run_opts *o)
 		run_receipts(s, id, start_seq, receipts);
 	}
 	result = result_json(id, image, sha, o->argv, &res, code, closed, receipts);
+	if (sc.path)
+		json_object_set_new(result, "script", json_pack("{s:s,s:s}", "path", sc.path,
+								 "sha256", sc.sha));
 	trace_bound_result(bound, result);
 	if (ctx.det) { /* what was answered, and what no run controls (SPEC §9) */
 		json_t *d = trace_determ_header(ctx.det, NULL, &e);
@@ -1195,6 +1307,8 @@ out:
 	free(ns);
 	free(filters);
 	free(store_real);
+	free(wd);
+	script_free(&sc);
 	lease_store_close(s);
 	free_opts(o);
 	return code;

@@ -80,6 +80,12 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 	if (mode >= 0 && ((uint32_t)a[mode] & ID_BITS) &&
 	    (oflags < 0 || ((uint32_t)a[oflags] & CREATE_FLAGS)))
 		return EPERM;
+	/* only one id is mapped: any other is what an ordinary user may not take or
+	 * give (EPERM natively; the kernel would say EINVAL for an unmapped one) */
+	for (int i = 0; i < 6; i++)
+		if (s->arg[i] == TRACE_ARG_ID && (uint32_t)a[i] != (uint32_t)-1 &&
+		    (uint32_t)a[i] != TRACE_GUEST_UID)
+			return EPERM;
 	switch (nr) {
 	case TRACE_SYS_clone: /* the kernel reads only the low 32 bits of the flags */
 		return ((uint32_t)a[0] & BAD_CLONE_FLAGS) ? EPERM : 0;
@@ -113,6 +119,33 @@ static int rule(scmp_filter_ctx c, uint32_t act, int nr, unsigned n, struct scmp
 	return 0;
 }
 
+/* The positions of a call's uid/gid arguments into ids; their count. */
+static int id_args(const struct trace_sysinfo *s, int ids[6])
+{
+	int n = 0;
+	for (int i = 0; i < 6; i++)
+		if (s->arg[i] == TRACE_ARG_ID)
+			ids[n++] = i;
+	return n;
+}
+
+/* Allowed when every id argument is -1 or the guest's own: one rule per choice
+ * (at most 2^3); the rest falls to the default trap and the verdict's EPERM. */
+static int allow_own_ids(scmp_filter_ctx c, const struct trace_sysinfo *s, const int ids[6],
+			 struct common_err *e)
+{
+	int n = id_args(s, (int[6]){ 0 });
+	for (unsigned pick = 0; pick < (1u << n); pick++) {
+		struct scmp_arg_cmp cmp[6];
+		for (int k = 0; k < n; k++)
+			cmp[k] = SCMP_CMP32((unsigned)ids[k], SCMP_CMP_EQ,
+					    (pick >> k) & 1 ? (uint32_t)TRACE_GUEST_UID : (uint32_t)-1);
+		if (rule(c, SCMP_ACT_ALLOW, s->nr, (unsigned)n, cmp, s->name, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
 {
 	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(TRACE_TAG_UNKNOWN));
@@ -131,7 +164,7 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++) {
 		const struct trace_sysinfo *s = trace_sys_at(i);
 		struct scmp_arg_cmp cmp[1];
-		int nr = s->nr, mode, oflags;
+		int nr = s->nr, mode, oflags, ids[6];
 		fmode_args(s, &mode, &oflags);
 		if (nr == TRACE_SYS_exit || nr == TRACE_SYS_exit_group) {
 			/* never trapped: an orphan must always be able to die */
@@ -174,6 +207,8 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 				cmp[0] = SCMP_A1_32(SCMP_CMP_MASKED_EQ, 1u << b, ~(uint32_t)TIOCSTI & (1u << b));
 				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 			}
+		} else if (id_args(s, ids) > 0) {
+			rc = allow_own_ids(c, s, ids, e);
 		} else if (mode >= 0) {
 			/* allowed without setuid/setgid bits (or, for open, without creating);
 			 * the rest falls to the default trap and the verdict */
@@ -980,6 +1015,32 @@ static void loopback_up(struct trace_plan *p)
 	close(s);
 }
 
+/* The guest's hostname resolves: its own /etc/hosts and /etc/hostname, made in
+ * the set-up tmpfs and bound read-only over the host's (never written). */
+static void name_host(struct trace_plan *p)
+{
+	static const struct { const char *at, *text; } files[] = {
+		{ NEWROOT "/etc/hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tsbx\n"
+					"::1\tlocalhost ip6-localhost ip6-loopback\n" },
+		{ NEWROOT "/etc/hostname", "sbx\n" },
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		char made[32];
+		struct stat st;
+		if (lstat(files[i].at, &st) < 0 || !S_ISREG(st.st_mode))
+			continue; /* a tree without one (a --mount root): left as it is */
+		snprintf(made, sizeof made, "/etc-%zu", i);
+		int fd = open(made, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		size_t n = strlen(files[i].text);
+		if (fd < 0 || write(fd, files[i].text, n) != (ssize_t)n)
+			child_fail(p, errno, "writing the guest's %s", files[i].at + strlen(NEWROOT));
+		close(fd);
+		if (mount(made, files[i].at, NULL, MS_BIND, NULL) < 0)
+			child_fail(p, errno, "bind %s", files[i].at + strlen(NEWROOT));
+		set_attr(p, files[i].at, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+	}
+}
+
 static void drop_caps(struct trace_plan *p)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
@@ -1220,6 +1281,7 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	/* the run's mount list, in order, each target read-only unless declared rw */
 	for (size_t i = 0; i < p->nm; i++)
 		do_mount(p, i);
+	name_host(p);
 	/* the root itself read-only, now that every mount point exists */
 	if (p->m[0].type != TRACE_MOUNT_BIND || p->m[0].expand)
 		set_attr(p, NEWROOT, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0);
@@ -1233,8 +1295,9 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 		child_fail(p, errno, "pivot_root to the guest tree");
 	if (umount2(".", MNT_DETACH) < 0)
 		child_fail(p, errno, "detaching the host root");
-	if (chdir("/") < 0 || chdir("/ns") < 0)
-		child_fail(p, errno, "chdir /ns");
+	const char *wd = p->cfg->cwd ? p->cfg->cwd : "/ns";
+	if (chdir("/") < 0 || chdir(wd) < 0)
+		child_fail(p, errno, "chdir %s", wd);
 	if (sethostname("sbx", 3) < 0)
 		child_fail(p, errno, "sethostname");
 	loopback_up(p);

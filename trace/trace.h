@@ -28,6 +28,7 @@ enum trace_arg {
 	TRACE_ARG_FLAGS, TRACE_ARG_PTR, TRACE_ARG_SIZE, TRACE_ARG_MODE,
 	TRACE_ARG_FMODE,  /* the mode a file gets: setuid/setgid bits are refused */
 	TRACE_ARG_OFLAGS, /* open(2) flags: the FMODE applies with O_CREAT or O_TMPFILE only */
+	TRACE_ARG_ID,     /* a uid or gid to take or give: only the guest's own, or -1 (keep) */
 };
 struct trace_sysinfo {
 	const char *name;
@@ -319,7 +320,8 @@ struct trace_config {
 	int image_fd;                 /* 0, or the image the caller opened and hashed (> 2): exec'd */
 	const struct trace_mount *mounts; size_t nmounts;
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
-	const char *ns_dir;           /* host dir mounted rw at /ns, the working directory */
+	const char *ns_dir;           /* host dir mounted rw at /ns */
+	const char *cwd;              /* the guest's working directory (NULL: /ns) */
 	const char *store_dir;        /* real path of the store: never visible to the guest */
 	const char *const *sockets; size_t nsockets; /* --socket: host sockets the guest may use */
 	int owner_set;                /* root invoker: files written through rw binds belong to */
@@ -414,6 +416,7 @@ struct trace_run_opts {
 	struct trace_mount *mounts; size_t nmounts; int replace_defaults;
 	int owner_set; uid_t owner_uid; gid_t owner_gid; /* --owner UID:GID */
 	const char **sockets; size_t nsockets; /* --socket PATH... */
+	const char *chdir;            /* --chdir DIR, or NULL: the invoker's directory if bound */
 	int env_clear;                /* start from an empty environment */
 	const char **env_set; size_t nenv_set;
 	const char *result_path;      /* --result FILE */
