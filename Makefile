@@ -17,7 +17,7 @@ DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev 
             libarchive-dev libssl-dev bats bats-assert bats-support clang \
             libclang-rt-14-dev mandoc strace make util-linux python3 jq \
             default-jdk-headless
-BENCH_PKGS := proot bubblewrap criu hyperfine
+BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite
 
 LIB_DIRS := libcommon codec lease trace snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
