@@ -489,7 +489,7 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 		free(in);
 		return common_errno(e, errno, "inspector arena");
 	}
-	in->meter = trace_meter_new(o->ns_dir, o->relay);
+	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
 	/* metering needs no stop: read/write trap only for a rule or callback on them */
 	in->classes = 0;
 	if (o->fn)

@@ -478,8 +478,11 @@ void trace_relay_free(struct trace_relay *r);
 #define TRACE_DIMS 8
 struct trace_meter;
 struct lease_store;
-/* ns_dir (may be NULL) is metered as namespace_bytes; relay (may be NULL) as output. */
-struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay);
+/* ns_dir (may be NULL) is metered as namespace_bytes, and counts as ns_bound + 1 (full)
+ * while it cannot be measured completely (UINT64_MAX: no bound, left as measured);
+ * relay (may be NULL) as output. */
+struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
+				    const struct trace_relay *relay);
 void trace_meter_free(struct trace_meter *m);
 /* Task lifecycle: every traced task (tgid 0: look it up; known tids are ignored),
  * and its PTRACE_EVENT_EXIT stop (final figures). */
@@ -497,7 +500,8 @@ void trace_meter_host_write(struct trace_meter *m, uint64_t bytes);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
-uint64_t trace_meter_ns_bytes(const char *dir);
+/* A namespace's bytes (lease_ns_digest's walk); -1 when it cannot be measured completely. */
+int trace_meter_ns_bytes(const char *dir, uint64_t *bytes);
 
 /* The issue-4 layer as trace_hooks bodies (ctx = the inspector): metering, usage
  * observations and automatic closure, --policy, --inspect-exec and the C callback. */
