@@ -301,3 +301,19 @@ PY
 	assert_equal "$status" 124
 	assert_equal "$(jq -r .closed r.json)" memory
 }
+
+@test "memory held in the run's tmpfs counts, and no tmpfs holds more than the memory bound" {
+	# 512 MiB into /tmp and /dev/shm under memory=64M: the mounts stop at 64 MiB
+	# (ENOSPC) and the pages close the lease on memory
+	for d in /tmp /dev/shm; do
+		run sbx-run --ephemeral --limits memory=64M --result r.json -- /bin/sh -c \
+			"dd if=/dev/zero of=$d/big bs=1M count=512 2>&1; sleep 2"
+		assert_equal "$status" 124
+		assert_equal "$(jq -r .closed r.json)" memory
+		assert_output --partial "No space left on device"
+	done
+	# within the bound nothing changes
+	run sbx-run --ephemeral --limits memory=256M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/f bs=1M count=16 2>/dev/null && echo wrote'
+	assert_success
+	assert_output wrote
+}

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/trace.h"
@@ -385,6 +386,31 @@ static void ns_step(struct trace_meter *m)
 	raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], w->acc);
 }
 
+/* Memory held in the run's tmpfs mounts (/tmp, /run, /dev/shm, --mount tmpfs):
+ * pages no process needs to map, seen through a live guest task's mount table. */
+static uint64_t tmpfs_bytes(pid_t pid)
+{
+	char path[64], line[1024], at[PATH_MAX + 64];
+	uint64_t sum = 0;
+	snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		char mnt[PATH_MAX], fstype[64];
+		const char *dash = strstr(line, " - ");
+		struct statfs sf;
+		if (!dash || sscanf(dash, " - %63s", fstype) != 1 || strcmp(fstype, "tmpfs") ||
+		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		snprintf(at, sizeof at, "/proc/%d/root%s", (int)pid, mnt);
+		if (statfs(at, &sf) == 0 && sf.f_blocks >= sf.f_bfree)
+			sum += (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+	}
+	fclose(f);
+	return sum;
+}
+
 static void sample(struct trace_meter *m, int whole_ns)
 {
 	uint64_t live_ns = 0, rss = 0, fds = 0, rd = m->dead_r, wr = m->dead_w;
@@ -419,6 +445,8 @@ static void sample(struct trace_meter *m, int whole_ns)
 		}
 	}
 	raise_to(&m->u[LEASE_DIM_FUEL], (m->dead_ns + live_ns) / 1000);
+	if (m->n)
+		rss += tmpfs_bytes(m->t[0].tgid);
 	raise_to(&m->u[LEASE_DIM_MEMORY], rss);
 	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
 	if (m->ns_dir && whole_ns) {

@@ -973,10 +973,18 @@ static void do_mount(struct trace_plan *p, size_t i)
 	if (i > 0)
 		ensure_target(p, i);
 	switch (m->type) {
-	case TRACE_MOUNT_TMPFS:
-		if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, m->opts ? m->opts : "mode=0755") < 0)
+	case TRACE_MOUNT_TMPFS: {
+		/* tmpfs pages are memory: no mount holds more than the run's memory bound */
+		char opts[256];
+		const char *o = m->opts ? m->opts : "mode=0755";
+		if (p->cfg->tmpfs_bytes && !strstr(o, "size="))
+			snprintf(opts, sizeof opts, "%s,size=%llu", o, (unsigned long long)p->cfg->tmpfs_bytes);
+		else
+			snprintf(opts, sizeof opts, "%s", o);
+		if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 			child_fail(p, errno, "tmpfs at %s", m->dst);
 		break;
+	}
 	case PLAN_MOUNT_DEV:
 		make_dev(p, m);
 		break;

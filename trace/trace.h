@@ -329,6 +329,7 @@ struct trace_config {
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns */
 	const char *cwd;              /* the guest's working directory (NULL: /ns) */
+	uint64_t tmpfs_bytes;         /* 0, or the size of each tmpfs of the run (its memory bound) */
 	const char *store_dir;        /* real path of the store: never visible to the guest */
 	const char *const *sockets; size_t nsockets; /* --socket: host sockets the guest may use */
 	int owner_set;                /* root invoker: files written through rw binds belong to */
