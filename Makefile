@@ -15,9 +15,9 @@ LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
 
 DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev \
             libarchive-dev libssl-dev bats bats-assert bats-support clang \
-            libclang-rt-14-dev mandoc strace make util-linux python3 jq \
+            libclang-rt-14-dev mandoc strace make util-linux python3 python3-cryptography jq \
             default-jdk-headless
-BENCH_PKGS := proot bubblewrap criu hyperfine
+BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite
 
 LIB_DIRS := libcommon codec lease trace snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
@@ -93,6 +93,9 @@ install: all
 	for d in $(LIB_DIRS); do install -d $(DESTDIR)$(PREFIX)/include/sbx/$$d; \
 		for h in $$d/*.h; do case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	for t in $(notdir $(BINS)); do \
+		install -m 0644 completions/sbx $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' sbx.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sbx.pc
 
 lint:

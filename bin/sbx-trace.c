@@ -11,7 +11,9 @@ static const char usage_text[] =
 	"       sbx-trace filter [--pid PID] [--class CLASS[,CLASS...]] [--path GLOB] [--name NAME] TRACE\n"
 	"       sbx-trace diff [--format json|text] TRACE_A TRACE_B\n"
 	"       sbx-trace stats [--format json|text] TRACE\n"
-	"       sbx-trace timeline -o FILE.html TRACE\n"
+	"       sbx-trace timeline [--format html|chrome] -o FILE TRACE\n"
+	"       sbx-trace provenance [--store DIR] [--result FILE] [-o FILE] TRACE\n"
+	"       sbx-trace verify-provenance [--store DIR] FILE\n"
 	"       sbx-trace bisect [--format json|text] TRACE_A TRACE_B\n"
 	"       sbx-trace adjudicate [--store DIR] [--env-clear | --env-inherit] [--env K=V]...\n"
 	"                            [--ns DIR] [--timeout MS] [--allow-rw] [--format json|text]\n"
@@ -34,7 +36,7 @@ int main(int argc, char **argv)
 		{"store", required_argument, 0, 's'},   {"env", required_argument, 0, 'e'},
 		{"env-clear", no_argument, 0, 'E'},     {"env-inherit", no_argument, 0, 'I'},
 		{"ns", required_argument, 0, 'N'},      {"timeout", required_argument, 0, 'T'},
-		{"allow-rw", no_argument, 0, 'W'},
+		{"allow-rw", no_argument, 0, 'W'},     {"result", required_argument, 0, 'r'},
 		{0, 0, 0, 0},
 	};
 	struct common_err e = {"", ""};
@@ -43,7 +45,7 @@ int main(int argc, char **argv)
 	const char *envs[256];
 	enum trace_fmt fmt = TRACE_FMT_JSON;
 	int hash_inputs = 0, complete = 0, c, rc = -1, nargs;
-	const char *head = NULL, *out = NULL, *cmd;
+	const char *head = NULL, *out = NULL, *result = NULL, *cmd;
 	uint64_t pid;
 
 	common_set_progname("sbx-trace");
@@ -63,6 +65,10 @@ int main(int argc, char **argv)
 				fmt = TRACE_FMT_TEXT;
 			else if (!strcmp(optarg, "make") && !strcmp(cmd, "files"))
 				fmt = TRACE_FMT_MAKE;
+			else if (!strcmp(optarg, "chrome") && !strcmp(cmd, "timeline"))
+				fmt = TRACE_FMT_CHROME;
+			else if (!strcmp(optarg, "html") && !strcmp(cmd, "timeline"))
+				fmt = TRACE_FMT_TEXT;
 			else
 				common_dief(SBX_EXIT_USAGE, "--format", "unknown format \"%s\"", optarg);
 			break;
@@ -86,6 +92,7 @@ int main(int argc, char **argv)
 		case 'I': adj.env_clear = -1; break;
 		case 'N': adj.ns_dir = optarg; break;
 		case 'W': adj.allow_rw = 1; break;
+		case 'r': result = optarg; break;
 		case 'e':
 			if (!strchr(optarg, '=') || optarg[0] == '=' || adj.nenv_set >= 256)
 				common_dief(SBX_EXIT_USAGE, "--env", "\"%s\" is not NAME=VALUE (at most 256)", optarg);
@@ -111,7 +118,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "stats") && nargs == 1)
 		rc = trace_cmd_stats(argv[0], fmt, &e);
 	else if (!strcmp(cmd, "timeline") && nargs == 1 && out)
-		rc = trace_cmd_timeline(argv[0], out, &e);
+		rc = trace_cmd_timeline(argv[0], out, fmt == TRACE_FMT_CHROME ? fmt : TRACE_FMT_TEXT, &e);
+	else if (!strcmp(cmd, "provenance") && nargs == 1)
+		rc = trace_cmd_provenance(argv[0], result, adj.store, out, &e);
+	else if (!strcmp(cmd, "verify-provenance") && nargs == 1)
+		rc = trace_cmd_verify_provenance(argv[0], adj.store, &e);
 	else if (!strcmp(cmd, "bisect") && nargs == 2)
 		rc = trace_cmd_bisect(argv[0], argv[1], fmt, &e);
 	else if (!strcmp(cmd, "adjudicate") && nargs == 2) {

@@ -34,3 +34,9 @@ timeline=${TMPDIR:-/tmp}/sbx-demo-timeline.html
 "$bin/sbx-trace" timeline -o "$timeline" "$work/build.trace"
 echo
 echo "== the build's timeline (self-contained HTML): $timeline"
+echo
+echo "== build provenance (in-toto SLSA v1, DSSE-signed with the store's key): its subjects"
+"$bin/sbx-trace" provenance --result "$work/result.json" -o "$work/provenance.json" "$work/build.trace"
+"$bin/sbx-trace" verify-provenance "$work/provenance.json"
+jq -r .payload "$work/provenance.json" | base64 -d |
+	jq -r '.subject[] | "\(.digest.sha256[:16])…  \(.name)"'

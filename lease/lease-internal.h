@@ -54,6 +54,10 @@ int lease_journal_each(struct lease_store *s, int (*fn)(void *, size_t, const ch
 /* rebuild.c: after a crash of the machine (another boot id), rewrite every record
  * and the slot index from the journal, durably. */
 int lease_rebuild(struct lease_store *s, struct common_err *e);
+/* lease_ns_digest of a namespace being destroyed: what its owner cannot read is
+ * opened up first, so no guest can make its namespace undestroyable. */
+int lease_ns_destroy_digest(const char *dir, char hex[COMMON_SHA256_HEX], uint64_t *cells,
+			    uint64_t *bytes, struct common_err *e);
 /* The idempotent side effects of a record's state: ns dir, slot index. */
 int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e);
 /* Leases whose run died holding them (claim file left, nobody holds it). */

@@ -49,6 +49,10 @@ struct lease_store;
 int lease_store_open(const char *dir, struct lease_store **out, struct common_err *e);
 void lease_store_close(struct lease_store *s);
 const char *lease_store_dir(const struct lease_store *s);
+/* Sign msg with the store's Ed25519 authority key (provenance); its public key. */
+int lease_store_sign(const struct lease_store *s, const void *msg, size_t len, uint8_t sig[64],
+		     struct common_err *e);
+void lease_store_pubkey(const struct lease_store *s, uint8_t pub[32]);
 /* Current batch of the store clock. */
 int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e);
 /* Directory of the lease's namespace storage (mounted at /ns in the guest). */
@@ -69,11 +73,22 @@ int lease_clock_set_mode(struct lease_store *s, const char *mode, json_t **out,
 int lease_clock_tick(struct lease_store *s, uint64_t n, json_t **out, struct common_err *e);
 
 /* Namespace bytes now: Σ(key length + value length) over the cells (regular files
- * under ns/ID, key = relative path; a symlink's value is its target). */
+ * under ns/ID, key = relative path; a symlink's value is its target). A walk enters
+ * directories at most LEASE_NS_DEPTH_MAX below the root and takes at most
+ * LEASE_NS_CELLS_MAX cells: a namespace beyond either, or with an entry it cannot
+ * read, fails the walk. An entry that vanishes mid-walk is skipped. */
+#define LEASE_NS_DEPTH_MAX 64
+#define LEASE_NS_CELLS_MAX (1u << 20)
 int lease_ns_bytes(struct lease_store *s, const char *id, uint64_t *bytes, struct common_err *e);
-/* Digest of the namespace cells in key order (what destroy records). */
+/* The same for the namespace directory dir (the meter's last measurement). */
+int lease_ns_measure(const char *dir, uint64_t *bytes, struct common_err *e);
+/* Digest of the namespace cells in key order, with their count and bytes: any
+ * depth or size (no bound; the walk holds one directory's names per level). */
 int lease_ns_digest(const char *dir, char hex[COMMON_SHA256_HEX], uint64_t *cells,
 		    uint64_t *bytes, struct common_err *e);
+/* 1 when a walk's errno means the entry was removed, or replaced by a non-directory,
+ * between its listing and its opening: a race the walk skips, not a failure. */
+int lease_ns_vanished(int err);
 
 /* The declared bounds of a request. */
 struct lease_request {

@@ -467,7 +467,7 @@ static int edge_receipt(struct lease_store *s, const json_t *rec, enum lease_edg
 		break;
 	case LEASE_EDGE_DESTROY:
 		ns = lease_ns_dir(s, id);
-		rc = lease_ns_digest(ns, hex, &cells, &bytes, e);
+		rc = lease_ns_destroy_digest(ns, hex, &cells, &bytes, e);
 		free(ns);
 		if (rc < 0)
 			goto fail;

@@ -817,3 +817,14 @@ out:
 	json_decref(pair);
 	return ret;
 }
+
+int lease_store_sign(const struct lease_store *s, const void *msg, size_t len, uint8_t sig[64],
+		     struct common_err *e)
+{
+	return common_key_sign(&s->key, msg, len, sig, e);
+}
+
+void lease_store_pubkey(const struct lease_store *s, uint8_t pub[32])
+{
+	memcpy(pub, s->key.pub, 32);
+}

@@ -218,43 +218,139 @@ int common_mkdir_p(const char *path, mode_t mode, struct common_err *e)
 	return 0;
 }
 
-static int rm_at(int at, const char *name, struct common_err *e)
-{
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	int fd;
+/* A directory being removed: the names of its subdirectories still to remove. */
+struct rm_level {
+	char **sub;
+	size_t n;
+	dev_t dev;   /* to check the way back up through ".." */
+	ino_t ino;
+};
 
-	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : common_errno(e, errno, "stat %s", name);
-	if (!S_ISDIR(st.st_mode)) {
-		if (unlinkat(at, name, 0) < 0 && errno != ENOENT)
-			return common_errno(e, errno, "unlink %s", name);
-		return 0;
+/* A directory of ours that we may not list or change is opened up: it goes next. */
+static void rm_open_up(int at, const char *name, const struct stat *st)
+{
+	if ((st->st_mode & 0700) != 0700 && st->st_uid == geteuid())
+		fchmodat(at, name, (st->st_mode & 07777) | 0700, 0);
+}
+
+/* Unlink what directory fd holds except directories, whose names go to l. */
+static int rm_files(int fd, struct rm_level *l, struct common_err *e)
+{
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	struct dirent *de;
+	struct stat st;
+	size_t cap = 0;
+	int r = 0;
+
+	if (!d || fstat(fd, &st) < 0) {
+		r = common_errno(e, errno, "opendir");
+		if (d)
+			closedir(d);
+		else if (dfd >= 0)
+			close(dfd);
+		return r;
 	}
-	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return common_errno(e, errno, "open %s", name);
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return common_errno(e, errno, "opendir %s", name);
-	}
-	while ((de = readdir(d))) {
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	while (r == 0 && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (rm_at(dirfd(d), de->d_name, e) < 0) {
-			closedir(d);
-			return -1;
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				r = common_errno(e, errno, "stat %s", de->d_name);
+		} else if (S_ISDIR(st.st_mode)) {
+			rm_open_up(fd, de->d_name, &st);
+			if (l->n == cap) {
+				cap = cap ? 2 * cap : 8;
+				l->sub = common_xrealloc(l->sub, cap * sizeof *l->sub);
+			}
+			l->sub[l->n++] = common_xstrdup(de->d_name);
+		} else if (unlinkat(fd, de->d_name, 0) < 0 && errno != ENOENT) {
+			r = common_errno(e, errno, "unlink %s", de->d_name);
 		}
 	}
 	closedir(d);
-	if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		return common_errno(e, errno, "rmdir %s", name);
-	return 0;
+	return r;
 }
 
+/* Leave the deepest level for its parent, checked, and remove the directory left. */
+static int rm_up(int *fd, struct rm_level *parent, struct common_err *e)
+{
+	struct stat st;
+	int up = openat(*fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char *name = parent->sub[--parent->n];
+	int r = 0;
+
+	if (up < 0 || fstat(up, &st) < 0 || st.st_dev != parent->dev || st.st_ino != parent->ino) {
+		r = common_errf(e, name, "moved while it was removed");
+		if (up >= 0)
+			close(up);
+	} else {
+		close(*fd);
+		*fd = up;
+		if (unlinkat(up, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			r = common_errno(e, errno, "rmdir %s", name);
+	}
+	free(name);
+	return r;
+}
+
+/* Any depth with two descriptors: a directory's files go first, then its
+ * subdirectories one at a time, coming back up through "..". */
 int common_rm_rf(const char *path, struct common_err *e)
 {
-	return rm_at(AT_FDCWD, path, e);
+	struct rm_level *lv;
+	size_t nl = 1, capl = 16;
+	struct stat st;
+	int fd, r;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : common_errno(e, errno, "stat %s", path);
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			return common_errno(e, errno, "unlink %s", path);
+		return 0;
+	}
+	rm_open_up(AT_FDCWD, path, &st);
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return common_errno(e, errno, "open %s", path);
+	lv = common_xcalloc(capl, sizeof *lv);
+	r = rm_files(fd, &lv[0], e);
+	while (r == 0 && nl > 0) {
+		if (lv[nl - 1].n == 0) {
+			free(lv[--nl].sub);
+			if (nl > 0)
+				r = rm_up(&fd, &lv[nl - 1], e);
+			continue;
+		}
+		const char *name = lv[nl - 1].sub[lv[nl - 1].n - 1];
+		int child = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (child < 0) {
+			if (errno != ENOENT)
+				r = common_errno(e, errno, "open %s", name);
+			else
+				free(lv[nl - 1].sub[--lv[nl - 1].n]);
+			continue;
+		}
+		if (nl == capl) {
+			capl *= 2;
+			lv = common_xrealloc(lv, capl * sizeof *lv);
+		}
+		lv[nl] = (struct rm_level){ 0 };
+		r = rm_files(child, &lv[nl++], e);
+		close(fd);
+		fd = child;
+	}
+	while (nl > 0) {
+		struct rm_level *l = &lv[--nl];
+		while (l->n > 0)
+			free(l->sub[--l->n]);
+		free(l->sub);
+	}
+	free(lv);
+	close(fd);
+	if (r == 0 && rmdir(path) < 0 && errno != ENOENT)
+		r = common_errno(e, errno, "rmdir %s", path);
+	return r;
 }

@@ -8,18 +8,34 @@ load helpers
 setup() {
 	sbx_setup_store
 	cd "$BATS_TEST_TMPDIR"
+	AS=""
 }
 
-# hog DIM REQUEST-OPTIONS... -- HOG-ARGS...: one ephemeral run that must be closed by DIM.
+teardown() {
+	[ -z "${UDIR:-}" ] || rm -rf "$UDIR"
+}
+
+# the following runs as an unprivileged invoking user (nobody), store and files in a 0777 dir
+as_nobody() {
+	UDIR=$(mktemp -d /tmp/sbx-meter.XXXXXX)
+	chmod 0777 "$UDIR"
+	cd "$UDIR"
+	AS="setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE=$UDIR/store"
+}
+
+# hog DIM REQUEST-OPTIONS... -- HOG-ARGS...: one ephemeral run (or one on --lease ID)
+# that must be closed by DIM.
 hog() {
 	local dim=$1 opts=() start end
 	shift
+	[ "$1" = --lease ] || opts=(--ephemeral)
 	while [ "$1" != -- ]; do opts+=("$1"); shift; done
 	shift
 	start=$(date +%s%N)
 	status=0
-	sbx-run --ephemeral "${opts[@]}" --result r.json -- "$@" >out 2>err || status=$?
+	$AS sbx-run "${opts[@]}" --result r.json -- "$@" >out 2>err || status=$?
 	end=$(date +%s%N)
+	[ "$status" = 124 ] || cat err >&2
 	assert_equal "$status" 124
 	assert_equal "$(jq -r .closed r.json)" "$dim"
 	assert_equal "$(jq -r .exit_code r.json)" 124
@@ -77,6 +93,40 @@ usage_of() { jq -r ".usage.$1" r.json; }
 	[ "$(usage_of namespace_bytes)" -gt $((1 << 20)) ]
 }
 
+# the closed lease's namespace is destroyed with it: the receipt digests every cell
+destroyed_cells() { jq -r '.receipts[] | select(.edge == "destroy") | .cells' r.json; }
+
+@test "a namespace nested deeper than the walk goes counts as full" {
+	# 70 directories, 2 MiB at the bottom: closed while it waits, and when it exits at once
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nsdeep 70
+	assert_equal "$(usage_of namespace_bytes)" $(((1 << 20) + 1))
+	assert_equal "$(destroyed_cells)" 1
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nsdeep 65 exit
+	# on a lease of its own too
+	hog namespace_bytes --lease "$(new_active --limits namespace_bytes=1M)" -- \
+		"$GUESTS/meter_hog" nsdeep 70
+	# as deep as the walk goes (64) is measured, not full: key d/d/.../big
+	run sbx-run --ephemeral --limits namespace_bytes=3M --result r.json -- \
+		"$GUESTS/meter_hog" nsdeep 64 exit
+	assert_success
+	assert_equal "$(usage_of namespace_bytes)" $(((2 << 20) + 64 * 2 + 3))
+}
+
+@test "a directory its owner made unreadable counts as full, as root and unprivileged" {
+	# root reads it anyway: measured
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide exit
+	[ "$(usage_of namespace_bytes)" -gt $((2 << 20)) ]
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	as_nobody
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide
+	assert_equal "$(usage_of namespace_bytes)" $(((1 << 20) + 1))
+	assert_equal "$(destroyed_cells)" 1
+	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nshide exit
+	assert_equal "$(ls "$UDIR/store/ns")" ""
+	hog namespace_bytes --lease "$(new_active --limits namespace_bytes=1M)" -- \
+		"$GUESTS/meter_hog" nshide
+}
+
 @test "a sleeper past its lifetime is stopped by the wall clock" {
 	hog lifetime --lifetime 2 -- /bin/sleep 30
 }
@@ -105,8 +155,8 @@ usage_of() { jq -r ".usage.$1" r.json; }
 }
 
 new_active() {
-	sbx-lease request --image "$GUESTS/meter_hog" "$@" | sbx-lease fund --amount 0 --evidence - |
-		sbx-lease activate --evidence - | jq -r .lease.id
+	$AS sbx-lease request --image "$GUESTS/meter_hog" "$@" | $AS sbx-lease fund --amount 0 --evidence - |
+		$AS sbx-lease activate --evidence - | jq -r .lease.id
 }
 
 @test "observations are in the lease after kill -9 of sbx-run, and stay monotonic" {
@@ -250,4 +300,20 @@ PY
 	run sbx-run --ephemeral --limits memory=256M --ro "$PWD/share.py:/share.py" --result r.json -- /usr/bin/python3 /share.py own
 	assert_equal "$status" 124
 	assert_equal "$(jq -r .closed r.json)" memory
+}
+
+@test "memory held in the run's tmpfs counts, and no tmpfs holds more than the memory bound" {
+	# 512 MiB into /tmp and /dev/shm under memory=64M: the mounts stop at 64 MiB
+	# (ENOSPC) and the pages close the lease on memory
+	for d in /tmp /dev/shm; do
+		run sbx-run --ephemeral --limits memory=64M --result r.json -- /bin/sh -c \
+			"dd if=/dev/zero of=$d/big bs=1M count=512 2>&1; sleep 2"
+		assert_equal "$status" 124
+		assert_equal "$(jq -r .closed r.json)" memory
+		assert_output --partial "No space left on device"
+	done
+	# within the bound nothing changes
+	run sbx-run --ephemeral --limits memory=256M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/f bs=1M count=16 2>/dev/null && echo wrote'
+	assert_success
+	assert_output wrote
 }

@@ -195,8 +195,8 @@ path"
 	printf 'data' > notexec
 	run sbx-run --ephemeral -- ./notexec
 	assert_equal "$status" 126
-	# executable but not an image: refused before the store is created
-	printf '#!/bin/sh\necho hi\n' > script; chmod +x script
+	# executable but not an image (nor a #! script): refused before the store is created
+	printf 'data' > script; chmod +x script
 	run sbx-run --store "$BATS_TEST_TMPDIR/fresh" --ephemeral -- ./script
 	assert_equal "$status" 126
 	assert_output --partial "not an ELF file"

@@ -287,6 +287,17 @@ small_trace() {
 	grep -q 'hostname' t.html
 	run grep -Eic '<script|https?://|src=' t.html
 	assert_output 0
+	# Chrome trace events for Perfetto and chrome://tracing: a named track and a
+	# slice per process, files as instant events
+	run sbx-trace timeline --format chrome -o t.json t.trace
+	assert_success
+	procs=$(sbx-trace files t.trace | jq '.processes | length')
+	[ "$(jq '[.traceEvents[] | select(.ph == "X")] | length' t.json)" = "$procs" ]
+	[ "$(jq '[.traceEvents[] | select(.ph == "M" and .name == "process_name")] | length' t.json)" = "$procs" ]
+	jq -e '[.traceEvents[] | select(.ph == "i" and .name == "read /etc/hostname")] | length > 0' t.json
+	jq -e 'all(.traceEvents[]; (.ts // 0 | type) == "number" and (.pid | type) == "number")' t.json
+	run /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["displayTimeUnit"], len(d["traceEvents"]) > 0)' t.json
+	assert_output "ms True"
 }
 
 @test "stats: a process that made no recorded call has the parent its spawn event names" {
@@ -411,4 +422,52 @@ rechain() {
 	assert_output "$(seq 1 3000 | tr '\n' ' ' | sed 's/ $//')"
 	run jq -r 'select(.ev == "exec" and .path == "/usr/bin/echo") | .argv[3001] | length' a.trace
 	assert_output 5000
+}
+
+@test "provenance: a DSSE-signed in-toto SLSA statement of a real build, verified independently; one changed byte refuses it" {
+	mkdir w && cp -r "$BATS_TEST_DIRNAME/../examples/hello/." w/
+	make -s -C w clean >/dev/null
+	sbx-run --ephemeral --rw "$PWD/w:/src" --trace t.jsonl --result r.json -- make -s -C /src -j2 >/dev/null
+	run sbx-trace provenance --result r.json -o p.json t.jsonl
+	assert_success
+	run sbx-trace verify-provenance p.json
+	assert_success
+	n=$(jq -r .payload p.json | base64 -d | jq '.subject | length')
+	[ "$n" -gt 5 ]
+	assert_output "{\"ok\":true,\"subjects\":$n}"
+	# an independent DSSE and Ed25519 implementation (Python's cryptography)
+	cat >check.py <<'PY'
+import base64, hashlib, json, sys
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+env = json.load(open(sys.argv[1]))
+pub = Ed25519PublicKey.from_public_bytes(bytes.fromhex(open(sys.argv[2]).read().strip()))
+body = base64.b64decode(env["payload"], validate=True)
+t = env["payloadType"].encode()
+pae = b"DSSEv1 %d %s %d %s" % (len(t), t, len(body), body)
+pub.verify(base64.b64decode(env["signatures"][0]["sig"]), pae)
+st = json.loads(body)
+assert st["_type"] == "https://in-toto.io/Statement/v1"
+assert st["predicateType"] == "https://slsa.dev/provenance/v1"
+for s in st["subject"]:
+    host = sys.argv[3] + s["name"][len("/src"):]
+    assert hashlib.sha256(open(host, "rb").read()).hexdigest() == s["digest"]["sha256"], s["name"]
+deps = st["predicate"]["buildDefinition"]["resolvedDependencies"]
+assert any(d["uri"].endswith("/usr/bin/make") and "digest" in d for d in deps)
+print("verified", len(st["subject"]))
+PY
+	run /usr/bin/python3 check.py p.json "$SBX_STORE/authority.pub" "$PWD/w"
+	assert_success
+	assert_output "verified $n"
+	jq -r .payload p.json | base64 -d | jq -e '.predicate.buildDefinition.internalParameters.lease == "'"$(jq -r .lease r.json)"'"'
+	jq -r .payload p.json | base64 -d | jq -e '.predicate.buildDefinition.internalParameters.last_receipt_digest == "'"$(jq -r '.receipts[-1].digest' r.json)"'"'
+	# one byte of the payload changed: both verifiers refuse
+	jq -c ".payload = \"$(jq -r .payload p.json | base64 -d | sed 's/adler\.o/adlfr.o/' | base64 -w0)\"" p.json >bad.json
+	run sbx-trace verify-provenance bad.json
+	assert_failure
+	assert_output --partial "the signature does not verify"
+	run /usr/bin/python3 check.py bad.json "$SBX_STORE/authority.pub" "$PWD/w"
+	assert_failure
+	run sbx-trace verify-provenance r.json
+	assert_failure
+	assert_output --partial "not a DSSE envelope"
 }

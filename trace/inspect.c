@@ -490,7 +490,7 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 		free(in);
 		return common_errno(e, errno, "inspector arena");
 	}
-	in->meter = trace_meter_new(o->ns_dir, o->relay);
+	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
 	/* metering needs no stop: read/write trap only for a rule or callback on them */
 	in->classes = 0;
 	if (o->fn)
@@ -1011,7 +1011,10 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 	cfg->trace_classes |= trace_inspector_classes(b->ins);
 	cfg->state_fd = b->state.memfd;
 	/* memory is held on the pages really used (the meter), never on address space:
-	 * JVMs, sanitizers, Go and V8 reserve far more than they touch */
+	 * JVMs, sanitizers, Go and V8 reserve far more than they touch; a tmpfs of the
+	 * run holds at most the bound (its pages count as memory too) */
+	if (b->limits[LEASE_DIM_MEMORY] < (1ull << 40))
+		cfg->tmpfs_bytes = b->limits[LEASE_DIM_MEMORY] ? b->limits[LEASE_DIM_MEMORY] : 4096;
 	cfg->rlimit_nofile = nofile_cap(b->limits[LEASE_DIM_TABLE_ELEMENTS]);
 	return 0;
 }

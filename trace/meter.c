@@ -4,7 +4,8 @@
  * shared inside the tree counted once; VmHWM at exit), storage from the kernel's per-task I/O accounting (rchar/wchar of
  * /proc/TID/task/TID/io, sampled while a task lives and taken at its exit event) minus
  * the bytes the guest wrote into the output relay's pipes, table_elements as the peak
- * of open fds, namespace_bytes from the ns directory. Output comes from the relay.
+ * of open fds, namespace_bytes from the ns directory (one it cannot measure completely
+ * counts as one byte past its bound). Output comes from the relay.
  * Nothing here needs a syscall to stop: storage costs no ptrace stop at all.
  * Every value is kept monotonic. A task sampled at a tick keeps its schedstat and io
  * files open (a bounded number of tasks), so later samples and its exit stop cost a
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/trace.h"
@@ -26,7 +28,7 @@ _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dime
 #define KEEP_MAX 128             /* tasks whose files stay open (two fds each)... */
 #define KEEP_SHARE 8             /* ...using at most a quarter of RLIMIT_NOFILE */
 #define NS_STEP 16384            /* namespace entries looked at per tick */
-#define NS_DEPTH 64              /* as deep as the lease's own walk goes */
+#define NS_DEPTH LEASE_NS_DEPTH_MAX /* as deep as the lease's own walk goes */
 
 /* The namespace walked a bounded step per tick (a guest may make it huge): one
  * open directory per level, so memory and fds stay bounded whatever the tree. */
@@ -35,6 +37,7 @@ struct ns_walk {
 	size_t keylen[NS_DEPTH + 1]; /* each open directory's key (relative path) length */
 	int n;                       /* directories open; 0 between passes */
 	uint64_t acc;                /* this pass's bytes so far */
+	uint64_t cells;              /* and cells */
 };
 
 struct task {
@@ -51,6 +54,7 @@ struct trace_meter {
 	uint64_t dead_r, dead_w; /* their rchar/wchar */
 	uint64_t u[LEASE_DIM_COUNT];
 	char *ns_dir;
+	uint64_t ns_bound;
 	long page;
 	size_t nkept, keep_max;  /* tasks holding open files, and their budget */
 	const struct trace_relay *relay;
@@ -58,12 +62,14 @@ struct trace_meter {
 	uint64_t host_w;         /* bytes sbx wrote on the guest's behalf (its trace) */
 };
 
-struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay)
+struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
+				    const struct trace_relay *relay)
 {
 	struct trace_meter *m = common_xcalloc(1, sizeof *m);
 	struct rlimit rl;
 
 	m->ns_dir = ns_dir ? common_xstrdup(ns_dir) : NULL;
+	m->ns_bound = ns_bound;
 	m->page = sysconf(_SC_PAGESIZE);
 	m->relay = relay;
 	m->keep_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / KEEP_SHARE < KEEP_MAX ?
@@ -81,14 +87,19 @@ static void task_close(struct trace_meter *m, struct task *t)
 	m->nkept--;
 }
 
+static void ns_close(struct ns_walk *w)
+{
+	while (w->n > 0)
+		closedir(w->d[--w->n]);
+}
+
 void trace_meter_free(struct trace_meter *m)
 {
 	if (!m)
 		return;
 	for (size_t i = 0; i < m->n; i++)
 		task_close(m, &m->t[i]);
-	while (m->walk.n > 0)
-		closedir(m->walk.d[--m->walk.n]);
+	ns_close(&m->walk);
 	free(m->t);
 	free(m->ns_dir);
 	free(m);
@@ -288,38 +299,51 @@ void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes)
 }
 
 /* Σ(key length + value length) of the cells, by the lease's own definition (one walk
- * for the meter and the store); 0 while the directory is unreadable. */
-uint64_t trace_meter_ns_bytes(const char *dir)
+ * for the meter and the store); -1 when the namespace cannot be measured completely. */
+int trace_meter_ns_bytes(const char *dir, uint64_t *bytes)
 {
-	uint64_t bytes = 0;
-
-	if (lease_ns_digest(dir, NULL, NULL, &bytes, NULL) < 0)
-		return 0;
-	return bytes;
+	return lease_ns_measure(dir, bytes, NULL);
 }
 
-/* One entry of the walk: a cell adds key + value length, a directory is entered. */
-static void ns_entry(struct ns_walk *w, DIR *d, const char *name)
+/* What the meter cannot see counts as full: one byte past the bound closes the lease
+ * (a guest hiding bytes from the walk only closes its own lease). */
+static void ns_unmeasured(struct trace_meter *m)
+{
+	ns_close(&m->walk);
+	if (m->ns_bound < UINT64_MAX)
+		raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], m->ns_bound + 1);
+}
+
+/* One entry of the walk: a cell adds key + value length, a directory is entered;
+ * -1 when the entry cannot be measured (the lease's walk would fail on it too). */
+static int ns_entry(struct ns_walk *w, DIR *d, const char *name)
 {
 	struct stat st;
 	size_t kl = w->keylen[w->n - 1] + (w->n > 1) + strlen(name);
 	if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return;
+		return lease_ns_vanished(errno) ? 0 : -1;
 	if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
 		w->acc += kl + (uint64_t)st.st_size; /* a symlink's size is its target's length */
-	} else if (S_ISDIR(st.st_mode) && w->n <= NS_DEPTH) {
-		int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		DIR *sub = fd < 0 ? NULL : fdopendir(fd);
-		if (!sub && fd >= 0)
-			close(fd);
-		if (sub) {
-			w->keylen[w->n] = kl;
-			w->d[w->n++] = sub;
-		}
+		return ++w->cells > LEASE_NS_CELLS_MAX ? -1 : 0;
 	}
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	if (w->n > NS_DEPTH)
+		return -1;
+	int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return lease_ns_vanished(errno) ? 0 : -1;
+	if (!(w->d[w->n] = fdopendir(fd))) {
+		close(fd);
+		return -1;
+	}
+	w->keylen[w->n++] = kl;
+	return 0;
 }
 
-/* At most NS_STEP entries of the namespace; a finished pass raises the meter. */
+/* At most NS_STEP entries of the namespace. What the pass has seen so far raises the
+ * meter at every step, not only at its end: a guest adding entries faster than the
+ * walk reads them would otherwise keep a pass from ever ending. */
 static void ns_step(struct trace_meter *m)
 {
 	struct ns_walk *w = &m->walk;
@@ -331,23 +355,60 @@ static void ns_step(struct trace_meter *m)
 				return;
 			}
 			int fd = open(m->ns_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT)
+				return; /* not made yet: no cells */
 			if (fd < 0 || !(w->d[0] = fdopendir(fd))) {
 				if (fd >= 0)
 					close(fd);
+				ns_unmeasured(m);
 				return;
 			}
 			w->keylen[0] = 0;
 			w->n = 1;
-			w->acc = 0;
+			w->acc = w->cells = 0;
 			started = 1;
 			continue;
 		}
+		errno = 0;
 		struct dirent *de = readdir(w->d[w->n - 1]);
+		if (!de && errno) {
+			ns_unmeasured(m);
+			return;
+		}
 		if (!de)
 			closedir(w->d[--w->n]);
-		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			ns_entry(w, w->d[w->n - 1], de->d_name);
+		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+			 ns_entry(w, w->d[w->n - 1], de->d_name) < 0) {
+			ns_unmeasured(m);
+			return;
+		}
 	}
+	raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], w->acc);
+}
+
+/* Memory held in the run's tmpfs mounts (/tmp, /run, /dev/shm, --mount tmpfs):
+ * pages no process needs to map, seen through a live guest task's mount table. */
+static uint64_t tmpfs_bytes(pid_t pid)
+{
+	char path[64], line[1024], at[PATH_MAX + 64];
+	uint64_t sum = 0;
+	snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		char mnt[PATH_MAX], fstype[64];
+		const char *dash = strstr(line, " - ");
+		struct statfs sf;
+		if (!dash || sscanf(dash, " - %63s", fstype) != 1 || strcmp(fstype, "tmpfs") ||
+		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		snprintf(at, sizeof at, "/proc/%d/root%s", (int)pid, mnt);
+		if (statfs(at, &sf) == 0 && sf.f_blocks >= sf.f_bfree)
+			sum += (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+	}
+	fclose(f);
+	return sum;
 }
 
 static void sample(struct trace_meter *m, int whole_ns)
@@ -384,12 +445,19 @@ static void sample(struct trace_meter *m, int whole_ns)
 		}
 	}
 	raise_to(&m->u[LEASE_DIM_FUEL], (m->dead_ns + live_ns) / 1000);
+	if (m->n)
+		rss += tmpfs_bytes(m->t[0].tgid);
 	raise_to(&m->u[LEASE_DIM_MEMORY], rss);
 	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
-	if (m->ns_dir && whole_ns)
-		raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], trace_meter_ns_bytes(m->ns_dir));
-	else if (m->ns_dir)
+	if (m->ns_dir && whole_ns) {
+		uint64_t b;
+		if (trace_meter_ns_bytes(m->ns_dir, &b) < 0)
+			ns_unmeasured(m);
+		else
+			raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], b);
+	} else if (m->ns_dir) {
 		ns_step(m);
+	}
 	raise_to(&m->u[LEASE_DIM_STORAGE_READ], rd);
 	if (m->relay) {
 		uint64_t b, l, piped;

@@ -52,8 +52,6 @@ struct trace_plan {
 	int err_fd[2];             /* child -> supervisor: set-up error text; EOF on exec */
 	char *const *argv;
 	char *const *envp;
-	char ovl[TRACE_OVERLAYS_MAX][PATH_MAX]; /* the child's mount-point overlays, sealed last */
-	size_t novl;
 };
 
 int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e);

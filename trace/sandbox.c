@@ -792,6 +792,11 @@ static int is_prefix(const char *pre, const char *path)
 
 /* A missing mount target is created only inside a tmpfs of this run (or a
  * top-level name the host / lacks), never in a host directory. */
+/* The child's mount-point overlays, sealed last: the child's own copy of this
+ * memory (no malloc after clone, and nothing on a caller thread's stack). */
+static char ovl[TRACE_OVERLAYS_MAX][PATH_MAX];
+static size_t novl;
+
 /* A target missing under a read-only directory of the guest's tree: the
  * deepest directory that exists gets an overlay whose upper layer is the
  * set-up tmpfs, so the mount point is made there and never on the host. */
@@ -811,13 +816,13 @@ static void overlay_missing(struct trace_plan *p, const struct trace_mnt *m)
 	if (!S_ISDIR(st.st_mode))
 		child_fail(p, ENOTDIR, "mount target %s: %s is not a directory", m->dst,
 			   d + strlen(NEWROOT));
-	for (size_t i = 0; i < p->novl; i++)
-		if (strcmp(p->ovl[i], d) == 0)
+	for (size_t i = 0; i < novl; i++)
+		if (strcmp(ovl[i], d) == 0)
 			return; /* made for an earlier target */
-	if (p->novl == TRACE_OVERLAYS_MAX || strpbrk(d, ",:\\"))
+	if (novl == TRACE_OVERLAYS_MAX || strpbrk(d, ",:\\"))
 		child_fail(p, EINVAL, "mount target %s: cannot add a mount point below %s", m->dst,
 			   d + strlen(NEWROOT));
-	snprintf(up, sizeof up, "/ovl%zu", p->novl);
+	snprintf(up, sizeof up, "/ovl%zu", novl);
 	snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/u,workdir=%s/w", d, up, up);
 	char u[80], w[80];
 	snprintf(u, sizeof u, "%s/u", up);
@@ -825,7 +830,7 @@ static void overlay_missing(struct trace_plan *p, const struct trace_mnt *m)
 	if (mkdir(up, 0700) < 0 || mkdir(u, 0755) < 0 || mkdir(w, 0700) < 0 ||
 	    mount("overlay", d, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
 		child_fail(p, errno, "mount target %s: overlay on %s", m->dst, d + strlen(NEWROOT));
-	snprintf(p->ovl[p->novl++], PATH_MAX, "%s", d);
+	snprintf(ovl[novl++], PATH_MAX, "%s", d);
 }
 
 static void ensure_target(struct trace_plan *p, size_t i)
@@ -995,10 +1000,18 @@ static void do_mount(struct trace_plan *p, size_t i)
 	if (i > 0)
 		ensure_target(p, i);
 	switch (m->type) {
-	case TRACE_MOUNT_TMPFS:
-		if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, m->opts ? m->opts : "mode=0755") < 0)
+	case TRACE_MOUNT_TMPFS: {
+		/* tmpfs pages are memory: no mount holds more than the run's memory bound */
+		char opts[256];
+		const char *o = m->opts ? m->opts : "mode=0755";
+		if (p->cfg->tmpfs_bytes && !strstr(o, "size="))
+			snprintf(opts, sizeof opts, "%s,size=%llu", o, (unsigned long long)p->cfg->tmpfs_bytes);
+		else
+			snprintf(opts, sizeof opts, "%s", o);
+		if (mount("tmpfs", m->at, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 			child_fail(p, errno, "tmpfs at %s", m->dst);
 		break;
+	}
 	case PLAN_MOUNT_DEV:
 		make_dev(p, m);
 		break;
@@ -1320,8 +1333,8 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	for (size_t i = 0; i < p->nm; i++)
 		if (p->m[i].type == PLAN_MOUNT_DEV || p->m[i].sealed)
 			set_attr(p, p->m[i].at, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0);
-	for (size_t i = 0; i < p->novl; i++)
-		set_attr(p, p->ovl[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+	for (size_t i = 0; i < novl; i++)
+		set_attr(p, ovl[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 	/* into the guest's tree; the old root (the host) is detached, cwd included */
 	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
 		child_fail(p, errno, "pivot_root to the guest tree");

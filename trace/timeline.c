@@ -113,9 +113,68 @@ static void walk(FILE *f, struct row *rows, size_t n, size_t at, int depth, long
 			walk(f, rows, n, i, depth + 1, t0, span, idx);
 }
 
-int trace_cmd_timeline(const char *path, const char *out, struct common_err *e)
+/* The timeline as Chrome trace events (Perfetto, chrome://tracing): a track per
+ * process named by its program, a slice for its life with its command line, and
+ * its files as instant events (reads at its start, writes at its end). */
+static json_t *chrome_events(const json_t *br)
+{
+	json_t *ev = json_array(), *p;
+	size_t i;
+	json_array_foreach(json_object_get(br, "processes"), i, p) {
+		json_int_t pid = jint(p, "pid"), t0 = jint(p, "t_start"), t1 = jint(p, "t_end");
+		const char *exe = json_string_value(json_object_get(p, "exe"));
+		const char *base = exe && strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe ? exe : "?";
+		json_t *argv = json_object_get(p, "argv"), *a, *x;
+		char *line = common_xstrdup("");
+		size_t k;
+		json_array_foreach(argv, k, a) {
+			char *n = common_xasprintf("%s%s%s", line, k ? " " : "", json_string_value(a) ?: "");
+			free(line);
+			line = n;
+		}
+		if (t1 < t0)
+			t1 = t0;
+		x = json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "ph", "M", "name", "process_name", "pid",
+			      pid, "tid", pid, "args", "name", base);
+		if (x)
+			json_array_append_new(ev, x);
+		x = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:{s:O?, s:O?}}", "ph", "X", "cat",
+			      "process", "name", line, "pid", pid, "tid", pid, "ts", t0, "dur", t1 - t0,
+			      "args", "argv", argv, "exit", json_object_get(p, "exit"));
+		if (x)
+			json_array_append_new(ev, x);
+		free(line);
+		for (int w = 0; w < 2; w++)
+			json_array_foreach(json_object_get(p, w ? "outputs" : "inputs"), k, a) {
+				x = json_pack("{s:s, s:s, s:s, s:s+, s:I, s:I, s:I}", "ph", "i", "s", "t",
+					      "cat", w ? "write" : "read", "name", w ? "write " : "read ",
+					      json_string_value(a) ?: "", "pid", pid, "tid", pid, "ts", w ? t1 : t0);
+				if (x)
+					json_array_append_new(ev, x);
+			}
+	}
+	return ev;
+}
+
+static int write_out(const char *out, const char *buf, size_t len, struct common_err *e)
+{
+	if (!strcmp(out, "-"))
+		return common_write_all(1, buf, len) < 0 ? common_errno(e, errno, "write stdout") : 0;
+	return common_write_atomic(out, buf, len, 0644, e);
+}
+
+int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt fmt, struct common_err *e)
 {
 	json_t *br = trace_buildrec(path, 0, e), *procs, *run;
+	if (br && fmt == TRACE_FMT_CHROME) {
+		json_t *doc = json_pack("{s:o, s:s}", "traceEvents", chrome_events(br), "displayTimeUnit", "ms");
+		char *s = json_dumps(doc, JSON_COMPACT);
+		int rc = write_out(out, s, strlen(s), e);
+		free(s);
+		json_decref(doc);
+		json_decref(br);
+		return rc;
+	}
 	char *buf = NULL;
 	size_t len = 0, n, idx = 0;
 	FILE *f;
@@ -176,11 +235,7 @@ int trace_cmd_timeline(const char *path, const char *out, struct common_err *e)
 			walk(f, rows, n, i, 0, t0, span, &idx);
 	fputs("</body></html>\n", f);
 	fclose(f);
-	if (!strcmp(out, "-")) {
-		rc = common_write_all(1, buf, len) < 0 ? common_errno(e, errno, "write stdout") : 0;
-	} else {
-		rc = common_write_atomic(out, buf, len, 0644, e);
-	}
+	rc = write_out(out, buf, len, e);
 	free(buf);
 	free(rows);
 	json_decref(br);

@@ -177,7 +177,7 @@ int trace_reader_partial_line(const struct trace_reader *t); /* unterminated tai
 void trace_reader_close(struct trace_reader *t);
 
 /* sbx-trace subcommands (the main only parses options). */
-enum trace_fmt { TRACE_FMT_JSON, TRACE_FMT_TEXT, TRACE_FMT_MAKE };
+enum trace_fmt { TRACE_FMT_JSON, TRACE_FMT_TEXT, TRACE_FMT_MAKE, TRACE_FMT_CHROME };
 int trace_cmd_verify(const char *path, int require_complete, const char *expect_head,
 		     enum trace_fmt f, struct common_err *e); /* 0 ok, 1 bad, -1 error */
 struct trace_filter {
@@ -194,9 +194,16 @@ int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common
 int trace_cmd_bisect(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
 int trace_cmd_adjudicate(const char *a, const char *b, struct common_err *e);
 int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct common_err *e);
-int trace_cmd_timeline(const char *path, const char *out, struct common_err *e);
+/* HTML (TRACE_FMT_TEXT) or Chrome trace-event JSON (TRACE_FMT_CHROME) to out ("-": stdout). */
+int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt f, struct common_err *e);
 /* The build record of a trace as JSON (new reference), or NULL. */
 json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);
+/* sbx-trace provenance: the build record as a DSSE-signed in-toto statement
+ * (trace/provenance.c); result: NULL or the run's result record; out "-": stdout. */
+int trace_cmd_provenance(const char *trace, const char *result, const char *store,
+			 const char *out, struct common_err *e);
+/* sbx-trace verify-provenance: the envelope's signature by the store's key. */
+int trace_cmd_verify_provenance(const char *file, const char *store, struct common_err *e);
 
 /* ---- inspection (SPEC §6.3; trace/inspect.c, trace/policy.c, trace/coproc.c) ---- */
 /* One trapped syscall at entry, before the kernel runs it; valid inside the callback only. */
@@ -322,6 +329,7 @@ struct trace_config {
 	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
 	const char *ns_dir;           /* host dir mounted rw at /ns */
 	const char *cwd;              /* the guest's working directory (NULL: /ns) */
+	uint64_t tmpfs_bytes;         /* 0, or the size of each tmpfs of the run (its memory bound) */
 	const char *store_dir;        /* real path of the store: never visible to the guest */
 	const char *const *sockets; size_t nsockets; /* --socket: host sockets the guest may use */
 	int owner_set;                /* root invoker: files written through rw binds belong to */
@@ -477,8 +485,11 @@ void trace_relay_free(struct trace_relay *r);
 #define TRACE_DIMS 8
 struct trace_meter;
 struct lease_store;
-/* ns_dir (may be NULL) is metered as namespace_bytes; relay (may be NULL) as output. */
-struct trace_meter *trace_meter_new(const char *ns_dir, const struct trace_relay *relay);
+/* ns_dir (may be NULL) is metered as namespace_bytes, and counts as ns_bound + 1 (full)
+ * while it cannot be measured completely (UINT64_MAX: no bound, left as measured);
+ * relay (may be NULL) as output. */
+struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
+				    const struct trace_relay *relay);
 void trace_meter_free(struct trace_meter *m);
 /* Task lifecycle: every traced task (tgid 0: look it up; known tids are ignored),
  * and its PTRACE_EVENT_EXIT stop (final figures). */
@@ -496,7 +507,8 @@ void trace_meter_host_write(struct trace_meter *m, uint64_t bytes);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
-uint64_t trace_meter_ns_bytes(const char *dir);
+/* A namespace's bytes (lease_ns_digest's walk); -1 when it cannot be measured completely. */
+int trace_meter_ns_bytes(const char *dir, uint64_t *bytes);
 
 /* The issue-4 layer as trace_hooks bodies (ctx = the inspector): metering, usage
  * observations and automatic closure, --policy, --inspect-exec and the C callback. */

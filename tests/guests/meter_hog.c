@@ -1,14 +1,39 @@
 /* Hogs for metering tests: each exceeds one dimension until the supervisor stops it.
- * usage: meter_hog fuel|spin MS|memory|peak MIB|write|read FILE|flood|lines|fds|ns */
+ * usage: meter_hog fuel|spin MS|memory|peak MIB|write|read FILE|flood|lines|fds|ns|
+ *        nsdeep N [exit]|nshide [exit] */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static char buf[1 << 16];
+
+/* 2 MiB into a new file NAME of the working directory. */
+static int put2m(const char *name)
+{
+	int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	memset(buf, 'n', sizeof buf);
+	for (int i = 0; fd >= 0 && i < (2 << 20) / (int)sizeof buf; i++)
+		if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
+			return -1;
+	return fd < 0 ? -1 : close(fd);
+}
+
+/* Done hiding: exit now (the last measurement must see it), or wait to be stopped
+ * (a tick must see it; SIGALRM ends a run nobody stops). */
+static int hold(const char *how)
+{
+	if (how && strcmp(how, "exit") == 0)
+		return 0;
+	alarm(20);
+	for (;;)
+		pause();
+}
 
 int main(int argc, char **argv)
 {
@@ -79,7 +104,20 @@ int main(int argc, char **argv)
 				pause();
 			close(fd);
 		}
+	} else if (strcmp(what, "nsdeep") == 0 && argc > 2) {
+		/* deeper than any walk goes, 2 MiB at the bottom */
+		for (int i = 0; i < atoi(argv[2]); i++)
+			if (mkdir("d", 0755) < 0 || chdir("d") < 0)
+				return 1;
+		return put2m("big") < 0 ? 1 : hold(argv[3]);
+	} else if (strcmp(what, "nshide") == 0) {
+		/* 2 MiB in a file and a directory its owner then cannot read */
+		if (mkdir("h", 0755) < 0 || chdir("h") < 0 || put2m("big") < 0 ||
+		    chmod("big", 0) < 0 || chdir("..") < 0 || chmod("h", 0) < 0)
+			return 1;
+		return hold(argv[2]);
 	}
-	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|write|read FILE|flood|lines|fds|ns\n");
+	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|write|read FILE|flood|lines|fds|ns|"
+		"nsdeep N [exit]|nshide [exit]\n");
 	return 2;
 }

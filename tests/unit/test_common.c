@@ -1,9 +1,12 @@
 /* libcommon: hashing, signing, numbers, canonical JSON, durable files. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/sysmacros.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "libcommon/common.h"
 #include "tests/unit/unit.h"
@@ -205,6 +208,69 @@ static void test_hashcache(void)
 	CHECK(rmdir(dir) == 0);
 }
 
+/* A chain of n directories under root, a file every 10 levels and a side directory
+ * every 7. */
+static int deep_tree(const char *root, int n)
+{
+	int fd = open(root, O_RDONLY | O_DIRECTORY), r = 0;
+
+	for (int i = 0; r == 0 && i < n; i++) {
+		if (i % 10 == 0)
+			close(openat(fd, "f", O_WRONLY | O_CREAT, 0600));
+		if (i % 7 == 0)
+			mkdirat(fd, "side", 0700);
+		int sub = mkdirat(fd, "d", 0700) < 0 ? -1 : openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		close(fd);
+		fd = sub;
+		r = fd < 0 ? -1 : 0;
+	}
+	close(fd);
+	return r;
+}
+
+/* Removal goes to any depth with a few descriptors, and through directories their
+ * owner cannot list or write (a guest leaves them so in its namespace). */
+static void test_rm_rf_hostile(void)
+{
+	char dir[] = "/tmp/test_rm.XXXXXX", *p;
+	struct common_err e;
+	int st;
+
+	CHECK(mkdtemp(dir) != NULL);
+	p = common_xasprintf("%s/t", dir);
+	CHECK(mkdir(p, 0700) == 0 && deep_tree(p, 3000) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { 16, 16 };
+		_exit(setrlimit(RLIMIT_NOFILE, &rl) < 0 || common_rm_rf(p, &e) < 0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(access(p, F_OK) < 0);
+	free(p);
+	p = common_xasprintf("%s/u/a/b", dir);
+	CHECK(common_mkdir_p(p, 0700, &e) == 0);
+	free(p);
+	p = common_xasprintf("%s/u/a/b/f", dir);
+	close(open(p, O_WRONLY | O_CREAT, 0600));
+	free(p);
+	p = common_xasprintf("%s/u/a/c", dir);
+	CHECK(mkdir(p, 0500) == 0);                 /* listable, not writable */
+	free(p);
+	p = common_xasprintf("%s/u/a/b", dir);
+	CHECK(chmod(p, 0) == 0);                    /* neither */
+	free(p);
+	p = common_xasprintf("%s/u/a", dir);
+	CHECK(chmod(p, 0300) == 0);                 /* not listable */
+	free(p);
+	p = common_xasprintf("%s/u", dir);
+	if ((pid = fork()) == 0)
+		_exit(unit_drop_dac() < 0 || common_rm_rf(p, &e) < 0);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(access(p, F_OK) < 0);
+	free(p);
+	CHECK(common_rm_rf(dir, &e) == 0);
+}
+
 int main(void)
 {
 	test_sha256();
@@ -215,5 +281,6 @@ int main(void)
 	test_hashcache();
 	test_escape();
 	test_outfile();
+	test_rm_rf_hostile();
 	return unit_finish("test_common");
 }

@@ -1,6 +1,10 @@
 /* lease: lifecycle table, limits parsing, canonical receipts, evidence checks, store ops. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "tests/unit/unit.h"
@@ -261,6 +265,69 @@ static void test_image(void)
 	CHECK(lease_image_check("/tmp", hex, &e) < 0);
 }
 
+static void put_file(const char *dir, const char *name, const char *value)
+{
+	char *p = common_xasprintf("%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	CHECK(fd >= 0 && write(fd, value, strlen(value)) == (ssize_t)strlen(value));
+	close(fd);
+	free(p);
+}
+
+/* The digest takes the cells in the order of their whole keys ("a.b/.." < "a/.." <
+ * "a0"), as a reference implementation does (golden value), at any depth with a few
+ * descriptors; the bounded measure refuses what lies deeper than it goes. */
+static void test_ns_digest(void)
+{
+	char dir[] = "/tmp/test_ns.XXXXXX", hex[COMMON_SHA256_HEX];
+	const char *dirs[] = { "a", "a/-z", "a.b", "a.b/x", "b", "b/c", "b/c/d", "empty" };
+	uint64_t cells = 0, bytes = 0;
+	struct common_err e;
+	int st;
+
+	CHECK(mkdtemp(dir) != NULL);
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+		char *p = common_xasprintf("%s/%s", dir, dirs[i]);
+		CHECK(mkdir(p, 0700) == 0);
+		free(p);
+	}
+	put_file(dir, "a/x", "hello");
+	put_file(dir, "a0", "1");
+	put_file(dir, "a.b/x/y", "22");
+	put_file(dir, "a/-z/q", "333");
+	put_file(dir, "a.c", "");
+	char *p = common_xasprintf("%s/b/c/d/s", dir);
+	CHECK(symlink("../target", p) == 0);
+	free(p);
+	CHECK(lease_ns_digest(dir, hex, &cells, &bytes, &e) == 0);
+	CHECK_STR(hex, "3ea45e4be7cf0b1b1c360c0fe2eec1f64bb64c80baf83e8bfd24b803a9e13d82");
+	CHECK(cells == 6 && bytes == 48);
+	CHECK(lease_ns_measure(dir, &bytes, &e) == 0 && bytes == 48);
+	/* 200 levels, a 1-byte cell at the bottom: key "d/" x 200 "c" */
+	p = common_xasprintf("%s/deep", dir);
+	CHECK(mkdir(p, 0700) == 0);
+	int fd = open(p, O_RDONLY | O_DIRECTORY);
+	for (int i = 0; i < 200; i++) {
+		int sub = mkdirat(fd, "d", 0700) < 0 ? -1 : openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		close(fd);
+		fd = sub;
+	}
+	CHECK(fd >= 0);
+	close(openat(fd, "c", O_WRONLY | O_CREAT, 0600));
+	close(fd);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { 16, 16 };
+		_exit(setrlimit(RLIMIT_NOFILE, &rl) < 0 ||
+		      lease_ns_digest(p, hex, &cells, &bytes, &e) < 0 || cells != 1 || bytes != 401);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(lease_ns_measure(p, &bytes, &e) < 0 && strstr(e.why, "deeper than 64"));
+	free(p);
+	common_rm_rf(dir, &e);
+}
+
 int main(void)
 {
 	test_table();
@@ -269,5 +336,6 @@ int main(void)
 	test_store();
 	test_snapshot_restore();
 	test_image();
+	test_ns_digest();
 	return unit_finish("test_lease");
 }

@@ -1,7 +1,9 @@
 /* Metering pieces that need no guest: the output relay (order, counts, exact cut at
- * the bounds, EOF), namespace bytes, and the meter's own tree accounting. */
+ * the bounds, EOF), namespace bytes (a namespace the walk cannot measure counts as
+ * full), and the meter's own tree accounting. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +12,9 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/trace.h"
+#include "tests/unit/unit.h"
 
-static int passed, failed;
 static char dir[] = "/tmp/test_meter.XXXXXX";
-
-#define CHECK(c) do { if (c) passed++; else { failed++; \
-	fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
 
 /* Run the relay with bounds over what writer() produces; the delivered bytes land in
  * two files. */
@@ -131,29 +130,35 @@ static void put(const char *name, size_t n)
 	free(buf);
 }
 
+static uint64_t ns_bytes(const char *p)
+{
+	uint64_t b = 0;
+
+	return trace_meter_ns_bytes(p, &b) < 0 ? UINT64_MAX : b;
+}
+
 static void test_ns_bytes(void)
 {
 	char p[512];
 
 	snprintf(p, sizeof p, "%s/ns", dir);
 	mkdir(p, 0755);
-	CHECK(trace_meter_ns_bytes(p) == 0);
+	CHECK(ns_bytes(p) == 0);
 	put("a", 10);                   /* key "a": 1 + 10 */
 	snprintf(p, sizeof p, "%s/ns/d", dir);
 	mkdir(p, 0755);
 	put("d/bc", 100);               /* key "d/bc": 4 + 100 */
 	snprintf(p, sizeof p, "%s/ns", dir);
-	CHECK(trace_meter_ns_bytes(p) == 1 + 10 + 4 + 100);
-	CHECK(trace_meter_ns_bytes("/nonexistent/dir") == 0);
+	CHECK(ns_bytes(p) == 1 + 10 + 4 + 100);
+	CHECK(ns_bytes("/nonexistent/dir") == 0); /* not made yet: no cells */
 }
 
-/* the tick's walk: a step at a time, the same bytes as the whole walk once a
- * pass ends, and a tree larger than one step still finishes */
+/* the tick's walk: the same bytes as the whole walk once a pass ends, and a tree
+ * larger than one step still finishes */
 static void test_ns_tick(void)
 {
 	char p[512];
 	uint64_t u[TRACE_DIMS];
-	int ticks = 0;
 
 	for (int i = 0; i < 20000; i++) { /* more entries than one tick looks at */
 		snprintf(p, sizeof p, "%s/ns/d/e%d", dir, i);
@@ -163,20 +168,158 @@ static void test_ns_tick(void)
 	if (symlink("target", p) < 0)    /* key "d/e7/s": 6 + 6 */
 		abort();
 	snprintf(p, sizeof p, "%s/ns", dir);
-	struct trace_meter *m = trace_meter_new(p, NULL);
-	do {
+	struct trace_meter *m = trace_meter_new(p, UINT64_MAX, NULL);
+	for (int i = 0; i < 4 * 20000 / 16384 + 2; i++) /* 4 steps a directory */
 		trace_meter_tick(m);
-		trace_meter_usage(m, u);
-	} while (u[LEASE_DIM_NAMESPACE_BYTES] == 0 && ++ticks < 10);
-	CHECK(ticks >= 1);              /* not in one step */
+	trace_meter_usage(m, u);
 	CHECK(u[LEASE_DIM_NAMESPACE_BYTES] == 1 + 10 + 4 + 100 + 6 + 6);
-	CHECK(u[LEASE_DIM_NAMESPACE_BYTES] == trace_meter_ns_bytes(p));
+	CHECK(u[LEASE_DIM_NAMESPACE_BYTES] == ns_bytes(p));
 	trace_meter_free(m);
+}
+
+/* A pass longer than a tick counts what it has seen at every tick: a guest adding
+ * entries faster than the walk reads them cannot keep its bytes from counting. */
+static void test_ns_partial(void)
+{
+	char root[512], p[600];
+	uint64_t u[TRACE_DIMS];
+
+	snprintf(root, sizeof root, "%s/many", dir);
+	mkdir(root, 0755);
+	for (int i = 0; i < 20000; i++) {      /* more than a tick looks at: 7 bytes each */
+		snprintf(p, sizeof p, "%s/c%05d", root, i);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, "x", 1) != 1)
+			abort();
+		close(fd);
+	}
+	struct trace_meter *m = trace_meter_new(root, UINT64_MAX, NULL);
+	trace_meter_tick(m);
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_NAMESPACE_BYTES] > 0 && u[LEASE_DIM_NAMESPACE_BYTES] < 20000 * 7);
+	trace_meter_tick(m);
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_NAMESPACE_BYTES] == 20000 * 7);
+	trace_meter_free(m);
+}
+
+/* The namespace_bytes a fresh meter with bound 1000 reports for root: after enough
+ * ticks for a pass (tick) or after a whole sample. */
+static uint64_t ns_metered(const char *root, uint64_t bound, int tick)
+{
+	struct trace_meter *m = trace_meter_new(root, bound, NULL);
+	uint64_t u[TRACE_DIMS];
+
+	for (int i = 0; i < (tick ? 4 : 0); i++)
+		trace_meter_tick(m);
+	if (!tick)
+		trace_meter_sample(m);
+	trace_meter_usage(m, u);
+	trace_meter_free(m);
+	return u[LEASE_DIM_NAMESPACE_BYTES];
+}
+
+/* A chain of n directories, root/name/d/d..., a 10-byte cell c in the last one: key
+ * length 2n + 1. */
+static void chain(const char *root, const char *name, int n)
+{
+	char p[8192];
+	int len = snprintf(p, sizeof p, "%s/%s", root, name);
+
+	for (int i = 0; i < n; i++) {
+		mkdir(p, 0755);
+		len += snprintf(p + len, sizeof p - (size_t)len, i + 1 < n ? "/d" : "/c");
+	}
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "0123456789", 10) != 10)
+		abort();
+	close(fd);
+}
+
+/* Deeper than the walks go: neither walk measures it, so it counts as full; as deep
+ * as they go is measured by both. */
+static void test_ns_deep(void)
+{
+	char root[512];
+
+	snprintf(root, sizeof root, "%s/deep", dir);
+	mkdir(root, 0755);
+	chain(root, "d", LEASE_NS_DEPTH_MAX);      /* the last directory is 64 deep */
+	CHECK(ns_bytes(root) == 2 * LEASE_NS_DEPTH_MAX + 1 + 10);
+	CHECK(ns_metered(root, 1000, 1) == 2 * LEASE_NS_DEPTH_MAX + 1 + 10);
+	CHECK(ns_metered(root, 1000, 0) == 2 * LEASE_NS_DEPTH_MAX + 1 + 10);
+	chain(root, "e", LEASE_NS_DEPTH_MAX + 1);  /* one level more */
+	CHECK(ns_bytes(root) == UINT64_MAX);
+	CHECK(ns_metered(root, 1000, 1) == 1001);
+	CHECK(ns_metered(root, 1000, 0) == 1001);
+	/* no bound: nothing to fill, the cells it did see stay */
+	CHECK(ns_metered(root, UINT64_MAX, 0) == 0);
+}
+
+/* A directory its owner cannot list (000) or cannot search (0600) counts as full;
+ * run in a child, which gives up DAC override for good. */
+static void test_ns_unreadable(void)
+{
+	char root[512], h[600];
+	int st;
+
+	snprintf(root, sizeof root, "%s/hide", dir);
+	mkdir(root, 0755);
+	chain(root, "h", 1);                       /* key "h/c": 3 + 10 */
+	snprintf(h, sizeof h, "%s/h", root);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int bad = unit_drop_dac() < 0;
+		bad |= ns_bytes(root) != 13 || ns_metered(root, 1000, 1) != 13;
+		for (int i = 0; i < 2; i++) {
+			bad |= chmod(h, i ? 0600 : 0) < 0;
+			bad |= ns_bytes(root) != UINT64_MAX;
+			bad |= ns_metered(root, 1000, 1) != 1001;
+			bad |= ns_metered(root, 1000, 0) != 1001;
+		}
+		_exit(bad);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	chmod(h, 0755);
+}
+
+/* Cells and directories removed while the walks run are skipped: never a failure,
+ * never full. */
+static void test_ns_vanishing(void)
+{
+	char root[512], p[600];
+	int bad = 0;
+
+	snprintf(root, sizeof root, "%s/churn", dir);
+	mkdir(root, 0755);
+	for (int i = 0; i < 2000; i++) {
+		snprintf(p, sizeof p, "%s/k%d", root, i);
+		close(open(p, O_WRONLY | O_CREAT, 0644));
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (unsigned i = 0;; i++) {
+			snprintf(p, sizeof p, "%s/k%u", root, i % 2000);
+			unlink(p);
+			snprintf(p, sizeof p, "%s/d%u", root, i % 64);
+			mkdir(p, 0755);
+			rmdir(p);
+			snprintf(p, sizeof p, "%s/k%u", root, i % 2000);
+			close(open(p, O_WRONLY | O_CREAT, 0644));
+		}
+	}
+	for (int i = 0; i < 300; i++) {
+		bad |= ns_bytes(root) == UINT64_MAX;
+		bad |= ns_metered(root, 1000000, 1) > 1000000;
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK(!bad);
 }
 
 static void test_meter_tree(void)
 {
-	struct trace_meter *m = trace_meter_new(NULL, NULL);
+	struct trace_meter *m = trace_meter_new(NULL, UINT64_MAX, NULL);
 	uint64_t u[TRACE_DIMS], lim[TRACE_DIMS];
 	pid_t p = fork();
 
@@ -215,7 +358,7 @@ static void test_meter_tree(void)
  * figures kept: usage never goes lower and is never counted twice. */
 static void test_meter_reaped(void)
 {
-	struct trace_meter *m = trace_meter_new(NULL, NULL);
+	struct trace_meter *m = trace_meter_new(NULL, UINT64_MAX, NULL);
 	uint64_t u[TRACE_DIMS], fuel;
 	pid_t p = fork();
 
@@ -254,9 +397,12 @@ int main(void)
 	test_relay_lines_bound();
 	test_ns_bytes();
 	test_ns_tick();
+	test_ns_partial();
+	test_ns_deep();
+	test_ns_unreadable();
+	test_ns_vanishing();
 	test_meter_tree();
 	test_meter_reaped();
 	common_rm_rf(dir, &e);
-	printf("test_meter: %d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return unit_finish("test_meter");
 }
