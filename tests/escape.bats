@@ -121,9 +121,12 @@ s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(60)
 	# a server of the run itself is reachable through a pathname socket
 	run sbx-run --ephemeral -- /usr/bin/python3 -c "import socket,os
 s=socket.socket(socket.AF_UNIX); s.bind('/ns/in.sock'); s.listen()
-c=socket.socket(socket.AF_UNIX); c.connect('/ns/in.sock'); a,_=s.accept(); c.send(b'hi'); print(a.recv(2).decode())"
+c=socket.socket(socket.AF_UNIX); c.connect('/ns/in.sock'); a,_=s.accept(); c.send(b'hi'); print(a.recv(2).decode())
+d=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind('/ns/d.sock')
+e=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); e.connect('/ns/d.sock'); e.send(b'dg'); print(d.recv(2).decode())"
 	assert_success
-	assert_output hi
+	assert_output "hi
+dg"
 }
 
 @test "ptrace the parent, TRACEME, a sibling" {
