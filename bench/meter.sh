@@ -1,0 +1,56 @@
+#!/bin/sh
+# How far past its ceiling each dimension's hog gets before the lease closes:
+# one hog per dimension at full speed (tests/guests/meter_hog) under a small
+# ceiling, ROUNDS times each; prints the ceiling, the median usage at closure
+# and the overshoot (usage / ceiling - 1), against the target of SPEC §4
+# ("Hardening, part 2"): max(1 %, 1 MiB) for bytes, 20 ms for fuel.
+# Usage: bench/meter.sh [ROUNDS]   (default 3; SBX_BUILD defaults to ./build)
+set -eu
+ROUNDS=${1:-3}
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+here=$(cd "$(dirname "$0")/.." && pwd)
+: "${SBX_BUILD:=$here/build}"
+W=$(mktemp -d /var/tmp/sbx-bench-meter.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export SBX_STORE="$W/store"
+cp -r "$SBX_BUILD/guests" "$W/guests"
+chmod -R a+rX "$W"
+HOG="$W/guests/meter_hog"
+
+# dimension ceiling (as --limits takes it, and in units) hog arguments
+cases() {
+	cat <<EOF
+fuel 200000 200000 fuel
+memory 64M 67108864 memory
+storage_write 32M 33554432 write
+storage_read 32M 33554432 read /usr/lib/x86_64-linux-gnu/libc.so.6
+output_bytes 1M 1048576 flood
+output_values 100 100 lines
+table_elements 64 64 fds
+namespace_bytes 1M 1048576 ns
+EOF
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+printf '%-16s %12s %14s %10s %8s\n' dimension ceiling "usage(median)" overshoot target
+cases | while read -r dim lim units mode arg; do
+	: >"$W/u"
+	for r in $(seq 1 "$ROUNDS"); do
+		"$SBX_BUILD/bin/sbx-run" --ephemeral --limits "$dim=$lim" --result "$W/r.json" \
+			-- "$HOG" "$mode" ${arg:-} >/dev/null 2>&1 || true
+		jq -r ".usage.$dim" "$W/r.json" >>"$W/u"
+	done
+	u=$(median <"$W/u")
+	if [ "$dim" = fuel ]; then
+		target="20 ms"
+		over=$(awk -v u="$u" -v c="$units" 'BEGIN { printf "%+.0f ms", (u - c) / 1000 }')
+	elif [ "$dim" = output_values ] || [ "$dim" = table_elements ]; then
+		target="1%" # counts, not bytes
+		over=$(awk -v u="$u" -v c="$units" 'BEGIN { printf "%+.1f%%", 100 * (u / c - 1) }')
+	else
+		target=$(awk -v c="$units" 'BEGIN { t = c / 100; if (t < 1048576) t = 1048576; printf "%.0f%%", 100 * t / c }')
+		over=$(awk -v u="$u" -v c="$units" 'BEGIN { printf "%+.1f%%", 100 * (u / c - 1) }')
+	fi
+	printf '%-16s %12s %14s %10s %8s\n' "$dim" "$units" "$u" "$over" "$target"
+done
