@@ -470,4 +470,11 @@ PY
 	run sbx-trace verify-provenance r.json
 	assert_failure
 	assert_output --partial "not a DSSE envelope"
+	# an output the guest names through ".." is no subject: the host path it would
+	# map to lies outside the bind (here a host file the build never wrote)
+	mkdir -p ns && echo host >ns/y
+	sbx-run --ephemeral --rw "$PWD/w:/src" --trace d.jsonl -- /bin/sh -c 'echo guest >/src/../ns/y'
+	run sbx-trace provenance -o d.json d.jsonl
+	assert_success
+	[ "$(jq -r .payload d.json | base64 -d | jq '.subject | length')" = 0 ]
 }
