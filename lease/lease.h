@@ -49,7 +49,8 @@ struct lease_store;
 int lease_store_open(const char *dir, struct lease_store **out, struct common_err *e);
 void lease_store_close(struct lease_store *s);
 const char *lease_store_dir(const struct lease_store *s);
-/* Sign msg with the store's Ed25519 authority key (provenance); its public key. */
+/* Sign a DSSE pre-authentication encoding ("DSSEv1 ...", provenance) with the
+ * store's Ed25519 authority key, nothing else; and that key's public half. */
 int lease_store_sign(const struct lease_store *s, const void *msg, size_t len, uint8_t sig[64],
 		     struct common_err *e);
 void lease_store_pubkey(const struct lease_store *s, uint8_t pub[32]);

@@ -821,6 +821,10 @@ out:
 int lease_store_sign(const struct lease_store *s, const void *msg, size_t len, uint8_t sig[64],
 		     struct common_err *e)
 {
+	/* the receipt key signs only DSSE's pre-authentication encoding besides
+	 * receipts: such a message can never read as a receipt */
+	if (len < 7 || memcmp(msg, "DSSEv1 ", 7) != 0)
+		return common_errf(e, "sign", "the store's key signs only DSSE messages");
 	return common_key_sign(&s->key, msg, len, sig, e);
 }
 
