@@ -128,21 +128,14 @@ static void level_free(struct level *l)
 static int list_dir(int fd, struct level *l, int repair, const char *root, const char *key,
 		    struct common_err *e)
 {
-	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-	struct dirent *de;
 	struct stat st;
+	DIR *d = common_dir_stream(fd, &st);
+	struct dirent *de;
 	size_t cap = 0;
 	int r = 0;
 
-	if (!d || fstat(fd, &st) < 0) {
-		r = common_errno(e, errno, "namespace %s/%s", root, key);
-		if (d)
-			closedir(d);
-		else if (dfd >= 0)
-			close(dfd);
-		return r;
-	}
+	if (!d)
+		return common_errno(e, errno, "namespace %s/%s", root, key);
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
 	while (r == 0) {

@@ -2,11 +2,13 @@
 #ifndef SBX_COMMON_H
 #define SBX_COMMON_H
 
+#include <dirent.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Exit codes (SPEC §6.6), one vocabulary for every tool. */
@@ -83,6 +85,9 @@ int common_key_verify(const uint8_t pub[32], const void *msg, size_t len,
 
 /* Files. Paths "-" mean stdin for readers. All writes are durable but
  * common_write_replace's, for caches whose readers check what they read. */
+/* A directory stream on a duplicate of fd (the caller keeps fd; walks by
+ * descriptor stay within the fd limit), fd's identity in *st; NULL, errno set. */
+DIR *common_dir_stream(int fd, struct stat *st);
 int common_read_file(const char *path, size_t max, char **buf, size_t *len,
 		     struct common_err *e); /* NUL-terminated; refuses > max */
 int common_read_fd(int fd, const char *name, size_t max, char **buf, size_t *len,

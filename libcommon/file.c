@@ -227,6 +227,22 @@ struct rm_level {
 };
 
 /* A directory of ours that we may not list or change is opened up: it goes next. */
+DIR *common_dir_stream(int fd, struct stat *st)
+{
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0), err;
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+
+	if (d && fstat(fd, st) == 0)
+		return d;
+	err = errno;
+	if (d)
+		closedir(d);
+	else if (dfd >= 0)
+		close(dfd);
+	errno = err;
+	return NULL;
+}
+
 static void rm_open_up(int at, const char *name, const struct stat *st)
 {
 	if ((st->st_mode & 0700) != 0700 && st->st_uid == geteuid())
@@ -236,21 +252,14 @@ static void rm_open_up(int at, const char *name, const struct stat *st)
 /* Unlink what directory fd holds except directories, whose names go to l. */
 static int rm_files(int fd, struct rm_level *l, struct common_err *e)
 {
-	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-	struct dirent *de;
 	struct stat st;
+	DIR *d = common_dir_stream(fd, &st);
+	struct dirent *de;
 	size_t cap = 0;
 	int r = 0;
 
-	if (!d || fstat(fd, &st) < 0) {
-		r = common_errno(e, errno, "opendir");
-		if (d)
-			closedir(d);
-		else if (dfd >= 0)
-			close(dfd);
-		return r;
-	}
+	if (!d)
+		return common_errno(e, errno, "opendir");
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
 	while (r == 0 && (de = readdir(d))) {
