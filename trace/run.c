@@ -868,6 +868,19 @@ static const char *jstr(const json_t *o, const char *k)
 }
 
 /* request, fund, activate: one locked commit, one receipt each */
+/* The image, opened once, above 0-2 (a closed stdin keeps them for what they are). */
+static int open_image(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && fd <= 2) {
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3), err = errno;
+		close(fd);
+		fd = hi;
+		errno = err;
+	}
+	return fd;
+}
+
 /* A #! script named as the program (what the kernel would do on its exec). */
 struct script {
 	char *path;                  /* its host path, NULL when the program is an ELF */
@@ -905,12 +918,7 @@ static int script_open(struct script *sc, char **image, int *image_fd, struct st
 	char real[PATH_MAX];
 	*image = common_xstrdup(realpath(interp, real) ? real : interp);
 	close(*image_fd);
-	*image_fd = open(*image, O_RDONLY | O_CLOEXEC);
-	if (*image_fd >= 0 && *image_fd <= 2) {
-		int hi = fcntl(*image_fd, F_DUPFD_CLOEXEC, 3);
-		close(*image_fd);
-		*image_fd = hi;
-	}
+	*image_fd = open_image(*image);
 	if (*image_fd < 0 || fstat(*image_fd, st) < 0)
 		return common_errno(e, errno, "interpreter %s of %s", *image, sc->path);
 	if (lease_image_validate_fd(*image_fd, *image, e) < 0) {
@@ -1080,12 +1088,7 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 	code = SBX_EXIT_NOEXEC; /* checked before the store is opened (or created) */
 	/* opened once: what is checked, hashed and named in receipts is what runs */
-	image_fd = open(image, O_RDONLY | O_CLOEXEC);
-	if (image_fd >= 0 && image_fd <= 2) { /* a closed stdin: keep 0-2 for what they are */
-		int hi = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
-		close(image_fd);
-		image_fd = hi;
-	}
+	image_fd = open_image(image);
 	if (image_fd < 0 || fstat(image_fd, &image_st) < 0) {
 		common_errno(&e, errno, "image %s", image);
 		goto fail;
