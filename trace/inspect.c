@@ -751,9 +751,12 @@ static void unmap_now(struct trace_inspector *in, struct trace_guest *g, pid_t t
 }
 
 /* A path policy or a co-process decided on this call's path strings. */
-static int decides_on_paths(const struct trace_inspector *in, unsigned cls)
+static int decides_on_paths(const struct trace_inspector *in, const struct trace_stop *st,
+			    unsigned cls)
 {
-	return (in->o.policy && trace_policy_has_paths(in->o.policy)) ||
+	/* only calls some path rule selects: a trace level's other stops pay nothing */
+	return (in->o.policy && st->sys && trace_policy_has_paths(in->o.policy) &&
+		trace_policy_traps(in->o.policy, st->sys)) ||
 	       (in->coproc && (cls & TRACE_CLASS_FILE));
 }
 
@@ -823,7 +826,7 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	int ruled = call.nr != st->nr || memcmp(call.args, st->args, sizeof call.args) != 0;
 	/* what was decided on stays so: the strings go to read-only guest memory,
 	 * where a racing thread cannot change them before the kernel reads them */
-	if (verdict == 0 && !c.dead && decides_on_paths(in, cls)) {
+	if (verdict == 0 && !c.dead && decides_on_paths(in, st, cls)) {
 		inspected = 1;
 		for (int k = 0; k < 2 && verdict == 0; k++)
 			if (!in->rewritten[k][0] && st->raw[k] && (r = rewrite_path(&call, k, st->raw[k])) < 0)
