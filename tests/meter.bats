@@ -54,6 +54,16 @@ usage_of() { jq -r ".usage.$1" r.json; }
 	[ "$(usage_of fuel)" -lt 1400000 ] # stopped within 1 s of crossing 0.2 s
 }
 
+@test "spinners on more processes than CPUs end at most 20 ms of CPU past fuel" {
+	local n h="$GUESTS/meter_hog"
+	n=$(( $(getconf _NPROCESSORS_CONF) + 1 ))
+	hog fuel --limits fuel=200000 -- /bin/sh -c "for i in \$(seq $n); do \"$h\" fuel & done; wait"
+	[ "$(usage_of fuel)" -gt 200000 ]
+	[ "$(usage_of fuel)" -le 220000 ]
+	hog fuel --limits fuel=200000 -- "$h" fuel
+	[ "$(usage_of fuel)" -le 220000 ]
+}
+
 @test "a memory hog is stopped by memory" {
 	hog memory --limits memory=64M -- "$GUESTS/meter_hog" memory
 	[ "$(usage_of memory)" -gt $((64 << 20)) ]

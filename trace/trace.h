@@ -391,6 +391,10 @@ int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t args[
 int trace_sv_watch(struct trace_supervisor *sv, int fd);    /* poll fd; on_fd when readable */
 void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
 void trace_sv_stop(struct trace_supervisor *sv, const char *reason); /* kill the guest tree */
+/* kill the guest tree before returning: a crossed bound stops it before any write */
+void trace_sv_kill_now(struct trace_supervisor *sv, const char *reason);
+/* the next tick comes within us (at least 1 ms), not the usual 250 ms */
+void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
