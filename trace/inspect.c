@@ -691,6 +691,11 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 	return closed[0] ? close_run(in, sv, closed) : 0;
 }
 
+void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg)
+{
+	trace_meter_cgroup(in->meter, cg, in->limits[LEASE_DIM_MEMORY]);
+}
+
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes)
 {
 	trace_meter_host_write(in->meter, bytes);
@@ -958,6 +963,7 @@ struct trace_bound {
 	struct trace_relay *relay;
 	struct trace_inspector *ins;
 	struct trace_state state;
+	struct trace_cgroup *cg;
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
 };
 
@@ -1041,6 +1047,12 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 	io.relay = b->relay;
 	if (trace_inspector_new(&io, &b->ins, e) < 0)
 		return -1;
+	/* the kernel holds memory where a cgroup can be made for the run */
+	if (b->limits[LEASE_DIM_MEMORY] < (1ull << 40) &&
+	    (b->cg = trace_cgroup_open(b->limits[LEASE_DIM_MEMORY]))) {
+		trace_inspector_cgroup(b->ins, b->cg);
+		cfg->cgroup = b->cg;
+	}
 	trace_relay_child_fds(b->relay, &cfg->stdout_fd, &cfg->stderr_fd);
 	cfg->trace_classes |= trace_inspector_classes(b->ins);
 	cfg->state_fd = b->state.memfd;
@@ -1097,6 +1109,7 @@ void trace_bound_free(struct trace_bound *b)
 	if (!b)
 		return;
 	trace_inspector_free(b->ins);
+	trace_cgroup_free(b->cg);
 	trace_relay_free(b->relay);
 	trace_policy_free(b->policy);
 	trace_state_close(&b->state);
