@@ -92,6 +92,20 @@ memcg_or_skip() {
 	[ "$(usage_of memory)" -le $(((64 << 20) + (1 << 20))) ]
 }
 
+@test "concurrent bounded runs each keep their own memory cgroup" {
+	memcg_or_skip
+	local pids=() i st
+	for i in $(seq 1 24); do
+		sbx-run --ephemeral --limits memory=64M -- /bin/true >"o$i" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do
+		st=0
+		wait "${pids[$i]}" || st=$?
+		[ "$st" = 0 ] || { cat "o$((i + 1))"; false; }
+	done
+}
+
 @test "memory no process maps (memfd, SysV shm) or a leaderless thread holds is memory" {
 	memcg_or_skip
 	for how in memfd shm leaderless; do
