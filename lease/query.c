@@ -415,8 +415,17 @@ int lease_json_same(const json_t *a, const json_t *b)
 	return r;
 }
 
+/* How verify names a lease's record in the store. */
+static const char *rec_name(const struct verify_ctx *c, const char *id, char buf[64])
+{
+	snprintf(buf, 64, c->s->etcd ? "etcd lease/%s" : "leases/%s.json", id);
+	return buf;
+}
+
 static void verify_records(struct verify_ctx *c, char **ids, size_t n)
 {
+	char nb[64];
+
 	struct common_err e = { "", "" };
 
 	for (size_t i = 0; i < n; i++) {
@@ -431,14 +440,14 @@ static void verify_records(struct verify_ctx *c, char **ids, size_t n)
 		ch = json_object_get(c->chains, ids[i]);
 		rec = json_object_get(ch, "rec");
 		if (!ch) {
-			problem(c, "leases/%s.json: no receipts for this lease in the journal", ids[i]);
+			problem(c, "%s: no receipts for this lease in the store", rec_name(c, ids[i], nb));
 		} else if (json_object_get(ch, "broken")) {
-			problem(c, "leases/%s.json: its receipt chain is broken (see above)", ids[i]);
+			problem(c, "%s: its receipt chain is broken (see above)", rec_name(c, ids[i], nb));
 		} else if (!lease_json_same(json_object_get(pair, "lease"), rec)) {
-			problem(c, "leases/%s.json: record disagrees with its receipt chain (chain says state %s, seq %lld)",
-				ids[i], lease_jstr(rec, "state"), (long long)lease_jint(rec, "seq"));
+			problem(c, "%s: record disagrees with its receipt chain (chain says state %s, seq %lld)",
+				rec_name(c, ids[i], nb), lease_jstr(rec, "state"), (long long)lease_jint(rec, "seq"));
 		} else if (!lease_json_same(json_object_get(pair, "receipt"), json_object_get(ch, "last"))) {
-			problem(c, "leases/%s.json: head receipt is not the last journal receipt", ids[i]);
+			problem(c, "%s: head receipt is not the last receipt of its chain", rec_name(c, ids[i], nb));
 		}
 		if (ch)
 			json_object_set_new(ch, "seen", json_true());

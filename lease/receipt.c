@@ -113,7 +113,7 @@ int lease_receipt_verify(struct lease_store *s, const json_t *r, const char *nam
 		return -1;
 	common_hex(s->key.pub, 32, own);
 	if (s->etcd && !signer)
-		return common_errf(e, name, "receipt names no signer (every receipt of a shared store does)");
+		return common_errf(e, name, "receipt names no signer: not made by a host of this store (forged)");
 	if (signer && strcmp(signer, own) != 0) {
 		known = s->etcd ? lease_signer_known(s, signer, e) : 0;
 		if (known < 0)
