@@ -346,7 +346,7 @@ static int post(struct lease_etcd *c, const char *path, const json_t *req, json_
 		}
 	}
 	free(body);
-	return common_errf(e, "store", "etcd unreachable: %s (%zu tries over %llu ms)", why, tries,
+	return common_errf(e, "store", "etcd unreachable: %s (%zu attempts in %llu ms)", why, tries,
 			   (unsigned long long)c->timeout_ms);
 }
 

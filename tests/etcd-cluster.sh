@@ -4,11 +4,12 @@
 #   etcd-cluster.sh start DIR     start, wait until healthy, print the endpoints
 #   etcd-cluster.sh leader DIR    print the index (0-2) of the current leader
 #   etcd-cluster.sh kill N DIR    SIGKILL member N
+#   etcd-cluster.sh revive N DIR  start member N again on its data
 #   etcd-cluster.sh stop DIR      stop every member (always safe to call)
 set -euo pipefail
 cmd=${1:?usage: etcd-cluster.sh start|leader|kill N|stop DIR}
 shift
-[ "$cmd" = kill ] && { n=$1; shift; }
+case $cmd in kill | revive) n=$1; shift ;; esac
 dir=${1:?usage: etcd-cluster.sh $cmd DIR}
 
 free_ports() { # N free local TCP ports
@@ -43,14 +44,14 @@ start)
 	eps=""
 	for i in 0 1 2; do
 		# short heartbeat and election so that losing the leader costs well under a second
-		etcd --name "m$i" --data-dir "$dir/m$i" \
+		echo etcd --name "m$i" --data-dir "$dir/m$i" \
 			--listen-client-urls "http://127.0.0.1:${p[$i]}" \
 			--advertise-client-urls "http://127.0.0.1:${p[$i]}" \
 			--listen-peer-urls "http://127.0.0.1:${p[$((i + 3))]}" \
 			--initial-advertise-peer-urls "http://127.0.0.1:${p[$((i + 3))]}" \
 			--initial-cluster "$cluster" --initial-cluster-state new \
-			--heartbeat-interval 50 --election-timeout 500 \
-			>"$dir/m$i.log" 2>&1 &
+			--heartbeat-interval 50 --election-timeout 500 >"$dir/m$i.cmd"
+		$(cat "$dir/m$i.cmd") >"$dir/m$i.log" 2>&1 &
 		echo $! >"$dir/m$i.pid"
 		eps="$eps${eps:+,}127.0.0.1:${p[$i]}"
 	done
@@ -74,6 +75,11 @@ else: sys.exit(1)' "$dir/endpoints"
 	;;
 kill)
 	kill -KILL "$(cat "$dir/m$n.pid")"
+	wait_for 50 sh -c "! kill -0 $(cat "$dir/m$n.pid")"
+	;;
+revive)
+	$(cat "$dir/m$n.cmd") >>"$dir/m$n.log" 2>&1 &
+	echo $! >"$dir/m$n.pid"
 	;;
 stop)
 	for i in 0 1 2; do

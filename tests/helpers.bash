@@ -60,5 +60,5 @@ sbx_etcd_url() {
 }
 
 sbx_etcdctl() {
-	ETCDCTL_API=3 etcdctl --endpoints="$(cat "$SBX_TEST_ETCD/endpoints")" --command-timeout=5s "$@"
+	ETCDCTL_API=3 etcdctl --endpoints="$(cat "$SBX_TEST_ETCD/endpoints")" --command-timeout=2s "$@"
 }

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# Several hosts, one etcd store (SPEC §14): the 32-slot rule, chains and signatures
+# hold across hosts, through the loss of the leader; without quorum commands fail
+# in bounded time and leave nothing half-written.
+load helpers
+
+setup_file() {
+	sbx_etcd_start
+}
+
+teardown_file() {
+	sbx_etcd_stop
+}
+
+setup() {
+	export SBX_STORE
+	SBX_STORE=$(sbx_etcd_url "f$BATS_TEST_NUMBER")
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# A cluster of the test's own, for tests that kill members (teardown stops it).
+own_cluster() {
+	export SBX_TEST_ETCD="$BATS_TEST_TMPDIR/etcd"
+	OWN_ETCD=$SBX_TEST_ETCD
+	"$BATS_TEST_DIRNAME/etcd-cluster.sh" start "$SBX_TEST_ETCD" >/dev/null
+	SBX_STORE=$(sbx_etcd_url "f$BATS_TEST_NUMBER")
+}
+
+teardown() {
+	[ -z "${OWN_ETCD:-}" ] || "$BATS_TEST_DIRNAME/etcd-cluster.sh" stop "$OWN_ETCD"
+}
+
+cluster() {
+	"$BATS_TEST_DIRNAME/etcd-cluster.sh" "$@" "$SBX_TEST_ETCD"
+}
+
+# sbx-lease as simulated host $1 (its own directory and key)
+on_host() {
+	local h=$1
+	shift
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host$h" sbx-lease "$@"
+}
+
+# 64 requests for principal racer, 16 from each of 4 hosts, all at once
+race() {
+	for i in $(seq 0 63); do
+		(on_host $((i % 4)) request --image /bin/true --principal racer >"c$i.out" 2>"c$i.err"
+			echo $? >"c$i.rc") &
+	done
+}
+
+live_count() {
+	sbx_etcdctl get --prefix --keys-only "/f$BATS_TEST_NUMBER/lease/" | grep -c lease/ || true
+}
+
+check_race() {
+	assert_equal "$(cat c*.rc | grep -c '^0$')" 32
+	assert_equal "$(grep -l "already holds 32" c*.err | wc -l)" 32
+	run on_host 3 list --principal racer
+	assert_equal "${#lines[@]}" 32
+	# every host verifies every chain, signed by the 4 registered host keys
+	for h in 0 1 2 3; do
+		run on_host $h verify
+		assert_success
+		assert_equal "$(jq -r .ok <<<"$output")" true
+		assert_equal "$(jq -r .receipts <<<"$output")" 32
+	done
+	assert_equal "$(cat c*.out | jq -r .receipt.signer | sort -u | wc -l)" 4
+}
+
+@test "4 hosts, 64 concurrent requests for one principal: exactly 32 live, verified" {
+	race
+	wait
+	check_race
+}
+
+@test "a lease moves between hosts: each signs its edge, each verifies the others" {
+	on_host 0 request --image /bin/true --escrow 2 >r.json
+	on_host 1 fund --amount 2 --evidence r.json >f.json
+	on_host 2 activate --evidence f.json | on_host 3 settle --evidence - >s.json
+	assert_equal "$(jq -r .lease.state s.json)" Settling
+	run on_host 0 log "$(jq -r .lease.id s.json)"
+	assert_success
+	assert_equal "$(jq -r .signer <<<"$output" | sort -u | wc -l)" 4
+	run on_host 2 verify
+	assert_success
+	# a receipt signed by a key the store never registered is forged
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/stranger" SBX_STORE=$(sbx_etcd_url elsewhere) \
+		sbx-lease request --image /bin/true >x.json
+	run on_host 0 fund "$(jq -r .lease.id r.json)" --amount 2 --evidence x.json
+	assert_failure 1
+	assert_output --partial "is not a key registered in store"
+}
+
+@test "no quorum: commands fail in bounded time naming etcd; nothing half-written" {
+	own_cluster
+	on_host 0 request --image /bin/true >r.json
+	id=$(jq -r .lease.id r.json)
+	leader=$(cluster leader)
+	others=$(echo 0 1 2 | tr ' ' '\n' | grep -v "^$leader$" | tr '\n' ' ')
+	for m in $others; do cluster kill "$m"; done
+	SBX_ETCD_TIMEOUT_MS=1500 run on_host 0 fund --amount 1 --evidence r.json
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd unreachable: "
+	for m in $others; do cluster revive "$m"; done
+	run on_host 1 show "$id"
+	assert_success
+	assert_equal "$(jq -r .lease.state <<<"$output")" Requested
+	run on_host 1 verify
+	assert_success
+	# and the store goes on
+	run on_host 1 fund --amount 1 --evidence r.json
+	assert_success
+}
+
+@test "the leader killed in the middle of 64 concurrent requests loses nothing" {
+	own_cluster
+	race
+	until [ "$(live_count)" -ge 4 ] || [ $SECONDS -gt 60 ]; do sleep 0.1; done
+	cluster kill "$(cluster leader)"
+	wait
+	[ "$(live_count)" -ge 4 ]
+	check_race
+}
+
+@test "an unreachable store fails at once with the endpoints it tried" {
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	SBX_ETCD_TIMEOUT_MS=300 run on_host 0 --store "etcd://127.0.0.1:$port/x" list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd unreachable: http://127.0.0.1:$port: "
+	run on_host 0 --store "etcd://127.0.0.1:$port" list
+	assert_failure 1
+	assert_output --partial "expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX"
+}
