@@ -48,7 +48,10 @@ struct lease_store;
 /* dir NULL: $SBX_STORE, else $XDG_STATE_HOME/sbx, else ~/.local/state/sbx. */
 int lease_store_open(const char *dir, struct lease_store **out, struct common_err *e);
 void lease_store_close(struct lease_store *s);
+/* This host's directory of the store (with etcd: its key, namespaces, runs, caches). */
 const char *lease_store_dir(const struct lease_store *s);
+/* What lease_store_open takes to open the same store again: the directory or the URL. */
+const char *lease_store_name(const struct lease_store *s);
 /* Sign a DSSE pre-authentication encoding ("DSSEv1 ...", provenance) with the
  * store's Ed25519 authority key, nothing else; and that key's public half. */
 int lease_store_sign(const struct lease_store *s, const void *msg, size_t len, uint8_t sig[64],

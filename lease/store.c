@@ -364,6 +364,11 @@ const char *lease_store_dir(const struct lease_store *s)
 	return s->dir;
 }
 
+const char *lease_store_name(const struct lease_store *s)
+{
+	return s->name;
+}
+
 char *lease_ns_dir(const struct lease_store *s, const char *id)
 {
 	return lease_path(s, "ns/%s", id);

@@ -132,3 +132,20 @@ check_race() {
 	assert_failure 1
 	assert_output --partial "expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX"
 }
+
+@test "sbx-run runs a lease of the shared store on another host, and --ephemeral" {
+	on_host 0 request --image /bin/sh | on_host 0 fund --amount 0 --evidence - |
+		on_host 1 activate --evidence - >a.json
+	id=$(jq -r .lease.id a.json)
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host2" run sbx-run --lease "$id" -- /bin/sh -c 'echo on host2; echo x >/ns/f'
+	assert_success
+	assert_output "on host2"
+	run on_host 3 show "$id"
+	assert_equal "$(jq -r .lease.usage.output_values <<<"$output")" 1
+	[ -f "$BATS_TEST_TMPDIR/host2/ns/$id/f" ]
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host3" run sbx-run --ephemeral --result r.json -- /bin/echo hi
+	assert_success
+	assert_equal "$(jq -r '.receipts | length' r.json)" "$(on_host 0 log "$(jq -r .lease r.json)" | wc -l)"
+	run on_host 0 verify
+	assert_success
+}
