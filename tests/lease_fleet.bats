@@ -149,3 +149,23 @@ check_race() {
 	run on_host 0 verify
 	assert_success
 }
+
+@test "a cluster with users: the password from the environment or a file; a wrong one is named" {
+	own_cluster
+	sbx_etcdctl user add root:sesame >/dev/null
+	sbx_etcdctl user grant-role root root >/dev/null
+	sbx_etcdctl auth enable >/dev/null
+	run on_host 0 list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd: "
+	assert_output --partial "user name is empty"
+	SBX_ETCD_USER=root SBX_ETCD_PASSWORD=wrong run on_host 0 list
+	assert_failure 1
+	assert_output --partial "authentication failed"
+	SBX_ETCD_USER=root SBX_ETCD_PASSWORD=sesame run on_host 0 request --image /bin/true
+	assert_success
+	echo sesame >pw
+	SBX_ETCD_USER=root SBX_ETCD_PASSWORD_FILE=pw run on_host 1 verify
+	assert_success
+	assert_equal "$(jq -r .leases <<<"$output")" 1
+}
