@@ -163,8 +163,10 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 	const json_t *last = json_array_get(rs, json_array_size(rs) - 1), *r;
 	const char *id = lease_jstr(rec, "id"), *pr = lease_jstr(rec, "principal");
 	json_t *cmp = json_array(), *puts = json_array(), *pair, *slots = NULL, *seen;
+	const json_t *before;
 	char lk[KEY_MAX], sk[KEY_MAX], rk[KEY_MAX];
-	enum lease_state st;
+	enum lease_state st, prev;
+	int was_live;
 	int64_t rev = 0;
 	size_t i;
 	int rc = -1, done;
@@ -179,12 +181,18 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 	}
 	pair = json_pack("{s:O, s:O}", "lease", rec, "receipt", last);
 	json_array_append_new(puts, put_json(lk, pair));
-	if (!json_object_get(s->reads, sk)) {
+	/* the slot index changes only when the lease enters or leaves the live states */
+	before = json_object_get(json_array_get(json_object_get(s->reads, lk), 1), "lease");
+	was_live = before && lease_state_parse(lease_jstr(before, "state"), &prev) == 0 &&
+		   lease_state_live(prev);
+	if (was_live != lease_state_live(st) && !json_object_get(s->reads, sk)) {
 		if (shared_slots_read(s, pr, &seen, e) < 0)
 			goto out;
 		json_decref(seen);
 	}
-	slots = slots_with(json_array_get(json_object_get(s->reads, sk), 1), id, lease_state_live(st));
+	if (was_live != lease_state_live(st))
+		slots = slots_with(json_array_get(json_object_get(s->reads, sk), 1), id,
+				   lease_state_live(st));
 	if (slots) {
 		json_array_append_new(cmp, json_pack("[s, I]", sk, (json_int_t)noted_rev(s, sk)));
 		json_array_append_new(puts, put_json(sk, slots));
