@@ -318,7 +318,8 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 			common_errf(e, "not an sbx store", "directory is not empty and has no authority.key");
 			goto fail;
 		}
-		if (lease_lock(s, e) < 0) {
+		/* alone even with etcd, where this host's transitions share the lock */
+		if (lease_lock_host(s, e) < 0) {
 			free(kp);
 			goto fail;
 		}
