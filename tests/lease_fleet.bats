@@ -170,3 +170,35 @@ check_race() {
 	assert_success
 	assert_equal "$(jq -r .leases <<<"$output")" 1
 }
+
+@test "a running guest moves to another host: snapshot on one, export | import, restore on the other" {
+	steps=60
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" $steps)
+	src=$(on_host 0 request --image "$GUESTS/snap_steps" --escrow 10 --limits namespace_bytes=64M |
+		on_host 0 fund --amount 10 --evidence - | on_host 0 activate --evidence - | jq -r .lease.id)
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0"
+	sbx-run --lease "$src" -- "$GUESTS/snap_steps" $steps >src.out 2>src.err &
+	pid=$!
+	ns="$SBX_HOST_DIR/ns/$src"
+	until [ -f "$ns/steps.log" ] && [ "$(wc -l <"$ns/steps.log")" -ge 2 ]; do
+		kill -0 $pid
+		sleep 0.05
+	done
+	digest=$(sbx-snap take "$src" --stop | jq -r .digest)
+	wait $pid || true
+	[ "$(wc -l <"$ns/steps.log")" -lt $steps ]
+	# the chunks travel as an archive; the store (etcd) holds the receipts
+	sbx-snap export "$digest" -o snap.tar
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1"
+	sbx-snap import snap.tar
+	tgt=$(on_host 1 request --image "$GUESTS/snap_steps" --escrow 10 --limits namespace_bytes=64M |
+		on_host 1 fund --amount 10 --evidence - | jq -r .lease.id)
+	run sbx-restore "$digest" --lease "$tgt"
+	assert_success
+	assert_output "$want"
+	assert_equal "$(wc -l <"$SBX_HOST_DIR/ns/$tgt/steps.log")" $steps
+	run on_host 2 log "$tgt"
+	assert_equal "$(jq -r .edge <<<"$output" | head -n 3 | tr '\n' ' ')" "request fund restore "
+	run on_host 3 verify
+	assert_success
+}
