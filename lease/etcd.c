@@ -228,6 +228,7 @@ static enum outcome post_once(struct lease_etcd *c, const char *path, const char
 {
 	struct reply r = { NULL, 0, 0 };
 	char *url = common_xasprintf("%s%s", c->ep[c->cur], path), *auth = NULL;
+	char detail[CURL_ERROR_SIZE] = "";
 	struct curl_slist *h = NULL;
 	long status = 0;
 	CURLcode cc;
@@ -247,14 +248,22 @@ static enum outcome post_once(struct lease_etcd *c, const char *path, const char
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &r);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(budget_ms < ATTEMPT_MS ? budget_ms : ATTEMPT_MS));
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 500L);
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, detail);
 	cc = curl_easy_perform(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(h);
 	free(auth);
 	if (cc != CURLE_OK && !r.over) {
-		snprintf(why, whylen, "%s: %s", c->ep[c->cur], curl_easy_strerror(cc));
+		snprintf(why, whylen, "%s: %s", c->ep[c->cur], *detail ? detail : curl_easy_strerror(cc));
 		free(url);
 		free(r.buf);
+		/* a certificate nobody accepts stays so: no other try can succeed */
+		if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CERTPROBLEM ||
+		    cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CONNECT_ERROR) {
+			common_errf(e, "store", "etcd TLS: %s", why);
+			return FATAL;
+		}
 		return RETRY;
 	}
 	free(url);

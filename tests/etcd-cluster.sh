@@ -6,6 +6,8 @@
 #   etcd-cluster.sh kill N DIR    SIGKILL member N
 #   etcd-cluster.sh revive N DIR  start member N again on its data
 #   etcd-cluster.sh stop DIR      stop every member (always safe to call)
+# With ETCD_TLS=1 at start, clients must speak TLS with a certificate: the CA,
+# server and client certificates (Ed25519) are made in DIR/tls.
 set -euo pipefail
 cmd=${1:?usage: etcd-cluster.sh start|leader|kill N|stop DIR}
 shift
@@ -32,8 +34,27 @@ wait_for() {
 	done
 }
 
+ctl() {
+	local tls=()
+	[ -f "$dir/tls/ca.pem" ] && tls=(--cacert "$dir/tls/ca.pem" --cert "$dir/tls/client.pem" --key "$dir/tls/client.key")
+	ETCDCTL_API=3 etcdctl --endpoints="$(endpoints)" --command-timeout=2s "${tls[@]}" "$@"
+}
+
 healthy() {
-	ETCDCTL_API=3 etcdctl --endpoints="$(endpoints)" --command-timeout=2s endpoint health
+	ctl endpoint health
+}
+
+# A CA, a server certificate for 127.0.0.1 and a client certificate, in $1.
+make_certs() {
+	local t=$1
+	mkdir -p "$t"
+	openssl req -x509 -newkey ed25519 -nodes -keyout "$t/ca.key" -out "$t/ca.pem" -days 2 -subj /CN=sbx-test-ca
+	for who in server client; do
+		openssl req -newkey ed25519 -nodes -keyout "$t/$who.key" -out "$t/$who.csr" -subj "/CN=$who"
+		printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$t/$who.ext"
+		openssl x509 -req -in "$t/$who.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial \
+			-out "$t/$who.pem" -days 2 -extfile "$t/$who.ext"
+	done
 }
 
 case $cmd in
@@ -41,12 +62,18 @@ start)
 	mkdir -p "$dir"
 	read -r -a p <<<"$(free_ports 6)"
 	cluster="m0=http://127.0.0.1:${p[3]},m1=http://127.0.0.1:${p[4]},m2=http://127.0.0.1:${p[5]}"
+	scheme=http tls=""
+	if [ "${ETCD_TLS:-}" = 1 ]; then
+		make_certs "$dir/tls" 2>/dev/null
+		scheme=https
+		tls="--cert-file $dir/tls/server.pem --key-file $dir/tls/server.key --client-cert-auth --trusted-ca-file $dir/tls/ca.pem"
+	fi
 	eps=""
 	for i in 0 1 2; do
 		# short heartbeat and election so that losing the leader costs well under a second
 		echo etcd --name "m$i" --data-dir "$dir/m$i" \
-			--listen-client-urls "http://127.0.0.1:${p[$i]}" \
-			--advertise-client-urls "http://127.0.0.1:${p[$i]}" \
+			--listen-client-urls "$scheme://127.0.0.1:${p[$i]}" \
+			--advertise-client-urls "$scheme://127.0.0.1:${p[$i]}" $tls \
 			--listen-peer-urls "http://127.0.0.1:${p[$((i + 3))]}" \
 			--initial-advertise-peer-urls "http://127.0.0.1:${p[$((i + 3))]}" \
 			--initial-cluster "$cluster" --initial-cluster-state new \
@@ -64,13 +91,13 @@ start)
 	endpoints
 	;;
 leader)
-	ETCDCTL_API=3 etcdctl --endpoints="$(endpoints)" --command-timeout=2s endpoint status -w json 2>/dev/null |
+	ctl endpoint status -w json 2>/dev/null |
 		python3 -c 'import json,sys
 st=json.load(sys.stdin)
 eps=open(sys.argv[1]).read().strip().split(",")
 for s in st:
     if s["Status"]["header"]["member_id"] == s["Status"]["leader"]:
-        print(eps.index(s["Endpoint"].replace("http://",""))); break
+        print(eps.index(s["Endpoint"].split("://")[-1])); break
 else: sys.exit(1)' "$dir/endpoints"
 	;;
 kill)

@@ -202,3 +202,20 @@ check_race() {
 	run on_host 3 verify
 	assert_success
 }
+
+@test "a cluster that wants TLS client certificates: with them it works, without them it is named" {
+	ETCD_TLS=1 own_cluster
+	t="$SBX_TEST_ETCD/tls"
+	SBX_ETCD_TIMEOUT_MS=300 run on_host 0 list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd unreachable: "
+	# the members' certificate is not from a CA the host trusts
+	SBX_ETCD_CACERT=/etc/ssl/certs/ca-certificates.crt run on_host 0 list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd TLS: https://127.0.0.1:"
+	export SBX_ETCD_CACERT="$t/ca.pem" SBX_ETCD_CERT="$t/client.pem" SBX_ETCD_KEY="$t/client.key"
+	on_host 0 request --image /bin/true | on_host 1 fund --amount 0 --evidence - >f.json
+	assert_equal "$(jq -r .lease.state f.json)" Funded
+	run on_host 2 verify
+	assert_success
+}
