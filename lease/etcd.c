@@ -268,13 +268,16 @@ static enum outcome post_once(struct lease_etcd *c, const char *path, const char
 	}
 	free(url);
 	j = r.over ? NULL : common_json_load(r.buf ? r.buf : "", r.len, "etcd reply", NULL);
-	free(r.buf);
 	if (!json_is_object(j)) {
+		char *text = r.buf ? common_escape(r.buf, r.len < 200 ? r.len : 200, 0) : NULL;
 		json_decref(j);
-		common_errf(e, "store", "etcd %s: %s", c->ep[c->cur], r.over ? "reply too large" :
-			    "reply is not a JSON object");
+		common_errf(e, "store", "etcd %s: HTTP %ld: %s", c->ep[c->cur], status,
+			    r.over ? "reply too large" : text ? text : "empty reply");
+		free(text);
+		free(r.buf);
 		return FATAL;
 	}
+	free(r.buf);
 	code = lease_jint(j, "code");
 	if (status == 200 && !json_object_get(j, "error")) {
 		*out = j;

@@ -296,16 +296,21 @@ const struct lease_backend lease_etcd_backend = {
 	.receipts = shared_receipts,
 };
 
-/* Put key = val unless key exists: 1 put, 0 it was there. */
-static int create(struct lease_store *s, const char *key, const json_t *val, struct common_err *e)
+/* Put key = val unless key exists. A read first: opening a store is common and a
+ * write would cost a round of consensus each time. */
+static int ensure(struct lease_store *s, const char *key, const json_t *val, struct common_err *e)
 {
 	json_t *cmp = json_pack("[[s, i]]", key, 0), *puts = json_pack("[o]", put_json(key, val));
+	char *have;
 	int64_t rev;
-	int r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	int r = lease_etcd_get(s->etcd, key, &have, &rev, e);
 
+	free(have);
+	if (r == 0 && rev == 0)
+		r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
 	json_decref(cmp);
 	json_decref(puts);
-	return r;
+	return r < 0 ? -1 : 0;
 }
 
 int lease_shared_open(struct lease_store *s, const char *url, struct common_err *e)
@@ -322,16 +327,16 @@ int lease_shared_open(struct lease_store *s, const char *url, struct common_err 
 	/* the host's public key, so that every host verifies what this one signs */
 	v = json_pack("{s:s, s:s, s:I}", "key", pub, "host", host, "registered_ms",
 		      (json_int_t)common_now_ms());
-	r = create(s, key, v, e);
+	r = ensure(s, key, v, e);
 	json_decref(v);
 	if (r < 0)
 		return -1;
 	json_object_set_new(s->signers, pub, json_true());
 	v = json_pack("{s:s, s:I, s:I, s:I}", "mode", "wall", "epoch_ms", (json_int_t)common_now_ms(),
 		      "batch_ms", (json_int_t)1000, "batch", (json_int_t)0);
-	r = create(s, "clock", v, e);
+	r = ensure(s, "clock", v, e);
 	json_decref(v);
-	return r < 0 ? -1 : 0;
+	return r;
 }
 
 int lease_signer_known(struct lease_store *s, const char *pubhex, struct common_err *e)

@@ -109,12 +109,16 @@ revive)
 	echo $! >"$dir/m$n.pid"
 	;;
 stop)
+	pids=""
 	for i in 0 1 2; do
 		[ -f "$dir/m$i.pid" ] || continue
 		pid=$(cat "$dir/m$i.pid")
 		kill -TERM "$pid" 2>/dev/null || true
-		wait_for 50 sh -c "! kill -0 $pid" || kill -KILL "$pid" 2>/dev/null || true
+		pids="$pids $pid"
 		rm -f "$dir/m$i.pid"
+	done
+	for pid in $pids; do
+		wait_for 50 sh -c "! kill -0 $pid" || kill -KILL "$pid" 2>/dev/null || true
 	done
 	;;
 *)

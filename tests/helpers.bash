@@ -60,5 +60,7 @@ sbx_etcd_url() {
 }
 
 sbx_etcdctl() {
-	ETCDCTL_API=3 etcdctl --endpoints="$(cat "$SBX_TEST_ETCD/endpoints")" --command-timeout=2s "$@"
+	local t="$SBX_TEST_ETCD/tls" tls=()
+	[ -f "$t/ca.pem" ] && tls=(--cacert "$t/ca.pem" --cert "$t/client.pem" --key "$t/client.key")
+	ETCDCTL_API=3 etcdctl --endpoints="$(cat "$SBX_TEST_ETCD/endpoints")" --command-timeout=2s "${tls[@]}" "$@"
 }

@@ -370,6 +370,7 @@ patched() {
 }
 
 @test "64 concurrent requests for one principal admit exactly 32" {
+	[ -z "${SBX_TEST_ETCD:-}" ] || skip "lease_fleet.bats races 64 requests from 4 hosts on etcd"
 	for i in $(seq 64); do
 		(sbx-lease request --image /bin/true --principal racer >"c$i.out" 2>"c$i.err"; echo $? >"c$i.rc") &
 	done
