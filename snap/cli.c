@@ -473,6 +473,8 @@ int snap_cli_main(int argc, char **argv)
 	int need = !cmd ? -1 : !strcmp(cmd, "list") ? 0 : !strcmp(cmd, "take") ||
 		   !strcmp(cmd, "show") || !strcmp(cmd, "verify") || !strcmp(cmd, "export") ||
 		   !strcmp(cmd, "import") ? 1 : -1;
+	if (cmd && need < 0)
+		fprintf(stderr, "%s: error: unknown command \"%s\"\n", common_progname(), cmd);
 	if (need < 0 || (need == 1 && npos != 2) || npos > 2 ||
 	    (cmd && !strcmp(cmd, "export") && !out) || (stop && strcmp(cmd, "take"))) {
 		snap_usage(stderr);

@@ -54,6 +54,53 @@ usage_of() { jq -r ".usage.$1" r.json; }
 	[ "$(usage_of fuel)" -lt 1400000 ] # stopped within 1 s of crossing 0.2 s
 }
 
+# SPEC's target is 20 ms (bench/meter.sh measures it); 40 ms here leaves room for
+# a loaded host, where the supervisor's wake-up waits for a CPU too
+@test "spinners on more processes than CPUs end at most 40 ms of CPU past fuel" {
+	local n h="$GUESTS/meter_hog"
+	n=$(( $(getconf _NPROCESSORS_CONF) + 1 ))
+	hog fuel --limits fuel=200000 -- /bin/sh -c "for i in \$(seq $n); do \"$h\" fuel & done; wait"
+	echo "fuel at closure: $(usage_of fuel)"
+	[ "$(usage_of fuel)" -gt 200000 ]
+	[ "$(usage_of fuel)" -le 240000 ]
+	hog fuel --limits fuel=200000 -- "$h" fuel
+	echo "fuel at closure: $(usage_of fuel)"
+	[ "$(usage_of fuel)" -le 240000 ]
+}
+
+# whether sbx-run can make the run a memory cgroup here (root with a writable v1
+# memory hierarchy, or cgroup v2 with the controller delegated); told apart from
+# sbx-run itself, which must then use one (the guest sees it)
+memcg_or_skip() {
+	local rel mnt ok=""
+	rel=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 }' /proc/self/cgroup)
+	mnt=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)memory(,|$)/ { print $1; exit }')
+	[ -n "$rel" ] && [ -n "$mnt" ] && [ -w "$mnt$rel" ] && ok=1
+	rel=$(awk -F: '$1 == 0 { print $3 }' /proc/self/cgroup)
+	mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
+	[ -n "$mnt" ] && grep -qw memory "$mnt$rel/cgroup.subtree_control" 2>/dev/null && ok=1
+	[ -n "$ok" ] || skip "no memory cgroup can be made here: memory is held by samples alone"
+	run sbx-run --ephemeral --limits memory=64M -- /bin/cat /proc/self/cgroup
+	assert_success
+	assert_output --regexp 'sbx-run\.[0-9]+\.[0-9]+'
+}
+
+@test "with a memory cgroup, a full-speed allocator ends at most max(1%, 1 MiB) past memory" {
+	memcg_or_skip
+	hog memory --limits memory=64M -- "$GUESTS/meter_hog" memory
+	[ "$(usage_of memory)" -gt $((64 << 20)) ]
+	[ "$(usage_of memory)" -le $(((64 << 20) + (1 << 20))) ]
+}
+
+@test "memory no process maps (memfd, SysV shm) or a leaderless thread holds is memory" {
+	memcg_or_skip
+	for how in memfd shm leaderless; do
+		hog memory --limits memory=64M -- "$GUESTS/meter_hold" "$how" 256
+		echo "$how: memory at closure $(usage_of memory)"
+		[ "$(usage_of memory)" -le $(((64 << 20) + (1 << 20))) ]
+	done
+}
+
 @test "a memory hog is stopped by memory" {
 	hog memory --limits memory=64M -- "$GUESTS/meter_hog" memory
 	[ "$(usage_of memory)" -gt $((64 << 20)) ]
@@ -252,12 +299,11 @@ new_active() {
 		assert_output ran
 		assert_equal "$(jq -r .closed r.json)" null
 	done
-	# RLIMIT_NOFILE is the bound + 1: one past it is the kernel's refusal
-	run sbx-run --ephemeral --limits table_elements=5 -- /bin/sh -c \
-		'exec 3</dev/null 4</dev/null 5</dev/null && echo six; exec 6</dev/null'
-	assert_output --partial six
-	assert_output --partial 'Too many open files'
-	assert_output --partial 'closed: table_elements' 
+	# RLIMIT_NOFILE is the bound + 1: one past it is the kernel's refusal (a
+	# guest holding bound + 1 is closed at once, so the limit is read, not met)
+	run sbx-run --ephemeral --limits table_elements=5 -- /bin/sh -c 'ulimit -n; ulimit -Hn'
+	assert_success
+	assert_output "$(printf '6\n6')"
 }
 
 @test "the trace is the guest's storage: an exec loop at level all is closed by storage_write" {
@@ -304,13 +350,14 @@ PY
 
 @test "memory held in the run's tmpfs counts, and no tmpfs holds more than the memory bound" {
 	# 512 MiB into /tmp and /dev/shm under memory=64M: the mounts stop at 64 MiB
-	# (ENOSPC) and the pages close the lease on memory
+	# (ENOSPC), or the memory cgroup refuses the page first (dd is killed), and
+	# the pages close the lease on memory
 	for d in /tmp /dev/shm; do
 		run sbx-run --ephemeral --limits memory=64M --result r.json -- /bin/sh -c \
 			"dd if=/dev/zero of=$d/big bs=1M count=512 2>&1; sleep 2"
 		assert_equal "$status" 124
 		assert_equal "$(jq -r .closed r.json)" memory
-		assert_output --partial "No space left on device"
+		[[ "$output" == *"No space left on device"* || "$output" == *Killed* ]]
 	done
 	# within the bound nothing changes
 	run sbx-run --ephemeral --limits memory=256M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/f bs=1M count=16 2>/dev/null && echo wrote'

@@ -58,6 +58,8 @@ struct trace_meter {
 	long page;
 	size_t nkept, keep_max;  /* tasks holding open files, and their budget */
 	const struct trace_relay *relay;
+	const struct trace_cgroup *cg;
+	uint64_t mem_bound;
 	struct ns_walk walk;
 	uint64_t host_w;         /* bytes sbx wrote on the guest's behalf (its trace) */
 };
@@ -295,6 +297,10 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 
 void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes)
 {
+	/* in a cgroup the kernel held the tree to the bound: an exited process's
+	 * resident peak past it is file pages charged elsewhere (its refusals count) */
+	if (m->cg && bytes > m->mem_bound)
+		bytes = m->mem_bound;
 	raise_to(&m->u[LEASE_DIM_MEMORY], bytes);
 }
 
@@ -411,9 +417,52 @@ static uint64_t tmpfs_bytes(pid_t pid)
 	return sum;
 }
 
+/* The anonymous and shared pages the cgroup holds (mapped or not, a gone leader's
+ * threads' too, each page once); after a refused page the tree asked for more
+ * than the bound. */
+static uint64_t cgroup_memory(const struct trace_meter *m)
+{
+	struct trace_cgroup_mem cm;
+	trace_cgroup_read(m->cg, &cm);
+	return cm.ooms && cm.held <= m->mem_bound ? m->mem_bound + 1 : cm.held;
+}
+
+struct tgid_set {
+	pid_t *v;
+	size_t cap;
+};
+
+/* Whether tgid is counted now for the first time this sample (counted if may). */
+static int group_first(struct tgid_set *s, pid_t tgid, int may)
+{
+	if (!may)
+		return 0;
+	if (!s->v)
+		return 1; /* no room to remember: the leader alone counts */
+	size_t i = (size_t)tgid & (s->cap - 1);
+	while (s->v[i] && s->v[i] != tgid)
+		i = (i + 1) & (s->cap - 1);
+	if (s->v[i])
+		return 0;
+	s->v[i] = tgid;
+	return 1;
+}
+
+static int leader_here(const struct trace_meter *m, pid_t tgid)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->t[i].tid == tgid)
+			return 1;
+	return 0;
+}
+
 static void sample(struct trace_meter *m, int whole_ns)
 {
 	uint64_t live_ns = 0, rss = 0, fds = 0, rd = m->dead_r, wr = m->dead_w;
+	struct tgid_set seen = { NULL, 16 };
+	while (seen.cap < 2 * m->n)
+		seen.cap *= 2;
+	seen.v = calloc(seen.cap, sizeof *seen.v);
 
 	for (size_t i = 0; i < m->n; i++) {
 		struct task *t = &m->t[i];
@@ -439,13 +488,18 @@ static void sample(struct trace_meter *m, int whole_ns)
 		task_io(t);
 		rd += t->rchar;
 		wr += t->wchar;
-		if (t->tid == t->tgid) {
-			rss += rss_bytes(m, t->tgid);
-			fds += fd_count(t->tgid);
+		/* a group counts once, through its leader or, the leader gone, its
+		 * first thread here (the gone leader's smaps read empty) */
+		if (group_first(&seen, t->tgid, t->tid == t->tgid || !leader_here(m, t->tgid))) {
+			rss += m->cg ? 0 : rss_bytes(m, t->tid);
+			fds += fd_count(t->tid);
 		}
 	}
+	free(seen.v);
 	raise_to(&m->u[LEASE_DIM_FUEL], (m->dead_ns + live_ns) / 1000);
-	if (m->n)
+	if (m->cg) /* what the kernel holds to the bound: the tree's own pages, once */
+		rss = cgroup_memory(m);
+	else if (m->n)
 		rss += tmpfs_bytes(m->t[0].tgid);
 	raise_to(&m->u[LEASE_DIM_MEMORY], rss);
 	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
@@ -472,6 +526,12 @@ static void sample(struct trace_meter *m, int whole_ns)
 	} else {
 		raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr + m->host_w);
 	}
+}
+
+void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, uint64_t bound)
+{
+	m->cg = cg;
+	m->mem_bound = bound;
 }
 
 void trace_meter_host_write(struct trace_meter *m, uint64_t bytes)
