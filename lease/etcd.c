@@ -118,9 +118,12 @@ static int parse_url(struct lease_etcd *c, const char *url, struct common_err *e
 	hosts = strndup(p, (size_t)(slash - p));
 	for (tok = strtok_r(hosts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (c->nep == ENDPOINTS_MAX || !strchr(tok, ':') || strpbrk(tok, "/@?#")) {
+			if (c->nep == ENDPOINTS_MAX)
+				common_errf(e, url, "more than %d endpoints", ENDPOINTS_MAX);
+			else
+				common_errf(e, url, "endpoint \"%s\" is not HOST:PORT", tok);
 			free(hosts);
-			return common_errf(e, url, c->nep == ENDPOINTS_MAX ? "more than 16 endpoints" :
-					   "endpoint \"%s\" is not HOST:PORT", tok);
+			return -1;
 		}
 		c->ep[c->nep++] = common_xasprintf("%s://%s", tls ? "https" : "http", tok);
 	}
