@@ -79,7 +79,7 @@ int lease_etcd_txn(struct lease_etcd *c, const json_t *cmp, const json_t *puts, 
 		   struct common_err *e);
 
 /* shared.c: the etcd back end's store set-up (host key registered, clock created) */
-int lease_shared_open(struct lease_store *s, const char *url, struct common_err *e);
+int lease_shared_open(struct lease_store *s, struct common_err *e);
 /* 1 when pub is a key registered in the store (receipts name their signer) */
 int lease_signer_known(struct lease_store *s, const char *pubhex, struct common_err *e);
 

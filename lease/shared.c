@@ -313,13 +313,12 @@ static int ensure(struct lease_store *s, const char *key, const json_t *val, str
 	return r < 0 ? -1 : 0;
 }
 
-int lease_shared_open(struct lease_store *s, const char *url, struct common_err *e)
+int lease_shared_open(struct lease_store *s, struct common_err *e)
 {
 	char pub[65], key[KEY_MAX], host[256] = "";
 	json_t *v;
 	int r;
 
-	(void)url;
 	s->signers = json_object();
 	common_hex(s->key.pub, 32, pub);
 	snprintf(key, sizeof key, "keys/%s", pub);

@@ -331,7 +331,7 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 		r = load_key(s, kp, e);
 	free(kp);
 	if (r == 0 && s->etcd)
-		r = lease_shared_open(s, s->name, e);
+		r = lease_shared_open(s, e);
 	if (r < 0)
 		goto fail;
 	*out = s;
