@@ -367,7 +367,7 @@ static void *writer_main(void *arg)
 	struct obs_writer *w = &in->w;
 	struct lease_store *s = NULL;
 	struct common_err e;
-	int open_rc = lease_store_open(lease_store_dir(in->o.store), &s, &e);
+	int open_rc = lease_store_open(lease_store_name(in->o.store), &s, &e);
 
 	pthread_mutex_lock(&w->mu);
 	if (open_rc < 0) {
