@@ -913,7 +913,7 @@ int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop 
 
 	unmap_now(in, g, st->tid, 1, NULL);
 	if (st->sys && (st->sys->classes & TRACE_CLASS_STORE)) {
-		trace_meter_store_end(in->meter, st->tid, st->result);
+		trace_meter_store_end(in->meter, st->tid, trace_store_result(g, st));
 		/* a guest that raced its own iovec past its reservation closes now */
 		trace_inspector_usage(in, u);
 		if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE])

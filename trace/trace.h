@@ -536,6 +536,9 @@ struct trace_store_call {
 };
 int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
 		      struct trace_store_call *c);
+/* At its exit: the result as the meter reads it (an open that made no regular file
+ * reads as a failure: it created nothing). */
+int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
