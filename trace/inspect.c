@@ -965,13 +965,23 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
-	unsigned cls = st->sys ? st->sys->classes : 0;
+	struct trace_stop now;
+	int rc = 0;
 
 	if (inspect_entry(in, g, st) < 0)
 		return -1;
-	if ((cls & TRACE_CLASS_READ) && load_entry(in, g, st) < 0)
-		return -1;
-	return (cls & TRACE_CLASS_STORE) ? store_entry(in, g, st) : 0;
+	/* metered as the call that runs: a rule may have changed it, and the kernel
+	 * does not stop it again */
+	now = *st;
+	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
+	if (now.sys && (now.sys->classes & TRACE_CLASS_READ))
+		rc = load_entry(in, g, &now);
+	if (rc == 0 && now.sys && (now.sys->classes & TRACE_CLASS_STORE))
+		rc = store_entry(in, g, &now);
+	st->action = now.action;
+	st->deny_errno = now.deny_errno;
+	st->want_exit |= now.want_exit;
+	return rc;
 }
 
 int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
@@ -979,21 +989,18 @@ int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop 
 	struct trace_inspector *in = ctx;
 	uint64_t u[TRACE_DIMS];
 
+	struct trace_stop now = *st;
+
 	unmap_now(in, g, st->tid, 1, NULL);
-	if (st->sys && (st->sys->classes & TRACE_CLASS_READ))
-		trace_meter_load_end(in->meter, st->tid, st->result);
-	if (st->sys && (st->sys->classes & TRACE_CLASS_STORE)) {
-		trace_meter_store_end(in->meter, st->tid, trace_store_result(g, st));
-		/* a guest that raced its own iovec past its reservation closes now */
-		trace_inspector_usage(in, u);
-		if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE])
-			return observe(in, in->sv, 1) < 0 ? -1 : 0;
-	}
-	if (st->sys && (st->sys->classes & TRACE_CLASS_READ)) {
-		trace_inspector_usage(in, u);
-		if (u[LEASE_DIM_STORAGE_READ] > in->limits[LEASE_DIM_STORAGE_READ])
-			return observe(in, in->sv, 1) < 0 ? -1 : 0;
-	}
+	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
+	trace_meter_load_end(in->meter, st->tid, st->result);
+	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
+	/* a read's crossing, or a guest that raced its own iovec past its
+	 * reservation, closes now */
+	trace_inspector_usage(in, u);
+	if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE] ||
+	    u[LEASE_DIM_STORAGE_READ] > in->limits[LEASE_DIM_STORAGE_READ])
+		return observe(in, in->sv, 1) < 0 ? -1 : 0;
 	return 0;
 }
 

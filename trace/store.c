@@ -154,7 +154,9 @@ int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st)
 	char path[64];
 	struct stat sb;
 
-	if (trace_sys_arg(st->sys, TRACE_ARG_OFLAGS) < 0 || st->result < 0)
+	int oflags = trace_sys_arg(st->sys, TRACE_ARG_OFLAGS);
+
+	if (oflags < 0 || !(st->args[oflags] & TRACE_CREATE_FLAGS) || st->result < 0)
 		return st->result;
 	/* O_CREAT makes only regular files: "> /dev/null" created nothing */
 	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)trace_guest_tid(g), (int)st->result);
