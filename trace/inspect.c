@@ -496,7 +496,7 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	in->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
 	/* storage_write is exact: every call that may store stops (trace/store.c) */
-	in->classes = TRACE_CLASS_STORE | TRACE_CLASS_READ;
+	in->classes = TRACE_CLASS_STORE;
 	if (o->fn)
 		in->classes |= o->fn_classes ? o->fn_classes : TRACE_CLASS_FILE;
 	if (o->inspect_exec)
@@ -933,40 +933,10 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 	return 0;
 }
 
-/* A read-family call on a file: charged its result at its exit. One that asks for
- * more than storage_read has left is cut to one byte past it, so its crossing is
- * seen with the bound overshot by one byte at most; an iovec past it is refused. */
-static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
-{
-	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_READ];
-	uint64_t u[TRACE_DIMS], room;
-	struct trace_store_call c;
-	int count = trace_sys_arg(st->sys, TRACE_ARG_COUNT);
-
-	if (st->action == TRACE_DENIED || !trace_load_entry(g, st, &c))
-		return 0;
-	trace_inspector_usage(in, u);
-	room = u[LEASE_DIM_STORAGE_READ] <= bound ? bound - u[LEASE_DIM_STORAGE_READ] : 0;
-	if (c.bytes > room && count < 0) {
-		st->action = TRACE_DENIED;
-		st->deny_errno = EDQUOT;
-		return 0;
-	}
-	if (c.bytes > room && room < UINT64_MAX) {
-		st->args[count] = room + 1;
-		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
-			return failf(in, "storage_read", "could not cut a read to the bound");
-	}
-	trace_meter_load_begin(in->meter, st->tid);
-	st->want_exit = 1;
-	return 0;
-}
-
 int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
 	struct trace_stop now;
-	int rc = 0;
 
 	if (inspect_entry(in, g, st) < 0)
 		return -1;
@@ -974,10 +944,9 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	 * does not stop it again */
 	now = *st;
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
-	if (now.sys && (now.sys->classes & TRACE_CLASS_READ))
-		rc = load_entry(in, g, &now);
-	if (rc == 0 && now.sys && (now.sys->classes & TRACE_CLASS_STORE))
-		rc = store_entry(in, g, &now);
+	if (!now.sys || !(now.sys->classes & TRACE_CLASS_STORE))
+		return 0;
+	int rc = store_entry(in, g, &now);
 	st->action = now.action;
 	st->deny_errno = now.deny_errno;
 	st->want_exit |= now.want_exit;
@@ -987,19 +956,15 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
-	uint64_t u[TRACE_DIMS];
-
 	struct trace_stop now = *st;
+	uint64_t u[TRACE_DIMS];
 
 	unmap_now(in, g, st->tid, 1, NULL);
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
-	trace_meter_load_end(in->meter, st->tid, st->result);
 	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
-	/* a read's crossing, or a guest that raced its own iovec past its
-	 * reservation, closes now */
+	/* a guest that raced its own iovec past its reservation closes now */
 	trace_inspector_usage(in, u);
-	if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE] ||
-	    u[LEASE_DIM_STORAGE_READ] > in->limits[LEASE_DIM_STORAGE_READ])
+	if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE])
 		return observe(in, in->sv, 1) < 0 ? -1 : 0;
 	return 0;
 }

@@ -47,7 +47,6 @@ struct task {
 	int sched_fd, io_fd;   /* kept open once sampled, else -1 */
 	uint64_t store_w;      /* what its call in progress may store (reserved) */
 	int store_by_result;   /* that call returns the bytes it stored */
-	int load;              /* its call in progress reads a file */
 };
 
 struct trace_meter {
@@ -67,7 +66,6 @@ struct trace_meter {
 	uint64_t host_w;         /* bytes sbx wrote on the guest's behalf (its trace) */
 	uint64_t stored;         /* bytes the guest's calls stored on files (exact) */
 	uint64_t inflight;       /* what calls in progress may still store */
-	uint64_t loaded;         /* bytes the guest's calls read from files (exact) */
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
@@ -537,8 +535,7 @@ static void sample(struct trace_meter *m, int whole_ns)
 	} else if (m->ns_dir) {
 		ns_step(m);
 	}
-	(void)rd;
-	raise_to(&m->u[LEASE_DIM_STORAGE_READ], m->loaded);
+	raise_to(&m->u[LEASE_DIM_STORAGE_READ], rd);
 	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], m->stored + m->host_w);
 	if (m->relay) {
 		uint64_t b, l;
@@ -587,30 +584,6 @@ void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result)
 
 	if (t)
 		store_settle(m, t, result);
-}
-
-void trace_meter_load_begin(struct trace_meter *m, pid_t tid)
-{
-	struct task *t = find(m, tid);
-
-	if (!t) {
-		trace_meter_task_new(m, 0, tid);
-		if (!(t = find(m, tid)))
-			return;
-	}
-	t->load = 1;
-}
-
-void trace_meter_load_end(struct trace_meter *m, pid_t tid, int64_t result)
-{
-	struct task *t = find(m, tid);
-
-	if (!t || !t->load)
-		return;
-	t->load = 0;
-	if (result > 0)
-		m->loaded = sat_add(m->loaded, (uint64_t)result);
-	raise_to(&m->u[LEASE_DIM_STORAGE_READ], m->loaded);
 }
 
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)

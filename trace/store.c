@@ -162,20 +162,3 @@ int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st)
 	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)trace_guest_tid(g), (int)st->result);
 	return stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) ? -ENOENT : st->result;
 }
-
-int trace_load_entry(struct trace_guest *g, const struct trace_stop *st, struct trace_store_call *c)
-{
-	const struct trace_sysinfo *s = st->sys;
-	int in = trace_sys_arg(s, TRACE_ARG_INFD), count = trace_sys_arg(s, TRACE_ARG_COUNT);
-	int iov = trace_sys_arg(s, TRACE_ARG_IOV);
-
-	memset(c, 0, sizeof *c);
-	if (in < 0 || !fd_stores(trace_guest_tid(g), st->args[in]))
-		return 0;
-	c->by_result = 1;
-	if (count >= 0)
-		c->bytes = st->args[count];
-	else if (iov >= 0)
-		c->bytes = iov_bytes(g, st->args[iov], st->args[trace_sys_arg(s, TRACE_ARG_IOVCNT)]);
-	return c->bytes > 0;
-}

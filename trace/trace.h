@@ -543,9 +543,6 @@ void trace_meter_host_write(struct trace_meter *m, uint64_t bytes);
 void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, int by_result);
 void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result);
 uint64_t trace_meter_store_held(const struct trace_meter *m);
-/* storage_read, exactly: a read-family call on a file is charged its result. */
-void trace_meter_load_begin(struct trace_meter *m, pid_t tid);
-void trace_meter_load_end(struct trace_meter *m, pid_t tid, int64_t result);
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes);
 /* What a trapped call may store on a host file (trace/store.c): bytes, and whether its
  * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
@@ -557,8 +554,6 @@ struct trace_store_call {
 };
 int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
 		      struct trace_store_call *c);
-/* The same for what a read-family call may read from a file (storage_read). */
-int trace_load_entry(struct trace_guest *g, const struct trace_stop *st, struct trace_store_call *c);
 /* At its exit: the result as the meter reads it (an open that made no regular file
  * reads as a failure: it created nothing). */
 int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st);
