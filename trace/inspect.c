@@ -634,8 +634,9 @@ static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor 
 		      const uint64_t u[TRACE_DIMS])
 {
 	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	/* half the time it needs: a late tick or a lagging sample still lands before */
 	if (sv && used < lim)
-		trace_sv_tick_within(sv, (lim - used) / in->ncpu);
+		trace_sv_tick_within(sv, (lim - used) / in->ncpu / 2);
 }
 
 /* Take up what the writer met: -1 failed, 1 closed, 0 neither. */

@@ -408,7 +408,6 @@ void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
 struct trace_cgroup;
 struct trace_cgroup_mem {
 	uint64_t held;  /* anon + shmem pages the tree holds, mapped or not */
-	uint64_t peak;  /* the most the cgroup was charged, cache included */
 	uint64_t ooms;  /* times the bound refused a page */
 };
 struct trace_cgroup *trace_cgroup_open(uint64_t bound); /* NULL: none can be made here */
