@@ -598,6 +598,8 @@ void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);
 /* The run's trace bytes so far, metered as storage_write from the next sample. */
 void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg);
+/* held: the lease is not Active yet (a restore): usage is not observed */
+void trace_inspector_hold(struct trace_inspector *in, int held);
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes);
 /* A watched fd of the inspector's (its observation writer's wake-up) is readable. */
 int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd);
