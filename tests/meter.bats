@@ -284,20 +284,21 @@ new_active() {
 	assert_equal "$(cat err.txt)" "err"
 }
 
-@test "storage is metered without stopping read/write calls; relayed output is not storage" {
+@test "storage_write is counted at the storing calls, storage_read without a stop; relayed output is not storage" {
 	# 2048 reads and 2048 writes of 4 KiB each way, then the file read back
 	run sbx-run --ephemeral --result r.json -- /bin/sh -c \
 		'dd if=/dev/zero of=/ns/f bs=4k count=2048 2>/dev/null && dd if=/ns/f of=/dev/null bs=4k 2>/dev/null'
 	assert_success
-	[ "$(usage_of storage_write)" -ge $((8 << 20)) ]
+	assert_equal "$(usage_of storage_write)" $(((8 << 20) + 4096)) # the bytes and one inode
 	[ "$(usage_of storage_read)" -ge $((8 << 20)) ]
-	# no read/write reached the supervisor: only execs and the like stopped
-	[ "$(jq .supervisor.stops r.json)" -lt 200 ]
+	# every write stopped (2048 into the file, 2048 into /dev/null); no read did
+	[ "$(jq .supervisor.stops r.json)" -ge 4096 ]
+	[ "$(jq .supervisor.stops r.json)" -lt $((4096 + 200)) ]
 	# a megabyte on stdout is output, not storage
 	sbx-run --ephemeral --result r.json -- /bin/sh -c 'head -c 1000000 /dev/zero' >out
 	assert_equal "$(wc -c <out)" 1000000
 	assert_equal "$(usage_of output_bytes)" 1000000
-	[ "$(usage_of storage_write)" -lt 100000 ]
+	assert_equal "$(usage_of storage_write)" 0
 	[ "$(usage_of storage_read)" -ge 1000000 ]
 }
 
