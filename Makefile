@@ -19,7 +19,7 @@ DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev 
             default-jdk-headless
 BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite
 
-LIB_DIRS := libcommon codec lease trace snap
+LIB_DIRS := libcommon codec lease trace/tracee trace snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(patsubst %.c,$(O)/obj/%.o,$(LIB_SRC))
 LIB_HDR  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/*.def)
