@@ -43,6 +43,22 @@ static int count_threads(pid_t pid, struct common_err *e)
 	return n;
 }
 
+int snap_map_kind(const struct trace_map *m)
+{
+	if (!strcmp(m->path, "[vvar]") || !strcmp(m->path, "[vvar_vclock]") ||
+	    !strcmp(m->path, "[vsyscall]"))
+		return -1;
+	if (!strcmp(m->path, "[vdso]"))
+		return SNAP_REGION_VDSO;
+	if (!strcmp(m->path, "[heap]"))
+		return SNAP_REGION_HEAP;
+	if (!strcmp(m->path, "[stack]"))
+		return SNAP_REGION_STACK;
+	if (m->path[0] == '/')
+		return SNAP_REGION_FILE;
+	return SNAP_REGION_ANON;
+}
+
 /* Registers in canonical form: never inside a syscall (orig_rax = -1); a
  * syscall caught at entry or interrupted for a restart runs again from its
  * instruction. */
@@ -50,8 +66,9 @@ static int canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *
 {
 	struct ptrace_syscall_info si;
 	memset(&si, 0, sizeof si);
-	if (ptr(PTRACE_GETREGS, pid, 0, r) < 0)
-		return common_errno(e, errno, "capture registers of %d", (int)pid);
+	int rc = trace_regs_get(pid, r);
+	if (rc < 0)
+		return common_errno(e, -rc, "capture registers of %d", (int)pid);
 	if (ptr(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof si, &si) < 0)
 		return common_errno(e, errno, "PTRACE_GET_SYSCALL_INFO of %d", (int)pid);
 	if (si.op == PTRACE_SYSCALL_INFO_ENTRY || si.op == PTRACE_SYSCALL_INFO_SECCOMP) {
@@ -73,16 +90,18 @@ static int canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *
 
 static int read_umask(pid_t pid, uint32_t *um, struct common_err *e)
 {
-	char p[64], *buf;
-	size_t len;
+	struct trace_status s;
+	unsigned long long v;
+	char p[64];
 	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-	if (common_read_file(p, 1 << 20, &buf, &len, e) < 0)
-		return -1;
-	char *u = strstr(buf, "\nUmask:");
-	int ok = u && sscanf(u + 7, "%o", um) == 1;
-	free(buf);
-	if (!ok)
+	int rc = trace_status_read(pid, &s);
+	if (rc < 0)
+		return common_errno(e, -rc, "%s", p);
+	rc = trace_status_num(&s, "Umask", 8, &v);
+	trace_status_free(&s);
+	if (rc < 0)
 		return common_errf(e, p, "no Umask line");
+	*um = (uint32_t)v;
 	return 0;
 }
 
@@ -227,9 +246,9 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 
 static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *e)
 {
-	struct snap_map *m;
+	struct trace_map *m;
 	size_t n;
-	if (snap_read_maps(pid, &m, &n, e) < 0)
+	if (trace_proc_maps(pid, &m, &n, e) < 0)
 		return -1;
 	/* room for each mapping split in three around the brk area */
 	st->regions = common_xcalloc(3 * n + 1, sizeof *st->regions);
@@ -282,7 +301,7 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 }
 
 struct fill_ctx {
-	struct snap_tracee *t;
+	struct trace_tracee *t;
 	int pagemap;
 	uint64_t rseq;   /* the rseq area, or 0 */
 };
@@ -330,9 +349,9 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 		size_t len = (size_t)((j - i) * SNAP_PAGE);
 		if (absent) {
 			memset(d, 0, len);
-		} else if (snap_mem_read(c->t, r->start + i * SNAP_PAGE, d, len, NULL) < 0) {
+		} else if (trace_tracee_read(c->t, r->start + i * SNAP_PAGE, d, len, NULL) < 0) {
 			for (uint64_t k = i; k < j; k++)
-				if (snap_mem_read(c->t, r->start + k * SNAP_PAGE,
+				if (trace_tracee_read(c->t, r->start + k * SNAP_PAGE,
 						  dst + k * SNAP_PAGE, SNAP_PAGE, NULL) < 0) {
 					if (r->kind != SNAP_REGION_FILE) {
 						free(pm);
@@ -443,7 +462,7 @@ static int cmp_cell(const void *a, const void *b)
 
 /* Injected queries: brk(0), every signal action, the altstack. A scratch
  * spot in a writable mapping receives the answers and is put back after. */
-static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
+static int query_kernel_state(struct trace_tracee *t, struct snap_state *st,
 			      struct common_err *e)
 {
 	const struct snap_region *w = NULL;
@@ -453,7 +472,7 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 	if (!w)
 		return common_errf(e, "capture", "no writable mapping for injected queries");
 	uint8_t saved[64], buf[32];
-	if (snap_mem_read(t, w->start, saved, sizeof saved, e) < 0)
+	if (trace_tracee_read(t, w->start, saved, sizeof saved, e) < 0)
 		return -1;
 	int64_t ret;
 	uint64_t a[6] = { 0 };
@@ -463,8 +482,8 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 		if (sig == 9 || sig == 19)
 			continue;
 		uint64_t q[6] = { (uint64_t)sig, 0, w->start, 8, 0, 0 };
-		if (snap_inject(t, SYS_rt_sigaction, q, &ret, e) < 0 ||
-		    snap_mem_read(t, w->start, buf, 32, e) < 0) {
+		if (trace_tracee_inject(t, SYS_rt_sigaction, q, &ret, e) < 0 ||
+		    trace_tracee_read(t, w->start, buf, 32, e) < 0) {
 			rc = -1;
 			break;
 		}
@@ -477,8 +496,8 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 	}
 	if (rc == 0) {
 		uint64_t q[6] = { 0, w->start, 0, 0, 0, 0 };
-		if (snap_inject(t, SYS_sigaltstack, q, &ret, e) < 0 ||
-		    snap_mem_read(t, w->start, buf, 24, e) < 0)
+		if (trace_tracee_inject(t, SYS_sigaltstack, q, &ret, e) < 0 ||
+		    trace_tracee_read(t, w->start, buf, 24, e) < 0)
 			rc = -1;
 		else {
 			memcpy(&st->ss_sp, buf, 8);
@@ -486,7 +505,7 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 			memcpy(&st->ss_size, buf + 16, 8);
 		}
 	}
-	if (snap_mem_write(t, w->start, saved, sizeof saved, rc ? NULL : e) < 0)
+	if (trace_tracee_write(t, w->start, saved, sizeof saved, rc ? NULL : e) < 0)
 		rc = -1;
 	return rc;
 }
@@ -495,7 +514,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		       const char *dir, struct snap_manifest *m, struct common_err *e)
 {
 	struct snap_state st;
-	struct snap_tracee t = { .memfd = -1 };
+	struct trace_tracee t = { .memfd = -1 };
 	struct user_regs_struct regs;
 	struct cell_list cells = { 0 };
 	struct fill_ctx fc = { &t, -1, 0 };
@@ -564,15 +583,15 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	char p[64], link[SNAP_STR_MAX];
 	snprintf(p, sizeof p, "/proc/%d/cwd", (int)pid);
 	if (read_link(p, link, sizeof link, e) < 0 || read_umask(pid, &st.umask, e) < 0 ||
-	    snap_read_start_brk(pid, &st.start_brk, e) < 0)
+	    trace_proc_start_brk(pid, &st.start_brk, e) < 0)
 		goto out;
 	st.cwd = common_xstrdup(link);
-	if (capture_fds(pid, &st, e) < 0 || snap_tracee_open(&t, pid, e) < 0 ||
-	    snap_find_syscall(&t, e) < 0)
+	if (capture_fds(pid, &st, e) < 0 || trace_tracee_open(&t, pid, e) < 0 ||
+	    trace_tracee_find_syscall(&t, e) < 0)
 		goto out;
 	int64_t brk;
 	uint64_t none[6] = { 0 };
-	if (snap_inject(&t, SYS_brk, none, &brk, e) < 0)
+	if (trace_tracee_inject(&t, SYS_brk, none, &brk, e) < 0)
 		goto out;
 	st.brk = (uint64_t)brk;
 	if (capture_regions(pid, &st, e) < 0 || query_kernel_state(&t, &st, e) < 0)
@@ -603,7 +622,7 @@ out:
 		ptr(PTRACE_SETSIGMASK, pid, (void *)8, &st.sigmask);
 	if (fc.pagemap >= 0)
 		close(fc.pagemap);
-	snap_tracee_close(&t);
+	trace_tracee_close(&t);
 	for (size_t i = 0; i < cells.n; i++)
 		free((void *)cells.c[i].val);
 	snap_state_free(&st);
