@@ -518,7 +518,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	struct user_regs_struct regs;
 	struct cell_list cells = { 0 };
 	struct fill_ctx fc = { &t, -1, 0 };
-	int rc = -1, mask_set = 0;
+	int rc = -1, err, mask_set = 0;
 	memset(&st, 0, sizeof st);
 
 	int nthreads = count_threads(pid, e);
@@ -537,25 +537,24 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	memcpy(st.regs, &regs, sizeof st.regs);
 
 	uint8_t xbuf[SNAP_XSTATE_MAX];
-	struct iovec iov = { xbuf, sizeof xbuf };
+	size_t xlen = sizeof xbuf;
 	struct snap_xlayout xl;
 	memset(xbuf, 0, sizeof xbuf);
-	if (ptr(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov) < 0) {
-		common_errno(e, errno, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
+	if ((err = trace_xstate_get(pid, xbuf, &xlen)) < 0) {
+		common_errno(e, -err, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
 		goto out;
 	}
 	st.xstate = common_xmalloc(SNAP_XCANON_SIZE);
 	if (snap_xlayout_host(&xl, e) < 0 ||
-	    snap_xstate_from_host(&xl, xbuf, iov.iov_len, &st.xfeatures, st.xstate, e) < 0)
+	    snap_xstate_from_host(&xl, xbuf, xlen, &st.xfeatures, st.xstate, e) < 0)
 		goto out;
-	if (ptr(PTRACE_GETSIGMASK, pid, (void *)8, &st.sigmask) < 0) {
-		common_errno(e, errno, "PTRACE_GETSIGMASK of %d", (int)pid);
+	if ((err = trace_sigmask_get(pid, &st.sigmask)) < 0) {
+		common_errno(e, -err, "PTRACE_GETSIGMASK of %d", (int)pid);
 		goto out;
 	}
 	/* no signal may be delivered in the middle of our injected syscalls */
-	uint64_t inject_mask = SNAP_INJECT_MASK;
-	if (ptr(PTRACE_SETSIGMASK, pid, (void *)8, &inject_mask) < 0) {
-		common_errno(e, errno, "PTRACE_SETSIGMASK of %d", (int)pid);
+	if ((err = trace_sigmask_set(pid, SNAP_INJECT_MASK)) < 0) {
+		common_errno(e, -err, "PTRACE_SETSIGMASK of %d", (int)pid);
 		goto out;
 	}
 	mask_set = 1;
@@ -598,9 +597,9 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		goto out;
 	/* leave the tracee at the canonical boundary the snapshot describes */
 	mask_set = 0;
-	if (ptr(PTRACE_SETSIGMASK, pid, (void *)8, &st.sigmask) < 0 ||
-	    ptr(PTRACE_SETREGS, pid, 0, &regs) < 0) {
-		common_errno(e, errno, "PTRACE_SETREGS of %d", (int)pid);
+	if ((err = trace_sigmask_set(pid, st.sigmask)) < 0 ||
+	    (err = trace_regs_set(pid, &regs)) < 0) {
+		common_errno(e, -err, "PTRACE_SETREGS of %d", (int)pid);
 		goto out;
 	}
 	if (o->ns_dir) {
@@ -619,7 +618,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		rc = snap_encode_with(&st, fill_region, &fc, out, e);
 out:
 	if (mask_set)
-		ptr(PTRACE_SETSIGMASK, pid, (void *)8, &st.sigmask);
+		trace_sigmask_set(pid, st.sigmask);
 	if (fc.pagemap >= 0)
 		close(fc.pagemap);
 	trace_tracee_close(&t);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -362,19 +361,19 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 {
 	struct rs s = { .t = { .memfd = -1 }, .st = st, .e = e };
 	uint8_t cur[SNAP_XSTATE_MAX];
-	struct iovec iov = { cur, sizeof cur };
+	size_t xlen = sizeof cur;
 	uint64_t sb, vs, ve;
 	int64_t r;
-	int rc = -1;
+	int rc = -1, err;
 
 	struct snap_xlayout xl;
 	uint64_t xf = st->xfeatures;
 	if (snap_xlayout_host(&xl, e) < 0 || snap_xstate_fit(&xl, &xf, st->xstate, e) < 0)
 		return -1;
 	memset(cur, 0, sizeof cur);
-	if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov) < 0)
-		return common_errno(e, errno, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
-	if (snap_xstate_to_host(&xl, xf, st->xstate, cur, iov.iov_len, e) < 0)
+	if ((err = trace_xstate_get(pid, cur, &xlen)) < 0)
+		return common_errno(e, -err, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
+	if (snap_xstate_to_host(&xl, xf, st->xstate, cur, xlen, e) < 0)
 		return -1;
 	if (trace_proc_start_brk(pid, &sb, e) < 0)
 		return -1;
@@ -382,9 +381,8 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 		return common_errf(e, "restore", "brk starts at %#" PRIx64 ", the snapshot's at %#"
 				   PRIx64 " (different image or address randomisation on)",
 				   sb, st->start_brk);
-	uint64_t inject_mask = SNAP_INJECT_MASK;
-	if (ptrace(PTRACE_SETSIGMASK, pid, (void *)8, &inject_mask) < 0)
-		return common_errno(e, errno, "PTRACE_SETSIGMASK");
+	if ((err = trace_sigmask_set(pid, SNAP_INJECT_MASK)) < 0)
+		return common_errno(e, -err, "PTRACE_SETSIGMASK");
 	if (trace_tracee_open(&s.t, pid, e) < 0)
 		return -1;
 	if (trace_tracee_find_syscall(&s.t, e) < 0 || xstate_permit(&s, xf) < 0 ||
@@ -440,19 +438,18 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 			goto out;
 		}
 	}
-	if (ptrace(PTRACE_SETSIGMASK, pid, (void *)8, &st->sigmask) < 0) {
-		common_errno(e, errno, "PTRACE_SETSIGMASK");
+	if ((err = trace_sigmask_set(pid, st->sigmask)) < 0) {
+		common_errno(e, -err, "PTRACE_SETSIGMASK");
 		goto out;
 	}
-	struct iovec xi = { cur, iov.iov_len };
-	if (ptrace(PTRACE_SETREGSET, pid, (void *)NT_X86_XSTATE, &xi) < 0) {
-		common_errno(e, errno, "PTRACE_SETREGSET NT_X86_XSTATE");
+	if ((err = trace_xstate_set(pid, cur, xlen)) < 0) {
+		common_errno(e, -err, "PTRACE_SETREGSET NT_X86_XSTATE");
 		goto out;
 	}
 	struct user_regs_struct regs;
 	memcpy(&regs, st->regs, sizeof regs);
-	if (ptrace(PTRACE_SETREGS, pid, 0, &regs) < 0) {
-		common_errno(e, errno, "PTRACE_SETREGS");
+	if ((err = trace_regs_set(pid, &regs)) < 0) {
+		common_errno(e, -err, "PTRACE_SETREGS");
 		goto out;
 	}
 	rc = 0;

@@ -1,4 +1,5 @@
 /* trace/tracee: a stopped thread's memory and registers. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -126,6 +127,31 @@ int trace_regs_set(pid_t tid, const struct user_regs_struct *r)
 void trace_regs_set_args(struct user_regs_struct *r, const uint64_t a[6])
 {
 	r->rdi = a[0], r->rsi = a[1], r->rdx = a[2], r->r10 = a[3], r->r8 = a[4], r->r9 = a[5];
+}
+
+int trace_xstate_get(pid_t tid, void *buf, size_t *len)
+{
+	struct iovec iov = { buf, *len };
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) < 0)
+		return -errno;
+	*len = iov.iov_len;
+	return 0;
+}
+
+int trace_xstate_set(pid_t tid, const void *buf, size_t len)
+{
+	struct iovec iov = { (void *)buf, len };
+	return ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &iov) < 0 ? -errno : 0;
+}
+
+int trace_sigmask_get(pid_t tid, uint64_t *mask)
+{
+	return ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof *mask, mask) < 0 ? -errno : 0;
+}
+
+int trace_sigmask_set(pid_t tid, uint64_t mask)
+{
+	return ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof mask, &mask) < 0 ? -errno : 0;
 }
 
 int trace_siginfo(pid_t tid, siginfo_t *si)

@@ -42,6 +42,12 @@ int trace_regs_get(pid_t tid, struct user_regs_struct *r);
 int trace_regs_set(pid_t tid, const struct user_regs_struct *r);
 /* The six syscall argument registers. */
 void trace_regs_set_args(struct user_regs_struct *r, const uint64_t a[6]);
+/* The XSAVE area (NT_X86_XSTATE): *len is buf's size in, the kernel's out. 0 or -errno. */
+int trace_xstate_get(pid_t tid, void *buf, size_t *len);
+int trace_xstate_set(pid_t tid, const void *buf, size_t len);
+/* The blocked-signal mask (bit sig-1): 0 or -errno. */
+int trace_sigmask_get(pid_t tid, uint64_t *mask);
+int trace_sigmask_set(pid_t tid, uint64_t mask);
 
 /* Wait for tid's next ptrace stop, consuming no other thread's event and not
  * tid's exit (both stay for the supervisor's loop): 0 with its wait status;
