@@ -50,6 +50,17 @@ $(O)/tests/%: tests/unit/%.c $(O)/libsbx.a $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libsbx.a $(LDLIBS)
 
+# The kernel-number check, generated: a check_nr per line of the table whose
+# name <asm/unistd_64.h> defines, and one per name it defines (a number that
+# differs, or a syscall the table lacks, fails make unit).
+$(O)/gen/sysent_nr.h: trace/syscalls.def
+	@mkdir -p $(@D)
+	{ sed -n 's/^SYSCALL(\([a-z0-9_]*\),.*/#ifdef __NR_\1\n\tcheck_nr("\1", __NR_\1);\n#endif/p' $<; \
+	  printf '#include <asm/unistd_64.h>\n' | $(CC) -dM -E - | \
+	  sed -n 's/^#define __NR_\([a-z0-9_]*\) .*/\tcheck_nr("\1", __NR_\1);/p'; } > $@.tmp && mv $@.tmp $@
+$(O)/tests/test_sysent: $(O)/gen/sysent_nr.h
+$(O)/tests/test_sysent: CFLAGS += -I$(O)/gen
+
 -include $(wildcard */rules.mk tests/*/rules.mk)
 
 deps:
