@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/ptrace.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -15,12 +15,6 @@
 #include <sys/user.h>
 #include <unistd.h>
 #include "snap/snap-internal.h"
-
-/* <sys/ptrace.h> and <linux/ptrace.h> clash; call the raw syscall. */
-static long ptr(long req, pid_t pid, void *addr, void *data)
-{
-	return syscall(SYS_ptrace, req, (long)pid, addr, data);
-}
 
 #define ERESTARTSYS 512
 #define ERESTARTNOINTR 513
@@ -64,14 +58,13 @@ int snap_map_kind(const struct trace_map *m)
  * instruction. */
 static int canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *e)
 {
-	struct ptrace_syscall_info si;
-	memset(&si, 0, sizeof si);
 	int rc = trace_regs_get(pid, r);
 	if (rc < 0)
 		return common_errno(e, -rc, "capture registers of %d", (int)pid);
-	if (ptr(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof si, &si) < 0)
-		return common_errno(e, errno, "PTRACE_GET_SYSCALL_INFO of %d", (int)pid);
-	if (si.op == PTRACE_SYSCALL_INFO_ENTRY || si.op == PTRACE_SYSCALL_INFO_SECCOMP) {
+	int op = trace_syscall_op(pid);
+	if (op < 0)
+		return common_errno(e, -op, "PTRACE_GET_SYSCALL_INFO of %d", (int)pid);
+	if (op == PTRACE_SYSCALL_INFO_ENTRY || op == PTRACE_SYSCALL_INFO_SECCOMP) {
 		r->rip -= 2;
 		r->rax = r->orig_rax;
 	} else if ((int64_t)r->orig_rax >= 0) {
@@ -375,13 +368,10 @@ static int capture_pending(pid_t pid, struct snap_state *st, struct common_err *
 	st->pending = common_xcalloc(SNAP_PENDING_MAX, sizeof *st->pending);
 	for (uint32_t shared = 0; shared < 2; shared++) {
 		for (uint64_t off = 0;; off++) {
-			struct ptrace_peeksiginfo_args a = {
-				.off = off, .flags = shared ? PTRACE_PEEKSIGINFO_SHARED : 0, .nr = 1 };
 			uint8_t info[128];
-			memset(info, 0, sizeof info);
-			long n = ptr(PTRACE_PEEKSIGINFO, pid, &a, info);
+			int n = trace_sigqueue_peek(pid, (int)shared, off, info);
 			if (n < 0)
-				return common_errno(e, errno, "PTRACE_PEEKSIGINFO of %d", (int)pid);
+				return common_errno(e, -n, "PTRACE_PEEKSIGINFO of %d", (int)pid);
 			if (n == 0)
 				break;
 			if (st->npending == SNAP_PENDING_MAX)
@@ -560,14 +550,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	mask_set = 1;
 	if (capture_pending(pid, &st, e) < 0)
 		goto out;
-	struct ptrace_rseq_configuration rc_ = { 0 };
-	if (ptr(PTRACE_GET_RSEQ_CONFIGURATION, pid, (void *)sizeof rc_, &rc_) > 0 &&
-	    rc_.rseq_abi_size) {
-		st.rseq_ptr = rc_.rseq_abi_pointer;
-		st.rseq_len = rc_.rseq_abi_size;
-		st.rseq_sig = rc_.signature;
+	if (trace_rseq_get(pid, &st.rseq_ptr, &st.rseq_len, &st.rseq_sig) == 0 && st.rseq_len)
 		fc.rseq = st.rseq_ptr;
-	}
 	for (int i = 0; i < SNAP_NRLIMIT; i++) {
 		struct rlimit rl;
 		if (prlimit(pid, i, NULL, &rl) < 0) {

@@ -154,6 +154,27 @@ int trace_sigmask_set(pid_t tid, uint64_t mask)
 	return ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof mask, &mask) < 0 ? -errno : 0;
 }
 
+int trace_sigqueue_peek(pid_t tid, int shared, uint64_t off, uint8_t info[128])
+{
+	struct __ptrace_peeksiginfo_args a = {
+		.off = off, .flags = shared ? PTRACE_PEEKSIGINFO_SHARED : 0, .nr = 1 };
+	memset(info, 0, 128);
+	long n = ptrace(PTRACE_PEEKSIGINFO, tid, &a, info);
+	return n < 0 ? -errno : (int)n;
+}
+
+int trace_rseq_get(pid_t tid, uint64_t *ptr, uint32_t *len, uint32_t *sig)
+{
+	struct __ptrace_rseq_configuration c;
+	memset(&c, 0, sizeof c);
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, (void *)sizeof c, &c) < 0)
+		return -errno;
+	*ptr = c.rseq_abi_pointer;
+	*len = c.rseq_abi_size;
+	*sig = c.signature;
+	return 0;
+}
+
 int trace_siginfo(pid_t tid, siginfo_t *si)
 {
 	return ptrace(PTRACE_GETSIGINFO, tid, NULL, si) < 0 ? -errno : 0;

@@ -79,6 +79,13 @@ int trace_tracee_find_syscall(struct trace_tracee *t, struct common_err *e);
  * its seccomp stop on the way is rewound to run (and be supervised) again after;
  * signals met are delivered. */
 int trace_tracee_interrupt(pid_t tid, struct common_err *e);
+/* The kind of syscall stop tid is in (PTRACE_SYSCALL_INFO_*): op or -errno. */
+int trace_syscall_op(pid_t tid);
+/* The off-th signal queued for tid (shared: for its process), its raw 128-byte
+ * siginfo: 1, 0 past the last one, or -errno. */
+int trace_sigqueue_peek(pid_t tid, int shared, uint64_t off, uint8_t info[128]);
+/* tid's registered rseq area (len 0: none): 0 or -errno. */
+int trace_rseq_get(pid_t tid, uint64_t *ptr, uint32_t *len, uint32_t *sig);
 /* The siginfo of tid's signal-delivery stop: 0 or -errno. */
 int trace_siginfo(pid_t tid, siginfo_t *si);
 

@@ -64,12 +64,12 @@ static void send_again(pid_t tid, int sig)
 		syscall(SYS_tkill, tid, sig);
 }
 
-static int syscall_op(pid_t tid)
+int trace_syscall_op(pid_t tid)
 {
 	struct __ptrace_syscall_info info;
 	memset(&info, 0, sizeof info);
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof info, &info) < 0)
-		return -1;
+		return -errno;
 	return info.op;
 }
 
@@ -126,7 +126,7 @@ int trace_inject_at_exit(pid_t tid, long nr, const uint64_t a[6], int64_t *ret)
 			return -errno;
 		if ((rc = trace_wait_for(tid, TRACE_WANT_TRAP, PTRACE_SYSCALL, &sig)) < 0)
 			return rc;
-		if (syscall_op(tid) == PTRACE_SYSCALL_INFO_EXIT)
+		if (trace_syscall_op(tid) == PTRACE_SYSCALL_INFO_EXIT)
 			break;
 	}
 	if (trace_regs_get(tid, &r) < 0)
