@@ -487,6 +487,15 @@ patched() {
 	assert_output --partial "journal.jsonl:2: receipt signature does not verify"
 }
 
+@test "every tool with commands names an unknown one the same way, exit 2 with usage" {
+	for tool in sbx-lease sbx-snap sbx-trace; do
+		run "$tool" frob
+		assert_failure 2
+		assert_line --index 0 "$tool: error: unknown command \"frob\""
+		assert_output --partial "usage: $tool"
+	done
+}
+
 @test "bad command lines exit 2 with usage" {
 	run sbx-lease
 	assert_failure 2

@@ -92,21 +92,6 @@ static long long keyed(const struct trace_cgroup *cg, const char *file, const ch
 	return v;
 }
 
-static long long single(const struct trace_cgroup *cg, const char *file)
-{
-	char path[PATH_MAX + 64], buf[64];
-	snprintf(path, sizeof path, "%s/%s", cg->dir, file);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return strtoll(buf, NULL, 10);
-}
-
 /* Cgroups left by an sbx-run that was killed: empty ones go (a busy one refuses). */
 static void sweep(const char *parent)
 {
@@ -203,22 +188,19 @@ int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_e
 
 void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m)
 {
-	long long anon, shm, peak, oom;
+	long long anon, shm, oom;
 	if (cg->v2) {
 		anon = keyed(cg, "memory.stat", "anon");
 		shm = keyed(cg, "memory.stat", "shmem");
-		peak = single(cg, "memory.peak");
 		oom = keyed(cg, "memory.events", "oom");
 	} else {
 		anon = keyed(cg, "memory.stat", "total_rss");
 		shm = keyed(cg, "memory.stat", "total_shmem");
-		peak = single(cg, "memory.max_usage_in_bytes");
 		oom = keyed(cg, "memory.oom_control", "oom_kill");
 		if (oom <= 0 && keyed(cg, "memory.oom_control", "under_oom") > 0)
 			oom = 1;
 	}
 	m->held = (uint64_t)(anon > 0 ? anon : 0) + (uint64_t)(shm > 0 ? shm : 0);
-	m->peak = peak > 0 ? (uint64_t)peak : 0;
 	m->ooms = oom > 0 ? (uint64_t)oom : 0;
 }
 

@@ -69,6 +69,7 @@ struct trace_inspector {
 	struct trace_coproc *coproc;
 	uint64_t limits[TRACE_DIMS];
 	unsigned ncpu;                /* CPUs the tree may burn fuel on at once */
+	int held;                     /* the lease is not Active yet: nothing is observed */
 	uint64_t base[TRACE_DIMS];     /* the lease's usage before this run */
 	char closed[32];
 	int failed;
@@ -504,8 +505,9 @@ static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor 
 		      const uint64_t u[TRACE_DIMS])
 {
 	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	/* half the time it needs: a late tick or a lagging sample still lands before */
 	if (sv && used < lim)
-		trace_sv_tick_within(sv, (lim - used) / in->ncpu);
+		trace_sv_tick_within(sv, (lim - used) / in->ncpu / 2);
 }
 
 /* Take up what the writer met: -1 failed, 1 closed, 0 neither. */
@@ -536,6 +538,8 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 	struct common_err e;
 	int r;
 
+	if (in->held)
+		return 0;
 	if ((r = writer_take(in, sv)) != 0)
 		return r;
 	trace_inspector_usage(in, u);
@@ -561,6 +565,11 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 		snprintf(closed, sizeof closed, "%s", lease_dim_name((enum lease_dim)d));
 	}
 	return closed[0] ? close_run(in, sv, closed) : 0;
+}
+
+void trace_inspector_hold(struct trace_inspector *in, int held)
+{
+	in->held = held;
 }
 
 void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg)

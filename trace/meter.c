@@ -299,6 +299,10 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 
 void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes)
 {
+	/* in a cgroup the kernel held the tree to the bound: an exited process's
+	 * resident peak past it is file pages charged elsewhere (its refusals count) */
+	if (m->cg && bytes > m->mem_bound)
+		bytes = m->mem_bound;
 	raise_to(&m->u[LEASE_DIM_MEMORY], bytes);
 }
 
@@ -415,19 +419,14 @@ static uint64_t tmpfs_bytes(pid_t pid)
 	return sum;
 }
 
-/* What the cgroup holds beyond the samples (unmapped shm, a gone leader's threads);
- * after a refused page the tree has asked for more than the bound. */
-static uint64_t cgroup_memory(const struct trace_meter *m, uint64_t sampled)
+/* The anonymous and shared pages the cgroup holds (mapped or not, a gone leader's
+ * threads' too, each page once); after a refused page the tree asked for more
+ * than the bound. */
+static uint64_t cgroup_memory(const struct trace_meter *m)
 {
 	struct trace_cgroup_mem cm;
 	trace_cgroup_read(m->cg, &cm);
-	uint64_t u = cm.held > sampled ? cm.held : sampled;
-	if (cm.ooms) {
-		u = cm.peak > u ? cm.peak : u;
-		if (u <= m->mem_bound)
-			u = m->mem_bound + 1;
-	}
-	return u;
+	return cm.ooms && cm.held <= m->mem_bound ? m->mem_bound + 1 : cm.held;
 }
 
 struct tgid_set {
@@ -494,15 +493,17 @@ static void sample(struct trace_meter *m, int whole_ns)
 		/* a group counts once, through its leader or, the leader gone, its
 		 * first thread here (the gone leader's smaps read empty) */
 		if (group_first(&seen, t->tgid, t->tid == t->tgid || !leader_here(m, t->tgid))) {
-			rss += rss_bytes(m, t->tid);
+			rss += m->cg ? 0 : rss_bytes(m, t->tid);
 			fds += fd_count(t->tid);
 		}
 	}
 	free(seen.v);
 	raise_to(&m->u[LEASE_DIM_FUEL], (m->dead_ns + live_ns) / 1000);
-	if (m->n)
+	if (m->cg) /* what the kernel holds to the bound: the tree's own pages, once */
+		rss = cgroup_memory(m);
+	else if (m->n)
 		rss += tmpfs_bytes(m->t[0].tgid);
-	raise_to(&m->u[LEASE_DIM_MEMORY], m->cg ? cgroup_memory(m, rss) : rss);
+	raise_to(&m->u[LEASE_DIM_MEMORY], rss);
 	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
 	if (m->ns_dir && whole_ns) {
 		uint64_t b;

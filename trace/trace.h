@@ -395,7 +395,6 @@ void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
 struct trace_cgroup;
 struct trace_cgroup_mem {
 	uint64_t held;  /* anon + shmem pages the tree holds, mapped or not */
-	uint64_t peak;  /* the most the cgroup was charged, cache included */
 	uint64_t ooms;  /* times the bound refused a page */
 };
 struct trace_cgroup *trace_cgroup_open(uint64_t bound); /* NULL: none can be made here */
@@ -564,6 +563,8 @@ void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);
 /* The run's trace bytes so far, metered as storage_write from the next sample. */
 void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg);
+/* held: the lease is not Active yet (a restore): usage is not observed */
+void trace_inspector_hold(struct trace_inspector *in, int held);
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes);
 /* A watched fd of the inspector's (its observation writer's wake-up) is readable. */
 int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd);
