@@ -19,7 +19,7 @@ DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev 
             default-jdk-headless etcd-server etcd-client libcurl4-openssl-dev
 BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite
 
-LIB_DIRS := libcommon codec lease trace snap
+LIB_DIRS := libcommon codec lease trace/tracee trace snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(patsubst %.c,$(O)/obj/%.o,$(LIB_SRC))
 LIB_HDR  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/*.def)
@@ -49,6 +49,17 @@ $(O)/bin/%: bin/%.c $(O)/libsbx.a $(LIB_HDR)
 $(O)/tests/%: tests/unit/%.c $(O)/libsbx.a $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libsbx.a $(LDLIBS)
+
+# The kernel-number check, generated: a check_nr per line of the table whose
+# name <asm/unistd_64.h> defines, and one per name it defines (a number that
+# differs, or a syscall the table lacks, fails make unit).
+$(O)/gen/sysent_nr.h: trace/syscalls.def
+	@mkdir -p $(@D)
+	{ sed -n 's/^SYSCALL(\([a-z0-9_]*\),.*/#ifdef __NR_\1\n\tcheck_nr("\1", __NR_\1);\n#endif/p' $<; \
+	  printf '#include <asm/unistd_64.h>\n' | $(CC) -dM -E - | \
+	  sed -n 's/^#define __NR_\([a-z0-9_]*\) .*/\tcheck_nr("\1", __NR_\1);/p'; } > $@.tmp && mv $@.tmp $@
+$(O)/tests/test_sysent: $(O)/gen/sysent_nr.h
+$(O)/tests/test_sysent: CFLAGS += -I$(O)/gen
 
 -include $(wildcard */rules.mk tests/*/rules.mk)
 

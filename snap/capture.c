@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/ptrace.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -15,12 +15,6 @@
 #include <sys/user.h>
 #include <unistd.h>
 #include "snap/snap-internal.h"
-
-/* <sys/ptrace.h> and <linux/ptrace.h> clash; call the raw syscall. */
-static long ptr(long req, pid_t pid, void *addr, void *data)
-{
-	return syscall(SYS_ptrace, req, (long)pid, addr, data);
-}
 
 #define ERESTARTSYS 512
 #define ERESTARTNOINTR 513
@@ -43,18 +37,34 @@ static int count_threads(pid_t pid, struct common_err *e)
 	return n;
 }
 
+int snap_map_kind(const struct trace_map *m)
+{
+	if (!strcmp(m->path, "[vvar]") || !strcmp(m->path, "[vvar_vclock]") ||
+	    !strcmp(m->path, "[vsyscall]"))
+		return -1;
+	if (!strcmp(m->path, "[vdso]"))
+		return SNAP_REGION_VDSO;
+	if (!strcmp(m->path, "[heap]"))
+		return SNAP_REGION_HEAP;
+	if (!strcmp(m->path, "[stack]"))
+		return SNAP_REGION_STACK;
+	if (m->path[0] == '/')
+		return SNAP_REGION_FILE;
+	return SNAP_REGION_ANON;
+}
+
 /* Registers in canonical form: never inside a syscall (orig_rax = -1); a
  * syscall caught at entry or interrupted for a restart runs again from its
  * instruction. */
 static int canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *e)
 {
-	struct ptrace_syscall_info si;
-	memset(&si, 0, sizeof si);
-	if (ptr(PTRACE_GETREGS, pid, 0, r) < 0)
-		return common_errno(e, errno, "capture registers of %d", (int)pid);
-	if (ptr(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof si, &si) < 0)
-		return common_errno(e, errno, "PTRACE_GET_SYSCALL_INFO of %d", (int)pid);
-	if (si.op == PTRACE_SYSCALL_INFO_ENTRY || si.op == PTRACE_SYSCALL_INFO_SECCOMP) {
+	int rc = trace_regs_get(pid, r);
+	if (rc < 0)
+		return common_errno(e, -rc, "capture registers of %d", (int)pid);
+	int op = trace_syscall_op(pid);
+	if (op < 0)
+		return common_errno(e, -op, "PTRACE_GET_SYSCALL_INFO of %d", (int)pid);
+	if (op == PTRACE_SYSCALL_INFO_ENTRY || op == PTRACE_SYSCALL_INFO_SECCOMP) {
 		r->rip -= 2;
 		r->rax = r->orig_rax;
 	} else if ((int64_t)r->orig_rax >= 0) {
@@ -73,16 +83,18 @@ static int canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *
 
 static int read_umask(pid_t pid, uint32_t *um, struct common_err *e)
 {
-	char p[64], *buf;
-	size_t len;
+	struct trace_status s;
+	unsigned long long v;
+	char p[64];
 	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-	if (common_read_file(p, 1 << 20, &buf, &len, e) < 0)
-		return -1;
-	char *u = strstr(buf, "\nUmask:");
-	int ok = u && sscanf(u + 7, "%o", um) == 1;
-	free(buf);
-	if (!ok)
+	int rc = trace_status_read(pid, &s);
+	if (rc < 0)
+		return common_errno(e, -rc, "%s", p);
+	rc = trace_status_num(&s, "Umask", 8, &v);
+	trace_status_free(&s);
+	if (rc < 0)
 		return common_errf(e, p, "no Umask line");
+	*um = (uint32_t)v;
 	return 0;
 }
 
@@ -227,9 +239,9 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 
 static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *e)
 {
-	struct snap_map *m;
+	struct trace_map *m;
 	size_t n;
-	if (snap_read_maps(pid, &m, &n, e) < 0)
+	if (trace_proc_maps(pid, &m, &n, e) < 0)
 		return -1;
 	/* room for each mapping split in three around the brk area */
 	st->regions = common_xcalloc(3 * n + 1, sizeof *st->regions);
@@ -282,7 +294,7 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 }
 
 struct fill_ctx {
-	struct snap_tracee *t;
+	struct trace_tracee *t;
 	int pagemap;
 	uint64_t rseq;   /* the rseq area, or 0 */
 };
@@ -330,9 +342,9 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 		size_t len = (size_t)((j - i) * SNAP_PAGE);
 		if (absent) {
 			memset(d, 0, len);
-		} else if (snap_mem_read(c->t, r->start + i * SNAP_PAGE, d, len, NULL) < 0) {
+		} else if (trace_tracee_read(c->t, r->start + i * SNAP_PAGE, d, len, NULL) < 0) {
 			for (uint64_t k = i; k < j; k++)
-				if (snap_mem_read(c->t, r->start + k * SNAP_PAGE,
+				if (trace_tracee_read(c->t, r->start + k * SNAP_PAGE,
 						  dst + k * SNAP_PAGE, SNAP_PAGE, NULL) < 0) {
 					if (r->kind != SNAP_REGION_FILE) {
 						free(pm);
@@ -356,13 +368,10 @@ static int capture_pending(pid_t pid, struct snap_state *st, struct common_err *
 	st->pending = common_xcalloc(SNAP_PENDING_MAX, sizeof *st->pending);
 	for (uint32_t shared = 0; shared < 2; shared++) {
 		for (uint64_t off = 0;; off++) {
-			struct ptrace_peeksiginfo_args a = {
-				.off = off, .flags = shared ? PTRACE_PEEKSIGINFO_SHARED : 0, .nr = 1 };
 			uint8_t info[128];
-			memset(info, 0, sizeof info);
-			long n = ptr(PTRACE_PEEKSIGINFO, pid, &a, info);
+			int n = trace_sigqueue_peek(pid, (int)shared, off, info);
 			if (n < 0)
-				return common_errno(e, errno, "PTRACE_PEEKSIGINFO of %d", (int)pid);
+				return common_errno(e, -n, "PTRACE_PEEKSIGINFO of %d", (int)pid);
 			if (n == 0)
 				break;
 			if (st->npending == SNAP_PENDING_MAX)
@@ -443,7 +452,7 @@ static int cmp_cell(const void *a, const void *b)
 
 /* Injected queries: brk(0), every signal action, the altstack. A scratch
  * spot in a writable mapping receives the answers and is put back after. */
-static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
+static int query_kernel_state(struct trace_tracee *t, struct snap_state *st,
 			      struct common_err *e)
 {
 	const struct snap_region *w = NULL;
@@ -453,7 +462,7 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 	if (!w)
 		return common_errf(e, "capture", "no writable mapping for injected queries");
 	uint8_t saved[64], buf[32];
-	if (snap_mem_read(t, w->start, saved, sizeof saved, e) < 0)
+	if (trace_tracee_read(t, w->start, saved, sizeof saved, e) < 0)
 		return -1;
 	int64_t ret;
 	uint64_t a[6] = { 0 };
@@ -463,8 +472,8 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 		if (sig == 9 || sig == 19)
 			continue;
 		uint64_t q[6] = { (uint64_t)sig, 0, w->start, 8, 0, 0 };
-		if (snap_inject(t, SYS_rt_sigaction, q, &ret, e) < 0 ||
-		    snap_mem_read(t, w->start, buf, 32, e) < 0) {
+		if (trace_tracee_inject(t, SYS_rt_sigaction, q, &ret, e) < 0 ||
+		    trace_tracee_read(t, w->start, buf, 32, e) < 0) {
 			rc = -1;
 			break;
 		}
@@ -477,8 +486,8 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 	}
 	if (rc == 0) {
 		uint64_t q[6] = { 0, w->start, 0, 0, 0, 0 };
-		if (snap_inject(t, SYS_sigaltstack, q, &ret, e) < 0 ||
-		    snap_mem_read(t, w->start, buf, 24, e) < 0)
+		if (trace_tracee_inject(t, SYS_sigaltstack, q, &ret, e) < 0 ||
+		    trace_tracee_read(t, w->start, buf, 24, e) < 0)
 			rc = -1;
 		else {
 			memcpy(&st->ss_sp, buf, 8);
@@ -486,7 +495,7 @@ static int query_kernel_state(struct snap_tracee *t, struct snap_state *st,
 			memcpy(&st->ss_size, buf + 16, 8);
 		}
 	}
-	if (snap_mem_write(t, w->start, saved, sizeof saved, rc ? NULL : e) < 0)
+	if (trace_tracee_write(t, w->start, saved, sizeof saved, rc ? NULL : e) < 0)
 		rc = -1;
 	return rc;
 }
@@ -495,11 +504,11 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		       const char *dir, struct snap_manifest *m, struct common_err *e)
 {
 	struct snap_state st;
-	struct snap_tracee t = { .memfd = -1 };
+	struct trace_tracee t = { .memfd = -1 };
 	struct user_regs_struct regs;
 	struct cell_list cells = { 0 };
 	struct fill_ctx fc = { &t, -1, 0 };
-	int rc = -1, mask_set = 0;
+	int rc = -1, err, mask_set = 0;
 	memset(&st, 0, sizeof st);
 
 	int nthreads = count_threads(pid, e);
@@ -518,38 +527,31 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	memcpy(st.regs, &regs, sizeof st.regs);
 
 	uint8_t xbuf[SNAP_XSTATE_MAX];
-	struct iovec iov = { xbuf, sizeof xbuf };
+	size_t xlen = sizeof xbuf;
 	struct snap_xlayout xl;
 	memset(xbuf, 0, sizeof xbuf);
-	if (ptr(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov) < 0) {
-		common_errno(e, errno, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
+	if ((err = trace_xstate_get(pid, xbuf, &xlen)) < 0) {
+		common_errno(e, -err, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
 		goto out;
 	}
 	st.xstate = common_xmalloc(SNAP_XCANON_SIZE);
 	if (snap_xlayout_host(&xl, e) < 0 ||
-	    snap_xstate_from_host(&xl, xbuf, iov.iov_len, &st.xfeatures, st.xstate, e) < 0)
+	    snap_xstate_from_host(&xl, xbuf, xlen, &st.xfeatures, st.xstate, e) < 0)
 		goto out;
-	if (ptr(PTRACE_GETSIGMASK, pid, (void *)8, &st.sigmask) < 0) {
-		common_errno(e, errno, "PTRACE_GETSIGMASK of %d", (int)pid);
+	if ((err = trace_sigmask_get(pid, &st.sigmask)) < 0) {
+		common_errno(e, -err, "PTRACE_GETSIGMASK of %d", (int)pid);
 		goto out;
 	}
 	/* no signal may be delivered in the middle of our injected syscalls */
-	uint64_t inject_mask = SNAP_INJECT_MASK;
-	if (ptr(PTRACE_SETSIGMASK, pid, (void *)8, &inject_mask) < 0) {
-		common_errno(e, errno, "PTRACE_SETSIGMASK of %d", (int)pid);
+	if ((err = trace_sigmask_set(pid, SNAP_INJECT_MASK)) < 0) {
+		common_errno(e, -err, "PTRACE_SETSIGMASK of %d", (int)pid);
 		goto out;
 	}
 	mask_set = 1;
 	if (capture_pending(pid, &st, e) < 0)
 		goto out;
-	struct ptrace_rseq_configuration rc_ = { 0 };
-	if (ptr(PTRACE_GET_RSEQ_CONFIGURATION, pid, (void *)sizeof rc_, &rc_) > 0 &&
-	    rc_.rseq_abi_size) {
-		st.rseq_ptr = rc_.rseq_abi_pointer;
-		st.rseq_len = rc_.rseq_abi_size;
-		st.rseq_sig = rc_.signature;
+	if (trace_rseq_get(pid, &st.rseq_ptr, &st.rseq_len, &st.rseq_sig) == 0 && st.rseq_len)
 		fc.rseq = st.rseq_ptr;
-	}
 	for (int i = 0; i < SNAP_NRLIMIT; i++) {
 		struct rlimit rl;
 		if (prlimit(pid, i, NULL, &rl) < 0) {
@@ -564,24 +566,24 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	char p[64], link[SNAP_STR_MAX];
 	snprintf(p, sizeof p, "/proc/%d/cwd", (int)pid);
 	if (read_link(p, link, sizeof link, e) < 0 || read_umask(pid, &st.umask, e) < 0 ||
-	    snap_read_start_brk(pid, &st.start_brk, e) < 0)
+	    trace_proc_start_brk(pid, &st.start_brk, e) < 0)
 		goto out;
 	st.cwd = common_xstrdup(link);
-	if (capture_fds(pid, &st, e) < 0 || snap_tracee_open(&t, pid, e) < 0 ||
-	    snap_find_syscall(&t, e) < 0)
+	if (capture_fds(pid, &st, e) < 0 || trace_tracee_open(&t, pid, e) < 0 ||
+	    trace_tracee_find_syscall(&t, e) < 0)
 		goto out;
 	int64_t brk;
 	uint64_t none[6] = { 0 };
-	if (snap_inject(&t, SYS_brk, none, &brk, e) < 0)
+	if (trace_tracee_inject(&t, SYS_brk, none, &brk, e) < 0)
 		goto out;
 	st.brk = (uint64_t)brk;
 	if (capture_regions(pid, &st, e) < 0 || query_kernel_state(&t, &st, e) < 0)
 		goto out;
 	/* leave the tracee at the canonical boundary the snapshot describes */
 	mask_set = 0;
-	if (ptr(PTRACE_SETSIGMASK, pid, (void *)8, &st.sigmask) < 0 ||
-	    ptr(PTRACE_SETREGS, pid, 0, &regs) < 0) {
-		common_errno(e, errno, "PTRACE_SETREGS of %d", (int)pid);
+	if ((err = trace_sigmask_set(pid, st.sigmask)) < 0 ||
+	    (err = trace_regs_set(pid, &regs)) < 0) {
+		common_errno(e, -err, "PTRACE_SETREGS of %d", (int)pid);
 		goto out;
 	}
 	if (o->ns_dir) {
@@ -600,10 +602,10 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		rc = snap_encode_with(&st, fill_region, &fc, out, e);
 out:
 	if (mask_set)
-		ptr(PTRACE_SETSIGMASK, pid, (void *)8, &st.sigmask);
+		trace_sigmask_set(pid, st.sigmask);
 	if (fc.pagemap >= 0)
 		close(fc.pagemap);
-	snap_tracee_close(&t);
+	trace_tracee_close(&t);
 	for (size_t i = 0; i < cells.n; i++)
 		free((void *)cells.c[i].val);
 	snap_state_free(&st);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "snap/snap.h"
+#include "trace/tracee/tracee.h"
 
 char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e)
 {
@@ -35,45 +36,6 @@ static uint64_t jnum(const json_t *o, const char *k)
 	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
-/* Stop the guest at a step boundary: PTRACE_INTERRUPT and wait for its
- * interrupt stop. A syscall caught at entry first is rewound so it runs (and is
- * supervised) again after the snapshot; signals met on the way are delivered. */
-static int stop_at_boundary(pid_t pid, struct common_err *e)
-{
-	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0)
-		return common_errno(e, errno, "interrupt guest %d", (int)pid);
-	for (int i = 0; i < 10000; i++) {
-		int st;
-		if (waitpid(pid, &st, __WALL | __WNOTHREAD) < 0)
-			return common_errno(e, errno, "wait for guest %d", (int)pid);
-		if (!WIFSTOPPED(st))
-			return common_errf(e, "snapshot", "the guest ended before its boundary");
-		int ev = st >> 16, sig = WSTOPSIG(st);
-		if (ev == PTRACE_EVENT_STOP)
-			return 0;
-		if (ev == PTRACE_EVENT_SECCOMP) {
-			struct user_regs_struct r;
-			if (ptrace(PTRACE_GETREGS, pid, 0, &r) == 0) {
-				r.rip -= 2;
-				r.rax = r.orig_rax;
-				r.orig_rax = (uint64_t)-1;
-				ptrace(PTRACE_SETREGS, pid, 0, &r);
-			}
-			/* this stop may have taken the interrupt's place: ask again, or a
-			 * guest that traps every syscall is never caught between two */
-			ptrace(PTRACE_CONT, pid, 0, 0);
-			ptrace(PTRACE_INTERRUPT, pid, 0, 0);
-			continue;
-		}
-		if (ev == PTRACE_EVENT_EXIT) {
-			ptrace(PTRACE_CONT, pid, 0, 0);
-			return common_errf(e, "snapshot", "the guest is exiting");
-		}
-		ptrace(PTRACE_CONT, pid, 0, ev || sig == SIGTRAP || sig == (SIGTRAP | 0x80) ? 0 : sig);
-	}
-	return common_errf(e, "snapshot", "the guest never reached a step boundary");
-}
-
 static int has_children(pid_t pid)
 {
 	char p[64], *buf = NULL;
@@ -95,18 +57,13 @@ int snap_signal_fatal(pid_t pid, int sig)
 	for (size_t i = 0; i < sizeof harmless / sizeof harmless[0]; i++)
 		if (sig == harmless[i])
 			return 0;
-	char p[64], *buf = NULL;
-	size_t len;
-	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-	if (common_read_file(p, 1 << 20, &buf, &len, NULL) < 0)
+	struct trace_status s;
+	if (trace_status_read(pid, &s) < 0)
 		return 0;
 	unsigned long long cgt = 0, ign = 0;
-	char *c = strstr(buf, "\nSigCgt:"), *g = strstr(buf, "\nSigIgn:");
-	if (c)
-		cgt = strtoull(c + 8, NULL, 16);
-	if (g)
-		ign = strtoull(g + 8, NULL, 16);
-	free(buf);
+	trace_status_num(&s, "SigCgt", 16, &cgt);
+	trace_status_num(&s, "SigIgn", 16, &ign);
+	trace_status_free(&s);
 	return !((cgt | ign) >> (sig - 1) & 1);
 }
 
@@ -188,7 +145,7 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	if (rc < 0)
 		goto fail;
 	common_rm_rf(tmp, NULL);
-	if (!at_stop && stop_at_boundary(guest, &e) < 0)
+	if (!at_stop && trace_tracee_interrupt(guest, &e) < 0)
 		goto fail;
 	/* streamed into chunks as it is read: no image-sized buffer */
 	rc = snap_capture_store(guest, &o, tmp, &man, &e);

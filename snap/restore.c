@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,7 +23,7 @@
 static const uint8_t zero_page[SNAP_PAGE];
 
 struct rs {
-	struct snap_tracee t;
+	struct trace_tracee t;
 	const struct snap_state *st;
 	uint64_t scratch;
 	struct common_err *e;
@@ -39,7 +38,7 @@ static int call(struct rs *s, long nr, uint64_t a0, uint64_t a1, uint64_t a2, ui
 		uint64_t a4, uint64_t a5, int64_t *ret)
 {
 	uint64_t a[6] = { a0, a1, a2, a3, a4, a5 };
-	return snap_inject(&s->t, nr, a, ret, s->e);
+	return trace_tracee_inject(&s->t, nr, a, ret, s->e);
 }
 
 /* A syscall that must succeed; what names it in the error. */
@@ -58,7 +57,7 @@ static int must(struct rs *s, const char *what, long nr, uint64_t a0, uint64_t a
 
 static int put_path(struct rs *s, const char *path)
 {
-	return snap_mem_write(&s->t, s->scratch, path, strlen(path) + 1, s->e);
+	return trace_tracee_write(&s->t, s->scratch, path, strlen(path) + 1, s->e);
 }
 
 static int overlaps(const struct snap_state *st, uint64_t a, uint64_t b)
@@ -71,9 +70,9 @@ static int overlaps(const struct snap_state *st, uint64_t a, uint64_t b)
 
 static int unmap_all(struct rs *s, uint64_t *vdso_start, uint64_t *vdso_end)
 {
-	struct snap_map *m;
+	struct trace_map *m;
 	size_t n;
-	if (snap_read_maps(s->t.pid, &m, &n, s->e) < 0)
+	if (trace_proc_maps(s->t.tid, &m, &n, s->e) < 0)
 		return -1;
 	int rc = 0;
 	*vdso_start = *vdso_end = 0;
@@ -199,14 +198,14 @@ static int fill_regions(struct rs *s)
 			uint64_t addr = r->start + p * SNAP_PAGE;
 			if (set) {
 				size_t len = (size_t)((q - p) * SNAP_PAGE);
-				if (snap_mem_write(&s->t, addr, src, len, s->e) < 0)
+				if (trace_tracee_write(&s->t, addr, src, len, s->e) < 0)
 					return -1;
 				src += len;
 			} else if (r->kind == SNAP_REGION_FILE) {
 				/* file pages start with the file's bytes; a page past the end of
 				 * the file cannot be written and reads as zero anyway */
 				for (uint64_t k = p; k < q; k++)
-					snap_mem_write(&s->t, r->start + k * SNAP_PAGE, zero_page,
+					trace_tracee_write(&s->t, r->start + k * SNAP_PAGE, zero_page,
 						       SNAP_PAGE, NULL);
 			}
 			p = q;
@@ -241,7 +240,7 @@ static int restore_fds(struct rs *s)
 {
 	const struct snap_state *st = s->st;
 	char dir[64];
-	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)s->t.pid);
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)s->t.tid);
 	DIR *d = opendir(dir);
 	if (!d)
 		return common_errno(s->e, errno, "open %s", dir);
@@ -285,7 +284,7 @@ static int restore_fds(struct rs *s)
 		if (f->kind == SNAP_FD_FILE) {
 			char p[64];
 			uint8_t h[32];
-			snprintf(p, sizeof p, "/proc/%d/fd/%u", (int)s->t.pid, f->fd);
+			snprintf(p, sizeof p, "/proc/%d/fd/%u", (int)s->t.tid, f->fd);
 			int hfd = open(p, O_RDONLY | O_CLOEXEC);
 			if (hfd < 0)
 				return common_errno(s->e, errno, "open %s", p);
@@ -317,7 +316,7 @@ static int restore_signals(struct rs *s)
 		return -1;
 	for (size_t i = 0; i < st->npending; i++) {
 		const struct snap_sigpend *q = &st->pending[i];
-		if (snap_mem_write(&s->t, s->scratch, q->info, sizeof q->info, s->e) < 0)
+		if (trace_tracee_write(&s->t, s->scratch, q->info, sizeof q->info, s->e) < 0)
 			return -1;
 		if (q->shared ? must(s, "rt_sigqueueinfo", SYS_rt_sigqueueinfo, (uint64_t)tgid, q->sig,
 				     s->scratch, 0, 0, 0, NULL) < 0
@@ -330,7 +329,7 @@ static int restore_signals(struct rs *s)
 			continue;
 		char what[48];
 		snprintf(what, sizeof what, "rt_sigaction(%d)", sig);
-		if (snap_mem_write(&s->t, s->scratch, &st->sigact[sig - 1], 32, s->e) < 0 ||
+		if (trace_tracee_write(&s->t, s->scratch, &st->sigact[sig - 1], 32, s->e) < 0 ||
 		    must(s, what, SYS_rt_sigaction, (uint64_t)sig, s->scratch, 0, 8, 0, 0, NULL) < 0)
 			return -1;
 	}
@@ -341,7 +340,7 @@ static int restore_signals(struct rs *s)
 	memcpy(ss, &st->ss_sp, 8);
 	memcpy(ss + 8, &fl, 4);
 	memcpy(ss + 16, &st->ss_size, 8);
-	if (snap_mem_write(&s->t, s->scratch, ss, sizeof ss, s->e) < 0 ||
+	if (trace_tracee_write(&s->t, s->scratch, ss, sizeof ss, s->e) < 0 ||
 	    must(s, "sigaltstack", SYS_sigaltstack, s->scratch, 0, 0, 0, 0, 0, NULL) < 0)
 		return -1;
 	return 0;
@@ -362,32 +361,31 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 {
 	struct rs s = { .t = { .memfd = -1 }, .st = st, .e = e };
 	uint8_t cur[SNAP_XSTATE_MAX];
-	struct iovec iov = { cur, sizeof cur };
+	size_t xlen = sizeof cur;
 	uint64_t sb, vs, ve;
 	int64_t r;
-	int rc = -1;
+	int rc = -1, err;
 
 	struct snap_xlayout xl;
 	uint64_t xf = st->xfeatures;
 	if (snap_xlayout_host(&xl, e) < 0 || snap_xstate_fit(&xl, &xf, st->xstate, e) < 0)
 		return -1;
 	memset(cur, 0, sizeof cur);
-	if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov) < 0)
-		return common_errno(e, errno, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
-	if (snap_xstate_to_host(&xl, xf, st->xstate, cur, iov.iov_len, e) < 0)
+	if ((err = trace_xstate_get(pid, cur, &xlen)) < 0)
+		return common_errno(e, -err, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
+	if (snap_xstate_to_host(&xl, xf, st->xstate, cur, xlen, e) < 0)
 		return -1;
-	if (snap_read_start_brk(pid, &sb, e) < 0)
+	if (trace_proc_start_brk(pid, &sb, e) < 0)
 		return -1;
 	if (sb != st->start_brk)
 		return common_errf(e, "restore", "brk starts at %#" PRIx64 ", the snapshot's at %#"
 				   PRIx64 " (different image or address randomisation on)",
 				   sb, st->start_brk);
-	uint64_t inject_mask = SNAP_INJECT_MASK;
-	if (ptrace(PTRACE_SETSIGMASK, pid, (void *)8, &inject_mask) < 0)
-		return common_errno(e, errno, "PTRACE_SETSIGMASK");
-	if (snap_tracee_open(&s.t, pid, e) < 0)
+	if ((err = trace_sigmask_set(pid, SNAP_INJECT_MASK)) < 0)
+		return common_errno(e, -err, "PTRACE_SETSIGMASK");
+	if (trace_tracee_open(&s.t, pid, e) < 0)
 		return -1;
-	if (snap_find_syscall(&s.t, e) < 0 || xstate_permit(&s, xf) < 0 ||
+	if (trace_tracee_find_syscall(&s.t, e) < 0 || xstate_permit(&s, xf) < 0 ||
 	    unmap_all(&s, &vs, &ve) < 0)
 		goto out;
 	if (st->brk != st->start_brk) {
@@ -440,24 +438,23 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 			goto out;
 		}
 	}
-	if (ptrace(PTRACE_SETSIGMASK, pid, (void *)8, &st->sigmask) < 0) {
-		common_errno(e, errno, "PTRACE_SETSIGMASK");
+	if ((err = trace_sigmask_set(pid, st->sigmask)) < 0) {
+		common_errno(e, -err, "PTRACE_SETSIGMASK");
 		goto out;
 	}
-	struct iovec xi = { cur, iov.iov_len };
-	if (ptrace(PTRACE_SETREGSET, pid, (void *)NT_X86_XSTATE, &xi) < 0) {
-		common_errno(e, errno, "PTRACE_SETREGSET NT_X86_XSTATE");
+	if ((err = trace_xstate_set(pid, cur, xlen)) < 0) {
+		common_errno(e, -err, "PTRACE_SETREGSET NT_X86_XSTATE");
 		goto out;
 	}
 	struct user_regs_struct regs;
 	memcpy(&regs, st->regs, sizeof regs);
-	if (ptrace(PTRACE_SETREGS, pid, 0, &regs) < 0) {
-		common_errno(e, errno, "PTRACE_SETREGS");
+	if ((err = trace_regs_set(pid, &regs)) < 0) {
+		common_errno(e, -err, "PTRACE_SETREGS");
 		goto out;
 	}
 	rc = 0;
 out:
-	snap_tracee_close(&s.t);
+	trace_tracee_close(&s.t);
 	free(s.kept);
 	return rc;
 }

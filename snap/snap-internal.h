@@ -3,6 +3,7 @@
 #define SBX_SNAP_INTERNAL_H
 
 #include "snap/snap.h"
+#include "trace/tracee/tracee.h"
 
 /* Fill dst with the raw bytes of pages [first, first + n) of region r. */
 typedef int (*snap_fill_fn)(void *ctx, const struct snap_region *r, uint64_t first,
@@ -21,37 +22,8 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		       const char *dir, snap_admit_fn admit, void *actx,
 		       struct snap_manifest *m, struct common_err *e);
 
-/* A syscall run inside a stopped tracee from a `syscall` instruction at insn. */
-struct snap_tracee {
-	pid_t pid;
-	int memfd;          /* /proc/pid/mem, O_RDWR */
-	uint64_t insn;      /* address of a 0f 05 */
-};
-int snap_tracee_open(struct snap_tracee *t, pid_t pid, struct common_err *e);
-void snap_tracee_close(struct snap_tracee *t);
-/* Find a syscall instruction: in [vdso] first, else in any executable mapping. */
-int snap_find_syscall(struct snap_tracee *t, struct common_err *e);
-/* Run syscall nr with args; *ret gets rax. Registers are left as the syscall
- * left them: callers save and restore them. */
-int snap_inject(struct snap_tracee *t, long nr, const uint64_t a[6], int64_t *ret,
-		struct common_err *e);
-int snap_mem_read(struct snap_tracee *t, uint64_t addr, void *buf, size_t len,
-		  struct common_err *e);
-int snap_mem_write(struct snap_tracee *t, uint64_t addr, const void *buf, size_t len,
-		   struct common_err *e);
-
-/* One line of /proc/pid/maps. */
-struct snap_map {
-	uint64_t start, end, offset;
-	char perms[5];
-	char path[SNAP_STR_MAX];
-};
-/* All mappings of pid (malloc'd array). */
-int snap_read_maps(pid_t pid, struct snap_map **out, size_t *n, struct common_err *e);
-/* start_brk from /proc/pid/stat. */
-int snap_read_start_brk(pid_t pid, uint64_t *start_brk, struct common_err *e);
 /* Canonical region kind of a mapping; -1 for mappings never captured (vvar…). */
-int snap_map_kind(const struct snap_map *m);
+int snap_map_kind(const struct trace_map *m);
 
 /* A standard-format XSAVE layout: each enabled component's offset and size. */
 struct snap_xlayout {

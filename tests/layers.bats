@@ -22,3 +22,13 @@ obj() { # obj DIR NAME C-SOURCE
 	assert_output --partial 'layers: libcommon/err.o uses lease_open of lease, a layer above libcommon'
 	assert_output --partial 'layers: 2 passed, 1 failed'
 }
+
+@test "a subfolder layer is below its parent folder: trace/tracee may not call the rest of trace" {
+	obj trace run 'int trace_run(void) { return 1; }'
+	obj trace/tracee mem 'int trace_run(void); int trace_mem_x(void) { return trace_run(); }'
+	obj trace supervise 'int trace_mem_x(void); int trace_sv_y(void) { return trace_mem_x(); }'
+	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
+	assert_failure
+	assert_output --partial 'layers: trace/tracee/mem.o uses trace_run of trace, a layer above trace/tracee'
+	assert_output --partial 'layers: 2 passed, 1 failed'
+}

@@ -6,28 +6,31 @@ build=${1:?usage: tests/layers.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 mapfile -t layers < <(grep -v '^#' "$here/layers.txt" | grep .)
 
-rank_of() { # folder of an object -> index in layers, or -1
-	local i
+rank_of() { # an object's path under obj/ -> the deepest layer folder holding it, or -1
+	local i best=-1 len=0
 	for i in "${!layers[@]}"; do
-		[ "${layers[$i]}" = "$1" ] && { echo "$i"; return; }
+		case "$1" in "${layers[$i]}"/*)
+			[ ${#layers[$i]} -gt $len ] && { best=$i; len=${#layers[$i]}; } ;;
+		esac
 	done
-	echo -1
+	echo "$best"
 }
 
-declare -A def_rank
+declare -A def_rank obj_rank
 objs=()
-for i in "${!layers[@]}"; do
-	while IFS= read -r -d '' o; do
-		objs+=("$o")
-		while read -r _ sym; do def_rank[$sym]=$i; done \
-			< <(nm --defined-only --extern-only "$o" | awk '{print $2, $3}')
-	done < <(find "$build/obj/${layers[$i]}" -name '*.o' -print0 2>/dev/null)
-done
+while IFS= read -r -d '' o; do
+	r=$(rank_of "${o#"$build/obj/"}")
+	[ "$r" -ge 0 ] || continue
+	objs+=("$o")
+	obj_rank[$o]=$r
+	while read -r _ sym; do def_rank[$sym]=$r; done \
+		< <(nm --defined-only --extern-only "$o" | awk '{print $2, $3}')
+done < <(find "$build/obj" -name '*.o' -print0 2>/dev/null | sort -z)
 
 passed=0 failed=0
 for o in "${objs[@]}"; do
 	rel=${o#"$build/obj/"}
-	mine=$(rank_of "${rel%%/*}")
+	mine=${obj_rank[$o]}
 	bad=0
 	while read -r sym; do
 		r=${def_rank[$sym]:-}

@@ -21,6 +21,7 @@
 #include "codec/codec.h"
 #include "lease/lease.h"
 #include "trace/trace.h"
+#include "trace/tracee/tracee.h"
 
 #define CALL_MAGIC "SBXC"
 #define CALL_MAX_FUNCS (1u << 22)
@@ -328,21 +329,10 @@ static void h_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
 	memcpy(jump + 2, &entry, 8);
 	jump[10] = 0xff;
 	jump[11] = 0xe0;
-	char mem[64];
-	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pid);
-	int fd = open(mem, O_RDWR | O_CLOEXEC);
-	ssize_t n = -1;
-	int err = 0;
-	if (fd >= 0) {
-		n = pwrite(fd, jump, sizeof jump, (off_t)c->x->main_addr);
-		err = errno;
-		close(fd);
-	} else {
-		err = errno;
-	}
+	ssize_t n = trace_mem_poke(pid, c->x->main_addr, jump, sizeof jump);
 	if (n != (ssize_t)sizeof jump) {
-		snprintf(c->patch_err, sizeof c->patch_err, "patching main in %s: %s", mem,
-			 strerror(n < 0 ? err : EIO));
+		snprintf(c->patch_err, sizeof c->patch_err, "patching main in /proc/%d/mem: %s",
+			 (int)pid, strerror(n < 0 ? (int)-n : EIO));
 		if (c->sv)
 			trace_sv_stop(c->sv, "sbx_call: patch failed");
 	}

@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/trace.h"
+#include "trace/tracee/tracee.h"
 
 #define MAX_IO (1u << 20)     /* most bytes one emulated call produces */
 #define AUXV_MAX 512          /* auxv entries we walk */
@@ -257,8 +258,7 @@ static int put(struct trace_guest *g, uint64_t addr, const void *buf, size_t len
 {
 	/* the guest's own buffers are writable: process_vm_writev is one call, the
 	 * /proc/PID/mem path (open, pwrite, close) the fallback */
-	struct iovec l = { (void *)buf, len }, r = { (void *)(uintptr_t)addr, len };
-	if (process_vm_writev(trace_guest_tid(g), &l, 1, &r, 1, 0) == (ssize_t)len)
+	if (trace_mem_write(trace_guest_tid(g), addr, buf, len) == (ssize_t)len)
 		return 0;
 	return trace_guest_write(g, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
 }
@@ -826,39 +826,33 @@ int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig)
 
 /* ---- the exec stop: hide the vDSO, replace AT_RANDOM ---- */
 
-static int mem_rw(int fd, uint64_t addr, void *buf, size_t len, int wr)
-{
-	ssize_t n = wr ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
-	return n == (ssize_t)len ? 0 : -EFAULT;
-}
-
-static int auxv_fix(struct trace_determ *d, pid_t pid, int fd, uint64_t sp)
+static int auxv_fix(struct trace_determ *d, struct trace_tracee *t, uint64_t sp)
 {
 	uint64_t w, aux[2];
 	size_t i;
-	if (mem_rw(fd, sp, &w, 8, 0) < 0 || w > STRV_MAX)
+	if (trace_tracee_read(t, sp, &w, 8, NULL) < 0 || w > STRV_MAX)
 		return -EFAULT;
 	sp += 8 * (w + 2);
 	for (i = 0; i < STRV_MAX; i++, sp += 8) {
-		if (mem_rw(fd, sp, &w, 8, 0) < 0)
+		if (trace_tracee_read(t, sp, &w, 8, NULL) < 0)
 			return -EFAULT;
 		if (!w)
 			break;
 	}
 	sp += 8;
 	for (i = 0; i < AUXV_MAX; i++, sp += 16) {
-		if (mem_rw(fd, sp, aux, 16, 0) < 0)
+		if (trace_tracee_read(t, sp, aux, 16, NULL) < 0)
 			return -EFAULT;
 		if (aux[0] == 0) /* AT_NULL */
 			break;
 		if (aux[0] == 33) { /* AT_SYSINFO_EHDR -> AT_IGNORE */
 			uint64_t ign = 1;
-			if (mem_rw(fd, sp, &ign, 8, 1) < 0)
+			if (trace_tracee_write(t, sp, &ign, 8, NULL) < 0)
 				return -EFAULT;
 		} else if (aux[0] == 25 && aux[1]) { /* AT_RANDOM: 16 bytes */
 			uint8_t b[16];
-			prng_bytes(d, pid, b, sizeof b);
-			if (mem_rw(fd, aux[1], b, sizeof b, 1) < 0)
+			prng_bytes(d, t->tid, b, sizeof b);
+			if (trace_tracee_write(t, aux[1], b, sizeof b, NULL) < 0)
 				return -EFAULT;
 		}
 	}
@@ -868,17 +862,16 @@ static int auxv_fix(struct trace_determ *d, pid_t pid, int fd, uint64_t sp)
 int trace_determ_on_exec(struct trace_determ *d, pid_t pid)
 {
 	struct user_regs_struct r;
-	char path[64];
+	struct trace_tracee t;
 	/* regs belong to the new image: rsp is its initial stack
 	 * [argc][argv...][0][envp...][0][auxv pairs...][AT_NULL] */
-	if (ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
+	int rc = trace_regs_get(pid, &r);
+	if (rc < 0)
+		return rc;
+	if (trace_tracee_open(&t, pid, NULL) < 0)
 		return -errno;
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = auxv_fix(d, pid, fd, r.rsp);
-	close(fd);
+	rc = auxv_fix(d, &t, r.rsp);
+	trace_tracee_close(&t);
 	return rc;
 }
 
@@ -889,31 +882,20 @@ static size_t nspid_next;
 
 pid_t trace_determ_nspid(pid_t host)
 {
-	char path[64], buf[2048];
+	struct trace_status s;
+	pid_t ns = 0;
 	/* /proc first (a host pid may be reused by a later run), the cache for a
 	 * process already reaped */
-	snprintf(path, sizeof path, "/proc/%d/status", (int)host);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-	if (fd >= 0)
-		close(fd);
-	char *s = NULL;
-	if (n > 0) {
-		buf[n] = 0;
-		s = strstr(buf, "\nNSpid:");
+	if (trace_status_read(host, &s) == 0) {
+		ns = trace_status_nspid(&s);
+		trace_status_free(&s);
 	}
-	if (!s) {
+	if (!ns) {
 		for (size_t i = 0; i < NSPID_CACHE; i++)
 			if (nspid_cache[i].host == host && host)
 				return nspid_cache[i].ns;
 		return 0;
 	}
-	s += 7;
-	char *end = strchr(s, '\n');
-	if (end)
-		*end = 0;
-	char *last = strrchr(s, '\t');
-	pid_t ns = (pid_t)atoi(last ? last + 1 : s);
 	for (size_t i = 0; i < NSPID_CACHE; i++)
 		if (nspid_cache[i].host == host) {
 			nspid_cache[i].ns = ns;

@@ -18,13 +18,12 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/sysinfo.h>
-#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/trace.h"
+#include "trace/tracee/tracee.h"
 
 #define ARENA_SIZE (1u << 20)    /* host view bytes per callback */
 #define MAPS_PER_CALL 8
@@ -87,141 +86,14 @@ struct trace_inspector {
 	struct trace_supervisor *sv; /* the run's, from on_start: a crossing call stops it */
 };
 
-/* ---- ptrace plumbing for injected syscalls ---- */
-
-enum want { WANT_SYSCALL, WANT_SECCOMP };
-
-/* Wait for the next stop of tid that we asked for. Signals that arrive meanwhile are
- * suppressed and remembered (re-sent afterwards); an exiting thread is left to the
- * supervisor's loop, unconsumed. */
-static int wait_for(pid_t tid, enum want want, int resume_op, int *sig)
+/* At the seccomp stop of c's thread: run nr(a). A thread that died meanwhile
+ * is marked, so that nothing more is injected into it. */
+static int inject(struct call_priv *c, long nr, const uint64_t a[6], int64_t *ret)
 {
-	for (;;) {
-		siginfo_t si;
-		int st;
-
-		memset(&si, 0, sizeof si);
-		if (waitid(P_PID, (id_t)tid, &si,
-			   WEXITED | WSTOPPED | WNOWAIT | __WALL | __WNOTHREAD) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED ||
-		    si.si_code == CLD_DUMPED)
-			return -ESRCH;
-		if (waitpid(tid, &st, __WALL | __WNOTHREAD) < 0)
-			return -errno;
-		if (!WIFSTOPPED(st))
-			return -ESRCH;
-		int s = WSTOPSIG(st), ev = st >> 16;
-		if (ev == PTRACE_EVENT_EXIT) {
-			ptrace(PTRACE_CONT, tid, 0, 0);
-			return -ESRCH;
-		}
-		if (want == WANT_SYSCALL && (s == (SIGTRAP | 0x80) || (s == SIGTRAP && ev == 0)))
-			return 0;
-		if (want == WANT_SECCOMP && s == SIGTRAP && ev == PTRACE_EVENT_SECCOMP)
-			return 0;
-		if (ev == 0 && s != SIGTRAP && s != (SIGTRAP | 0x80))
-			*sig = s; /* a signal-delivery-stop: deliver it later */
-		if (ptrace((enum __ptrace_request)resume_op, tid, 0, 0) < 0)
-			return -errno;
-	}
-}
-
-static int syscall_op(pid_t tid)
-{
-	struct __ptrace_syscall_info info;
-
-	memset(&info, 0, sizeof info);
-	if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof info, &info) < 0)
-		return -1;
-	return info.op;
-}
-
-/* At a seccomp stop: run nr(a) now, then return the thread to a fresh seccomp stop
- * of its own pending syscall with its own registers. */
-static int inject_at_entry(struct call_priv *c, long nr, const uint64_t a[6], int64_t *ret)
-{
-	struct user_regs_struct r0, r;
-	int sig = 0, rc;
-
-	if (trace_guest_get_regs(c->g, &r0) < 0)
-		return -EIO;
-	r = r0;
-	r.orig_rax = (uint64_t)nr;
-	r.rdi = a[0], r.rsi = a[1], r.rdx = a[2], r.r10 = a[3], r.r8 = a[4], r.r9 = a[5];
-	if (trace_guest_set_regs(c->g, &r) < 0)
-		return -EIO;
-	if (ptrace(PTRACE_SYSCALL, c->tid, 0, 0) < 0)
-		return -errno;
-	if ((rc = wait_for(c->tid, WANT_SYSCALL, PTRACE_SYSCALL, &sig)) < 0)
-		goto dead;
-	if (trace_guest_get_regs(c->g, &r) < 0)
-		return -EIO;
-	*ret = (int64_t)r.rax;
-	/* back to the syscall instruction: the kernel traps it again, unchanged */
-	r = r0;
-	r.rip -= 2;
-	r.rax = r0.orig_rax;
-	if (trace_guest_set_regs(c->g, &r) < 0)
-		return -EIO;
-	if (ptrace(PTRACE_CONT, c->tid, 0, 0) < 0)
-		return -errno;
-	if ((rc = wait_for(c->tid, WANT_SECCOMP, PTRACE_CONT, &sig)) < 0)
-		goto dead;
-	if (sig)
-		syscall(SYS_tgkill, trace_guest_pid(c->g), c->tid, sig);
-	return 0;
-dead:
-	c->dead = 1;
+	int rc = trace_inject_at_entry(c->tid, nr, a, ret);
+	if (rc < 0 && rc != -EIO)
+		c->dead = 1;
 	return rc;
-}
-
-/* At a syscall-exit stop: run nr(a), then restore the completed syscall's registers. */
-static int inject_at_exit(struct trace_guest *g, pid_t tid, long nr, const uint64_t a[6],
-			  int64_t *ret)
-{
-	struct user_regs_struct r0, r;
-	int sig = 0, rc;
-
-	if (trace_guest_get_regs(g, &r0) < 0)
-		return -EIO;
-	r = r0;
-	r.rip -= 2;
-	r.rax = (uint64_t)nr;
-	r.orig_rax = (uint64_t)nr;
-	r.rdi = a[0], r.rsi = a[1], r.rdx = a[2], r.r10 = a[3], r.r8 = a[4], r.r9 = a[5];
-	if (trace_guest_set_regs(g, &r) < 0)
-		return -EIO;
-	/* its entry stop (a seccomp stop on the way is resumed by wait_for), then its exit */
-	for (int steps = 0;; steps++) {
-		if (steps == 3)
-			return -EIO;
-		if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0)
-			return -errno;
-		if ((rc = wait_for(tid, WANT_SYSCALL, PTRACE_SYSCALL, &sig)) < 0)
-			return rc;
-		if (syscall_op(tid) == PTRACE_SYSCALL_INFO_EXIT)
-			break;
-	}
-	if (trace_guest_get_regs(g, &r) < 0)
-		return -EIO;
-	*ret = (int64_t)r.rax;
-	if (trace_guest_set_regs(g, &r0) < 0)
-		return -EIO;
-	if (sig)
-		syscall(SYS_tgkill, trace_guest_pid(g), tid, sig);
-	return 0;
-}
-
-static int mem_fd(pid_t tid, int flags)
-{
-	char path[64];
-
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)tid);
-	return open(path, flags | O_CLOEXEC);
 }
 
 /* ---- the C API ---- */
@@ -262,7 +134,7 @@ int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_m
 	a[2] = PROT_READ; /* the guest never writes it; /proc/PID/mem can */
 	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
 	a[4] = (uint64_t)-1;
-	if ((rc = inject_at_entry(c, SYS_mmap, a, &got)) < 0)
+	if ((rc = inject(c, SYS_mmap, a, &got)) < 0)
 		return rc;
 	if (got < 0 && got > -4096)
 		return (int)got;
@@ -301,17 +173,17 @@ int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_m
 /* Copy the views into their read-only guest pages (/proc/PID/mem writes through). */
 static int flush_views(struct call_priv *c)
 {
-	int fd, rc = 0;
+	struct trace_tracee t;
+	int rc = 0;
 
 	if (!c->nv)
 		return 0;
-	if ((fd = mem_fd(c->tid, O_WRONLY)) < 0)
+	if (trace_tracee_open(&t, c->tid, NULL) < 0)
 		return -errno;
 	for (int i = 0; i < c->nv && rc == 0; i++)
-		if (pwrite(fd, c->v[i].data, c->v[i].len, (off_t)c->v[i].gaddr) !=
-		    (ssize_t)c->v[i].len)
+		if (trace_tracee_write(&t, c->v[i].gaddr, c->v[i].data, c->v[i].len, NULL) < 0)
 			rc = -EFAULT;
-	close(fd);
+	trace_tracee_close(&t);
 	return rc;
 }
 
@@ -779,7 +651,7 @@ static int apply(struct trace_inspector *in, struct sbx_call *call,
 	return 0;
 }
 
-static void unmap_now(struct trace_inspector *in, struct trace_guest *g, pid_t tid, int at_exit,
+static void unmap_now(struct trace_inspector *in, pid_t tid, int at_exit,
 		      struct call_priv *c)
 {
 	for (size_t i = 0; i < in->npend;) {
@@ -790,9 +662,9 @@ static void unmap_now(struct trace_inspector *in, struct trace_guest *g, pid_t t
 			continue;
 		}
 		if (at_exit)
-			inject_at_exit(g, tid, SYS_munmap, a, &ret);
+			trace_inject_at_exit(tid, SYS_munmap, a, &ret);
 		else
-			inject_at_entry(c, SYS_munmap, a, &ret);
+			inject(c, SYS_munmap, a, &ret);
 		in->pend[i] = in->pend[--in->npend];
 	}
 }
@@ -889,7 +761,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	if (!inspected)
 		return 0;
 	if (verdict < 0) {
-		unmap_now(in, g, st->tid, 0, &c);
+		unmap_now(in, st->tid, 0, &c);
 		/* the call must not run: the guest is stopped, nothing is written back */
 		st->action = TRACE_DENIED;
 		st->deny_errno = EPERM;
@@ -900,7 +772,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 		return fail(in, &e);
 	}
 	if (verdict > 0) {
-		unmap_now(in, g, st->tid, 0, &c);
+		unmap_now(in, st->tid, 0, &c);
 		st->action = TRACE_DENIED;
 		st->deny_errno = verdict;
 		return 0;
@@ -968,7 +840,7 @@ int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop 
 	struct trace_stop now = *st;
 	uint64_t u[TRACE_DIMS];
 
-	unmap_now(in, g, st->tid, 1, NULL);
+	unmap_now(in, st->tid, 1, NULL);
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
 	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
 	/* a guest that raced its own iovec past its reservation closes now */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/trace.h"
+#include "trace/tracee/tracee.h"
 
 _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dimensions");
 
@@ -271,13 +272,14 @@ static void store_settle(struct trace_meter *m, struct task *t, int64_t result)
 
 static pid_t tgid_of(pid_t tid)
 {
-	char path[64], buf[1024], *p;
+	struct trace_status s;
+	unsigned long long v = (unsigned long long)tid;
 
-	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
-	if (read_small(path, buf, sizeof buf) <= 0)
-		return tid;
-	p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)atoi(p + 6) : tid;
+	if (trace_status_read(tid, &s) == 0) {
+		trace_status_num(&s, "Tgid", 10, &v);
+		trace_status_free(&s);
+	}
+	return (pid_t)v;
 }
 
 void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid)

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "trace/trace.h"
+#include "trace/tracee/tracee.h"
 
 #define REC_BUF_FLUSH (32u << 10)   /* flush when this much is buffered */
 #define REC_FLUSH_US 50000          /* or when the last flush is this old */
@@ -499,24 +500,19 @@ static int nargs(const struct trace_sysinfo *sys)
  * supervisor then knows no parent (0). Ask /proc once (host pid namespace). */
 static pid_t real_ppid(struct trace_rec *r, pid_t pid, pid_t ppid)
 {
-	char path[64], *buf, *p;
-	size_t len;
-	long v = 0;
+	struct trace_status s;
+	unsigned long long v = 0;
 
 	if (ppid > 0)
 		return ppid;
 	for (size_t i = 0; i < r->npar; i++)
 		if (r->par[i].pid == pid)
 			return r->par[i].ppid;
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	buf = read_small(path, 64 << 10, &len);
-	if (!buf)
+	if (trace_status_read(pid, &s) < 0)
 		return ppid;
-	p = strstr(buf, "\nPPid:");
-	if (p)
-		v = strtol(p + 7, NULL, 10);
-	free(buf);
-	if (v <= 0)
+	trace_status_num(&s, "PPid", 10, &v);
+	trace_status_free(&s);
+	if (v == 0 || v > INT_MAX)
 		return ppid;
 	if (r->npar == r->cappar) {
 		r->cappar = r->cappar ? 2 * r->cappar : 16;

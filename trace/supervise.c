@@ -20,11 +20,11 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "trace/run-internal.h"
+#include "trace/tracee/tracee.h"
 
 #define TICK_MS 250
 #define TICK_MIN_US 1000       /* the shortest tick a hook may ask for */
@@ -253,22 +253,15 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
  * read it again). */
 static void proc_ids(struct tstate *t)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)t->tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct trace_status st;
+	unsigned long long v;
+	if (trace_status_read(t->tid, &st) < 0)
 		return;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	char *s = strstr(buf, "\nTgid:");
-	if (s && !t->tgid)
-		t->tgid = (pid_t)atoi(s + 6);
-	s = strstr(buf, "\nPPid:");
-	if (s && !t->ppid)
-		t->ppid = (pid_t)atoi(s + 6);
+	if (!t->tgid && trace_status_num(&st, "Tgid", 10, &v) == 0)
+		t->tgid = (pid_t)v;
+	if (!t->ppid && trace_status_num(&st, "PPid", 10, &v) == 0)
+		t->ppid = (pid_t)v;
+	trace_status_free(&st);
 }
 
 static pid_t tgid_of(struct tstate *t)
@@ -292,55 +285,28 @@ pid_t trace_guest_pid(const struct trace_guest *g)
 
 ssize_t trace_guest_read(struct trace_guest *g, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(g->ts->tid, &l, 1, &r, 1, 0);
-	return n < 0 ? -errno : n;
+	return trace_mem_read(g->ts->tid, addr, buf, len);
 }
 
 ssize_t trace_guest_write(struct trace_guest *g, uint64_t addr, const void *buf, size_t len)
 {
-	/* /proc/PID/mem writes even read-only pages (scratch pages the guest cannot touch) */
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)g->ts->tid);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = pwrite(fd, buf, len, (off_t)addr);
-	int err = errno;
-	close(fd);
-	return n < 0 ? -err : n;
+	/* through page protections: scratch pages the guest cannot touch */
+	return trace_mem_poke(g->ts->tid, addr, buf, len);
 }
 
 ssize_t trace_guest_read_str(struct trace_guest *g, uint64_t addr, char *buf, size_t max)
 {
-	size_t got = 0;
-	if (max == 0)
-		return -ENAMETOOLONG;
-	while (got < max) {
-		/* page by page: a string may end just before an unmapped page */
-		size_t chunk = 4096 - ((addr + got) & 4095);
-		if (chunk > max - got)
-			chunk = max - got;
-		ssize_t n = trace_guest_read(g, addr + got, buf + got, chunk);
-		if (n <= 0)
-			return n < 0 ? n : -EFAULT;
-		char *z = memchr(buf + got, 0, (size_t)n);
-		if (z)
-			return z - buf;
-		got += (size_t)n;
-	}
-	buf[max - 1] = 0;
-	return -ENAMETOOLONG;
+	return trace_mem_read_str(g->ts->tid, addr, buf, max);
 }
 
 int trace_guest_get_regs(struct trace_guest *g, struct user_regs_struct *r)
 {
-	return ptrace(PTRACE_GETREGS, g->ts->tid, NULL, r) < 0 ? -errno : 0;
+	return trace_regs_get(g->ts->tid, r);
 }
 
 int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r)
 {
-	return ptrace(PTRACE_SETREGS, g->ts->tid, NULL, r) < 0 ? -errno : 0;
+	return trace_regs_set(g->ts->tid, r);
 }
 
 int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t a[6])
@@ -350,7 +316,7 @@ int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t a[6])
 	if (rc < 0)
 		return rc;
 	r.orig_rax = (unsigned long long)nr;
-	r.rdi = a[0], r.rsi = a[1], r.rdx = a[2], r.r10 = a[3], r.r8 = a[4], r.r9 = a[5];
+	trace_regs_set_args(&r, a);
 	return trace_guest_set_regs(g, &r);
 }
 
@@ -482,11 +448,11 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 static void deny(pid_t tid, int err)
 {
 	struct user_regs_struct r;
-	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) < 0)
+	if (trace_regs_get(tid, &r) < 0)
 		return;
 	r.orig_rax = (unsigned long long)-1; /* skip the call... */
 	r.rax = (unsigned long long)(long long)-err; /* ...and return -err */
-	ptrace(PTRACE_SETREGS, tid, NULL, &r);
+	trace_regs_set(tid, &r);
 }
 
 /* Decode path arguments, absolute in the guest's view (relative ones joined
@@ -613,9 +579,9 @@ static void check_peer(struct trace_supervisor *sv, struct tstate *t, int64_t rv
 	}
 	if (!ok) {
 		shutdown(fd, SHUT_RDWR);
-		if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) == 0) {
+		if (trace_regs_get(t->tid, &r) == 0) {
 			r.rax = (unsigned long long)(long long)-ECONNREFUSED;
-			ptrace(PTRACE_SETREGS, t->tid, NULL, &r);
+			trace_regs_set(t->tid, &r);
 		}
 		sv->res->refused++;
 	}
@@ -703,7 +669,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 		if (event == PTRACE_EVENT_CLONE) {
 			struct user_regs_struct r;
-			if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) == 0)
+			if (trace_regs_get(t->tid, &r) == 0)
 				flags = r.rdi;
 		}
 		struct tstate *c = gone ? gone : tstate_get(sv, child);

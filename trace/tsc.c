@@ -9,12 +9,11 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/ptrace.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "trace/trace.h"
+#include "trace/tracee/tracee.h"
 
 #define PROBE_FAULTED 42 /* the probe child's exit code when rdtsc faulted */
 
@@ -79,18 +78,18 @@ int trace_tsc_fault(pid_t tid, struct user_regs_struct *r, size_t *len)
 {
 	siginfo_t si;
 	uint8_t b[3];
+	int rc;
 	*len = 0;
 	/* only the CPU's fault: SI_KERNEL, as a #GP is reported */
-	if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) < 0)
-		return -errno;
+	if ((rc = trace_siginfo(tid, &si)) < 0)
+		return rc;
 	if (si.si_signo != SIGSEGV || si.si_code != SI_KERNEL)
 		return TRACE_TSC_NONE;
-	if (ptrace(PTRACE_GETREGS, tid, NULL, r) < 0)
-		return -errno;
-	struct iovec l = { b, sizeof b }, rm = { (void *)(uintptr_t)r->rip, sizeof b };
-	ssize_t n = process_vm_readv(tid, &l, 1, &rm, 1, 0);
+	if ((rc = trace_regs_get(tid, r)) < 0)
+		return rc;
+	ssize_t n = trace_mem_read(tid, r->rip, b, sizeof b);
 	if (n < 2) /* rdtsc may end the last readable page */
-		n = process_vm_readv(tid, &l, 1, &(struct iovec){ rm.iov_base, 2 }, 1, 0);
+		n = trace_mem_read(tid, r->rip, b, 2);
 	if (n < 2)
 		return TRACE_TSC_NONE;
 	return trace_tsc_decode(b, (size_t)n, len);
@@ -103,5 +102,5 @@ int trace_tsc_answer(pid_t tid, struct user_regs_struct *r, int insn, size_t len
 	if (insn == TRACE_TSC_RDTSCP)
 		r->rcx = TRACE_TSC_AUX;
 	r->rip += len;
-	return ptrace(PTRACE_SETREGS, tid, NULL, r) < 0 ? -errno : 0;
+	return trace_regs_set(tid, r);
 }

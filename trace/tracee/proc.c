@@ -1,0 +1,125 @@
+/* trace/tracee: a thread's /proc files: status, maps, stat. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "trace/tracee/tracee.h"
+
+#define STATUS_MAX (1u << 20) /* a Groups line may list 65536 groups */
+
+int trace_status_read(pid_t tid, struct trace_status *s)
+{
+	char path[64];
+	size_t len;
+	struct common_err e;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+	s->text = NULL;
+	errno = 0;
+	if (common_read_file(path, STATUS_MAX, &s->text, &len, &e) < 0)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+void trace_status_free(struct trace_status *s)
+{
+	free(s->text);
+	s->text = NULL;
+}
+
+const char *trace_status_field(const struct trace_status *s, const char *key)
+{
+	size_t n = strlen(key);
+	const char *l = s->text;
+	while (l && *l) {
+		if (!strncmp(l, key, n) && l[n] == ':')
+			return l + n + 1 + strspn(l + n + 1, " \t");
+		l = strchr(l, '\n');
+		if (l)
+			l++;
+	}
+	return NULL;
+}
+
+int trace_status_num(const struct trace_status *s, const char *key, int base,
+		     unsigned long long *v)
+{
+	const char *f = trace_status_field(s, key);
+	char *end;
+	if (!f)
+		return -1;
+	errno = 0;
+	*v = strtoull(f, &end, base);
+	return end == f || errno ? -1 : 0;
+}
+
+pid_t trace_status_nspid(const struct trace_status *s)
+{
+	const char *f = trace_status_field(s, "NSpid"), *last = f;
+	if (!f)
+		return 0;
+	/* one id per nested namespace, the innermost last */
+	for (const char *p = f; *p && *p != '\n'; p++)
+		if (*p == '\t')
+			last = p + 1;
+	return (pid_t)atoi(last);
+}
+
+int trace_proc_maps(pid_t tid, struct trace_map **out, size_t *n, struct common_err *e)
+{
+	char p[64], line[TRACE_MAP_PATH_MAX + 256];
+	snprintf(p, sizeof p, "/proc/%d/maps", (int)tid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return common_errno(e, errno, "open %s", p);
+	size_t cap = 64, cnt = 0;
+	struct trace_map *m = common_xmalloc(cap * sizeof *m);
+	while (fgets(line, sizeof line, f)) {
+		if (cnt == cap)
+			m = common_xrealloc(m, (cap *= 2) * sizeof *m);
+		struct trace_map *x = &m[cnt];
+		unsigned long long s, en, off;
+		int pos = 0;
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%llx-%llx %4s %llx %*s %*s %n", &s, &en, x->perms, &off, &pos) < 4) {
+			fclose(f);
+			free(m);
+			return common_errf(e, p, "unparsable line \"%s\"", line);
+		}
+		x->start = s;
+		x->end = en;
+		x->offset = off;
+		snprintf(x->path, sizeof x->path, "%s", pos ? line + pos : "");
+		cnt++;
+	}
+	fclose(f);
+	*out = m;
+	*n = cnt;
+	return 0;
+}
+
+int trace_proc_start_brk(pid_t tid, uint64_t *start_brk, struct common_err *e)
+{
+	char p[64], *buf, *save;
+	size_t len;
+	snprintf(p, sizeof p, "/proc/%d/stat", (int)tid);
+	if (common_read_file(p, 65536, &buf, &len, e) < 0)
+		return -1;
+	/* fields after the command name, which may hold spaces and ')' */
+	char *s = strrchr(buf, ')');
+	int field = 2;
+	unsigned long long v = 0;
+	int ok = 0;
+	for (char *tok = s ? strtok_r(s + 1, " ", &save) : NULL; tok;
+	     tok = strtok_r(NULL, " ", &save)) {
+		if (++field == 47) {
+			v = strtoull(tok, NULL, 10);
+			ok = 1;
+			break;
+		}
+	}
+	free(buf);
+	if (!ok)
+		return common_errf(e, p, "no start_brk field");
+	*start_brk = v;
+	return 0;
+}

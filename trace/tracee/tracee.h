@@ -1,0 +1,117 @@
+/* trace/tracee: one thread of a guest held in a ptrace stop, as every part of
+ * sbx touches it: its memory, its registers, syscalls injected into it,
+ * waiting for its own stops, its /proc fields. Nothing here keeps state
+ * between calls but a struct trace_tracee the caller owns. */
+#ifndef SBX_TRACE_TRACEE_H
+#define SBX_TRACE_TRACEE_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include "libcommon/common.h"
+
+/* Memory through process_vm_*: the guest's own page protections apply (what it
+ * could not read or write itself fails). Bytes moved (short at the first bad
+ * page) or -errno. */
+ssize_t trace_mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
+ssize_t trace_mem_write(pid_t tid, uint64_t addr, const void *buf, size_t len);
+/* NUL-terminated string of at most max-1 bytes: length, or -ENAMETOOLONG/-EFAULT. */
+ssize_t trace_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t max);
+/* One write through /proc/TID/mem, which ignores page protections (text,
+ * read-only scratch pages the guest cannot touch): bytes written or -errno. */
+ssize_t trace_mem_poke(pid_t tid, uint64_t addr, const void *buf, size_t len);
+
+/* A thread held for many accesses: /proc/TID/mem open, and a syscall
+ * instruction to inject from at any stop. */
+struct trace_tracee {
+	pid_t tid;
+	int memfd;          /* /proc/TID/mem, O_RDWR */
+	uint64_t insn;      /* address of a 0f 05; 0 until trace_tracee_find_syscall */
+};
+int trace_tracee_open(struct trace_tracee *t, pid_t tid, struct common_err *e);
+void trace_tracee_close(struct trace_tracee *t);
+/* All of len through /proc/TID/mem, or -1 (e filled; may be NULL). */
+int trace_tracee_read(struct trace_tracee *t, uint64_t addr, void *buf, size_t len,
+		      struct common_err *e);
+int trace_tracee_write(struct trace_tracee *t, uint64_t addr, const void *buf, size_t len,
+		       struct common_err *e);
+
+/* General registers: 0 or -errno. */
+int trace_regs_get(pid_t tid, struct user_regs_struct *r);
+int trace_regs_set(pid_t tid, const struct user_regs_struct *r);
+/* The six syscall argument registers. */
+void trace_regs_set_args(struct user_regs_struct *r, const uint64_t a[6]);
+/* The XSAVE area (NT_X86_XSTATE): *len is buf's size in, the kernel's out. 0 or -errno. */
+int trace_xstate_get(pid_t tid, void *buf, size_t *len);
+int trace_xstate_set(pid_t tid, const void *buf, size_t len);
+/* The blocked-signal mask (bit sig-1): 0 or -errno. */
+int trace_sigmask_get(pid_t tid, uint64_t *mask);
+int trace_sigmask_set(pid_t tid, uint64_t mask);
+
+/* Wait for tid's next ptrace stop, consuming no other thread's event and not
+ * tid's exit (both stay for the supervisor's loop): 0 with its wait status;
+ * -ESRCH when tid exits (its PTRACE_EVENT_EXIT stop is resumed); or -errno. */
+int trace_wait_stop(pid_t tid, int *status);
+/* The stop trace_wait_for resumes tid towards. */
+enum trace_want {
+	TRACE_WANT_TRAP,    /* a syscall-entry/exit stop or a single-step trap */
+	TRACE_WANT_SECCOMP, /* a seccomp stop */
+};
+/* Stops on the way are resumed with op; a signal met is not delivered but kept
+ * in *sig (the last one) for the caller to send again. 0, -ESRCH or -errno. */
+int trace_wait_for(pid_t tid, enum trace_want want, int op, int *sig);
+
+/* Injected syscalls: nr(a) runs in the stopped thread, *ret gets its rax; a
+ * signal met meanwhile is sent again once it ran. 0, -EIO (registers), -ESRCH
+ * (the thread exits) or -errno. At a seccomp stop: afterwards the thread is at
+ * a fresh seccomp stop of its own pending syscall, with its own registers. */
+int trace_inject_at_entry(pid_t tid, long nr, const uint64_t a[6], int64_t *ret);
+/* At a syscall-exit stop: afterwards the completed syscall's registers are back. */
+int trace_inject_at_exit(pid_t tid, long nr, const uint64_t a[6], int64_t *ret);
+/* At any stop, from t->insn: registers are left as the syscall left them
+ * (callers save and restore them). -1 with e filled on failure. */
+int trace_tracee_inject(struct trace_tracee *t, long nr, const uint64_t a[6], int64_t *ret,
+			struct common_err *e);
+/* Find a syscall instruction for it: in [vdso] first, else any executable mapping. */
+int trace_tracee_find_syscall(struct trace_tracee *t, struct common_err *e);
+/* Stop a running tid at a step boundary (PTRACE_INTERRUPT): a syscall caught at
+ * its seccomp stop on the way is rewound to run (and be supervised) again after;
+ * signals met are delivered. */
+int trace_tracee_interrupt(pid_t tid, struct common_err *e);
+/* The kind of syscall stop tid is in (PTRACE_SYSCALL_INFO_*): op or -errno. */
+int trace_syscall_op(pid_t tid);
+/* The off-th signal queued for tid (shared: for its process), its raw 128-byte
+ * siginfo: 1, 0 past the last one, or -errno. */
+int trace_sigqueue_peek(pid_t tid, int shared, uint64_t off, uint8_t info[128]);
+/* tid's registered rseq area (len 0: none): 0 or -errno. */
+int trace_rseq_get(pid_t tid, uint64_t *ptr, uint32_t *len, uint32_t *sig);
+/* The siginfo of tid's signal-delivery stop: 0 or -errno. */
+int trace_siginfo(pid_t tid, siginfo_t *si);
+
+/* /proc/TID/status, read once and looked up by field ("Tgid", "PPid", "Umask",
+ * "SigCgt"...): the value text after the colon and its blanks, up to the
+ * newline, or NULL. */
+struct trace_status { char *text; };
+int trace_status_read(pid_t tid, struct trace_status *s); /* 0 or -errno */
+void trace_status_free(struct trace_status *s);
+const char *trace_status_field(const struct trace_status *s, const char *key);
+/* The field's first number in base; 0, or -1 when missing or not a number. */
+int trace_status_num(const struct trace_status *s, const char *key, int base,
+		     unsigned long long *v);
+/* The innermost id of NSpid (its id in the run's PID namespace), 0 if missing. */
+pid_t trace_status_nspid(const struct trace_status *s);
+
+/* One line of /proc/TID/maps. */
+#define TRACE_MAP_PATH_MAX 4096u
+struct trace_map {
+	uint64_t start, end, offset;
+	char perms[5];
+	char path[TRACE_MAP_PATH_MAX];
+};
+/* All mappings of tid (malloc'd array). */
+int trace_proc_maps(pid_t tid, struct trace_map **out, size_t *n, struct common_err *e);
+/* start_brk from /proc/TID/stat. */
+int trace_proc_start_brk(pid_t tid, uint64_t *start_brk, struct common_err *e);
+
+#endif

@@ -1,0 +1,263 @@
+/* trace/tracee: waiting for one thread's stops, and syscalls injected into it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "trace/tracee/tracee.h"
+
+int trace_wait_stop(pid_t tid, int *status)
+{
+	siginfo_t si;
+	int st, rc;
+	/* a look first (WNOWAIT): an exit is the supervisor's to reap */
+	do {
+		memset(&si, 0, sizeof si);
+		rc = waitid(P_PID, (id_t)tid, &si, WEXITED | WSTOPPED | WNOWAIT | __WALL | __WNOTHREAD);
+	} while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return -errno;
+	if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)
+		return -ESRCH;
+	while (waitpid(tid, &st, __WALL | __WNOTHREAD) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFSTOPPED(st))
+		return -ESRCH;
+	if (st >> 16 == PTRACE_EVENT_EXIT) {
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return -ESRCH;
+	}
+	*status = st;
+	return 0;
+}
+
+static int wanted(enum trace_want want, int sig, int ev)
+{
+	if (want == TRACE_WANT_SECCOMP)
+		return sig == SIGTRAP && ev == PTRACE_EVENT_SECCOMP;
+	return sig == (SIGTRAP | 0x80) || (sig == SIGTRAP && ev == 0);
+}
+
+int trace_wait_for(pid_t tid, enum trace_want want, int op, int *sig)
+{
+	for (;;) {
+		int st, rc = trace_wait_stop(tid, &st);
+		if (rc < 0)
+			return rc;
+		int s = WSTOPSIG(st), ev = st >> 16;
+		if (wanted(want, s, ev))
+			return 0;
+		if (ev == 0 && s != SIGTRAP && s != (SIGTRAP | 0x80))
+			*sig = s; /* a signal-delivery-stop: deliver it later */
+		if (ptrace((enum __ptrace_request)op, tid, 0, 0) < 0)
+			return -errno;
+	}
+}
+
+static void send_again(pid_t tid, int sig)
+{
+	/* tkill is safe: tid is our tracee, so its id is not reused before we reap it */
+	if (sig)
+		syscall(SYS_tkill, tid, sig);
+}
+
+int trace_syscall_op(pid_t tid)
+{
+	struct __ptrace_syscall_info info;
+	memset(&info, 0, sizeof info);
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof info, &info) < 0)
+		return -errno;
+	return info.op;
+}
+
+int trace_inject_at_entry(pid_t tid, long nr, const uint64_t a[6], int64_t *ret)
+{
+	struct user_regs_struct r0, r;
+	int sig = 0, rc;
+	if (trace_regs_get(tid, &r0) < 0)
+		return -EIO;
+	r = r0;
+	r.orig_rax = (uint64_t)nr;
+	trace_regs_set_args(&r, a);
+	if (trace_regs_set(tid, &r) < 0)
+		return -EIO;
+	if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0)
+		return -errno;
+	if ((rc = trace_wait_for(tid, TRACE_WANT_TRAP, PTRACE_SYSCALL, &sig)) < 0)
+		return rc;
+	if (trace_regs_get(tid, &r) < 0)
+		return -EIO;
+	*ret = (int64_t)r.rax;
+	/* back to the syscall instruction: the kernel traps it again, unchanged */
+	r = r0;
+	r.rip -= 2;
+	r.rax = r0.orig_rax;
+	if (trace_regs_set(tid, &r) < 0)
+		return -EIO;
+	if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+		return -errno;
+	if ((rc = trace_wait_for(tid, TRACE_WANT_SECCOMP, PTRACE_CONT, &sig)) < 0)
+		return rc;
+	send_again(tid, sig);
+	return 0;
+}
+
+int trace_inject_at_exit(pid_t tid, long nr, const uint64_t a[6], int64_t *ret)
+{
+	struct user_regs_struct r0, r;
+	int sig = 0, rc;
+	if (trace_regs_get(tid, &r0) < 0)
+		return -EIO;
+	r = r0;
+	r.rip -= 2;
+	r.rax = (uint64_t)nr;
+	r.orig_rax = (uint64_t)nr;
+	trace_regs_set_args(&r, a);
+	if (trace_regs_set(tid, &r) < 0)
+		return -EIO;
+	/* its entry stop (a seccomp stop on the way is resumed), then its exit */
+	for (int steps = 0;; steps++) {
+		if (steps == 3)
+			return -EIO;
+		if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0)
+			return -errno;
+		if ((rc = trace_wait_for(tid, TRACE_WANT_TRAP, PTRACE_SYSCALL, &sig)) < 0)
+			return rc;
+		if (trace_syscall_op(tid) == PTRACE_SYSCALL_INFO_EXIT)
+			break;
+	}
+	if (trace_regs_get(tid, &r) < 0)
+		return -EIO;
+	*ret = (int64_t)r.rax;
+	if (trace_regs_set(tid, &r0) < 0)
+		return -EIO;
+	send_again(tid, sig);
+	return 0;
+}
+
+static void set_call(struct user_regs_struct *r, uint64_t insn, long nr, const uint64_t a[6])
+{
+	r->rip = insn;
+	r->rax = (uint64_t)nr;
+	r->orig_rax = (uint64_t)-1; /* no syscall-restart fix-up of the stop we are in */
+	trace_regs_set_args(r, a);
+}
+
+/* One single step from insn: 1 when the syscall ran, 0 when the trap reported
+ * the end of the syscall the thread was stopped in (ours has not run yet). */
+static int step_call(struct trace_tracee *t, long nr, struct user_regs_struct *r, int *sig,
+		     struct common_err *e)
+{
+	int rc;
+	if ((rc = trace_regs_set(t->tid, r)) < 0)
+		return common_errno(e, -rc, "inject syscall %ld: PTRACE_SETREGS", nr);
+	if (ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0) < 0)
+		return common_errno(e, errno, "inject syscall %ld: PTRACE_SINGLESTEP", nr);
+	if ((rc = trace_wait_for(t->tid, TRACE_WANT_TRAP, PTRACE_SINGLESTEP, sig)) < 0)
+		return common_errno(e, -rc, "inject syscall %ld: wait", nr);
+	if ((rc = trace_regs_get(t->tid, r)) < 0)
+		return common_errno(e, -rc, "inject syscall %ld: PTRACE_GETREGS", nr);
+	if (r->rip == t->insn + 2)
+		return 1;
+	if (r->rip != t->insn)
+		return common_errf(e, "inject syscall", "tracee stepped to %#llx",
+				   (unsigned long long)r->rip);
+	return 0;
+}
+
+int trace_tracee_inject(struct trace_tracee *t, long nr, const uint64_t a[6], int64_t *ret,
+			struct common_err *e)
+{
+	struct user_regs_struct r;
+	int rc, sig = 0;
+	if ((rc = trace_regs_get(t->tid, &r)) < 0)
+		return common_errno(e, -rc, "inject syscall %ld: PTRACE_GETREGS", nr);
+	for (int tries = 0; tries < 16; tries++) {
+		set_call(&r, t->insn, nr, a);
+		if ((rc = step_call(t, nr, &r, &sig, e)) < 0)
+			return -1;
+		if (rc == 1) {
+			*ret = (int64_t)r.rax;
+			send_again(t->tid, sig);
+			return 0;
+		}
+	}
+	return common_errf(e, "inject syscall", "syscall %ld never ran", nr);
+}
+
+/* The first 0f 05 in [start, start+len) of t, or 0. */
+static uint64_t find_insn(struct trace_tracee *t, uint64_t start, size_t len)
+{
+	uint64_t at = 0;
+	if (len > (64u << 20))
+		len = 64u << 20;
+	uint8_t *buf = common_xmalloc(len);
+	if (trace_tracee_read(t, start, buf, len, NULL) == 0)
+		for (size_t k = 0; k + 1 < len && !at; k++)
+			if (buf[k] == 0x0f && buf[k + 1] == 0x05)
+				at = start + k;
+	free(buf);
+	return at;
+}
+
+int trace_tracee_find_syscall(struct trace_tracee *t, struct common_err *e)
+{
+	struct trace_map *m;
+	size_t n;
+	if (trace_proc_maps(t->tid, &m, &n, e) < 0)
+		return -1;
+	/* the vdso first: it is never part of a snapshot and never moves */
+	for (int pass = 0; pass < 2 && !t->insn; pass++) {
+		for (size_t i = 0; i < n && !t->insn; i++) {
+			int vdso = !strcmp(m[i].path, "[vdso]");
+			if (pass == 0 ? !vdso : (vdso || m[i].perms[2] != 'x'))
+				continue;
+			t->insn = find_insn(t, m[i].start, (size_t)(m[i].end - m[i].start));
+		}
+	}
+	free(m);
+	if (!t->insn)
+		return common_errf(e, "inject syscall", "no syscall instruction in the tracee's text");
+	return 0;
+}
+
+/* A seccomp stop met while stopping: rewind the syscall so it is trapped again. */
+static void rewind_syscall(pid_t tid)
+{
+	struct user_regs_struct r;
+	if (trace_regs_get(tid, &r) == 0) {
+		r.rip -= 2;
+		r.rax = r.orig_rax;
+		r.orig_rax = (uint64_t)-1;
+		trace_regs_set(tid, &r);
+	}
+}
+
+int trace_tracee_interrupt(pid_t tid, struct common_err *e)
+{
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+		return common_errno(e, errno, "interrupt guest %d", (int)tid);
+	for (int i = 0; i < 10000; i++) {
+		int st, rc = trace_wait_stop(tid, &st);
+		if (rc == -ESRCH)
+			return common_errf(e, "snapshot", "the guest is exiting");
+		if (rc < 0)
+			return common_errno(e, -rc, "wait for guest %d", (int)tid);
+		int ev = st >> 16, sig = WSTOPSIG(st);
+		if (ev == PTRACE_EVENT_STOP)
+			return 0;
+		if (ev == PTRACE_EVENT_SECCOMP) {
+			rewind_syscall(tid);
+			/* this stop may have taken the interrupt's place: ask again, or a
+			 * guest that traps every syscall is never caught between two */
+			ptrace(PTRACE_CONT, tid, 0, 0);
+			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+			continue;
+		}
+		ptrace(PTRACE_CONT, tid, 0, ev || sig == SIGTRAP || sig == (SIGTRAP | 0x80) ? 0 : sig);
+	}
+	return common_errf(e, "snapshot", "the guest never reached a step boundary");
+}
