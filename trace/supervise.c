@@ -133,17 +133,23 @@ static void *waker_main(void *arg)
 {
 	struct waker *w = arg;
 	pid_t pid = getpid();
+	uint64_t sent = 0; /* the tick already signalled: once each, or a late tracer is flooded */
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		uint64_t at = common_mono_us() + WAKE_MS * 1000;
-		if (w->due_us && w->due_us < at)
+		int for_tick = w->due_us && w->due_us != sent && w->due_us < at;
+		if (for_tick)
 			at = w->due_us;
 		struct timespec ts = { .tv_sec = (time_t)(at / 1000000),
 				       .tv_nsec = (long)(at % 1000000) * 1000 };
 		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
 		/* woken early (a sooner tick was set): wait again for the new time */
-		if (!w->stop && common_mono_us() >= at && atomic_load(&w->in_wait))
+		if (w->stop || common_mono_us() < at)
+			continue;
+		if (for_tick)
+			sent = at;
+		if (atomic_load(&w->in_wait))
 			syscall(SYS_tgkill, pid, w->tracer, w->sig);
 	}
 	pthread_mutex_unlock(&w->mu);
