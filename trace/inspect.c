@@ -452,6 +452,9 @@ int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 			pthread_mutex_unlock(&in->w.mu);
 		}
 	}
+	/* a passed output bound is acted on at once, not at the next tick */
+	if (in->o.relay && trace_sv_watch(sv, trace_relay_wake_fd(in->o.relay)) < 0)
+		return failf(in, "relay", "cannot watch the output bound");
 	uint64_t u[TRACE_DIMS];
 	trace_inspector_usage(in, u);
 	fuel_tick(in, sv, u);
@@ -605,6 +608,12 @@ int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd)
 {
 	struct trace_inspector *in = ctx;
 
+	if (in->o.relay && fd == trace_relay_wake_fd(in->o.relay)) {
+		uint64_t n;
+		(void)!read(fd, &n, sizeof n);
+		trace_meter_tick(in->meter);
+		return observe(in, sv, 0) < 0 ? -1 : 0;
+	}
 	if (!in->w.started || fd != in->w.efd)
 		return 0;
 	if (writer_take(in, sv) < 0)

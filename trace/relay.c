@@ -1,18 +1,19 @@
 /* The stdout/stderr relay (SPEC §4.1 output_bytes/output_values, §6.6): the guest
  * writes into pipes, one supervisor thread copies them to the real fds in order,
  * counting bytes and newline records. A slow reader blocks the relay, which lets the
- * pipe fill and blocks the guest exactly as a direct pipe would. Bytes past a bound
- * are drained but not delivered. */
+ * pipe fill and blocks the guest exactly as a direct pipe would. The chunk that
+ * passes a bound is counted (its records only up to the first past the bound) and
+ * not delivered past it; then the pipes are no longer read, so the guest blocks on
+ * a full pipe and nothing more is counted, and the supervisor is woken to close. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include "trace/trace.h"
 
@@ -30,8 +31,8 @@ struct trace_relay {
 	int stop_pipe[2];           /* wakes the thread for a final drain */
 	uint64_t max_bytes, max_lines;
 	_Atomic uint64_t bytes, lines;
-	_Atomic uint64_t seq;       /* odd while bytes have left a pipe but are not counted */
 	_Atomic int over;
+	int wake_fd;                /* eventfd: readable once a bound is passed */
 	char buf[1 << 16];
 };
 
@@ -43,6 +44,7 @@ int trace_relay_open(struct trace_relay **out, int out_fd, int err_fd,
 
 	*out = NULL;
 	r->stop_pipe[0] = r->stop_pipe[1] = -1;
+	r->wake_fd = -1;
 	for (int i = 0; i < 2; i++)
 		r->s[i].rd = r->s[i].wr = -1;
 	for (int i = 0; i < 2; i++) {
@@ -56,7 +58,8 @@ int trace_relay_open(struct trace_relay **out, int out_fd, int err_fd,
 		r->s[i].out = i == 0 ? out_fd : err_fd;
 		r->s[i].open = 1;
 	}
-	if (pipe2(r->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (pipe2(r->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    (r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		common_errno(e, errno, "relay pipe");
 		trace_relay_free(r);
 		return -1;
@@ -92,14 +95,6 @@ static void deliver(struct trace_relay *r, int i, const char *buf, size_t n)
 	uint64_t before = atomic_load(&r->bytes), lines = atomic_load(&r->lines);
 	size_t keep = n;
 
-	if (atomic_load(&r->over)) {
-		/* past a bound: drain, deliver nothing, keep counting */
-		atomic_store(&r->bytes, before + n);
-		atomic_fetch_add(&r->seq, 1);
-		if (i == 0)
-			atomic_store(&r->lines, lines + count_nl(buf, n));
-		return;
-	}
 	if (before + n > r->max_bytes)
 		keep = before >= r->max_bytes ? 0 : (size_t)(r->max_bytes - before);
 	if (i == 0) {
@@ -113,12 +108,15 @@ static void deliver(struct trace_relay *r, int i, const char *buf, size_t n)
 			}
 			last = ++p;
 		}
-		atomic_store(&r->lines, lines + count_nl(buf, n));
+		l = lines + count_nl(buf, n);
+		atomic_store(&r->lines, l > r->max_lines ? r->max_lines + 1 : l);
 	}
 	atomic_store(&r->bytes, before + n);
-	atomic_fetch_add(&r->seq, 1);
-	if (atomic_load(&r->bytes) > r->max_bytes || atomic_load(&r->lines) > r->max_lines)
+	if (atomic_load(&r->bytes) > r->max_bytes || atomic_load(&r->lines) > r->max_lines) {
+		uint64_t one = 1;
 		atomic_store(&r->over, 1);
+		(void)!write(r->wake_fd, &one, sizeof one);
+	}
 	if (keep && !s->broken && common_write_all(s->out, buf, keep) < 0)
 		s->broken = 1;
 }
@@ -137,7 +135,7 @@ static void *relay_main(void *arg)
 		struct pollfd p[3];
 		int n = 0, idx[3];
 
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < 2 && !atomic_load(&r->over); i++)
 			if (r->s[i].open) {
 				p[n].fd = r->s[i].rd;
 				p[n].events = POLLIN;
@@ -162,10 +160,7 @@ static void *relay_main(void *arg)
 				stopping = 1;
 				continue;
 			}
-			atomic_fetch_add(&r->seq, 1); /* deliver() makes it even again */
 			ssize_t got = read(r->s[i].rd, r->buf, sizeof r->buf);
-			if (got <= 0)
-				atomic_fetch_add(&r->seq, 1);
 			if (got < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (got <= 0) {
@@ -210,31 +205,9 @@ void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *
 	*lines = atomic_load(&((struct trace_relay *)r)->lines);
 }
 
-/* Bytes the guest has written into the relay's pipes: counted plus still queued.
- * Read under the relay's sequence count so a chunk in flight (read from a pipe,
- * not yet counted) is never missed; -1 when the relay stays busy. */
-int trace_relay_guest_bytes(const struct trace_relay *cr, uint64_t *bytes)
+int trace_relay_wake_fd(const struct trace_relay *r)
 {
-	struct trace_relay *r = (struct trace_relay *)cr;
-
-	for (int tries = 0; tries < 1000; tries++) {
-		uint64_t s1 = atomic_load(&r->seq), q = 0, b;
-		if (s1 & 1) {
-			sched_yield();
-			continue;
-		}
-		for (int i = 0; i < 2; i++) {
-			int n = 0;
-			if (r->s[i].rd >= 0 && ioctl(r->s[i].rd, FIONREAD, &n) == 0 && n > 0)
-				q += (uint64_t)n;
-		}
-		b = atomic_load(&r->bytes);
-		if (atomic_load(&r->seq) == s1) {
-			*bytes = b + q;
-			return 0;
-		}
-	}
-	return -1;
+	return r->wake_fd;
 }
 
 int trace_relay_over(const struct trace_relay *r)
@@ -268,5 +241,7 @@ void trace_relay_free(struct trace_relay *r)
 		close(r->stop_pipe[0]);
 	if (r->stop_pipe[1] >= 0)
 		close(r->stop_pipe[1]);
+	if (r->wake_fd >= 0)
+		close(r->wake_fd);
 	free(r);
 }

@@ -504,9 +504,8 @@ void trace_relay_child_fds(const struct trace_relay *r, int *out_w, int *err_w);
 int trace_relay_start(struct trace_relay *r, struct common_err *e);
 void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *lines);
 int trace_relay_over(const struct trace_relay *r);
-/* Bytes the guest wrote into the relay's pipes (counted + still queued); -1 if the
- * relay stayed busy (try again at the next sample). */
-int trace_relay_guest_bytes(const struct trace_relay *r, uint64_t *bytes);
+/* readable (an eventfd) once the guest has passed an output bound */
+int trace_relay_wake_fd(const struct trace_relay *r);
 /* Once every guest is gone: drain what is buffered, join the thread. */
 void trace_relay_finish(struct trace_relay *r);
 void trace_relay_free(struct trace_relay *r);
