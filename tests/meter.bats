@@ -135,6 +135,8 @@ memcg_or_skip() {
 	hog output_bytes --limits output_bytes=1M -- "$GUESTS/meter_hog" flood
 	assert_equal "$(wc -c <out)" $((1 << 20))
 	[ "$(usage_of output_bytes)" -gt $((1 << 20)) ]
+	# counted up to the chunk that passed the bound (one pipe read), no further
+	[ "$(usage_of output_bytes)" -le $(((1 << 20) + 65536)) ]
 }
 
 @test "a line printer is stopped by output_values; exactly the bound's records are delivered" {
@@ -142,6 +144,7 @@ memcg_or_skip() {
 	assert_equal "$(wc -l <out)" 100
 	assert_equal "$(tail -n1 out)" "line 99"
 	assert_equal "$(tail -c1 out | od -An -c | tr -d ' ')" '\n'
+	assert_equal "$(usage_of output_values)" 101
 }
 
 @test "an fd leaker is stopped by table_elements" {
