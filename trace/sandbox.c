@@ -9,6 +9,7 @@
 #include <linux/capability.h>
 #include <linux/landlock.h>
 #include <linux/mount.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <sched.h>
@@ -66,6 +67,13 @@ static void fmode_args(const struct trace_sysinfo *s, int *mode, int *oflags)
 
 /* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
 
+/* rtnetlink lists the run's own interfaces (getifaddrs); without CAP_NET_ADMIN
+ * the kernel refuses every change, so the guest only reads lo */
+static int route_netlink(const uint64_t a[6])
+{
+	return (uint32_t)a[0] == AF_NETLINK && (uint32_t)a[2] == NETLINK_ROUTE;
+}
+
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 {
 	if (!arch_ok)
@@ -96,7 +104,7 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 		return ENOSYS;
 	case TRACE_SYS_socket: /* IP reaches only the run's own loopback */
 		return (uint32_t)a[0] == AF_UNIX || (uint32_t)a[0] == AF_INET ||
-		       (uint32_t)a[0] == AF_INET6 ? 0 : EAFNOSUPPORT;
+		       (uint32_t)a[0] == AF_INET6 || route_netlink(a) ? 0 : EAFNOSUPPORT;
 	case TRACE_SYS_socketpair:
 		return (uint32_t)a[0] == AF_UNIX ? 0 : EAFNOSUPPORT;
 	case TRACE_SYS_ioctl: /* pushing input into the terminal is an escape */
@@ -200,6 +208,10 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 				cmp[0] = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)families[f]);
 				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 			}
+			struct scmp_arg_cmp nl[2] = { SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK),
+						      SCMP_A2_32(SCMP_CMP_EQ, NETLINK_ROUTE) };
+			if (nr == TRACE_SYS_socket && rc == 0)
+				rc = rule(c, SCMP_ACT_ALLOW, nr, 2, nl, s->name, e);
 		} else if (nr == TRACE_SYS_ioctl) {
 			/* "low 32 bits != TIOCSTI" as one rule per bit that differs (libseccomp
 			 * has no masked not-equal; its NE would also compare the high bits) */
