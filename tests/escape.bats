@@ -96,6 +96,18 @@ while p:
 	refute_line --regexp '^(eth|en|wl|docker|veth)'
 }
 
+@test "IPv4 multicast joined without an interface meets inside the run (routed to lo)" {
+	run sbx-run --ephemeral -- /usr/bin/python3 -c '
+import socket
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); r.bind(("", 0))
+r.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton("239.255.0.1") + socket.inet_aton("0.0.0.0"))
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"group", ("239.255.0.1", r.getsockname()[1]))
+r.settimeout(60)
+print(r.recv(16).decode())'
+	assert_success
+	assert_output group
+}
+
 @test "loopback inside the run: a local HTTP server and its client, IPv4 and IPv6" {
 	run sbx-run --ephemeral -- /usr/bin/python3 -c '
 import socket, threading, http.server, urllib.request

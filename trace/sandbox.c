@@ -12,6 +12,8 @@
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -1052,7 +1054,9 @@ static void do_mount(struct trace_plan *p, size_t i)
 }
 
 /* The run's network namespace holds only lo: up, so guest servers and clients
- * meet on 127.0.0.1 and ::1, and nothing else exists to reach. */
+ * meet on 127.0.0.1 and ::1, and nothing else exists to reach. IPv4 multicast
+ * is routed to lo (natively the default route takes it), so a group joined
+ * without naming an interface works inside the run. */
 static void loopback_up(struct trace_plan *p)
 {
 	struct ifreq ifr;
@@ -1064,6 +1068,13 @@ static void loopback_up(struct trace_plan *p)
 	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
 		child_fail(p, errno, "bringing the loopback interface up");
+	struct rtentry rt = { .rt_flags = RTF_UP, .rt_dev = ifr.ifr_name };
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0xe0000000) };
+	struct sockaddr_in mask = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0xf0000000) };
+	memcpy(&rt.rt_dst, &dst, sizeof dst);
+	memcpy(&rt.rt_genmask, &mask, sizeof mask);
+	if (ioctl(s, SIOCADDRT, &rt) < 0)
+		child_fail(p, errno, "routing multicast to the loopback interface");
 	close(s);
 }
 
