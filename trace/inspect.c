@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
@@ -68,6 +69,7 @@ struct trace_inspector {
 	struct trace_meter *meter;
 	struct trace_coproc *coproc;
 	uint64_t limits[TRACE_DIMS];
+	unsigned ncpu;                /* CPUs the tree may burn fuel on at once */
 	uint64_t base[TRACE_DIMS];     /* the lease's usage before this run */
 	char closed[32];
 	int failed;
@@ -490,6 +492,7 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 		free(in);
 		return common_errno(e, errno, "inspector arena");
 	}
+	in->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
 	/* metering needs no stop: read/write trap only for a rule or callback on them */
 	in->classes = 0;
@@ -549,6 +552,9 @@ const struct common_err *trace_inspector_failure(const struct trace_inspector *i
 	return in->failed ? &in->fail : NULL;
 }
 
+static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor *sv,
+		      const uint64_t u[TRACE_DIMS]);
+
 int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 {
 	struct trace_inspector *in = ctx;
@@ -571,6 +577,9 @@ int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 			pthread_mutex_unlock(&in->w.mu);
 		}
 	}
+	uint64_t u[TRACE_DIMS];
+	trace_inspector_usage(in, u);
+	fuel_tick(in, sv, u);
 	return 0;
 }
 
@@ -603,9 +612,28 @@ static int close_run(struct trace_inspector *in, struct trace_supervisor *sv, co
 	if (sv) {
 		char why[64];
 		snprintf(why, sizeof why, "bound: %s", closed);
-		trace_sv_stop(sv, why);
+		trace_sv_kill_now(sv, why);
 	}
 	return 1;
+}
+
+/* The first dimension past its bound, or -1. */
+static int crossed(const struct trace_inspector *in, const uint64_t u[TRACE_DIMS])
+{
+	for (int d = 0; d < TRACE_DIMS; d++)
+		if (u[d] > in->limits[d])
+			return d;
+	return -1;
+}
+
+/* The tree burns at most one CPU second per second on each online CPU (it may
+ * widen its affinity to all of them): the next tick comes before it can cross. */
+static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor *sv,
+		      const uint64_t u[TRACE_DIMS])
+{
+	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	if (sv && used < lim)
+		trace_sv_tick_within(sv, (lim - used) / in->ncpu);
 }
 
 /* Take up what the writer met: -1 failed, 1 closed, 0 neither. */
@@ -639,10 +667,15 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 	if ((r = writer_take(in, sv)) != 0)
 		return r;
 	trace_inspector_usage(in, u);
+	int d = crossed(in, u);
+	fuel_tick(in, sv, u);
 	if (in->o.store && in->o.lease) {
-		int crossing = 0;
-		for (int d = 0; d < TRACE_DIMS; d++)
-			crossing |= u[d] > in->limits[d];
+		int crossing = d >= 0;
+		if (crossing && sv) { /* stopped first: its observation may wait for the disk */
+			char why[64];
+			snprintf(why, sizeof why, "bound: %s", lease_dim_name((enum lease_dim)d));
+			trace_sv_kill_now(sv, why);
+		}
 		if (!force && !crossing && now - in->last_obs_ms < OBSERVE_EVERY_MS)
 			return 0;
 		in->last_obs_ms = now;
@@ -652,12 +685,15 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 		} else if (obs_write(in->o.store, in->o.lease, u, closed, &e) < 0) {
 			return fail(in, &e);
 		}
-	} else {
-		for (int d = 0; d < TRACE_DIMS && !closed[0]; d++)
-			if (u[d] > in->limits[d])
-				snprintf(closed, sizeof closed, "%s", lease_dim_name((enum lease_dim)d));
+	} else if (d >= 0) {
+		snprintf(closed, sizeof closed, "%s", lease_dim_name((enum lease_dim)d));
 	}
 	return closed[0] ? close_run(in, sv, closed) : 0;
+}
+
+void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg)
+{
+	trace_meter_cgroup(in->meter, cg, in->limits[LEASE_DIM_MEMORY]);
 }
 
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes)
@@ -927,6 +963,7 @@ struct trace_bound {
 	struct trace_relay *relay;
 	struct trace_inspector *ins;
 	struct trace_state state;
+	struct trace_cgroup *cg;
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
 };
 
@@ -1010,6 +1047,12 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 	io.relay = b->relay;
 	if (trace_inspector_new(&io, &b->ins, e) < 0)
 		return -1;
+	/* the kernel holds memory where a cgroup can be made for the run */
+	if (b->limits[LEASE_DIM_MEMORY] < (1ull << 40) &&
+	    (b->cg = trace_cgroup_open(b->limits[LEASE_DIM_MEMORY]))) {
+		trace_inspector_cgroup(b->ins, b->cg);
+		cfg->cgroup = b->cg;
+	}
 	trace_relay_child_fds(b->relay, &cfg->stdout_fd, &cfg->stderr_fd);
 	cfg->trace_classes |= trace_inspector_classes(b->ins);
 	cfg->state_fd = b->state.memfd;
@@ -1066,6 +1109,7 @@ void trace_bound_free(struct trace_bound *b)
 	if (!b)
 		return;
 	trace_inspector_free(b->ins);
+	trace_cgroup_free(b->cg);
 	trace_relay_free(b->relay);
 	trace_policy_free(b->policy);
 	trace_state_close(&b->state);

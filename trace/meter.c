@@ -58,6 +58,8 @@ struct trace_meter {
 	long page;
 	size_t nkept, keep_max;  /* tasks holding open files, and their budget */
 	const struct trace_relay *relay;
+	const struct trace_cgroup *cg;
+	uint64_t mem_bound;
 	struct ns_walk walk;
 	uint64_t host_w;         /* bytes sbx wrote on the guest's behalf (its trace) */
 };
@@ -411,9 +413,57 @@ static uint64_t tmpfs_bytes(pid_t pid)
 	return sum;
 }
 
+/* What the cgroup holds beyond the samples (unmapped shm, a gone leader's threads);
+ * after a refused page the tree has asked for more than the bound. */
+static uint64_t cgroup_memory(const struct trace_meter *m, uint64_t sampled)
+{
+	struct trace_cgroup_mem cm;
+	trace_cgroup_read(m->cg, &cm);
+	uint64_t u = cm.held > sampled ? cm.held : sampled;
+	if (cm.ooms) {
+		u = cm.peak > u ? cm.peak : u;
+		if (u <= m->mem_bound)
+			u = m->mem_bound + 1;
+	}
+	return u;
+}
+
+struct tgid_set {
+	pid_t *v;
+	size_t cap;
+};
+
+/* Whether tgid is counted now for the first time this sample (counted if may). */
+static int group_first(struct tgid_set *s, pid_t tgid, int may)
+{
+	if (!may)
+		return 0;
+	if (!s->v)
+		return 1; /* no room to remember: the leader alone counts */
+	size_t i = (size_t)tgid & (s->cap - 1);
+	while (s->v[i] && s->v[i] != tgid)
+		i = (i + 1) & (s->cap - 1);
+	if (s->v[i])
+		return 0;
+	s->v[i] = tgid;
+	return 1;
+}
+
+static int leader_here(const struct trace_meter *m, pid_t tgid)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->t[i].tid == tgid)
+			return 1;
+	return 0;
+}
+
 static void sample(struct trace_meter *m, int whole_ns)
 {
 	uint64_t live_ns = 0, rss = 0, fds = 0, rd = m->dead_r, wr = m->dead_w;
+	struct tgid_set seen = { NULL, 16 };
+	while (seen.cap < 2 * m->n)
+		seen.cap *= 2;
+	seen.v = calloc(seen.cap, sizeof *seen.v);
 
 	for (size_t i = 0; i < m->n; i++) {
 		struct task *t = &m->t[i];
@@ -439,15 +489,18 @@ static void sample(struct trace_meter *m, int whole_ns)
 		task_io(t);
 		rd += t->rchar;
 		wr += t->wchar;
-		if (t->tid == t->tgid) {
-			rss += rss_bytes(m, t->tgid);
-			fds += fd_count(t->tgid);
+		/* a group counts once, through its leader or, the leader gone, its
+		 * first thread here (the gone leader's smaps read empty) */
+		if (group_first(&seen, t->tgid, t->tid == t->tgid || !leader_here(m, t->tgid))) {
+			rss += rss_bytes(m, t->tid);
+			fds += fd_count(t->tid);
 		}
 	}
+	free(seen.v);
 	raise_to(&m->u[LEASE_DIM_FUEL], (m->dead_ns + live_ns) / 1000);
 	if (m->n)
 		rss += tmpfs_bytes(m->t[0].tgid);
-	raise_to(&m->u[LEASE_DIM_MEMORY], rss);
+	raise_to(&m->u[LEASE_DIM_MEMORY], m->cg ? cgroup_memory(m, rss) : rss);
 	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
 	if (m->ns_dir && whole_ns) {
 		uint64_t b;
@@ -472,6 +525,12 @@ static void sample(struct trace_meter *m, int whole_ns)
 	} else {
 		raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr + m->host_w);
 	}
+}
+
+void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, uint64_t bound)
+{
+	m->cg = cg;
+	m->mem_bound = bound;
 }
 
 void trace_meter_host_write(struct trace_meter *m, uint64_t bytes)

@@ -1446,6 +1446,9 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 	snprintf(map, sizeof map, "%d %u 1\n", TRACE_GUEST_UID, (unsigned)p->host_gid);
 	if (write_file(path, map, e) < 0)
 		return -1;
+	/* before it runs anything: every task of the run is born inside */
+	if (p->cfg->cgroup && trace_cgroup_enter(p->cfg->cgroup, child, e) < 0)
+		return -1;
 	if (write(p->sync_fd[1], "g", 1) != 1)
 		return common_errno(e, errno, "starting the sandbox");
 	/* built (or found) now, while the child mounts; a pipe holds the largest program */

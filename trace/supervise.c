@@ -27,6 +27,7 @@
 #include "trace/run-internal.h"
 
 #define TICK_MS 250
+#define TICK_MIN_US 1000       /* the shortest tick a hook may ask for */
 #define WAKE_MS 50             /* fds and ticks are looked at least this often */
 #define NBUCKET 256
 #define MAX_WATCH 16
@@ -56,6 +57,7 @@ struct trace_supervisor {
 	size_t ntids, nheld, ndead;
 	int watch[MAX_WATCH];
 	size_t nwatch;
+	uint64_t tick_us;         /* the next tick comes this soon (a hook may shorten it) */
 	int stopping;
 	char reason[64];
 	int sfd;
@@ -81,6 +83,7 @@ struct waker {
 	pid_t tracer;            /* the tracer thread's tid */
 	int sig;
 	_Atomic int in_wait;
+	uint64_t due_us;         /* the next tick, monotonic µs: waited for if sooner */
 	int stop, started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -133,19 +136,29 @@ static void *waker_main(void *arg)
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += WAKE_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		uint64_t at = common_mono_us() + WAKE_MS * 1000;
+		if (w->due_us && w->due_us < at)
+			at = w->due_us;
+		struct timespec ts = { .tv_sec = (time_t)(at / 1000000),
+				       .tv_nsec = (long)(at % 1000000) * 1000 };
 		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-		if (!w->stop && atomic_load(&w->in_wait))
+		/* woken early (a sooner tick was set): wait again for the new time */
+		if (!w->stop && common_mono_us() >= at && atomic_load(&w->in_wait))
 			syscall(SYS_tgkill, pid, w->tracer, w->sig);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
+}
+
+/* The tracer's next tick: the waker interrupts its wait then if that is sooner. */
+static void waker_due(struct waker *w, uint64_t due_us)
+{
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->due_us = due_us;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
 }
 
 static int waker_start(struct waker *w)
@@ -365,6 +378,22 @@ void trace_sv_stop(struct trace_supervisor *sv, const char *reason)
 	if (!sv->stopping && reason)
 		snprintf(sv->reason, sizeof sv->reason, "%s", reason);
 	sv->stopping = 1;
+}
+
+static void kill_all(struct trace_supervisor *sv);
+
+void trace_sv_kill_now(struct trace_supervisor *sv, const char *reason)
+{
+	trace_sv_stop(sv, reason);
+	kill_all(sv);
+}
+
+void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us)
+{
+	if (us < TICK_MIN_US)
+		us = TICK_MIN_US;
+	if (us < sv->tick_us)
+		sv->tick_us = us;
 }
 
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max)
@@ -860,11 +889,13 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		trace_sandbox_kill(p);
 	}
 
+	sv.tick_us = TICK_MS * 1000;
 	if (sv.h && sv.h->on_start && sv.h->on_start(sv.h->ctx, &sv) < 0)
 		trace_sv_stop(&sv, "start hook failed");
 	int errfd = p->err_fd[0];
 	p->err_fd[0] = -1;
-	uint64_t next_tick = common_mono_us() + TICK_MS * 1000;
+	uint64_t next_tick = common_mono_us() + sv.tick_us;
+	waker_due(&wk, next_tick);
 	int killed = 0;
 	woken = 1; /* look at the fds once before the first wait */
 
@@ -875,13 +906,15 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		}
 		uint64_t now = common_mono_us();
 		if (now >= next_tick) {
+			sv.tick_us = TICK_MS * 1000;
 			if (sv.h && sv.h->on_tick && !killed && sv.h->on_tick(sv.h->ctx, &sv))
 				trace_sv_stop(&sv, NULL);
 			if (sv.nheld || sv.ndead)
 				release_orphans(&sv, now);
 			/* counted from the tick's end, and the fds and waits come next: a
 			 * tick longer than the period cannot starve the loop */
-			next_tick = common_mono_us() + TICK_MS * 1000;
+			next_tick = common_mono_us() + sv.tick_us;
+			waker_due(&wk, next_tick);
 			woken = 1;
 			if ((sv.stopping || sv.setup_failed) && !killed)
 				continue;

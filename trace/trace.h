@@ -330,6 +330,7 @@ struct trace_config {
 	const char *ns_dir;           /* host dir mounted rw at /ns */
 	const char *cwd;              /* the guest's working directory (NULL: /ns) */
 	uint64_t tmpfs_bytes;         /* 0, or the size of each tmpfs of the run (its memory bound) */
+	const struct trace_cgroup *cgroup; /* NULL, or the memory cgroup the sandbox enters */
 	const char *store_dir;        /* real path of the store: never visible to the guest */
 	const char *const *sockets; size_t nsockets; /* --socket: host sockets the guest may use */
 	int owner_set;                /* root invoker: files written through rw binds belong to */
@@ -390,7 +391,24 @@ int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t args[
 /* The supervisor inside hooks. */
 int trace_sv_watch(struct trace_supervisor *sv, int fd);    /* poll fd; on_fd when readable */
 void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
+/* The run's memory cgroup (trace/cgroup.c): the kernel holds the memory bound. */
+struct trace_cgroup;
+struct trace_cgroup_mem {
+	uint64_t held;  /* anon + shmem pages the tree holds, mapped or not */
+	uint64_t peak;  /* the most the cgroup was charged, cache included */
+	uint64_t ooms;  /* times the bound refused a page */
+};
+struct trace_cgroup *trace_cgroup_open(uint64_t bound); /* NULL: none can be made here */
+int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_err *e);
+void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m);
+const char *trace_cgroup_dir(const struct trace_cgroup *cg);
+void trace_cgroup_free(struct trace_cgroup *cg);
+
 void trace_sv_stop(struct trace_supervisor *sv, const char *reason); /* kill the guest tree */
+/* kill the guest tree before returning: a crossed bound stops it before any write */
+void trace_sv_kill_now(struct trace_supervisor *sv, const char *reason);
+/* the next tick comes within us (at least 1 ms), not the usual 250 ms */
+void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
@@ -504,6 +522,8 @@ void trace_meter_sample(struct trace_meter *m);
 void trace_meter_tick(struct trace_meter *m);
 /* What sbx itself wrote for the guest so far (its trace): part of storage_write. */
 void trace_meter_host_write(struct trace_meter *m, uint64_t bytes);
+/* memory also from the run's cgroup; a page it refused is a crossing of bound */
+void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, uint64_t bound);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
@@ -543,6 +563,7 @@ void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned lon
 void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);
 /* The run's trace bytes so far, metered as storage_write from the next sample. */
+void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg);
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes);
 /* A watched fd of the inspector's (its observation writer's wake-up) is readable. */
 int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd);

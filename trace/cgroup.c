@@ -1,0 +1,238 @@
+/* The run's memory cgroup (SPEC §4.1 "kernel-enforced limits wherever they exist"):
+ * a child of sbx-run's own cgroup whose limit is the memory bound, so the kernel
+ * refuses the page that would cross it (reclaiming cache first, then OOM) instead
+ * of a sample finding the excess later. cgroup v2 needs the memory controller
+ * already delegated to sbx-run's cgroup; v1 needs a writable memory hierarchy.
+ * Where neither is, the run has no cgroup and the meter's samples alone hold memory.
+ * The cgroup also sees what no process maps (memfd, SysV shm, tmpfs) and the pages
+ * of threads whose group leader has exited: its anon + shmem counts as held. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "trace/trace.h"
+
+struct trace_cgroup {
+	char dir[PATH_MAX];
+	int v2;
+};
+
+/* The directory of sbx-run's own cgroup in the hierarchy whose mount matches. */
+static int own_dir(int v2, char *out, size_t cap)
+{
+	char line[PATH_MAX + 256], rel[PATH_MAX] = "", root[PATH_MAX], mnt[PATH_MAX], type[32];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = 0;
+		int match = v2 ? strcmp(line, "0") == 0 && c1[1] == 0
+			       : strstr(c1 + 1, "memory") != NULL;
+		if (match) {
+			snprintf(rel, sizeof rel, "%s", c2 + 1);
+			rel[strcspn(rel, "\n")] = 0;
+			break;
+		}
+	}
+	fclose(f);
+	if (!rel[0] || !(f = fopen("/proc/self/mountinfo", "re")))
+		return -1;
+	int found = -1;
+	while (found < 0 && fgets(line, sizeof line, f)) {
+		const char *dash = strstr(line, " - ");
+		char opts[256] = "";
+		if (!dash || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+		    sscanf(dash, " - %31s %*s %255s", type, opts) < 1)
+			continue;
+		if (v2 ? strcmp(type, "cgroup2") : strcmp(type, "cgroup") || !strstr(opts, "memory"))
+			continue;
+		size_t rl = strcmp(root, "/") ? strlen(root) : 0;
+		if (strncmp(rel, root, rl) || (rel[rl] && rel[rl] != '/'))
+			continue; /* this mount does not show our cgroup */
+		if ((size_t)snprintf(out, cap, "%s%s", mnt, rel + rl) < cap)
+			found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+static int put(const struct trace_cgroup *cg, const char *file, const char *val)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/%s", cg->dir, file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* The value after "key " in a flat-keyed file, or -1. */
+static long long keyed(const struct trace_cgroup *cg, const char *file, const char *key)
+{
+	char path[PATH_MAX + 64], line[256];
+	long long v = -1;
+	snprintf(path, sizeof path, "%s/%s", cg->dir, file);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t kl = strlen(key);
+	while (v < 0 && fgets(line, sizeof line, f))
+		if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
+			v = strtoll(line + kl + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static long long single(const struct trace_cgroup *cg, const char *file)
+{
+	char path[PATH_MAX + 64], buf[64];
+	snprintf(path, sizeof path, "%s/%s", cg->dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtoll(buf, NULL, 10);
+}
+
+/* Cgroups left by an sbx-run that was killed: empty ones go (a busy one refuses). */
+static void sweep(const char *parent)
+{
+	char path[PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d = opendir(parent);
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, "sbx-run.", 8) == 0) {
+			snprintf(path, sizeof path, "%s/%s", parent, de->d_name);
+			(void)rmdir(path);
+		}
+	closedir(d);
+}
+
+static int lists_memory(const char *path)
+{
+	char buf[512];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	for (char *w = strtok(buf, " \n"); w; w = strtok(NULL, " \n"))
+		if (strcmp(w, "memory") == 0)
+			return 1;
+	return 0;
+}
+
+static int limit(const struct trace_cgroup *cg, uint64_t bound)
+{
+	char v[32];
+	snprintf(v, sizeof v, "%llu", (unsigned long long)bound);
+	if (cg->v2) {
+		if (put(cg, "memory.max", v) < 0)
+			return -1;
+		/* no swap to hide pages in; one OOM ends the whole tree */
+		if (put(cg, "memory.swap.max", "0") < 0 && errno != ENOENT)
+			return -1;
+		return put(cg, "memory.oom.group", "1");
+	}
+	if (put(cg, "memory.limit_in_bytes", v) < 0)
+		return -1;
+	/* present only with swap accounting: then swapped pages are held too */
+	if (put(cg, "memory.memsw.limit_in_bytes", v) < 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+static int make(struct trace_cgroup *cg, int v2, uint64_t bound)
+{
+	char own[PATH_MAX], ctl[PATH_MAX + 32];
+	static unsigned seq;
+	if (own_dir(v2, own, sizeof own) < 0)
+		return -1;
+	/* v2: a child gets memory.max only if the controller is delegated to us */
+	snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", own);
+	if (v2 && !lists_memory(ctl))
+		return -1;
+	sweep(own);
+	cg->v2 = v2;
+	if ((size_t)snprintf(cg->dir, sizeof cg->dir, "%s/sbx-run.%d.%u", own, (int)getpid(),
+			     __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= sizeof cg->dir ||
+	    mkdir(cg->dir, 0755) < 0)
+		return -1;
+	if (limit(cg, bound) < 0) {
+		rmdir(cg->dir);
+		return -1;
+	}
+	return 0;
+}
+
+struct trace_cgroup *trace_cgroup_open(uint64_t bound)
+{
+	struct trace_cgroup *cg = common_xcalloc(1, sizeof *cg);
+	if (make(cg, 1, bound) == 0 || make(cg, 0, bound) == 0)
+		return cg;
+	free(cg);
+	return NULL;
+}
+
+int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_err *e)
+{
+	char v[32];
+	snprintf(v, sizeof v, "%d", (int)pid);
+	if (put(cg, "cgroup.procs", v) < 0)
+		return common_errno(e, errno, "memory cgroup %s: moving the sandbox in", cg->dir);
+	return 0;
+}
+
+void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m)
+{
+	long long anon, shm, peak, oom;
+	if (cg->v2) {
+		anon = keyed(cg, "memory.stat", "anon");
+		shm = keyed(cg, "memory.stat", "shmem");
+		peak = single(cg, "memory.peak");
+		oom = keyed(cg, "memory.events", "oom");
+	} else {
+		anon = keyed(cg, "memory.stat", "total_rss");
+		shm = keyed(cg, "memory.stat", "total_shmem");
+		peak = single(cg, "memory.max_usage_in_bytes");
+		oom = keyed(cg, "memory.oom_control", "oom_kill");
+		if (oom <= 0 && keyed(cg, "memory.oom_control", "under_oom") > 0)
+			oom = 1;
+	}
+	m->held = (uint64_t)(anon > 0 ? anon : 0) + (uint64_t)(shm > 0 ? shm : 0);
+	m->peak = peak > 0 ? (uint64_t)peak : 0;
+	m->ooms = oom > 0 ? (uint64_t)oom : 0;
+}
+
+const char *trace_cgroup_dir(const struct trace_cgroup *cg)
+{
+	return cg->dir;
+}
+
+/* After the tree is gone; its last tasks may still be leaving the cgroup. */
+void trace_cgroup_free(struct trace_cgroup *cg)
+{
+	if (!cg)
+		return;
+	for (int i = 0; i < 200 && rmdir(cg->dir) < 0 && errno == EBUSY; i++)
+		usleep(5000);
+	free(cg);
+}
