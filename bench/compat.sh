@@ -14,7 +14,8 @@
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
 # and every case that passes natively but not under sbx, with its first error.
 # Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
-# COMPAT_SUITES picks from "cpython jvm libuv")
+# COMPAT_SUITES picks from "cpython jvm libuv"). Run it un-niced: a root
+# invoker may lower a niceness natively, a guest (no CAP_SYS_NICE) may not.
 set -eu
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
 here=$(cd "$(dirname "$0")/.." && pwd)
