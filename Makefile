@@ -11,12 +11,12 @@ SAN     ?=
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -fPIC -I. $(SAN)
 LDFLAGS += $(SAN) -Wl,--build-id
-LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
+LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcurl -lcrypto -lpthread
 
 DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev \
             libarchive-dev libssl-dev bats bats-assert bats-support clang \
             libclang-rt-14-dev mandoc strace make util-linux python3 python3-cryptography jq \
-            default-jdk-headless
+            default-jdk-headless etcd-server etcd-client libcurl4-openssl-dev
 BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite
 
 LIB_DIRS := libcommon codec lease trace snap

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The boundary's cost on a real build: the bundled ~30-file project
 # (examples/hello), `make -j2` natively, under sbx-run recording only execs
-# (`sbx`: in an Active lease; `sbx-eph`: --ephemeral, i.e. plus the lease's
+# (`sbx`: in an Active lease; `sbx-file`: the same recording file calls too;
+# `sbx-eph`: --ephemeral, i.e. plus the lease's
 # request/fund/activate and settle/expire/destroy), under bwrap with equivalent
 # mounts (read-only /, fresh /proc, private /tmp, the project read-write, all
 # namespaces unshared) and under proot.
@@ -22,7 +23,8 @@
 # Every variant gets Debian's default PATH, so the build's PATH probes (gcc's
 # execvp of `as`: one failed execve per directory before /usr/bin) do not
 # depend on the invoking shell's PATH.
-# Usage: bench/run.sh [ROUNDS]   (default 7; SBX_BUILD defaults to ./build)
+# Usage: bench/run.sh [ROUNDS]   (default 7; SBX_BUILD defaults to ./build;
+# VARIANTS, a space-separated list, runs some of them)
 set -eu
 ROUNDS=${1:-7}
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -35,9 +37,10 @@ SRC="$W/src"
 cp -r "$here/examples/hello" "$SRC"
 make -s -C "$SRC" clean
 
-VARIANTS="native native-R sbx sbx-eph bwrap proot pin-bwrap pin-sbx"
+VARIANTS=${VARIANTS:-"native native-R sbx sbx-file sbx-eph bwrap proot pin-bwrap pin-sbx"}
+has() { case " $VARIANTS " in *" $1 "*) ;; *) return 1 ;; esac; }
 for v in bwrap proot; do
-	command -v "$v" >/dev/null 2>&1 || {
+	! has "$v" || command -v "$v" >/dev/null 2>&1 || {
 		echo "bench/run.sh: $v is not installed (make bench-deps)" >&2
 		exit 1
 	}
@@ -66,6 +69,8 @@ build() {
 	native-R) set -- setarch -R make -s -C "$SRC" -j2 ;;
 	sbx) set -- "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" --trace "$W/t.jsonl" \
 		--trace-level exec --result "$W/result.json" -- make -s -C "$SRC" -j2 ;;
+	sbx-file) set -- "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" --trace "$W/t.jsonl" \
+		--trace-level file --result "$W/result.json" -- make -s -C "$SRC" -j2 ;;
 	sbx-eph) set -- "$SBX_BUILD/bin/sbx-run" --ephemeral --rw "$SRC" --trace "$W/t.jsonl" \
 		--trace-level exec --result "$W/result.json" -- make -s -C "$SRC" -j2 ;;
 	bwrap) set -- bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$SRC" "$SRC" \
@@ -86,9 +91,9 @@ r=0
 while [ "$r" -le "$ROUNDS" ]; do
 	for v in $VARIANTS; do
 		make -s -C "$SRC" clean
-		case $v in *sbx) lease new ;; esac
+		case $v in *sbx | sbx-file) lease new ;; esac
 		build "$v" >/dev/null 2>"$W/err" || { echo "bench/run.sh: $v failed:" >&2; cat "$W/err" >&2; exit 1; }
-		case $v in *sbx) lease end ;; esac
+		case $v in *sbx | sbx-file) lease end ;; esac
 		[ -x "$SRC/hello" ] || { echo "bench/run.sh: $v built nothing" >&2; exit 1; }
 		[ "$r" -eq 0 ] ||
 			awk -v v="$v" '{printf "%s %d %d\n", v, $1, ($2 + $3) * 1000}' "$W/t" >> "$W/times"
@@ -116,13 +121,17 @@ for v in $VARIANTS; do
 	printf '%-10s %9d %7s %9d %7s %9d %7s\n' "$v" "$m" "$(ratio "$m" "$base")" "$b" \
 		"$(ratio "$b" "$bbase")" "$c" "$(ratio "$c" "$cbase")"
 done
-for v in sbx sbx-eph; do
+for v in sbx sbx-file sbx-eph; do
+	has "$v" && has bwrap || continue
 	awk -v v="$v" -v s="$(median "$v" 2)" -v b="$(median bwrap 2)" \
 		'BEGIN {printf "%s vs bwrap (median wall): %+.1f%%\n", v, (s / b - 1) * 100}'
 done
-awk -v s="$(median sbx 2)" -v b="$(median native-R 2)" \
-	'BEGIN {printf "sbx vs native-R, both without randomisation (median wall): %+.1f%%\n", (s / b - 1) * 100}'
-awk -v s="$(median pin-sbx 2)" -v b="$(median pin-bwrap 2)" \
-	'BEGIN {printf "sbx vs bwrap, both on CPU 0 (median wall): %+.1f%%\n", (s / b - 1) * 100}'
-printf 'sbx stops per build: %s (refused %s)\n' "$(jq .supervisor.stops "$W/result.json")" \
-	"$(jq .supervisor.refused "$W/result.json")"
+! { has sbx && has native-R; } ||
+	awk -v s="$(median sbx 2)" -v b="$(median native-R 2)" \
+		'BEGIN {printf "sbx vs native-R, both without randomisation (median wall): %+.1f%%\n", (s / b - 1) * 100}'
+! { has pin-sbx && has pin-bwrap; } ||
+	awk -v s="$(median pin-sbx 2)" -v b="$(median pin-bwrap 2)" \
+		'BEGIN {printf "sbx vs bwrap, both on CPU 0 (median wall): %+.1f%%\n", (s / b - 1) * 100}'
+[ ! -f "$W/result.json" ] ||
+	printf 'stops per build of the last sbx variant: %s (refused %s)\n' \
+		"$(jq .supervisor.stops "$W/result.json")" "$(jq .supervisor.refused "$W/result.json")"

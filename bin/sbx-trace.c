@@ -19,6 +19,19 @@ static const char usage_text[] =
 	"                            [--ns DIR] [--timeout MS] [--allow-rw] [--format json|text]\n"
 	"                            TRACE_A TRACE_B\n";
 
+static const char *const commands[] = {
+	"files", "verify", "filter", "diff", "stats", "timeline", "provenance",
+	"verify-provenance", "bisect", "adjudicate",
+};
+
+static int known_command(const char *cmd)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(cmd, commands[i]))
+			return 1;
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs(usage_text, stderr);
@@ -54,6 +67,10 @@ int main(int argc, char **argv)
 		return argc < 2 ? SBX_EXIT_USAGE : 0;
 	}
 	cmd = argv[1];
+	if (!known_command(cmd)) {
+		fprintf(stderr, "%s: error: unknown command \"%s\"\n", common_progname(), cmd);
+		usage();
+	}
 	argc--;
 	argv++;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {

@@ -15,8 +15,40 @@
 #define LEASE_FEE_MAX 1000000ull       /* price per unit */
 #define LEASE_USAGE_MAX (1ull << 62)   /* an observed total */
 
+/* A receipt or other stored line met in order; name places it in messages. */
+typedef int (*lease_line_fn)(void *arg, const char *name, const char *line, size_t len);
+
+/* The shared part of a store (records, receipt chains, slot index, clock): one
+ * interface, two implementations: the directory (lease_file_backend) and an
+ * etcd cluster (lease_etcd_backend, shared.c). What is per host (key, namespaces, run claims, caches) is in dir. */
+struct lease_backend {
+	/* {"lease": RECORD, "receipt": HEAD} of id; *pair NULL when absent */
+	int (*pair_read)(struct lease_store *s, const char *id, json_t **pair, struct common_err *e);
+	/* {principal: [live lease ids]}: all principals, or only principal */
+	int (*slots_read)(struct lease_store *s, const char *principal, json_t **slots,
+			  struct common_err *e);
+	/* Sealed receipts rs of one lease, rec their fold: all of it or nothing; fails
+	 * with s->conflict set when what the transition read has changed since */
+	int (*commit)(struct lease_store *s, const json_t *rs, const json_t *rec, struct common_err *e);
+	int (*clock_read)(struct lease_store *s, json_t **clk, struct common_err *e);
+	/* Replace the clock read last (s->conflict when it changed meanwhile) */
+	int (*clock_write)(struct lease_store *s, const json_t *clk, struct common_err *e);
+	/* Ids with a record, sorted */
+	int (*ids)(struct lease_store *s, char ***ids, size_t *n, struct common_err *e);
+	/* Receipts, each lease's in chain order: all, or id's with seq > after */
+	int (*receipts)(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
+			void *arg, struct common_err *e);
+};
+extern const struct lease_backend lease_file_backend, lease_etcd_backend;
+
 struct lease_store {
-	char *dir;
+	const struct lease_backend *be;
+	char *name;     /* how messages name the store: dir, or the etcd URL */
+	char *dir;      /* the store directory, or with etcd this host's part */
+	struct lease_etcd *etcd;
+	json_t *reads;  /* etcd: key -> [mod_revision, value] read by this transition */
+	json_t *signers; /* etcd: registered public keys seen */
+	int conflict;   /* the last commit lost a race: run the transition again */
 	int lockfd;     /* -1 when the store lock is not held */
 	int lock_depth; /* nested lock holders in this process */
 	struct common_key key;
@@ -29,10 +61,39 @@ struct lease_store {
 	char boot[37];   /* "" unread, "-" unknown */
 };
 
+/* etcd.c: a v3 client through the HTTP/JSON gateway; keys below the URL's prefix. */
+struct lease_etcd;
+int lease_etcd_url(const char *url); /* 1 for etcd://… and etcds://… */
+int lease_etcd_open(const char *url, struct lease_etcd **out, struct common_err *e);
+void lease_etcd_close(struct lease_etcd *c);
+const char *lease_etcd_prefix(const struct lease_etcd *c);
+/* [[key, value, mod_revision], …] of the keys under prefix (from `from` when given) */
+int lease_etcd_range(struct lease_etcd *c, const char *prefix, const char *from, json_t **kvs,
+		     struct common_err *e);
+/* *val NULL and *rev 0 when key is absent */
+int lease_etcd_get(struct lease_etcd *c, const char *key, char **val, int64_t *rev,
+		   struct common_err *e);
+/* Puts [[key, value], …] when every [[key, mod_revision], …] of cmp still holds:
+ * 1 applied (at *rev), 0 not (nothing written), -1 error */
+int lease_etcd_txn(struct lease_etcd *c, const json_t *cmp, const json_t *puts, int64_t *rev,
+		   struct common_err *e);
+
+/* shared.c: the etcd back end's store set-up (host key registered, clock created) */
+int lease_shared_open(struct lease_store *s, struct common_err *e);
+/* 1 when pub is a key registered in the store (receipts name their signer) */
+int lease_signer_known(struct lease_store *s, const char *pubhex, struct common_err *e);
+
+/* Run again a transition that lost a race (s->conflict), after a random pause;
+ * 0 when the attempts are spent. */
+int lease_retry(struct lease_store *s, unsigned *attempt);
+
 /* store.c */
 char *lease_path(const struct lease_store *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int lease_lock(struct lease_store *s, struct common_err *e);
+/* The same, but excluding every other process of this host even with etcd
+ * (where transitions of one host run side by side): run claims. */
+int lease_lock_host(struct lease_store *s, struct common_err *e);
 void lease_unlock(struct lease_store *s);
 /* Roll the last journal receipt forward into its record (under the lock). */
 int lease_recover(struct lease_store *s, struct common_err *e);
@@ -60,11 +121,18 @@ int lease_ns_destroy_digest(const char *dir, char hex[COMMON_SHA256_HEX], uint64
 			    uint64_t *bytes, struct common_err *e);
 /* The idempotent side effects of a record's state: ns dir, slot index. */
 int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e);
+/* The host's part of them: the namespace directory exists until Destroyed. */
+int lease_ns_effect(struct lease_store *s, const json_t *rec, struct common_err *e);
+/* The directory back end's pieces */
+int lease_file_ids(struct lease_store *s, char ***ids, size_t *n, struct common_err *e);
+int lease_file_receipts(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
+			void *arg, struct common_err *e);
 /* Leases whose run died holding them (claim file left, nobody holds it). */
 int lease_run_orphans(struct lease_store *s, char ***ids, size_t *n, struct common_err *e);
 /* Remove a dead run's claim file and control socket. */
 void lease_run_forget(struct lease_store *s, const char *id);
-int lease_slots_read(struct lease_store *s, json_t **slots, struct common_err *e);
+int lease_slots_read(struct lease_store *s, const char *principal, json_t **slots,
+		     struct common_err *e);
 
 /* receipt.c */
 /* Digest (hex) over the canonical receipt without "digest" and "sig". */

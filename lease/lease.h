@@ -45,10 +45,15 @@ int lease_id_valid(const char *id);
 
 /* An opened store (created on first use with its authority key). */
 struct lease_store;
-/* dir NULL: $SBX_STORE, else $XDG_STATE_HOME/sbx, else ~/.local/state/sbx. */
+/* dir: a store directory, or etcd://HOST:PORT[,HOST:PORT...]/PREFIX for a store
+ * shared by many hosts (this host's part then in $SBX_HOST_DIR, see sbx-lease(1));
+ * NULL: $SBX_STORE, else $XDG_STATE_HOME/sbx, else ~/.local/state/sbx. */
 int lease_store_open(const char *dir, struct lease_store **out, struct common_err *e);
 void lease_store_close(struct lease_store *s);
+/* This host's directory of the store (with etcd: its key, namespaces, runs, caches). */
 const char *lease_store_dir(const struct lease_store *s);
+/* What lease_store_open takes to open the same store again: the directory or the URL. */
+const char *lease_store_name(const struct lease_store *s);
 /* Sign a DSSE pre-authentication encoding ("DSSEv1 ...", provenance) with the
  * store's Ed25519 authority key, nothing else; and that key's public half. */
 int lease_store_sign(const struct lease_store *s, const void *msg, size_t len, uint8_t sig[64],

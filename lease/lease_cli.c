@@ -8,7 +8,8 @@
 #define EVIDENCE_MAX (1u << 20)
 
 static const char usage_text[] =
-	"usage: sbx-lease [--store DIR] [--format json|text] COMMAND ...\n"
+	"usage: sbx-lease [--store DIR|etcd://HOST:PORT[,HOST:PORT...]/PREFIX]\n"
+	"                 [--format json|text] COMMAND ...\n"
 	"  request --image PATH [--principal NAME] [--host-program NAME]\n"
 	"          [--limits DIM=N[,DIM=N...]] [--lifetime BATCHES] [--escrow N]\n"
 	"          [--fees DIM=PRICE[,...]]\n"

@@ -11,46 +11,14 @@
 
 #define DEFAULT_LIFETIME 3600u
 
-/* Commit sealed receipts of one lease (rec folds them all). The journal is the truth
- * and is written first, in one append; a kill after it is rolled forward by
- * lease_recover, a kill before it leaves nothing, a kill within it whole receipts
- * up to a torn line that recovery cuts. */
+/* Commit sealed receipts of one lease (rec folds them all) to the store's back end. */
 static int commit(struct lease_store *s, const json_t *rs, json_t *rec, json_t **out,
 		  struct common_err *e)
 {
-	char *c, *jp, *buf = NULL;
-	size_t len = 0, i;
-	json_t *pair, *r;
-	int rc;
-
-	json_array_foreach(rs, i, r) {
-		c = common_json_canonical(r);
-		buf = common_xrealloc(buf, len + strlen(c) + 2);
-		len += (size_t)sprintf(buf + len, "%s\n", c);
-		free(c);
-	}
-	s->jst_ok = 0;
-	jp = lease_path(s, "journal.jsonl");
-	rc = common_append_durable(jp, buf, len, e);
-	free(jp);
-	free(buf);
-	if (rc < 0)
+	if (s->be->commit(s, rs, rec, e) < 0)
 		return -1;
-	common_fault_point("lease-after-journal");
-	r = json_array_get(rs, json_array_size(rs) - 1);
-	pair = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
-	if (lease_pair_write(s, lease_jstr(r, "lease"), pair, e) < 0) {
-		json_decref(pair);
-		return -1;
-	}
-	common_fault_point("lease-after-record");
-	if (lease_apply_effects(s, rec, e) < 0) {
-		json_decref(pair);
-		return -1;
-	}
-	common_fault_point("lease-after-effects");
-	lease_journal_note(s);
-	*out = pair;
+	*out = json_pack("{s:O, s:O}", "lease", rec, "receipt",
+			 json_array_get(rs, json_array_size(rs) - 1));
 	return 0;
 }
 
@@ -90,20 +58,20 @@ static char *current_user(void)
 static int new_id(struct lease_store *s, char id[LEASE_ID_LEN + 1], struct common_err *e)
 {
 	uint8_t rnd[8];
-	char *p;
+	json_t *pair;
 
 	for (int tries = 0; tries < 64; tries++) {
 		if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
 			return common_errno(e, errno, "getrandom");
 		id[0] = 'L';
 		common_hex(rnd, sizeof rnd, id + 1);
-		/* Records are never deleted (Destroyed stays), so an id seen once stays taken. */
-		p = lease_path(s, "leases/%s.json", id);
-		if (access(p, F_OK) < 0 && errno == ENOENT) {
-			free(p);
+		/* Records are never deleted (Destroyed stays), so an id seen once stays taken;
+		 * etcd's commit also checks that the record is still absent. */
+		if (lease_pair_read(s, id, &pair, e) < 0)
+			return -1;
+		if (!pair)
 			return 0;
-		}
-		free(p);
+		json_decref(pair);
 	}
 	return common_errf(e, "lease id", "no unused id after 64 tries");
 }
@@ -206,7 +174,7 @@ static int request_receipt(struct lease_store *s, const struct lease_request *re
 	json_t *slots, *q;
 	int full;
 
-	if (lease_slots_read(s, &slots, e) < 0)
+	if (lease_slots_read(s, p->principal, &slots, e) < 0)
 		return -1;
 	full = json_array_size(json_object_get(slots, p->principal)) >= LEASE_PRINCIPAL_SLOTS;
 	json_decref(slots);
@@ -241,7 +209,7 @@ static int load_pair(struct lease_store *s, const char *id, json_t **pair, struc
 	if (lease_pair_read(s, id, pair, e) < 0)
 		return -1;
 	if (!*pair)
-		return common_errf(e, id, "no such lease in store %s", s->dir);
+		return common_errf(e, id, "no such lease in store %s", s->name);
 	return 0;
 }
 
@@ -564,7 +532,7 @@ static int expire_principal_overdue(struct lease_store *s, const char *principal
 	size_t i;
 	int rc = 0;
 
-	if (lease_slots_read(s, &slots, e) < 0)
+	if (lease_slots_read(s, principal, &slots, e) < 0)
 		return -1;
 	ids = json_deep_copy(json_object_get(slots, principal));
 	json_decref(slots);
@@ -585,34 +553,28 @@ static int expire_principal_overdue(struct lease_store *s, const char *principal
 	return rc;
 }
 
-/* The one write path: request (req) or an existing lease (id, evidence checked when
+/* One attempt of the write path: request (req) or an existing lease (id, evidence checked when
  * need_ev or given), then the steps, then one commit. *pair_out NULL when every step
  * was optional and skipped. */
-static int apply(struct lease_store *s, const struct lease_request *req, const char *id,
-		 const json_t *ev, int need_ev, const struct lease_step *steps, size_t n,
-		 json_t **pair_out, json_t **receipts, struct common_err *e)
+static int apply_once(struct lease_store *s, const struct lease_request *req,
+		      const struct prepared *p, const char *id, const json_t *ev, int need_ev,
+		      const struct lease_step *steps, size_t n, json_t **pair_out, json_t **receipts,
+		      struct common_err *e)
 {
-	struct prepared p = { 0 };
 	json_t *pair = NULL, *rec = NULL, *rs = json_array(), *r;
 	enum lease_state from;
 	uint64_t batch;
 	int rc = -1;
 
 	*pair_out = NULL;
-	if (n > LEASE_STEPS_MAX) {
-		common_errf(e, "steps", "more than %d edges at once", LEASE_STEPS_MAX);
-		goto out;
-	}
-	if (req && prepare(s, req, &p, e) < 0)
-		goto out;
 	if (lease_lock(s, e) < 0)
 		goto out;
 	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0 ||
 	    close_dead_runs(s, batch, e) < 0)
 		goto unlock;
 	if (req) {
-		if (expire_principal_overdue(s, p.principal, batch, e) < 0 ||
-		    request_receipt(s, req, &p, batch, &r, e) < 0 || seal_fold(s, &rec, r, rs, e) < 0)
+		if (expire_principal_overdue(s, p->principal, batch, e) < 0 ||
+		    request_receipt(s, req, p, batch, &r, e) < 0 || seal_fold(s, &rec, r, rs, e) < 0)
 			goto unlock;
 	} else {
 		if (load_pair(s, id, &pair, e) < 0)
@@ -650,10 +612,29 @@ static int apply(struct lease_store *s, const struct lease_request *req, const c
 unlock:
 	lease_unlock(s);
 out:
-	prepared_free(&p);
 	json_decref(rec);
 	json_decref(pair);
 	json_decref(rs);
+	return rc;
+}
+
+/* The one write path; a transition that lost a race to another host runs again. */
+static int apply(struct lease_store *s, const struct lease_request *req, const char *id,
+		 const json_t *ev, int need_ev, const struct lease_step *steps, size_t n,
+		 json_t **pair_out, json_t **receipts, struct common_err *e)
+{
+	struct prepared p = { 0 };
+	unsigned attempt = 0;
+	int rc = -1;
+
+	*pair_out = NULL;
+	if (n > LEASE_STEPS_MAX)
+		return common_errf(e, "steps", "more than %d edges at once", LEASE_STEPS_MAX);
+	if (!req || prepare(s, req, &p, e) == 0)
+		while ((rc = apply_once(s, req, &p, id, ev, need_ev, steps, n, pair_out, receipts,
+					e)) < 0 && lease_retry(s, &attempt))
+			;
+	prepared_free(&p);
 	return rc;
 }
 
@@ -703,7 +684,7 @@ int lease_transition(struct lease_store *s, const char *id, enum lease_edge edge
 	return apply(s, NULL, id, ev, 1, &st, 1, out, NULL, e);
 }
 
-int lease_observe_usage(struct lease_store *s, const char *id,
+static int observe_once(struct lease_store *s, const char *id,
 			const uint64_t usage[LEASE_DIM_COUNT], const char **closed,
 			json_t **receipts, struct common_err *e)
 {
@@ -747,6 +728,18 @@ out:
 	json_decref(rec);
 	json_decref(pair);
 	json_decref(uj);
+	return rc;
+}
+
+int lease_observe_usage(struct lease_store *s, const char *id,
+			const uint64_t usage[LEASE_DIM_COUNT], const char **closed,
+			json_t **receipts, struct common_err *e)
+{
+	unsigned attempt = 0;
+	int rc;
+
+	while ((rc = observe_once(s, id, usage, closed, receipts, e)) < 0 && lease_retry(s, &attempt))
+		;
 	return rc;
 }
 

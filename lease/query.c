@@ -15,7 +15,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Lease ids with a record file, sorted. */
-static int record_ids(struct lease_store *s, char ***ids, size_t *n, struct common_err *e)
+int lease_file_ids(struct lease_store *s, char ***ids, size_t *n, struct common_err *e)
 {
 	char *p = lease_path(s, "leases");
 	DIR *d = opendir(p);
@@ -68,7 +68,7 @@ int lease_list(struct lease_store *s, const char *principal, int state, json_t *
 
 	if (lease_lock(s, e) < 0)
 		return -1;
-	if (lease_recover(s, e) < 0 || record_ids(s, &ids, &n, e) < 0)
+	if (lease_recover(s, e) < 0 || s->be->ids(s, &ids, &n, e) < 0)
 		goto unlock;
 	arr = json_array();
 	for (size_t i = 0; i < n; i++) {
@@ -122,25 +122,50 @@ int lease_journal_each(struct lease_store *s, int (*fn)(void *, size_t, const ch
 	return rc;
 }
 
+struct file_receipts {
+	lease_line_fn fn;
+	void *arg;
+};
+
+static int file_receipt_line(void *arg, size_t no, const char *line, size_t len)
+{
+	struct file_receipts *f = arg;
+	char name[64];
+
+	snprintf(name, sizeof name, "journal.jsonl:%zu", no);
+	return f->fn(f->arg, name, line, len);
+}
+
+/* Every journal line in order: callers pick the lease and seq they want. */
+int lease_file_receipts(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
+			void *arg, struct common_err *e)
+{
+	struct file_receipts f = { fn, arg };
+
+	(void)id;
+	(void)after;
+	return lease_journal_each(s, file_receipt_line, &f, e);
+}
+
 struct log_ctx {
 	const char *id;
 	json_t *out;
 	struct common_err *e;
+	int64_t after;
 };
 
-static int log_line(void *arg, size_t no, const char *line, size_t len)
+static int log_line(void *arg, const char *name, const char *line, size_t len)
 {
 	struct log_ctx *c = arg;
-	char name[64];
 	json_t *r;
 
-	snprintf(name, sizeof name, "journal.jsonl:%zu", no);
 	if (len > LEASE_LINE_MAX)
 		return common_errf(c->e, name, "line longer than %u bytes", LEASE_LINE_MAX);
 	r = common_json_load(line, len, name, c->e);
 	if (!r)
 		return -1;
-	if (json_is_object(r) && lease_jstr(r, "lease") && strcmp(lease_jstr(r, "lease"), c->id) == 0)
+	if (json_is_object(r) && lease_jstr(r, "lease") && strcmp(lease_jstr(r, "lease"), c->id) == 0 &&
+	    lease_jint(r, "seq") > c->after)
 		json_array_append(c->out, r);
 	json_decref(r);
 	return 0;
@@ -148,7 +173,7 @@ static int log_line(void *arg, size_t no, const char *line, size_t len)
 
 int lease_log(struct lease_store *s, const char *id, json_t **receipts, struct common_err *e)
 {
-	struct log_ctx c = { id, json_array(), e };
+	struct log_ctx c = { id, json_array(), e, -1 };
 	json_t *pair = NULL;
 	int rc = -1;
 
@@ -160,11 +185,11 @@ int lease_log(struct lease_store *s, const char *id, json_t **receipts, struct c
 		json_decref(c.out);
 		return -1;
 	}
-	if (lease_recover(s, e) < 0 || lease_journal_each(s, log_line, &c, e) < 0)
+	if (lease_recover(s, e) < 0 || s->be->receipts(s, id, -1, log_line, &c, e) < 0)
 		goto out;
 	if (json_array_size(c.out) == 0) {
 		if (lease_pair_read(s, id, &pair, e) == 0)
-			common_errf(e, id, "no such lease in store %s", s->dir);
+			common_errf(e, id, "no such lease in store %s", s->name);
 		goto out;
 	}
 	*receipts = json_incref(c.out);
@@ -201,6 +226,26 @@ static int since_line(const char *line, size_t len, const char *pat, const char 
 	return seq <= after + 1;
 }
 
+/* With etcd a lease's receipts are keyed by seq: the range starts at after + 1. */
+static int shared_log_since(struct lease_store *s, const char *id, int64_t after,
+			    json_t **receipts, struct common_err *e)
+{
+	struct log_ctx c = { id, json_array(), e, after };
+	json_t *pair = NULL;
+	int rc = s->be->receipts(s, id, after, log_line, &c, e);
+
+	if (rc == 0 && json_array_size(c.out) == 0 && after < 0) {
+		rc = -1;
+		if (lease_pair_read(s, id, &pair, e) == 0)
+			common_errf(e, id, "no such lease in store %s", s->name);
+	}
+	if (rc == 0)
+		*receipts = json_incref(c.out);
+	json_decref(pair);
+	json_decref(c.out);
+	return rc;
+}
+
 int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t **receipts,
 		    struct common_err *e)
 {
@@ -216,6 +261,8 @@ int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t
 		return common_errf(e, id, "not a lease id (expected L followed by 16 hex digits)");
 	}
 	snprintf(pat, sizeof pat, "\"lease\":\"%s\"", id);
+	if (s->etcd)
+		return shared_log_since(s, id, after, receipts, e);
 	if (lease_lock(s, e) < 0) {
 		json_decref(out);
 		return -1;
@@ -269,7 +316,7 @@ int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t
 	}
 	if (json_array_size(out) == 0 && after < 0) {
 		if (lease_pair_read(s, id, &pair, e) == 0)
-			common_errf(e, id, "no such lease in store %s", s->dir);
+			common_errf(e, id, "no such lease in store %s", s->name);
 		goto out;
 	}
 	*receipts = json_incref(out);
@@ -306,15 +353,13 @@ static void problem(struct verify_ctx *c, const char *fmt, ...)
 		json_array_append_new(c->problems, json_string(buf));
 }
 
-static int verify_line(void *arg, size_t no, const char *line, size_t len)
+static int verify_line(void *arg, const char *name, const char *line, size_t len)
 {
 	struct verify_ctx *c = arg;
 	struct common_err e = { "", "" };
-	char name[64];
 	json_t *r, *ch, *next;
 	const char *id;
 
-	snprintf(name, sizeof name, "journal.jsonl:%zu", no);
 	if (len > LEASE_LINE_MAX) {
 		problem(c, "%s: line longer than %u bytes", name, LEASE_LINE_MAX);
 		return 0;
@@ -370,8 +415,17 @@ int lease_json_same(const json_t *a, const json_t *b)
 	return r;
 }
 
+/* How verify names a lease's record in the store. */
+static const char *rec_name(const struct verify_ctx *c, const char *id, char buf[64])
+{
+	snprintf(buf, 64, c->s->etcd ? "etcd lease/%s" : "leases/%s.json", id);
+	return buf;
+}
+
 static void verify_records(struct verify_ctx *c, char **ids, size_t n)
 {
+	char nb[64];
+
 	struct common_err e = { "", "" };
 
 	for (size_t i = 0; i < n; i++) {
@@ -386,14 +440,14 @@ static void verify_records(struct verify_ctx *c, char **ids, size_t n)
 		ch = json_object_get(c->chains, ids[i]);
 		rec = json_object_get(ch, "rec");
 		if (!ch) {
-			problem(c, "leases/%s.json: no receipts for this lease in the journal", ids[i]);
+			problem(c, "%s: no receipts for this lease in the store", rec_name(c, ids[i], nb));
 		} else if (json_object_get(ch, "broken")) {
-			problem(c, "leases/%s.json: its receipt chain is broken (see above)", ids[i]);
+			problem(c, "%s: its receipt chain is broken (see above)", rec_name(c, ids[i], nb));
 		} else if (!lease_json_same(json_object_get(pair, "lease"), rec)) {
-			problem(c, "leases/%s.json: record disagrees with its receipt chain (chain says state %s, seq %lld)",
-				ids[i], lease_jstr(rec, "state"), (long long)lease_jint(rec, "seq"));
+			problem(c, "%s: record disagrees with its receipt chain (chain says state %s, seq %lld)",
+				rec_name(c, ids[i], nb), lease_jstr(rec, "state"), (long long)lease_jint(rec, "seq"));
 		} else if (!lease_json_same(json_object_get(pair, "receipt"), json_object_get(ch, "last"))) {
-			problem(c, "leases/%s.json: head receipt is not the last journal receipt", ids[i]);
+			problem(c, "%s: head receipt is not the last receipt of its chain", rec_name(c, ids[i], nb));
 		}
 		if (ch)
 			json_object_set_new(ch, "seen", json_true());
@@ -427,7 +481,7 @@ static void verify_slots(struct verify_ctx *c)
 		if (json_array_size(v) > LEASE_PRINCIPAL_SLOTS)
 			problem(c, "principal %s holds %zu live leases (more than %d)", pr,
 				json_array_size(v), LEASE_PRINCIPAL_SLOTS);
-	if (lease_slots_read(c->s, &slots, &e) < 0) {
+	if (lease_slots_read(c->s, NULL, &slots, &e) < 0) {
 		problem(c, "%s: %s", e.what, e.why);
 		json_decref(live);
 		return;
@@ -485,8 +539,8 @@ int lease_verify(struct lease_store *s, const char *id, json_t **report, struct 
 	}
 	if (lease_lock(s, e) < 0)
 		goto out;
-	if (lease_recover(s, e) < 0 || lease_journal_each(s, verify_line, &c, e) < 0 ||
-	    record_ids(s, &ids, &n, e) < 0)
+	if (lease_recover(s, e) < 0 || s->be->receipts(s, id, -1, verify_line, &c, e) < 0 ||
+	    s->be->ids(s, &ids, &n, e) < 0)
 		goto unlock;
 	verify_records(&c, ids, n);
 	json_object_foreach(c.chains, k, ch)
@@ -498,11 +552,11 @@ int lease_verify(struct lease_store *s, const char *id, json_t **report, struct 
 	}
 	else if (n == 0 || !json_object_get(c.chains, id))
 		if (!json_object_get(c.chains, id)) {
-			common_errf(e, id, "no such lease in store %s", s->dir);
+			common_errf(e, id, "no such lease in store %s", s->name);
 			goto unlock;
 		}
 	*report = json_pack("{s:b, s:s, s:I, s:I, s:O}", "ok", json_array_size(c.problems) == 0,
-			    "store", s->dir, "leases", (json_int_t)json_object_size(c.chains),
+			    "store", s->name, "leases", (json_int_t)json_object_size(c.chains),
 			    "receipts", (json_int_t)c.receipts, "problems", c.problems);
 	rc = 0;
 unlock:

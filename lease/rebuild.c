@@ -118,7 +118,7 @@ static int rebuild_effects(struct rebuild *b, struct common_err *e)
 			json_object_set_new(live, pr, l = json_array());
 		json_array_append_new(l, json_string(id));
 	}
-	if (lease_slots_read(b->s, &slots, NULL) == 0 && lease_json_same(slots, live)) {
+	if (lease_slots_read(b->s, NULL, &slots, NULL) == 0 && lease_json_same(slots, live)) {
 		rc = 0;
 		goto out;
 	}

@@ -28,9 +28,14 @@ void lease_receipt_digest_hex(const json_t *r, char hex[COMMON_SHA256_HEX])
 
 int lease_receipt_seal(struct lease_store *s, json_t *r, struct common_err *e)
 {
-	char hex[COMMON_SHA256_HEX], sighex[129];
+	char hex[COMMON_SHA256_HEX], sighex[129], pub[65];
 	uint8_t d[COMMON_SHA256_LEN], sig[64];
 
+	if (s->etcd) {
+		/* many hosts sign into one store: the receipt names whose key it was */
+		common_hex(s->key.pub, 32, pub);
+		json_object_set_new(r, "signer", json_string(pub));
+	}
 	lease_receipt_digest_hex(r, hex);
 	common_unhex(hex, d, sizeof d);
 	if (common_key_sign(&s->key, d, sizeof d, sig, e) < 0)
@@ -88,6 +93,8 @@ int lease_receipt_check(const json_t *r, const char *name, struct common_err *e)
 		return field_err(e, name, "digest", "64 hex digits");
 	if (!lease_hex_valid(lease_jstr(r, "sig"), 128))
 		return field_err(e, name, "sig", "128 hex digits");
+	if (json_object_get(r, "signer") && !lease_hex_valid(lease_jstr(r, "signer"), 64))
+		return field_err(e, name, "signer", "64 hex digits (an Ed25519 public key)");
 	lease_receipt_digest_hex(r, hex);
 	if (strcmp(hex, digest) != 0)
 		return common_errf(e, name, "receipt digest does not match its contents (tampered)");
@@ -97,14 +104,32 @@ int lease_receipt_check(const json_t *r, const char *name, struct common_err *e)
 int lease_receipt_verify(struct lease_store *s, const json_t *r, const char *name,
 			 struct common_err *e)
 {
-	uint8_t d[COMMON_SHA256_LEN], sig[64];
+	uint8_t d[COMMON_SHA256_LEN], sig[64], pub[32];
+	const char *signer = lease_jstr(r, "signer");
+	char own[65];
+	int known;
 
 	if (lease_receipt_check(r, name, e) < 0)
 		return -1;
+	common_hex(s->key.pub, 32, own);
+	if (s->etcd && !signer)
+		return common_errf(e, name, "receipt names no signer: not made by a host of this store (forged)");
+	if (signer && strcmp(signer, own) != 0) {
+		known = s->etcd ? lease_signer_known(s, signer, e) : 0;
+		if (known < 0)
+			return -1;
+		if (!known)
+			return common_errf(e, name, "receipt signer %.16s… is not a key registered in store %s (forged)",
+					   signer, s->name);
+	}
+	memcpy(pub, s->key.pub, 32);
+	if (signer)
+		common_unhex(signer, pub, 32);
 	common_unhex(lease_jstr(r, "digest"), d, sizeof d);
 	common_unhex(lease_jstr(r, "sig"), sig, sizeof sig);
-	if (!common_key_verify(s->key.pub, d, sizeof d, sig))
-		return common_errf(e, name,
+	if (!common_key_verify(pub, d, sizeof d, sig))
+		return common_errf(e, name, signer ?
+				   "receipt signature does not verify with its signer's registered key (forged)" :
 				   "receipt signature does not verify with this store's authority key (forged)");
 	return 0;
 }

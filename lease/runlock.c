@@ -24,7 +24,7 @@ int lease_run_claim(struct lease_store *s, const char *id, struct common_err *e)
 	char *dir = common_xasprintf("%s/run", lease_store_dir(s)), *p = run_lock_path(s, id);
 	int fd = -1;
 
-	if (lease_lock(s, e) < 0) {
+	if (lease_lock_host(s, e) < 0) {
 		free(dir);
 		free(p);
 		return -1;
@@ -71,7 +71,7 @@ void lease_run_release(struct lease_store *s, const char *id, int fd)
 {
 	struct common_err e;
 	char *p = run_lock_path(s, id);
-	int locked = lease_lock(s, &e) == 0;
+	int locked = lease_lock_host(s, &e) == 0;
 
 	unlink(p); /* gone before it is unlocked: no write mistakes an ended run for a dead one */
 	close(fd);

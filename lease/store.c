@@ -63,24 +63,37 @@ static int boot_check(struct lease_store *s, struct common_err *e)
 	return r;
 }
 
-int lease_lock(struct lease_store *s, struct common_err *e)
+/* With etcd the store is shared through transactions: the host lock is shared by
+ * this host's transitions and taken alone only for run claims (excl). */
+static int lock_mode(struct lease_store *s, int excl, struct common_err *e)
 {
 	char *p;
 
 	if (s->lock_depth++ > 0)
 		return 0;
 	p = lease_path(s, "lock");
-	s->lockfd = common_lock(p, e);
+	s->lockfd = s->etcd && !excl ? common_lock_shared(p, e) : common_lock(p, e);
 	free(p);
+	json_object_clear(s->reads);
 	if (s->lockfd < 0) {
 		s->lock_depth = 0;
 		return -1;
 	}
-	if (s->key.has_priv && !s->boot_ok && boot_check(s, e) < 0) {
+	if (!s->etcd && s->key.has_priv && !s->boot_ok && boot_check(s, e) < 0) {
 		lease_unlock(s);
 		return -1;
 	}
 	return 0;
+}
+
+int lease_lock(struct lease_store *s, struct common_err *e)
+{
+	return lock_mode(s, 0, e);
+}
+
+int lease_lock_host(struct lease_store *s, struct common_err *e)
+{
+	return lock_mode(s, 1, e);
 }
 
 void lease_unlock(struct lease_store *s)
@@ -89,23 +102,37 @@ void lease_unlock(struct lease_store *s)
 		return;
 	common_unlock(s->lockfd);
 	s->lockfd = -1;
+	json_object_clear(s->reads);
 }
 
-static char *default_dir(void)
+/* $XDG_STATE_HOME/LEAF, else ~/.local/state/LEAF */
+static char *state_dir(const char *leaf)
 {
-	const char *v = getenv("SBX_STORE");
+	const char *v = getenv("XDG_STATE_HOME");
 
 	if (v && *v)
-		return common_xstrdup(v);
-	v = getenv("XDG_STATE_HOME");
-	if (v && *v)
-		return common_xasprintf("%s/sbx", v);
+		return common_xasprintf("%s/%s", v, leaf);
 	v = getenv("HOME");
 	if (!v || !*v) {
 		struct passwd *pw = getpwuid(getuid());
 		v = pw ? pw->pw_dir : "/";
 	}
-	return common_xasprintf("%s/.local/state/sbx", v);
+	return common_xasprintf("%s/.local/state/%s", v, leaf);
+}
+
+static char *default_store(void)
+{
+	const char *v = getenv("SBX_STORE");
+
+	return v && *v ? common_xstrdup(v) : state_dir("sbx");
+}
+
+/* With etcd, this host's part of the store: $SBX_HOST_DIR, else STATE/sbx-host. */
+static char *host_dir(void)
+{
+	const char *v = getenv("SBX_HOST_DIR");
+
+	return v && *v ? common_xstrdup(v) : state_dir("sbx-host");
 }
 
 int lease_write_derived(struct lease_store *s, const char *path, const char *buf, size_t len,
@@ -212,7 +239,7 @@ static int store_create(struct lease_store *s, struct common_err *e)
 			return -1;
 	}
 	p = lease_path(s, "clock.json");
-	if (access(p, F_OK) < 0) {
+	if (!s->etcd && access(p, F_OK) < 0) {
 		clk = json_pack("{s:s, s:I, s:I, s:I}", "mode", "wall", "epoch_ms",
 				(json_int_t)common_now_ms(), "batch_ms", (json_int_t)1000, "batch",
 				(json_int_t)0);
@@ -269,8 +296,18 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 	char *kp;
 	int r = 0;
 
-	s->dir = dir ? common_xstrdup(dir) : default_dir();
+	s->name = dir ? common_xstrdup(dir) : default_store();
+	s->be = &lease_file_backend;
+	s->reads = json_object();
 	s->lockfd = -1;
+	if (lease_etcd_url(s->name)) {
+		s->be = &lease_etcd_backend;
+		s->dir = host_dir();
+		if (lease_etcd_open(s->name, &s->etcd, e) < 0)
+			goto fail;
+	} else {
+		s->dir = common_xstrdup(s->name);
+	}
 	if (common_mkdir_p(s->dir, 0700, e) < 0)
 		goto fail;
 	kp = lease_path(s, "authority.key");
@@ -281,7 +318,8 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 			common_errf(e, "not an sbx store", "directory is not empty and has no authority.key");
 			goto fail;
 		}
-		if (lease_lock(s, e) < 0) {
+		/* alone even with etcd, where this host's transitions share the lock */
+		if (lease_lock_host(s, e) < 0) {
 			free(kp);
 			goto fail;
 		}
@@ -292,12 +330,16 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 	if (r == 0)
 		r = load_key(s, kp, e);
 	free(kp);
+	if (r == 0 && s->etcd)
+		r = lease_shared_open(s, e);
 	if (r < 0)
 		goto fail;
 	*out = s;
 	return 0;
 fail:
-	common_err_context(e, "store %s", s->dir);
+	/* an etcd error names the store already; the directory is this host's part */
+	if (!(s->etcd && e && strcmp(e->what, "store") == 0))
+		common_err_context(e, "store %s", s->dir ? s->dir : s->name);
 	lease_store_close(s);
 	return -1;
 }
@@ -309,8 +351,12 @@ void lease_store_close(struct lease_store *s)
 	while (s->lock_depth > 0)
 		lease_unlock(s);
 	json_decref(s->clk);
+	json_decref(s->reads);
+	json_decref(s->signers);
+	lease_etcd_close(s->etcd);
 	memset(&s->key, 0, sizeof s->key);
 	free(s->dir);
+	free(s->name);
 	free(s);
 }
 
@@ -319,32 +365,41 @@ const char *lease_store_dir(const struct lease_store *s)
 	return s->dir;
 }
 
+const char *lease_store_name(const struct lease_store *s)
+{
+	return s->name;
+}
+
 char *lease_ns_dir(const struct lease_store *s, const char *id)
 {
 	return lease_path(s, "ns/%s", id);
 }
 
-/* The clock file: {"mode": "wall"|"manual", "epoch_ms", "batch_ms", "batch"}. */
-static int clock_read(struct lease_store *s, json_t **out, struct common_err *e)
+static int file_clock_read(struct lease_store *s, json_t **out, struct common_err *e)
 {
 	char *p = lease_path(s, "clock.json");
-	json_t *j = common_json_load_file(p, CLOCK_MAX, e);
+
+	*out = common_json_load_file(p, CLOCK_MAX, e);
+	free(p);
+	return *out ? 0 : -1;
+}
+
+/* The clock: {"mode": "wall"|"manual", "epoch_ms", "batch_ms", "batch"}. */
+static int clock_read(struct lease_store *s, json_t **out, struct common_err *e)
+{
+	json_t *j;
 	const char *mode;
 
-	if (!j) {
-		free(p);
+	if (s->be->clock_read(s, &j, e) < 0)
 		return -1;
-	}
 	mode = lease_jstr(j, "mode");
 	if (!json_is_object(j) || !mode || (strcmp(mode, "wall") && strcmp(mode, "manual")) ||
 	    lease_jint(j, "epoch_ms") < 0 || lease_jint(j, "batch_ms") <= 0 ||
 	    lease_jint(j, "batch") < 0) {
 		json_decref(j);
-		common_errf(e, p, "malformed clock (expected mode, epoch_ms, batch_ms, batch)");
-		free(p);
-		return -1;
+		return common_errf(e, "clock", "malformed clock in store %s (expected mode, epoch_ms, batch_ms, batch)",
+				   s->name);
 	}
-	free(p);
 	*out = j;
 	return 0;
 }
@@ -368,6 +423,13 @@ int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err 
 	int known = stat(p, &before) == 0;
 
 	free(p);
+	if (s->etcd) {
+		if (clock_read(s, &clk, e) < 0)
+			return -1;
+		*batch = clock_batch(clk);
+		json_decref(clk);
+		return 0;
+	}
 	if (!(known && s->clk && common_same_file(&before, &s->cst))) {
 		if (clock_read(s, &clk, e) < 0)
 			return -1;
@@ -407,7 +469,7 @@ int lease_clock_get(struct lease_store *s, json_t **out, struct common_err *e)
 	return 0;
 }
 
-static int clock_write(struct lease_store *s, json_t *clk, struct common_err *e)
+static int file_clock_write(struct lease_store *s, const json_t *clk, struct common_err *e)
 {
 	char *p = lease_path(s, "clock.json");
 	int r = write_json(p, clk, 0600, e);
@@ -416,15 +478,12 @@ static int clock_write(struct lease_store *s, json_t *clk, struct common_err *e)
 	return r;
 }
 
-int lease_clock_set_mode(struct lease_store *s, const char *mode, json_t **out,
-			 struct common_err *e)
+static int set_mode(struct lease_store *s, const char *mode, json_t **out, struct common_err *e)
 {
 	json_t *clk = NULL;
 	uint64_t b, ms;
 	int r = -1;
 
-	if (strcmp(mode, "wall") && strcmp(mode, "manual"))
-		return common_errf(e, "clock", "unknown mode \"%s\" (expected wall or manual)", mode);
 	if (lease_lock(s, e) < 0)
 		return -1;
 	if (clock_read(s, &clk, e) < 0)
@@ -438,7 +497,7 @@ int lease_clock_set_mode(struct lease_store *s, const char *mode, json_t **out,
 		if (strcmp(mode, "wall") == 0)
 			json_object_set_new(clk, "epoch_ms",
 					    json_integer((json_int_t)(common_now_ms() - b * ms)));
-		if (clock_write(s, clk, e) < 0)
+		if (s->be->clock_write(s, clk, e) < 0)
 			goto out;
 	}
 	*out = clock_view(clk);
@@ -449,7 +508,20 @@ out:
 	return r;
 }
 
-int lease_clock_tick(struct lease_store *s, uint64_t n, json_t **out, struct common_err *e)
+int lease_clock_set_mode(struct lease_store *s, const char *mode, json_t **out,
+			 struct common_err *e)
+{
+	unsigned attempt = 0;
+	int r;
+
+	if (strcmp(mode, "wall") && strcmp(mode, "manual"))
+		return common_errf(e, "clock", "unknown mode \"%s\" (expected wall or manual)", mode);
+	while ((r = set_mode(s, mode, out, e)) < 0 && lease_retry(s, &attempt))
+		;
+	return r;
+}
+
+static int tick(struct lease_store *s, uint64_t n, json_t **out, struct common_err *e)
 {
 	json_t *clk = NULL;
 	uint64_t b;
@@ -469,7 +541,7 @@ int lease_clock_tick(struct lease_store *s, uint64_t n, json_t **out, struct com
 		goto out;
 	}
 	json_object_set_new(clk, "batch", json_integer((json_int_t)(b + n)));
-	if (clock_write(s, clk, e) < 0)
+	if (s->be->clock_write(s, clk, e) < 0)
 		goto out;
 	*out = clock_view(clk);
 	r = 0;
@@ -479,7 +551,23 @@ out:
 	return r;
 }
 
+int lease_clock_tick(struct lease_store *s, uint64_t n, json_t **out, struct common_err *e)
+{
+	unsigned attempt = 0;
+	int r;
+
+	while ((r = tick(s, n, out, e)) < 0 && lease_retry(s, &attempt))
+		;
+	return r;
+}
+
 int lease_pair_read(struct lease_store *s, const char *id, json_t **pair, struct common_err *e)
+{
+	return s->be->pair_read(s, id, pair, e);
+}
+
+static int file_pair_read(struct lease_store *s, const char *id, json_t **pair,
+			  struct common_err *e)
 {
 	char *p = lease_path(s, "leases/%s.json", id), *buf;
 	size_t len;
@@ -527,9 +615,18 @@ int lease_pair_write(struct lease_store *s, const char *id, const json_t *pair,
 	return r;
 }
 
-int lease_slots_read(struct lease_store *s, json_t **slots, struct common_err *e)
+int lease_slots_read(struct lease_store *s, const char *principal, json_t **slots,
+		     struct common_err *e)
+{
+	return s->be->slots_read(s, principal, slots, e);
+}
+
+static int file_slots_read(struct lease_store *s, const char *principal, json_t **slots,
+			   struct common_err *e)
 {
 	char *p = lease_path(s, "slots.json");
+
+	(void)principal;
 	json_t *j;
 
 	if (access(p, F_OK) < 0 && errno == ENOENT) {
@@ -559,7 +656,7 @@ static int slots_sync(struct lease_store *s, const char *principal, const char *
 	char *p;
 	int r = 0;
 
-	if (lease_slots_read(s, &slots, e) < 0)
+	if (file_slots_read(s, NULL, &slots, e) < 0)
 		return -1;
 	list = json_object_get(slots, principal);
 	if (!json_is_array(list)) {
@@ -587,7 +684,7 @@ out:
 	return r;
 }
 
-int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e)
+int lease_ns_effect(struct lease_store *s, const json_t *rec, struct common_err *e)
 {
 	const char *id = lease_jstr(rec, "id"), *st = lease_jstr(rec, "state");
 	enum lease_state state;
@@ -605,9 +702,18 @@ int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_
 			r = common_errno(e, errno, "namespace %s", ns);
 	}
 	free(ns);
-	if (r < 0)
+	return r;
+}
+
+int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e)
+{
+	enum lease_state state;
+
+	if (lease_ns_effect(s, rec, e) < 0)
 		return -1;
-	return slots_sync(s, lease_jstr(rec, "principal"), id, lease_state_live(state), e);
+	lease_state_parse(lease_jstr(rec, "state"), &state);
+	return slots_sync(s, lease_jstr(rec, "principal"), lease_jstr(rec, "id"),
+			  lease_state_live(state), e);
 }
 
 void lease_journal_note(struct lease_store *s)
@@ -742,6 +848,8 @@ int lease_recover(struct lease_store *s, struct common_err *e)
 	ssize_t start;
 	int ret = -1, from_start, more, same;
 
+	if (s->etcd)
+		return 0; /* an etcd transaction is whole or absent: nothing to roll forward */
 	/* Nothing was appended since this process's own complete commit. */
 	p = lease_path(s, "journal.jsonl");
 	same = s->jst_ok && stat(p, &st) == 0 && common_same_file(&st, &s->jst);
@@ -832,3 +940,53 @@ void lease_store_pubkey(const struct lease_store *s, uint8_t pub[32])
 {
 	memcpy(pub, s->key.pub, 32);
 }
+
+/* Commit sealed receipts of one lease (rec folds them all). The journal is the truth
+ * and is written first, in one append; a kill after it is rolled forward by
+ * lease_recover, a kill before it leaves nothing, a kill within it whole receipts
+ * up to a torn line that recovery cuts. */
+static int file_commit(struct lease_store *s, const json_t *rs, const json_t *rec,
+		       struct common_err *e)
+{
+	char *c, *jp, *buf = NULL;
+	size_t len = 0, i;
+	json_t *pair, *r;
+	int rc;
+
+	json_array_foreach(rs, i, r) {
+		c = common_json_canonical(r);
+		buf = common_xrealloc(buf, len + strlen(c) + 2);
+		len += (size_t)sprintf(buf + len, "%s\n", c);
+		free(c);
+	}
+	s->jst_ok = 0;
+	jp = lease_path(s, "journal.jsonl");
+	rc = common_append_durable(jp, buf, len, e);
+	free(jp);
+	free(buf);
+	if (rc < 0)
+		return -1;
+	common_fault_point("lease-after-journal");
+	r = json_array_get(rs, json_array_size(rs) - 1);
+	pair = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
+	rc = lease_pair_write(s, lease_jstr(r, "lease"), pair, e);
+	json_decref(pair);
+	if (rc < 0)
+		return -1;
+	common_fault_point("lease-after-record");
+	if (lease_apply_effects(s, rec, e) < 0)
+		return -1;
+	common_fault_point("lease-after-effects");
+	lease_journal_note(s);
+	return 0;
+}
+
+const struct lease_backend lease_file_backend = {
+	.pair_read = file_pair_read,
+	.slots_read = file_slots_read,
+	.commit = file_commit,
+	.clock_read = file_clock_read,
+	.clock_write = file_clock_write,
+	.ids = lease_file_ids,
+	.receipts = lease_file_receipts,
+};

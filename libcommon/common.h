@@ -124,6 +124,8 @@ void common_outfile_close(struct common_outfile *o);
 
 /* Exclusive advisory lock on PATH (created 0600); returns fd or -1. */
 int common_lock(const char *path, struct common_err *e);
+/* The same, shared with other shared holders. */
+int common_lock_shared(const char *path, struct common_err *e);
 void common_unlock(int fd);
 
 /* Fault injection for crash tests: SBX_FAULT=NAME[:N] makes the Nth (default

@@ -5,13 +5,13 @@
 #include <unistd.h>
 #include "libcommon/common.h"
 
-int common_lock(const char *path, struct common_err *e)
+static int lock_as(const char *path, int how, struct common_err *e)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 
 	if (fd < 0)
 		return common_errno(e, errno, "lock %s", path);
-	while (flock(fd, LOCK_EX) < 0) {
+	while (flock(fd, how) < 0) {
 		if (errno == EINTR)
 			continue;
 		int err = errno;
@@ -19,6 +19,16 @@ int common_lock(const char *path, struct common_err *e)
 		return common_errno(e, err, "lock %s", path);
 	}
 	return fd;
+}
+
+int common_lock(const char *path, struct common_err *e)
+{
+	return lock_as(path, LOCK_EX, e);
+}
+
+int common_lock_shared(const char *path, struct common_err *e)
+{
+	return lock_as(path, LOCK_SH, e);
 }
 
 void common_unlock(int fd)

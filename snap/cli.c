@@ -473,6 +473,8 @@ int snap_cli_main(int argc, char **argv)
 	int need = !cmd ? -1 : !strcmp(cmd, "list") ? 0 : !strcmp(cmd, "take") ||
 		   !strcmp(cmd, "show") || !strcmp(cmd, "verify") || !strcmp(cmd, "export") ||
 		   !strcmp(cmd, "import") ? 1 : -1;
+	if (cmd && need < 0)
+		fprintf(stderr, "%s: error: unknown command \"%s\"\n", common_progname(), cmd);
 	if (need < 0 || (need == 1 && npos != 2) || npos > 2 ||
 	    (cmd && !strcmp(cmd, "export") && !out) || (stop && strcmp(cmd, "take"))) {
 		snap_usage(stderr);
@@ -507,12 +509,41 @@ struct restore_ctx {
 	struct snap_state st;
 	uint8_t digest[32];
 	char *ns;
+	const char *store, *target, *hex;
+	uint64_t charge;           /* namespace bytes the restore receipt charges */
 };
 
+/* The restore receipt, once the guest is rebuilt: Funded -> Active, charged. */
+static int restore_commit(const struct restore_ctx *r, struct common_err *e)
+{
+	struct lease_store *s;
+	json_t *head = NULL, *out = NULL;
+	if (lease_store_open(r->store, &s, e) < 0)
+		return -1;
+	int rc = lease_head(s, r->target, &head, e);
+	if (rc == 0) {
+		json_t *args = json_pack("{s:s,s:s,s:I}", "snapshot", r->hex, "source",
+					 r->st.meta.lease, "bytes", (json_int_t)r->charge);
+		rc = lease_transition(s, r->target, LEASE_EDGE_RESTORE, head, args, &out, e) < 0 ? -1 : 0;
+		json_decref(args);
+	}
+	json_decref(head);
+	json_decref(out);
+	lease_store_close(s);
+	return rc;
+}
+
+/* All or nothing: the cells, the rebuilt guest, then the receipt; a failure
+ * anywhere leaves the target as it was (Funded, uncharged, its namespace empty). */
 static int restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
 {
 	struct restore_ctx *r = ctx;
-	return snap_restore_checked(pid, &r->st, r->ns, r->digest, e);
+	if (snap_cells_write(&r->st, r->ns, e) < 0 ||
+	    snap_restore_checked(pid, &r->st, r->ns, r->digest, e) < 0 || restore_commit(r, e) < 0) {
+		snap_cells_remove(&r->st, r->ns);
+		return -1;
+	}
+	return 0;
 }
 
 static const struct {
@@ -530,12 +561,12 @@ static void restore_usage(FILE *f)
 		   "[-- PROGRAM [ARG...]]\n");
 }
 
-/* Every precondition before anything changes; then charge, rebind, run. */
+/* Every precondition before anything changes; the charge comes with the rebuilt guest. */
 static int restore_prepare(struct lease_store *s, const char *hex, const char *target,
 			   struct restore_ctx *r, char **image, struct common_err *e)
 {
 	struct snap_image im;
-	json_t *meta = NULL, *rec = NULL, *head = NULL, *out = NULL;
+	json_t *meta = NULL, *rec = NULL;
 	int rc = -1;
 	if (load_snapshot(s, hex, &r->im, &meta, e) < 0)
 		return -1;
@@ -605,25 +636,16 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 			    "lease %s allows %lld", r->st.nfds, target, (long long)json_integer_value(tv));
 		goto done;
 	}
-	if (lease_head(s, target, &head, e) < 0)
-		goto done;
-	json_t *args = json_pack("{s:s,s:s,s:I}", "snapshot", hex, "source", r->st.meta.lease,
-				 "bytes", (json_int_t)charge);
-	int t = lease_transition(s, target, LEASE_EDGE_RESTORE, head, args, &out, e);
-	json_decref(args);
-	if (t < 0)
-		goto done;
 	r->ns = lease_ns_dir(s, target);
-	if (snap_cells_write(&r->st, r->ns, e) < 0)
-		goto done;
+	r->target = target;
+	r->hex = hex;
+	r->charge = charge;
 	*image = common_xstrdup(jstr(json_object_get(l, "image"), "path"));
 	memcpy(r->digest, im.digest, 32);
 	rc = 0;
 done:
 	json_decref(meta);
 	json_decref(rec);
-	json_decref(head);
-	json_decref(out);
 	return rc;
 }
 
@@ -686,6 +708,7 @@ int snap_restore_main(int argc, char **argv)
 	struct restore_ctx r;
 	char *image = NULL;
 	memset(&r, 0, sizeof r);
+	r.store = o.store;
 	if (restore_prepare(s, hex, o.lease, &r, &image, &e) < 0) {
 		common_report(&e);
 		snap_state_free(&r.st);

@@ -553,3 +553,19 @@ int snap_cells_write(const struct snap_state *st, const char *dir, struct common
 	}
 	return 0;
 }
+
+/* Undo snap_cells_write in a namespace that was empty: the cells, then the
+ * directories they made, deepest first (one still holding something stays). */
+void snap_cells_remove(const struct snap_state *st, const char *dir)
+{
+	for (size_t i = st->ncells; i-- > 0;) {
+		char *path = common_xasprintf("%s/%s", dir, st->cells[i].key);
+		(void)unlink(path);
+		for (char *slash; (slash = strrchr(path, '/')) && slash > path + strlen(dir);) {
+			*slash = 0;
+			if (rmdir(path) < 0)
+				break;
+		}
+		free(path);
+	}
+}

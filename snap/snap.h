@@ -191,6 +191,7 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 /* Write the snapshot's namespace cells under dir (created; existing files with
  * the same keys are replaced). Keys were checked by snap_decode. */
 int snap_cells_write(const struct snap_state *st, const char *dir, struct common_err *e);
+void snap_cells_remove(const struct snap_state *st, const char *dir);
 /* Σ(key length + value length) of the cells. */
 uint64_t snap_cells_bytes(const struct snap_state *st);
 

@@ -43,3 +43,24 @@ sbx_setup_store() {
 setup() {
 	sbx_setup_store
 }
+
+# A 3-member etcd cluster for the file (setup_file), always stopped (teardown_file).
+sbx_etcd_start() {
+	export SBX_TEST_ETCD="$BATS_FILE_TMPDIR/etcd"
+	"$BATS_TEST_DIRNAME/etcd-cluster.sh" start "$SBX_TEST_ETCD" >/dev/null
+}
+
+sbx_etcd_stop() {
+	[ -z "${SBX_TEST_ETCD:-}" ] || "$BATS_TEST_DIRNAME/etcd-cluster.sh" stop "$SBX_TEST_ETCD"
+}
+
+# The store URL of prefix $1 on the test cluster.
+sbx_etcd_url() {
+	echo "etcd://$(cat "$SBX_TEST_ETCD/endpoints")/$1"
+}
+
+sbx_etcdctl() {
+	local t="$SBX_TEST_ETCD/tls" tls=()
+	[ -f "$t/ca.pem" ] && tls=(--cacert "$t/ca.pem" --cert "$t/client.pem" --key "$t/client.key")
+	ETCDCTL_API=3 etcdctl --endpoints="$(cat "$SBX_TEST_ETCD/endpoints")" --command-timeout=2s "${tls[@]}" "$@"
+}

@@ -1,15 +1,42 @@
 #!/usr/bin/env bats
 # sbx-lease: lifecycle through pipes, every refusal (store unchanged), slots, expiry, verify.
+# Run as lease.bats against a store directory; as lease_etcd.bats (a link to this
+# file) against a 3-member etcd cluster, with LOCAL as the host's part of the store.
 load helpers
+
+setup_file() {
+	if [ "$(basename "$BATS_TEST_FILENAME")" = lease_etcd.bats ]; then
+		sbx_etcd_start
+	fi
+}
+
+teardown_file() {
+	sbx_etcd_stop
+}
 
 setup() {
 	sbx_setup_store
+	LOCAL=$SBX_STORE
+	if [ -n "${SBX_TEST_ETCD:-}" ]; then
+		export SBX_HOST_DIR=$LOCAL
+		SBX_STORE=$(sbx_etcd_url "t$BATS_TEST_NUMBER")
+	fi
 	cd "$BATS_TEST_TMPDIR"
 }
 
 # Content digest of the whole store (names + bytes), to prove a refusal changed nothing.
 store_sum() {
-	(cd "$SBX_STORE" && find . -print | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum
+	(cd "$LOCAL" && find . -print | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+	 if [ -n "${SBX_TEST_ETCD:-}" ]; then sbx_etcdctl get --prefix "/t$BATS_TEST_NUMBER/" -w json | jq -c .kvs; fi) | sha256sum
+}
+
+# Another store (its receipts are not this store's).
+other_store() {
+	if [ -n "${SBX_TEST_ETCD:-}" ]; then
+		SBX_HOST_DIR="$BATS_TEST_TMPDIR/other" SBX_STORE=$(sbx_etcd_url "o$BATS_TEST_NUMBER") "$@"
+	else
+		SBX_STORE="$BATS_TEST_TMPDIR/other" "$@"
+	fi
 }
 
 # Re-digest an edited receipt exactly as sbx does (canonical JSON, domain prefix).
@@ -52,15 +79,15 @@ new_lease() {
 	run sbx-lease verify
 	assert_success
 	assert_equal "$(jq -r .ok <<<"$output")" true
-	[ ! -e "$SBX_STORE/ns/$id" ]
+	[ ! -e "$LOCAL/ns/$id" ]
 }
 
 @test "store is created 0700 with its authority key" {
 	run sbx-lease clock
 	assert_success
-	assert_equal "$(stat -c %a "$SBX_STORE")" 700
-	[ -s "$SBX_STORE/authority.key" ]
-	[ -s "$SBX_STORE/authority.pub" ]
+	assert_equal "$(stat -c %a "$LOCAL")" 700
+	[ -s "$LOCAL/authority.key" ]
+	[ -s "$LOCAL/authority.pub" ]
 	assert_equal "$(jq -r .mode <<<"$output")" wall
 }
 
@@ -170,7 +197,7 @@ patched() {
 	assert_failure
 	assert_output --partial "forged"
 	# a receipt from another store
-	SBX_STORE="$BATS_TEST_TMPDIR/other" sbx-lease request --image /bin/true >o.json
+	other_store sbx-lease request --image /bin/true >o.json
 	run sbx-lease fund "$a" --amount 1 --evidence o.json
 	assert_failure
 	assert_output --partial "forged"
@@ -343,6 +370,7 @@ patched() {
 }
 
 @test "64 concurrent requests for one principal admit exactly 32" {
+	[ -z "${SBX_TEST_ETCD:-}" ] || skip "lease_fleet.bats races 64 requests from 4 hosts on etcd"
 	for i in $(seq 64); do
 		(sbx-lease request --image /bin/true --principal racer >"c$i.out" 2>"c$i.err"; echo $? >"c$i.rc") &
 	done
@@ -433,7 +461,7 @@ patched() {
 	sbx-lease clock manual >/dev/null
 	new_lease --lifetime 1 | sbx-lease fund --amount 0 --evidence - >f.json
 	id=$(jq -r .lease.id f.json)
-	ns="$SBX_STORE/ns/$id"
+	ns="$LOCAL/ns/$id"
 	[ -d "$ns" ]
 	mkdir -p "$ns/dir"
 	printf 'hello' >"$ns/a"
@@ -450,41 +478,95 @@ patched() {
 	[ ! -e "$ns" ]
 }
 
+# Where the store keeps lease $1's record, and a receipt line (seq $2 of lease $1),
+# as verify names them; and how to rewrite one (stored text in, stored text out).
+rec_name() {
+	if [ -n "${SBX_TEST_ETCD:-}" ]; then echo "etcd lease/$1"; else echo "leases/$1.json"; fi
+}
+
+receipt_name() {
+	if [ -n "${SBX_TEST_ETCD:-}" ]; then printf 'etcd receipt/%s/%020d' "$1" "$2"; else echo "journal.jsonl:$3"; fi
+}
+
+# rewrite_record ID CMD...: the record's stored text through CMD
+rewrite_record() {
+	local id=$1 new
+	shift
+	if [ -n "${SBX_TEST_ETCD:-}" ]; then
+		new=$(sbx_etcdctl get --print-value-only "/t$BATS_TEST_NUMBER/lease/$id" | "$@")
+		sbx_etcdctl put "/t$BATS_TEST_NUMBER/lease/$id" "$new" >/dev/null
+	else
+		"$@" <"$LOCAL/leases/$id.json" >"$LOCAL/leases/$id.json.new"
+		mv "$LOCAL/leases/$id.json.new" "$LOCAL/leases/$id.json"
+	fi
+}
+
+# rewrite_receipt ID SEQ LINE CMD...: that receipt's stored text (journal line LINE) through CMD
+rewrite_receipt() {
+	local id=$1 seq=$2 line=$3 new key
+	shift 3
+	if [ -n "${SBX_TEST_ETCD:-}" ]; then
+		key=$(printf '/t%s/receipt/%s/%020d' "$BATS_TEST_NUMBER" "$id" "$seq")
+		new=$(sbx_etcdctl get --print-value-only "$key" | "$@")
+		sbx_etcdctl put "$key" "$new" >/dev/null
+	else
+		new=$(sed -n "${line}p" "$LOCAL/journal.jsonl" | "$@")
+		awk -v l="$new" -v n="$line" 'NR==n {print l; next} {print}' "$LOCAL/journal.jsonl" >"$LOCAL/j.new"
+		mv "$LOCAL/j.new" "$LOCAL/journal.jsonl"
+	fi
+}
+
+garbage() {
+	cat >/dev/null
+	echo garbage
+}
+
+redigest_in() {
+	redigest "$(cat)"
+}
+
 @test "verify catches a hand-edited lease record" {
 	new_lease | sbx-lease fund --amount 4 --evidence - >f.json
 	id=$(jq -r .lease.id f.json)
 	run sbx-lease verify
 	assert_success
-	rec="$SBX_STORE/leases/$id.json"
-	jq -c '.lease.escrow = 400' "$rec" >"$rec.new" && mv "$rec.new" "$rec"
+	rewrite_record "$id" jq -c '.lease.escrow = 400'
 	run sbx-lease verify
 	assert_failure 1
-	assert_output --partial "leases/$id.json: record disagrees with its receipt chain"
+	assert_output --partial "$(rec_name "$id"): record disagrees with its receipt chain"
 	run sbx-lease verify "$id"
 	assert_failure
 	# a record that is not even JSON is reported too, and other leases still work
-	echo garbage >"$rec"
+	rewrite_record "$id" garbage
 	run sbx-lease verify
 	assert_failure 1
-	assert_output --partial "leases/$id.json:1:"
+	assert_output --partial "$(rec_name "$id"):1:"
 	run sbx-lease request --image /bin/true
 	assert_success
 }
 
 @test "verify catches a hand-edited journal line" {
 	new_lease | sbx-lease fund --amount 4 --evidence - >f.json
+	id=$(jq -r .lease.id f.json)
 	new_lease >/dev/null
-	j="$SBX_STORE/journal.jsonl"
-	sed -i '2s/"amount":4/"amount":40/' "$j"
+	rewrite_receipt "$id" 1 2 sed 's/"amount":4/"amount":40/'
 	run sbx-lease verify
 	assert_failure
-	assert_output --partial "journal.jsonl:2: receipt digest does not match its contents (tampered)"
+	assert_output --partial "$(receipt_name "$id" 1 2): receipt digest does not match its contents (tampered)"
 	# re-digested: the signature no longer verifies
-	line=$(redigest "$(sed -n 2p "$j")")
-	awk -v l="$line" 'NR==2 {print l; next} {print}' "$j" >"$j.new" && mv "$j.new" "$j"
+	rewrite_receipt "$id" 1 2 redigest_in
 	run sbx-lease verify
 	assert_failure
-	assert_output --partial "journal.jsonl:2: receipt signature does not verify"
+	assert_output --partial "$(receipt_name "$id" 1 2): receipt signature does not verify"
+}
+
+@test "every tool with commands names an unknown one the same way, exit 2 with usage" {
+	for tool in sbx-lease sbx-snap sbx-trace; do
+		run "$tool" frob
+		assert_failure 2
+		assert_line --index 0 "$tool: error: unknown command \"frob\""
+		assert_output --partial "usage: $tool"
+	done
 }
 
 @test "bad command lines exit 2 with usage" {

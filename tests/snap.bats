@@ -103,14 +103,15 @@ snapshot_mid_run() {
 
 @test "every restore precondition is refused by name and changes nothing" {
 	snapshot_mid_run
-	check_refused() { # target, expected message
-		local seq before
-		before=$(sbx-lease show "$1" | jq -c '.lease | {state, seq, head, snapshot_bytes}')
-		run sbx-restore "$DIGEST" --lease "$1"
+	check_refused() { # target, expected message, sbx-run options
+		local seq before t=$1 m=$2
+		shift 2
+		before=$(sbx-lease show "$t" | jq -c '.lease | {state, seq, head, snapshot_bytes}')
+		run sbx-restore "$DIGEST" --lease "$t" "$@"
 		assert_failure
-		assert_output --partial "$2"
-		[ "$(sbx-lease show "$1" | jq -c '.lease | {state, seq, head, snapshot_bytes}')" = "$before" ]
-		[ -z "$(ls -A "$SBX_STORE/ns/$1" 2>/dev/null)" ]
+		assert_output --partial "$m"
+		[ "$(sbx-lease show "$t" | jq -c '.lease | {state, seq, head, snapshot_bytes}')" = "$before" ]
+		[ -z "$(ls -A "$SBX_STORE/ns/$t" 2>/dev/null)" ]
 	}
 	check_refused "$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)" "restore needs Funded"
 	req=$(sbx-lease request --image "$GUESTS/snap_steps" --escrow 10 | jq -r .lease.id)
@@ -119,6 +120,14 @@ snapshot_mid_run() {
 	check_refused "$(lease_new "$GUESTS/snap_steps" funded --host-program other --limits namespace_bytes=64M)" "host program differs"
 	check_refused "$(lease_new "$GUESTS/snap_heap" funded --limits namespace_bytes=64M)" "image hash differs"
 	check_refused "$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=4096)" "namespace bytes"
+	# all or nothing: a run that fails after the checks (its set-up, its program)
+	# leaves the target Funded and uncharged, exit 125 with the error
+	F=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	check_refused "$F" "/ns is the lease namespace" --mount bind:/:/ --mount tmpfs:none:/ns
+	assert_equal "$status" 125
+	check_refused "$F" "is not lease $F's image" --result "$BATS_TEST_TMPDIR/r.json" -- /bin/true
+	assert_equal "$status" 125
+	[ "$(jq -r .error "$BATS_TEST_TMPDIR/r.json")" != null ]
 	run sbx-restore 0000000000000000000000000000000000000000000000000000000000000000 --lease "$req"
 	assert_failure
 	assert_output --partial "no such snapshot"

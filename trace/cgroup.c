@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 struct trace_cgroup {
 	char dir[PATH_MAX];
 	int v2;
+	uint64_t bound;
 };
 
 /* The directory of sbx-run's own cgroup in the hierarchy whose mount matches. */
@@ -92,22 +94,8 @@ static long long keyed(const struct trace_cgroup *cg, const char *file, const ch
 	return v;
 }
 
-static long long single(const struct trace_cgroup *cg, const char *file)
-{
-	char path[PATH_MAX + 64], buf[64];
-	snprintf(path, sizeof path, "%s/%s", cg->dir, file);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return strtoll(buf, NULL, 10);
-}
-
-/* Cgroups left by an sbx-run that was killed: empty ones go (a busy one refuses). */
+/* Cgroups left by an sbx-run that was killed: those whose sbx-run is gone (its
+ * pid is in the name); a live one's, empty before its sandbox enters, stays. */
 static void sweep(const char *parent)
 {
 	char path[PATH_MAX + 300];
@@ -115,11 +103,14 @@ static void sweep(const char *parent)
 	DIR *d = opendir(parent);
 	if (!d)
 		return;
-	while ((de = readdir(d)))
-		if (strncmp(de->d_name, "sbx-run.", 8) == 0) {
-			snprintf(path, sizeof path, "%s/%s", parent, de->d_name);
-			(void)rmdir(path);
-		}
+	while ((de = readdir(d))) {
+		int pid;
+		if (sscanf(de->d_name, "sbx-run.%d.", &pid) != 1 || pid <= 0 ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", parent, de->d_name);
+		(void)rmdir(path); /* a busy one refuses */
+	}
 	closedir(d);
 }
 
@@ -172,6 +163,7 @@ static int make(struct trace_cgroup *cg, int v2, uint64_t bound)
 		return -1;
 	sweep(own);
 	cg->v2 = v2;
+	cg->bound = bound;
 	if ((size_t)snprintf(cg->dir, sizeof cg->dir, "%s/sbx-run.%d.%u", own, (int)getpid(),
 			     __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= sizeof cg->dir ||
 	    mkdir(cg->dir, 0755) < 0)
@@ -196,29 +188,30 @@ int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_e
 {
 	char v[32];
 	snprintf(v, sizeof v, "%d", (int)pid);
-	if (put(cg, "cgroup.procs", v) < 0)
+	int rc = put(cg, "cgroup.procs", v);
+	/* swept as stale by an sbx-run of another PID namespace: made again, once */
+	if (rc < 0 && errno == ENOENT && mkdir(cg->dir, 0755) == 0 && limit(cg, cg->bound) == 0)
+		rc = put(cg, "cgroup.procs", v);
+	if (rc < 0)
 		return common_errno(e, errno, "memory cgroup %s: moving the sandbox in", cg->dir);
 	return 0;
 }
 
 void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m)
 {
-	long long anon, shm, peak, oom;
+	long long anon, shm, oom;
 	if (cg->v2) {
 		anon = keyed(cg, "memory.stat", "anon");
 		shm = keyed(cg, "memory.stat", "shmem");
-		peak = single(cg, "memory.peak");
 		oom = keyed(cg, "memory.events", "oom");
 	} else {
 		anon = keyed(cg, "memory.stat", "total_rss");
 		shm = keyed(cg, "memory.stat", "total_shmem");
-		peak = single(cg, "memory.max_usage_in_bytes");
 		oom = keyed(cg, "memory.oom_control", "oom_kill");
 		if (oom <= 0 && keyed(cg, "memory.oom_control", "under_oom") > 0)
 			oom = 1;
 	}
 	m->held = (uint64_t)(anon > 0 ? anon : 0) + (uint64_t)(shm > 0 ? shm : 0);
-	m->peak = peak > 0 ? (uint64_t)peak : 0;
 	m->ooms = oom > 0 ? (uint64_t)oom : 0;
 }
 

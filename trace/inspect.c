@@ -70,6 +70,7 @@ struct trace_inspector {
 	struct trace_coproc *coproc;
 	uint64_t limits[TRACE_DIMS];
 	unsigned ncpu;                /* CPUs the tree may burn fuel on at once */
+	int held;                     /* the lease is not Active yet: nothing is observed */
 	uint64_t base[TRACE_DIMS];     /* the lease's usage before this run */
 	char closed[32];
 	int failed;
@@ -83,6 +84,7 @@ struct trace_inspector {
 	struct obs_writer w;
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
+	struct trace_supervisor *sv; /* the run's, from on_start: a crossing call stops it */
 };
 
 /* ---- ptrace plumbing for injected syscalls ---- */
@@ -366,7 +368,7 @@ static void *writer_main(void *arg)
 	struct obs_writer *w = &in->w;
 	struct lease_store *s = NULL;
 	struct common_err e;
-	int open_rc = lease_store_open(lease_store_dir(in->o.store), &s, &e);
+	int open_rc = lease_store_open(lease_store_name(in->o.store), &s, &e);
 
 	pthread_mutex_lock(&w->mu);
 	if (open_rc < 0) {
@@ -494,8 +496,8 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	}
 	in->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
-	/* metering needs no stop: read/write trap only for a rule or callback on them */
-	in->classes = 0;
+	/* storage_write is exact: every call that may store stops (trace/store.c) */
+	in->classes = TRACE_CLASS_STORE;
 	if (o->fn)
 		in->classes |= o->fn_classes ? o->fn_classes : TRACE_CLASS_FILE;
 	if (o->inspect_exec)
@@ -560,6 +562,7 @@ int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 	struct trace_inspector *in = ctx;
 	struct common_err e;
 
+	in->sv = sv;
 	/* tasks are learnt at stops and ticks */
 	if (in->o.relay && trace_relay_start(in->o.relay, &e) < 0)
 		return fail(in, &e);
@@ -632,8 +635,9 @@ static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor 
 		      const uint64_t u[TRACE_DIMS])
 {
 	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	/* half the time it needs: a late tick or a lagging sample still lands before */
 	if (sv && used < lim)
-		trace_sv_tick_within(sv, (lim - used) / in->ncpu);
+		trace_sv_tick_within(sv, (lim - used) / in->ncpu / 2);
 }
 
 /* Take up what the writer met: -1 failed, 1 closed, 0 neither. */
@@ -664,6 +668,8 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 	struct common_err e;
 	int r;
 
+	if (in->held)
+		return 0;
 	if ((r = writer_take(in, sv)) != 0)
 		return r;
 	trace_inspector_usage(in, u);
@@ -689,6 +695,11 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 		snprintf(closed, sizeof closed, "%s", lease_dim_name((enum lease_dim)d));
 	}
 	return closed[0] ? close_run(in, sv, closed) : 0;
+}
+
+void trace_inspector_hold(struct trace_inspector *in, int held)
+{
+	in->held = held;
 }
 
 void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg)
@@ -796,9 +807,8 @@ static int decides_on_paths(const struct trace_inspector *in, const struct trace
 	       (in->coproc && (cls & TRACE_CLASS_FILE));
 }
 
-int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
 {
-	struct trace_inspector *in = ctx;
 	struct call_priv c = {.in = in, .g = g, .tid = st->tid};
 	struct sbx_call call = {
 		.name = st->sys ? st->sys->name : NULL, .nr = st->nr,
@@ -911,11 +921,60 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	return 0;
 }
 
+/* A call that may store on a file: reserved before it runs, or, when it would take
+ * storage_write past its bound, refused and charged whole (the lease closes on it). */
+static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
+{
+	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_WRITE];
+	uint64_t held = in->base[LEASE_DIM_STORAGE_WRITE] + trace_meter_store_held(in->meter);
+	struct trace_store_call c;
+
+	if (st->action == TRACE_DENIED || !trace_store_entry(g, st, &c))
+		return 0;
+	if (held > bound || c.bytes > bound - held) {
+		trace_meter_store_refused(in->meter, c.bytes);
+		st->action = TRACE_DENIED;
+		st->deny_errno = EDQUOT;
+		return observe(in, in->sv, 1) < 0 ? -1 : 0;
+	}
+	trace_meter_store_begin(in->meter, st->tid, c.bytes, c.by_result);
+	st->want_exit = 1;
+	return 0;
+}
+
+int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct trace_inspector *in = ctx;
+	struct trace_stop now;
+
+	if (inspect_entry(in, g, st) < 0)
+		return -1;
+	/* metered as the call that runs: a rule may have changed it, and the kernel
+	 * does not stop it again */
+	now = *st;
+	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
+	if (!now.sys || !(now.sys->classes & TRACE_CLASS_STORE))
+		return 0;
+	int rc = store_entry(in, g, &now);
+	st->action = now.action;
+	st->deny_errno = now.deny_errno;
+	st->want_exit |= now.want_exit;
+	return rc;
+}
+
 int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
+	struct trace_stop now = *st;
+	uint64_t u[TRACE_DIMS];
 
 	unmap_now(in, g, st->tid, 1, NULL);
+	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
+	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
+	/* a guest that raced its own iovec past its reservation closes now */
+	trace_inspector_usage(in, u);
+	if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE])
+		return observe(in, in->sv, 1) < 0 ? -1 : 0;
 	return 0;
 }
 

@@ -1,12 +1,12 @@
 /* Metering (SPEC §4.1) of the whole guest tree, exited tasks included:
  * fuel from per-task schedstat (summed at each task's exit event and sampled while it
  * lives), memory as the peak of the tree's resident memory (Σ PSS samples, a page
- * shared inside the tree counted once; VmHWM at exit), storage from the kernel's per-task I/O accounting (rchar/wchar of
- * /proc/TID/task/TID/io, sampled while a task lives and taken at its exit event) minus
- * the bytes the guest wrote into the output relay's pipes, table_elements as the peak
+ * shared inside the tree counted once; VmHWM at exit), storage_read from the kernel's
+ * per-task I/O accounting (rchar of /proc/TID/task/TID/io, sampled while a task lives
+ * and taken at its exit event), storage_write exactly from the calls that store (the
+ * inspector reports each at its stops: trace/store.c), table_elements as the peak
  * of open fds, namespace_bytes from the ns directory (one it cannot measure completely
  * counts as one byte past its bound). Output comes from the relay.
- * Nothing here needs a syscall to stop: storage costs no ptrace stop at all.
  * Every value is kept monotonic. A task sampled at a tick keeps its schedstat and io
  * files open (a bounded number of tasks), so later samples and its exit stop cost a
  * pread each; the fd count is the size the kernel reports for /proc/PID/fd. */
@@ -43,15 +43,17 @@ struct ns_walk {
 struct task {
 	pid_t tgid, tid;
 	uint64_t cpu_ns;       /* last samples */
-	uint64_t rchar, wchar;
+	uint64_t rchar;
 	int sched_fd, io_fd;   /* kept open once sampled, else -1 */
+	uint64_t store_w;      /* what its call in progress may store (reserved) */
+	int store_by_result;   /* that call returns the bytes it stored */
 };
 
 struct trace_meter {
 	struct task *t;
 	size_t n, cap;
 	uint64_t dead_ns;        /* on-CPU time of exited tasks */
-	uint64_t dead_r, dead_w; /* their rchar/wchar */
+	uint64_t dead_r;         /* their rchar */
 	uint64_t u[LEASE_DIM_COUNT];
 	char *ns_dir;
 	uint64_t ns_bound;
@@ -62,6 +64,8 @@ struct trace_meter {
 	uint64_t mem_bound;
 	struct ns_walk walk;
 	uint64_t host_w;         /* bytes sbx wrote on the guest's behalf (its trace) */
+	uint64_t stored;         /* bytes the guest's calls stored on files (exact) */
+	uint64_t inflight;       /* what calls in progress may still store */
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
@@ -192,8 +196,6 @@ static void task_io(struct task *t)
 		return;
 	if ((p = strstr(buf, "rchar:")) && strtoull(p + 6, NULL, 10) > t->rchar)
 		t->rchar = strtoull(p + 6, NULL, 10);
-	if ((p = strstr(buf, "wchar:")) && strtoull(p + 6, NULL, 10) > t->wchar)
-		t->wchar = strtoull(p + 6, NULL, 10);
 }
 
 /* What a process holds: its proportional set size (a page shared by n
@@ -243,6 +245,30 @@ static struct task *find(struct trace_meter *m, pid_t tid)
 	return NULL;
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* A reserved call is over: an error stored nothing, a byte count what it says (a
+ * count past the reservation, a guest racing its own iovec, counts whole), any
+ * other success all it reserved; INT64_MAX (its task gone) all it reserved. */
+static void store_settle(struct trace_meter *m, struct task *t, int64_t result)
+{
+	uint64_t got = t->store_w;
+
+	if (!t->store_w)
+		return;
+	if (result < 0 && result > -4096)
+		got = 0;
+	else if (t->store_by_result && result != INT64_MAX)
+		got = (uint64_t)result;
+	m->inflight -= t->store_w;
+	m->stored = sat_add(m->stored, got);
+	t->store_w = 0;
+	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], sat_add(m->stored, m->host_w));
+}
+
 static pid_t tgid_of(pid_t tid)
 {
 	char path[64], buf[1024], *p;
@@ -288,7 +314,7 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 	m->dead_ns += ns;
 	task_io(t);
 	m->dead_r += t->rchar;
-	m->dead_w += t->wchar;
+	store_settle(m, t, INT64_MAX);
 	if (tid == t->tgid)
 		raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fd_count(tid));
 	task_close(m, t);
@@ -297,6 +323,10 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 
 void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes)
 {
+	/* in a cgroup the kernel held the tree to the bound: an exited process's
+	 * resident peak past it is file pages charged elsewhere (its refusals count) */
+	if (m->cg && bytes > m->mem_bound)
+		bytes = m->mem_bound;
 	raise_to(&m->u[LEASE_DIM_MEMORY], bytes);
 }
 
@@ -413,19 +443,14 @@ static uint64_t tmpfs_bytes(pid_t pid)
 	return sum;
 }
 
-/* What the cgroup holds beyond the samples (unmapped shm, a gone leader's threads);
- * after a refused page the tree has asked for more than the bound. */
-static uint64_t cgroup_memory(const struct trace_meter *m, uint64_t sampled)
+/* The anonymous and shared pages the cgroup holds (mapped or not, a gone leader's
+ * threads' too, each page once); after a refused page the tree asked for more
+ * than the bound. */
+static uint64_t cgroup_memory(const struct trace_meter *m)
 {
 	struct trace_cgroup_mem cm;
 	trace_cgroup_read(m->cg, &cm);
-	uint64_t u = cm.held > sampled ? cm.held : sampled;
-	if (cm.ooms) {
-		u = cm.peak > u ? cm.peak : u;
-		if (u <= m->mem_bound)
-			u = m->mem_bound + 1;
-	}
-	return u;
+	return cm.ooms && cm.held <= m->mem_bound ? m->mem_bound + 1 : cm.held;
 }
 
 struct tgid_set {
@@ -459,7 +484,7 @@ static int leader_here(const struct trace_meter *m, pid_t tgid)
 
 static void sample(struct trace_meter *m, int whole_ns)
 {
-	uint64_t live_ns = 0, rss = 0, fds = 0, rd = m->dead_r, wr = m->dead_w;
+	uint64_t live_ns = 0, rss = 0, fds = 0, rd = m->dead_r;
 	struct tgid_set seen = { NULL, 16 };
 	while (seen.cap < 2 * m->n)
 		seen.cap *= 2;
@@ -476,9 +501,8 @@ static void sample(struct trace_meter *m, int whole_ns)
 			task_close(m, t);
 			m->dead_ns += t->cpu_ns;
 			m->dead_r += t->rchar;
-			m->dead_w += t->wchar;
+			store_settle(m, t, INT64_MAX);
 			rd += t->rchar;
-			wr += t->wchar;
 			*t = m->t[--m->n];
 			i--;
 			continue;
@@ -488,19 +512,20 @@ static void sample(struct trace_meter *m, int whole_ns)
 		live_ns += t->cpu_ns;
 		task_io(t);
 		rd += t->rchar;
-		wr += t->wchar;
 		/* a group counts once, through its leader or, the leader gone, its
 		 * first thread here (the gone leader's smaps read empty) */
 		if (group_first(&seen, t->tgid, t->tid == t->tgid || !leader_here(m, t->tgid))) {
-			rss += rss_bytes(m, t->tid);
+			rss += m->cg ? 0 : rss_bytes(m, t->tid);
 			fds += fd_count(t->tid);
 		}
 	}
 	free(seen.v);
 	raise_to(&m->u[LEASE_DIM_FUEL], (m->dead_ns + live_ns) / 1000);
-	if (m->n)
+	if (m->cg) /* what the kernel holds to the bound: the tree's own pages, once */
+		rss = cgroup_memory(m);
+	else if (m->n)
 		rss += tmpfs_bytes(m->t[0].tgid);
-	raise_to(&m->u[LEASE_DIM_MEMORY], m->cg ? cgroup_memory(m, rss) : rss);
+	raise_to(&m->u[LEASE_DIM_MEMORY], rss);
 	raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fds);
 	if (m->ns_dir && whole_ns) {
 		uint64_t b;
@@ -512,18 +537,12 @@ static void sample(struct trace_meter *m, int whole_ns)
 		ns_step(m);
 	}
 	raise_to(&m->u[LEASE_DIM_STORAGE_READ], rd);
+	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], m->stored + m->host_w);
 	if (m->relay) {
-		uint64_t b, l, piped;
-		/* the guest's counters first, the relay after: what it wrote meanwhile
-		 * is subtracted too, so storage_write is never over-counted */
-		if (trace_relay_guest_bytes(m->relay, &piped) == 0)
-			raise_to(&m->u[LEASE_DIM_STORAGE_WRITE],
-				 (wr > piped ? wr - piped : 0) + m->host_w);
+		uint64_t b, l;
 		trace_relay_counts(m->relay, &b, &l);
 		raise_to(&m->u[LEASE_DIM_OUTPUT_BYTES], b);
 		raise_to(&m->u[LEASE_DIM_OUTPUT_VALUES], l);
-	} else {
-		raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], wr + m->host_w);
 	}
 }
 
@@ -536,6 +555,42 @@ void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, ui
 void trace_meter_host_write(struct trace_meter *m, uint64_t bytes)
 {
 	m->host_w = bytes;
+	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], m->stored + m->host_w);
+}
+
+
+uint64_t trace_meter_store_held(const struct trace_meter *m)
+{
+	return sat_add(sat_add(m->stored, m->inflight), m->host_w);
+}
+
+void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, int by_result)
+{
+	struct task *t = find(m, tid);
+
+	if (!t) {
+		trace_meter_task_new(m, 0, tid);
+		if (!(t = find(m, tid)))
+			return;
+	}
+	store_settle(m, t, INT64_MAX); /* a call that never came back stored all it could */
+	t->store_w = bytes;
+	t->store_by_result = by_result;
+	m->inflight = sat_add(m->inflight, bytes);
+}
+
+void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result)
+{
+	struct task *t = find(m, tid);
+
+	if (t)
+		store_settle(m, t, result);
+}
+
+void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)
+{
+	m->stored = sat_add(m->stored, bytes);
+	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], m->stored + m->host_w);
 }
 
 void trace_meter_sample(struct trace_meter *m)

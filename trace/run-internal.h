@@ -2,6 +2,7 @@
 #ifndef TRACE_RUN_INTERNAL_H
 #define TRACE_RUN_INTERNAL_H
 
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -16,6 +17,9 @@ enum {
 	TRACE_TAG_CLASS = 4,   /* a class the caller asked to trace */
 	TRACE_TAG_BADARCH = 5, /* i386 (int 0x80) or x32 */
 };
+
+/* open(2) flags that create an inode */
+#define TRACE_CREATE_FLAGS (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
 
 /* One mount of the plan, with paths already joined onto the build root. */
 #define PLAN_MOUNT_DEV 16 /* the run's own /dev (a default, never a user's mount) */

@@ -669,10 +669,13 @@ static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
 		struct common_err e;
 		c->restored = 1;
 		if (c->opts->restore_exec(c->opts->restore_ctx, pid, &e) < 0) {
-			common_report(&e);
-			trace_sv_stop(c->sv, "restore failed");
+			c->fail = e;
+			c->failed = 1;
+			trace_sv_kill_now(c->sv, "restore failed");
 			return;
 		}
+		if (c->ins) /* the lease is Active now: its usage may be observed */
+			trace_inspector_hold(c->ins, 0);
 	}
 	if (c->rec)
 		trace_rec_on_exec(c->rec, pid, ppid, path, NULL);
@@ -1136,9 +1139,11 @@ int trace_run_main(struct trace_run_opts *o)
 		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
 		const char *state = jstr(l, "state");
 		const char *want = jstr(json_object_get(l, "image"), "sha256");
-		if (!state || strcmp(state, "Active") != 0) {
-			common_errf(&e, "lease", "cannot run lease %s: state is %s, run needs Active", id,
-				    state ? state : "unknown");
+		/* a restore becomes Active once its guest is rebuilt (restore_exec) */
+		const char *need = o->restore_exec ? "Funded" : "Active";
+		if (!state || strcmp(state, need) != 0) {
+			common_errf(&e, "lease", "cannot run lease %s: state is %s, run needs %s", id,
+				    state ? state : "unknown", need);
 			goto fail;
 		}
 		start_seq = json_integer_value(json_object_get(l, "seq"));
@@ -1223,6 +1228,8 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 	}
 	ctx.ins = trace_bound_inspector(bound);
+	if (ctx.ins && o->restore_exec) /* no observation of a lease still Funded */
+		trace_inspector_hold(ctx.ins, 1);
 	/* level file: readlink need not stop unless an inspector looks at file calls */
 	if (ctx.rec && !(o->trace_level && strcmp(o->trace_level, "file") != 0) &&
 	    !(ctx.ins && (trace_inspector_classes(ctx.ins) & TRACE_CLASS_FILE)))

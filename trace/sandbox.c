@@ -52,7 +52,6 @@
 /* setuid/setgid bits on a file the guest creates or changes would outlive the run
  * through a bind (root-owned on the host when root invoked sbx) */
 #define ID_BITS (S_ISUID | S_ISGID)
-#define CREATE_FLAGS (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
 
 /* The argument positions of the mode a call gives a file and of the open flags
  * that gate it, from the table; -1 where the call has none. */
@@ -88,7 +87,7 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 	int mode, oflags;
 	fmode_args(s, &mode, &oflags);
 	if (mode >= 0 && ((uint32_t)a[mode] & ID_BITS) &&
-	    (oflags < 0 || ((uint32_t)a[oflags] & CREATE_FLAGS)))
+	    (oflags < 0 || ((uint32_t)a[oflags] & TRACE_CREATE_FLAGS)))
 		return EPERM;
 	/* only one id is mapped: any other is what an ordinary user may not take or
 	 * give (EPERM natively; the kernel would say EINVAL for an unmapped one) */
@@ -156,6 +155,14 @@ static int allow_own_ids(scmp_filter_ctx c, const struct trace_sysinfo *s, const
 	return 0;
 }
 
+/* Trapped for the storage meter alone: no other class asks for every call. */
+static int store_only(const struct trace_sysinfo *s, unsigned classes)
+{
+	return (s->classes & classes & TRACE_CLASS_STORE) &&
+	       !(s->classes & classes & ~TRACE_CLASS_STORE) &&
+	       !((classes & TRACE_FILTER_DETERM) && trace_determ_traps(s->nr));
+}
+
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
 {
 	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(TRACE_TAG_UNKNOWN));
@@ -174,7 +181,7 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++) {
 		const struct trace_sysinfo *s = trace_sys_at(i);
 		struct scmp_arg_cmp cmp[1];
-		int nr = s->nr, mode, oflags, ids[6];
+		int nr = s->nr, mode, oflags, ids[6], mflags = trace_sys_arg(s, TRACE_ARG_MFLAGS);
 		fmode_args(s, &mode, &oflags);
 		if (nr == TRACE_SYS_exit || nr == TRACE_SYS_exit_group) {
 			/* never trapped: an orphan must always be able to die */
@@ -190,6 +197,12 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 		} else if (nr == TRACE_SYS_clone3 || nr == TRACE_SYS_openat2) {
 			/* glibc tries clone3 at every thread start; ENOSYS without a stop */
 			rc = rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, s->name, e);
+		} else if (store_only(s, classes) && (oflags >= 0 || mflags >= 0)) {
+			/* only a creating open or a shared mapping may store: the rest runs,
+			 * these fall to the default trap and the storage meter */
+			cmp[0] = oflags >= 0 ? SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0)
+					     : SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_SHARED, 0);
+			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 		} else if (((s->classes & classes) ||
 			    ((classes & TRACE_FILTER_DETERM) && trace_determ_traps(nr))) &&
 			   nr != TRACE_SYS_rt_sigreturn &&
@@ -229,7 +242,7 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 			cmp[0] = SCMP_CMP32((unsigned)mode, SCMP_CMP_MASKED_EQ, ID_BITS, 0);
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 			if (rc == 0 && oflags >= 0) {
-				cmp[0] = SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, CREATE_FLAGS, 0);
+				cmp[0] = SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0);
 				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 			}
 		} else if (nr == TRACE_SYS_seccomp) {

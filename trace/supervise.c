@@ -426,6 +426,19 @@ static void kill_all(struct trace_supervisor *sv)
 	 * it); no tid is signalled by number, the host may have reused it */
 	if (!sv->init_gone)
 		trace_sandbox_kill(sv->p);
+	/* init kills the rest only once it runs, which a loaded host delays: each
+	 * live tracee's group is killed now too, through a pidfd (a tracee this
+	 * loop has not reaped keeps its pid) */
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (const struct tstate *t = sv->bucket[b]; t; t = t->next) {
+			if (t->dead || !t->seen || t->tid == sv->init)
+				continue;
+			int pfd = (int)syscall(SYS_pidfd_open, t->tgid ? t->tgid : t->tid, 0);
+			if (pfd >= 0) {
+				syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+				close(pfd);
+			}
+		}
 }
 
 /* A task reaped before its parent's fork event: the hooks hear its spawn (if

@@ -51,3 +51,11 @@ const struct trace_sysinfo *trace_sys_at(size_t i)
 {
 	return i < NSYS ? &table[i] : NULL;
 }
+
+int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind)
+{
+	for (int i = 0; s && i < 6; i++)
+		if (s->arg[i] == kind)
+			return i;
+	return -1;
+}

@@ -12,8 +12,8 @@
 /* Classes, a bit set, used by the filter, the recorder and policy rules. */
 enum trace_class {
 	TRACE_CLASS_FILE = 1u << 0,    /* takes a path */
-	TRACE_CLASS_READ = 1u << 1,    /* read family (never trapped for metering) */
-	TRACE_CLASS_WRITE = 1u << 2,   /* write family (idem) */
+	TRACE_CLASS_READ = 1u << 1,    /* read family */
+	TRACE_CLASS_WRITE = 1u << 2,   /* write family */
 	TRACE_CLASS_PROCESS = 1u << 3, /* fork/clone/exec/exit/wait */
 	TRACE_CLASS_NET = 1u << 4,
 	TRACE_CLASS_SIGNAL = 1u << 5,
@@ -21,6 +21,7 @@ enum trace_class {
 	TRACE_CLASS_TIME = 1u << 7,    /* virtualized under --deterministic */
 	TRACE_CLASS_DESC = 1u << 8,    /* creates/closes descriptors */
 	TRACE_CLASS_REFUSED = 1u << 9, /* always refused by the boundary */
+	TRACE_CLASS_STORE = 1u << 10,  /* may store bytes or an inode on a file (storage_write) */
 };
 /* Argument kinds, per argument position. */
 enum trace_arg {
@@ -29,6 +30,16 @@ enum trace_arg {
 	TRACE_ARG_FMODE,  /* the mode a file gets: setuid/setgid bits are refused */
 	TRACE_ARG_OFLAGS, /* open(2) flags: the FMODE applies with O_CREAT or O_TMPFILE only */
 	TRACE_ARG_ID,     /* a uid or gid to take or give: only the guest's own, or -1 (keep) */
+	TRACE_ARG_OUTFD,  /* the descriptor bytes are stored into (storage when it is a file) */
+	TRACE_ARG_INFD,   /* the descriptor bytes are read from */
+	TRACE_ARG_COUNT,  /* at most this many bytes move; the call returns how many did */
+	TRACE_ARG_IOV,    /* an iovec array: its lengths are the count */
+	TRACE_ARG_IOVCNT, /* the iovec array's length */
+	TRACE_ARG_LEN,    /* this many bytes are stored when the call succeeds */
+	TRACE_ARG_PROT,   /* mmap protection: without PROT_WRITE, a writable fd can still store */
+	TRACE_ARG_MFLAGS, /* mmap flags: only a MAP_SHARED file mapping stores */
+	TRACE_ARG_MAPADDR,/* an address in a mapping: growing a shared file mapping stores */
+	TRACE_ARG_MAPLEN, /* the length a new LEN replaces: only growth stores */
 };
 struct trace_sysinfo {
 	const char *name;
@@ -47,6 +58,8 @@ const struct trace_sysinfo *trace_sys_by_nr(long nr);  /* NULL if unknown */
 const struct trace_sysinfo *trace_sys_by_name(const char *name);
 size_t trace_sys_count(void);
 const struct trace_sysinfo *trace_sys_at(size_t i);
+/* The position of the first argument of this kind, or -1. */
+int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind);
 
 /* ---- one supervised syscall, as the supervisor sees it at a stop ---- */
 enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
@@ -395,7 +408,6 @@ void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
 struct trace_cgroup;
 struct trace_cgroup_mem {
 	uint64_t held;  /* anon + shmem pages the tree holds, mapped or not */
-	uint64_t peak;  /* the most the cgroup was charged, cache included */
 	uint64_t ooms;  /* times the bound refused a page */
 };
 struct trace_cgroup *trace_cgroup_open(uint64_t bound); /* NULL: none can be made here */
@@ -522,6 +534,28 @@ void trace_meter_sample(struct trace_meter *m);
 void trace_meter_tick(struct trace_meter *m);
 /* What sbx itself wrote for the guest so far (its trace): part of storage_write. */
 void trace_meter_host_write(struct trace_meter *m, uint64_t bytes);
+/* storage_write, exactly: a storing call of tid reserves what it may store at its
+ * entry and settles at its exit with its result (-errno: nothing; a byte count; else
+ * all reserved); a task that dies in the call is charged all. held: stored, reserved
+ * and the trace's bytes; refused: a call that would cross the bound, charged whole
+ * without running, so the usage reads as the excess. */
+void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, int by_result);
+void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result);
+uint64_t trace_meter_store_held(const struct trace_meter *m);
+void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes);
+/* What a trapped call may store on a host file (trace/store.c): bytes, and whether its
+ * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
+ * An inode or name a call may create counts TRACE_INODE_BYTES. */
+#define TRACE_INODE_BYTES 4096
+struct trace_store_call {
+	uint64_t bytes;
+	int by_result;
+};
+int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
+		      struct trace_store_call *c);
+/* At its exit: the result as the meter reads it (an open that made no regular file
+ * reads as a failure: it created nothing). */
+int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st);
 /* memory also from the run's cgroup; a page it refused is a crossing of bound */
 void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, uint64_t bound);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
@@ -564,6 +598,8 @@ void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);
 /* The run's trace bytes so far, metered as storage_write from the next sample. */
 void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg);
+/* held: the lease is not Active yet (a restore): usage is not observed */
+void trace_inspector_hold(struct trace_inspector *in, int held);
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes);
 /* A watched fd of the inspector's (its observation writer's wake-up) is readable. */
 int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd);

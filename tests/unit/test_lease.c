@@ -328,6 +328,39 @@ static void test_ns_digest(void)
 	common_rm_rf(dir, &e);
 }
 
+/* etcd store URLs are checked before any connection; the host part goes to SBX_HOST_DIR. */
+static void test_etcd_url(void)
+{
+	static const struct { const char *url, *why; } bad[] = {
+		{ "etcd://127.0.0.1:2379", "expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX" },
+		{ "etcd:///sbx", "expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX" },
+		{ "etcd://localhost/sbx", "endpoint \"localhost\" is not HOST:PORT" },
+		{ "etcd://u@h:1/sbx", "endpoint \"u@h:1\" is not HOST:PORT" },
+		{ "etcd://h:1/a b", "prefix may hold only A-Z a-z 0-9 . _ - /" },
+	};
+	char dir[] = "/tmp/sbx-test-etcd.XXXXXX";
+	struct lease_store *s;
+	struct common_err e;
+
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("SBX_HOST_DIR", dir, 1);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECK(lease_store_open(bad[i].url, &s, &e) < 0);
+		CHECK_STR(e.why, bad[i].why);
+	}
+	/* nothing listens on port 1: the error names etcd and the endpoint, in bounded time */
+	setenv("SBX_ETCD_TIMEOUT_MS", "200", 1);
+	CHECK(lease_store_open("etcd://127.0.0.1:1/sbx", &s, &e) < 0);
+	CHECK_STR(e.what, "store");
+	CHECK(strncmp(e.why, "etcd unreachable: http://127.0.0.1:1: ", 38) == 0);
+	setenv("SBX_ETCD_TIMEOUT_MS", "nope", 1);
+	CHECK(lease_store_open("etcd://127.0.0.1:1/sbx", &s, &e) < 0);
+	unsetenv("SBX_ETCD_TIMEOUT_MS");
+	unsetenv("SBX_HOST_DIR");
+	struct common_err rm;
+	common_rm_rf(dir, &rm);
+}
+
 int main(void)
 {
 	test_table();
@@ -337,5 +370,6 @@ int main(void)
 	test_snapshot_restore();
 	test_image();
 	test_ns_digest();
+	test_etcd_url();
 	return unit_finish("test_lease");
 }

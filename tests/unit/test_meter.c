@@ -386,6 +386,45 @@ static void test_meter_reaped(void)
 	trace_meter_free(m);
 }
 
+/* storage_write settles each reservation by the call's result: an error stores
+ * nothing, a byte count what it says (even past the reservation), another success
+ * all reserved; a task gone mid-call is charged all; a refusal is charged whole. */
+static void test_meter_store(void)
+{
+	struct trace_meter *m = trace_meter_new(NULL, UINT64_MAX, NULL);
+	uint64_t u[TRACE_DIMS];
+	pid_t me = getpid();
+
+	trace_meter_task_new(m, me, me);
+	trace_meter_store_begin(m, me, 100, 1);
+	CHECK(trace_meter_store_held(m) == 100);
+	trace_meter_store_end(m, me, 40);                 /* a short write */
+	trace_meter_store_begin(m, me, 100, 1);
+	trace_meter_store_end(m, me, -ENOSPC);            /* stored nothing */
+	trace_meter_store_begin(m, me, 100, 1);
+	trace_meter_store_end(m, me, 150);                /* a raced iovec: what it did */
+	trace_meter_store_begin(m, me, 4096, 0);
+	trace_meter_store_end(m, me, 0x7f0000000000);     /* an address: all reserved */
+	trace_meter_host_write(m, 10);
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_STORAGE_WRITE] == 40 + 150 + 4096 + 10);
+	CHECK(trace_meter_store_held(m) == 40 + 150 + 4096 + 10);
+	trace_meter_store_begin(m, me, 1000, 1);
+	trace_meter_store_begin(m, me, 7, 1);             /* the first never came back */
+	trace_meter_store_end(m, me, 7);
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_STORAGE_WRITE] == 4296 + 1000 + 7);
+	trace_meter_store_begin(m, me, 500, 1);
+	trace_meter_task_exit(m, me, me);                 /* gone mid-call: all of it */
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_STORAGE_WRITE] == 5303 + 500);
+	CHECK(trace_meter_store_held(m) == 5803);
+	trace_meter_store_refused(m, 1u << 20);
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_STORAGE_WRITE] == 5803 + (1u << 20));
+	trace_meter_free(m);
+}
+
 int main(void)
 {
 	struct common_err e;
@@ -403,6 +442,7 @@ int main(void)
 	test_ns_vanishing();
 	test_meter_tree();
 	test_meter_reaped();
+	test_meter_store();
 	common_rm_rf(dir, &e);
 	return unit_finish("test_meter");
 }

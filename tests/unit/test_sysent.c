@@ -58,6 +58,33 @@ int main(void)
 			paths += s->arg[a] == TRACE_ARG_PATH;
 		CHECK(paths > 0, "%s: file class without a path argument", s->name);
 	}
+	/* storage facts: what a storing call stores is in its arguments */
+	for (size_t i = 0; i < n; i++) {
+		s = trace_sys_at(i);
+		int out = trace_sys_arg(s, TRACE_ARG_OUTFD), in = trace_sys_arg(s, TRACE_ARG_INFD);
+		int bytes = trace_sys_arg(s, TRACE_ARG_COUNT) >= 0 || trace_sys_arg(s, TRACE_ARG_LEN) >= 0 ||
+			    trace_sys_arg(s, TRACE_ARG_IOV) >= 0;
+		CHECK(out < 0 || ((s->classes & TRACE_CLASS_STORE) && bytes),
+		      "%s: an out descriptor without the store class or a byte count", s->name);
+		CHECK(!(s->classes & TRACE_CLASS_READ) || (in >= 0 && bytes),
+		      "%s: a read-family call without an in descriptor and a byte count", s->name);
+		CHECK((trace_sys_arg(s, TRACE_ARG_IOV) >= 0) == (trace_sys_arg(s, TRACE_ARG_IOVCNT) >= 0),
+		      "%s: an iovec without its length, or the reverse", s->name);
+	}
+	static const char *const storing[] = { "write", "pwrite64", "writev", "pwritev", "pwritev2",
+		"fallocate", "sendfile", "splice", "copy_file_range", "mmap", "mremap", "open", "openat",
+		"creat", "mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat",
+		"setxattr", "lsetxattr", "fsetxattr" };
+	for (size_t i = 0; i < sizeof storing / sizeof storing[0]; i++) {
+		s = trace_sys_by_name(storing[i]);
+		CHECK(s && (s->classes & TRACE_CLASS_STORE), "%s: may store, not in the store class", storing[i]);
+	}
+	static const char *const aio[] = { "io_setup", "io_submit", "io_getevents", "io_pgetevents",
+		"io_cancel", "io_destroy", "setxattrat" };
+	for (size_t i = 0; i < sizeof aio / sizeof aio[0]; i++) {
+		s = trace_sys_by_name(aio[i]);
+		CHECK(s && s->refuse_errno == ENOSYS, "%s: not refused with ENOSYS", aio[i]);
+	}
 	/* every table entry the system header also knows has the same number */
 #ifdef SYS_read
 	check_nr("read", SYS_read);

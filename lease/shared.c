@@ -1,0 +1,375 @@
+/* The etcd back end (SPEC §14): records, receipt chains, slot indexes, the batch
+ * clock and registered host keys in one cluster; every transition is one etcd
+ * transaction over the revisions it read, run again when another client won.
+ * Keys under PREFIX: lease/ID, receipt/ID/SEQ (20 digits), slots/PRINCIPAL,
+ * clock, keys/PUBHEX. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include "lease/lease-internal.h"
+
+#define RETRY_MAX 400
+#define KEY_MAX 160
+
+/* What a transition read: the revision its commit compares. */
+static void note(struct lease_store *s, const char *key, int64_t rev, const json_t *val)
+{
+	json_object_set_new(s->reads, key, json_pack("[I, O?]", (json_int_t)rev, (json_t *)val));
+}
+
+static int64_t noted_rev(struct lease_store *s, const char *key)
+{
+	return json_integer_value(json_array_get(json_object_get(s->reads, key), 0));
+}
+
+/* key's value parsed as JSON (NULL when absent), its revision noted. */
+static int get_json(struct lease_store *s, const char *key, json_t **out, struct common_err *e)
+{
+	char *val, name[KEY_MAX + 8];
+	int64_t rev;
+
+	*out = NULL;
+	if (lease_etcd_get(s->etcd, key, &val, &rev, e) < 0)
+		return -1;
+	snprintf(name, sizeof name, "etcd %s", key);
+	if (val && !(*out = common_json_load(val, strlen(val), name, e))) {
+		free(val);
+		return -1;
+	}
+	free(val);
+	note(s, key, rev, *out);
+	return 0;
+}
+
+static int shared_pair_read(struct lease_store *s, const char *id, json_t **pair,
+			    struct common_err *e)
+{
+	char key[KEY_MAX], name[KEY_MAX];
+	json_t *j;
+
+	snprintf(key, sizeof key, "lease/%s", id);
+	snprintf(name, sizeof name, "etcd %s", key);
+	if (get_json(s, key, &j, e) < 0)
+		return -1;
+	*pair = NULL;
+	if (!j)
+		return 0;
+	if (!json_is_object(j) || !json_is_object(json_object_get(j, "receipt")) ||
+	    lease_record_check(json_object_get(j, "lease"), name, e) < 0) {
+		json_decref(j);
+		return common_errf(e, name, "expected {\"lease\": RECORD, \"receipt\": RECEIPT}");
+	}
+	*pair = j;
+	return 0;
+}
+
+static int shared_slots_read(struct lease_store *s, const char *principal, json_t **slots,
+			     struct common_err *e)
+{
+	char key[KEY_MAX];
+	json_t *kvs, *kv, *list;
+	size_t i;
+
+	*slots = json_object();
+	if (principal) {
+		snprintf(key, sizeof key, "slots/%s", principal);
+		if (get_json(s, key, &list, e) < 0)
+			goto fail;
+		if (list && !json_is_array(list)) {
+			json_decref(list);
+			common_errf(e, key, "expected an array of lease ids");
+			goto fail;
+		}
+		if (list)
+			json_object_set_new(*slots, principal, list);
+		return 0;
+	}
+	if (lease_etcd_range(s->etcd, "slots/", NULL, &kvs, e) < 0)
+		goto fail;
+	json_array_foreach(kvs, i, kv) {
+		const char *k = json_string_value(json_array_get(kv, 0)), *v;
+		v = json_string_value(json_array_get(kv, 1));
+		list = common_json_load(v, strlen(v), k, NULL);
+		if (!json_is_array(list)) {
+			json_decref(list);
+			json_decref(kvs);
+			common_errf(e, k, "expected an array of lease ids");
+			goto fail;
+		}
+		if (json_array_size(list))
+			json_object_set_new(*slots, k + strlen("slots/"), list);
+		else
+			json_decref(list);
+	}
+	json_decref(kvs);
+	return 0;
+fail:
+	json_decref(*slots);
+	*slots = NULL;
+	return -1;
+}
+
+static json_t *put_json(const char *key, const json_t *val)
+{
+	char *c = common_json_canonical(val);
+	json_t *p = json_pack("[s, s]", key, c);
+
+	free(c);
+	return p;
+}
+
+/* The principal's slot list with id in (live) or out; NULL when already so. */
+static json_t *slots_with(const json_t *list, const char *id, int live)
+{
+	json_t *out = json_is_array(list) ? json_copy((json_t *)list) : json_array(), *v;
+	size_t i, found = (size_t)-1;
+
+	json_array_foreach(out, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), id) == 0)
+			found = i;
+	if (live == (found != (size_t)-1)) {
+		json_decref(out);
+		return NULL;
+	}
+	if (live)
+		json_array_append_new(out, json_string(id));
+	else
+		json_array_remove(out, found);
+	return out;
+}
+
+/* A commit whose reply was lost and whose retry then lost the comparison may have
+ * been applied: it was when the record's head is our last receipt. */
+static int was_ours(struct lease_store *s, const char *lk, const char *digest,
+		    struct common_err *e)
+{
+	json_t *pair;
+	int ours;
+
+	if (get_json(s, lk, &pair, e) < 0)
+		return -1;
+	ours = pair && lease_jstr(json_object_get(pair, "lease"), "head") &&
+	       strcmp(lease_jstr(json_object_get(pair, "lease"), "head"), digest) == 0;
+	json_decref(pair);
+	return ours;
+}
+
+static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *rec,
+			 struct common_err *e)
+{
+	const json_t *last = json_array_get(rs, json_array_size(rs) - 1), *r;
+	const char *id = lease_jstr(rec, "id"), *pr = lease_jstr(rec, "principal");
+	json_t *cmp = json_array(), *puts = json_array(), *pair, *slots = NULL, *seen;
+	const json_t *before;
+	char lk[KEY_MAX], sk[KEY_MAX], rk[KEY_MAX];
+	enum lease_state st, prev;
+	int was_live;
+	int64_t rev = 0;
+	size_t i;
+	int rc = -1, done;
+
+	snprintf(lk, sizeof lk, "lease/%s", id);
+	snprintf(sk, sizeof sk, "slots/%s", pr);
+	lease_state_parse(lease_jstr(rec, "state"), &st);
+	json_array_append_new(cmp, json_pack("[s, I]", lk, (json_int_t)noted_rev(s, lk)));
+	json_array_foreach(rs, i, r) {
+		snprintf(rk, sizeof rk, "receipt/%s/%020lld", id, (long long)lease_jint(r, "seq"));
+		json_array_append_new(puts, put_json(rk, r));
+	}
+	pair = json_pack("{s:O, s:O}", "lease", rec, "receipt", last);
+	json_array_append_new(puts, put_json(lk, pair));
+	/* the slot index changes only when the lease enters or leaves the live states */
+	before = json_object_get(json_array_get(json_object_get(s->reads, lk), 1), "lease");
+	was_live = before && lease_state_parse(lease_jstr(before, "state"), &prev) == 0 &&
+		   lease_state_live(prev);
+	if (was_live != lease_state_live(st) && !json_object_get(s->reads, sk)) {
+		if (shared_slots_read(s, pr, &seen, e) < 0)
+			goto out;
+		json_decref(seen);
+	}
+	if (was_live != lease_state_live(st))
+		slots = slots_with(json_array_get(json_object_get(s->reads, sk), 1), id,
+				   lease_state_live(st));
+	if (slots) {
+		json_array_append_new(cmp, json_pack("[s, I]", sk, (json_int_t)noted_rev(s, sk)));
+		json_array_append_new(puts, put_json(sk, slots));
+	}
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	if (done == 0)
+		done = was_ours(s, lk, lease_jstr(last, "digest"), e);
+	if (done < 0)
+		goto out;
+	if (done == 0) {
+		s->conflict = 1;
+		common_errf(e, "store", "lease %s or the slots of %s changed meanwhile in %s", id, pr,
+			    s->name);
+		goto out;
+	}
+	note(s, lk, rev, pair);
+	if (slots)
+		note(s, sk, rev, slots);
+	rc = lease_ns_effect(s, rec, e);
+out:
+	json_decref(slots);
+	json_decref(pair);
+	json_decref(cmp);
+	json_decref(puts);
+	return rc;
+}
+
+static int shared_clock_read(struct lease_store *s, json_t **clk, struct common_err *e)
+{
+	if (get_json(s, "clock", clk, e) < 0)
+		return -1;
+	if (!*clk)
+		return common_errf(e, "clock", "store %s has no clock", s->name);
+	return 0;
+}
+
+static int shared_clock_write(struct lease_store *s, const json_t *clk, struct common_err *e)
+{
+	json_t *cmp = json_pack("[[s, I]]", "clock", (json_int_t)noted_rev(s, "clock"));
+	json_t *puts = json_pack("[o]", put_json("clock", clk));
+	int64_t rev;
+	int done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+
+	json_decref(cmp);
+	json_decref(puts);
+	if (done == 0) {
+		s->conflict = 1;
+		return common_errf(e, "clock", "changed meanwhile in store %s", s->name);
+	}
+	return done < 0 ? -1 : 0;
+}
+
+static int shared_ids(struct lease_store *s, char ***ids, size_t *n, struct common_err *e)
+{
+	json_t *kvs, *kv;
+	size_t i;
+
+	*ids = NULL;
+	*n = 0;
+	if (lease_etcd_range(s->etcd, "lease/", NULL, &kvs, e) < 0)
+		return -1;
+	*ids = common_xcalloc(json_array_size(kvs) + 1, sizeof **ids);
+	json_array_foreach(kvs, i, kv) {
+		const char *id = json_string_value(json_array_get(kv, 0)) + strlen("lease/");
+		if (lease_id_valid(id))
+			(*ids)[(*n)++] = common_xstrdup(id);
+	}
+	json_decref(kvs);
+	return 0;
+}
+
+static int shared_receipts(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
+			   void *arg, struct common_err *e)
+{
+	char pre[KEY_MAX], from[KEY_MAX], name[KEY_MAX + 8];
+	json_t *kvs, *kv;
+	size_t i;
+	int rc = 0;
+
+	snprintf(pre, sizeof pre, id ? "receipt/%s/" : "receipt/", id);
+	snprintf(from, sizeof from, "%s%020lld", pre, (long long)(after + 1));
+	if (lease_etcd_range(s->etcd, pre, id && after >= 0 ? from : NULL, &kvs, e) < 0)
+		return -1;
+	json_array_foreach(kvs, i, kv) {
+		const char *v = json_string_value(json_array_get(kv, 1));
+		snprintf(name, sizeof name, "etcd %s", json_string_value(json_array_get(kv, 0)));
+		if ((rc = fn(arg, name, v, strlen(v))) < 0)
+			break;
+	}
+	json_decref(kvs);
+	return rc;
+}
+
+const struct lease_backend lease_etcd_backend = {
+	.pair_read = shared_pair_read,
+	.slots_read = shared_slots_read,
+	.commit = shared_commit,
+	.clock_read = shared_clock_read,
+	.clock_write = shared_clock_write,
+	.ids = shared_ids,
+	.receipts = shared_receipts,
+};
+
+/* Put key = val unless key exists. A read first: opening a store is common and a
+ * write would cost a round of consensus each time. */
+static int ensure(struct lease_store *s, const char *key, const json_t *val, struct common_err *e)
+{
+	json_t *cmp = json_pack("[[s, i]]", key, 0), *puts = json_pack("[o]", put_json(key, val));
+	char *have;
+	int64_t rev;
+	int r = lease_etcd_get(s->etcd, key, &have, &rev, e);
+
+	free(have);
+	if (r == 0 && rev == 0)
+		r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	json_decref(cmp);
+	json_decref(puts);
+	return r < 0 ? -1 : 0;
+}
+
+int lease_shared_open(struct lease_store *s, struct common_err *e)
+{
+	char pub[65], key[KEY_MAX], host[256] = "";
+	json_t *v;
+	int r;
+
+	s->signers = json_object();
+	common_hex(s->key.pub, 32, pub);
+	snprintf(key, sizeof key, "keys/%s", pub);
+	gethostname(host, sizeof host - 1);
+	/* the host's public key, so that every host verifies what this one signs */
+	v = json_pack("{s:s, s:s, s:I}", "key", pub, "host", host, "registered_ms",
+		      (json_int_t)common_now_ms());
+	r = ensure(s, key, v, e);
+	json_decref(v);
+	if (r < 0)
+		return -1;
+	json_object_set_new(s->signers, pub, json_true());
+	v = json_pack("{s:s, s:I, s:I, s:I}", "mode", "wall", "epoch_ms", (json_int_t)common_now_ms(),
+		      "batch_ms", (json_int_t)1000, "batch", (json_int_t)0);
+	r = ensure(s, "clock", v, e);
+	json_decref(v);
+	return r;
+}
+
+int lease_signer_known(struct lease_store *s, const char *pubhex, struct common_err *e)
+{
+	char key[KEY_MAX], *val;
+	int64_t rev;
+
+	if (json_object_get(s->signers, pubhex))
+		return 1;
+	snprintf(key, sizeof key, "keys/%s", pubhex);
+	if (lease_etcd_get(s->etcd, key, &val, &rev, e) < 0)
+		return -1;
+	free(val);
+	if (rev == 0)
+		return 0;
+	json_object_set_new(s->signers, pubhex, json_true());
+	return 1;
+}
+
+int lease_retry(struct lease_store *s, unsigned *attempt)
+{
+	unsigned cap = *attempt < 6 ? 1u << *attempt : 64, r = 0;
+	struct timespec ts;
+
+	if (!s->conflict)
+		return 0;
+	s->conflict = 0;
+	if (++*attempt > RETRY_MAX)
+		return 0;
+	/* a random pause spreads the losers of one race over the next rounds */
+	if (getrandom(&r, sizeof r, 0) < 0)
+		r = (unsigned)getpid();
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(r % (cap * 1000)) * 1000L;
+	nanosleep(&ts, NULL);
+	return 1;
+}

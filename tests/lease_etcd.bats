@@ -1,0 +1,1 @@
+lease.bats

@@ -1,0 +1,220 @@
+#!/usr/bin/env bats
+# Several hosts, one etcd store (SPEC §14): the 32-slot rule, chains and signatures
+# hold across hosts, through the loss of the leader; without quorum commands fail
+# in bounded time and leave nothing half-written.
+load helpers
+
+setup_file() {
+	sbx_etcd_start
+}
+
+teardown_file() {
+	sbx_etcd_stop
+}
+
+setup() {
+	export SBX_STORE
+	SBX_STORE=$(sbx_etcd_url "f$BATS_TEST_NUMBER")
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# A cluster of the test's own, for tests that kill members (teardown stops it).
+own_cluster() {
+	export SBX_TEST_ETCD="$BATS_TEST_TMPDIR/etcd"
+	OWN_ETCD=$SBX_TEST_ETCD
+	"$BATS_TEST_DIRNAME/etcd-cluster.sh" start "$SBX_TEST_ETCD" >/dev/null
+	SBX_STORE=$(sbx_etcd_url "f$BATS_TEST_NUMBER")
+}
+
+teardown() {
+	[ -z "${OWN_ETCD:-}" ] || "$BATS_TEST_DIRNAME/etcd-cluster.sh" stop "$OWN_ETCD"
+}
+
+cluster() {
+	"$BATS_TEST_DIRNAME/etcd-cluster.sh" "$@" "$SBX_TEST_ETCD"
+}
+
+# sbx-lease as simulated host $1 (its own directory and key)
+on_host() {
+	local h=$1
+	shift
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host$h" sbx-lease "$@"
+}
+
+# 64 requests for principal racer, 16 from each of 4 hosts, all at once
+race() {
+	for i in $(seq 0 63); do
+		(on_host $((i % 4)) request --image /bin/true --principal racer >"c$i.out" 2>"c$i.err"
+			echo $? >"c$i.rc") &
+	done
+}
+
+live_count() {
+	sbx_etcdctl get --prefix --keys-only "/f$BATS_TEST_NUMBER/lease/" | grep -c lease/ || true
+}
+
+check_race() {
+	assert_equal "$(cat c*.rc | grep -c '^0$')" 32
+	assert_equal "$(grep -l "already holds 32" c*.err | wc -l)" 32
+	run on_host 3 list --principal racer
+	assert_equal "${#lines[@]}" 32
+	# every host verifies every chain, signed by the 4 registered host keys
+	for h in 0 1 2 3; do
+		run on_host $h verify
+		assert_success
+		assert_equal "$(jq -r .ok <<<"$output")" true
+		assert_equal "$(jq -r .receipts <<<"$output")" 32
+	done
+	cat c*.out | jq -r .receipt.signer | sort | uniq -c >signers
+	assert_equal "$(wc -l <signers)" 4
+}
+
+@test "4 hosts, 64 concurrent requests for one principal: exactly 32 live, verified" {
+	race
+	wait
+	check_race
+}
+
+@test "a lease moves between hosts: each signs its edge, each verifies the others" {
+	on_host 0 request --image /bin/true --escrow 2 >r.json
+	on_host 1 fund --amount 2 --evidence r.json >f.json
+	on_host 2 activate --evidence f.json | on_host 3 settle --evidence - >s.json
+	assert_equal "$(jq -r .lease.state s.json)" Settling
+	run on_host 0 log "$(jq -r .lease.id s.json)"
+	assert_success
+	assert_equal "$(jq -r .signer <<<"$output" | sort -u | wc -l)" 4
+	run on_host 2 verify
+	assert_success
+	# a receipt signed by a key the store never registered is forged
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/stranger" SBX_STORE=$(sbx_etcd_url elsewhere) \
+		sbx-lease request --image /bin/true >x.json
+	run on_host 0 fund "$(jq -r .lease.id r.json)" --amount 2 --evidence x.json
+	assert_failure 1
+	assert_output --partial "is not a key registered in store"
+}
+
+@test "the leader killed amid 64 concurrent requests loses nothing; then without quorum commands fail in bounded time, writing nothing" {
+	own_cluster
+	race
+	until [ "$(live_count)" -ge 4 ] || [ $SECONDS -gt 60 ]; do sleep 0.1; done
+	first=$(cluster leader)
+	cluster kill "$first"
+	wait
+	[ "$(live_count)" -ge 4 ]
+	check_race
+	# one member of three is left: no quorum
+	on_host 0 request --image /bin/true --principal other >r.json
+	id=$(jq -r .lease.id r.json)
+	for second in 0 1 2; do [ "$second" = "$first" ] || break; done
+	cluster kill "$second"
+	SBX_ETCD_TIMEOUT_MS=1500 run on_host 0 fund --amount 1 --evidence r.json
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd unreachable: "
+	cluster revive "$first"
+	cluster revive "$second"
+	run on_host 1 show "$id"
+	assert_success
+	assert_equal "$(jq -r .lease.state <<<"$output")" Requested
+	run on_host 1 verify
+	assert_success
+	# and the store goes on
+	run on_host 1 fund --amount 1 --evidence r.json
+	assert_success
+}
+
+@test "an unreachable store fails at once with the endpoints it tried" {
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	SBX_ETCD_TIMEOUT_MS=300 run on_host 0 --store "etcd://127.0.0.1:$port/x" list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd unreachable: http://127.0.0.1:$port: "
+	run on_host 0 --store "etcd://127.0.0.1:$port" list
+	assert_failure 1
+	assert_output --partial "expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX"
+}
+
+@test "sbx-run runs a lease of the shared store on another host, and --ephemeral" {
+	on_host 0 request --image /bin/sh | on_host 0 fund --amount 0 --evidence - |
+		on_host 1 activate --evidence - >a.json
+	id=$(jq -r .lease.id a.json)
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host2" run sbx-run --lease "$id" -- /bin/sh -c 'echo on host2; echo x >/ns/f'
+	assert_success
+	assert_output "on host2"
+	run on_host 3 show "$id"
+	assert_equal "$(jq -r .lease.usage.output_values <<<"$output")" 1
+	[ -f "$BATS_TEST_TMPDIR/host2/ns/$id/f" ]
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host3" run sbx-run --ephemeral --result r.json -- /bin/echo hi
+	assert_success
+	assert_equal "$(jq -r '.receipts | length' r.json)" "$(on_host 0 log "$(jq -r .lease r.json)" | wc -l)"
+	run on_host 0 verify
+	assert_success
+}
+
+@test "a running guest moves to another host: snapshot on one, export | import, restore on the other" {
+	steps=60
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" $steps)
+	src=$(on_host 0 request --image "$GUESTS/snap_steps" --escrow 10 --limits namespace_bytes=64M |
+		on_host 0 fund --amount 10 --evidence - | on_host 0 activate --evidence - | jq -r .lease.id)
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0"
+	sbx-run --lease "$src" -- "$GUESTS/snap_steps" $steps >src.out 2>src.err &
+	pid=$!
+	ns="$SBX_HOST_DIR/ns/$src"
+	until [ -f "$ns/steps.log" ] && [ "$(wc -l <"$ns/steps.log")" -ge 2 ]; do
+		kill -0 $pid
+		sleep 0.05
+	done
+	digest=$(sbx-snap take "$src" --stop | jq -r .digest)
+	wait $pid || true
+	[ "$(wc -l <"$ns/steps.log")" -lt $steps ]
+	# the chunks travel as an archive; the store (etcd) holds the receipts
+	sbx-snap export "$digest" -o snap.tar
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1"
+	sbx-snap import snap.tar
+	tgt=$(on_host 1 request --image "$GUESTS/snap_steps" --escrow 10 --limits namespace_bytes=64M |
+		on_host 1 fund --amount 10 --evidence - | jq -r .lease.id)
+	run sbx-restore "$digest" --lease "$tgt"
+	assert_success
+	assert_output "$want"
+	assert_equal "$(wc -l <"$SBX_HOST_DIR/ns/$tgt/steps.log")" $steps
+	run on_host 2 log "$tgt"
+	assert_equal "$(jq -r .edge <<<"$output" | head -n 3 | tr '\n' ' ')" "request fund restore "
+	run on_host 3 verify
+	assert_success
+}
+
+@test "a cluster that wants TLS client certificates: with them it works, without them it is named" {
+	ETCD_TLS=1 own_cluster
+	t="$SBX_TEST_ETCD/tls"
+	SBX_ETCD_TIMEOUT_MS=300 run on_host 0 list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd unreachable: "
+	# the members' certificate is not from a CA the host trusts
+	SBX_ETCD_CACERT=/etc/ssl/certs/ca-certificates.crt run on_host 0 list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd TLS: https://127.0.0.1:"
+	export SBX_ETCD_CACERT="$t/ca.pem" SBX_ETCD_CERT="$t/client.pem" SBX_ETCD_KEY="$t/client.key"
+	on_host 0 request --image /bin/true | on_host 1 fund --amount 0 --evidence - >f.json
+	assert_equal "$(jq -r .lease.state f.json)" Funded
+	run on_host 2 verify
+	assert_success
+}
+
+# Last: it turns on authentication in the file's shared cluster.
+@test "a cluster with users: the password from the environment or a file; a wrong one is named" {
+	sbx_etcdctl user add root:sesame >/dev/null
+	sbx_etcdctl user grant-role root root >/dev/null
+	sbx_etcdctl auth enable >/dev/null
+	run on_host 0 list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd: "
+	assert_output --partial "user name is empty"
+	SBX_ETCD_USER=root SBX_ETCD_PASSWORD=wrong run on_host 0 list
+	assert_failure 1
+	assert_output --partial "authentication failed"
+	SBX_ETCD_USER=root SBX_ETCD_PASSWORD=sesame run on_host 0 request --image /bin/true
+	assert_success
+	echo sesame >pw
+	SBX_ETCD_USER=root SBX_ETCD_PASSWORD_FILE=pw run on_host 1 verify
+	assert_success
+	assert_equal "$(jq -r .leases <<<"$output")" 1
+	sbx_etcdctl --user root:sesame auth disable >/dev/null
+}
