@@ -6,27 +6,82 @@
 #   bench-deps`): processes, signals, pipes, ptys, the file system, mmap,
 #   rlimits and loopback HTTP servers.
 # - A JVM: javac compiles a small multi-class project and java runs it.
+# - libuv's test suite (processes, signals, pipes, ptys, loopback TCP/UDP,
+#   multicast, the file system, threads), one case per run with a timeout.
+#   Build it yourself and name the runner: UV_RUN_TESTS=/path/uv_run_tests_a
+#   (cmake -DLIBUV_BUILD_TESTS=ON; UV_SRC, its source tree for test/fixtures,
+#   defaults to the runner's parent directory). Skipped when unset.
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
-# and every case that passes natively but not under sbx.
-# Usage: bench/compat.sh   (SBX_BUILD defaults to ./build)
+# and every case that passes natively but not under sbx, with its first error.
+# Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
+# COMPAT_SUITES picks from "cpython jvm libuv"). Run it un-niced: a root
+# invoker may lower a niceness natively, a guest (no CAP_SYS_NICE) may not.
 set -eu
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${SBX_BUILD:=$here/build}"
 W=$(mktemp -d /var/tmp/sbx-bench-compat.XXXXXX)
+# searchable: a root invoker's set-up may not enter a 0700 directory to make mount points
+chmod 755 "$W"
 trap 'rm -rf "$W"' EXIT
 export SBX_STORE="$W/store"
 PY=/usr/bin/python3
 MODULES="test_os test_subprocess test_signal test_pty test_shutil test_tempfile test_posix
 test_fcntl test_select test_selectors test_pathlib test_mmap test_resource test_httpservers
 test_urllib2_localnet"
-[ -f /usr/lib/python3.11/test/test_os.py ] ||
-	{ echo "compat: no CPython test suite (make bench-deps)" >&2; exit 1; }
+: "${COMPAT_SUITES:=cpython jvm libuv}" "${UV_RUN_TESTS:=}" "${UV_TIMEOUT:=120}"
+suite() { case " $COMPAT_SUITES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if suite cpython && ! [ -f /usr/lib/python3.11/test/test_os.py ]; then
+	echo "compat: no CPython test suite (make bench-deps)" >&2; exit 1
+fi
+if suite libuv && [ -z "$UV_RUN_TESTS" ]; then
+	echo "compat: libuv skipped: UV_RUN_TESTS is not set (the path of a uv_run_tests_a built with -DLIBUV_BUILD_TESTS=ON)" >&2
+	COMPAT_SUITES=$(echo " $COMPAT_SUITES " | sed 's/ libuv / /')
+fi
+if suite libuv; then
+	: "${UV_SRC:=$(dirname "$UV_RUN_TESTS")/..}"
+	[ -x "$UV_RUN_TESTS" ] || { echo "compat: error: UV_RUN_TESTS: $UV_RUN_TESTS is not executable" >&2; exit 1; }
+	[ -d "$UV_SRC/test/fixtures" ] || { echo "compat: error: UV_SRC: no test/fixtures in $UV_SRC" >&2; exit 1; }
+	# the runner and its fixtures in a directory of their own, bound into the run
+	mkdir -p "$W/uv/test"
+	cp "$UV_RUN_TESTS" "$W/uv/uv_run_tests_a"
+	cp -r "$UV_SRC/test/fixtures" "$W/uv/test/"
+	# it refuses root unless told; the guest is never root
+	UV_CASES=$(cd "$W/uv" && UV_RUN_AS_ROOT=1 ./uv_run_tests_a --list | awk '{print $1}')
+fi
 
-# cases VARIANT: "name status" lines of the suite's verbose output, sorted
+# cases VARIANT: "name status" lines of CPython's verbose output, sorted
 cases() {
 	sed -n 's/^\(test[^ ]* ([^)]*)\) \.\.\. \(ok\|FAIL\|ERROR\|skipped\|expected failure\).*/\1 \2/p' "$W/$1.out" |
-		sort -u >"$W/$1.cases"
+		sort -u
+}
+
+# uv VARIANT RUN...: each libuv case by itself; "libuv NAME status" lines, and
+# "libuv NAME<TAB>first error line (or skip reason)" into VARIANT.why
+uv() {
+	v=$1
+	shift
+	mkdir -p "$W/$v.uv"
+	for c in $UV_CASES; do
+		rc=0
+		timeout "$UV_TIMEOUT" "$@" "$W/uv/uv_run_tests_a" "$c" >"$W/$v.uv/$c" 2>&1 </dev/null || rc=$?
+		why=
+		if head -1 "$W/$v.uv/$c" | grep -q "^ok 1 - $c # SKIP"; then
+			echo "libuv $c skipped"
+			why="skipped:$(head -1 "$W/$v.uv/$c" | sed 's/.*# SKIP//')"
+		elif [ $rc -eq 0 ]; then
+			echo "libuv $c ok"
+		elif [ $rc -eq 124 ]; then
+			echo "libuv $c FAIL"
+			why="timed out after $UV_TIMEOUT s"
+		else
+			echo "libuv $c FAIL"
+			why=$(grep -m1 'Assertion failed\|rror' "$W/$v.uv/$c" ||
+				grep -v -m1 '^not ok \|^# exit code\|^# Output from process\|^#\s*$' "$W/$v.uv/$c" || true)
+			why=${why:-exit $rc}
+		fi
+		[ -z "$why" ] || printf 'libuv %s\t%s\n' "$c" "$why" >>"$W/$v.why"
+	done
 }
 
 jvm() {
@@ -39,18 +94,40 @@ jvm() {
 run_variant() {
 	v=$1
 	cd "$W"
+	: >"$W/$v.cases"
+	: >"$W/$v.why"
 	case $v in
 	native)
-		HOME=$W $PY -m test -v $MODULES >"$W/$v.out" 2>&1 || true
-		sh -c "$(jvm | sed "s|/j|$W/j|g")" >"$W/$v.jvm" 2>&1 || true ;;
+		if suite cpython; then
+			HOME=$W $PY -m test -v $MODULES >"$W/$v.out" 2>&1 || true
+		fi
+		if suite jvm; then
+			sh -c "$(jvm | sed "s|/j|$W/j|g")" >"$W/$v.jvm" 2>&1 || true
+		fi
+		if suite libuv; then
+			(cd "$W/uv" && uv "$v" env UV_RUN_AS_ROOT=1) >>"$W/$v.cases"
+		fi ;;
 	sbx | sbx-trace)
 		set -- "$SBX_BUILD/bin/sbx-run" --ephemeral --env HOME=/tmp
 		[ "$v" = sbx ] || set -- "$@" --trace "$W/t.jsonl" --trace-level file
-		"$@" -- $PY -m test -v $MODULES >"$W/$v.out" 2>&1 || true
-		"$@" --rw "$W/j:/j" -- /bin/sh -c "$(jvm)" >"$W/$v.jvm" 2>&1 || true ;;
+		if suite cpython; then
+			"$@" -- $PY -m test -v $MODULES >"$W/$v.out" 2>&1 || true
+		fi
+		if suite jvm; then
+			"$@" --rw "$W/j:/j" -- /bin/sh -c "$(jvm)" >"$W/$v.jvm" 2>&1 || true
+		fi
+		if suite libuv; then
+			# the guest starts in the bound directory, as the runner expects
+			(cd "$W/uv" && uv "$v" "$@" --rw "$W/uv:$W/uv" --env UV_RUN_AS_ROOT=1 --) >>"$W/$v.cases"
+		fi ;;
 	esac
-	cases "$v"
-	if grep -qx "sum 5" "$W/$v.jvm"; then echo "jvm-javac-java (A) ok"; else echo "jvm-javac-java (A) FAIL"; fi >>"$W/$v.cases"
+	if suite cpython; then
+		cases "$v" >>"$W/$v.cases"
+	fi
+	if suite jvm; then
+		if grep -qx "sum 5" "$W/$v.jvm"; then echo "jvm-javac-java (A) ok"; else echo "jvm-javac-java (A) FAIL"; fi >>"$W/$v.cases"
+	fi
+	sort -o "$W/$v.cases" "$W/$v.cases"
 }
 
 for v in native sbx sbx-trace; do
@@ -64,5 +141,8 @@ for v in sbx sbx-trace; do
 	grep ' ok$' "$W/$v.cases" | sed 's/ ok$//' >"$W/$v.ok"
 	n=$(comm -12 "$W/native.ok" "$W/$v.ok" | wc -l)
 	echo "compat ($v): $n of $m native-passing cases pass under sbx"
-	comm -23 "$W/native.ok" "$W/$v.ok" | sed "s/^/  not under $v: /"
+	comm -23 "$W/native.ok" "$W/$v.ok" | while IFS= read -r c; do
+		why=$(awk -F '\t' -v c="$c" '$1 == c { print "  (" $2 ")"; exit }' "$W/$v.why")
+		echo "  not under $v: $c$why"
+	done
 done

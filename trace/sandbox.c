@@ -9,8 +9,11 @@
 #include <linux/capability.h>
 #include <linux/landlock.h>
 #include <linux/mount.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -65,6 +68,13 @@ static void fmode_args(const struct trace_sysinfo *s, int *mode, int *oflags)
 
 /* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
 
+/* rtnetlink lists the run's own interfaces (getifaddrs); without CAP_NET_ADMIN
+ * the kernel refuses every change, so the guest only reads lo */
+static int route_netlink(const uint64_t a[6])
+{
+	return (uint32_t)a[0] == AF_NETLINK && (uint32_t)a[2] == NETLINK_ROUTE;
+}
+
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 {
 	if (!arch_ok)
@@ -95,7 +105,7 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 		return ENOSYS;
 	case TRACE_SYS_socket: /* IP reaches only the run's own loopback */
 		return (uint32_t)a[0] == AF_UNIX || (uint32_t)a[0] == AF_INET ||
-		       (uint32_t)a[0] == AF_INET6 ? 0 : EAFNOSUPPORT;
+		       (uint32_t)a[0] == AF_INET6 || route_netlink(a) ? 0 : EAFNOSUPPORT;
 	case TRACE_SYS_socketpair:
 		return (uint32_t)a[0] == AF_UNIX ? 0 : EAFNOSUPPORT;
 	case TRACE_SYS_ioctl: /* pushing input into the terminal is an escape */
@@ -213,6 +223,10 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 				cmp[0] = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)families[f]);
 				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
 			}
+			struct scmp_arg_cmp nl[2] = { SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK),
+						      SCMP_A2_32(SCMP_CMP_EQ, NETLINK_ROUTE) };
+			if (nr == TRACE_SYS_socket && rc == 0)
+				rc = rule(c, SCMP_ACT_ALLOW, nr, 2, nl, s->name, e);
 		} else if (nr == TRACE_SYS_ioctl) {
 			/* "low 32 bits != TIOCSTI" as one rule per bit that differs (libseccomp
 			 * has no masked not-equal; its NE would also compare the high bits) */
@@ -1053,7 +1067,9 @@ static void do_mount(struct trace_plan *p, size_t i)
 }
 
 /* The run's network namespace holds only lo: up, so guest servers and clients
- * meet on 127.0.0.1 and ::1, and nothing else exists to reach. */
+ * meet on 127.0.0.1 and ::1, and nothing else exists to reach. IPv4 multicast
+ * is routed to lo (natively the default route takes it), so a group joined
+ * without naming an interface works inside the run. */
 static void loopback_up(struct trace_plan *p)
 {
 	struct ifreq ifr;
@@ -1065,6 +1081,13 @@ static void loopback_up(struct trace_plan *p)
 	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
 		child_fail(p, errno, "bringing the loopback interface up");
+	struct rtentry rt = { .rt_flags = RTF_UP, .rt_dev = ifr.ifr_name };
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0xe0000000) };
+	struct sockaddr_in mask = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0xf0000000) };
+	memcpy(&rt.rt_dst, &dst, sizeof dst);
+	memcpy(&rt.rt_genmask, &mask, sizeof mask);
+	if (ioctl(s, SIOCADDRT, &rt) < 0)
+		child_fail(p, errno, "routing multicast to the loopback interface");
 	close(s);
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -44,8 +45,18 @@ static void test_verdicts(void)
 	CHECK(verdict(TRACE_SYS_socket, AF_UNIX, 0) == 0, "AF_UNIX");
 	CHECK(verdict(TRACE_SYS_socket, AF_INET, 0) == 0, "AF_INET (the run's loopback)");
 	CHECK(verdict(TRACE_SYS_socket, AF_INET6, 0) == 0, "AF_INET6");
-	CHECK(verdict(TRACE_SYS_socket, AF_NETLINK, 0) == EAFNOSUPPORT, "AF_NETLINK");
-	CHECK(verdict(TRACE_SYS_socket, (1ull << 32) | AF_NETLINK, 0) == EAFNOSUPPORT, "AF_NETLINK with high bits");
+	uint64_t nl[6] = { AF_NETLINK, SOCK_RAW, NETLINK_ROUTE };
+	CHECK(trace_boundary_errno(1, TRACE_SYS_socket, nl) == 0, "NETLINK_ROUTE (the run's own interfaces)");
+	nl[0] = (1ull << 32) | AF_NETLINK;
+	nl[2] = (1ull << 32) | NETLINK_ROUTE;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_socket, nl) == 0, "NETLINK_ROUTE with high bits the kernel ignores");
+	nl[2] = NETLINK_NETFILTER;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_socket, nl) == EAFNOSUPPORT, "NETLINK_NETFILTER");
+	nl[2] = (1ull << 32) | NETLINK_SOCK_DIAG;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_socket, nl) == EAFNOSUPPORT, "NETLINK_SOCK_DIAG with high bits");
+	nl[0] = AF_PACKET;
+	nl[2] = NETLINK_ROUTE;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_socket, nl) == EAFNOSUPPORT, "AF_PACKET, protocol 0");
 	CHECK(verdict(TRACE_SYS_socketpair, AF_INET6, 0) == EAFNOSUPPORT, "socketpair AF_INET6");
 	CHECK(verdict(TRACE_SYS_ioctl, 0, TIOCSTI) == EPERM, "TIOCSTI");
 	CHECK(verdict(TRACE_SYS_ioctl, 0, (1ull << 32) | TIOCSTI) == EPERM, "TIOCSTI high bits");
