@@ -23,6 +23,16 @@ struct trace_cgroup {
 	uint64_t bound;
 };
 
+/* Whether list (words separated by any of seps) holds "memory" as a whole word:
+ * a named hierarchy "name=memoryx" or an option "memory_recursiveprot" is not it. */
+static int has_memory(const char *list, const char *seps)
+{
+	for (const char *w = list; *w; w += strcspn(w, seps), w += strspn(w, seps))
+		if (strcspn(w, seps) == 6 && strncmp(w, "memory", 6) == 0)
+			return 1;
+	return 0;
+}
+
 /* The directory of sbx-run's own cgroup in the hierarchy whose mount matches. */
 static int own_dir(int v2, char *out, size_t cap)
 {
@@ -36,7 +46,7 @@ static int own_dir(int v2, char *out, size_t cap)
 			continue;
 		*c2 = 0;
 		int match = v2 ? strcmp(line, "0") == 0 && c1[1] == 0
-			       : strstr(c1 + 1, "memory") != NULL;
+			       : has_memory(c1 + 1, ",");
 		if (match) {
 			snprintf(rel, sizeof rel, "%s", c2 + 1);
 			rel[strcspn(rel, "\n")] = 0;
@@ -53,7 +63,7 @@ static int own_dir(int v2, char *out, size_t cap)
 		if (!dash || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
 		    sscanf(dash, " - %31s %*s %255s", type, opts) < 1)
 			continue;
-		if (v2 ? strcmp(type, "cgroup2") : strcmp(type, "cgroup") || !strstr(opts, "memory"))
+		if (v2 ? strcmp(type, "cgroup2") : strcmp(type, "cgroup") || !has_memory(opts, ","))
 			continue;
 		size_t rl = strcmp(root, "/") ? strlen(root) : 0;
 		if (strncmp(rel, root, rl) || (rel[rl] && rel[rl] != '/'))
@@ -125,10 +135,7 @@ static int lists_memory(const char *path)
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	for (char *w = strtok(buf, " \n"); w; w = strtok(NULL, " \n"))
-		if (strcmp(w, "memory") == 0)
-			return 1;
-	return 0;
+	return has_memory(buf, " \n");
 }
 
 static int limit(const struct trace_cgroup *cg, uint64_t bound)
