@@ -460,28 +460,20 @@ struct tgid_set {
 	size_t cap;
 };
 
-/* Whether tgid is counted now for the first time this sample (counted if may). */
-static int group_first(struct tgid_set *s, pid_t tgid, int may)
+/* Whether t's thread group is met for the first time this sample: its threads
+ * share one mm and one fd table, so any of them reads for all (a leader that has
+ * exited reads empty, hence not the leader alone). */
+static int group_first(struct tgid_set *s, const struct task *t)
 {
-	if (!may)
-		return 0;
 	if (!s->v)
-		return 1; /* no room to remember: the leader alone counts */
-	size_t i = (size_t)tgid & (s->cap - 1);
-	while (s->v[i] && s->v[i] != tgid)
+		return t->tid == t->tgid; /* no room to remember: the leader alone */
+	size_t i = (size_t)t->tgid & (s->cap - 1);
+	while (s->v[i] && s->v[i] != t->tgid)
 		i = (i + 1) & (s->cap - 1);
 	if (s->v[i])
 		return 0;
-	s->v[i] = tgid;
+	s->v[i] = t->tgid;
 	return 1;
-}
-
-static int leader_here(const struct trace_meter *m, pid_t tgid)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (m->t[i].tid == tgid)
-			return 1;
-	return 0;
 }
 
 static void sample(struct trace_meter *m, int whole_ns)
@@ -514,9 +506,7 @@ static void sample(struct trace_meter *m, int whole_ns)
 		live_ns += t->cpu_ns;
 		task_io(t);
 		rd += t->rchar;
-		/* a group counts once, through its leader or, the leader gone, its
-		 * first thread here (the gone leader's smaps read empty) */
-		if (group_first(&seen, t->tgid, t->tid == t->tgid || !leader_here(m, t->tgid))) {
+		if (group_first(&seen, t)) {
 			rss += m->cg ? 0 : rss_bytes(m, t->tid);
 			fds += fd_count(t->tid);
 		}
