@@ -19,10 +19,11 @@ DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev 
             default-jdk-headless etcd-server etcd-client libcurl4-openssl-dev
 BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite
 
-LIB_DIRS := libcommon codec lease trace/tracee trace snap
+LIB_DIRS := libcommon codec lease trace trace/sys trace/tracee trace/box trace/sv trace/meter \
+            trace/inspect trace/determ trace/record trace/run trace/call trace/adjudicate snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(patsubst %.c,$(O)/obj/%.o,$(LIB_SRC))
-LIB_HDR  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/*.def)
+LIB_HDR  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/sys/*.def)
 BIN_SRC  := $(wildcard bin/sbx-*.c)
 BINS     := $(patsubst bin/%.c,$(O)/bin/%,$(BIN_SRC))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -53,7 +54,7 @@ $(O)/tests/%: tests/unit/%.c $(O)/libsbx.a $(LIB_HDR)
 # The kernel-number check, generated: a check_nr per line of the table whose
 # name <asm/unistd_64.h> defines, and one per name it defines (a number that
 # differs, or a syscall the table lacks, fails make unit).
-$(O)/gen/sysent_nr.h: trace/syscalls.def
+$(O)/gen/sysent_nr.h: trace/sys/syscalls.def
 	@mkdir -p $(@D)
 	{ sed -n 's/^SYSCALL(\([a-z0-9_]*\),.*/#ifdef __NR_\1\n\tcheck_nr("\1", __NR_\1);\n#endif/p' $<; \
 	  printf '#include <asm/unistd_64.h>\n' | $(CC) -dM -E - | \
@@ -102,7 +103,7 @@ install: all
 	install -m 0644 $(O)/libsbx.a $(DESTDIR)$(PREFIX)/lib/
 	$(CC) -shared -o $(DESTDIR)$(PREFIX)/lib/libsbx.so -Wl,--whole-archive $(O)/libsbx.a -Wl,--no-whole-archive $(LDLIBS)
 	for d in $(LIB_DIRS); do install -d $(DESTDIR)$(PREFIX)/include/sbx/$$d; \
-		for h in $$d/*.h; do case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
+		for h in $$d/*.h; do [ -e "$$h" ] || continue; case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	for t in $(notdir $(BINS)); do \

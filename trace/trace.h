@@ -51,7 +51,7 @@ struct trace_sysinfo {
 /* Architecture-neutral names for code that switches on a syscall: TRACE_SYS_openat… */
 enum trace_sys {
 #define SYSCALL(name, nr, cls, err, a0, a1, a2, a3, a4, a5) TRACE_SYS_##name = nr,
-#include "trace/syscalls.def"
+#include "trace/sys/syscalls.def"
 #undef SYSCALL
 };
 const struct trace_sysinfo *trace_sys_by_nr(long nr);  /* NULL if unknown */

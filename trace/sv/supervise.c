@@ -23,7 +23,7 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "trace/run-internal.h"
+#include "trace/box/plan-internal.h"
 #include "trace/tracee/tracee.h"
 
 #define TICK_MS 250

@@ -7,7 +7,7 @@
 static const struct trace_sysinfo table[] = {
 #define SYSCALL(name, nr, cls, err, a0, a1, a2, a3, a4, a5) \
 	{ #name, nr, cls, { a0, a1, a2, a3, a4, a5 }, err },
-#include "trace/syscalls.def"
+#include "trace/sys/syscalls.def"
 #undef SYSCALL
 };
 #define NSYS (sizeof table / sizeof table[0])

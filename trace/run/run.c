@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/run-internal.h"
+#include "trace/box/plan-internal.h"
 
 extern char **environ;
 
