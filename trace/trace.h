@@ -205,7 +205,6 @@ int trace_class_parse(const char *list, unsigned *out, struct common_err *e);
 int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e);
 int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
 int trace_cmd_bisect(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
-int trace_cmd_adjudicate(const char *a, const char *b, struct common_err *e);
 int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct common_err *e);
 /* HTML (TRACE_FMT_TEXT) or Chrome trace-event JSON (TRACE_FMT_CHROME) to out ("-": stdout). */
 int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt f, struct common_err *e);

@@ -210,22 +210,6 @@ unsigned trace_determ_classes(void)
 	return TRACE_CLASS_TIME | TRACE_CLASS_READ | TRACE_CLASS_FILE | TRACE_FILTER_DETERM;
 }
 
-int trace_determ_traps(long nr)
-{
-	switch (nr) {
-	case TRACE_SYS_fstat:
-	case TRACE_SYS_getdents64:
-	case TRACE_SYS_sched_getaffinity:
-	case TRACE_SYS_getrusage:
-	case TRACE_SYS_rseq:
-	case TRACE_SYS_clone:
-	case TRACE_SYS_prctl:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 			    struct common_err *e)
 {

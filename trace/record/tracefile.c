@@ -1272,13 +1272,6 @@ done:
 	return rc;
 }
 
-int trace_cmd_adjudicate(const char *a, const char *b, struct common_err *e)
-{
-	/* the default store and environment; trace/adjudicate.c does the work */
-	struct trace_adj_opts o = { .a = a, .b = b, .fmt = TRACE_FMT_JSON };
-	return trace_adjudicate(&o, e);
-}
-
 int trace_class_parse(const char *list, unsigned *out, struct common_err *e)
 {
 	static const struct { const char *n; unsigned c; } names[] = {

@@ -1,6 +1,5 @@
-/* trace_run (boundary + supervisor for one guest) and sbx-run's orchestration:
- * options, the lease checks and transitions, the control socket and the
- * result record (SPEC §6.5, §6.6). */
+/* sbx-run's orchestration: options, the lease checks and transitions, the control
+ * socket, the features' hooks and the result record (SPEC §6.5, §6.6). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,96 +19,6 @@
 #include "trace/box/plan-internal.h"
 
 extern char **environ;
-
-/* ---- trace_run ---- */
-
-/* Spawn, seize, release and supervise, all from the calling thread: the tracer
- * of every guest task and the parent of the sandbox's init. */
-static int run_here(const struct trace_config *cfg, struct trace_result *res,
-		    struct common_err *e)
-{
-	struct trace_plan p;
-	if (trace_plan_build(cfg, &p, e) < 0)
-		return -1;
-	pid_t pid = trace_sandbox_spawn(&p, e);
-	if (pid < 0) {
-		trace_plan_free(&p);
-		return -1;
-	}
-	/* the child waits on the sync pipe: it is held before it runs a thing */
-	long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC |
-		    PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
-		    PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD;
-	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)opts) < 0) {
-		common_errno(e, errno, "ptrace (PTRACE_SEIZE; kernel.yama.ptrace_scope=3 or a "
-			     "seccomp policy forbids it)");
-	} else if (trace_sandbox_release(&p, pid, e) == 0) {
-		int rc = trace_supervise(&p, pid, res, e); /* it reaps every task it traced */
-		trace_plan_free(&p);
-		return rc;
-	}
-	/* nothing ran: init never forked, so it is the only task to reap */
-	trace_sandbox_kill(&p);
-	waitpid(pid, NULL, __WALL | __WNOTHREAD);
-	trace_plan_free(&p);
-	return -1;
-}
-
-#define RUN_STACK (8u << 20) /* the same whatever RLIMIT_STACK the host runs with */
-
-struct run_job {
-	const struct trace_config *cfg;
-	struct trace_result *res;
-	struct common_err *e;
-	int rc;
-};
-
-static void *run_thread(void *arg)
-{
-	struct run_job *j = arg;
-	j->rc = run_here(j->cfg, j->res, j->e);
-	return NULL;
-}
-
-int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e)
-{
-	memset(res, 0, sizeof *res);
-	if (cfg->host_signals)
-		return run_here(cfg, res, e);
-	/* a library caller's thread may have children and signals of its own: a
-	 * private tracer thread with no other child and every signal blocked waits
-	 * for this run's tasks only (__WNOTHREAD) and takes none of the host's */
-	struct run_job j = { cfg, res, e, -1 };
-	pthread_attr_t a;
-	pthread_t t;
-	sigset_t all;
-	sigfillset(&all);
-	int err = pthread_attr_init(&a);
-	if (!err)
-		err = pthread_attr_setsigmask_np(&a, &all);
-	if (!err) /* the plan and the supervisor keep path buffers on the stack */
-		err = pthread_attr_setstacksize(&a, RUN_STACK);
-	if (!err)
-		err = pthread_create(&t, &a, run_thread, &j);
-	pthread_attr_destroy(&a);
-	if (err)
-		return common_errno(e, err, "starting the supervisor thread");
-	pthread_join(t, NULL);
-	return j.rc;
-}
-
-int trace_result_exit_code(const struct trace_result *res)
-{
-	if (res->exec_failed)
-		return res->exec_failed == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC;
-	if (res->host_signal) /* sbx-run itself was told to end, as a shell reports it */
-		return 128 + res->host_signal;
-	if (res->signal)
-		return 128 + res->signal;
-	if (res->exited)
-		return res->status;
-	return SBX_EXIT_SBX;
-}
 
 /* ---- options ---- */
 
@@ -309,70 +218,6 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 	} else
 		return trace_bound_opt(o, name, v, e); /* issue 4: policy, inspect, state */
 	return 1;
-}
-
-/* ---- the guest's environment ---- */
-
-/* What a guest gets by default: nothing the invoker keeps secret in its
- * environment (tokens, agent sockets, the store) crosses unless named. */
-static const char *const env_default[] = { "PATH", "HOME", "TERM", "LANG", "TZ" };
-#define ENV_DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
-
-/* Set NAME=VALUE in env (n entries), replacing NAME's entry. */
-static char **env_put(char **env, size_t *n, const char *kv)
-{
-	size_t klen = strcspn(kv, "=") + 1, j;
-	for (j = 0; j < *n; j++)
-		if (strncmp(env[j], kv, klen) == 0)
-			break;
-	if (j == *n) {
-		env = common_xrealloc(env, (*n + 2) * sizeof *env);
-		env[++*n] = NULL;
-	} else {
-		free(env[j]);
-	}
-	env[j] = common_xstrdup(kv);
-	return env;
-}
-
-/* The invoker's NAME=VALUE entry, or NULL. */
-static const char *env_find(const char *name)
-{
-	size_t k = strlen(name);
-	for (size_t i = 0; environ[i]; i++)
-		if (strncmp(environ[i], name, k) == 0 && environ[i][k] == '=')
-			return environ[i];
-	return NULL;
-}
-
-char **trace_env_build(int env_clear, const char *const *env_set, size_t nenv_set)
-{
-	size_t n = 0;
-	char **env = common_xcalloc(1, sizeof *env);
-	const char *kv;
-	if (env_clear == -1) {
-		for (size_t i = 0; environ[i]; i++)
-			env = env_put(env, &n, environ[i]);
-	} else if (env_clear == 0) {
-		env = env_put(env, &n, env_find("PATH") ? env_find("PATH") : ENV_DEFAULT_PATH);
-		for (size_t i = 1; i < sizeof env_default / sizeof env_default[0]; i++)
-			if ((kv = env_find(env_default[i])))
-				env = env_put(env, &n, kv);
-	}
-	/* NAME=VALUE sets; a bare NAME passes the invoker's value, if it has one */
-	for (size_t i = 0; i < nenv_set; i++) {
-		kv = strchr(env_set[i], '=') ? env_set[i] : env_find(env_set[i]);
-		if (kv)
-			env = env_put(env, &n, kv);
-	}
-	return env;
-}
-
-void trace_env_free(char **env)
-{
-	for (size_t i = 0; env && env[i]; i++)
-		free(env[i]);
-	free(env);
 }
 
 /* PROGRAM as the host resolves it: a path, or a name searched in $PATH. */

@@ -59,3 +59,20 @@ int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind)
 			return i;
 	return -1;
 }
+
+/* The calls the determinism filter (TRACE_FILTER_DETERM) traps beyond its classes. */
+int trace_determ_traps(long nr)
+{
+	switch (nr) {
+	case TRACE_SYS_fstat:
+	case TRACE_SYS_getdents64:
+	case TRACE_SYS_sched_getaffinity:
+	case TRACE_SYS_getrusage:
+	case TRACE_SYS_rseq:
+	case TRACE_SYS_clone:
+	case TRACE_SYS_prctl:
+		return 1;
+	default:
+		return 0;
+	}
+}
