@@ -8,7 +8,7 @@
 #include <sys/types.h>
 #include "libcommon/common.h"
 
-/* ---- syscall table (trace/syscalls.def is the one place syscall facts live) ---- */
+/* ---- syscall table (trace/sys/syscalls.def and facts.def: the one place syscall facts live) ---- */
 /* Classes, a bit set, used by the filter, the recorder and policy rules. */
 enum trace_class {
 	TRACE_CLASS_FILE = 1u << 0,    /* takes a path */
@@ -60,6 +60,33 @@ size_t trace_sys_count(void);
 const struct trace_sysinfo *trace_sys_at(size_t i);
 /* The position of the first argument of this kind, or -1. */
 int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind);
+/* Facts of a call the filter and the verdict act on (trace/sys/facts.def). */
+enum trace_fact {
+	TRACE_FACT_NEVER_TRAPPED = 1u << 0, /* allowed whatever the plan */
+	TRACE_FACT_EXEC = 1u << 1,          /* always stops, as an exec */
+	TRACE_FACT_AT_EXIT = 1u << 2,       /* always stops: its result is looked at */
+	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS without a stop */
+	TRACE_FACT_DETERM = 1u << 4,        /* TRACE_FILTER_DETERM traps it beyond its classes */
+	TRACE_FACT_LINK_READ = 1u << 5,     /* TRACE_FILTER_NO_READLINK lets it run */
+};
+unsigned trace_sys_facts(long nr);
+/* Argument rules, on an argument's low 32 bits (trace/sys/facts.def). */
+enum trace_rule {
+	TRACE_RULE_CLEAR,  /* none of value's bits */
+	TRACE_RULE_NOT,    /* anything but value */
+	TRACE_RULE_ONE_OF, /* value (and and_arg is and_value), or another ONE_OF row */
+};
+struct trace_argrule {
+	int nr;
+	unsigned char kind, arg;
+	signed char and_arg;       /* -1: value alone */
+	uint32_t value, and_value;
+	int err;                   /* the verdict on a call that breaks the rule */
+};
+/* A call's rules, adjacent in the table: the first, and their count in *n. */
+const struct trace_argrule *trace_sys_rules(long nr, size_t *n);
+/* The errno a call's arguments earn by its rules, or 0. */
+int trace_sys_rules_errno(long nr, const uint64_t a[6]);
 
 /* ---- one supervised syscall, as the supervisor sees it at a stop ---- */
 enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
@@ -116,8 +143,8 @@ const char *trace_level_name(enum trace_level l);
 /* Classes the seccomp filter must trap for a level (exec: none; execs, forks
  * and exits come from ptrace events). */
 unsigned trace_classes(enum trace_level l);
-/* Filter modifier, not a class: with it, readlink/readlinkat do not stop even
- * though they are TRACE_CLASS_FILE. sbx-run sets it at level file when no
+/* Filter modifier, not a class: with it, the TRACE_FACT_LINK_READ calls
+ * (readlink, readlinkat) do not stop though they are TRACE_CLASS_FILE. sbx-run sets it at level file when no
  * inspector asked for file calls: readlink is ~70% of a compiler's path calls
  * and changes nothing in a build record (level all still records it). */
 #define TRACE_FILTER_NO_READLINK (1u << 30)
@@ -668,7 +695,7 @@ int sbx_state_store(struct codec_graph *g, struct common_err *e);
 
 /* ---- determinism: sbx-run --deterministic, sbx-trace adjudicate (SPEC §9, §7;
  * trace/determ.c, trace/adjudicate.c) ---- */
-#define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap trace_determ_traps() */
+#define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap TRACE_FACT_DETERM calls */
 #define TRACE_DETERM_STEP_NS 1000000    /* the virtual clock advances 1 ms per time query */
 struct trace_determ;
 /* Virtual clock and PRNG for one run; seed: the lease id; epoch: the virtual
@@ -680,10 +707,8 @@ struct trace_determ *trace_determ_new(const char *seed, int64_t epoch, int tsc);
  * so that files written before the request lie in the virtual past. */
 int64_t trace_determ_epoch(const json_t *clock, int64_t requested_batch);
 void trace_determ_free(struct trace_determ *d);
-/* Classes (with TRACE_FILTER_DETERM) the filter must trap; 1 for the extra
- * syscalls TRACE_FILTER_DETERM traps (fstat, getdents64, sched_getaffinity, ...). */
+/* Classes (with TRACE_FILTER_DETERM) the filter must trap. */
 unsigned trace_determ_classes(void);
-int trace_determ_traps(long nr);
 /* Hook bodies (ctx = the struct trace_determ *): call after the inspector and
  * before the recorder, so the recorder sees the emulated result. */
 int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);

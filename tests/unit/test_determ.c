@@ -12,13 +12,13 @@ int main(void)
 {
 	struct common_err e;
 
-	CHECK(trace_determ_traps(TRACE_SYS_fstat));
-	CHECK(trace_determ_traps(TRACE_SYS_getdents64));
-	CHECK(trace_determ_traps(TRACE_SYS_sched_getaffinity));
-	CHECK(trace_determ_traps(TRACE_SYS_clone));
-	CHECK(trace_determ_traps(TRACE_SYS_rseq));
-	CHECK(!trace_determ_traps(TRACE_SYS_write));
-	CHECK(!trace_determ_traps(TRACE_SYS_exit_group));
+	CHECK(trace_sys_facts(TRACE_SYS_fstat) & TRACE_FACT_DETERM);
+	CHECK(trace_sys_facts(TRACE_SYS_getdents64) & TRACE_FACT_DETERM);
+	CHECK(trace_sys_facts(TRACE_SYS_sched_getaffinity) & TRACE_FACT_DETERM);
+	CHECK(trace_sys_facts(TRACE_SYS_clone) & TRACE_FACT_DETERM);
+	CHECK(trace_sys_facts(TRACE_SYS_rseq) & TRACE_FACT_DETERM);
+	CHECK(!(trace_sys_facts(TRACE_SYS_write) & TRACE_FACT_DETERM));
+	CHECK(!(trace_sys_facts(TRACE_SYS_exit_group) & TRACE_FACT_DETERM));
 	unsigned c = trace_determ_classes();
 	CHECK(c & TRACE_CLASS_TIME);
 	CHECK(c & TRACE_FILTER_DETERM);
@@ -51,7 +51,7 @@ int main(void)
 	json_decref(h);
 	json_decref(hc);
 	trace_determ_free(ct);
-	CHECK(trace_determ_traps(TRACE_SYS_prctl)); /* PR_SET_TSC is refused */
+	CHECK(trace_sys_facts(TRACE_SYS_prctl) & TRACE_FACT_DETERM); /* PR_SET_TSC is refused */
 
 	/* the epoch: the end of the request's batch, rounded up to a second */
 	json_t *clk = json_pack("{s:s,s:I,s:I}", "mode", "wall", "epoch_ms", (json_int_t)1764806400500,

@@ -45,10 +45,6 @@
 #define OLDROOT "/oldroot"
 #define OVERFLOW_ID 65534 /* the unprivileged host uid a root-invoked guest maps to */
 
-/* clone flags the guest may never use: they escape the tracer or the namespaces */
-#define BAD_CLONE_FLAGS (CLONE_UNTRACED | CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | \
-			 CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
-
 /* setuid/setgid bits on a file the guest creates or changes would outlive the run
  * through a bind (root-owned on the host when root invoked sbx) */
 #define ID_BITS (S_ISUID | S_ISGID)
@@ -68,13 +64,6 @@ static void fmode_args(const struct trace_sysinfo *s, int *mode, int *oflags)
 
 /* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
 
-/* rtnetlink lists the run's own interfaces (getifaddrs); without CAP_NET_ADMIN
- * the kernel refuses every change, so the guest only reads lo */
-static int route_netlink(const uint64_t a[6])
-{
-	return (uint32_t)a[0] == AF_NETLINK && (uint32_t)a[2] == NETLINK_ROUTE;
-}
-
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 {
 	if (!arch_ok)
@@ -84,6 +73,8 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 		return ENOSYS;
 	if (s->classes & TRACE_CLASS_REFUSED)
 		return s->refuse_errno;
+	if (trace_sys_facts(nr) & TRACE_FACT_UNSUPPORTED)
+		return ENOSYS;
 	int mode, oflags;
 	fmode_args(s, &mode, &oflags);
 	if (mode >= 0 && ((uint32_t)a[mode] & ID_BITS) &&
@@ -95,26 +86,7 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 		if (s->arg[i] == TRACE_ARG_ID && (uint32_t)a[i] != (uint32_t)-1 &&
 		    (uint32_t)a[i] != TRACE_GUEST_UID)
 			return EPERM;
-	switch (nr) {
-	case TRACE_SYS_clone: /* the kernel reads only the low 32 bits of the flags */
-		return ((uint32_t)a[0] & BAD_CLONE_FLAGS) ? EPERM : 0;
-	case TRACE_SYS_unshare: /* CLONE_FILES/FS/SYSVSEM are harmless; namespaces are not */
-		return ((uint32_t)a[0] & (BAD_CLONE_FLAGS | CLONE_NEWTIME)) ? EPERM : 0;
-	case TRACE_SYS_clone3: /* BPF cannot read its struct: libc falls back to clone */
-	case TRACE_SYS_openat2: /* nor this one's mode: libc never needs it */
-		return ENOSYS;
-	case TRACE_SYS_socket: /* IP reaches only the run's own loopback */
-		return (uint32_t)a[0] == AF_UNIX || (uint32_t)a[0] == AF_INET ||
-		       (uint32_t)a[0] == AF_INET6 || route_netlink(a) ? 0 : EAFNOSUPPORT;
-	case TRACE_SYS_socketpair:
-		return (uint32_t)a[0] == AF_UNIX ? 0 : EAFNOSUPPORT;
-	case TRACE_SYS_ioctl: /* pushing input into the terminal is an escape */
-		return (uint32_t)a[1] == TIOCSTI ? EPERM : 0;
-	case TRACE_SYS_seccomp: /* a guest listener could answer our trapped calls */
-		return ((uint32_t)a[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) ? EPERM : 0;
-	default:
-		return 0;
-	}
+	return trace_sys_rules_errno(nr, a);
 }
 
 /* ---- the seccomp program ---- */
@@ -160,7 +132,116 @@ static int store_only(const struct trace_sysinfo *s, unsigned classes)
 {
 	return (s->classes & classes & TRACE_CLASS_STORE) &&
 	       !(s->classes & classes & ~TRACE_CLASS_STORE) &&
-	       !((classes & TRACE_FILTER_DETERM) && trace_determ_traps(s->nr));
+	       !((classes & TRACE_FILTER_DETERM) && (trace_sys_facts(s->nr) & TRACE_FACT_DETERM));
+}
+
+/* The action a call gets whatever its arguments, by its facts; 0: none such. */
+static int fixed_action(const struct trace_sysinfo *s, unsigned facts, uint32_t *act)
+{
+	if (facts & TRACE_FACT_NEVER_TRAPPED)
+		*act = SCMP_ACT_ALLOW;
+	else if (s->classes & TRACE_CLASS_REFUSED) /* stops, so each attempt is counted */
+		*act = SCMP_ACT_TRACE(TRACE_TAG_REFUSED);
+	else if (facts & TRACE_FACT_AT_EXIT)
+		*act = SCMP_ACT_TRACE(TRACE_TAG_CLASS);
+	else if (facts & TRACE_FACT_EXEC)
+		*act = SCMP_ACT_TRACE(TRACE_TAG_EXEC);
+	else if (facts & TRACE_FACT_UNSUPPORTED)
+		*act = SCMP_ACT_ERRNO(ENOSYS);
+	else
+		return 0;
+	return 1;
+}
+
+/* Trapped for a class the plan asks for, unless a filter modifier spares it. */
+static int class_trapped(const struct trace_sysinfo *s, unsigned facts, unsigned classes)
+{
+	return ((s->classes & classes) || ((classes & TRACE_FILTER_DETERM) && (facts & TRACE_FACT_DETERM))) &&
+	       !((classes & TRACE_FILTER_NO_READLINK) && (facts & TRACE_FACT_LINK_READ));
+}
+
+/* One argument rule as allow rules: the call is allowed when one of them matches. */
+static int allow_rule(scmp_filter_ctx c, const struct trace_sysinfo *s, const struct trace_argrule *r,
+		      struct common_err *e)
+{
+	struct scmp_arg_cmp cmp[2] = { SCMP_CMP32(r->arg, SCMP_CMP_EQ, r->value) };
+	if (r->kind == TRACE_RULE_CLEAR) {
+		cmp[0] = SCMP_CMP32(r->arg, SCMP_CMP_MASKED_EQ, r->value, 0);
+		return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
+	}
+	if (r->kind == TRACE_RULE_ONE_OF) {
+		if (r->and_arg >= 0)
+			cmp[1] = SCMP_CMP32((unsigned)r->and_arg, SCMP_CMP_EQ, r->and_value);
+		return rule(c, SCMP_ACT_ALLOW, s->nr, r->and_arg >= 0 ? 2 : 1, cmp, s->name, e);
+	}
+	/* "low 32 bits != value" as one rule per bit that differs (libseccomp has
+	 * no masked not-equal; its NE would also compare the high bits) */
+	for (unsigned b = 0; b < 32; b++) {
+		cmp[0] = SCMP_CMP32(r->arg, SCMP_CMP_MASKED_EQ, 1u << b, ~r->value & (1u << b));
+		if (rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A call's argument rules; the rest falls to the default trap and the verdict.
+ * Allow rules only join by "or": a call has one CLEAR or NOT rule, or ONE_OFs. */
+static int allow_by_rules(scmp_filter_ctx c, const struct trace_sysinfo *s,
+			  const struct trace_argrule *r, size_t n, struct common_err *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (n > 1 && r[i].kind != TRACE_RULE_ONE_OF)
+			return common_errf(e, "seccomp", "%s: argument rules the filter cannot join",
+					   s->name);
+		if (allow_rule(c, s, &r[i], e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Calls whose arguments decide: a file's mode, the ids, or the call's rules. */
+static int allow_by_args(scmp_filter_ctx c, const struct trace_sysinfo *s, struct common_err *e)
+{
+	struct scmp_arg_cmp cmp[1];
+	int mode, oflags, ids[6];
+	size_t n;
+	const struct trace_argrule *r = trace_sys_rules(s->nr, &n);
+	fmode_args(s, &mode, &oflags);
+	if (n > 0)
+		return allow_by_rules(c, s, r, n, e);
+	if (id_args(s, ids) > 0)
+		return allow_own_ids(c, s, ids, e);
+	if (mode < 0) /* argument-free: the kernel's per-syscall allow cache applies */
+		return rule(c, SCMP_ACT_ALLOW, s->nr, 0, NULL, s->name, e);
+	/* allowed without setuid/setgid bits (or, for open, without creating);
+	 * the rest falls to the default trap and the verdict */
+	cmp[0] = SCMP_CMP32((unsigned)mode, SCMP_CMP_MASKED_EQ, ID_BITS, 0);
+	if (rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e) < 0 || oflags < 0)
+		return oflags < 0 ? 0 : -1;
+	cmp[0] = SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0);
+	return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
+}
+
+/* The rules for one call of the table, by its facts and the plan's classes. */
+static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned classes,
+		    struct common_err *e)
+{
+	struct scmp_arg_cmp cmp[1];
+	unsigned facts = trace_sys_facts(s->nr);
+	int oflags = trace_sys_arg(s, TRACE_ARG_OFLAGS), mflags = trace_sys_arg(s, TRACE_ARG_MFLAGS);
+	uint32_t act;
+	if (fixed_action(s, facts, &act))
+		return rule(c, act, s->nr, 0, NULL, s->name, e);
+	if (store_only(s, classes) && (oflags >= 0 || mflags >= 0)) {
+		/* only a creating open or a shared mapping may store: the rest runs,
+		 * these fall to the default trap and the storage meter */
+		cmp[0] = oflags >= 0 ? SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0)
+				     : SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_SHARED, 0);
+		return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
+	}
+	if (class_trapped(s, facts, classes))
+		return rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), s->nr, 0, NULL, s->name, e);
+	return allow_by_args(c, s, e);
 }
 
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
@@ -178,81 +259,8 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 		seccomp_release(c);
 		return common_errf(e, "seccomp", "libseccomp refuses the filter attributes");
 	}
-	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++) {
-		const struct trace_sysinfo *s = trace_sys_at(i);
-		struct scmp_arg_cmp cmp[1];
-		int nr = s->nr, mode, oflags, ids[6], mflags = trace_sys_arg(s, TRACE_ARG_MFLAGS);
-		fmode_args(s, &mode, &oflags);
-		if (nr == TRACE_SYS_exit || nr == TRACE_SYS_exit_group) {
-			/* never trapped: an orphan must always be able to die */
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 0, NULL, s->name, e);
-		} else if (s->classes & TRACE_CLASS_REFUSED) {
-			/* refusals stop, so the supervisor counts and records each attempt */
-			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_REFUSED), nr, 0, NULL, s->name, e);
-		} else if (nr == TRACE_SYS_connect) {
-			/* who answered is looked at the call's exit */
-			rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), nr, 0, NULL, s->name, e);
-		} else if (nr == TRACE_SYS_execve || nr == TRACE_SYS_execveat) {
-			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_EXEC), nr, 0, NULL, s->name, e);
-		} else if (nr == TRACE_SYS_clone3 || nr == TRACE_SYS_openat2) {
-			/* glibc tries clone3 at every thread start; ENOSYS without a stop */
-			rc = rule(c, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, s->name, e);
-		} else if (store_only(s, classes) && (oflags >= 0 || mflags >= 0)) {
-			/* only a creating open or a shared mapping may store: the rest runs,
-			 * these fall to the default trap and the storage meter */
-			cmp[0] = oflags >= 0 ? SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0)
-					     : SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_SHARED, 0);
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
-		} else if (((s->classes & classes) ||
-			    ((classes & TRACE_FILTER_DETERM) && trace_determ_traps(nr))) &&
-			   nr != TRACE_SYS_rt_sigreturn &&
-			   nr != TRACE_SYS_restart_syscall &&
-			   !((classes & TRACE_FILTER_NO_READLINK) &&
-			     (nr == TRACE_SYS_readlink || nr == TRACE_SYS_readlinkat))) {
-			rc = rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), nr, 0, NULL, s->name, e);
-		} else if (nr == TRACE_SYS_clone) {
-			/* allowed when no forbidden flag is set; the rest falls to the default trap */
-			cmp[0] = SCMP_A0_32(SCMP_CMP_MASKED_EQ, BAD_CLONE_FLAGS, 0);
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
-		} else if (nr == TRACE_SYS_unshare) {
-			cmp[0] = SCMP_A0_32(SCMP_CMP_MASKED_EQ, BAD_CLONE_FLAGS | CLONE_NEWTIME, 0);
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
-		} else if (nr == TRACE_SYS_socket || nr == TRACE_SYS_socketpair) {
-			static const int families[] = { AF_UNIX, AF_INET, AF_INET6 };
-			for (size_t f = 0; f < (nr == TRACE_SYS_socket ? 3u : 1u) && rc == 0; f++) {
-				cmp[0] = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)families[f]);
-				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
-			}
-			struct scmp_arg_cmp nl[2] = { SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK),
-						      SCMP_A2_32(SCMP_CMP_EQ, NETLINK_ROUTE) };
-			if (nr == TRACE_SYS_socket && rc == 0)
-				rc = rule(c, SCMP_ACT_ALLOW, nr, 2, nl, s->name, e);
-		} else if (nr == TRACE_SYS_ioctl) {
-			/* "low 32 bits != TIOCSTI" as one rule per bit that differs (libseccomp
-			 * has no masked not-equal; its NE would also compare the high bits) */
-			for (unsigned b = 0; b < 32 && rc == 0; b++) {
-				cmp[0] = SCMP_A1_32(SCMP_CMP_MASKED_EQ, 1u << b, ~(uint32_t)TIOCSTI & (1u << b));
-				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
-			}
-		} else if (id_args(s, ids) > 0) {
-			rc = allow_own_ids(c, s, ids, e);
-		} else if (mode >= 0) {
-			/* allowed without setuid/setgid bits (or, for open, without creating);
-			 * the rest falls to the default trap and the verdict */
-			cmp[0] = SCMP_CMP32((unsigned)mode, SCMP_CMP_MASKED_EQ, ID_BITS, 0);
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
-			if (rc == 0 && oflags >= 0) {
-				cmp[0] = SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0);
-				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
-			}
-		} else if (nr == TRACE_SYS_seccomp) {
-			cmp[0] = SCMP_A1_32(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0);
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
-		} else {
-			/* argument-free: the kernel's per-syscall allow cache applies */
-			rc = rule(c, SCMP_ACT_ALLOW, nr, 0, NULL, s->name, e);
-		}
-	}
+	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++)
+		rc = add_call(c, trace_sys_at(i), classes, e);
 	if (rc < 0) {
 		seccomp_release(c);
 		return -1;

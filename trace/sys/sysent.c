@@ -1,7 +1,13 @@
-/* The syscall table: trace/syscalls.def turned into data, and lookups. */
+/* The syscall table: syscalls.def and facts.def turned into data, lookups,
+ * and the argument rules' verdict. */
 #include <errno.h>
+#include <linux/netlink.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include "trace/trace.h"
 
 static const struct trace_sysinfo table[] = {
@@ -60,19 +66,67 @@ int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind)
 	return -1;
 }
 
-/* The calls the determinism filter (TRACE_FILTER_DETERM) traps beyond its classes. */
-int trace_determ_traps(long nr)
+/* FACT rows by number: designated initializers, so a second row for one call
+ * is a -Woverride-init error rather than a silent merge. */
+static const unsigned facts_by_nr[NR_INDEX] = {
+#define FACT(name, f) [TRACE_SYS_##name] = (f),
+#define RULE(name, kind, arg, value, and_arg, and_value, err)
+#include "trace/sys/facts.def"
+#undef FACT
+#undef RULE
+};
+
+static const struct trace_argrule rules[] = {
+#define FACT(name, f)
+#define RULE(name, kind, arg, value, and_arg, and_value, err) \
+	{ TRACE_SYS_##name, kind, arg, and_arg, value, and_value, err },
+#include "trace/sys/facts.def"
+#undef FACT
+#undef RULE
+};
+#define NRULES (sizeof rules / sizeof rules[0])
+
+unsigned trace_sys_facts(long nr)
 {
-	switch (nr) {
-	case TRACE_SYS_fstat:
-	case TRACE_SYS_getdents64:
-	case TRACE_SYS_sched_getaffinity:
-	case TRACE_SYS_getrusage:
-	case TRACE_SYS_rseq:
-	case TRACE_SYS_clone:
-	case TRACE_SYS_prctl:
-		return 1;
+	return nr >= 0 && nr < NR_INDEX ? facts_by_nr[nr] : 0;
+}
+
+const struct trace_argrule *trace_sys_rules(long nr, size_t *n)
+{
+	size_t i = 0, k = 0;
+	while (i < NRULES && rules[i].nr != nr)
+		i++;
+	while (i + k < NRULES && rules[i + k].nr == nr)
+		k++;
+	*n = k;
+	return k ? &rules[i] : NULL;
+}
+
+static int rule_holds(const struct trace_argrule *r, const uint64_t a[6])
+{
+	uint32_t v = (uint32_t)a[r->arg];
+	switch (r->kind) {
+	case TRACE_RULE_CLEAR:
+		return !(v & r->value);
+	case TRACE_RULE_NOT:
+		return v != r->value;
 	default:
-		return 0;
+		return v == r->value && (r->and_arg < 0 || (uint32_t)a[r->and_arg] == r->and_value);
 	}
+}
+
+int trace_sys_rules_errno(long nr, const uint64_t a[6])
+{
+	size_t n;
+	const struct trace_argrule *r = trace_sys_rules(nr, &n);
+	int one_of = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].kind == TRACE_RULE_ONE_OF && rule_holds(&r[i], a))
+			return 0;
+		if (r[i].kind == TRACE_RULE_ONE_OF)
+			one_of = r[i].err;
+		else if (!rule_holds(&r[i], a))
+			return r[i].err;
+	}
+	return one_of;
 }
