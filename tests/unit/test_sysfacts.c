@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include "trace/box/plan-internal.h"
+#include "trace/box/box.h"
+#include "trace/determ/determ.h"
+#include "trace/record/record.h"
 #include "tests/unit/unit.h"
 
 #define ACT(r) ((r) & SECCOMP_RET_ACTION_FULL)

@@ -1,0 +1,82 @@
+/* trace/sys: the syscall table (trace/sys/syscalls.def and facts.def are the one
+ * place syscall facts live) and the filter modifiers that select from it. */
+#ifndef SBX_TRACE_SYS_H
+#define SBX_TRACE_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "trace/trace.h"
+
+/* Argument kinds, per argument position. */
+enum trace_arg {
+	TRACE_ARG_NONE, TRACE_ARG_INT, TRACE_ARG_FD, TRACE_ARG_DIRFD, TRACE_ARG_PATH,
+	TRACE_ARG_FLAGS, TRACE_ARG_PTR, TRACE_ARG_SIZE, TRACE_ARG_MODE,
+	TRACE_ARG_FMODE,  /* the mode a file gets: setuid/setgid bits are refused */
+	TRACE_ARG_OFLAGS, /* open(2) flags: the FMODE applies with O_CREAT or O_TMPFILE only */
+	TRACE_ARG_ID,     /* a uid or gid to take or give: only the guest's own, or -1 (keep) */
+	TRACE_ARG_OUTFD,  /* the descriptor bytes are stored into (storage when it is a file) */
+	TRACE_ARG_INFD,   /* the descriptor bytes are read from */
+	TRACE_ARG_COUNT,  /* at most this many bytes move; the call returns how many did */
+	TRACE_ARG_IOV,    /* an iovec array: its lengths are the count */
+	TRACE_ARG_IOVCNT, /* the iovec array's length */
+	TRACE_ARG_LEN,    /* this many bytes are stored when the call succeeds */
+	TRACE_ARG_PROT,   /* mmap protection: without PROT_WRITE, a writable fd can still store */
+	TRACE_ARG_MFLAGS, /* mmap flags: only a MAP_SHARED file mapping stores */
+	TRACE_ARG_MAPADDR,/* an address in a mapping: growing a shared file mapping stores */
+	TRACE_ARG_MAPLEN, /* the length a new LEN replaces: only growth stores */
+};
+struct trace_sysinfo {
+	const char *name;
+	int nr;                 /* x86-64 number */
+	unsigned classes;       /* enum trace_class bits */
+	unsigned char arg[6];   /* enum trace_arg per argument */
+	int refuse_errno;       /* errno the boundary answers when TRACE_CLASS_REFUSED */
+};
+/* Architecture-neutral names for code that switches on a syscall: TRACE_SYS_openat… */
+enum trace_sys {
+#define SYSCALL(name, nr, cls, err, a0, a1, a2, a3, a4, a5) TRACE_SYS_##name = nr,
+#include "trace/sys/syscalls.def"
+#undef SYSCALL
+};
+const struct trace_sysinfo *trace_sys_by_nr(long nr);  /* NULL if unknown */
+const struct trace_sysinfo *trace_sys_by_name(const char *name);
+size_t trace_sys_count(void);
+const struct trace_sysinfo *trace_sys_at(size_t i);
+/* The position of the first argument of this kind, or -1. */
+int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind);
+/* Facts of a call the filter and the verdict act on (trace/sys/facts.def). */
+enum trace_fact {
+	TRACE_FACT_NEVER_TRAPPED = 1u << 0, /* allowed whatever the plan */
+	TRACE_FACT_EXEC = 1u << 1,          /* always stops, as an exec */
+	TRACE_FACT_AT_EXIT = 1u << 2,       /* always stops: its result is looked at */
+	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS without a stop */
+	TRACE_FACT_DETERM = 1u << 4,        /* TRACE_FILTER_DETERM traps it beyond its classes */
+	TRACE_FACT_LINK_READ = 1u << 5,     /* TRACE_FILTER_NO_READLINK lets it run */
+};
+unsigned trace_sys_facts(long nr);
+/* Argument rules, on an argument's low 32 bits (trace/sys/facts.def). */
+enum trace_rule {
+	TRACE_RULE_CLEAR,  /* none of value's bits */
+	TRACE_RULE_NOT,    /* anything but value */
+	TRACE_RULE_ONE_OF, /* value (and and_arg is and_value), or another ONE_OF row */
+};
+struct trace_argrule {
+	int nr;
+	unsigned char kind, arg;
+	signed char and_arg;       /* -1: value alone */
+	uint32_t value, and_value;
+	int err;                   /* the verdict on a call that breaks the rule */
+};
+/* A call's rules, adjacent in the table: the first, and their count in *n. */
+const struct trace_argrule *trace_sys_rules(long nr, size_t *n);
+/* The errno a call's arguments earn by its rules, or 0. */
+int trace_sys_rules_errno(long nr, const uint64_t a[6]);
+
+/* Filter modifier, not a class: with it, the TRACE_FACT_LINK_READ calls
+ * (readlink, readlinkat) do not stop though they are TRACE_CLASS_FILE. sbx-run sets it at level file when no
+ * inspector asked for file calls: readlink is ~70% of a compiler's path calls
+ * and changes nothing in a build record (level all still records it). */
+#define TRACE_FILTER_NO_READLINK (1u << 30)
+#define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap TRACE_FACT_DETERM calls */
+
+#endif
