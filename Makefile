@@ -23,7 +23,7 @@ LIB_DIRS := libcommon codec lease trace trace/sys trace/tracee trace/box trace/s
             trace/inspect trace/determ trace/record trace/run trace/call snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(patsubst %.c,$(O)/obj/%.o,$(LIB_SRC))
-LIB_HDR  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/sys/*.def)
+LIB_HDR  := sbx.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/sys/*.def)
 BIN_SRC  := $(wildcard bin/sbx-*.c)
 BINS     := $(patsubst bin/%.c,$(O)/bin/%,$(BIN_SRC))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -159,4 +159,20 @@ int lease_name_valid(const char *s);
 
 int lease_json_same(const json_t *a, const json_t *b);
 
+/* sbx-lease's command line, parsed (lease_cli.c). */
+struct lease_cli {
+	const struct common_verb *verb;
+	const char *store;
+	enum common_format fmt;
+	struct lease_request req;
+	const char *amount, *evidence, *usage, *state, *lifetime, *escrow, *limits, *fees;
+	const char *pos[1]; /* the operand after the verb */
+	int npos;
+	unsigned given; /* a bit per option given */
+	struct lease_store *s;
+	struct common_err e;
+};
+/* argv into c, no output: 0, 1 for --help, or -1 with e. */
+int lease_cli_parse(int argc, char **argv, struct lease_cli *c, struct common_err *e);
+
 #endif

@@ -138,8 +138,6 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		o->lease = v;
 	else if (strcmp(name, "ephemeral") == 0)
 		o->ephemeral = 1;
-	else if (strcmp(name, "image") == 0)
-		o->request_image = v;
 	else if (strcmp(name, "limits") == 0)
 		o->limits = v;
 	else if (strcmp(name, "fees") == 0)
@@ -865,8 +863,7 @@ static char *start_dir(const struct trace_run_opts *o)
 	return common_xasprintf("%s%s", strcmp(best->dst, "/") ? best->dst : "", cwd + best_len);
 }
 
-/* What trace_run_opt allocated in o (the mount list, the --env entries). */
-static void free_opts(struct trace_run_opts *o)
+void trace_run_opts_free(struct trace_run_opts *o)
 {
 	for (size_t i = 0; i < o->nmounts; i++) {
 		free((char *)o->mounts[i].src);
@@ -1197,6 +1194,6 @@ out:
 	free(wd);
 	script_free(&sc);
 	lease_store_close(s);
-	free_opts(o);
+	trace_run_opts_free(o);
 	return code;
 }
