@@ -30,7 +30,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 
 .PHONY: all guests deps bench-deps check unit bats asan fuzz install demo clean lint
-all: $(O)/libsbx.a $(BINS) $(UNITS) guests
+all: $(O)/libsbx.a $(O)/libsbx.so $(BINS) $(UNITS) guests
 
 # folders add their prerequisites (test guests, fuzz targets) in rules.mk
 guests:
@@ -42,6 +42,11 @@ $(O)/obj/%.o: %.c $(LIB_HDR)
 $(O)/libsbx.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
+
+# the embedding library (sbx.h); tests/embed.bats links a program against it
+$(O)/libsbx.so: $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libsbx.so -o $@ $^ $(LDLIBS)
 
 $(O)/bin/%: bin/%.c $(O)/libsbx.a $(LIB_HDR)
 	@mkdir -p $(@D)
@@ -99,20 +104,23 @@ asan:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sbx \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(O)/libsbx.a $(DESTDIR)$(PREFIX)/lib/
-	$(CC) -shared -o $(DESTDIR)$(PREFIX)/lib/libsbx.so -Wl,--whole-archive $(O)/libsbx.a -Wl,--no-whole-archive $(LDLIBS)
+	install -m 0755 $(O)/libsbx.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 sbx.h $(DESTDIR)$(PREFIX)/include/sbx/
 	for d in $(LIB_DIRS); do install -d $(DESTDIR)$(PREFIX)/include/sbx/$$d; \
 		for h in $$d/*.h; do [ -e "$$h" ] || continue; case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	for t in $(notdir $(BINS)); do \
 		install -m 0644 completions/sbx $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' sbx.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sbx.pc
 
 lint:
-	mandoc -Tlint -Wwarning man/*.1
+	mandoc -Tlint -Wwarning man/*.1 man/*.3
 
 demo: deps
 	$(MAKE) all
