@@ -111,7 +111,7 @@ install: all
 	install -m 0755 $(O)/libsbx.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 sbx.h $(DESTDIR)$(PREFIX)/include/sbx/
 	for d in $(LIB_DIRS); do install -d $(DESTDIR)$(PREFIX)/include/sbx/$$d; \
-		for h in $$d/*.h; do [ -e "$$h" ] || continue; case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
+		for h in $$d/*.h $$d/*.def; do [ -e "$$h" ] || continue; case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
