@@ -132,6 +132,24 @@ check_race() {
 	assert_output --partial "expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX"
 }
 
+@test "libcurl is loaded only for an etcd store: tools do not link it; without it the etcd store is named" {
+	for t in "$SBX_BUILD"/bin/sbx-*; do
+		run ldd "$t"
+		assert_success
+		refute_output --partial libcurl
+	done
+	mkdir nocurl
+	: >nocurl/libcurl.so.4
+	export SBX_HOST_DIR=$BATS_TEST_TMPDIR/host
+	LD_LIBRARY_PATH=$PWD/nocurl run sbx-lease --store "$BATS_TEST_TMPDIR/files" list
+	assert_success
+	LD_LIBRARY_PATH=$PWD/nocurl run sbx-lease list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd: cannot load libcurl: "
+	run sbx-lease list
+	assert_success
+}
+
 @test "sbx-run runs a lease of the shared store on another host, and --ephemeral" {
 	on_host 0 request --image /bin/sh | on_host 0 fund --amount 0 --evidence - |
 		on_host 1 activate --evidence - >a.json
