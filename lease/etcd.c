@@ -28,6 +28,7 @@ struct lease_etcd {
 	char *prefix; /* "/NAME" */
 	char *user, *password, *token;
 	uint64_t timeout_ms;
+	int down; /* the last request found no member answering in time */
 };
 
 /* The libcurl functions this client calls, resolved by curl_load. */
@@ -232,6 +233,11 @@ void lease_etcd_close(struct lease_etcd *c)
 	free(c);
 }
 
+int lease_etcd_unreachable(const struct lease_etcd *c)
+{
+	return c->down;
+}
+
 const char *lease_etcd_prefix(const struct lease_etcd *c)
 {
 	return c->prefix;
@@ -268,6 +274,47 @@ static void nap_ms(uint64_t ms)
 
 enum outcome { OK, RETRY, FATAL };
 
+/* The gateway's reply r (freed here) with HTTP status: OK with *out, RETRY
+ * (another member or a later try may answer), or FATAL with e filled. */
+static enum outcome decode(struct lease_etcd *c, long status, struct reply *r, json_t **out,
+			   char *why, size_t whylen, struct common_err *e)
+{
+	json_t *j = r->over ? NULL : common_json_load(r->buf ? r->buf : "", r->len, "etcd reply", NULL);
+	int64_t code;
+
+	if (!json_is_object(j)) {
+		char *text = r->buf ? common_escape(r->buf, r->len < 200 ? r->len : 200, 0) : NULL;
+		json_decref(j);
+		common_errf(e, "store", "etcd %s: HTTP %ld: %s", c->ep[c->cur], status,
+			    r->over ? "reply too large" : text ? text : "empty reply");
+		free(text);
+		free(r->buf);
+		return FATAL;
+	}
+	free(r->buf);
+	code = lease_jint(j, "code");
+	if (status == 200 && !json_object_get(j, "error")) {
+		*out = j;
+		return OK;
+	}
+	snprintf(why, whylen, "%s: %s", c->ep[c->cur],
+		 lease_jstr(j, "error") ? lease_jstr(j, "error") : "HTTP error");
+	if (status >= 500 && code != GRPC_UNAUTHENTICATED && (code == GRPC_UNAVAILABLE ||
+							      code == GRPC_DEADLINE || code < 0)) {
+		json_decref(j);
+		return RETRY;
+	}
+	if (code == GRPC_UNAUTHENTICATED && c->token) {
+		free(c->token);
+		c->token = NULL;
+		json_decref(j);
+		return RETRY;
+	}
+	common_errf(e, "store", "etcd: %s", why);
+	json_decref(j);
+	return FATAL;
+}
+
 /* One POST to the current endpoint: OK with *out, RETRY (this member is down,
  * has no leader or timed out: another may answer), or FATAL with e filled. */
 static enum outcome post_once(struct lease_etcd *c, const char *path, const char *body,
@@ -280,8 +327,6 @@ static enum outcome post_once(struct lease_etcd *c, const char *path, const char
 	struct curl_slist *h = NULL;
 	long status = 0;
 	CURLcode cc;
-	json_t *j;
-	int64_t code;
 
 	h = cu.slist_append(h, "Content-Type: application/json");
 	if (c->token) {
@@ -315,38 +360,7 @@ static enum outcome post_once(struct lease_etcd *c, const char *path, const char
 		return RETRY;
 	}
 	free(url);
-	j = r.over ? NULL : common_json_load(r.buf ? r.buf : "", r.len, "etcd reply", NULL);
-	if (!json_is_object(j)) {
-		char *text = r.buf ? common_escape(r.buf, r.len < 200 ? r.len : 200, 0) : NULL;
-		json_decref(j);
-		common_errf(e, "store", "etcd %s: HTTP %ld: %s", c->ep[c->cur], status,
-			    r.over ? "reply too large" : text ? text : "empty reply");
-		free(text);
-		free(r.buf);
-		return FATAL;
-	}
-	free(r.buf);
-	code = lease_jint(j, "code");
-	if (status == 200 && !json_object_get(j, "error")) {
-		*out = j;
-		return OK;
-	}
-	snprintf(why, whylen, "%s: %s", c->ep[c->cur],
-		 lease_jstr(j, "error") ? lease_jstr(j, "error") : "HTTP error");
-	if (status >= 500 && code != GRPC_UNAUTHENTICATED && (code == GRPC_UNAVAILABLE ||
-							      code == GRPC_DEADLINE || code < 0)) {
-		json_decref(j);
-		return RETRY;
-	}
-	if (code == GRPC_UNAUTHENTICATED && c->token) {
-		free(c->token);
-		c->token = NULL;
-		json_decref(j);
-		return RETRY;
-	}
-	common_errf(e, "store", "etcd: %s", why);
-	json_decref(j);
-	return FATAL;
+	return decode(c, status, &r, out, why, whylen, e);
 }
 
 static int post(struct lease_etcd *c, const char *path, const json_t *req, json_t **out,
@@ -379,6 +393,7 @@ static int post(struct lease_etcd *c, const char *path, const json_t *req, json_
 	int auth_call = strcmp(path, "/v3/auth/authenticate") == 0;
 	size_t tries = 0;
 
+	c->down = 0;
 	for (;;) {
 		now = common_mono_us() / 1000;
 		if (now - start >= c->timeout_ms && tries > 0)
@@ -406,6 +421,7 @@ static int post(struct lease_etcd *c, const char *path, const json_t *req, json_
 		}
 	}
 	free(body);
+	c->down = 1;
 	return common_errf(e, "store", "etcd unreachable: %s (%zu attempts in %llu ms)", why, tries,
 			   (unsigned long long)c->timeout_ms);
 }
@@ -455,6 +471,12 @@ static int kvs_of(const struct lease_etcd *c, const json_t *rep, json_t **kvs, s
 			json_decref(arr);
 			return common_errf(e, "store", "etcd: a key or value is not text");
 		}
+		if (strncmp(k, c->prefix, plen - 1) != 0 || k[plen - 1] != '/') {
+			free(k);
+			free(v);
+			json_decref(arr);
+			return common_errf(e, "store", "etcd: a reply names a key outside the prefix");
+		}
 		json_array_append_new(arr, json_pack("[s, s, I]", k + plen, v,
 						     (json_int_t)rev_of(kv, "mod_revision")));
 		free(k);
@@ -462,6 +484,28 @@ static int kvs_of(const struct lease_etcd *c, const json_t *rep, json_t **kvs, s
 	}
 	*kvs = arr;
 	return 0;
+}
+
+int lease_etcd_decode(struct lease_etcd *c, long status, const char *body, size_t len,
+		      json_t **kvs, struct common_err *e)
+{
+	struct reply r = { common_xmalloc(len + 1), len, len > REPLY_MAX };
+	json_t *rep = NULL;
+	char why[512];
+	int rc;
+
+	memcpy(r.buf, body, len);
+	r.buf[len] = '\0';
+	switch (decode(c, status, &r, &rep, why, sizeof why, e)) {
+	case OK:
+		rc = kvs_of(c, rep, kvs, e);
+		json_decref(rep);
+		return rc;
+	case RETRY:
+		return 1;
+	default:
+		return -1;
+	}
 }
 
 int lease_etcd_range(struct lease_etcd *c, const char *prefix, const char *from, json_t **kvs,

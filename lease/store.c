@@ -334,6 +334,7 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 		r = lease_shared_open(s, e);
 	if (r < 0)
 		goto fail;
+	lease_parked_replay(s);
 	*out = s;
 	return 0;
 fail:
