@@ -29,7 +29,7 @@ BINS     := $(patsubst bin/%.c,$(O)/bin/%,$(BIN_SRC))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 
-.PHONY: all guests deps bench-deps check unit bats asan fuzz install demo clean lint
+.PHONY: all guests deps bench-deps check test unit bats asan fuzz install demo clean lint
 all: $(O)/libsbx.a $(O)/libsbx.so $(BINS) $(UNITS) guests
 
 # folders add their prerequisites (test guests, fuzz targets) in rules.mk
@@ -89,8 +89,11 @@ unit: $(UNITS)
 bats: all
 	set -o pipefail; SBX_BUILD=$(CURDIR)/$(O) bats --formatter tap tests/*.bats | tee $(O)/bats.tap
 
-# check builds and tests only; a fresh machine runs `make deps check` (README)
-check:
+# check = deps (a no-op once installed) + test; test builds and runs every test only
+check: deps
+	$(MAKE) test
+
+test:
 	$(MAKE) all
 	@u=0; b=0; $(MAKE) unit || u=1; $(MAKE) bats || b=1; \
 	p=$$(awk '/ passed, [0-9]+ failed$$/ {p += $$(NF-3)} END {print p+0}' $(O)/unit.log); \
