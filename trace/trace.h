@@ -22,7 +22,10 @@ enum trace_class {
 	TRACE_CLASS_DESC = 1u << 8,    /* creates/closes descriptors */
 	TRACE_CLASS_REFUSED = 1u << 9, /* always refused by the boundary */
 	TRACE_CLASS_STORE = 1u << 10,  /* may store bytes or an inode on a file (storage_write) */
+	TRACE_CLASS_LOAD = 1u << 11,   /* returns bytes it read (the kernel's rchar: storage_read) */
 };
+/* With TRACE_CLASS_LOAD alone, the largest read the filter lets run without a stop. */
+#define TRACE_LOAD_SMALL (128u << 10)
 /* Argument kinds, per argument position. */
 enum trace_arg {
 	TRACE_ARG_NONE, TRACE_ARG_INT, TRACE_ARG_FD, TRACE_ARG_DIRFD, TRACE_ARG_PATH,
@@ -312,7 +315,11 @@ struct trace_hooks {           /* all optional; ctx passed back */
 	 * (deny with st->deny_errno, rewrite args via trace_guest_* helpers) and
 	 * st->want_exit. Return <0 to stop the guest (inspector failure). */
 	int (*on_entry)(void *ctx, struct trace_guest *g, struct trace_stop *st);
-	/* the same syscall after it completed (only when on_entry set st->want_exit) */
+	/* every call's syscall-entry stop once trace_sv_every_call() was asked, before
+	 * the seccomp filter and on_entry: may rewrite args and set st->want_exit */
+	int (*on_call)(void *ctx, struct trace_guest *g, struct trace_stop *st);
+	/* the same syscall after it completed (only when on_entry or on_call set
+	 * st->want_exit) */
 	int (*on_exit)(void *ctx, struct trace_guest *g, struct trace_stop *st);
 	/* PTRACE_EVENT_EXEC, before the new program's first instruction: path is what the
 	 * thread really executes (/proc/PID/exe), its argv is /proc/PID/cmdline; a failed
@@ -423,6 +430,9 @@ void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
+/* From now on every syscall of the tree stops at its entry and exit (on_call). */
+void trace_sv_every_call(struct trace_supervisor *sv);
+int trace_sv_every_call_on(const struct trace_supervisor *sv);
 
 /* sbx-run's orchestration (trace/run.c): options as parsed by bin/sbx-run.c. */
 /* Snapshots live in snap/, above this folder: a run reaches them only through
@@ -541,6 +551,19 @@ void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, i
 void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result);
 uint64_t trace_meter_store_held(const struct trace_meter *m);
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes);
+/* storage_read, held near its bound: a reading call of tid reserves what it may
+ * read at its entry; its exit (or its task's end) drops the reservation, the
+ * bytes being in the kernel's count by then. held: the tree's count now (every
+ * task read afresh) and the reservations; refused: one byte past bound. */
+void trace_meter_load_begin(struct trace_meter *m, pid_t tid, uint64_t bytes);
+void trace_meter_load_end(struct trace_meter *m, pid_t tid);
+int trace_meter_load_pending(struct trace_meter *m, pid_t tid);
+uint64_t trace_meter_load_held(struct trace_meter *m);
+void trace_meter_load_refused(struct trace_meter *m, uint64_t bound);
+/* Tasks the meter follows now. */
+size_t trace_meter_tasks(const struct trace_meter *m);
+/* Σ iov_len of a guest's iovec array (0 for one the kernel refuses). */
+uint64_t trace_store_iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cnt);
 /* What a trapped call may store on a host file (trace/store.c): bytes, and whether its
  * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
  * An inode or name a call may create counts TRACE_INODE_BYTES. */
@@ -591,6 +614,7 @@ int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
 int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv);
 int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
 int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
+int trace_inspector_on_call(void *ctx, struct trace_guest *g, struct trace_stop *st);
 void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags);
 void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);

@@ -465,6 +465,12 @@ static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	return c->rec ? trace_rec_on_entry(c->rec, g, st) : 0;
 }
 
+static int hook_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct run_ctx *c = ctx;
+	return c->ins ? trace_inspector_on_call(c->ins, g, st) : 0;
+}
+
 static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct run_ctx *c = ctx;
@@ -1081,6 +1087,7 @@ int trace_run_main(struct trace_run_opts *o)
 		cfg.trace_classes |= TRACE_FILTER_NO_READLINK;
 	hooks.on_entry = hook_entry;
 	hooks.on_exit = hook_exit;
+	hooks.on_call = hook_call;
 	hooks.on_spawn = hook_spawn;
 	hooks.on_proc_exit = hook_proc_exit;
 	hooks.on_tick = hook_tick;
