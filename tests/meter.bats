@@ -131,6 +131,21 @@ memcg_or_skip() {
 	[ "$(usage_of storage_read)" -gt $((32 << 20)) ]
 }
 
+# within max(1 %, 1 MiB) of the bound, whatever the read path, at full speed
+@test "readers at full speed end within 1 MiB of storage_read, on every read path" {
+	local libc=/usr/lib/x86_64-linux-gnu/libc.so.6 how
+	for how in read big pread readv sendfile threads; do
+		hog storage_read --limits storage_read=32M -- "$GUESTS/meter_load" "$how" "$libc"
+		echo "$how: storage_read at closure $(usage_of storage_read)"
+		[ "$(usage_of storage_read)" -gt $((32 << 20)) ]
+		[ "$(usage_of storage_read)" -le $(((32 << 20) + (1 << 20))) ]
+	done
+	# far from the bound reads run unstopped until the margin: held all the same
+	hog storage_read --limits storage_read=1G -- "$GUESTS/meter_load" threads "$libc"
+	echo "threads, 1G: storage_read at closure $(usage_of storage_read)"
+	[ "$(usage_of storage_read)" -le $(((1 << 30) + (1 << 30) / 100)) ]
+}
+
 @test "a stdout flooder is stopped by output_bytes; exactly the bound is delivered" {
 	hog output_bytes --limits output_bytes=1M -- "$GUESTS/meter_hog" flood
 	assert_equal "$(wc -c <out)" $((1 << 20))
