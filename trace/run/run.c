@@ -339,7 +339,12 @@ static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop,
 		trace_rec_head(c->rec, rq.trace_head);
 		rq.trace_seq = trace_rec_events(c->rec);
 	}
-	return c->opts->snap->take(c->store, c->lease, &rq, out, e);
+	int rc = c->opts->snap->take(c->store, c->lease, &rq, out, e);
+	/* the snapshot resumed the guest with PTRACE_CONT: stopped once more, the loop
+	 * resumes it as every-call mode wants */
+	if (!at_stop && (!stop || rc < 0) && c->sv && trace_sv_every_call_on(c->sv))
+		ptrace(PTRACE_INTERRUPT, guest, 0, 0);
+	return rc;
 }
 
 /* The control socket's JSON reply for a snapshot taken or refused. */
