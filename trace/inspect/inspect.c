@@ -30,6 +30,7 @@
 #define OBSERVE_EVERY_MS 200     /* lease writes at most this often, except on crossing */
 #define LOAD_RATE (16ull << 30)  /* bytes a CPU can read per second, at most (page cache) */
 #define LOAD_SLACK_US 10000      /* a tick this late (a tracer starved of CPU) still holds */
+#define FULL_EVERY_US 200000     /* the whole tree is sampled at least this often */
 
 struct view { uint8_t *data; uint64_t gaddr; size_t len; };
 
@@ -82,6 +83,7 @@ struct trace_inspector {
 	size_t arena_used;
 	int arena_rw;
 	uint64_t last_obs_ms;
+	uint64_t full_due_us;         /* the next tick that samples everything */
 	struct obs_writer w;
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
@@ -622,6 +624,18 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 
 	if (in->failed)
 		return 1;
+	uint64_t now = common_mono_us(), u[TRACE_DIMS];
+	if (now < in->full_due_us) { /* a tick for storage_read alone: its counts only */
+		trace_meter_load_held(in->meter);
+		trace_inspector_usage(in, u);
+		fuel_tick(in, sv, u);
+		load_tick(in, sv, u);
+		return crossed(in, u) >= 0 ? observe(in, sv, 0) != 0 : 0;
+	}
+	trace_inspector_usage(in, u);
+	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	uint64_t fuel_us = used < lim ? (lim - used) / in->ncpu / 2 : 0;
+	in->full_due_us = now + (fuel_us < FULL_EVERY_US ? fuel_us : FULL_EVERY_US);
 	n = trace_sv_pids(sv, tids, sizeof tids / sizeof tids[0]);
 	for (size_t i = 0; i < n && i < sizeof tids / sizeof tids[0]; i++)
 		trace_meter_task_new(in->meter, 0, tids[i]);
