@@ -103,7 +103,7 @@ install: all
 	install -m 0644 $(O)/libsbx.a $(DESTDIR)$(PREFIX)/lib/
 	$(CC) -shared -o $(DESTDIR)$(PREFIX)/lib/libsbx.so -Wl,--whole-archive $(O)/libsbx.a -Wl,--no-whole-archive $(LDLIBS)
 	for d in $(LIB_DIRS); do install -d $(DESTDIR)$(PREFIX)/include/sbx/$$d; \
-		for h in $$d/*.h; do [ -e "$$h" ] || continue; case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
+		for h in $$d/*.h $$d/*.def; do [ -e "$$h" ] || continue; case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	for t in $(notdir $(BINS)); do \

@@ -23,12 +23,39 @@ obj() { # obj DIR NAME C-SOURCE
 	assert_output --partial 'layers: 2 passed, 1 failed'
 }
 
-@test "a subfolder layer is below its parent folder: trace/tracee may not call the rest of trace" {
-	obj trace run 'int trace_run(void) { return 1; }'
-	obj trace/tracee mem 'int trace_run(void); int trace_mem_x(void) { return trace_run(); }'
-	obj trace supervise 'int trace_mem_x(void); int trace_sv_y(void) { return trace_mem_x(); }'
+@test "a subfolder layer is below the next: trace/tracee may not call trace/run" {
+	obj trace/run run 'int trace_run_main(void) { return 1; }'
+	obj trace/tracee mem 'int trace_run_main(void); int trace_mem_x(void) { return trace_run_main(); }'
+	obj trace/sv supervise 'int trace_mem_x(void); int trace_sv_y(void) { return trace_mem_x(); }'
 	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
 	assert_failure
-	assert_output --partial 'layers: trace/tracee/mem.o uses trace_run of trace, a layer above trace/tracee'
+	assert_output --partial 'layers: trace/tracee/mem.o uses trace_run_main of trace/run, a layer above trace/tracee'
 	assert_output --partial 'layers: 2 passed, 1 failed'
+}
+
+@test "two features on one line may not call each other; one folder may call itself" {
+	obj trace/determ determ 'int trace_determ_x(void) { return 1; }'
+	obj trace/determ tsc 'int trace_determ_x(void); int trace_tsc_y(void) { return trace_determ_x(); }'
+	obj trace/meter meter 'int trace_determ_x(void); int trace_meter_z(void) { return trace_determ_x(); }'
+	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
+	assert_failure
+	assert_output --partial 'layers: trace/meter/meter.o uses trace_determ_x of trace/determ, beside trace/meter in one layer'
+	assert_output --partial 'layers: 2 passed, 1 failed'
+}
+
+@test "an object of trace/ naming a snap_ symbol fails, defined or not" {
+	obj trace/run run 'int snap_take(void); int trace_run_x(void) { return snap_take(); }'
+	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
+	assert_failure
+	assert_output --partial 'layers: trace/run/run.o uses snap_take: trace/ never reaches snap/'
+}
+
+@test "an object in no listed layer fails; one whose source is gone is not checked" {
+	obj lease store 'int lease_open(void) { return 1; }'
+	obj bin sbx-run 'int main(void) { return 0; }'
+	obj trace gone 'int lease_open(void); int trace_gone(void) { return lease_open(); }'
+	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
+	assert_failure
+	assert_output --partial 'layers: bin/sbx-run.o lies in no layer of tests/layers.txt'
+	assert_output --partial 'layers: 1 passed, 1 failed'
 }

@@ -1,41 +1,61 @@
 #!/usr/bin/env bash
-# Fails when an object of a layer uses a symbol defined in a layer above it
-# (tests/layers.txt). Usage: tests/layers.sh BUILD_DIR
+# Fails when an object uses a symbol of a layer above its own, or of another
+# folder of its own layer (tests/layers.txt), when an object lies in no layer,
+# or when an object of trace/ names a snap_ symbol. Usage: tests/layers.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: tests/layers.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
-mapfile -t layers < <(grep -v '^#' "$here/layers.txt" | grep .)
+src=$(dirname "$here")
+folders=() ranks=()
+rank=0
+while read -r -a line; do
+	[ ${#line[@]} -gt 0 ] || continue
+	for f in "${line[@]}"; do folders+=("$f"); ranks+=("$rank"); done
+	rank=$((rank + 1))
+done < <(grep -v '^#' "$here/layers.txt")
 
-rank_of() { # an object's path under obj/ -> the deepest layer folder holding it, or -1
+folder_of() { # an object's path under obj/ -> the index of the deepest listed folder holding it, or -1
 	local i best=-1 len=0
-	for i in "${!layers[@]}"; do
-		case "$1" in "${layers[$i]}"/*)
-			[ ${#layers[$i]} -gt $len ] && { best=$i; len=${#layers[$i]}; } ;;
+	for i in "${!folders[@]}"; do
+		case "$1" in "${folders[$i]}"/*)
+			[ ${#folders[$i]} -gt $len ] && { best=$i; len=${#folders[$i]}; } ;;
 		esac
 	done
 	echo "$best"
 }
 
-declare -A def_rank obj_rank
-objs=()
+declare -A def_folder obj_folder
+objs=() failed=0
 while IFS= read -r -d '' o; do
-	r=$(rank_of "${o#"$build/obj/"}")
-	[ "$r" -ge 0 ] || continue
+	rel=${o#"$build/obj/"}
+	[ -e "$src/${rel%.o}.c" ] || continue # left behind by a source that moved
+	f=$(folder_of "$rel")
+	if [ "$f" -lt 0 ]; then
+		echo "layers: $rel lies in no layer of tests/layers.txt" >&2
+		failed=$((failed + 1))
+		continue
+	fi
 	objs+=("$o")
-	obj_rank[$o]=$r
-	while read -r _ sym; do def_rank[$sym]=$r; done \
+	obj_folder[$o]=$f
+	while read -r _ sym; do def_folder[$sym]=$f; done \
 		< <(nm --defined-only --extern-only "$o" | awk '{print $2, $3}')
 done < <(find "$build/obj" -name '*.o' -print0 2>/dev/null | sort -z)
 
-passed=0 failed=0
+passed=0
 for o in "${objs[@]}"; do
 	rel=${o#"$build/obj/"}
-	mine=${obj_rank[$o]}
+	mine=${obj_folder[$o]}
 	bad=0
 	while read -r sym; do
-		r=${def_rank[$sym]:-}
-		if [ -n "$r" ] && [ "$r" -gt "$mine" ]; then
-			echo "layers: $rel uses $sym of ${layers[$r]}, a layer above ${layers[$mine]}" >&2
+		f=${def_folder[$sym]:-}
+		if [ -n "$f" ] && [ "${ranks[$f]}" -gt "${ranks[$mine]}" ]; then
+			echo "layers: $rel uses $sym of ${folders[$f]}, a layer above ${folders[$mine]}" >&2
+			bad=1
+		elif [ -n "$f" ] && [ "${ranks[$f]}" = "${ranks[$mine]}" ] && [ "$f" != "$mine" ]; then
+			echo "layers: $rel uses $sym of ${folders[$f]}, beside ${folders[$mine]} in one layer" >&2
+			bad=1
+		elif [[ $rel == trace/* && $sym == snap_* ]]; then
+			echo "layers: $rel uses $sym: trace/ never reaches snap/" >&2
 			bad=1
 		fi
 	done < <(nm --undefined-only "$o" | awk '{print $2}')

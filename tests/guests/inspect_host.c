@@ -9,7 +9,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
 
 extern char **environ;
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
 
 static int passed, failed;
 

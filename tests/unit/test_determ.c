@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/determ/determ.h"
+#include "trace/record/record.h"
 #include "tests/unit/unit.h"
 
 int main(void)

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/trace.h"
+#include "trace/meter/meter.h"
 #include "tests/unit/unit.h"
 
 static char dir[] = "/tmp/test_meter.XXXXXX";

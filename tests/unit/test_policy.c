@@ -5,7 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
+#include "trace/tracee/tracee.h"
 
 static int passed, failed;
 

@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "trace/box/plan-internal.h"
+#include "trace/sv/sv.h"
 
 static int passed, failed;
 #define CHECK(c, ...) do { if (c) passed++; else { failed++; \

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
 
 static int passed, failed;
 static char dir[] = "/tmp/test_state.XXXXXX";

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <asm/unistd_64.h>
 #include <sys/syscall.h>
-#include "trace/trace.h"
+#include "trace/sys/sys.h"
 
 static int passed, failed;
 #define CHECK(c, ...) do { if (c) passed++; else { failed++; \

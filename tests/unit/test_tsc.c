@@ -10,7 +10,7 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/determ/determ.h"
 #include "tests/unit/unit.h"
 
 static void decoder(void)

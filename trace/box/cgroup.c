@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/box/box.h"
 
 struct trace_cgroup {
 	char dir[PATH_MAX];
@@ -220,11 +220,6 @@ void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m
 	}
 	m->held = (uint64_t)(anon > 0 ? anon : 0) + (uint64_t)(shm > 0 ? shm : 0);
 	m->ooms = oom > 0 ? (uint64_t)oom : 0;
-}
-
-const char *trace_cgroup_dir(const struct trace_cgroup *cg)
-{
-	return cg->dir;
 }
 
 /* After the tree is gone; its last tasks may still be leaving the cgroup. */

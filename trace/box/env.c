@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libcommon/common.h"
-#include "trace/trace.h"
+#include "trace/box/box.h"
 
 extern char **environ;
 

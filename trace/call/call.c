@@ -20,7 +20,8 @@
 #include <unistd.h>
 #include "codec/codec.h"
 #include "lease/lease.h"
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
+#include "trace/record/record.h"
 #include "trace/tracee/tracee.h"
 
 #define CALL_MAGIC "SBXC"

@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/trace.h"
+#include "trace/determ/determ.h"
 #include "trace/tracee/tracee.h"
 
 #define MAX_IO (1u << 20)     /* most bytes one emulated call produces */

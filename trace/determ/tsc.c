@@ -12,7 +12,7 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/determ/determ.h"
 #include "trace/tracee/tracee.h"
 
 #define PROBE_FAULTED 42 /* the probe child's exit code when rdtsc faulted */

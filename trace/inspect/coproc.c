@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
 
 #define REPLY_MAX (64u << 10)
 #define PATH_MAX_REPLY 4096

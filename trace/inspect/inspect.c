@@ -22,7 +22,7 @@
 #include <sys/user.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
 #include "trace/tracee/tracee.h"
 
 #define ARENA_SIZE (1u << 20)    /* host view bytes per callback */

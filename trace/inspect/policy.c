@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
+#include "trace/tracee/tracee.h"
 
 #define MAX_RULES 1024
 #define MAX_PATTERN 1024

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/inspect/inspect.h"
 
 #define HDR 8u
 

@@ -21,7 +21,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/trace.h"
+#include "trace/meter/meter.h"
 #include "trace/tracee/tracee.h"
 
 _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dimensions");

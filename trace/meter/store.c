@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include "trace/box/plan-internal.h"
+#include "trace/meter/meter.h"
 
 #define PAGE_ROUND(n) ((n) > UINT64_MAX - 4095 ? UINT64_MAX : ((n) + 4095) & ~(uint64_t)4095)
 

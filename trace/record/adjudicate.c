@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/trace.h"
+#include "trace/determ/determ.h"
+#include "trace/record/record.h"
 
 #define ADJ_TIMEOUT_MS 60000
 #define COPY_DEPTH 256

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "trace/trace.h"
+#include "trace/record/record.h"
 
 #define PROC_FILES_MAX 1000 /* per-process file lists are capped */
 

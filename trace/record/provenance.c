@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/trace.h"
+#include "trace/record/record.h"
+#include "trace/tracee/tracee.h"
 
 #define PAYLOAD_TYPE "application/vnd.in-toto+json"
 #define ENVELOPE_MAX (64u << 20)

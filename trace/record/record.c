@@ -17,7 +17,8 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/determ/determ.h"
+#include "trace/record/record.h"
 #include "trace/tracee/tracee.h"
 
 #define REC_BUF_FLUSH (32u << 10)   /* flush when this much is buffered */
@@ -301,7 +302,7 @@ int trace_level_parse(const char *s, enum trace_level *out, struct common_err *e
 	return 0;
 }
 
-const char *trace_level_name(enum trace_level l)
+static const char *trace_level_name(enum trace_level l)
 {
 	return l == TRACE_LEVEL_EXEC ? "exec" : l == TRACE_LEVEL_FILE ? "file" : "all";
 }
@@ -1044,11 +1045,6 @@ void trace_rec_on_proc_exit(void *ctx, pid_t tid, int wstatus)
 			break;
 		}
 	trace_rec_exit(r, tid, pid, wstatus);
-}
-
-const struct common_err *trace_rec_error(const struct trace_rec *r)
-{
-	return r->failed ? &r->err : NULL;
 }
 
 void trace_rec_abort(struct trace_rec *r)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/record/record.h"
 
 #define TAIL_LEN 72 /* ,"h":"<64 hex>"} */
 static const char domain[] = "sbx/trace/v1"; /* hashed with its NUL */
@@ -88,11 +88,6 @@ const json_t *trace_reader_header(const struct trace_reader *t)
 int trace_reader_complete(const struct trace_reader *t)
 {
 	return t->complete;
-}
-
-int trace_reader_partial_line(const struct trace_reader *t)
-{
-	return t->partial;
 }
 
 /* Next complete line (without '\n') or NULL at end / error (*err set). */

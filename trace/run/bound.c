@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/trace.h"
+#include "trace/run/run-internal.h"
 
 struct trace_bound {
 	const struct trace_run_opts *o;

@@ -16,7 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/box/plan-internal.h"
+#include "trace/determ/determ.h"
+#include "trace/record/record.h"
+#include "trace/run/run-internal.h"
 
 extern char **environ;
 

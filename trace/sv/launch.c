@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
-#include "trace/box/plan-internal.h"
+#include "trace/sv/sv.h"
 
 /* Spawn, seize, release and supervise, all from the calling thread: the tracer
  * of every guest task and the parent of the sandbox's init. */

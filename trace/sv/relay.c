@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/sv/sv.h"
 
 struct stream {
 	int rd, wr;     /* pipe ends: rd stays here, wr goes to the guest */

@@ -23,7 +23,7 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "trace/box/plan-internal.h"
+#include "trace/sv/sv.h"
 #include "trace/tracee/tracee.h"
 
 #define TICK_MS 250
@@ -301,7 +301,7 @@ ssize_t trace_guest_write(struct trace_guest *g, uint64_t addr, const void *buf,
 	return trace_mem_poke(g->ts->tid, addr, buf, len);
 }
 
-ssize_t trace_guest_read_str(struct trace_guest *g, uint64_t addr, char *buf, size_t max)
+static ssize_t trace_guest_read_str(struct trace_guest *g, uint64_t addr, char *buf, size_t max)
 {
 	return trace_mem_read_str(g->ts->tid, addr, buf, max);
 }
@@ -335,15 +335,6 @@ int trace_sv_watch(struct trace_supervisor *sv, int fd)
 		return -ENOSPC;
 	sv->watch[sv->nwatch++] = fd;
 	return 0;
-}
-
-void trace_sv_unwatch(struct trace_supervisor *sv, int fd)
-{
-	for (size_t i = 0; i < sv->nwatch; i++)
-		if (sv->watch[i] == fd) {
-			sv->watch[i] = sv->watch[--sv->nwatch];
-			return;
-		}
 }
 
 void trace_sv_stop(struct trace_supervisor *sv, const char *reason)

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include "trace/trace.h"
+#include "trace/sys/sys.h"
 
 static const struct trace_sysinfo table[] = {
 #define SYSCALL(name, nr, cls, err, a0, a1, a2, a3, a4, a5) \

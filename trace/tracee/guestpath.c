@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "trace/trace.h"
+#include "trace/tracee/tracee.h"
 
 #define HOPS_MAX 40 /* as the kernel's MAXSYMLINKS */
 

@@ -5,6 +5,7 @@
 #ifndef SBX_TRACE_TRACEE_H
 #define SBX_TRACE_TRACEE_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -53,14 +54,6 @@ int trace_sigmask_set(pid_t tid, uint64_t mask);
  * tid's exit (both stay for the supervisor's loop): 0 with its wait status;
  * -ESRCH when tid exits (its PTRACE_EVENT_EXIT stop is resumed); or -errno. */
 int trace_wait_stop(pid_t tid, int *status);
-/* The stop trace_wait_for resumes tid towards. */
-enum trace_want {
-	TRACE_WANT_TRAP,    /* a syscall-entry/exit stop or a single-step trap */
-	TRACE_WANT_SECCOMP, /* a seccomp stop */
-};
-/* Stops on the way are resumed with op; a signal met is not delivered but kept
- * in *sig (the last one) for the caller to send again. 0, -ESRCH or -errno. */
-int trace_wait_for(pid_t tid, enum trace_want want, int op, int *sig);
 
 /* Injected syscalls: nr(a) runs in the stopped thread, *ret gets its rax; a
  * signal met meanwhile is sent again once it ran. 0, -EIO (registers), -ESRCH
@@ -113,5 +106,12 @@ struct trace_map {
 int trace_proc_maps(pid_t tid, struct trace_map **out, size_t *n, struct common_err *e);
 /* start_brk from /proc/TID/stat. */
 int trace_proc_start_brk(pid_t tid, uint64_t *start_brk, struct common_err *e);
+
+/* Paths as the kernel will resolve them in the guest's view (guestpath.c).
+ * fold: "//", "/./" and ".." folded lexically (in absolute). real: every symlink
+ * and /proc/self magic link (root, cwd, exe, fd/N) resolved inside tid's root,
+ * the last component too when follow_last; 0, or -1 when a link cannot be read. */
+void trace_path_fold(const char *in, char out[PATH_MAX]);
+int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_MAX]);
 
 #endif

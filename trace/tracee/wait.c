@@ -8,6 +8,12 @@
 #include <unistd.h>
 #include "trace/tracee/tracee.h"
 
+/* The stop trace_wait_for resumes tid towards. */
+enum trace_want {
+	TRACE_WANT_TRAP,    /* a syscall-entry/exit stop or a single-step trap */
+	TRACE_WANT_SECCOMP, /* a seccomp stop */
+};
+
 int trace_wait_stop(pid_t tid, int *status)
 {
 	siginfo_t si;
@@ -41,7 +47,9 @@ static int wanted(enum trace_want want, int sig, int ev)
 	return sig == (SIGTRAP | 0x80) || (sig == SIGTRAP && ev == 0);
 }
 
-int trace_wait_for(pid_t tid, enum trace_want want, int op, int *sig)
+/* Stops on the way are resumed with op; a signal met is not delivered but kept
+ * in *sig (the last one) for the caller to send again. 0, -ESRCH or -errno. */
+static int trace_wait_for(pid_t tid, enum trace_want want, int op, int *sig)
 {
 	for (;;) {
 		int st, rc = trace_wait_stop(tid, &st);

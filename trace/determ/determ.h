@@ -1,0 +1,52 @@
+/* trace/determ: sbx-run --deterministic (SPEC §9): the virtual clock, the PRNG,
+ * rdtsc answered at its fault, namespace pids. */
+#ifndef SBX_TRACE_DETERM_H
+#define SBX_TRACE_DETERM_H
+
+#include "trace/sv/sv.h"
+
+#define TRACE_DETERM_STEP_NS 1000000    /* the virtual clock advances 1 ms per time query */
+struct trace_determ;
+/* Virtual clock and PRNG for one run; seed: the lease id; epoch: the virtual
+ * wall clock at the start (trace_determ_epoch), in seconds; tsc: rdtsc faults
+ * here (trace_tsc_probe), so the run traps and answers it. */
+struct trace_determ *trace_determ_new(const char *seed, int64_t epoch, int tsc);
+/* The epoch of a lease: the end of the store-clock batch its request receipt
+ * names (clock: the store's {"epoch_ms", "batch_ms"}), rounded up to a second,
+ * so that files written before the request lie in the virtual past. */
+int64_t trace_determ_epoch(const json_t *clock, int64_t requested_batch);
+void trace_determ_free(struct trace_determ *d);
+/* Classes (with TRACE_FILTER_DETERM) the filter must trap. */
+unsigned trace_determ_classes(void);
+/* Hook bodies (ctx = the struct trace_determ *): call after the inspector and
+ * before the recorder, so the recorder sees the emulated result. */
+int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
+int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
+/* At PTRACE_EVENT_EXEC: AT_SYSINFO_EHDR -> AT_IGNORE, AT_RANDOM bytes from the PRNG. */
+int trace_determ_on_exec(struct trace_determ *d, pid_t pid);
+uint64_t trace_determ_emulated(const struct trace_determ *d); /* calls answered */
+/* Process lifecycle (hook bodies): a child inherits its parent's clock. */
+void trace_determ_on_spawn(struct trace_determ *d, pid_t parent, pid_t child, unsigned long flags);
+void trace_determ_on_proc_exit(struct trace_determ *d, pid_t tid);
+/* The trace header's "determinism" object: epoch, step, uncontrolled and
+ * refused sources, and the digest of ns_dir (NULL: none) at the start. */
+json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
+			    struct common_err *e);
+/* A signal-delivery stop (hook body): an rdtsc/rdtscp fault is answered from
+ * the process's clock and not delivered (1); anything else is left alone (0). */
+int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig);
+/* rdtsc/rdtscp (trace/tsc.c): the instruction at b (n bytes) and its length;
+ * the probe: 1 if prctl(PR_SET_TSC, PR_TSC_SIGSEGV) makes rdtsc fault on this
+ * host (a forked child tries, once per process); at a SIGSEGV stop of tid, the
+ * faulting instruction (r: its registers); its answer, stepped over. */
+enum { TRACE_TSC_NONE = 0, TRACE_TSC_RDTSC = 1, TRACE_TSC_RDTSCP = 2 };
+#define TRACE_TSC_AUX 0 /* what rdtscp reports as IA32_TSC_AUX (the CPU number) */
+int trace_tsc_decode(const uint8_t *b, size_t n, size_t *len);
+int trace_tsc_probe(void);
+int trace_tsc_fault(pid_t tid, struct user_regs_struct *r, size_t *len);
+int trace_tsc_answer(pid_t tid, struct user_regs_struct *r, int insn, size_t len, uint64_t tsc);
+/* A host pid's id inside the run's PID namespace (0 if unknown): deterministic
+ * traces record these instead of host ids. */
+pid_t trace_determ_nspid(pid_t host);
+
+#endif

@@ -1,0 +1,71 @@
+/* trace/meter: usage of the guest tree (SPEC §4.1), storage_write exactly. */
+#ifndef SBX_TRACE_METER_H
+#define SBX_TRACE_METER_H
+
+#include "trace/sv/sv.h"
+
+struct trace_meter;
+struct lease_store;
+/* ns_dir (may be NULL) is metered as namespace_bytes, and counts as ns_bound + 1 (full)
+ * while it cannot be measured completely (UINT64_MAX: no bound, left as measured);
+ * relay (may be NULL) as output. */
+struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
+				    const struct trace_relay *relay);
+void trace_meter_free(struct trace_meter *m);
+/* Task lifecycle: every traced task (tgid 0: look it up; known tids are ignored),
+ * and its PTRACE_EVENT_EXIT stop (final figures). */
+void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid);
+void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid);
+/* The largest resident set a reaped task reached (trace_sv_peak_rss). */
+void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes);
+/* Sample the live tree (fuel, memory, fds, namespace, output). */
+void trace_meter_sample(struct trace_meter *m);
+/* The same for the supervisor's tick: bounded work, the namespace walked a
+ * step at a time (its bytes rise when a pass completes). */
+void trace_meter_tick(struct trace_meter *m);
+/* What sbx itself wrote for the guest so far (its trace): part of storage_write. */
+void trace_meter_host_write(struct trace_meter *m, uint64_t bytes);
+/* storage_write, exactly: a storing call of tid reserves what it may store at its
+ * entry and settles at its exit with its result (-errno: nothing; a byte count; else
+ * all reserved); a task that dies in the call is charged all. held: stored, reserved
+ * and the trace's bytes; refused: a call that would cross the bound, charged whole
+ * without running, so the usage reads as the excess. */
+void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, int by_result);
+void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result);
+uint64_t trace_meter_store_held(const struct trace_meter *m);
+void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes);
+/* storage_read, held near its bound: a reading call of tid reserves what it may
+ * read at its entry; its exit (or its task's end) drops the reservation, the
+ * bytes being in the kernel's count by then. held: the tree's count now (every
+ * task read afresh) and the reservations; refused: one byte past bound. */
+void trace_meter_load_begin(struct trace_meter *m, pid_t tid, uint64_t bytes);
+void trace_meter_load_end(struct trace_meter *m, pid_t tid);
+int trace_meter_load_pending(struct trace_meter *m, pid_t tid);
+uint64_t trace_meter_load_held(struct trace_meter *m);
+void trace_meter_load_refused(struct trace_meter *m, uint64_t bound);
+/* Tasks the meter follows now. */
+size_t trace_meter_tasks(const struct trace_meter *m);
+/* Σ iov_len of a guest's iovec array (0 for one the kernel refuses). */
+uint64_t trace_store_iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cnt);
+/* What a trapped call may store on a host file (trace/store.c): bytes, and whether its
+ * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
+ * An inode or name a call may create counts TRACE_INODE_BYTES. */
+#define TRACE_INODE_BYTES 4096
+struct trace_store_call {
+	uint64_t bytes;
+	int by_result;
+};
+int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
+		      struct trace_store_call *c);
+/* At its exit: the result as the meter reads it (an open that made no regular file
+ * reads as a failure: it created nothing). */
+int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st);
+/* memory also from the run's cgroup; a page it refused is a crossing of bound */
+void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, uint64_t bound);
+void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
+/* The name of the first dimension above limits, or NULL. */
+const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
+/* A namespace's bytes (lease_ns_digest's walk); -1 when it cannot be measured completely. */
+int trace_meter_ns_bytes(const char *dir, uint64_t *bytes);
+
+#endif

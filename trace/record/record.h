@@ -1,0 +1,94 @@
+/* trace/record: trace records (SPEC §7): the recorder, the reader, the build
+ * record, and the sbx-trace commands over them. */
+#ifndef SBX_TRACE_RECORD_H
+#define SBX_TRACE_RECORD_H
+
+#include "trace/sv/sv.h"
+
+/* A trace is JSON lines: a header {"sbx_trace":1,...,"h":H0}, then events,
+ * then {"ev":"end",...}. Every line ends in ,"h":"HEX"} where
+ * H0 = SHA-256("sbx/trace/v1\0" || canonical(header without h)) and
+ * H_i = SHA-256(H_{i-1} || canonical(event_i without h)). */
+#define TRACE_FORMAT 1
+#define TRACE_LINE_MAX (256u << 10)      /* longest accepted line */
+#define TRACE_EVENTS_MAX (8u << 20)      /* most events a reader accepts */
+enum trace_level { TRACE_LEVEL_EXEC, TRACE_LEVEL_FILE, TRACE_LEVEL_ALL };
+int trace_level_parse(const char *s, enum trace_level *out, struct common_err *e);
+/* Classes the seccomp filter must trap for a level (exec: none; execs, forks
+ * and exits come from ptrace events). */
+unsigned trace_classes(enum trace_level l);
+
+/* Recorder. Writes incrementally; a killed run leaves a valid prefix. */
+struct trace_rec;
+struct trace_rec_info {
+	const char *lease;          /* may be NULL */
+	const char *image_path, *image_sha256;
+	char *const *argv;          /* NULL-terminated */
+	char *const *envp;          /* only its digest is recorded */
+	json_t *mounts;             /* array or NULL; borrowed */
+	uint64_t start_batch;
+	enum trace_level level;
+	int deterministic;          /* no wall-clock fields; namespace pids */
+	json_t *determinism;        /* header "determinism" object or NULL; borrowed */
+	const char *hash_cache;     /* file of exec hashes kept across runs (a cache:
+				     * identity + boot id checked, damage ignored), or NULL */
+};
+/* path "-" writes to stdout; fd >= 0 (path NULL) writes to that fd. */
+struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_rec_info *info,
+				 struct common_err *e);
+/* At a seccomp stop: 1 if the recorder wants the syscall-exit stop. */
+int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s);
+/* At entry (has_result 0) or exit (has_result 1) of a syscall. When an exit
+ * was wanted, the entry call stores the stop and the exit call emits one
+ * completion event; otherwise the entry call emits the event. */
+int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s);
+/* PTRACE_EVENT_EXEC: the binary's path (NULL: /proc/PID/exe), its SHA-256
+ * (hashed once per file identity), argv (NULL: /proc/PID/cmdline). */
+int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
+		   char *const *argv);
+/* kind: "fork", "vfork", "clone" or "thread". */
+int trace_rec_spawn(struct trace_rec *r, pid_t parent, pid_t child, const char *kind);
+int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus);
+/* The recorder as struct trace_hooks members (ctx = the struct trace_rec *).
+ * Call them after the inspector's, so the recorded action is the final one;
+ * entry sets st->want_exit when the level records this call's result. */
+struct trace_guest;
+int trace_rec_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
+int trace_rec_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
+void trace_rec_on_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv);
+void trace_rec_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long clone_flags);
+void trace_rec_on_proc_exit(void *ctx, pid_t tid, int wstatus);
+int trace_rec_flush(struct trace_rec *r); /* also done by size and time */
+/* Writes the end event with the guest's wait status, closes, frees; head
+ * (may be NULL) receives the last chain hash. r is freed even on error. */
+int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct common_err *e);
+/* Frees without an end event (the trace stays a truncated prefix). */
+void trace_rec_abort(struct trace_rec *r);
+
+/* Reader: bytes -> lines -> checked events, verifying the chain. */
+struct trace_reader;
+struct trace_event {           /* one checked line; valid until the next call */
+	uint64_t line;
+	json_t *ev;                /* the parsed event (header for line 1) */
+	uint8_t h[32];
+	const char *kind;          /* "header", "sys", "exec", "spawn", "exit", "end" */
+	const char *canon;         /* the hashed bytes: canonical event without h */
+	size_t canon_len;
+};
+struct trace_reader *trace_reader_open(const char *path, struct common_err *e);
+/* 1 event read, 0 end of input, -1 error (chain, type, length...). */
+int trace_reader_next(struct trace_reader *t, struct trace_event *out, struct common_err *e);
+const json_t *trace_reader_header(const struct trace_reader *t);
+int trace_reader_complete(const struct trace_reader *t); /* saw the end event */
+void trace_reader_close(struct trace_reader *t);
+
+/* The build record of a trace as JSON (new reference), or NULL. */
+json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);
+/* Events a recorder has written after its header (trace/record.c). */
+uint64_t trace_rec_events(const struct trace_rec *r);
+/* Bytes of trace written so far (the lease meters them as storage_write). */
+uint64_t trace_rec_bytes(const struct trace_rec *r);
+/* The chain hash of the last line it wrote (snapshots record it). */
+void trace_rec_head(const struct trace_rec *r, uint8_t head[32]);
+
+#endif

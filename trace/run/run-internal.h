@@ -1,0 +1,28 @@
+/* trace/run private: what run.c asks of bound.c. */
+#ifndef SBX_TRACE_RUN_INTERNAL_H
+#define SBX_TRACE_RUN_INTERNAL_H
+
+#include "trace/inspect/inspect.h"
+
+/* sbx-run's bound, inspected runs (trace/run/bound.c): --policy, --inspect-exec,
+ * --inspect-timeout, --state-in, --state-out, metering and closure of the lease. */
+struct trace_bound;
+struct trace_config;
+struct trace_result;
+int trace_bound_opt(struct trace_run_opts *o, const char *name, const char *v,
+		    struct common_err *e);            /* 1 handled, 0 not ours, -1 error */
+/* Before any lease change: load the policy, check --state-in. *b is set even on error. */
+int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **b,
+		     struct common_err *e);
+/* With the lease known: limits, relay, inspector, state fd and rlimits into cfg. */
+int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char *id,
+		       const char *ns, struct trace_config *cfg, struct common_err *e);
+struct trace_inspector *trace_bound_inspector(const struct trace_bound *b);
+/* After trace_run: final observation; *closed names the dimension that closed the
+ * lease; -1 on an inspector failure or a bad state result (nothing written back). */
+int trace_bound_finish(struct trace_bound *b, const struct trace_result *res,
+		       const char **closed, struct common_err *e);
+void trace_bound_result(const struct trace_bound *b, json_t *result); /* usage totals */
+void trace_bound_free(struct trace_bound *b);
+
+#endif

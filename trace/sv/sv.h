@@ -1,0 +1,130 @@
+/* trace/sv: trace_run and the supervisor: one loop over every stop of the guest
+ * tree, the hooks features plug into it, and the output relay. */
+#ifndef SBX_TRACE_SV_H
+#define SBX_TRACE_SV_H
+
+#include "trace/box/box.h"
+
+/* ---- one supervised syscall, as the supervisor sees it at a stop ---- */
+enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
+struct trace_stop {
+	pid_t pid, tid, ppid;           /* host-namespace ids */
+	long nr;
+	const struct trace_sysinfo *sys; /* NULL if not in the table */
+	uint64_t args[6];
+	const char *path[2];            /* decoded, absolute in the guest's view, or NULL */
+	const char *raw[2];             /* the same strings exactly as the guest passed them */
+	int has_result;
+	int64_t result;                 /* return value, or -errno */
+	enum trace_action action;
+	int deny_errno;                 /* when denied */
+	const char *rewrite[2];         /* new path strings when rewritten */
+	int want_exit;                  /* set by on_entry: also stop at syscall exit */
+	int arch_ok;                    /* 0: i386/x32 entry (always refused) */
+	int record;                     /* an inspector rule asked for its result in the trace */
+};
+
+struct trace_guest;      /* the stopped thread inside a hook; opaque */
+struct trace_supervisor; /* the running supervisor inside a hook; opaque */
+struct user_regs_struct;
+
+struct trace_hooks {           /* all optional; ctx passed back */
+	void *ctx;
+	/* once, after the guest tree exists and before its first instruction */
+	int (*on_start)(void *ctx, struct trace_supervisor *sv);
+	/* seccomp stop at syscall entry, before the kernel runs it: may set st->action
+	 * (deny with st->deny_errno, rewrite args via trace_guest_* helpers) and
+	 * st->want_exit. Return <0 to stop the guest (inspector failure). */
+	int (*on_entry)(void *ctx, struct trace_guest *g, struct trace_stop *st);
+	/* every call's syscall-entry stop once trace_sv_every_call() was asked, before
+	 * the seccomp filter and on_entry: may rewrite args and set st->want_exit */
+	int (*on_call)(void *ctx, struct trace_guest *g, struct trace_stop *st);
+	/* the same syscall after it completed (only when on_entry or on_call set
+	 * st->want_exit) */
+	int (*on_exit)(void *ctx, struct trace_guest *g, struct trace_stop *st);
+	/* PTRACE_EVENT_EXEC, before the new program's first instruction: path is what the
+	 * thread really executes (/proc/PID/exe), its argv is /proc/PID/cmdline; a failed
+	 * execve reaches only on_entry */
+	void (*on_exec)(void *ctx, pid_t pid, pid_t ppid, const char *path);
+	void (*on_spawn)(void *ctx, pid_t parent, pid_t child, unsigned long clone_flags);
+	void (*on_proc_exit)(void *ctx, pid_t pid, int wstatus); /* at PTRACE_EVENT_EXIT: /proc/pid still readable */
+	/* at least every 250 ms while the guest runs (and once at the end); nonzero stops
+	 * the guest tree, with trace_sv_stop()'s reason if set, else "hook" */
+	int (*on_tick)(void *ctx, struct trace_supervisor *sv);
+	/* an fd registered with trace_sv_watch() is readable; <0 stops the guest */
+	int (*on_fd)(void *ctx, struct trace_supervisor *sv, int fd);
+	/* the guest's main thread is in a signal-delivery stop for sig, which is
+	 * passed on afterwards (the hook may inject syscalls; it must not resume it) */
+	void (*on_signal)(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig);
+	/* any thread's signal-delivery stop, before on_signal: 1 when the hook handled
+	 * the signal (it is then not delivered), 0 to deliver it */
+	int (*on_fault)(void *ctx, struct trace_guest *g, int sig);
+};
+struct trace_result {
+	int exited, status;           /* guest exit status when exited */
+	int signal;                   /* killing signal, else 0 */
+	int wstatus;                  /* raw wait status of the guest's main process */
+	char stop_reason[64];         /* "" or why the supervisor stopped the guest */
+	int host_signal;              /* SIGTERM/SIGINT/SIGHUP/SIGQUIT that ended the run, else 0 */
+	int exec_failed;              /* the image could not be executed: errno */
+	pid_t guest_pid;              /* host pid of the guest's main process */
+	uint64_t stops;               /* seccomp stops handled */
+	uint64_t refused;             /* syscalls the boundary refused */
+	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
+	uint64_t maxrss;              /* bytes, largest process */
+};
+/* Run the guest to completion. 0 with *res filled (whatever the guest did), or -1
+ * when the boundary could not be built (nothing ran). It waits for its own tasks
+ * only, so runs in several threads at once are independent; the hooks are called
+ * on the supervising thread (cfg->host_signals). */
+int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e);
+/* Exit status for sbx-run (SPEC §6.6) from a result. */
+int trace_result_exit_code(const struct trace_result *res);
+
+/* Inside hooks: the stopped thread. Memory reads/writes are bounded, -errno on failure. */
+pid_t trace_guest_tid(const struct trace_guest *g);
+pid_t trace_guest_pid(const struct trace_guest *g);
+ssize_t trace_guest_read(struct trace_guest *g, uint64_t addr, void *buf, size_t len);
+ssize_t trace_guest_write(struct trace_guest *g, uint64_t addr, const void *buf, size_t len);
+int trace_guest_get_regs(struct trace_guest *g, struct user_regs_struct *r);
+int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r);
+/* At an entry stop: run nr with args instead (re-checked by the filter). */
+int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t args[6]);
+/* The supervisor inside hooks. */
+int trace_sv_watch(struct trace_supervisor *sv, int fd);    /* poll fd; on_fd when readable */
+void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
+void trace_sv_stop(struct trace_supervisor *sv, const char *reason); /* kill the guest tree */
+/* kill the guest tree before returning: a crossed bound stops it before any write */
+void trace_sv_kill_now(struct trace_supervisor *sv, const char *reason);
+/* the next tick comes within us (at least 1 ms), not the usual 250 ms */
+void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
+size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
+pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
+uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
+/* From now on every syscall of the tree stops at its entry and exit (on_call). */
+void trace_sv_every_call(struct trace_supervisor *sv);
+int trace_sv_every_call_on(const struct trace_supervisor *sv);
+
+/* The supervisor loop: runs until every tracee is gone. */
+int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,
+		  struct common_err *e);
+
+/* Output relay: the guest's stdout/stderr are pipes copied to out_fd/err_fd by a
+ * supervisor thread, in order, counting bytes (both) and newline records (stdout).
+ * Output past max_bytes/max_lines is drained, never delivered, and sets "over". */
+struct trace_relay;
+int trace_relay_open(struct trace_relay **r, int out_fd, int err_fd, uint64_t max_bytes,
+		     uint64_t max_lines, struct common_err *e);
+/* The write ends to dup2 onto the guest's fds 1 and 2 (close-on-exec set). */
+void trace_relay_child_fds(const struct trace_relay *r, int *out_w, int *err_w);
+/* After the guest is forked: closes our write ends, starts the thread. */
+int trace_relay_start(struct trace_relay *r, struct common_err *e);
+void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *lines);
+int trace_relay_over(const struct trace_relay *r);
+/* readable (an eventfd) once the guest has passed an output bound */
+int trace_relay_wake_fd(const struct trace_relay *r);
+/* Once every guest is gone: drain what is buffered, join the thread. */
+void trace_relay_finish(struct trace_relay *r);
+void trace_relay_free(struct trace_relay *r);
+
+#endif
