@@ -625,7 +625,10 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 	if (in->failed)
 		return 1;
 	uint64_t now = common_mono_us(), u[TRACE_DIMS];
-	if (now < in->full_due_us) { /* a tick for storage_read alone: its counts only */
+	n = trace_sv_pids(sv, tids, sizeof tids / sizeof tids[0]);
+	/* a tick for storage_read alone reads its counts only; the last tick (the tree
+	 * gone) and one every FULL_EVERY_US sample everything */
+	if (n > 0 && now < in->full_due_us) {
 		trace_meter_load_held(in->meter);
 		trace_inspector_usage(in, u);
 		fuel_tick(in, sv, u);
@@ -636,7 +639,6 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
 	uint64_t fuel_us = used < lim ? (lim - used) / in->ncpu / 2 : 0;
 	in->full_due_us = now + (fuel_us < FULL_EVERY_US ? fuel_us : FULL_EVERY_US);
-	n = trace_sv_pids(sv, tids, sizeof tids / sizeof tids[0]);
 	for (size_t i = 0; i < n && i < sizeof tids / sizeof tids[0]; i++)
 		trace_meter_task_new(in->meter, 0, tids[i]);
 	trace_meter_peak_rss(in->meter, trace_sv_peak_rss(sv));
