@@ -67,9 +67,16 @@ int lease_etcd_url(const char *url); /* 1 for etcd://… and etcds://… */
 int lease_etcd_open(const char *url, struct lease_etcd **out, struct common_err *e);
 void lease_etcd_close(struct lease_etcd *c);
 const char *lease_etcd_prefix(const struct lease_etcd *c);
+int lease_etcd_unreachable(const struct lease_etcd *c); /* the last request timed out */
+/* park.c: observes the usage parked on this host while etcd was unreachable */
+void lease_parked_replay(struct lease_store *s);
 /* [[key, value, mod_revision], …] of the keys under prefix (from `from` when given) */
 int lease_etcd_range(struct lease_etcd *c, const char *prefix, const char *from, json_t **kvs,
 		     struct common_err *e);
+/* One gateway reply as a range answer: 0 with *kvs, 1 when another member or try
+ * may answer, -1 refused with e (what range decodes; for the fuzz target) */
+int lease_etcd_decode(struct lease_etcd *c, long status, const char *body, size_t len,
+		      json_t **kvs, struct common_err *e);
 /* *val NULL and *rev 0 when key is absent */
 int lease_etcd_get(struct lease_etcd *c, const char *key, char **val, int64_t *rev,
 		   struct common_err *e);

@@ -220,7 +220,11 @@ static int obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIM
 	json_t *rec = NULL;
 	int r = lease_observe_usage(s, id, u, &why, &rec, e);
 
-	if (r < 0 && trace_inspector_lease_bounds(s, id, lim, rec_u, NULL) == 0) {
+	if (r < 0 && lease_store_unreachable(s)) {
+		/* kept on this host until the store answers; the meter still bounds the guest */
+		why = NULL;
+		r = lease_observe_park(s, id, u, e);
+	} else if (r < 0 && trace_inspector_lease_bounds(s, id, lim, rec_u, NULL) == 0) {
 		/* someone else recorded more meanwhile (a concurrent run): never lower */
 		for (int d = 0; d < TRACE_DIMS; d++)
 			if (rec_u[d] > u[d])
