@@ -84,6 +84,7 @@ struct trace_inspector {
 	int arena_rw;
 	uint64_t last_obs_ms;
 	uint64_t full_due_us;         /* the next tick that samples everything */
+	int fuel_near;                /* fuel may cross before full_due_us */
 	struct obs_writer w;
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
@@ -632,7 +633,7 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 	n = trace_sv_pids(sv, tids, sizeof tids / sizeof tids[0]);
 	/* a tick for storage_read alone reads its counts only; the last tick (the tree
 	 * gone) and one every FULL_EVERY_US sample everything */
-	if (n > 0 && now < in->full_due_us) {
+	if (n > 0 && now < in->full_due_us && !in->fuel_near) {
 		trace_meter_load_held(in->meter);
 		trace_inspector_usage(in, u);
 		fuel_tick(in, sv, u);
@@ -642,7 +643,8 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 	trace_inspector_usage(in, u);
 	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
 	uint64_t fuel_us = used < lim ? (lim - used) / in->ncpu / 2 : 0;
-	in->full_due_us = now + (fuel_us < FULL_EVERY_US ? fuel_us : FULL_EVERY_US);
+	in->full_due_us = now + FULL_EVERY_US;
+	in->fuel_near = fuel_us < FULL_EVERY_US; /* then every tick is fuel's, and full */
 	for (size_t i = 0; i < n && i < sizeof tids / sizeof tids[0]; i++)
 		trace_meter_task_new(in->meter, 0, tids[i]);
 	trace_meter_peak_rss(in->meter, trace_sv_peak_rss(sv));
