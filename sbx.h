@@ -24,6 +24,7 @@ enum trace_class {
 	TRACE_CLASS_DESC = 1u << 8,    /* creates/closes descriptors */
 	TRACE_CLASS_REFUSED = 1u << 9, /* always refused by the boundary */
 	TRACE_CLASS_STORE = 1u << 10,  /* may store bytes or an inode on a file (storage_write) */
+	TRACE_CLASS_LOAD = 1u << 11,   /* returns bytes it read (the kernel's rchar: storage_read) */
 };
 
 /* One trapped syscall at entry, before the kernel runs it; valid inside the callback only. */

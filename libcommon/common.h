@@ -131,6 +131,9 @@ void common_unlock(int fd);
 /* Fault injection for crash tests: SBX_FAULT=NAME[:N] makes the Nth (default
  * first) call of common_fault_point(NAME) raise SIGKILL. */
 void common_fault_point(const char *name);
+/* Failure injection: 1 when SBX_FAULT is NAME:fail (the caller then fails as it
+ * would on a real error there), else 0. */
+int common_fault_fails(const char *name);
 
 /* Numbers: decimal u64, optional K/M/G/T (binary) suffix, must be <= max. */
 int common_parse_u64(const char *s, uint64_t max, uint64_t *out, struct common_err *e);

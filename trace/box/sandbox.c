@@ -163,6 +163,15 @@ static int store_only(const struct trace_sysinfo *s, unsigned classes)
 	       !((classes & TRACE_FILTER_DETERM) && trace_determ_traps(s->nr));
 }
 
+/* Trapped for the read meter alone: only a large read may cross the bound unseen
+ * between two samples (trace/meter.c stops every read near it). */
+static int load_only(const struct trace_sysinfo *s, unsigned classes)
+{
+	return (s->classes & classes & TRACE_CLASS_LOAD) &&
+	       !(s->classes & classes & ~TRACE_CLASS_LOAD) &&
+	       !((classes & TRACE_FILTER_DETERM) && trace_determ_traps(s->nr));
+}
+
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
 {
 	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(TRACE_TAG_UNKNOWN));
@@ -203,6 +212,14 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 			cmp[0] = oflags >= 0 ? SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0)
 					     : SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_SHARED, 0);
 			rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+		} else if (load_only(s, classes)) {
+			/* a read of at most TRACE_LOAD_SMALL runs; an iovec's sum is out of
+			 * BPF's reach: those fall to the default trap */
+			int count = trace_sys_arg(s, TRACE_ARG_COUNT);
+			if (count >= 0) {
+				cmp[0] = SCMP_CMP64((unsigned)count, SCMP_CMP_LE, TRACE_LOAD_SMALL);
+				rc = rule(c, SCMP_ACT_ALLOW, nr, 1, cmp, s->name, e);
+			}
 		} else if (((s->classes & classes) ||
 			    ((classes & TRACE_FILTER_DETERM) && trace_determ_traps(nr))) &&
 			   nr != TRACE_SYS_rt_sigreturn &&

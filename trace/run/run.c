@@ -339,7 +339,12 @@ static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop,
 		trace_rec_head(c->rec, rq.trace_head);
 		rq.trace_seq = trace_rec_events(c->rec);
 	}
-	return c->opts->snap->take(c->store, c->lease, &rq, out, e);
+	int rc = c->opts->snap->take(c->store, c->lease, &rq, out, e);
+	/* the snapshot resumed the guest with PTRACE_CONT: stopped once more, the loop
+	 * resumes it as every-call mode wants */
+	if (!at_stop && (!stop || rc < 0) && c->sv && trace_sv_every_call_on(c->sv))
+		ptrace(PTRACE_INTERRUPT, guest, 0, 0);
+	return rc;
 }
 
 /* The control socket's JSON reply for a snapshot taken or refused. */
@@ -463,6 +468,12 @@ static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	if (c->det && trace_determ_on_entry(c->det, g, st) < 0)
 		return -1;
 	return c->rec ? trace_rec_on_entry(c->rec, g, st) : 0;
+}
+
+static int hook_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct run_ctx *c = ctx;
+	return c->ins ? trace_inspector_on_call(c->ins, g, st) : 0;
 }
 
 static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
@@ -1080,6 +1091,7 @@ int trace_run_main(struct trace_run_opts *o)
 		cfg.trace_classes |= TRACE_FILTER_NO_READLINK;
 	hooks.on_entry = hook_entry;
 	hooks.on_exit = hook_exit;
+	hooks.on_call = hook_call;
 	hooks.on_spawn = hook_spawn;
 	hooks.on_proc_exit = hook_proc_exit;
 	hooks.on_tick = hook_tick;

@@ -49,6 +49,8 @@ int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind);
  * inspector asked for file calls: readlink is ~70% of a compiler's path calls
  * and changes nothing in a build record (level all still records it). */
 #define TRACE_FILTER_NO_READLINK (1u << 30)
+/* With TRACE_CLASS_LOAD alone, the largest read the filter lets run without a stop. */
+#define TRACE_LOAD_SMALL (128u << 10)
 #define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap trace_determ_traps() */
 /* The extra syscalls TRACE_FILTER_DETERM traps (fstat, getdents64, sched_getaffinity, ...). */
 int trace_determ_traps(long nr);
