@@ -11,7 +11,7 @@ SAN     ?=
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -fPIC -I. $(SAN)
 LDFLAGS += $(SAN) -Wl,--build-id
-LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcurl -lcrypto -lpthread
+LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
 
 DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev \
             libarchive-dev libssl-dev bats bats-assert bats-support clang \
@@ -23,14 +23,14 @@ LIB_DIRS := libcommon codec lease trace trace/sys trace/tracee trace/box trace/s
             trace/inspect trace/determ trace/record trace/run trace/call snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(patsubst %.c,$(O)/obj/%.o,$(LIB_SRC))
-LIB_HDR  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/sys/*.def)
+LIB_HDR  := sbx.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/sys/*.def)
 BIN_SRC  := $(wildcard bin/sbx-*.c)
 BINS     := $(patsubst bin/%.c,$(O)/bin/%,$(BIN_SRC))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNITS    := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 
-.PHONY: all guests deps bench-deps check unit bats asan fuzz install demo clean lint
-all: $(O)/libsbx.a $(BINS) $(UNITS) guests
+.PHONY: all guests deps bench-deps check test unit bats asan fuzz install demo clean lint
+all: $(O)/libsbx.a $(O)/libsbx.so $(BINS) $(UNITS) guests
 
 # folders add their prerequisites (test guests, fuzz targets) in rules.mk
 guests:
@@ -42,6 +42,11 @@ $(O)/obj/%.o: %.c $(LIB_HDR)
 $(O)/libsbx.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
+
+# the embedding library (sbx.h); tests/embed.bats links a program against it
+$(O)/libsbx.so: $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libsbx.so -o $@ $^ $(LDLIBS)
 
 $(O)/bin/%: bin/%.c $(O)/libsbx.a $(LIB_HDR)
 	@mkdir -p $(@D)
@@ -84,7 +89,11 @@ unit: $(UNITS)
 bats: all
 	set -o pipefail; SBX_BUILD=$(CURDIR)/$(O) bats --formatter tap tests/*.bats | tee $(O)/bats.tap
 
+# check = deps (a no-op once installed) + test; test builds and runs every test only
 check: deps
+	$(MAKE) test
+
+test:
 	$(MAKE) all
 	@u=0; b=0; $(MAKE) unit || u=1; $(MAKE) bats || b=1; \
 	p=$$(awk '/ passed, [0-9]+ failed$$/ {p += $$(NF-3)} END {print p+0}' $(O)/unit.log); \
@@ -98,20 +107,23 @@ asan:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/sbx \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(O)/libsbx.a $(DESTDIR)$(PREFIX)/lib/
-	$(CC) -shared -o $(DESTDIR)$(PREFIX)/lib/libsbx.so -Wl,--whole-archive $(O)/libsbx.a -Wl,--no-whole-archive $(LDLIBS)
+	install -m 0755 $(O)/libsbx.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 sbx.h $(DESTDIR)$(PREFIX)/include/sbx/
 	for d in $(LIB_DIRS); do install -d $(DESTDIR)$(PREFIX)/include/sbx/$$d; \
 		for h in $$d/*.h $$d/*.def; do [ -e "$$h" ] || continue; case $$h in *-internal.h) ;; *) install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/sbx/$$d/;; esac; done; done
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	for t in $(notdir $(BINS)); do \
 		install -m 0644 completions/sbx $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' sbx.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sbx.pc
 
 lint:
-	mandoc -Tlint -Wwarning man/*.1
+	mandoc -Tlint -Wwarning man/*.1 man/*.3
 
 demo: deps
 	$(MAKE) all

@@ -13,7 +13,7 @@ N=${1:-100}
 tmp=$(mktemp -d /tmp/sbx-lease-bench.XXXXXX)
 trap 'tests/etcd-cluster.sh stop "$tmp/etcd" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
 ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I. -o "$tmp/lease_bench" bench/lease_bench.c \
-	"$B/libsbx.a" -lseccomp -lelf -ljansson -larchive -lcurl -lcrypto -lpthread
+	"$B/libsbx.a" -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
 echo "store on $(df -P "$tmp" | awk 'NR==2 {print $1}'), $(nproc) cores"
 "$tmp/lease_bench" "$tmp/disk" 0 0
 "$tmp/lease_bench" "$tmp/seq" "$N" 1

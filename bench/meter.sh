@@ -6,7 +6,8 @@
 # ("Hardening, part 2"): max(1 %, 1 MiB) for bytes, 20 ms for fuel. Storage
 # is attacked along every path tests/guests/meter_store knows (fallocate, a
 # MAP_SHARED mapping, vmsplice+splice, copy_file_range, 100k empty files...)
-# through a read-write bind; "stored" is what the bind holds at the end, and
+# through a read-write bind, storage_read along every read path tests/guests/
+# meter_load knows; "stored" is what the bind holds at the end, and
 # its overshoot is taken from that: the usage of a refused call reads as the
 # excess (what was held plus what the call asked for), not as bytes stored.
 # Usage: bench/meter.sh [ROUNDS]   (default 3; SBX_BUILD defaults to ./build)
@@ -38,6 +39,11 @@ storage_write 32M 33554432 store:sendfile
 storage_write 32M 33554432 store:pwritev2
 storage_write 32M 33554432 store:files
 storage_read 32M 33554432 read /usr/lib/x86_64-linux-gnu/libc.so.6
+storage_read 32M 33554432 load:big /usr/lib/x86_64-linux-gnu/libc.so.6
+storage_read 32M 33554432 load:readv /usr/lib/x86_64-linux-gnu/libc.so.6
+storage_read 32M 33554432 load:sendfile /usr/lib/x86_64-linux-gnu/libc.so.6
+storage_read 32M 33554432 load:threads /usr/lib/x86_64-linux-gnu/libc.so.6
+storage_read 1G 1073741824 load:threads /usr/lib/x86_64-linux-gnu/libc.so.6
 output_bytes 1M 1048576 flood
 output_values 100 100 lines
 table_elements 64 64 fds
@@ -56,6 +62,7 @@ cases | while read -r dim lim units mode arg; do
 		rm -rf "$W/w" && mkdir "$W/w"
 		case $mode in
 		store:*) set -- "$W/guests/meter_store" "${mode#store:}" /w ;;
+		load:*) set -- "$W/guests/meter_load" "${mode#load:}" "$arg" ;;
 		*) set -- "$HOG" "$mode" ${arg:-} ;;
 		esac
 		"$SBX_BUILD/bin/sbx-run" --ephemeral --limits "$dim=$lim" --rw "$W/w:/w" \
@@ -64,7 +71,11 @@ cases | while read -r dim lim units mode arg; do
 		du -sB1 "$W/w" | cut -f1 >>"$W/s"
 	done
 	u=$(median <"$W/u")
-	case $mode in store:*) stored=$(median <"$W/s") label="$dim(${mode#store:})" ;; *) stored=- label=$dim ;; esac
+	case $mode in
+	store:*) stored=$(median <"$W/s") label="$dim(${mode#store:})" ;;
+	load:*) stored=- label="$dim(${mode#load:},$lim)" ;;
+	*) stored=- label=$dim ;;
+	esac
 	if [ "$dim" = fuel ]; then
 		target="20 ms"
 		over=$(awk -v u="$u" -v c="$units" 'BEGIN { printf "%+.0f ms", (u - c) / 1000 }')

@@ -1,7 +1,10 @@
 /* An etcd v3 client over the cluster's documented HTTP/JSON gateway (libcurl,
  * jansson, OpenSSL base64): range, txn, authenticate; endpoint failover within
- * a bounded time (SPEC §14). */
+ * a bounded time (SPEC §14). libcurl is loaded when an etcd store is opened, so
+ * tools on the file store do not map it and its thirty dependencies. */
 #include <curl/curl.h>
+#include <dlfcn.h>
+#include <stddef.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,14 +28,53 @@ struct lease_etcd {
 	char *prefix; /* "/NAME" */
 	char *user, *password, *token;
 	uint64_t timeout_ms;
+	int down; /* the last request found no member answering in time */
+};
+
+/* The libcurl functions this client calls, resolved by curl_load. */
+static struct curl_api {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *h, CURLoption opt, ...);
+	CURLcode (*easy_perform)(CURL *h);
+	CURLcode (*easy_getinfo)(CURL *h, CURLINFO info, ...);
+	void (*easy_cleanup)(CURL *h);
+	const char *(*easy_strerror)(CURLcode cc);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+} cu;
+
+#define CURL_FN(field) { "curl_" #field, offsetof(struct curl_api, field) }
+static const struct {
+	const char *name;
+	size_t off;
+} curl_fns[] = {
+	CURL_FN(global_init), CURL_FN(easy_init), CURL_FN(easy_setopt),
+	CURL_FN(easy_perform), CURL_FN(easy_getinfo), CURL_FN(easy_cleanup),
+	CURL_FN(easy_strerror), CURL_FN(slist_append), CURL_FN(slist_free_all),
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
+static char curl_why[256]; /* empty once libcurl is loaded and initialised */
 
-static void curl_init(void)
+static void curl_load(void)
 {
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	void *fn;
+
+	if (!lib) {
+		snprintf(curl_why, sizeof curl_why, "%s", dlerror());
+		return;
+	}
+	for (size_t i = 0; i < sizeof curl_fns / sizeof *curl_fns; i++) {
+		if (!(fn = dlsym(lib, curl_fns[i].name))) {
+			snprintf(curl_why, sizeof curl_why, "%s: no symbol", curl_fns[i].name);
+			return;
+		}
+		memcpy((char *)&cu + curl_fns[i].off, &fn, sizeof fn);
+	}
+	if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		snprintf(curl_why, sizeof curl_why, "curl_global_init failed");
 }
 
 int lease_etcd_url(const char *url)
@@ -138,8 +180,12 @@ int lease_etcd_open(const char *url, struct lease_etcd **out, struct common_err 
 	struct lease_etcd *c = common_xcalloc(1, sizeof *c);
 	uint64_t ms;
 
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK || !(c->curl = curl_easy_init())) {
+	pthread_once(&curl_once, curl_load);
+	if (*curl_why) {
+		free(c);
+		return common_errf(e, "store", "etcd: cannot load libcurl: %s", curl_why);
+	}
+	if (!(c->curl = cu.easy_init())) {
 		free(c);
 		return common_errf(e, "store", "etcd: cannot initialise libcurl");
 	}
@@ -153,16 +199,16 @@ int lease_etcd_open(const char *url, struct lease_etcd **out, struct common_err 
 		c->user = common_xstrdup(env("SBX_ETCD_USER"));
 	if (parse_url(c, url, e) < 0 || read_password(c, e) < 0)
 		goto fail;
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	cu.easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
+	cu.easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu.easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
 	if (env("SBX_ETCD_CACERT"))
-		curl_easy_setopt(c->curl, CURLOPT_CAINFO, env("SBX_ETCD_CACERT"));
+		cu.easy_setopt(c->curl, CURLOPT_CAINFO, env("SBX_ETCD_CACERT"));
 	if (env("SBX_ETCD_CERT"))
-		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, env("SBX_ETCD_CERT"));
+		cu.easy_setopt(c->curl, CURLOPT_SSLCERT, env("SBX_ETCD_CERT"));
 	if (env("SBX_ETCD_KEY"))
-		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, env("SBX_ETCD_KEY"));
+		cu.easy_setopt(c->curl, CURLOPT_SSLKEY, env("SBX_ETCD_KEY"));
 	*out = c;
 	return 0;
 fail:
@@ -175,7 +221,7 @@ void lease_etcd_close(struct lease_etcd *c)
 	if (!c)
 		return;
 	if (c->curl)
-		curl_easy_cleanup(c->curl);
+		cu.easy_cleanup(c->curl);
 	for (size_t i = 0; i < c->nep; i++)
 		free(c->ep[i]);
 	free(c->prefix);
@@ -185,6 +231,11 @@ void lease_etcd_close(struct lease_etcd *c)
 	free(c->password);
 	free(c->token);
 	free(c);
+}
+
+int lease_etcd_unreachable(const struct lease_etcd *c)
+{
+	return c->down;
 }
 
 const char *lease_etcd_prefix(const struct lease_etcd *c)
@@ -223,64 +274,24 @@ static void nap_ms(uint64_t ms)
 
 enum outcome { OK, RETRY, FATAL };
 
-/* One POST to the current endpoint: OK with *out, RETRY (this member is down,
- * has no leader or timed out: another may answer), or FATAL with e filled. */
-static enum outcome post_once(struct lease_etcd *c, const char *path, const char *body,
-			      uint64_t budget_ms, json_t **out, char *why, size_t whylen,
-			      struct common_err *e)
+/* The gateway's reply r (freed here) with HTTP status: OK with *out, RETRY
+ * (another member or a later try may answer), or FATAL with e filled. */
+static enum outcome decode(struct lease_etcd *c, long status, struct reply *r, json_t **out,
+			   char *why, size_t whylen, struct common_err *e)
 {
-	struct reply r = { NULL, 0, 0 };
-	char *url = common_xasprintf("%s%s", c->ep[c->cur], path), *auth = NULL;
-	char detail[CURL_ERROR_SIZE] = "";
-	struct curl_slist *h = NULL;
-	long status = 0;
-	CURLcode cc;
-	json_t *j;
+	json_t *j = r->over ? NULL : common_json_load(r->buf ? r->buf : "", r->len, "etcd reply", NULL);
 	int64_t code;
 
-	h = curl_slist_append(h, "Content-Type: application/json");
-	if (c->token) {
-		auth = common_xasprintf("Authorization: %s", c->token);
-		h = curl_slist_append(h, auth);
-	}
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &r);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(budget_ms < ATTEMPT_MS ? budget_ms : ATTEMPT_MS));
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 500L);
-	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, detail);
-	cc = curl_easy_perform(c->curl);
-	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	free(auth);
-	if (cc != CURLE_OK && !r.over) {
-		snprintf(why, whylen, "%s: %s", c->ep[c->cur], *detail ? detail : curl_easy_strerror(cc));
-		free(url);
-		free(r.buf);
-		/* a certificate nobody accepts stays so: no other try can succeed */
-		if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CERTPROBLEM ||
-		    cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CONNECT_ERROR) {
-			common_errf(e, "store", "etcd TLS: %s", why);
-			return FATAL;
-		}
-		return RETRY;
-	}
-	free(url);
-	j = r.over ? NULL : common_json_load(r.buf ? r.buf : "", r.len, "etcd reply", NULL);
 	if (!json_is_object(j)) {
-		char *text = r.buf ? common_escape(r.buf, r.len < 200 ? r.len : 200, 0) : NULL;
+		char *text = r->buf ? common_escape(r->buf, r->len < 200 ? r->len : 200, 0) : NULL;
 		json_decref(j);
 		common_errf(e, "store", "etcd %s: HTTP %ld: %s", c->ep[c->cur], status,
-			    r.over ? "reply too large" : text ? text : "empty reply");
+			    r->over ? "reply too large" : text ? text : "empty reply");
 		free(text);
-		free(r.buf);
+		free(r->buf);
 		return FATAL;
 	}
-	free(r.buf);
+	free(r->buf);
 	code = lease_jint(j, "code");
 	if (status == 200 && !json_object_get(j, "error")) {
 		*out = j;
@@ -302,6 +313,54 @@ static enum outcome post_once(struct lease_etcd *c, const char *path, const char
 	common_errf(e, "store", "etcd: %s", why);
 	json_decref(j);
 	return FATAL;
+}
+
+/* One POST to the current endpoint: OK with *out, RETRY (this member is down,
+ * has no leader or timed out: another may answer), or FATAL with e filled. */
+static enum outcome post_once(struct lease_etcd *c, const char *path, const char *body,
+			      uint64_t budget_ms, json_t **out, char *why, size_t whylen,
+			      struct common_err *e)
+{
+	struct reply r = { NULL, 0, 0 };
+	char *url = common_xasprintf("%s%s", c->ep[c->cur], path), *auth = NULL;
+	char detail[CURL_ERROR_SIZE] = "";
+	struct curl_slist *h = NULL;
+	long status = 0;
+	CURLcode cc;
+
+	h = cu.slist_append(h, "Content-Type: application/json");
+	if (c->token) {
+		auth = common_xasprintf("Authorization: %s", c->token);
+		h = cu.slist_append(h, auth);
+	}
+	cu.easy_setopt(c->curl, CURLOPT_URL, url);
+	cu.easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	cu.easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	cu.easy_setopt(c->curl, CURLOPT_WRITEDATA, &r);
+	cu.easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(budget_ms < ATTEMPT_MS ? budget_ms : ATTEMPT_MS));
+	cu.easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 500L);
+	cu.easy_setopt(c->curl, CURLOPT_ERRORBUFFER, detail);
+	cc = cu.easy_perform(c->curl);
+	cu.easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
+	cu.easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	cu.slist_free_all(h);
+	free(auth);
+	if (cc != CURLE_OK && !r.over) {
+		snprintf(why, whylen, "%s: %s", c->ep[c->cur], *detail ? detail : cu.easy_strerror(cc));
+		free(url);
+		free(r.buf);
+		/* a certificate nobody accepts stays so: no other try can succeed */
+		if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CERTPROBLEM ||
+		    cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CONNECT_ERROR) {
+			common_errf(e, "store", "etcd TLS: %s", why);
+			return FATAL;
+		}
+		return RETRY;
+	}
+	free(url);
+	return decode(c, status, &r, out, why, whylen, e);
 }
 
 static int post(struct lease_etcd *c, const char *path, const json_t *req, json_t **out,
@@ -334,6 +393,7 @@ static int post(struct lease_etcd *c, const char *path, const json_t *req, json_
 	int auth_call = strcmp(path, "/v3/auth/authenticate") == 0;
 	size_t tries = 0;
 
+	c->down = 0;
 	for (;;) {
 		now = common_mono_us() / 1000;
 		if (now - start >= c->timeout_ms && tries > 0)
@@ -361,6 +421,7 @@ static int post(struct lease_etcd *c, const char *path, const json_t *req, json_
 		}
 	}
 	free(body);
+	c->down = 1;
 	return common_errf(e, "store", "etcd unreachable: %s (%zu attempts in %llu ms)", why, tries,
 			   (unsigned long long)c->timeout_ms);
 }
@@ -410,6 +471,12 @@ static int kvs_of(const struct lease_etcd *c, const json_t *rep, json_t **kvs, s
 			json_decref(arr);
 			return common_errf(e, "store", "etcd: a key or value is not text");
 		}
+		if (strncmp(k, c->prefix, plen - 1) != 0 || k[plen - 1] != '/') {
+			free(k);
+			free(v);
+			json_decref(arr);
+			return common_errf(e, "store", "etcd: a reply names a key outside the prefix");
+		}
 		json_array_append_new(arr, json_pack("[s, s, I]", k + plen, v,
 						     (json_int_t)rev_of(kv, "mod_revision")));
 		free(k);
@@ -417,6 +484,28 @@ static int kvs_of(const struct lease_etcd *c, const json_t *rep, json_t **kvs, s
 	}
 	*kvs = arr;
 	return 0;
+}
+
+int lease_etcd_decode(struct lease_etcd *c, long status, const char *body, size_t len,
+		      json_t **kvs, struct common_err *e)
+{
+	struct reply r = { common_xmalloc(len + 1), len, len > REPLY_MAX };
+	json_t *rep = NULL;
+	char why[512];
+	int rc;
+
+	memcpy(r.buf, body, len);
+	r.buf[len] = '\0';
+	switch (decode(c, status, &r, &rep, why, sizeof why, e)) {
+	case OK:
+		rc = kvs_of(c, rep, kvs, e);
+		json_decref(rep);
+		return rc;
+	case RETRY:
+		return 1;
+	default:
+		return -1;
+	}
 }
 
 int lease_etcd_range(struct lease_etcd *c, const char *prefix, const char *from, json_t **kvs,

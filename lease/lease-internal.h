@@ -67,9 +67,16 @@ int lease_etcd_url(const char *url); /* 1 for etcd://… and etcds://… */
 int lease_etcd_open(const char *url, struct lease_etcd **out, struct common_err *e);
 void lease_etcd_close(struct lease_etcd *c);
 const char *lease_etcd_prefix(const struct lease_etcd *c);
+int lease_etcd_unreachable(const struct lease_etcd *c); /* the last request timed out */
+/* park.c: observes the usage parked on this host while etcd was unreachable */
+void lease_parked_replay(struct lease_store *s);
 /* [[key, value, mod_revision], …] of the keys under prefix (from `from` when given) */
 int lease_etcd_range(struct lease_etcd *c, const char *prefix, const char *from, json_t **kvs,
 		     struct common_err *e);
+/* One gateway reply as a range answer: 0 with *kvs, 1 when another member or try
+ * may answer, -1 refused with e (what range decodes; for the fuzz target) */
+int lease_etcd_decode(struct lease_etcd *c, long status, const char *body, size_t len,
+		      json_t **kvs, struct common_err *e);
 /* *val NULL and *rev 0 when key is absent */
 int lease_etcd_get(struct lease_etcd *c, const char *key, char **val, int64_t *rev,
 		   struct common_err *e);
@@ -158,5 +165,21 @@ int lease_hex_valid(const char *s, size_t n);
 int lease_name_valid(const char *s);
 
 int lease_json_same(const json_t *a, const json_t *b);
+
+/* sbx-lease's command line, parsed (lease_cli.c). */
+struct lease_cli {
+	const struct common_verb *verb;
+	const char *store;
+	enum common_format fmt;
+	struct lease_request req;
+	const char *amount, *evidence, *usage, *state, *lifetime, *escrow, *limits, *fees;
+	const char *pos[1]; /* the operand after the verb */
+	int npos;
+	unsigned given; /* a bit per option given */
+	struct lease_store *s;
+	struct common_err e;
+};
+/* argv into c, no output: 0, 1 for --help, or -1 with e. */
+int lease_cli_parse(int argc, char **argv, struct lease_cli *c, struct common_err *e);
 
 #endif

@@ -159,6 +159,12 @@ int lease_head(struct lease_store *s, const char *id, json_t **receipt, struct c
 int lease_observe_usage(struct lease_store *s, const char *id,
 			const uint64_t usage[LEASE_DIM_COUNT], const char **closed,
 			json_t **receipts, struct common_err *e);
+/* 1 when the store is etcd and its last request found no member in time. */
+int lease_store_unreachable(const struct lease_store *s);
+/* Keep usage durable on this host (raised to what is parked already) until the
+ * store answers: the next opening of the store here observes it. */
+int lease_observe_park(struct lease_store *s, const char *id,
+		       const uint64_t usage[LEASE_DIM_COUNT], struct common_err *e);
 
 int lease_list(struct lease_store *s, const char *principal, int state /* -1 any */,
 	       json_t **out, struct common_err *e);

@@ -7,47 +7,17 @@
 
 #define EVIDENCE_MAX (1u << 20)
 
-static const char usage_text[] =
+static const char usage_head[] =
 	"usage: sbx-lease [--store DIR|etcd://HOST:PORT[,HOST:PORT...]/PREFIX]\n"
-	"                 [--format json|text] COMMAND ...\n"
-	"  request --image PATH [--principal NAME] [--host-program NAME]\n"
-	"          [--limits DIM=N[,DIM=N...]] [--lifetime BATCHES] [--escrow N]\n"
-	"          [--fees DIM=PRICE[,...]]\n"
-	"  fund [ID] --amount N --evidence FILE|-\n"
-	"  activate [ID] --evidence FILE|-\n"
-	"  observe [ID] --usage DIM=N[,...] --evidence FILE|-\n"
-	"  settle [ID] --evidence FILE|-\n"
-	"  expire [ID] --evidence FILE|-\n"
-	"  destroy [ID] --evidence FILE|-\n"
-	"  show ID\n"
-	"  list [--principal P] [--state S]\n"
-	"  log ID\n"
-	"  verify [ID]\n"
-	"  clock [wall|manual]\n"
-	"  tick [N]\n";
+	"                 [--format json|text] COMMAND ...\n";
 
-struct cli {
-	const char *store;
-	enum common_format fmt;
-	struct lease_store *s;
-	struct common_err e;
-};
-
-static int usage(const char *why)
-{
-	if (why)
-		fprintf(stderr, "%s: error: usage: %s\n", common_progname(), why);
-	fputs(usage_text, stderr);
-	return SBX_EXIT_USAGE;
-}
-
-static int fail(struct cli *c)
+static int fail(struct lease_cli *c)
 {
 	common_report(&c->e);
 	return SBX_EXIT_FAIL;
 }
 
-static int open_store(struct cli *c)
+static int open_store(struct lease_cli *c)
 {
 	return lease_store_open(c->store, &c->s, &c->e);
 }
@@ -113,7 +83,7 @@ static void text_receipt_row(const json_t *r)
 	       (long long)lease_jint(r, "batch"), lease_jstr(r, "digest"));
 }
 
-static int print_pair(struct cli *c, const json_t *pair)
+static int print_pair(struct lease_cli *c, const json_t *pair)
 {
 	if (c->fmt == COMMON_FMT_JSON)
 		return common_json_print(pair, 0);
@@ -121,7 +91,7 @@ static int print_pair(struct cli *c, const json_t *pair)
 	return 0;
 }
 
-static int read_evidence(struct cli *c, const char *path, json_t **r)
+static int read_evidence(struct lease_cli *c, const char *path, json_t **r)
 {
 	char *buf;
 	size_t len;
@@ -140,133 +110,41 @@ static int read_evidence(struct cli *c, const char *path, json_t **r)
 	return rc;
 }
 
-enum { O_STORE = 1000, O_FORMAT, O_IMAGE, O_PRINCIPAL, O_HOST, O_LIMITS, O_LIFETIME,
-       O_ESCROW, O_FEES, O_AMOUNT, O_EVIDENCE, O_USAGE, O_STATE };
-
-static const struct option opts[] = {
-	{ "store", required_argument, NULL, O_STORE },
-	{ "format", required_argument, NULL, O_FORMAT },
-	{ "image", required_argument, NULL, O_IMAGE },
-	{ "principal", required_argument, NULL, O_PRINCIPAL },
-	{ "host-program", required_argument, NULL, O_HOST },
-	{ "limits", required_argument, NULL, O_LIMITS },
-	{ "lifetime", required_argument, NULL, O_LIFETIME },
-	{ "escrow", required_argument, NULL, O_ESCROW },
-	{ "fees", required_argument, NULL, O_FEES },
-	{ "amount", required_argument, NULL, O_AMOUNT },
-	{ "evidence", required_argument, NULL, O_EVIDENCE },
-	{ "usage", required_argument, NULL, O_USAGE },
-	{ "state", required_argument, NULL, O_STATE },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-struct args {
-	struct lease_request req;
-	const char *amount, *evidence, *usage, *state, *lifetime, *escrow;
-	const char *pos[2];
-	int npos;
-	unsigned given; /* bit per option, to refuse options a command does not take */
-};
-
-#define BIT(o) (1u << ((o) - O_STORE))
-
-static int parse(struct cli *c, int argc, char **argv, struct args *a, unsigned allowed)
-{
-	int o;
-
-	memset(a, 0, sizeof *a);
-	optind = 0; /* reinitialise GNU getopt: a new argv, options after operands allowed */
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (o == '?')
-			return usage(optopt ? "unknown or incomplete option" : "unknown option");
-		if (o == 'h') {
-			fputs(usage_text, stdout);
-			return SBX_EXIT_OK;
-		}
-		if (o != O_STORE && o != O_FORMAT && !(allowed & BIT(o)))
-			return usage("option not taken by this command");
-		a->given |= BIT(o);
-		switch (o) {
-		case O_STORE: c->store = optarg; break;
-		case O_FORMAT:
-			if (common_parse_format(optarg, &c->fmt, &c->e) < 0) {
-				common_report(&c->e);
-				return SBX_EXIT_USAGE;
-			}
-			break;
-		case O_IMAGE: a->req.image = optarg; break;
-		case O_PRINCIPAL: a->req.principal = optarg; break;
-		case O_HOST: a->req.host_program = optarg; break;
-		case O_LIMITS:
-			if (lease_parse_limits(optarg, &a->req, &c->e) < 0)
-				return fail(c);
-			break;
-		case O_FEES:
-			if (lease_parse_fees(optarg, &a->req, &c->e) < 0)
-				return fail(c);
-			break;
-		case O_LIFETIME: a->lifetime = optarg; break;
-		case O_ESCROW: a->escrow = optarg; break;
-		case O_AMOUNT: a->amount = optarg; break;
-		case O_EVIDENCE: a->evidence = optarg; break;
-		case O_USAGE: a->usage = optarg; break;
-		case O_STATE: a->state = optarg; break;
-		}
-	}
-	for (; optind < argc; optind++) {
-		if (a->npos == 2)
-			return usage("too many operands");
-		a->pos[a->npos++] = argv[optind];
-	}
-	return -1;
-}
-
-static int cmd_request(struct cli *c, struct args *a)
+static int cmd_request(struct lease_cli *c)
 {
 	json_t *out;
 	uint64_t v;
 
-	if (a->npos)
-		return usage("request takes no operands");
-	if (a->lifetime) {
-		if (lease_parse_amount("--lifetime", a->lifetime, &v, &c->e) < 0)
+	if (c->lifetime) {
+		if (lease_parse_amount("--lifetime", c->lifetime, &v, &c->e) < 0)
 			return fail(c);
 		if (v == 0 || v > LEASE_LIFETIME_CEILING) {
-			common_errf(&c->e, "--lifetime", "%s is outside 1..%u", a->lifetime,
+			common_errf(&c->e, "--lifetime", "%s is outside 1..%u", c->lifetime,
 				    LEASE_LIFETIME_CEILING);
 			return fail(c);
 		}
-		a->req.lifetime = v;
+		c->req.lifetime = v;
 	}
-	if (a->escrow && lease_parse_amount("--escrow", a->escrow, &a->req.escrow, &c->e) < 0)
+	if (c->escrow && lease_parse_amount("--escrow", c->escrow, &c->req.escrow, &c->e) < 0)
 		return fail(c);
-	if (!a->req.image)
-		return usage("request needs --image PATH");
-	if (open_store(c) < 0 || lease_request(c->s, &a->req, &out, &c->e) < 0)
+	if ((c->limits && lease_parse_limits(c->limits, &c->req, &c->e) < 0) ||
+	    (c->fees && lease_parse_fees(c->fees, &c->req, &c->e) < 0))
+		return fail(c);
+	if (open_store(c) < 0 || lease_request(c->s, &c->req, &out, &c->e) < 0)
 		return fail(c);
 	print_pair(c, out);
 	json_decref(out);
 	return SBX_EXIT_OK;
 }
 
-static int cmd_edge(struct cli *c, struct args *a, enum lease_edge edge)
+static int cmd_edge(struct lease_cli *c, enum lease_edge edge)
 {
 	json_t *ev = NULL, *args = json_object(), *out = NULL;
 	int rc = SBX_EXIT_FAIL;
 
-	if (a->npos > 1) {
-		json_decref(args);
-		return usage("too many operands");
-	}
 	if (edge == LEASE_EDGE_FUND) {
 		uint64_t v;
-		if (!a->amount) {
-			json_decref(args);
-			return usage("fund needs --amount N");
-		}
-		if (lease_parse_amount("--amount", a->amount, &v, &c->e) < 0)
+		if (lease_parse_amount("--amount", c->amount, &v, &c->e) < 0)
 			goto out;
 		json_object_set_new(args, "amount", json_integer((json_int_t)v));
 	}
@@ -274,12 +152,7 @@ static int cmd_edge(struct cli *c, struct args *a, enum lease_edge edge)
 		uint64_t u[LEASE_DIM_COUNT] = { 0 };
 		int given[LEASE_DIM_COUNT] = { 0 };
 		json_t *uo = json_object();
-		if (!a->usage) {
-			json_decref(args);
-			json_decref(uo);
-			return usage("observe needs --usage DIM=N[,...]");
-		}
-		if (lease_parse_usage(a->usage, u, given, &c->e) < 0) {
+		if (lease_parse_usage(c->usage, u, given, &c->e) < 0) {
 			json_decref(uo);
 			goto out;
 		}
@@ -289,14 +162,14 @@ static int cmd_edge(struct cli *c, struct args *a, enum lease_edge edge)
 						    json_integer((json_int_t)u[d]));
 		json_object_set_new(args, "usage", uo);
 	}
-	if (read_evidence(c, a->evidence, &ev) < 0)
+	if (read_evidence(c, c->evidence, &ev) < 0)
 		goto out;
-	if (a->npos == 1 && !lease_id_valid(a->pos[0])) {
-		common_errf(&c->e, a->pos[0], "not a lease id (expected L followed by 16 hex digits)");
+	if (c->npos == 1 && !lease_id_valid(c->pos[0])) {
+		common_errf(&c->e, c->pos[0], "not a lease id (expected L followed by 16 hex digits)");
 		goto out;
 	}
 	if (open_store(c) < 0 ||
-	    lease_transition(c->s, a->npos ? a->pos[0] : NULL, edge, ev, args, &out, &c->e) < 0)
+	    lease_transition(c->s, c->npos ? c->pos[0] : NULL, edge, ev, args, &out, &c->e) < 0)
 		goto out;
 	if (c->fmt == COMMON_FMT_TEXT) {
 		json_t *r = json_object_get(out, "receipt");
@@ -318,34 +191,30 @@ out:
 	return rc;
 }
 
-static int cmd_show(struct cli *c, struct args *a)
+static int cmd_show(struct lease_cli *c)
 {
 	json_t *out;
 
-	if (a->npos != 1)
-		return usage("show needs one lease ID");
-	if (open_store(c) < 0 || lease_show(c->s, a->pos[0], &out, &c->e) < 0)
+	if (open_store(c) < 0 || lease_show(c->s, c->pos[0], &out, &c->e) < 0)
 		return fail(c);
 	print_pair(c, out);
 	json_decref(out);
 	return SBX_EXIT_OK;
 }
 
-static int cmd_list(struct cli *c, struct args *a)
+static int cmd_list(struct lease_cli *c)
 {
 	enum lease_state st = 0;
 	json_t *out, *rec;
 	size_t i;
 
-	if (a->npos)
-		return usage("list takes no operands");
-	if (a->state && lease_state_parse(a->state, &st) < 0) {
+	if (c->state && lease_state_parse(c->state, &st) < 0) {
 		common_errf(&c->e, "--state", "unknown state \"%s\" (Requested, Funded, Active, Settling, Expired, Destroyed)",
-			    a->state);
+			    c->state);
 		return fail(c);
 	}
 	if (open_store(c) < 0 ||
-	    lease_list(c->s, a->req.principal, a->state ? (int)st : -1, &out, &c->e) < 0)
+	    lease_list(c->s, c->req.principal, c->state ? (int)st : -1, &out, &c->e) < 0)
 		return fail(c);
 	if (c->fmt == COMMON_FMT_TEXT)
 		printf("%-17s %-9s %-16s %-12s %-8s %-8s %s\n", "ID", "STATE", "PRINCIPAL", "HOST",
@@ -366,14 +235,12 @@ static int cmd_list(struct cli *c, struct args *a)
 	return SBX_EXIT_OK;
 }
 
-static int cmd_log(struct cli *c, struct args *a)
+static int cmd_log(struct lease_cli *c)
 {
 	json_t *out, *r;
 	size_t i;
 
-	if (a->npos != 1)
-		return usage("log needs one lease ID");
-	if (open_store(c) < 0 || lease_log(c->s, a->pos[0], &out, &c->e) < 0)
+	if (open_store(c) < 0 || lease_log(c->s, c->pos[0], &out, &c->e) < 0)
 		return fail(c);
 	if (c->fmt == COMMON_FMT_TEXT)
 		printf("%-4s %-9s %-9s %-9s %-8s %s\n", "SEQ", "EDGE", "FROM", "TO", "BATCH", "DIGEST");
@@ -387,19 +254,19 @@ static int cmd_log(struct cli *c, struct args *a)
 	return SBX_EXIT_OK;
 }
 
-static int cmd_verify(struct cli *c, struct args *a)
+static int cmd_verify(struct lease_cli *c)
 {
 	json_t *rep, *p;
 	size_t i;
 	int ok;
 
-	if (a->npos > 1)
-		return usage("verify takes at most one lease ID");
-	if (open_store(c) < 0 || lease_verify(c->s, a->npos ? a->pos[0] : NULL, &rep, &c->e) < 0)
+	if (open_store(c) < 0 || lease_verify(c->s, c->npos ? c->pos[0] : NULL, &rep, &c->e) < 0)
 		return fail(c);
 	ok = json_is_true(json_object_get(rep, "ok"));
-	json_array_foreach(json_object_get(rep, "problems"), i, p)
-		fprintf(stderr, "%s: error: verify: %s\n", common_progname(), json_string_value(p));
+	json_array_foreach(json_object_get(rep, "problems"), i, p) {
+		common_errf(&c->e, "verify", "%s", json_string_value(p));
+		common_report(&c->e);
+	}
 	if (c->fmt == COMMON_FMT_TEXT)
 		printf("%s: %lld leases, %lld receipts, %zu problems\n", ok ? "ok" : "FAILED",
 		       (long long)lease_jint(rep, "leases"), (long long)lease_jint(rep, "receipts"),
@@ -410,7 +277,7 @@ static int cmd_verify(struct cli *c, struct args *a)
 	return ok ? SBX_EXIT_OK : SBX_EXIT_FAIL;
 }
 
-static int print_clock(struct cli *c, json_t *clk)
+static int print_clock(struct lease_cli *c, json_t *clk)
 {
 	if (c->fmt == COMMON_FMT_TEXT)
 		printf("%s batch %lld (batch_ms %lld)\n", lease_jstr(clk, "mode"),
@@ -421,108 +288,197 @@ static int print_clock(struct cli *c, json_t *clk)
 	return SBX_EXIT_OK;
 }
 
-static int cmd_clock(struct cli *c, struct args *a)
+static int cmd_clock(struct lease_cli *c)
 {
 	json_t *clk;
 
-	if (a->npos > 1)
-		return usage("clock takes at most one mode (wall or manual)");
 	if (open_store(c) < 0)
 		return fail(c);
-	if (a->npos ? lease_clock_set_mode(c->s, a->pos[0], &clk, &c->e)
+	if (c->npos ? lease_clock_set_mode(c->s, c->pos[0], &clk, &c->e)
 		    : lease_clock_get(c->s, &clk, &c->e))
 		return fail(c);
 	return print_clock(c, clk);
 }
 
-static int cmd_tick(struct cli *c, struct args *a)
+static int cmd_tick(struct lease_cli *c)
 {
 	uint64_t n = 1;
 	json_t *clk;
 
-	if (a->npos > 1)
-		return usage("tick takes at most one count");
-	if (a->npos && lease_parse_amount("tick", a->pos[0], &n, &c->e) < 0)
+	if (c->npos && lease_parse_amount("tick", c->pos[0], &n, &c->e) < 0)
 		return fail(c);
 	if (open_store(c) < 0 || lease_clock_tick(c->s, n, &clk, &c->e) < 0)
 		return fail(c);
 	return print_clock(c, clk);
 }
 
-int lease_cli_main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		unsigned allowed;
-		int edge; /* -1: not a transition */
-	} cmds[] = {
-		{ "request", BIT(O_IMAGE) | BIT(O_PRINCIPAL) | BIT(O_HOST) | BIT(O_LIMITS) |
-			     BIT(O_LIFETIME) | BIT(O_ESCROW) | BIT(O_FEES), -1 },
-		{ "fund", BIT(O_AMOUNT) | BIT(O_EVIDENCE), LEASE_EDGE_FUND },
-		{ "activate", BIT(O_EVIDENCE), LEASE_EDGE_ACTIVATE },
-		{ "observe", BIT(O_USAGE) | BIT(O_EVIDENCE), LEASE_EDGE_OBSERVE },
-		{ "settle", BIT(O_EVIDENCE), LEASE_EDGE_SETTLE },
-		{ "expire", BIT(O_EVIDENCE), LEASE_EDGE_EXPIRE },
-		{ "destroy", BIT(O_EVIDENCE), LEASE_EDGE_DESTROY },
-		{ "show", 0, -1 }, { "list", BIT(O_PRINCIPAL) | BIT(O_STATE), -1 },
-		{ "log", 0, -1 }, { "verify", 0, -1 }, { "clock", 0, -1 }, { "tick", 0, -1 },
-	};
-	struct cli c = { .fmt = COMMON_FMT_JSON };
-	struct args a;
-	const char *cmd;
-	int rc = -1, o;
+static int v_request(void *c) { return cmd_request(c); }
+static int v_fund(void *c) { return cmd_edge(c, LEASE_EDGE_FUND); }
+static int v_activate(void *c) { return cmd_edge(c, LEASE_EDGE_ACTIVATE); }
+static int v_observe(void *c) { return cmd_edge(c, LEASE_EDGE_OBSERVE); }
+static int v_settle(void *c) { return cmd_edge(c, LEASE_EDGE_SETTLE); }
+static int v_expire(void *c) { return cmd_edge(c, LEASE_EDGE_EXPIRE); }
+static int v_destroy(void *c) { return cmd_edge(c, LEASE_EDGE_DESTROY); }
+static int v_show(void *c) { return cmd_show(c); }
+static int v_list(void *c) { return cmd_list(c); }
+static int v_log(void *c) { return cmd_log(c); }
+static int v_verify(void *c) { return cmd_verify(c); }
+static int v_clock(void *c) { return cmd_clock(c); }
+static int v_tick(void *c) { return cmd_tick(c); }
 
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		if (o == 'h') {
-			fputs(usage_text, stdout);
-			return SBX_EXIT_OK;
-		}
-		if (o == O_STORE)
-			c.store = optarg;
-		else if (o == O_FORMAT) {
-			if (common_parse_format(optarg, &c.fmt, &c.e) < 0) {
-				common_report(&c.e);
-				return SBX_EXIT_USAGE;
-			}
-		} else
-			return usage("unknown option before the command");
+static const struct common_verb lease_verbs[] = {
+	{ "request", v_request, "request --image PATH [--principal NAME] [--host-program NAME]\n"
+	  "          [--limits DIM=N[,DIM=N...]] [--lifetime BATCHES] [--escrow N]\n"
+	  "          [--fees DIM=PRICE[,...]]", 0, 0 },
+	{ "fund", v_fund, "fund [ID] --amount N --evidence FILE|-", 0, 1 },
+	{ "activate", v_activate, "activate [ID] --evidence FILE|-", 0, 1 },
+	{ "observe", v_observe, "observe [ID] --usage DIM=N[,...] --evidence FILE|-", 0, 1 },
+	{ "settle", v_settle, "settle [ID] --evidence FILE|-", 0, 1 },
+	{ "expire", v_expire, "expire [ID] --evidence FILE|-", 0, 1 },
+	{ "destroy", v_destroy, "destroy [ID] --evidence FILE|-", 0, 1 },
+	{ "show", v_show, "show ID", 1, 1 },
+	{ "list", v_list, "list [--principal P] [--state S]", 0, 0 },
+	{ "log", v_log, "log ID", 1, 1 },
+	{ "verify", v_verify, "verify [ID]", 0, 1 },
+	{ "clock", v_clock, "clock [wall|manual]", 0, 1 },
+	{ "tick", v_tick, "tick [N]", 0, 1 },
+};
+#define NVERBS (sizeof lease_verbs / sizeof lease_verbs[0])
+
+enum { O_STORE = 1000, O_FORMAT, O_IMAGE, O_PRINCIPAL, O_HOST, O_LIMITS, O_LIFETIME,
+       O_ESCROW, O_FEES, O_AMOUNT, O_EVIDENCE, O_USAGE, O_STATE };
+#define BIT(o) (1u << ((o) - O_STORE))
+
+/* The options each verb takes besides --store and --format, and must be given;
+ * a row per lease_verbs row. */
+static const struct {
+	unsigned allowed, required;
+} verb_opts[NVERBS] = {
+	{ BIT(O_IMAGE) | BIT(O_PRINCIPAL) | BIT(O_HOST) | BIT(O_LIMITS) | BIT(O_LIFETIME) |
+	  BIT(O_ESCROW) | BIT(O_FEES), BIT(O_IMAGE) },
+	{ BIT(O_AMOUNT) | BIT(O_EVIDENCE), BIT(O_AMOUNT) },
+	{ BIT(O_EVIDENCE), 0 },
+	{ BIT(O_USAGE) | BIT(O_EVIDENCE), BIT(O_USAGE) },
+	{ BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 },
+	{ 0, 0 }, { BIT(O_PRINCIPAL) | BIT(O_STATE), 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 },
+};
+
+static const struct option opts[] = {
+	{ "store", required_argument, NULL, O_STORE },
+	{ "format", required_argument, NULL, O_FORMAT },
+	{ "image", required_argument, NULL, O_IMAGE },
+	{ "principal", required_argument, NULL, O_PRINCIPAL },
+	{ "host-program", required_argument, NULL, O_HOST },
+	{ "limits", required_argument, NULL, O_LIMITS },
+	{ "lifetime", required_argument, NULL, O_LIFETIME },
+	{ "escrow", required_argument, NULL, O_ESCROW },
+	{ "fees", required_argument, NULL, O_FEES },
+	{ "amount", required_argument, NULL, O_AMOUNT },
+	{ "evidence", required_argument, NULL, O_EVIDENCE },
+	{ "usage", required_argument, NULL, O_USAGE },
+	{ "state", required_argument, NULL, O_STATE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int set_opt(struct lease_cli *c, int o, const char *v, struct common_err *e)
+{
+	switch (o) {
+	case O_STORE: c->store = v; break;
+	case O_FORMAT: return common_parse_format(v, &c->fmt, e);
+	case O_IMAGE: c->req.image = v; break;
+	case O_PRINCIPAL: c->req.principal = v; break;
+	case O_HOST: c->req.host_program = v; break;
+	case O_LIMITS: c->limits = v; break;
+	case O_FEES: c->fees = v; break;
+	case O_LIFETIME: c->lifetime = v; break;
+	case O_ESCROW: c->escrow = v; break;
+	case O_AMOUNT: c->amount = v; break;
+	case O_EVIDENCE: c->evidence = v; break;
+	case O_USAGE: c->usage = v; break;
+	case O_STATE: c->state = v; break;
 	}
-	if (optind >= argc)
-		return usage("missing command");
-	cmd = argv[optind];
+	return 0;
+}
+
+/* getopt_long over argv from optind; global: only --store and --format (before the verb). */
+static int scan(struct lease_cli *c, int argc, char **argv, const char *optstring,
+		unsigned allowed, struct common_err *e)
+{
+	int o, li;
+
+	while ((o = getopt_long(argc, argv, optstring, opts, &li)) != -1) {
+		if (o == 'h')
+			return 1;
+		if (o == '?' || o == ':')
+			return common_getopt_err(o, argv, e);
+		if (o != O_STORE && o != O_FORMAT && !(allowed & BIT(o))) {
+			char name[32];
+			snprintf(name, sizeof name, "--%s", opts[li].name);
+			return common_errf(e, name, "%s", c->verb ? "not an option of this command"
+							       : "comes after the command");
+		}
+		c->given |= BIT(o);
+		if (set_opt(c, o, optarg, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int lease_cli_parse(int argc, char **argv, struct lease_cli *c, struct common_err *e)
+{
+	size_t k;
+	int rc;
+
+	memset(c, 0, sizeof *c);
+	optind = 0; /* reinitialise GNU getopt: a new argv */
+	opterr = 0;
+	if ((rc = scan(c, argc, argv, "+:h", 0, e)) != 0)
+		return rc;
+	if (!(c->verb = common_verb_find(lease_verbs, NVERBS, optind < argc ? argv[optind] : NULL, e)))
+		return -1;
+	k = (size_t)(c->verb - lease_verbs);
 	argc -= optind;
 	argv += optind;
-	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-		if (strcmp(cmd, cmds[i].name) != 0)
-			continue;
-		if ((rc = parse(&c, argc, argv, &a, cmds[i].allowed)) >= 0)
-			break;
-		if (cmds[i].edge >= 0)
-			rc = cmd_edge(&c, &a, (enum lease_edge)cmds[i].edge);
-		else if (i == 0)
-			rc = cmd_request(&c, &a);
-		else if (!strcmp(cmd, "show"))
-			rc = cmd_show(&c, &a);
-		else if (!strcmp(cmd, "list"))
-			rc = cmd_list(&c, &a);
-		else if (!strcmp(cmd, "log"))
-			rc = cmd_log(&c, &a);
-		else if (!strcmp(cmd, "verify"))
-			rc = cmd_verify(&c, &a);
-		else if (!strcmp(cmd, "clock"))
-			rc = cmd_clock(&c, &a);
-		else
-			rc = cmd_tick(&c, &a);
-		break;
+	optind = 0; /* the verb's words, options after operands allowed */
+	if ((rc = scan(c, argc, argv, ":h", verb_opts[k].allowed, e)) != 0)
+		return rc;
+	for (int o = O_IMAGE; o <= O_STATE; o++)
+		if ((verb_opts[k].required & BIT(o)) && !(c->given & BIT(o)))
+			return common_errf(e, c->verb->name, "needs --%s", opts[o - O_STORE].name);
+	if (common_verb_args(c->verb, argc - optind, e) < 0)
+		return -1;
+	for (; optind < argc; optind++)
+		c->pos[c->npos++] = argv[optind];
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fputs(usage_head, f);
+	for (size_t i = 0; i < NVERBS; i++)
+		fprintf(f, "  %s\n", lease_verbs[i].usage);
+}
+
+int lease_cli_main(int argc, char **argv)
+{
+	struct lease_cli c;
+	int rc = lease_cli_parse(argc, argv, &c, &c.e);
+
+	if (rc == 1) {
+		usage(stdout);
+		return SBX_EXIT_OK;
 	}
 	if (rc < 0) {
-		fprintf(stderr, "%s: error: unknown command \"%s\"\n", common_progname(), cmd);
-		rc = usage(NULL);
+		common_report(&c.e);
+		usage(stderr);
+		return SBX_EXIT_USAGE;
 	}
+	rc = c.verb->run(&c);
 	lease_store_close(c.s);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, "%s: error: stdout: write failed\n", common_progname());
+		common_errf(&c.e, "stdout", "write failed");
+		common_report(&c.e);
 		return SBX_EXIT_FAIL;
 	}
 	return rc;

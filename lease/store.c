@@ -334,11 +334,12 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 		r = lease_shared_open(s, e);
 	if (r < 0)
 		goto fail;
+	lease_parked_replay(s);
 	*out = s;
 	return 0;
 fail:
 	/* an etcd error names the store already; the directory is this host's part */
-	if (!(s->etcd && e && strcmp(e->what, "store") == 0))
+	if (!(s->be == &lease_etcd_backend && e && strcmp(e->what, "store") == 0))
 		common_err_context(e, "store %s", s->dir ? s->dir : s->name);
 	lease_store_close(s);
 	return -1;

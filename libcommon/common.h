@@ -131,6 +131,9 @@ void common_unlock(int fd);
 /* Fault injection for crash tests: SBX_FAULT=NAME[:N] makes the Nth (default
  * first) call of common_fault_point(NAME) raise SIGKILL. */
 void common_fault_point(const char *name);
+/* Failure injection: 1 when SBX_FAULT is NAME:fail (the caller then fails as it
+ * would on a real error there), else 0. */
+int common_fault_fails(const char *name);
 
 /* Numbers: decimal u64, optional K/M/G/T (binary) suffix, must be <= max. */
 int common_parse_u64(const char *s, uint64_t max, uint64_t *out, struct common_err *e);
@@ -159,6 +162,26 @@ int common_json_print(const json_t *j, int pretty);
 #define COMMON_ESC_KEEP_BACKSLASH 1u /* for text that is already escaped (JSON) */
 char *common_escape(const char *s, size_t len, unsigned flags);
 int common_escape_print(FILE *f, const char *s); /* NULL prints nothing */
+
+/* CLI: one row per verb of a tool; run gets the tool's parsed command line. */
+struct common_verb {
+	const char *name;
+	int (*run)(void *cli);
+	const char *usage; /* the usage line after the program name */
+	int min_args, max_args; /* operands after the verb */
+};
+/* The row named name, or NULL with e: unknown command "NAME" (missing command). */
+const struct common_verb *common_verb_find(const struct common_verb *v, size_t n,
+					   const char *name, struct common_err *e);
+/* "usage: PROG LINE", then "       PROG LINE" per further row. */
+void common_verb_usage(FILE *f, const struct common_verb *v, size_t n);
+/* nargs operands after verb v, or -1 with e: "VERB: needs N operands" or similar. */
+int common_verb_args(const struct common_verb *v, int nargs, struct common_err *e);
+/* getopt_long's '?' or ':' (optstring starting "+:" or ":") as "--NAME: unknown
+ * option", "--NAME: needs a value" or "--NAME: takes no value"; returns -1. */
+int common_getopt_err(int c, char *const argv[], struct common_err *e);
+/* A bad command line: the error, then usage, to stderr; returns code. */
+int common_usage_error(const struct common_err *e, const char *usage, int code);
 
 /* CLI: output format shared by all tools. */
 enum common_format { COMMON_FMT_JSON, COMMON_FMT_TEXT };

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "lease/lease.h"
 #include "snap/snap-internal.h"
 #include "trace/trace.h"
+#include "sbx.h"
 
 #define SNAP_META_MAX 65536
 
@@ -418,87 +420,123 @@ static int cmd_import(struct lease_store *s, const char *file, struct common_err
 	return print_json(json_pack("{s:s,s:s}", "digest", hex, "imported", file), COMMON_FMT_JSON);
 }
 
+static int v_take(void *p)
+{
+	struct snap_cli *c = p;
+	return cmd_take(c->s, c->pos[0], c->stop, c->principal, c->fmt, &c->e);
+}
+
+static int v_list(void *p)
+{
+	struct snap_cli *c = p;
+	return cmd_list(c->s, c->pos[0], c->fmt, &c->e);
+}
+
+static int v_show(void *p)
+{
+	struct snap_cli *c = p;
+	return cmd_show(c->s, c->pos[0], 0, c->fmt, &c->e);
+}
+
+static int v_verify(void *p)
+{
+	struct snap_cli *c = p;
+	return cmd_show(c->s, c->pos[0], 1, c->fmt, &c->e);
+}
+
+static int v_export(void *p)
+{
+	struct snap_cli *c = p;
+	return cmd_export(c->s, c->pos[0], c->out, &c->e);
+}
+
+static int v_import(void *p)
+{
+	struct snap_cli *c = p;
+	return cmd_import(c->s, c->pos[0], &c->e);
+}
+
+static const struct common_verb snap_verbs[] = {
+	{ "take", v_take, "[--store DIR] [--format json|text] take LEASE [--stop] [--principal NAME]", 1, 1 },
+	{ "list", v_list, "[--store DIR] [--format json|text] list [LEASE]", 0, 1 },
+	{ "show", v_show, "[--store DIR] [--format json|text] show DIGEST", 1, 1 },
+	{ "verify", v_verify, "[--store DIR] [--format json|text] verify DIGEST", 1, 1 },
+	{ "export", v_export, "[--store DIR] export DIGEST -o FILE.tar", 1, 1 },
+	{ "import", v_import, "[--store DIR] import FILE.tar", 1, 1 },
+};
+#define NVERBS (sizeof snap_verbs / sizeof snap_verbs[0])
+
+int snap_cli_parse(int argc, char **argv, struct snap_cli *c, struct common_err *e)
+{
+	enum { O_STORE = 1, O_FORMAT, O_OUTPUT, O_PRINCIPAL, O_STOP, O_HELP };
+	static const struct option lo[] = {
+		{ "store", required_argument, NULL, O_STORE },
+		{ "format", required_argument, NULL, O_FORMAT },
+		{ "output", required_argument, NULL, O_OUTPUT },
+		{ "principal", required_argument, NULL, O_PRINCIPAL },
+		{ "stop", no_argument, NULL, O_STOP },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+
+	memset(c, 0, sizeof *c);
+	optind = 0; /* a fresh scan of a new argv; options may follow operands */
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
+		switch (o) {
+		case O_STORE: c->store = optarg; break;
+		case O_FORMAT:
+			if (common_parse_format(optarg, &c->fmt, e) < 0)
+				return -1;
+			break;
+		case 'o': case O_OUTPUT: c->out = optarg; break;
+		case O_PRINCIPAL: c->principal = optarg; break;
+		case O_STOP: c->stop = 1; break;
+		case O_HELP: return 1;
+		default: return common_getopt_err(o, argv, e);
+		}
+	}
+	if (!(c->verb = common_verb_find(snap_verbs, NVERBS, argv[optind], e)))
+		return -1;
+	if (common_verb_args(c->verb, argc - optind - 1, e) < 0)
+		return -1;
+	for (int i = optind + 1; i < argc; i++)
+		c->pos[c->npos++] = argv[i];
+	if (c->verb->run == v_export && !c->out)
+		return common_errf(e, "export", "needs -o FILE.tar");
+	if (c->stop && c->verb->run != v_take)
+		return common_errf(e, "--stop", "only take takes it");
+	return 0;
+}
+
 static void snap_usage(FILE *f)
 {
-	fprintf(f, "usage: sbx-snap [--store DIR] [--format json|text] take LEASE [--stop] "
-		   "[--principal NAME]\n"
-		   "       sbx-snap [--store DIR] [--format json|text] list [LEASE]\n"
-		   "       sbx-snap [--store DIR] [--format json|text] show|verify DIGEST\n"
-		   "       sbx-snap [--store DIR] export DIGEST -o FILE.tar\n"
-		   "       sbx-snap [--store DIR] import FILE.tar\n");
+	common_verb_usage(f, snap_verbs, NVERBS);
 }
 
 int snap_cli_main(int argc, char **argv)
 {
-	struct common_err e = { "", "" };
-	const char *store = NULL, *out = NULL, *principal = NULL;
-	enum common_format f = COMMON_FMT_JSON;
-	const char *pos[3] = { NULL, NULL, NULL };
-	int npos = 0, stop = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--help")) {
-			snap_usage(stdout);
-			return SBX_EXIT_OK;
-		} else if (!strcmp(a, "--store") && v) {
-			store = v;
-			i++;
-		} else if (!strcmp(a, "--format") && v) {
-			if (common_parse_format(v, &f, &e) < 0) {
-				common_report(&e);
-				return SBX_EXIT_USAGE;
-			}
-			i++;
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v) {
-			out = v;
-			i++;
-		} else if (!strcmp(a, "--principal") && v) {
-			principal = v;
-			i++;
-		} else if (!strcmp(a, "--stop")) {
-			stop = 1;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "sbx-snap: error: unknown option %s\n", a);
-			snap_usage(stderr);
-			return SBX_EXIT_USAGE;
-		} else if (npos < 3) {
-			pos[npos++] = a;
-		} else {
-			snap_usage(stderr);
-			return SBX_EXIT_USAGE;
-		}
+	struct snap_cli c;
+	int rc = snap_cli_parse(argc, argv, &c, &c.e);
+	if (rc == 1) {
+		snap_usage(stdout);
+		return SBX_EXIT_OK;
 	}
-	const char *cmd = pos[0];
-	int need = !cmd ? -1 : !strcmp(cmd, "list") ? 0 : !strcmp(cmd, "take") ||
-		   !strcmp(cmd, "show") || !strcmp(cmd, "verify") || !strcmp(cmd, "export") ||
-		   !strcmp(cmd, "import") ? 1 : -1;
-	if (cmd && need < 0)
-		fprintf(stderr, "%s: error: unknown command \"%s\"\n", common_progname(), cmd);
-	if (need < 0 || (need == 1 && npos != 2) || npos > 2 ||
-	    (cmd && !strcmp(cmd, "export") && !out) || (stop && strcmp(cmd, "take"))) {
+	if (rc < 0) {
+		common_report(&c.e);
 		snap_usage(stderr);
 		return SBX_EXIT_USAGE;
 	}
-	struct lease_store *s;
-	if (lease_store_open(store, &s, &e) < 0) {
-		common_report(&e);
+	if (lease_store_open(c.store, &c.s, &c.e) < 0) {
+		common_report(&c.e);
 		return SBX_EXIT_SBX;
 	}
-	int rc;
-	if (!strcmp(cmd, "take"))
-		rc = cmd_take(s, pos[1], stop, principal, f, &e);
-	else if (!strcmp(cmd, "list"))
-		rc = cmd_list(s, pos[1], f, &e);
-	else if (!strcmp(cmd, "show") || !strcmp(cmd, "verify"))
-		rc = cmd_show(s, pos[1], !strcmp(cmd, "verify"), f, &e);
-	else if (!strcmp(cmd, "export"))
-		rc = cmd_export(s, pos[1], out, &e);
-	else
-		rc = cmd_import(s, pos[1], &e);
-	if (rc != SBX_EXIT_OK && e.what[0])
-		common_report(&e);
-	lease_store_close(s);
+	c.e.what[0] = 0;
+	rc = c.verb->run(&c);
+	if (rc != SBX_EXIT_OK && c.e.what[0])
+		common_report(&c.e);
+	lease_store_close(c.s);
 	return rc;
 }
 
@@ -546,20 +584,9 @@ static int restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int arg;
-} run_options[] = {
-	{ "ro", 1 }, { "rw", 1 }, { "mount", 1 }, { "owner", 1 }, { "socket", 1 }, { "chdir", 1 }, { "env-clear", 0 }, { "env-inherit", 0 },
-	{ "env", 1 }, { "result", 1 }, { "result-fd", 1 }, { "max-procs", 1 }, { "trace", 1 },
-	{ "trace-level", 1 }, { "policy", 1 }, { "inspect-exec", 1 }, { "inspect-timeout", 1 },
-};
-
-static void restore_usage(FILE *f)
-{
-	fprintf(f, "usage: sbx-restore [--store DIR] DIGEST --lease TARGET [sbx-run options] "
-		   "[-- PROGRAM [ARG...]]\n");
-}
+static const char restore_usage[] =
+	"usage: sbx-restore [--store DIR] DIGEST --lease TARGET [sbx-run options] "
+	"[-- PROGRAM [ARG...]]\n";
 
 /* Every precondition before anything changes; the charge comes with the rebuilt guest. */
 static int restore_prepare(struct lease_store *s, const char *hex, const char *target,
@@ -653,53 +680,16 @@ int snap_restore_main(int argc, char **argv)
 {
 	struct trace_run_opts o = { .result_fd = -1 };
 	struct common_err e = { "", "" };
-	const char *hex = NULL;
-	int i;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (!strcmp(a, "--help")) {
-			restore_usage(stdout);
-			return SBX_EXIT_OK;
-		}
-		if (strncmp(a, "--", 2)) {
-			if (hex) {
-				restore_usage(stderr);
-				return SBX_EXIT_SBX;
-			}
-			hex = a;
-			continue;
-		}
-		const char *name = a + 2, *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(name, "store") || !strcmp(name, "lease")) {
-			if (!v)
-				break;
-			trace_run_opt(&o, name, v, &e);
-			i++;
-			continue;
-		}
-		size_t k;
-		for (k = 0; k < sizeof run_options / sizeof run_options[0]; k++)
-			if (!strcmp(run_options[k].name, name))
-				break;
-		if (k == sizeof run_options / sizeof run_options[0] || (run_options[k].arg && !v)) {
-			fprintf(stderr, "sbx-restore: error: unknown option or missing value: %s\n", a);
-			restore_usage(stderr);
-			return SBX_EXIT_SBX;
-		}
-		if (trace_run_opt(&o, name, run_options[k].arg ? v : NULL, &e) <= 0) {
-			common_report(&e);
-			return SBX_EXIT_SBX;
-		}
-		i += run_options[k].arg;
+	const char *hex;
+	int rc = trace_run_parse(argc, argv, TRACE_RUN_RESTORE, &o, &hex, &e);
+	if (rc != 0)
+		trace_run_opts_free(&o);
+	if (rc == 1) {
+		fputs(restore_usage, stdout);
+		return SBX_EXIT_OK;
 	}
-	if (!hex || !o.lease) {
-		restore_usage(stderr);
-		return SBX_EXIT_SBX;
-	}
+	if (rc < 0)
+		return common_usage_error(&e, restore_usage, SBX_EXIT_SBX);
 	struct lease_store *s;
 	if (lease_store_open(o.store, &s, &e) < 0) {
 		common_report(&e);
@@ -719,7 +709,8 @@ int snap_restore_main(int argc, char **argv)
 	}
 	lease_store_close(s);
 	char *dflt[2] = { image, NULL };
-	o.argv = i < argc ? argv + i : dflt;
+	if (!o.argv)
+		o.argv = dflt;
 	o.restore_exec = restore_at_exec;
 	o.restore_ctx = &r;
 	o.snap = &snap_ops;
@@ -729,4 +720,9 @@ int snap_restore_main(int argc, char **argv)
 	free(r.ns);
 	free(image);
 	return code;
+}
+
+int sbx_run(int argc, char **argv)
+{
+	return trace_run_cli(argc, argv, &snap_ops);
 }

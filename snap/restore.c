@@ -414,6 +414,10 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 	}
 	if (map_regions(&s, vs, ve) < 0 || fill_regions(&s) < 0)
 		goto out;
+	if (common_fault_fails("restore-rebuild")) {
+		common_errf(e, "restore", "failure injected after the memory was rebuilt");
+		goto out;
+	}
 	/* the kernel fills the area's cpu words again once the guest runs */
 	if (st->rseq_len &&
 	    must(&s, "rseq registration", SYS_rseq, st->rseq_ptr, st->rseq_len, 0, st->rseq_sig,

@@ -229,6 +229,19 @@ extern const struct trace_snap_ops snap_ops;
 int snap_signal_fatal(pid_t pid, int sig);
 /* The directory of a stored snapshot (malloc'd); hex is checked. */
 char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e);
+/* sbx-snap's command line, parsed. */
+struct snap_cli {
+	const struct common_verb *verb;
+	const char *store, *out, *principal;
+	enum common_format fmt;
+	int stop;
+	const char *pos[1];
+	int npos;
+	struct lease_store *s;  /* opened by snap_cli_main */
+	struct common_err e;
+};
+/* argv into c, no output: 0, 1 for --help, or -1 with e. */
+int snap_cli_parse(int argc, char **argv, struct snap_cli *c, struct common_err *e);
 /* sbx-snap and sbx-restore: whole command lines, returning the exit status. */
 int snap_cli_main(int argc, char **argv);
 int snap_restore_main(int argc, char **argv);

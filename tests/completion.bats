@@ -50,3 +50,21 @@ setup() {
 		assert_line -- "$o"
 	done
 }
+
+@test "completion: every option offered is one the tool takes" {
+	for tool in sbx-run sbx-restore; do
+		for o in $(complete_line "$tool" --); do
+			[ "$o" = -- ] || [ "$o" = --help ] && continue
+			run "$tool" "$o"
+			refute_output --partial "unknown option"
+		done
+	done
+	for tool in sbx-lease sbx-snap sbx-trace; do
+		case $tool in sbx-lease) verb=list ;; sbx-snap) verb=take ;; sbx-trace) verb=adjudicate ;; esac
+		for o in $(complete_line "$tool" "$verb" --); do
+			run "$tool" "$verb" "$o"
+			refute_output --partial "unknown or incomplete option"
+			refute_output --partial "unknown option"
+		done
+	done
+}

@@ -569,6 +569,26 @@ redigest_in() {
 	done
 }
 
+@test "every tool names a bad option the same way, with its usage and its usage status" {
+	for tool in sbx-lease sbx-snap sbx-trace sbx-run sbx-restore; do
+		case $tool in sbx-run | sbx-restore) code=125 ;; *) code=2 ;; esac
+		case $tool in sbx-lease | sbx-snap) verb=list ;; sbx-trace) verb=stats ;; *) verb= ;; esac
+		run "$tool" $verb --frob x
+		assert_failure $code
+		assert_line --index 0 "$tool: error: --frob: unknown option"
+		assert_output --partial "usage: $tool"
+		run "$tool" $verb --store
+		assert_failure $code
+		assert_line --index 0 "$tool: error: --store: needs a value"
+	done
+	run sbx-snap
+	assert_failure 2
+	assert_line --index 0 "sbx-snap: error: missing command"
+	run sbx-trace diff a
+	assert_failure 2
+	assert_line --index 0 "sbx-trace: error: diff: takes 2 operands, not 1"
+}
+
 @test "bad command lines exit 2 with usage" {
 	run sbx-lease
 	assert_failure 2
@@ -577,7 +597,7 @@ redigest_in() {
 	assert_failure 2
 	run sbx-lease fund --evidence x
 	assert_failure 2
-	assert_output --partial "fund needs --amount"
+	assert_output --partial "fund: needs --amount"
 	run sbx-lease show not-an-id
 	assert_failure 1
 	assert_output --partial "not a lease id"

@@ -132,6 +132,24 @@ check_race() {
 	assert_output --partial "expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX"
 }
 
+@test "libcurl is loaded only for an etcd store: tools do not link it; without it the etcd store is named" {
+	for t in "$SBX_BUILD"/bin/sbx-*; do
+		run ldd "$t"
+		assert_success
+		refute_output --partial libcurl
+	done
+	mkdir nocurl
+	: >nocurl/libcurl.so.4
+	export SBX_HOST_DIR=$BATS_TEST_TMPDIR/host
+	LD_LIBRARY_PATH=$PWD/nocurl run sbx-lease --store "$BATS_TEST_TMPDIR/files" list
+	assert_success
+	LD_LIBRARY_PATH=$PWD/nocurl run sbx-lease list
+	assert_failure 1
+	assert_output --partial "sbx-lease: error: store: etcd: cannot load libcurl: "
+	run sbx-lease list
+	assert_success
+}
+
 @test "sbx-run runs a lease of the shared store on another host, and --ephemeral" {
 	on_host 0 request --image /bin/sh | on_host 0 fund --amount 0 --evidence - |
 		on_host 1 activate --evidence - >a.json
@@ -146,6 +164,47 @@ check_race() {
 	assert_success
 	assert_equal "$(jq -r '.receipts | length' r.json)" "$(on_host 0 log "$(jq -r .lease r.json)" | wc -l)"
 	run on_host 0 verify
+	assert_success
+}
+
+@test "etcd lost mid-run: the guest goes on bounded by the host's meter; its usage reaches etcd when it returns" {
+	own_cluster
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0" SBX_ETCD_TIMEOUT_MS=800
+	lease() {
+		sbx-lease request --image /bin/sh --escrow 10 --limits output_values=4 |
+			sbx-lease fund --amount 10 --evidence - | sbx-lease activate --evidence - | jq -r .lease.id
+	}
+	# waits for /ns/go, then prints $1 lines
+	guest='echo 1; while [ ! -e /ns/go ]; do :; done; i=1; while [ $i -lt $1 ]; do i=$((i+1)); echo $i; done'
+	a=$(lease)
+	b=$(lease)
+	sbx-run --lease "$a" -- /bin/sh -c "$guest" sh 3 >a.out 2>a.err &
+	pa=$!
+	sbx-run --lease "$b" -- /bin/sh -c "$guest" sh 100000 >b.out 2>b.err &
+	pb=$!
+	until [ -s a.out ] && [ -s b.out ]; do sleep 0.05; done
+	for m in 0 1 2; do cluster kill $m; done
+	touch "$SBX_HOST_DIR/ns/$a/go" "$SBX_HOST_DIR/ns/$b/go"
+	wait $pa
+	assert_equal "$(cat a.out)" "$(printf '1\n2\n3')"
+	# b is stopped at its bound, with no store to tell
+	run wait $pb
+	assert_failure
+	[ "$(wc -l <b.out)" -le 5 ]
+	[ -s "$SBX_HOST_DIR/parked/$a.json" ]
+	[ -s "$SBX_HOST_DIR/parked/$b.json" ]
+	for m in 0 1 2; do cluster revive $m; done
+	SBX_ETCD_TIMEOUT_MS=20000 run sbx-lease show "$a"
+	assert_success
+	assert_equal "$(jq -r .lease.usage.output_values <<<"$output")" 3
+	assert_equal "$(jq -r .lease.state <<<"$output")" Active
+	run sbx-lease show "$b"
+	assert_equal "$(jq -r .lease.usage.output_values <<<"$output")" 5
+	assert_equal "$(jq -r .lease.state <<<"$output")" Settling
+	assert_equal "$(jq -r .lease.closed <<<"$output")" output_values
+	[ ! -e "$SBX_HOST_DIR/parked/$a.json" ]
+	[ ! -e "$SBX_HOST_DIR/parked/$b.json" ]
+	run sbx-lease verify
 	assert_success
 }
 

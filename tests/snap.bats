@@ -136,6 +136,24 @@ snapshot_mid_run() {
 	assert_output --partial "not a snapshot digest"
 }
 
+@test "a restore that fails during the rebuild exits 125 with the error and leaves the target as it was" {
+	snapshot_mid_run
+	TGT=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	before=$(sbx-lease show "$TGT" | jq -c '.lease | {state, usage, seq}')
+	SBX_FAULT=restore-rebuild:fail run sbx-restore "$DIGEST" --lease "$TGT" \
+		--result "$BATS_TEST_TMPDIR/r.json"
+	assert_equal "$status" 125
+	assert_output --partial "failure injected after the memory was rebuilt"
+	jq -r .error "$BATS_TEST_TMPDIR/r.json" | grep -q "failure injected after the memory was rebuilt"
+	# Funded, uncharged, its log unchanged, and no namespace cell of the snapshot left
+	assert_equal "$(sbx-lease show "$TGT" | jq -c '.lease | {state, usage, seq}')" "$before"
+	assert_equal "$(lease_state "$TGT")" Funded
+	[ -z "$(ls -A "$SBX_STORE/ns/$TGT" 2>/dev/null)" ]
+	# and the same target then restores
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+}
+
 @test "a corrupted chunk, a wrong manifest length and a missing chunk are refused" {
 	snapshot_mid_run
 	dir="$SBX_STORE/snapshots/$DIGEST"

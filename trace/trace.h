@@ -8,97 +8,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "libcommon/common.h"
-
-/* Classes, a bit set, used by the filter, the recorder and policy rules. */
-enum trace_class {
-	TRACE_CLASS_FILE = 1u << 0,    /* takes a path */
-	TRACE_CLASS_READ = 1u << 1,    /* read family */
-	TRACE_CLASS_WRITE = 1u << 2,   /* write family */
-	TRACE_CLASS_PROCESS = 1u << 3, /* fork/clone/exec/exit/wait */
-	TRACE_CLASS_NET = 1u << 4,
-	TRACE_CLASS_SIGNAL = 1u << 5,
-	TRACE_CLASS_MEMORY = 1u << 6,
-	TRACE_CLASS_TIME = 1u << 7,    /* virtualized under --deterministic */
-	TRACE_CLASS_DESC = 1u << 8,    /* creates/closes descriptors */
-	TRACE_CLASS_REFUSED = 1u << 9, /* always refused by the boundary */
-	TRACE_CLASS_STORE = 1u << 10,  /* may store bytes or an inode on a file (storage_write) */
-};
+#include "sbx.h" /* the embedding API: sbx_call, the inspector, sbx_run */
 
 /* Usage dimensions of a run, in enum lease_dim order (lease/lease.h). */
 #define TRACE_DIMS 8
 
-struct trace_mount {
-	enum { TRACE_MOUNT_BIND, TRACE_MOUNT_TMPFS, TRACE_MOUNT_PROC } type;
-	const char *src, *dst, *opts; /* src: host path (bind); opts: "mode=…,size=…" (tmpfs) */
-	int rw;
-};
-
-/* State transport (SPEC §6.4): the guest's fd holding its input and result images.
- * Guest side, for programs linked with libsbx: read the input image from fd 3
- * (malloc'd into *buf) and append the result image after it. 0 or -errno. */
+/* State transport (SPEC §6.4): the guest's fd holding its input and result images. */
 #define TRACE_STATE_FD 3
-int sbx_state_read_input(void **buf, size_t *len);
-int sbx_state_write_result(const void *buf, size_t len);
-
-/* Inspection (SPEC §6.3) through the C API. */
-/* One trapped syscall at entry, before the kernel runs it; valid inside the callback only. */
-struct sbx_call {
-	const char *name;    /* NULL when the number is not in the table */
-	long nr;             /* editable: a changed number runs instead */
-	uint64_t args[6];    /* editable */
-	const char *path[2]; /* decoded path arguments, absolute in the guest's view, or NULL */
-	pid_t pid, tid;      /* host ids */
-	void *priv;          /* the supervisor's */
-};
-/* A host view of temporary guest pages: edits to data reach the guest page. */
-struct sbx_mem {
-	void *data;
-	uint64_t addr; /* the guest address to put into an argument */
-	size_t size;
-};
-/* The callback returns 0 to run the (possibly edited) call, a positive errno to deny
- * it, or -1 for an inspector failure, which stops the guest and fails the run. */
-typedef int (*sbx_inspect_fn)(struct sbx_call *call, void *arg);
-/* Temporary guest pages (PROT_READ: the guest cannot write them), unmapped when the
- * syscall completes. addr 0: zeroed; else a copy of the guest bytes at addr (the
- * source stays unchanged). 0, or -EFAULT with m->size cut at the first unreadable
- * byte, or another -errno. A view touched after the callback returns faults. */
-int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_mem *m);
-
-/* sbx_call: one callback in a guest running this executable. */
-struct sbx_type;
-/* Where and how the callback runs; every member is optional (zero: sbx-run's defaults). */
-struct sbx_sandbox {
-	const struct trace_mount *mounts; size_t nmounts;
-	int replace_defaults;         /* mounts replace the defaults; mounts[0] supplies "/" */
-	const char *const *envp;      /* exact guest environment; NULL: inherit */
-	const char *ns_dir;           /* host dir mounted rw at /ns */
-	uint64_t rlimit_as, rlimit_nofile;
-	const uint64_t *limits;       /* TRACE_DIMS usage bounds, NULL: none */
-	sbx_inspect_fn inspect;       /* C inspector at syscall entry, NULL: none */
-	void *inspect_arg;
-	unsigned inspect_classes;     /* classes it sees, 0: TRACE_CLASS_FILE */
-	const char *policy;           /* JSON rules file as sbx-run --policy, NULL: none */
-	const char *inspect_exec;     /* co-process as sbx-run --inspect-exec, NULL: none */
-	const char *trace_path;       /* record a trace of the call (file level), NULL: none */
-	const char *lease;            /* run under this Active lease (its image must be this
-	                               * executable): bounds, metering, /ns; NULL: none */
-	const char *store;            /* the lease's store, NULL: the default store */
-	struct common_err *err;       /* filled when sbx_call fails, may be NULL */
-};
-/* Run fn(root) in a fresh guest running this same non-PIE executable, then write
- * the changed graph (described by type) back into the caller's objects. 0, or -1
- * with sb->err filled and nothing written back; fn never runs on the host. */
-int sbx_call(const struct sbx_sandbox *sb, void (*fn)(void *), const struct sbx_type *type,
-	     void *root);
-/* Typed state for a guest run by sbx-run --state-in/--state-out (the same image
- * format, SPEC §10): decode the input image on fd 3 as type into fresh objects
- * (*g owns them), and later append the graph, same object IDs, as the result.
- * Function pointers must be function symbols of this executable. 0 or -1 (e). */
-struct codec_graph;
-int sbx_state_load(const struct sbx_type *type, void **root, struct codec_graph **g,
-		   struct common_err *e);
-int sbx_state_store(struct codec_graph *g, struct common_err *e);
 
 /* sbx-trace subcommands (the main only parses options). */
 enum trace_fmt { TRACE_FMT_JSON, TRACE_FMT_TEXT, TRACE_FMT_MAKE, TRACE_FMT_CHROME };
@@ -141,7 +57,28 @@ struct trace_adj_opts {
 };
 int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e);
 
-/* sbx-run's orchestration: options as parsed by bin/sbx-run.c. */
+/* sbx-trace's command line, parsed (trace/record/cli.c). */
+#define TRACE_CLI_ENV_MAX 256
+struct trace_cli {
+	const struct common_verb *verb;
+	enum trace_fmt fmt;
+	int hash_inputs, complete;
+	const char *head, *out, *result;
+	struct trace_filter flt;
+	struct trace_adj_opts adj;
+	const char *envs[TRACE_CLI_ENV_MAX];
+	char **args; /* the operands after the verb */
+	int nargs;
+	struct common_err e;
+};
+/* argv (verb first, then options and operands in any order) into c, no output:
+ * 0, 1 for --help, or -1 with e. */
+int trace_cli_parse(int argc, char **argv, struct trace_cli *c, struct common_err *e);
+void trace_cli_usage(FILE *f);
+/* sbx-trace: the whole command line, returning the exit status. */
+int trace_cli_main(int argc, char **argv);
+
+/* sbx-run's orchestration: options as trace_run_parse gives them. */
 /* Snapshots live in snap/, above this folder: a run reaches them only through
  * these operations, which the program plugs in (sbx-run, sbx-restore). */
 struct lease_store;
@@ -170,7 +107,6 @@ struct trace_run_opts {
 	const char *store;            /* NULL: default */
 	const char *lease;            /* --lease ID, or NULL with ephemeral */
 	int ephemeral;
-	const char *request_image;    /* ephemeral: image path (default: the resolved program) */
 	const char *limits, *fees, *principal, *host_program;
 	uint64_t lifetime, escrow;
 	struct trace_mount *mounts; size_t nmounts; int replace_defaults;
@@ -198,8 +134,21 @@ struct trace_run_opts {
  * 0 unknown, -1 error. */
 int trace_run_opt(struct trace_run_opts *o, const char *name, const char *value,
 		  struct common_err *e);
+/* What trace_run_opt allocated in o (the mount list, the --env and --socket entries). */
+void trace_run_opts_free(struct trace_run_opts *o);
+#define TRACE_RUN_RESTORE 1u /* sbx-restore: its subset of options, one operand before "--" */
+/* sbx-run's command line (sbx-restore's with TRACE_RUN_RESTORE) into o: the options,
+ * then PROGRAM ARG... (after "--" or the first word that is not an option) in
+ * o->argv; restore: DIGEST in *operand, and o->argv NULL without "--". No output.
+ * 0, 1 for --help, -1 with e ("--NAME: unknown option", "--NAME: needs a value"). */
+int trace_run_parse(int argc, char **argv, unsigned flags, struct trace_run_opts *o,
+		    const char **operand, struct common_err *e);
+extern const char trace_run_usage[];
 /* Run it; returns the process exit status (SPEC §6.6). Frees what
  * trace_run_opt allocated in o. */
 int trace_run_main(struct trace_run_opts *o);
+/* sbx-run: parse, then run with snap's snapshot operations (NULL: none); errors
+ * and usage to stderr; the exit status (SPEC §6.6; 125 for a bad command line). */
+int trace_run_cli(int argc, char **argv, const struct trace_snap_ops *snap);
 
 #endif

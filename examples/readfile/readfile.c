@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "codec/codec.h"
-#include "trace/trace.h"
+#include "sbx.h"
 
 struct formula {
 	const char *source;

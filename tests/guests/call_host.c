@@ -19,8 +19,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "codec/codec.h"
-#include "trace/trace.h"
+#include "sbx.h"
 
 #define WATCHDOG_S 120
 

@@ -5,8 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "codec/codec.h"
-#include "trace/trace.h"
+#include "sbx.h"
 
 typedef SBX_SLICE_OF(char *) str_slice;
 struct job {

@@ -115,7 +115,8 @@ int main(int argc, char **argv)
 		common_die(SBX_EXIT_SBX, &e);
 	struct trace_hooks h = {
 		.ctx = in, .on_start = trace_inspector_on_start, .on_entry = trace_inspector_on_entry,
-		.on_exit = trace_inspector_on_exit, .on_spawn = trace_inspector_on_spawn,
+		.on_exit = trace_inspector_on_exit, .on_call = trace_inspector_on_call,
+		.on_spawn = trace_inspector_on_spawn,
 		.on_proc_exit = trace_inspector_on_proc_exit, .on_tick = trace_inspector_on_tick,
 	};
 	struct trace_config cfg = {

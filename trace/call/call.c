@@ -305,6 +305,12 @@ static int h_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	return 0;
 }
 
+static int h_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct callctx *c = ctx;
+	return c->in ? trace_inspector_on_call(c->in, g, st) : 0;
+}
+
 static int h_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct callctx *c = ctx;
@@ -484,6 +490,7 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 	}
 	struct trace_hooks h = {
 		.ctx = &c, .on_start = h_start, .on_entry = h_entry, .on_exit = h_exit,
+		.on_call = h_call,
 		.on_exec = h_exec, .on_spawn = h_spawn, .on_proc_exit = h_proc_exit,
 		.on_tick = h_tick,
 	};

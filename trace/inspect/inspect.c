@@ -28,6 +28,9 @@
 #define ARENA_SIZE (1u << 20)    /* host view bytes per callback */
 #define MAPS_PER_CALL 8
 #define OBSERVE_EVERY_MS 200     /* lease writes at most this often, except on crossing */
+#define LOAD_RATE (16ull << 30)  /* bytes a CPU can read per second, at most (page cache) */
+#define LOAD_SLACK_US 10000      /* a tick this late (a tracer starved of CPU) still holds */
+#define FULL_EVERY_US 200000     /* the whole tree is sampled at least this often */
 
 struct view { uint8_t *data; uint64_t gaddr; size_t len; };
 
@@ -80,6 +83,8 @@ struct trace_inspector {
 	size_t arena_used;
 	int arena_rw;
 	uint64_t last_obs_ms;
+	uint64_t full_due_us;         /* the next tick that samples everything */
+	int fuel_near;                /* fuel may cross before full_due_us */
 	struct obs_writer w;
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
@@ -216,7 +221,11 @@ static int obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIM
 	json_t *rec = NULL;
 	int r = lease_observe_usage(s, id, u, &why, &rec, e);
 
-	if (r < 0 && trace_inspector_lease_bounds(s, id, lim, rec_u, NULL) == 0) {
+	if (r < 0 && lease_store_unreachable(s)) {
+		/* kept on this host until the store answers; the meter still bounds the guest */
+		why = NULL;
+		r = lease_observe_park(s, id, u, e);
+	} else if (r < 0 && trace_inspector_lease_bounds(s, id, lim, rec_u, NULL) == 0) {
 		/* someone else recorded more meanwhile (a concurrent run): never lower */
 		for (int d = 0; d < TRACE_DIMS; d++)
 			if (rec_u[d] > u[d])
@@ -368,8 +377,9 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	}
 	in->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
-	/* storage_write is exact: every call that may store stops (trace/store.c) */
-	in->classes = TRACE_CLASS_STORE;
+	/* storage_write is exact: every call that may store stops (trace/store.c);
+	 * a large read stops, and near its bound every read (load_tick) */
+	in->classes = TRACE_CLASS_STORE | TRACE_CLASS_LOAD;
 	if (o->fn)
 		in->classes |= o->fn_classes ? o->fn_classes : TRACE_CLASS_FILE;
 	if (o->inspect_exec)
@@ -428,6 +438,8 @@ const struct common_err *trace_inspector_failure(const struct trace_inspector *i
 
 static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor *sv,
 		      const uint64_t u[TRACE_DIMS]);
+static void load_tick(const struct trace_inspector *in, struct trace_supervisor *sv,
+		      const uint64_t u[TRACE_DIMS]);
 
 int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 {
@@ -458,6 +470,7 @@ int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 	uint64_t u[TRACE_DIMS];
 	trace_inspector_usage(in, u);
 	fuel_tick(in, sv, u);
+	load_tick(in, sv, u);
 	return 0;
 }
 
@@ -515,6 +528,26 @@ static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor 
 		trace_sv_tick_within(sv, (lim - used) / in->ncpu / 2);
 }
 
+/* Reads are sampled while far from storage_read's bound: the next tick comes before
+ * the tree, reading at LOAD_RATE on every CPU, can come within the margin, and within
+ * it every read stops (trace_sv_every_call) and is held to the bound by load_entry.
+ * The margin also takes the small reads each task may have in flight unseen. */
+static void load_tick(const struct trace_inspector *in, struct trace_supervisor *sv,
+		      const uint64_t u[TRACE_DIMS])
+{
+	uint64_t lim = in->limits[LEASE_DIM_STORAGE_READ], used = u[LEASE_DIM_STORAGE_READ];
+	uint64_t rate = LOAD_RATE * in->ncpu;
+	uint64_t margin = rate / 1000000 * LOAD_SLACK_US +
+			  (uint64_t)TRACE_LOAD_SMALL * (trace_meter_tasks(in->meter) + 1);
+
+	if (!sv || trace_sv_every_call_on(sv))
+		return;
+	if (used >= lim || lim - used <= margin)
+		trace_sv_every_call(sv);
+	else /* before the margin can be reached; the margin absorbs a late tick */
+		trace_sv_tick_within(sv, (lim - used - margin) / (rate / 1000000));
+}
+
 /* Take up what the writer met: -1 failed, 1 closed, 0 neither. */
 static int writer_take(struct trace_inspector *in, struct trace_supervisor *sv)
 {
@@ -550,6 +583,7 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 	trace_inspector_usage(in, u);
 	int d = crossed(in, u);
 	fuel_tick(in, sv, u);
+	load_tick(in, sv, u);
 	if (in->o.store && in->o.lease) {
 		int crossing = d >= 0;
 		if (crossing && sv) { /* stopped first: its observation may wait for the disk */
@@ -595,7 +629,22 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 
 	if (in->failed)
 		return 1;
+	uint64_t now = common_mono_us(), u[TRACE_DIMS];
 	n = trace_sv_pids(sv, tids, sizeof tids / sizeof tids[0]);
+	/* a tick for storage_read alone reads its counts only; the last tick (the tree
+	 * gone) and one every FULL_EVERY_US sample everything */
+	if (n > 0 && now < in->full_due_us && !in->fuel_near) {
+		trace_meter_load_held(in->meter);
+		trace_inspector_usage(in, u);
+		fuel_tick(in, sv, u);
+		load_tick(in, sv, u);
+		return crossed(in, u) >= 0 ? observe(in, sv, 0) != 0 : 0;
+	}
+	trace_inspector_usage(in, u);
+	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	uint64_t fuel_us = used < lim ? (lim - used) / in->ncpu / 2 : 0;
+	in->full_due_us = now + FULL_EVERY_US;
+	in->fuel_near = fuel_us < FULL_EVERY_US; /* then every tick is fuel's, and full */
 	for (size_t i = 0; i < n && i < sizeof tids / sizeof tids[0]; i++)
 		trace_meter_task_new(in->meter, 0, tids[i]);
 	trace_meter_peak_rss(in->meter, trace_sv_peak_rss(sv));
@@ -802,6 +851,57 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	return 0;
 }
 
+/* A read that stops (a large one; near the bound, all): held to storage_read's
+ * bound before it runs. What it may read is reserved; one that would cross is cut
+ * to what is left, and with nothing left (or an iovec, which cannot be cut without
+ * a race) it reads nothing and the lease closes one byte past the bound. */
+static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
+{
+	const struct trace_sysinfo *s = st->sys;
+	int count = trace_sys_arg(s, TRACE_ARG_COUNT), iov = trace_sys_arg(s, TRACE_ARG_IOV);
+	int cnt = count >= 0 ? count : trace_sys_arg(s, TRACE_ARG_IOVCNT);
+	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_READ], base = in->base[LEASE_DIM_STORAGE_READ];
+	uint64_t ask, held, left;
+
+	if (!s || !(s->classes & TRACE_CLASS_LOAD) || st->action == TRACE_DENIED || cnt < 0)
+		return 0;
+	if (trace_meter_load_pending(in->meter, st->tid)) { /* reserved at its entry stop */
+		st->want_exit = 1;
+		return 0;
+	}
+	ask = count >= 0 ? st->args[count] : trace_store_iov_bytes(g, st->args[iov], st->args[cnt]);
+	if (ask == 0)
+		return 0;
+	held = base + trace_meter_load_held(in->meter);
+	left = held < bound ? bound - held : 0;
+	if (ask > left && (left == 0 || count < 0)) {
+		st->args[cnt] = 0;
+		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
+			return failf(in, "storage_read", "could not hold a read to the bound");
+		trace_meter_load_refused(in->meter, bound > base ? bound - base : 0);
+		return observe(in, in->sv, 1) < 0 ? -1 : 0;
+	}
+	if (ask > left) {
+		st->args[cnt] = left;
+		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
+			return failf(in, "storage_read", "could not hold a read to the bound");
+		ask = left;
+	}
+	trace_meter_load_begin(in->meter, st->tid, ask);
+	st->want_exit = 1;
+	return 0;
+}
+
+int trace_inspector_on_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct trace_inspector *in = ctx;
+
+	if (in->failed)
+		return -1;
+	trace_meter_task_new(in->meter, st->pid, st->tid);
+	return load_entry(in, g, st);
+}
+
 /* A call that may store on a file: reserved before it runs, or, when it would take
  * storage_write past its bound, refused and charged whole (the lease closes on it). */
 static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
@@ -834,9 +934,11 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	 * does not stop it again */
 	now = *st;
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
-	if (!now.sys || !(now.sys->classes & TRACE_CLASS_STORE))
+	if (!now.sys || !(now.sys->classes & (TRACE_CLASS_STORE | TRACE_CLASS_LOAD)))
 		return 0;
-	int rc = store_entry(in, g, &now);
+	int rc = load_entry(in, g, &now);
+	if (rc == 0 && (now.sys->classes & TRACE_CLASS_STORE))
+		rc = store_entry(in, g, &now);
 	st->action = now.action;
 	st->deny_errno = now.deny_errno;
 	st->want_exit |= now.want_exit;
@@ -852,9 +954,11 @@ int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop 
 	unmap_now(in, st->tid, 1, NULL);
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
 	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
+	trace_meter_load_end(in->meter, st->tid);
 	/* a guest that raced its own iovec past its reservation closes now */
 	trace_inspector_usage(in, u);
-	if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE])
+	if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE] ||
+	    u[LEASE_DIM_STORAGE_READ] > in->limits[LEASE_DIM_STORAGE_READ])
 		return observe(in, in->sv, 1) < 0 ? -1 : 0;
 	return 0;
 }

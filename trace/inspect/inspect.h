@@ -94,6 +94,7 @@ int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
 int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv);
 int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
 int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
+int trace_inspector_on_call(void *ctx, struct trace_guest *g, struct trace_stop *st);
 void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags);
 void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
 int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);

@@ -39,7 +39,7 @@ static const struct { const char *name; unsigned bit; } class_names[] = {
 	{"process", TRACE_CLASS_PROCESS}, {"net", TRACE_CLASS_NET},
 	{"signal", TRACE_CLASS_SIGNAL}, {"memory", TRACE_CLASS_MEMORY},
 	{"time", TRACE_CLASS_TIME}, {"desc", TRACE_CLASS_DESC},
-	{"refused", TRACE_CLASS_REFUSED}, {"store", TRACE_CLASS_STORE},
+	{"refused", TRACE_CLASS_REFUSED}, {"store", TRACE_CLASS_STORE}, {"load", TRACE_CLASS_LOAD},
 };
 
 static int rule_err(struct common_err *e, const char *file, size_t i, const char *name,

@@ -48,6 +48,8 @@ struct task {
 	int sched_fd, io_fd;   /* kept open once sampled, else -1 */
 	uint64_t store_w;      /* what its call in progress may store (reserved) */
 	int store_by_result;   /* that call returns the bytes it stored */
+	uint64_t load_w;       /* what its read in progress may read (reserved) */
+	int loading;           /* a read of it is between its entry and its exit */
 };
 
 struct trace_meter {
@@ -67,6 +69,7 @@ struct trace_meter {
 	uint64_t host_w;         /* bytes sbx wrote on the guest's behalf (its trace) */
 	uint64_t stored;         /* bytes the guest's calls stored on files (exact) */
 	uint64_t inflight;       /* what calls in progress may still store */
+	uint64_t load_inflight;  /* what reads in progress may still read */
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
@@ -270,6 +273,14 @@ static void store_settle(struct trace_meter *m, struct task *t, int64_t result)
 	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], sat_add(m->stored, m->host_w));
 }
 
+/* A read is over: its bytes are in its task's count from now on. */
+static void load_settle(struct trace_meter *m, struct task *t)
+{
+	m->load_inflight -= t->load_w;
+	t->load_w = 0;
+	t->loading = 0;
+}
+
 static pid_t tgid_of(pid_t tid)
 {
 	struct trace_status s;
@@ -317,6 +328,7 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 	task_io(t);
 	m->dead_r += t->rchar;
 	store_settle(m, t, INT64_MAX);
+	load_settle(m, t);
 	if (tid == t->tgid)
 		raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fd_count(tid));
 	task_close(m, t);
@@ -496,6 +508,7 @@ static void sample(struct trace_meter *m, int whole_ns)
 			m->dead_ns += t->cpu_ns;
 			m->dead_r += t->rchar;
 			store_settle(m, t, INT64_MAX);
+			load_settle(m, t);
 			rd += t->rchar;
 			*t = m->t[--m->n];
 			i--;
@@ -583,6 +596,69 @@ void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)
 {
 	m->stored = sat_add(m->stored, bytes);
 	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], m->stored + m->host_w);
+}
+
+static struct task *task_of(struct trace_meter *m, pid_t tid)
+{
+	struct task *t = find(m, tid);
+
+	if (!t) {
+		trace_meter_task_new(m, 0, tid);
+		t = find(m, tid);
+	}
+	return t;
+}
+
+void trace_meter_load_begin(struct trace_meter *m, pid_t tid, uint64_t bytes)
+{
+	struct task *t = task_of(m, tid);
+
+	if (!t)
+		return;
+	load_settle(m, t);
+	t->load_w = bytes;
+	t->loading = 1;
+	m->load_inflight = sat_add(m->load_inflight, bytes);
+}
+
+int trace_meter_load_pending(struct trace_meter *m, pid_t tid)
+{
+	struct task *t = find(m, tid);
+
+	return t && t->loading;
+}
+
+void trace_meter_load_end(struct trace_meter *m, pid_t tid)
+{
+	struct task *t = find(m, tid);
+
+	if (!t || !t->loading)
+		return;
+	load_settle(m, t);
+	trace_meter_load_held(m); /* its bytes raise the usage now, not at the next tick */
+}
+
+uint64_t trace_meter_load_held(struct trace_meter *m)
+{
+	uint64_t rd = m->dead_r;
+
+	for (size_t i = 0; i < m->n; i++) {
+		task_keep(m, &m->t[i]);
+		task_io(&m->t[i]);
+		rd = sat_add(rd, m->t[i].rchar);
+	}
+	raise_to(&m->u[LEASE_DIM_STORAGE_READ], rd);
+	return sat_add(m->u[LEASE_DIM_STORAGE_READ], m->load_inflight);
+}
+
+void trace_meter_load_refused(struct trace_meter *m, uint64_t bound)
+{
+	raise_to(&m->u[LEASE_DIM_STORAGE_READ], sat_add(bound, 1));
+}
+
+size_t trace_meter_tasks(const struct trace_meter *m)
+{
+	return m->n;
 }
 
 void trace_meter_sample(struct trace_meter *m)

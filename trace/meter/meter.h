@@ -34,6 +34,19 @@ void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, i
 void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result);
 uint64_t trace_meter_store_held(const struct trace_meter *m);
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes);
+/* storage_read, held near its bound: a reading call of tid reserves what it may
+ * read at its entry; its exit (or its task's end) drops the reservation, the
+ * bytes being in the kernel's count by then. held: the tree's count now (every
+ * task read afresh) and the reservations; refused: one byte past bound. */
+void trace_meter_load_begin(struct trace_meter *m, pid_t tid, uint64_t bytes);
+void trace_meter_load_end(struct trace_meter *m, pid_t tid);
+int trace_meter_load_pending(struct trace_meter *m, pid_t tid);
+uint64_t trace_meter_load_held(struct trace_meter *m);
+void trace_meter_load_refused(struct trace_meter *m, uint64_t bound);
+/* Tasks the meter follows now. */
+size_t trace_meter_tasks(const struct trace_meter *m);
+/* Σ iov_len of a guest's iovec array (0 for one the kernel refuses). */
+uint64_t trace_store_iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cnt);
 /* What a trapped call may store on a host file (trace/store.c): bytes, and whether its
  * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
  * An inode or name a call may create counts TRACE_INODE_BYTES. */

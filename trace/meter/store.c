@@ -50,7 +50,7 @@ static int fd_writable(pid_t tid, uint64_t fd)
 
 /* Σ iov_len of the guest's iovec array; 0 for an array the kernel refuses
  * (unreadable, too long), which stores nothing. */
-static uint64_t iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cnt)
+uint64_t trace_store_iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cnt)
 {
 	struct iovec v[64];
 	uint64_t sum = 0;
@@ -143,7 +143,7 @@ int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
 	if (count >= 0)
 		c->bytes = st->args[count];
 	else if (iov >= 0)
-		c->bytes = iov_bytes(g, st->args[iov], st->args[trace_sys_arg(s, TRACE_ARG_IOVCNT)]);
+		c->bytes = trace_store_iov_bytes(g, st->args[iov], st->args[trace_sys_arg(s, TRACE_ARG_IOVCNT)]);
 	else if (len >= 0)
 		c->bytes = st->args[len];
 	return c->bytes > 0;

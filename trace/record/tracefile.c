@@ -1274,7 +1274,7 @@ int trace_class_parse(const char *list, unsigned *out, struct common_err *e)
 		{"process", TRACE_CLASS_PROCESS}, {"net", TRACE_CLASS_NET},
 		{"signal", TRACE_CLASS_SIGNAL}, {"memory", TRACE_CLASS_MEMORY},
 		{"time", TRACE_CLASS_TIME}, {"desc", TRACE_CLASS_DESC},
-		{"refused", TRACE_CLASS_REFUSED}, {"store", TRACE_CLASS_STORE},
+		{"refused", TRACE_CLASS_REFUSED}, {"store", TRACE_CLASS_STORE}, {"load", TRACE_CLASS_LOAD},
 	};
 	char *copy = common_xstrdup(list), *save = NULL, *tok;
 	unsigned c = 0;

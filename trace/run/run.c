@@ -140,8 +140,6 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		o->lease = v;
 	else if (strcmp(name, "ephemeral") == 0)
 		o->ephemeral = 1;
-	else if (strcmp(name, "image") == 0)
-		o->request_image = v;
 	else if (strcmp(name, "limits") == 0)
 		o->limits = v;
 	else if (strcmp(name, "fees") == 0)
@@ -341,7 +339,12 @@ static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop,
 		trace_rec_head(c->rec, rq.trace_head);
 		rq.trace_seq = trace_rec_events(c->rec);
 	}
-	return c->opts->snap->take(c->store, c->lease, &rq, out, e);
+	int rc = c->opts->snap->take(c->store, c->lease, &rq, out, e);
+	/* the snapshot resumed the guest with PTRACE_CONT: stopped once more, the loop
+	 * resumes it as every-call mode wants */
+	if (!at_stop && (!stop || rc < 0) && c->sv && trace_sv_every_call_on(c->sv))
+		ptrace(PTRACE_INTERRUPT, guest, 0, 0);
+	return rc;
 }
 
 /* The control socket's JSON reply for a snapshot taken or refused. */
@@ -465,6 +468,12 @@ static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	if (c->det && trace_determ_on_entry(c->det, g, st) < 0)
 		return -1;
 	return c->rec ? trace_rec_on_entry(c->rec, g, st) : 0;
+}
+
+static int hook_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct run_ctx *c = ctx;
+	return c->ins ? trace_inspector_on_call(c->ins, g, st) : 0;
 }
 
 static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
@@ -867,8 +876,7 @@ static char *start_dir(const struct trace_run_opts *o)
 	return common_xasprintf("%s%s", strcmp(best->dst, "/") ? best->dst : "", cwd + best_len);
 }
 
-/* What trace_run_opt allocated in o (the mount list, the --env entries). */
-static void free_opts(struct trace_run_opts *o)
+void trace_run_opts_free(struct trace_run_opts *o)
 {
 	for (size_t i = 0; i < o->nmounts; i++) {
 		free((char *)o->mounts[i].src);
@@ -1083,6 +1091,7 @@ int trace_run_main(struct trace_run_opts *o)
 		cfg.trace_classes |= TRACE_FILTER_NO_READLINK;
 	hooks.on_entry = hook_entry;
 	hooks.on_exit = hook_exit;
+	hooks.on_call = hook_call;
 	hooks.on_spawn = hook_spawn;
 	hooks.on_proc_exit = hook_proc_exit;
 	hooks.on_tick = hook_tick;
@@ -1199,6 +1208,6 @@ out:
 	free(wd);
 	script_free(&sc);
 	lease_store_close(s);
-	free_opts(o);
+	trace_run_opts_free(o);
 	return code;
 }

@@ -58,6 +58,7 @@ struct trace_supervisor {
 	int watch[MAX_WATCH];
 	size_t nwatch;
 	uint64_t tick_us;         /* the next tick comes this soon (a hook may shorten it) */
+	int every_call;           /* every syscall entry and exit stops (trace_sv_every_call) */
 	int stopping;
 	char reason[64];
 	int sfd;
@@ -378,6 +379,24 @@ pid_t trace_sv_guest_pid(const struct trace_supervisor *sv)
 	return sv->guest;
 }
 
+/* Running tasks are interrupted so that their next resume is PTRACE_SYSCALL;
+ * every task resumed later (new children too) is resumed so. */
+void trace_sv_every_call(struct trace_supervisor *sv)
+{
+	if (sv->every_call)
+		return;
+	sv->every_call = 1;
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (const struct tstate *t = sv->bucket[b]; t; t = t->next)
+			if (!t->dead && t->seen && !t->held)
+				ptrace(PTRACE_INTERRUPT, t->tid, 0, 0);
+}
+
+int trace_sv_every_call_on(const struct trace_supervisor *sv)
+{
+	return sv->every_call;
+}
+
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)
 {
 	return sv->res->maxrss;
@@ -417,8 +436,10 @@ static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawn
 
 /* ---- stops ---- */
 
-static void resume(pid_t tid, int req, int sig)
+static void resume(const struct trace_supervisor *sv, pid_t tid, int req, int sig)
 {
+	if (req == PTRACE_CONT && sv->every_call)
+		req = PTRACE_SYSCALL;
 	/* ESRCH: the tracee was killed meanwhile; its exit arrives through waitpid */
 	ptrace(req, tid, NULL, (void *)(long)sig);
 }
@@ -437,7 +458,7 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 				t->held = 0;
 				t->announced = 1;
 				sv->nheld--;
-				resume(t->tid, PTRACE_CONT, 0);
+				resume(sv, t->tid, PTRACE_CONT, 0);
 			}
 		}
 }
@@ -501,7 +522,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	memset(&info, 0, sizeof info);
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) <= 0 ||
 	    info.op != PTRACE_SYSCALL_INFO_SECCOMP) {
-		resume(t->tid, PTRACE_CONT, 0);
+		resume(sv, t->tid, PTRACE_CONT, 0);
 		return;
 	}
 	sv->res->stops++;
@@ -539,7 +560,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	}
 	t->want_exit = st->want_exit && h && h->on_exit;
 	t->check_peer = st->nr == TRACE_SYS_connect && st->action != TRACE_DENIED;
-	resume(t->tid, t->want_exit || t->check_peer ? PTRACE_SYSCALL : PTRACE_CONT, 0);
+	resume(sv, t->tid, t->want_exit || t->check_peer ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 }
 
 /* A Unix socket the guest connected to is served by a process of this run, or
@@ -588,8 +609,40 @@ static void check_peer(struct trace_supervisor *sv, struct tstate *t, int64_t rv
 		close(pfd);
 }
 
+/* A syscall-entry stop, met only in every-call mode: the hook sees the call
+ * before the kernel (and its seccomp filter) does, and may rewrite it. */
+static void on_syscall_entry(struct trace_supervisor *sv, struct tstate *t,
+			     const struct __ptrace_syscall_info *info)
+{
+	const struct trace_hooks *h = sv->h;
+	struct trace_stop *st = &t->st;
+	memset(st, 0, sizeof *st);
+	st->tid = t->tid;
+	st->pid = tgid_of(t);
+	st->ppid = t->ppid;
+	st->nr = (long)info->entry.nr;
+	st->arch_ok = info->arch == AUDIT_ARCH_X86_64 && !(info->entry.nr & 0x40000000);
+	st->sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
+	memcpy(st->args, info->entry.args, sizeof st->args);
+	st->action = TRACE_ALLOWED;
+	struct trace_guest g = { sv, t };
+	if (h && h->on_call && t->tid != sv->init && h->on_call(h->ctx, &g, st) < 0)
+		trace_sv_stop(sv, "inspector failed");
+	t->want_exit = st->want_exit && h && h->on_exit;
+	resume(sv, t->tid, PTRACE_CONT, 0);
+}
+
 static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 {
+	if (sv->every_call) {
+		struct __ptrace_syscall_info info;
+		memset(&info, 0, sizeof info);
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) > 0 &&
+		    info.op == PTRACE_SYSCALL_INFO_ENTRY) {
+			on_syscall_entry(sv, t, &info);
+			return;
+		}
+	}
 	if (t->check_peer) {
 		struct __ptrace_syscall_info info;
 		memset(&info, 0, sizeof info);
@@ -611,7 +664,7 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 				trace_sv_stop(sv, "inspector failed");
 		}
 	}
-	resume(t->tid, PTRACE_CONT, 0);
+	resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
 /* init forks once, so its child is the guest: known from init's fork event or
@@ -690,7 +743,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		if (c->held) { /* the child runs only after this event */
 			c->held = 0;
 			sv->nheld--;
-			resume(child, PTRACE_CONT, 0);
+			resume(sv, child, PTRACE_CONT, 0);
 		}
 		break;
 	}
@@ -706,7 +759,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 	case PTRACE_EVENT_STOP:
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 			/* a group-stop: stay stopped until SIGCONT, as without a tracer */
-			resume(t->tid, PTRACE_LISTEN, 0);
+			resume(sv, t->tid, PTRACE_LISTEN, 0);
 			return;
 		}
 		/* a child whose first stop beats its parent's fork event waits for it:
@@ -722,7 +775,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 	default:
 		break;
 	}
-	resume(t->tid, PTRACE_CONT, 0);
+	resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
 static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const struct rusage *ru)
@@ -779,12 +832,12 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 	else {
 		struct trace_guest g = { sv, t };
 		if (sv->h && sv->h->on_fault && sv->h->on_fault(sv->h->ctx, &g, sig) > 0) {
-			resume(tid, PTRACE_CONT, 0); /* handled: not delivered */
+			resume(sv, tid, PTRACE_CONT, 0); /* handled: not delivered */
 			return;
 		}
 		if (sv->h && sv->h->on_signal && tid == sv->guest)
 			sv->h->on_signal(sv->h->ctx, sv, tid, sig); /* issue 7 */
-		resume(tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
+		resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}
 }
 

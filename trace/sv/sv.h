@@ -36,7 +36,11 @@ struct trace_hooks {           /* all optional; ctx passed back */
 	 * (deny with st->deny_errno, rewrite args via trace_guest_* helpers) and
 	 * st->want_exit. Return <0 to stop the guest (inspector failure). */
 	int (*on_entry)(void *ctx, struct trace_guest *g, struct trace_stop *st);
-	/* the same syscall after it completed (only when on_entry set st->want_exit) */
+	/* every call's syscall-entry stop once trace_sv_every_call() was asked, before
+	 * the seccomp filter and on_entry: may rewrite args and set st->want_exit */
+	int (*on_call)(void *ctx, struct trace_guest *g, struct trace_stop *st);
+	/* the same syscall after it completed (only when on_entry or on_call set
+	 * st->want_exit) */
 	int (*on_exit)(void *ctx, struct trace_guest *g, struct trace_stop *st);
 	/* PTRACE_EVENT_EXEC, before the new program's first instruction: path is what the
 	 * thread really executes (/proc/PID/exe), its argv is /proc/PID/cmdline; a failed
@@ -97,6 +101,9 @@ void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
+/* From now on every syscall of the tree stops at its entry and exit (on_call). */
+void trace_sv_every_call(struct trace_supervisor *sv);
+int trace_sv_every_call_on(const struct trace_supervisor *sv);
 
 /* The supervisor loop: runs until every tracee is gone. */
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,

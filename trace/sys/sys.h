@@ -77,6 +77,8 @@ int trace_sys_rules_errno(long nr, const uint64_t a[6]);
  * inspector asked for file calls: readlink is ~70% of a compiler's path calls
  * and changes nothing in a build record (level all still records it). */
 #define TRACE_FILTER_NO_READLINK (1u << 30)
+/* With TRACE_CLASS_LOAD alone, the largest read the filter lets run without a stop. */
+#define TRACE_LOAD_SMALL (128u << 10)
 #define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap TRACE_FACT_DETERM calls */
 
 #endif
