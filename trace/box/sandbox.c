@@ -66,8 +66,6 @@ static void fmode_args(const struct trace_sysinfo *s, int *mode, int *oflags)
 	}
 }
 
-/* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
-
 /* rtnetlink lists the run's own interfaces (getifaddrs); without CAP_NET_ADMIN
  * the kernel refuses every change, so the guest only reads lo */
 static int route_netlink(const uint64_t a[6])
@@ -116,8 +114,6 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 		return 0;
 	}
 }
-
-/* ---- the seccomp program ---- */
 
 static int rule(scmp_filter_ctx c, uint32_t act, int nr, unsigned n, struct scmp_arg_cmp *cmp,
 		const char *name, struct common_err *e)
@@ -296,8 +292,6 @@ int trace_filter_export(unsigned classes, int fd, struct common_err *e)
 	return rc < 0 ? common_errno(e, -rc, "writing the filter") : 0;
 }
 
-/* ---- the program cache ---- */
-
 /* libseccomp takes ~3 ms to build the program, on every run's critical path (the
  * child waits for it), so each program built is kept, named by all it derives
  * from: this build of sbx (its build id), libseccomp's version and kernel API
@@ -401,8 +395,6 @@ int trace_filter_get(const char *cache_dir, unsigned classes, struct sock_fprog 
 	free(path);
 	return 0;
 }
-
-/* ---- checks and the plan (in the supervisor, before any side effect) ---- */
 
 static int path_ok(const char *p)
 {
@@ -765,8 +757,6 @@ void trace_plan_free(struct trace_plan *p)
 		close_fd(&p->err_fd[i]);
 	}
 }
-
-/* ---- the child: from clone() to execveat() ---- */
 
 /* Report "WHAT\tWHY" to the supervisor and die: set-up failed, nothing ran. */
 __attribute__((noreturn)) static void child_fail(struct trace_plan *p, int err, const char *fmt, ...)

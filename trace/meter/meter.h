@@ -34,7 +34,7 @@ void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, i
 void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result);
 uint64_t trace_meter_store_held(const struct trace_meter *m);
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes);
-/* What a trapped call may store on a host file (trace/store.c): bytes, and whether its
+/* What a trapped call may store on a host file (trace/meter/store.c): bytes, and whether its
  * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
  * An inode or name a call may create counts TRACE_INODE_BYTES. */
 #define TRACE_INODE_BYTES 4096

@@ -5,7 +5,6 @@
 
 #include "trace/box/box.h"
 
-/* ---- one supervised syscall, as the supervisor sees it at a stop ---- */
 enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
 struct trace_stop {
 	pid_t pid, tid, ppid;           /* host-namespace ids */

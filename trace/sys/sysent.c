@@ -1,4 +1,4 @@
-/* The syscall table: trace/syscalls.def turned into data, and lookups. */
+/* The syscall table: trace/sys/syscalls.def turned into data, and lookups. */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
