@@ -22,8 +22,6 @@
 #define COPY_DEPTH 256
 #define COPY_FILE_MAX (1ull << 30)
 
-extern char **environ;
-
 struct tr {
 	char **canon;   /* [0] is the header */
 	uint8_t (*h)[32];

@@ -3,24 +3,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
-
-extern char **environ;
 
 static int add_mount(struct trace_run_opts *o, int type, const char *src, const char *dst,
 		     const char *opts, int rw, struct common_err *e)
