@@ -87,7 +87,6 @@ int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r
 int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t args[6]);
 /* The supervisor inside hooks. */
 int trace_sv_watch(struct trace_supervisor *sv, int fd);    /* poll fd; on_fd when readable */
-void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
 void trace_sv_stop(struct trace_supervisor *sv, const char *reason); /* kill the guest tree */
 /* kill the guest tree before returning: a crossed bound stops it before any write */
 void trace_sv_kill_now(struct trace_supervisor *sv, const char *reason);
