@@ -58,7 +58,7 @@ struct trace_mount {
 	int rw;
 };
 
-/* ---- sbx_call: one callback in a guest running this executable ---- */
+/* sbx_call: one callback in a guest running this executable */
 struct sbx_type;
 /* Where and how the callback runs; every member is optional (zero: sbx-run's defaults). */
 struct sbx_sandbox {

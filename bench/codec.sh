@@ -1,5 +1,5 @@
 #!/bin/sh
-# Codec and sbx_call figures (issue 6): encode/decode/write-back throughput for a
+# Codec and sbx_call figures: encode/decode/write-back throughput for a
 # 10^6-node linked graph and a 256 MiB numeric array, and the sbx_call round trip
 # of an empty callback against a plain fork+exec of the same binary.
 # Usage: bench/codec.sh   (after make all; not part of make check)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Cost of syscall inspection (issue 4): N openat calls inspected by the C API
+# Cost of syscall inspection: N openat calls inspected by the C API
 # (inspect_host), by a --policy file and by an --inspect-exec co-process, next to
 # the same loop natively, under strace --seccomp-bpf, and one bare seccomp ptrace
 # stop measured in the same run. Prints µs per inspected call.

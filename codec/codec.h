@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include "libcommon/common.h"
 
-/* ---- canonical binary primitives ---- */
 /* A growing output buffer. Writers never fail (x-alloc). */
 struct codec_buf {
 	uint8_t *p;
@@ -48,7 +47,6 @@ int codec_rd_fail(struct codec_rd *r, const char *why); /* record a failure, ret
 /* Fill e as "NAME: byte N: WHY" from the reader's failure. */
 int codec_rd_err(const struct codec_rd *r, const char *name, struct common_err *e);
 
-/* ---- type descriptors ---- */
 enum sbx_kind {
 	SBX_K_BOOL = 1, SBX_K_I8, SBX_K_I16, SBX_K_I32, SBX_K_I64,
 	SBX_K_U8, SBX_K_U16, SBX_K_U32, SBX_K_U64, SBX_K_F32, SBX_K_F64,
@@ -133,7 +131,6 @@ extern const struct sbx_type sbx_type_bool, sbx_type_i8, sbx_type_i16, sbx_type_
  * inline cycles. The error names the type and field. */
 int codec_type_check(const struct sbx_type *t, struct common_err *e);
 
-/* ---- object graphs ---- */
 /* Image: "SBXG" u8 version, the type table (every descriptor reachable from the
  * root, canonical), the root reference, the object directory (type, element
  * count per object ID, root's object = 1) and each object's content in ID order.

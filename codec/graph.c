@@ -31,8 +31,6 @@ struct codec_graph {
 	bool owned;       /* storage came from codec_decode */
 };
 
-/* ---------------------------------------------------------------- encoding */
-
 /* A run of count elements of ti at start, reached through some pointer. */
 struct region {
 	uintptr_t start;
@@ -763,8 +761,6 @@ int codec_encode_graph(struct codec_graph *g, const struct codec_opts *o,
 	return rc;
 }
 
-/* ---------------------------------------------------------------- decoding */
-
 struct dec {
 	struct codec_rd r;
 	struct codec_graph *g;
@@ -1182,8 +1178,6 @@ int codec_decode(const struct sbx_type *t, const void *img, size_t len,
 	*gp = g;
 	return 0;
 }
-
-/* --------------------------------------------------------------- write-back */
 
 struct span {
 	uintptr_t base;

@@ -67,8 +67,6 @@ static int print_json(json_t *j, enum common_format f)
 	return rc < 0 ? SBX_EXIT_SBX : SBX_EXIT_OK;
 }
 
-/* ---- take: ask the running sbx-run over its control socket ---- */
-
 static int cmd_take(struct lease_store *s, const char *lease, int stop, const char *principal,
 		    enum common_format f, struct common_err *e)
 {
@@ -129,8 +127,6 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 	}
 	return print_json(rep, f);
 }
-
-/* ---- list, show, verify ---- */
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -218,8 +214,6 @@ static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 	json_decref(meta);
 	return print_json(j, f);
 }
-
-/* ---- export / import (tar via libarchive) ---- */
 
 static int cmd_export(struct lease_store *s, const char *hex, const char *out,
 		      struct common_err *e)
@@ -539,8 +533,6 @@ int snap_cli_main(int argc, char **argv)
 	lease_store_close(c.s);
 	return rc;
 }
-
-/* ---- sbx-restore ---- */
 
 struct restore_ctx {
 	struct snap_image im;      /* the state points into these bytes */

@@ -597,8 +597,6 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	return rc;
 }
 
-/* ---- decoding ---- */
-
 int snap_valid_key(const char *k)
 {
 	if (!*k || *k == '/')
@@ -909,8 +907,6 @@ uint64_t snap_cells_bytes(const struct snap_state *st)
 		n += strlen(st->cells[i].key) + st->cells[i].len;
 	return n;
 }
-
-/* ---- manifest ---- */
 
 void snap_manifest_encode(const struct snap_manifest *m, uint8_t out[SNAP_MANIFEST_LEN])
 {

@@ -530,8 +530,6 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 	return 0;
 }
 
-/* ---- namespace cells ---- */
-
 int snap_cells_write(const struct snap_state *st, const char *dir, struct common_err *e)
 {
 	if (common_mkdir_p(dir, 0755, e) < 0)

@@ -138,7 +138,6 @@ void snap_state_free(struct snap_state *st);
 /* Encode a decoded state again (encode(decode(x)) == x). */
 int snap_encode(const struct snap_state *st, struct snap_image *out, struct common_err *e);
 
-/* ---- capture ---- */
 /* Told a streamed snapshot's exact length before anything is written; a
  * negative return refuses it (e says why). */
 typedef int (*snap_admit_fn)(void *ctx, uint64_t len, struct common_err *e);
@@ -173,7 +172,6 @@ int snap_capture_store(pid_t pid, const struct snap_capture_opts *o, const char 
 int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct snap_manifest *m,
 			struct common_err *e);
 
-/* ---- restore ---- */
 /* Rebuild pid, a fresh exec of the same image (ADDR_NO_RANDOMIZE, same rlimits)
  * stopped by ptrace before its first instruction, into st: address space by
  * injected syscalls, memory, brk, signal actions, altstack, files, cwd, umask,
@@ -195,7 +193,7 @@ void snap_cells_remove(const struct snap_state *st, const char *dir);
 /* Σ(key length + value length) of the cells. */
 uint64_t snap_cells_bytes(const struct snap_state *st);
 
-/* ---- persistence: 44-byte manifest + chunks of ≤ 65,536 bytes ---- */
+/* Persistence: 44-byte manifest + chunks of ≤ 65,536 bytes. */
 struct snap_manifest {
 	uint8_t digest[32];
 	uint64_t len;

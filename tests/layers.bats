@@ -59,3 +59,16 @@ obj() { # obj DIR NAME C-SOURCE
 	assert_output --partial 'layers: bin/sbx-run.o lies in no layer of tests/layers.txt'
 	assert_output --partial 'layers: 1 passed, 1 failed'
 }
+
+@test "a header included from a room above, or beside, fails; trace.h includes no room" {
+	mkdir -p "$BATS_TEST_TMPDIR/src/trace/box" "$BATS_TEST_TMPDIR/src/trace/meter" "$BATS_TEST_TMPDIR/b/obj"
+	printf '#include "trace/sv/sv.h"\n' > "$BATS_TEST_TMPDIR/src/trace/box/env.c"
+	printf '#include "trace/determ/determ.h"\n#include "trace/sys/sys.h"\n' > "$BATS_TEST_TMPDIR/src/trace/meter/meter.c"
+	printf '#include "trace/box/box.h"\n' > "$BATS_TEST_TMPDIR/src/trace/trace.h"
+	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/src"
+	assert_failure
+	assert_output --partial 'layers: trace/box/env.c includes trace/sv/sv.h of trace/sv, not below trace/box'
+	assert_output --partial 'layers: trace/meter/meter.c includes trace/determ/determ.h of trace/determ, not below trace/meter'
+	refute_output --partial 'includes trace/sys/sys.h'
+	assert_output --partial 'layers: trace/trace.h includes trace/box/box.h'
+}

@@ -36,7 +36,7 @@ int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct 
 /* HTML (TRACE_FMT_TEXT) or Chrome trace-event JSON (TRACE_FMT_CHROME) to out ("-": stdout). */
 int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt f, struct common_err *e);
 /* sbx-trace provenance: the build record as a DSSE-signed in-toto statement
- * (trace/provenance.c); result: NULL or the run's result record; out "-": stdout. */
+ * (trace/record/provenance.c); result: NULL or the run's result record; out "-": stdout. */
 int trace_cmd_provenance(const char *trace, const char *result, const char *store,
 			 const char *out, struct common_err *e);
 /* sbx-trace verify-provenance: the envelope's signature by the store's key. */

@@ -1,4 +1,4 @@
-# sbx_call guests (issue 6): the caller's own executable becomes the guest, so
+# sbx_call guests: the caller's own executable becomes the guest, so
 # these are non-PIE (ET_EXEC) with a build-id, linked against libsbx; one PIE
 # build checks the refusal.
 CALL_GUESTS := $(O)/guests/call_modes $(O)/guests/call_modes_pie $(O)/guests/readfile \

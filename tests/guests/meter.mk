@@ -1,4 +1,4 @@
-# Metering, inspection and state-transport guests (issue 4), and inspect_host, a host
+# Metering, inspection and state-transport guests, and inspect_host, a host
 # program embedding the C inspection API (linked with libsbx).
 METER_GUESTS := $(O)/guests/meter_hog $(O)/guests/meter_hold $(O)/guests/meter_store \
 	$(O)/guests/meter_load \

@@ -1,4 +1,4 @@
-# sbx-run guests (issue 3): run_* behaviour guests and escape_* hostile guests,
+# sbx-run guests: run_* behaviour guests and escape_* hostile guests,
 # dynamic by default; run_hello and escape_int80 also static.
 RUN_GUEST_SRC := $(wildcard tests/guests/run_*.c tests/guests/escape_*.c)
 RUN_GUESTS := $(patsubst tests/guests/%.c,$(O)/guests/%,$(RUN_GUEST_SRC)) \

@@ -1,4 +1,4 @@
-# Snapshot guests (issue 7): non-PIE so addresses are fixed; some also static.
+# Snapshot guests: non-PIE so addresses are fixed; some also static.
 SNAP_GUEST_SRC := $(wildcard tests/guests/snap_*.c)
 SNAP_GUESTS := $(patsubst tests/guests/%.c,$(O)/guests/%,$(SNAP_GUEST_SRC)) \
 	$(O)/guests/snap_heap_static $(O)/guests/snap_misc_static

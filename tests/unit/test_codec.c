@@ -7,7 +7,6 @@
 #include "codec/codec.h"
 #include "tests/unit/unit.h"
 
-/* ---- descriptors for the test graphs ---- */
 struct counter { int n; };
 struct input { const char *name; struct counter *c; };
 struct pair { struct input *left, *right; };
@@ -138,7 +137,6 @@ static int check_fn(void *arg, uint64_t addr, struct common_err *e)
 }
 static const struct codec_opts opts = { .check_fn = check_fn };
 
-/* ---- the simulated guest ---- */
 static void *guest_allocs[16];
 static int nguest_allocs;
 static void *guest_alloc(size_t n)
@@ -180,7 +178,6 @@ out:
 	return rc;
 }
 
-/* ---- tests ---- */
 static void test_primitives(void)
 {
 	struct codec_buf b;

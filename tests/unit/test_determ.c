@@ -1,4 +1,4 @@
-/* trace/determ.c: what the filter traps, the header's determinism object,
+/* trace/determ/determ.c: what the filter traps, the header's determinism object,
  * namespace pids. (Guest-visible behaviour is in tests/determ.bats.) */
 #include <fcntl.h>
 #include <stdint.h>

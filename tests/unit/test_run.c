@@ -1,4 +1,4 @@
-/* trace/run.c, sandbox.c: option parsing, config checks, the boundary's
+/* trace/run/run.c, trace/box/sandbox.c: option parsing, config checks, the boundary's
  * verdicts, the seccomp program and exit statuses, without running a guest. */
 #include <fcntl.h>
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/* trace/tsc.c: the rdtsc/rdtscp decoder, and the answer at a SIGSEGV stop.
+/* trace/determ/tsc.c: the rdtsc/rdtscp decoder, and the answer at a SIGSEGV stop.
  * A child sends itself the SIGSEGV a faulting rdtsc raises (SI_KERNEL: a
  * process may queue any code to itself) just before the instruction, so the
  * emulation is exercised on every host, also where rdtsc never faults. */

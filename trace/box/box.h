@@ -48,7 +48,7 @@ int trace_config_check(const struct trace_config *cfg, struct common_err *e);
 /* Build the seccomp program for cfg (exported for tests and sbx-run --print-filter). */
 int trace_filter_export(unsigned trace_classes, int fd, struct common_err *e);
 
-/* The run's memory cgroup (trace/cgroup.c): the kernel holds the memory bound. */
+/* The run's memory cgroup (trace/box/cgroup.c): the kernel holds the memory bound. */
 struct trace_cgroup;
 struct trace_cgroup_mem {
 	uint64_t held;  /* anon + shmem pages the tree holds, mapped or not */

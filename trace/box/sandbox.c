@@ -62,8 +62,6 @@ static void fmode_args(const struct trace_sysinfo *s, int *mode, int *oflags)
 	}
 }
 
-/* ---- the boundary's verdict, shared by the filter and the supervisor ---- */
-
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 {
 	if (!arch_ok)
@@ -88,8 +86,6 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 			return EPERM;
 	return trace_sys_rules_errno(nr, a);
 }
-
-/* ---- the seccomp program ---- */
 
 static int rule(scmp_filter_ctx c, uint32_t act, int nr, unsigned n, struct scmp_arg_cmp *cmp,
 		const char *name, struct common_err *e)
@@ -136,7 +132,7 @@ static int store_only(const struct trace_sysinfo *s, unsigned classes)
 }
 
 /* Trapped for the read meter alone: only a large read may cross the bound unseen
- * between two samples (trace/meter.c stops every read near it). */
+ * between two samples (trace/meter stops every read near it). */
 static int load_only(const struct trace_sysinfo *s, unsigned classes)
 {
 	return (s->classes & classes & TRACE_CLASS_LOAD) &&
@@ -322,8 +318,6 @@ int trace_filter_export(unsigned classes, int fd, struct common_err *e)
 	return rc < 0 ? common_errno(e, -rc, "writing the filter") : 0;
 }
 
-/* ---- the program cache ---- */
-
 /* libseccomp takes ~3 ms to build the program, on every run's critical path (the
  * child waits for it), so each program built is kept, named by all it derives
  * from: this build of sbx (its build id), libseccomp's version and kernel API
@@ -427,8 +421,6 @@ int trace_filter_get(const char *cache_dir, unsigned classes, struct sock_fprog 
 	free(path);
 	return 0;
 }
-
-/* ---- checks and the plan (in the supervisor, before any side effect) ---- */
 
 static int path_ok(const char *p)
 {
@@ -791,8 +783,6 @@ void trace_plan_free(struct trace_plan *p)
 		close_fd(&p->err_fd[i]);
 	}
 }
-
-/* ---- the child: from clone() to execveat() ---- */
 
 /* Report "WHAT\tWHY" to the supervisor and die: set-up failed, nothing ran. */
 __attribute__((noreturn)) static void child_fail(struct trace_plan *p, int err, const char *fmt, ...)

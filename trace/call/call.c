@@ -180,8 +180,6 @@ static int check_fn(void *arg, uint64_t addr, struct common_err *e)
 			   (unsigned long long)addr);
 }
 
-/* ---- guest side ---- */
-
 static __attribute__((noreturn)) void guest_die(const char *what, const char *why)
 {
 	fprintf(stderr, "sbx_call guest: error: %s: %s\n", what, why);
@@ -236,8 +234,6 @@ static int call_guest_entry(int argc, char **argv, char **envp)
 	exit(0);
 }
 
-/* ---- typed state for sbx-run --state-in/--state-out ---- */
-
 int sbx_state_load(const struct sbx_type *type, void **root, struct codec_graph **g,
 		   struct common_err *e)
 {
@@ -276,8 +272,6 @@ int sbx_state_store(struct codec_graph *g, struct common_err *e)
 	codec_buf_free(&out);
 	return r;
 }
-
-/* ---- host side ---- */
 
 struct callctx {
 	const struct elfinfo *x;

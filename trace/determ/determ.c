@@ -7,7 +7,7 @@
  *               per query; sleeps advance it and return at once; the vDSO is
  *               hidden (AT_SYSINFO_EHDR -> AT_IGNORE at every exec stop), so
  *               libc makes real, trapped syscalls
- *   rdtsc       where the host honours PR_SET_TSC (trace/tsc.c): the faulting
+ *   rdtsc       where the host honours PR_SET_TSC (trace/determ/tsc.c): the faulting
  *               rdtsc/rdtscp reads the process's monotonic clock in ns, plus
  *               one per earlier read (strictly increasing, no clock step)
  *   randomness  getrandom, reads of /dev/urandom and /dev/random, the
@@ -94,8 +94,6 @@ static const char *const uncontrolled[] = {
 	"vdso pages",           /* hidden from libc, still mapped (/proc/self/maps) */
 	"inode numbers",        /* st_ino, d_ino: the host file system's */
 };
-
-/* ---- PRNG: SHA-256(domain || seed || u64 LE counter), block by block ---- */
 
 static struct proc *proc_get(struct trace_determ *d, pid_t pid)
 {
@@ -203,8 +201,6 @@ void trace_determ_on_proc_exit(struct trace_determ *d, pid_t tid)
 		}
 }
 
-/* ---- the filter ---- */
-
 unsigned trace_determ_classes(void)
 {
 	return TRACE_CLASS_TIME | TRACE_CLASS_READ | TRACE_CLASS_FILE | TRACE_FILTER_DETERM;
@@ -235,8 +231,6 @@ json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 	}
 	return h;
 }
-
-/* ---- guest memory ---- */
 
 static int put(struct trace_guest *g, uint64_t addr, const void *buf, size_t len)
 {
@@ -269,8 +263,6 @@ static void set_result(struct trace_guest *g, long long v)
 		trace_guest_set_regs(g, &r);
 	}
 }
-
-/* ---- the virtual clock ---- */
 
 static uint64_t tick(struct trace_determ *d, pid_t pid)
 {
@@ -422,8 +414,6 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		return 0;
 	}
 }
-
-/* ---- exits we asked for ---- */
 
 static struct pend *pend_add(struct trace_determ *d, pid_t tid)
 {
@@ -788,8 +778,6 @@ int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st
 	return 0;
 }
 
-/* ---- rdtsc and rdtscp: the fault PR_SET_TSC raises ---- */
-
 int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig)
 {
 	struct trace_determ *d = ctx;
@@ -807,8 +795,6 @@ int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig)
 	d->emulated++;
 	return 1;
 }
-
-/* ---- the exec stop: hide the vDSO, replace AT_RANDOM ---- */
 
 static int auxv_fix(struct trace_determ *d, struct trace_tracee *t, uint64_t sp)
 {
@@ -858,8 +844,6 @@ int trace_determ_on_exec(struct trace_determ *d, pid_t pid)
 	trace_tracee_close(&t);
 	return rc;
 }
-
-/* ---- ids and namespace digest for the recorder and adjudication ---- */
 
 static struct { pid_t host, ns; } nspid_cache[NSPID_CACHE];
 static size_t nspid_next;

@@ -35,7 +35,7 @@ json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 /* A signal-delivery stop (hook body): an rdtsc/rdtscp fault is answered from
  * the process's clock and not delivered (1); anything else is left alone (0). */
 int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig);
-/* rdtsc/rdtscp (trace/tsc.c): the instruction at b (n bytes) and its length;
+/* rdtsc/rdtscp (trace/determ/tsc.c): the instruction at b (n bytes) and its length;
  * the probe: 1 if prctl(PR_SET_TSC, PR_TSC_SIGSEGV) makes rdtsc fault on this
  * host (a forked child tries, once per process); at a SIGSEGV stop of tid, the
  * faulting instruction (r: its registers); its answer, stepped over. */

@@ -101,8 +101,6 @@ static int inject(struct call_priv *c, long nr, const uint64_t a[6], int64_t *re
 	return rc;
 }
 
-/* ---- the C API ---- */
-
 /* Views become writable at the first map of a callback and inaccessible when it
  * returns; callbacks that map nothing cost no mprotect. */
 static void arena_open(struct trace_inspector *in, int on)
@@ -191,8 +189,6 @@ static int flush_views(struct call_priv *c)
 	trace_tracee_close(&t);
 	return rc;
 }
-
-/* ---- the inspector ---- */
 
 static int fail(struct trace_inspector *in, const struct common_err *e)
 {
@@ -377,7 +373,7 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	}
 	in->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
-	/* storage_write is exact: every call that may store stops (trace/store.c);
+	/* storage_write is exact: every call that may store stops (trace/meter/store.c);
 	 * a large read stops, and near its bound every read (load_tick) */
 	in->classes = TRACE_CLASS_STORE | TRACE_CLASS_LOAD;
 	if (o->fn)

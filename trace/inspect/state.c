@@ -245,8 +245,7 @@ void trace_state_close(struct trace_state *st)
 		common_outfile_close(&st->out);
 }
 
-/* ---- guest side: runs inside the sandbox, so it trusts fd 3 no more than the host does ---- */
-
+/* Guest side: runs inside the sandbox, so it trusts fd 3 no more than the host does. */
 static int guest_input_size(uint64_t *n, uint64_t *fsize)
 {
 	uint8_t hdr[HDR];

@@ -47,7 +47,7 @@ void trace_meter_load_refused(struct trace_meter *m, uint64_t bound);
 size_t trace_meter_tasks(const struct trace_meter *m);
 /* Σ iov_len of a guest's iovec array (0 for one the kernel refuses). */
 uint64_t trace_store_iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cnt);
-/* What a trapped call may store on a host file (trace/store.c): bytes, and whether its
+/* What a trapped call may store on a host file (trace/meter/store.c): bytes, and whether its
  * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
  * An inode or name a call may create counts TRACE_INODE_BYTES. */
 #define TRACE_INODE_BYTES 4096

@@ -22,10 +22,6 @@
 #define COPY_DEPTH 256
 #define COPY_FILE_MAX (1ull << 30)
 
-extern char **environ;
-
-/* ---- a trace in memory: canonical events and chain hashes ---- */
-
 struct tr {
 	char **canon;   /* [0] is the header */
 	uint8_t (*h)[32];
@@ -92,8 +88,6 @@ static size_t first_diff(const struct tr *a, const struct tr *b)
 	return i;
 }
 
-/* ---- the namespace as it was: a scratch copy ---- */
-
 static int copy_tree(const char *src, const char *dst, int depth, struct common_err *e)
 {
 	DIR *d;
@@ -150,8 +144,6 @@ static int copy_tree(const char *src, const char *dst, int depth, struct common_
 	closedir(d);
 	return rc;
 }
-
-/* ---- the re-execution ---- */
 
 struct adj_run {
 	struct trace_rec *rec;

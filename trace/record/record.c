@@ -62,8 +62,6 @@ struct trace_rec {
 	size_t npar, cappar;
 };
 
-/* ---- canonical serializer ---- */
-
 static void sb_grow(struct sb *b, size_t more)
 {
 	if (b->n + more + 1 > b->cap) {
@@ -200,8 +198,6 @@ static void kv_str(struct sb *b, const char *k, const char *v)
 	sb_str(b, v);
 }
 
-/* ---- output ---- */
-
 static int rec_fail(struct trace_rec *r, int err, const char *what)
 {
 	if (!r->failed)
@@ -286,8 +282,6 @@ static uint64_t rec_now(const struct trace_rec *r)
 {
 	return common_mono_us() - r->t_start;
 }
-
-/* ---- levels and classes ---- */
 
 int trace_level_parse(const char *s, enum trace_level *out, struct common_err *e)
 {
@@ -377,8 +371,6 @@ int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s)
 	return name_in(s->sys->name, file_results);
 }
 
-/* ---- file identity and hashes ---- */
-
 /* SHA-256 of the file behind a /proc magic link, or 0 when not a regular
  * file within the size cap. */
 static int hash_proc_file(struct trace_rec *r, const char *proc_path, char hex[COMMON_SHA256_HEX])
@@ -459,8 +451,6 @@ static int open_flags(const struct trace_stop *s, uint64_t *flags)
 		return 0; /* openat2's flags sit in guest memory */
 	return 1;
 }
-
-/* ---- events ---- */
 
 static char *read_small(const char *path, size_t max, size_t *len);
 
@@ -791,8 +781,6 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
 	return trace_rec_flush(r);
 }
 
-/* ---- open / close ---- */
-
 static void free_rec(struct trace_rec *r)
 {
 	while (r->npend)
@@ -983,8 +971,6 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 	free_rec(r);
 	return rc;
 }
-
-/* ---- as supervisor hooks ---- */
 
 static pid_t tgid_of(struct trace_rec *r, pid_t tid)
 {

@@ -84,7 +84,7 @@ void trace_reader_close(struct trace_reader *t);
 
 /* The build record of a trace as JSON (new reference), or NULL. */
 json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);
-/* Events a recorder has written after its header (trace/record.c). */
+/* Events a recorder has written after its header (trace/record/record.c). */
 uint64_t trace_rec_events(const struct trace_rec *r);
 /* Bytes of trace written so far (the lease meters them as storage_write). */
 uint64_t trace_rec_bytes(const struct trace_rec *r);

@@ -356,8 +356,6 @@ int trace_reader_next(struct trace_reader *t, struct trace_event *out, struct co
 	return 1;
 }
 
-/* ---- small helpers for the commands ---- */
-
 static const char *jstr(const json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
@@ -385,8 +383,6 @@ static int print_json(json_t *j)
 	json_decref(j);
 	return rc;
 }
-
-/* ---- verify ---- */
 
 int trace_cmd_verify(const char *path, int require_complete, const char *expect_head,
 		     enum trace_fmt f, struct common_err *e)
@@ -430,8 +426,6 @@ int trace_cmd_verify(const char *path, int require_complete, const char *expect_
 	trace_reader_close(t);
 	return r;
 }
-
-/* ---- filter ---- */
 
 struct pidset {
 	long long *v;
@@ -549,8 +543,6 @@ int trace_cmd_filter(const char *path, const struct trace_filter *f, struct comm
 	trace_reader_close(t);
 	return r < 0 ? -1 : 0;
 }
-
-/* ---- stats ---- */
 
 struct scount {
 	char name[32];
@@ -747,8 +739,6 @@ static void spool_close(struct spool *sp)
 		close(sp->fd);
 	sp->fd = -1;
 }
-
-/* ---- diff ---- */
 
 /* Two runs of one build interleave their processes differently and get other
  * host pids, so diff compares per process: a process is named by its place
@@ -1144,8 +1134,6 @@ done:
 	free(tb.ix);
 	return rc;
 }
-
-/* ---- bisect ---- */
 
 struct hlist {
 	uint8_t (*h)[32];

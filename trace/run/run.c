@@ -3,26 +3,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
-
-extern char **environ;
-
-/* ---- options ---- */
 
 static int add_mount(struct trace_run_opts *o, int type, const char *src, const char *dst,
 		     const char *opts, int rw, struct common_err *e)
@@ -200,7 +193,7 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 	} else if (strcmp(name, "trace") == 0)
 		o->trace_path = v;
 	else if (strcmp(name, "deterministic") == 0)
-		o->deterministic = 1; /* SPEC §9: trace/determ.c */
+		o->deterministic = 1; /* SPEC §9: trace/determ/determ.c */
 	else if (strcmp(name, "trace-level") == 0) {
 		enum trace_level l;
 		if (trace_level_parse(v, &l, e) < 0)
@@ -216,7 +209,7 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 			return common_errf(e, "--result-fd", "%s is not an open descriptor above 2", v);
 		o->result_fd = (int)fd;
 	} else
-		return trace_bound_opt(o, name, v, e); /* issue 4: policy, inspect, state */
+		return trace_bound_opt(o, name, v, e); /* policy, inspect, state */
 	return 1;
 }
 
@@ -255,8 +248,6 @@ static char *resolve_program(const char *prog, int *exit_code, struct common_err
 	return NULL;
 }
 
-/* ---- the control socket ---- */
-
 /* One owner-only Unix socket per run, STORE/run/LEASE.sock (directory 0700):
  * a client writes one JSON request line, reads one JSON reply line.
  * {"op":"status"} -> {"lease","pid","guest_pid","stops","refused","running"}.
@@ -267,13 +258,12 @@ struct run_ctx {
 	char *ctl_path;
 	struct trace_result *res;
 	struct trace_supervisor *sv;
-	/* issue 4 (meter, inspect, policy, state) and issue 5 (record) contexts go here */
 	struct trace_rec *rec;        /* --trace: called after the inspector, so it records its decision */
-	struct trace_inspector *ins;  /* issue 4: metering, closure, policy, co-process */
-	struct lease_store *store;    /* issue 7: snapshots persist into the store */
+	struct trace_inspector *ins;  /* metering, closure, policy, co-process */
+	struct lease_store *store;    /* snapshots persist into the store */
 	const struct trace_run_opts *opts;
-	int restored;                 /* issue 7: the restore hook ran */
-	uint64_t snap_batch;          /* issue 7: batch of the last automatic snapshot */
+	int restored;                 /* the restore hook ran */
+	uint64_t snap_batch;          /* batch of the last automatic snapshot */
 	struct trace_determ *det;     /* --deterministic: after the inspector, before the recorder */
 	int image_fd;                 /* the image as opened, checked and hashed */
 	struct stat image_st;         /* its identity then */
@@ -340,10 +330,9 @@ static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop,
 		rq.trace_seq = trace_rec_events(c->rec);
 	}
 	int rc = c->opts->snap->take(c->store, c->lease, &rq, out, e);
-	/* the snapshot resumed the guest with PTRACE_CONT: stopped once more, the loop
-	 * resumes it as every-call mode wants */
-	if (!at_stop && (!stop || rc < 0) && c->sv && trace_sv_every_call_on(c->sv))
-		ptrace(PTRACE_INTERRUPT, guest, 0, 0);
+	/* the snapshot resumed the guest with PTRACE_CONT */
+	if (!at_stop && (!stop || rc < 0) && c->sv)
+		trace_sv_every_call_rearm(c->sv, guest);
 	return rc;
 }
 
@@ -434,8 +423,6 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 	close(fd);
 }
 
-/* ---- hooks: the one place each feature plugs into the supervisor ---- */
-
 static int hook_start(void *ctx, struct trace_supervisor *sv)
 {
 	struct run_ctx *c = ctx;
@@ -444,7 +431,6 @@ static int hook_start(void *ctx, struct trace_supervisor *sv)
 		trace_sv_watch(sv, c->ctl_fd);
 	if (c->opts && c->opts->snapshot_every && c->store)
 		lease_store_batch(c->store, &c->snap_batch, NULL);
-	/* issue 4: meter start; issue 5: recorder start */
 	if (c->ins && trace_inspector_on_start(c->ins, sv) < 0)
 		return -1;
 	return 0;
@@ -568,7 +554,7 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 			trace_inspector_host_write(c->ins, trace_rec_bytes(c->rec));
 	}
 	uint64_t b = 0;
-	/* issue 7: --snapshot-every-batches, taken like sbx-snap take */
+	/* --snapshot-every-batches, taken like sbx-snap take */
 	if (c->opts && c->opts->snapshot_every && c->store && c->lease &&
 	    lease_store_batch(c->store, &b, NULL) == 0 && b >= c->snap_batch + c->opts->snapshot_every) {
 		c->snap_batch = b;
@@ -582,7 +568,6 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 	return c->ins ? trace_inspector_on_tick(c->ins, sv) : 0;
 }
 
-/* issue 7: --snapshot-on-exit-signal, before a signal that would end the guest */
 static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig)
 {
 	struct run_ctx *c = ctx;
@@ -671,8 +656,6 @@ static int hook_fault(void *ctx, struct trace_guest *g, int sig)
 	return c->det ? trace_determ_on_fault(c->det, g, sig) : 0;
 }
 
-/* ---- the result record ---- */
-
 static json_t *result_json(const char *lease, const char *image, const char *sha,
 			   char *const *argv, const struct trace_result *r, int code,
 			   const char *closed, json_t *receipts)
@@ -696,7 +679,7 @@ static json_t *result_json(const char *lease, const char *image, const char *sha
 						  "maxrss", (json_int_t)r->maxrss));
 	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I}", "stops", (json_int_t)r->stops,
 						       "refused", (json_int_t)r->refused));
-	json_object_set_new(j, "trace", json_null()); /* issue 5: trace head digest */
+	json_object_set_new(j, "trace", json_null()); /* the trace head digest */
 	json_object_set_new(j, "receipts", receipts ? json_incref(receipts) : json_array());
 	return j;
 }
@@ -717,8 +700,6 @@ static int write_result(const struct trace_run_opts *o, struct common_outfile *o
 	free(s);
 	return rc;
 }
-
-/* ---- lease steps ---- */
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -906,8 +887,6 @@ static void run_receipts(struct lease_store *s, const char *id, json_int_t start
 	json_decref(all);
 }
 
-/* ---- sbx-run ---- */
-
 int trace_run_main(struct trace_run_opts *o)
 {
 	struct common_err e;
@@ -1066,7 +1045,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.state_fd = -1,
 		.stdout_fd = -1,
 		.stderr_fd = -1,
-		.no_aslr = !o->ephemeral || o->deterministic, /* issue 7: snapshots; SPEC §9 */
+		.no_aslr = !o->ephemeral || o->deterministic, /* snapshots; SPEC §9 */
 		.filter_cache = filters,
 		.store_dir = store_real,
 		.host_signals = 1, /* sbx-run's own process: SIGTERM & co. end the run */
@@ -1075,7 +1054,7 @@ int trace_run_main(struct trace_run_opts *o)
 			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
 			!strcmp(o->trace_level, "all") ? TRACE_LEVEL_ALL : TRACE_LEVEL_FILE) : TRACE_LEVEL_FILE) : 0,
 	};
-	/* issue 4: limits -> rlimits, meter/policy/inspect/state hooks; issue 5: recorder */
+	/* limits -> rlimits, meter/policy/inspect/state hooks */
 	if (trace_bound_attach(bound, s, id, ns, &cfg, &e) < 0) {
 		ctl_close(&ctx);
 		if (ctx.rec)

@@ -71,8 +71,7 @@ struct trace_guest {
 	struct tstate *ts;
 };
 
-/* ---- the waker ----
- * The tracer thread blocks in waitpid itself, so a stop costs one waitpid and the
+/* The tracer thread blocks in waitpid itself, so a stop costs one waitpid and the
  * ptrace calls, nothing else (no poll, no signalfd reads, no extra waitpid). Every
  * WAKE_MS a helper thread interrupts that waitpid with a signal whose handler has no
  * SA_RESTART, and the loop then looks at its fds, signals and tick. The signal is
@@ -213,8 +212,6 @@ static void waker_stop(struct waker *w)
 	w->started = 0;
 }
 
-/* ---- per-thread state ---- */
-
 static struct tstate *tstate_find(struct trace_supervisor *sv, pid_t tid)
 {
 	for (struct tstate *t = sv->bucket[(unsigned)tid % NBUCKET]; t; t = t->next)
@@ -278,8 +275,6 @@ static pid_t tgid_of(struct tstate *t)
 	return t->tgid ? t->tgid : t->tid;
 }
 
-/* ---- guest memory and registers, for hooks ---- */
-
 pid_t trace_guest_tid(const struct trace_guest *g)
 {
 	return g->ts->tid;
@@ -326,8 +321,6 @@ int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t a[6])
 	trace_regs_set_args(&r, a);
 	return trace_guest_set_regs(g, &r);
 }
-
-/* ---- the supervisor, for hooks ---- */
 
 int trace_sv_watch(struct trace_supervisor *sv, int fd)
 {
@@ -397,6 +390,12 @@ int trace_sv_every_call_on(const struct trace_supervisor *sv)
 	return sv->every_call;
 }
 
+void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid)
+{
+	if (sv->every_call)
+		ptrace(PTRACE_INTERRUPT, tid, 0, 0); /* ESRCH: its exit comes through the loop */
+}
+
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)
 {
 	return sv->res->maxrss;
@@ -433,8 +432,6 @@ static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawn
 		h->on_proc_exit(h->ctx, t->tid, t->wstatus);
 	tstate_free(sv, t->tid);
 }
-
-/* ---- stops ---- */
 
 static void resume(const struct trace_supervisor *sv, pid_t tid, int req, int sig)
 {
@@ -836,12 +833,10 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 			return;
 		}
 		if (sv->h && sv->h->on_signal && tid == sv->guest)
-			sv->h->on_signal(sv->h->ctx, sv, tid, sig); /* issue 7 */
+			sv->h->on_signal(sv->h->ctx, sv, tid, sig);
 		resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}
 }
-
-/* ---- the loop ---- */
 
 static void read_setup_pipe(struct trace_supervisor *sv, int *fd)
 {

@@ -5,7 +5,6 @@
 
 #include "trace/box/box.h"
 
-/* ---- one supervised syscall, as the supervisor sees it at a stop ---- */
 enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
 struct trace_stop {
 	pid_t pid, tid, ppid;           /* host-namespace ids */
@@ -92,7 +91,6 @@ int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r
 int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t args[6]);
 /* The supervisor inside hooks. */
 int trace_sv_watch(struct trace_supervisor *sv, int fd);    /* poll fd; on_fd when readable */
-void trace_sv_unwatch(struct trace_supervisor *sv, int fd);
 void trace_sv_stop(struct trace_supervisor *sv, const char *reason); /* kill the guest tree */
 /* kill the guest tree before returning: a crossed bound stops it before any write */
 void trace_sv_kill_now(struct trace_supervisor *sv, const char *reason);
@@ -104,6 +102,9 @@ uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest
 /* From now on every syscall of the tree stops at its entry and exit (on_call). */
 void trace_sv_every_call(struct trace_supervisor *sv);
 int trace_sv_every_call_on(const struct trace_supervisor *sv);
+/* A task resumed outside the loop (by a snapshot) stops once more, so the loop
+ * resumes it in every-call mode. */
+void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
 
 /* The supervisor loop: runs until every tracee is gone. */
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,

@@ -1,7 +1,7 @@
 /* trace/tracee: one thread of a guest held in a ptrace stop, as every part of
  * sbx touches it: its memory, its registers, syscalls injected into it,
- * waiting for its own stops, its /proc fields. Nothing here keeps state
- * between calls but a struct trace_tracee the caller owns. */
+ * waiting for its own stops, its /proc fields, paths as its root resolves them.
+ * Nothing here keeps state between calls but a struct trace_tracee the caller owns. */
 #ifndef SBX_TRACE_TRACEE_H
 #define SBX_TRACE_TRACEE_H
 
