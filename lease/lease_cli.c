@@ -463,17 +463,10 @@ static void usage(FILE *f)
 int lease_cli_main(int argc, char **argv)
 {
 	struct lease_cli c;
-	int rc = lease_cli_parse(argc, argv, &c, &c.e);
+	int rc = common_cli_parsed(lease_cli_parse(argc, argv, &c, &c.e), &c.e, usage, SBX_EXIT_USAGE);
 
-	if (rc == 1) {
-		usage(stdout);
-		return SBX_EXIT_OK;
-	}
-	if (rc < 0) {
-		common_report(&c.e);
-		usage(stderr);
-		return SBX_EXIT_USAGE;
-	}
+	if (rc >= 0)
+		return rc;
 	rc = c.verb->run(&c);
 	lease_store_close(c.s);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -57,3 +57,17 @@ int common_usage_error(const struct common_err *e, const char *usage, int code)
 	fputs(usage, stderr);
 	return code;
 }
+
+int common_cli_parsed(int rc, const struct common_err *e, void (*usage)(FILE *), int code)
+{
+	if (rc == 1) {
+		usage(stdout);
+		return SBX_EXIT_OK;
+	}
+	if (rc < 0) {
+		common_report(e);
+		usage(stderr);
+		return code;
+	}
+	return -1;
+}

@@ -182,6 +182,10 @@ int common_verb_args(const struct common_verb *v, int nargs, struct common_err *
 int common_getopt_err(int c, char *const argv[], struct common_err *e);
 /* A bad command line: the error, then usage, to stderr; returns code. */
 int common_usage_error(const struct common_err *e, const char *usage, int code);
+/* After a verb tool's parser returned rc: help (1) prints usage to stdout and gives
+ * SBX_EXIT_OK, an error (-1) is reported before usage on stderr and gives code;
+ * 0 gives -1: run the command. */
+int common_cli_parsed(int rc, const struct common_err *e, void (*usage)(FILE *), int code);
 
 /* CLI: output format shared by all tools. */
 enum common_format { COMMON_FMT_JSON, COMMON_FMT_TEXT };

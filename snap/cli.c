@@ -512,16 +512,10 @@ static void snap_usage(FILE *f)
 int snap_cli_main(int argc, char **argv)
 {
 	struct snap_cli c;
-	int rc = snap_cli_parse(argc, argv, &c, &c.e);
-	if (rc == 1) {
-		snap_usage(stdout);
-		return SBX_EXIT_OK;
-	}
-	if (rc < 0) {
-		common_report(&c.e);
-		snap_usage(stderr);
-		return SBX_EXIT_USAGE;
-	}
+	int rc = common_cli_parsed(snap_cli_parse(argc, argv, &c, &c.e), &c.e, snap_usage, SBX_EXIT_USAGE);
+
+	if (rc >= 0)
+		return rc;
 	if (lease_store_open(c.store, &c.s, &c.e) < 0) {
 		common_report(&c.e);
 		return SBX_EXIT_SBX;

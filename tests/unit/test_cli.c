@@ -56,6 +56,26 @@ static void test_common_verbs(void)
 	CHECK(failed_with(common_verb_args(&v[1], 3, &e), "any: takes 0 to 2 operands, not 3"));
 }
 
+static FILE *usage_seen;
+static void usage_probe(FILE *f)
+{
+	usage_seen = f;
+}
+
+/* Help goes to stdout with status 0, an error to stderr with the tool's code,
+ * a parsed command line on to the command. */
+static void test_common_parsed(void)
+{
+	struct common_err e = { "x", "bad" };
+
+	usage_seen = NULL;
+	CHECK(common_cli_parsed(1, &e, usage_probe, 2) == 0 && usage_seen == stdout);
+	usage_seen = NULL;
+	CHECK(common_cli_parsed(-1, &e, usage_probe, 2) == 2 && usage_seen == stderr);
+	usage_seen = NULL;
+	CHECK(common_cli_parsed(0, &e, usage_probe, 2) == -1 && usage_seen == NULL);
+}
+
 static void test_run(void)
 {
 	struct trace_run_opts o = { .result_fd = -1 };
@@ -273,6 +293,7 @@ static void test_lease(void)
 int main(void)
 {
 	test_common_verbs();
+	test_common_parsed();
 	test_run();
 	test_trace();
 	test_snap();

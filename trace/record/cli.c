@@ -201,17 +201,10 @@ int trace_cli_parse(int argc, char **argv, struct trace_cli *c, struct common_er
 int trace_cli_main(int argc, char **argv)
 {
 	struct trace_cli c;
-	int rc = trace_cli_parse(argc, argv, &c, &c.e);
+	int rc = common_cli_parsed(trace_cli_parse(argc, argv, &c, &c.e), &c.e, trace_cli_usage, SBX_EXIT_USAGE);
 
-	if (rc == 1) {
-		trace_cli_usage(stdout);
-		return SBX_EXIT_OK;
-	}
-	if (rc < 0) {
-		common_report(&c.e);
-		trace_cli_usage(stderr);
-		return SBX_EXIT_USAGE;
-	}
+	if (rc >= 0)
+		return rc;
 	c.e.what[0] = 0;
 	return c.verb->run(&c);
 }
