@@ -16,8 +16,24 @@ static void check_nr(const char *name, long nr)
 	CHECK(s && s->nr == nr, "%s: table %d, <asm/unistd_64.h> %ld", name, s ? s->nr : -1, nr);
 }
 
+/* Every name TRACE_CLASS_NAMES lists has its own bit, together every class. */
+static void check_class_names(void)
+{
+	char list[] = TRACE_CLASS_NAMES, *save = NULL;
+	unsigned all = 0;
+
+	for (char *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		unsigned bit = trace_class_by_name(t);
+		CHECK(bit && !(bit & (bit - 1)) && !(all & bit), "class %s: bit %#x", t, bit);
+		all |= bit;
+	}
+	CHECK(all == (TRACE_CLASS_LOAD << 1) - 1, "class names cover %#x", all);
+	CHECK(trace_class_by_name("fyle") == 0 && trace_class_by_name("") == 0, "unknown class");
+}
+
 int main(void)
 {
+	check_class_names();
 	size_t n = trace_sys_count();
 	CHECK(n >= 370, "table has %zu entries", n);
 	for (size_t i = 0; i < n; i++) {

@@ -34,14 +34,6 @@ struct trace_policy {
 
 #define NR_MAX 1024
 
-static const struct { const char *name; unsigned bit; } class_names[] = {
-	{"file", TRACE_CLASS_FILE}, {"read", TRACE_CLASS_READ}, {"write", TRACE_CLASS_WRITE},
-	{"process", TRACE_CLASS_PROCESS}, {"net", TRACE_CLASS_NET},
-	{"signal", TRACE_CLASS_SIGNAL}, {"memory", TRACE_CLASS_MEMORY},
-	{"time", TRACE_CLASS_TIME}, {"desc", TRACE_CLASS_DESC},
-	{"refused", TRACE_CLASS_REFUSED}, {"store", TRACE_CLASS_STORE}, {"load", TRACE_CLASS_LOAD},
-};
-
 static int rule_err(struct common_err *e, const char *file, size_t i, const char *name,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
@@ -200,12 +192,12 @@ static int add_syscall(struct rule *r, const char *name)
 
 static int add_class(struct rule *r, const char *name)
 {
-	for (size_t i = 0; i < sizeof class_names / sizeof class_names[0]; i++)
-		if (strcmp(class_names[i].name, name) == 0) {
-			r->classes |= class_names[i].bit;
-			return 0;
-		}
-	return -1;
+	unsigned bit = trace_class_by_name(name);
+
+	if (!bit)
+		return -1;
+	r->classes |= bit;
+	return 0;
 }
 
 static int has_path_arg(const struct trace_sysinfo *si)

@@ -1257,28 +1257,17 @@ done:
 
 int trace_class_parse(const char *list, unsigned *out, struct common_err *e)
 {
-	static const struct { const char *n; unsigned c; } names[] = {
-		{"file", TRACE_CLASS_FILE}, {"read", TRACE_CLASS_READ}, {"write", TRACE_CLASS_WRITE},
-		{"process", TRACE_CLASS_PROCESS}, {"net", TRACE_CLASS_NET},
-		{"signal", TRACE_CLASS_SIGNAL}, {"memory", TRACE_CLASS_MEMORY},
-		{"time", TRACE_CLASS_TIME}, {"desc", TRACE_CLASS_DESC},
-		{"refused", TRACE_CLASS_REFUSED}, {"store", TRACE_CLASS_STORE}, {"load", TRACE_CLASS_LOAD},
-	};
 	char *copy = common_xstrdup(list), *save = NULL, *tok;
 	unsigned c = 0;
 
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		size_t i;
-		for (i = 0; i < sizeof names / sizeof names[0]; i++)
-			if (!strcmp(tok, names[i].n))
-				break;
-		if (i == sizeof names / sizeof names[0]) {
-			common_errf(e, "--class", "unknown class \"%s\" (file, read, write, process, net, "
-				    "signal, memory, time, desc, refused)", tok);
+		unsigned bit = trace_class_by_name(tok);
+		if (!bit) {
+			common_errf(e, "--class", "unknown class \"%s\" (" TRACE_CLASS_NAMES ")", tok);
 			free(copy);
 			return -1;
 		}
-		c |= names[i].c;
+		c |= bit;
 	}
 	free(copy);
 	if (!c)

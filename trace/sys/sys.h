@@ -40,6 +40,10 @@ enum trace_sys {
 };
 const struct trace_sysinfo *trace_sys_by_nr(long nr);  /* NULL if unknown */
 const struct trace_sysinfo *trace_sys_by_name(const char *name);
+/* The class bit a name ("file", "read", ...) stands for, or 0; TRACE_CLASS_NAMES
+ * lists every name for messages. */
+unsigned trace_class_by_name(const char *name);
+#define TRACE_CLASS_NAMES "file, read, write, process, net, signal, memory, time, desc, refused, store, load"
 size_t trace_sys_count(void);
 const struct trace_sysinfo *trace_sys_at(size_t i);
 /* The position of the first argument of this kind, or -1. */

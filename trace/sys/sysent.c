@@ -38,6 +38,23 @@ const struct trace_sysinfo *trace_sys_by_nr(long nr)
 	return by_nr[nr];
 }
 
+/* In TRACE_CLASS_NAMES order: policy rules and sbx-trace filter --class name them. */
+static const struct { const char *name; unsigned bit; } class_names[] = {
+	{"file", TRACE_CLASS_FILE}, {"read", TRACE_CLASS_READ}, {"write", TRACE_CLASS_WRITE},
+	{"process", TRACE_CLASS_PROCESS}, {"net", TRACE_CLASS_NET},
+	{"signal", TRACE_CLASS_SIGNAL}, {"memory", TRACE_CLASS_MEMORY},
+	{"time", TRACE_CLASS_TIME}, {"desc", TRACE_CLASS_DESC},
+	{"refused", TRACE_CLASS_REFUSED}, {"store", TRACE_CLASS_STORE}, {"load", TRACE_CLASS_LOAD},
+};
+
+unsigned trace_class_by_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof class_names / sizeof class_names[0]; i++)
+		if (strcmp(class_names[i].name, name) == 0)
+			return class_names[i].bit;
+	return 0;
+}
+
 const struct trace_sysinfo *trace_sys_by_name(const char *name)
 {
 	if (!name)
