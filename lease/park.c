@@ -44,9 +44,14 @@ static int parked_read(const char *path, char id[64], uint64_t u[LEASE_DIM_COUNT
 	use = json_object_get(j, "usage");
 	if (lid && lease_id_valid(lid) && json_is_object(use)) {
 		snprintf(id, 64, "%s", lid);
-		for (int d = 0; d < LEASE_DIM_COUNT; d++)
-			u[d] = (uint64_t)lease_jint(use, lease_dim_name((enum lease_dim)d));
 		rc = 0;
+		/* an absent or negative dimension is no usage (lease_jint's -1 would read as UINT64_MAX) */
+		for (int d = 0; d < LEASE_DIM_COUNT; d++) {
+			int64_t v = lease_jint(use, lease_dim_name((enum lease_dim)d));
+			if (v < 0)
+				rc = -1;
+			u[d] = (uint64_t)v;
+		}
 	}
 	json_decref(j);
 	return rc;
@@ -97,12 +102,16 @@ static int replay_one(struct lease_store *s, const char *path)
 	json_t *rec = NULL;
 	char id[64];
 
-	if (parked_read(path, id, u) == 0) {
-		int r = lease_observe_usage(s, id, u, &closed, &rec, NULL);
-		json_decref(rec);
-		if (r < 0 && lease_store_unreachable(s))
-			return 0;
+	if (parked_read(path, id, u) < 0) { /* damaged: kept aside for a person, never observed */
+		char *bad = common_xasprintf("%s.bad", path);
+		rename(path, bad);
+		free(bad);
+		return 1;
 	}
+	int r = lease_observe_usage(s, id, u, &closed, &rec, NULL);
+	json_decref(rec);
+	if (r < 0 && lease_store_unreachable(s))
+		return 0;
 	unlink(path);
 	return 1;
 }

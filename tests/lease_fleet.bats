@@ -277,3 +277,18 @@ check_race() {
 	assert_equal "$(jq -r .leases <<<"$output")" 1
 	sbx_etcdctl --user root:sesame auth disable >/dev/null
 }
+
+@test "a damaged parked usage (a dimension missing or negative) is set aside, never observed" {
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0"
+	id=$(sbx-lease request --image /bin/sh --escrow 10 | sbx-lease fund --amount 10 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	mkdir -p "$SBX_HOST_DIR/parked"
+	use='"storage_read":0,"storage_write":0,"output_bytes":0,"output_values":0,"table_elements":0,"namespace_bytes":0'
+	printf '{"lease":"%s","usage":{"memory":0,%s}}' "$id" "$use" >"$SBX_HOST_DIR/parked/$id.json"
+	run sbx-lease show "$id"
+	assert_success
+	assert_equal "$(jq -r .lease.state <<<"$output")" Active
+	assert_equal "$(jq -r .lease.usage.fuel <<<"$output")" 0
+	[ ! -e "$SBX_HOST_DIR/parked/$id.json" ]
+	[ -s "$SBX_HOST_DIR/parked/$id.json.bad" ]
+}
