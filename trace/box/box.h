@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include "trace/sys/sys.h"
 
-struct trace_hooks;
+struct trace_layer;
 struct trace_config {
 	const char *const *argv;      /* argv[0] is what the guest sees */
 	const char *const *envp;      /* exact guest environment */
@@ -37,7 +37,7 @@ struct trace_config {
 	                               * supervises, and SIGTERM/SIGINT/SIGHUP/SIGQUIT end the run;
 	                               * 0 (a library caller): a private thread supervises, every
 	                               * signal stays the host's */
-	const struct trace_hooks *hooks;
+	const struct trace_layer *layers; /* NULL, or TRACE_LAYERS of them (trace/sv/sv.h) */
 };
 #define TRACE_NPROC_DEFAULT 512   /* per-run process cap (RLIMIT_NPROC in the run's user ns) */
 #define TRACE_GUEST_UID 1000      /* uid/gid inside */

@@ -437,7 +437,7 @@ static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor 
 static void load_tick(const struct trace_inspector *in, struct trace_supervisor *sv,
 		      const uint64_t u[TRACE_DIMS]);
 
-int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
+static int inspector_start(void *ctx, struct trace_supervisor *sv)
 {
 	struct trace_inspector *in = ctx;
 	struct common_err e;
@@ -470,18 +470,21 @@ int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 	return 0;
 }
 
-void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+static void inspector_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t child,
+			    unsigned long flags)
 {
 	struct trace_inspector *in = ctx;
 
+	(void)sv;
 	/* parent is the creator's tgid: no /proc lookup for the child's */
 	trace_meter_task_new(in->meter, (flags & CLONE_THREAD) ? parent : child, child);
 }
 
-void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus)
+static void inspector_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	struct trace_inspector *in = ctx;
 
+	(void)sv;
 	(void)wstatus;
 	trace_meter_task_exit(in->meter, 0, tid);
 	/* a thread that leaves mid-syscall takes its temporary pages with it */
@@ -617,7 +620,7 @@ void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes)
 	trace_meter_host_write(in->meter, bytes);
 }
 
-int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
+static int inspector_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct trace_inspector *in = ctx;
 	pid_t tids[4096];
@@ -649,7 +652,7 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 }
 
 /* The writer met a closure or a failure: act on it now, not at the next tick. */
-int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd)
+static int inspector_fd(void *ctx, struct trace_supervisor *sv, int fd)
 {
 	struct trace_inspector *in = ctx;
 
@@ -888,7 +891,7 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 	return 0;
 }
 
-int trace_inspector_on_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int inspector_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
 
@@ -919,7 +922,7 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 	return 0;
 }
 
-int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
 	struct trace_stop now;
@@ -941,7 +944,7 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	return rc;
 }
 
-int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int inspector_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
 	struct trace_stop now = *st;
@@ -993,4 +996,15 @@ int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
 	}
 	json_decref(rec);
 	return 0;
+}
+
+struct trace_layer trace_inspector_layer(struct trace_inspector *in)
+{
+	if (!in)
+		return (struct trace_layer){ 0 };
+	return (struct trace_layer){
+		.ctx = in, .on_start = inspector_start, .on_entry = inspector_entry,
+		.on_call = inspector_call, .on_exit = inspector_exit, .on_spawn = inspector_spawn,
+		.on_proc_exit = inspector_proc_exit, .on_tick = inspector_tick, .on_fd = inspector_fd,
+	};
 }
