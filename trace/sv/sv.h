@@ -76,7 +76,7 @@ struct trace_layer {
 	void (*on_spawn)(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t child,
 			 unsigned long clone_flags);
 	/* at PTRACE_EVENT_EXIT: /proc/pid still readable; the layer frees its slot here */
-	void (*on_proc_exit)(void *ctx, struct trace_supervisor *sv, pid_t pid, int wstatus);
+	void (*on_proc_exit)(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus);
 	/* at least every 250 ms while the guest runs (and once at the end); nonzero stops
 	 * the guest tree, with trace_sv_stop()'s reason if set, else "hook" */
 	int (*on_tick)(void *ctx, struct trace_supervisor *sv);
