@@ -48,6 +48,7 @@ output_bytes 1M 1048576 flood
 output_values 100 100 lines
 table_elements 64 64 fds
 namespace_bytes 1M 1048576 ns
+namespace_bytes 4M 4194304 nsburst 20000
 EOF
 }
 
@@ -74,6 +75,7 @@ cases | while read -r dim lim units mode arg; do
 	case $mode in
 	store:*) stored=$(median <"$W/s") label="$dim(${mode#store:})" ;;
 	load:*) stored=- label="$dim(${mode#load:},$lim)" ;;
+	nsburst) stored=- label="$dim(nsburst)" ;;
 	*) stored=- label=$dim ;;
 	esac
 	if [ "$dim" = fuel ]; then

@@ -182,7 +182,7 @@ as_who() {
 	local who=$1
 	shift
 	if [ "$who" = nobody ]; then
-		setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+		$SBX_AS_NOBODY "$@"
 	else
 		"$@"
 	fi

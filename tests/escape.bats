@@ -408,7 +408,7 @@ pgrp_run() {
 
 @test "kill(0, SIGKILL) from the guest stays in the sandbox: its own session and group" {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
-	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+	for as in "" "$SBX_AS_NOBODY"; do
 		pgrp_run "$as" kill
 		gone_within "$BGPID" 60
 		decoy=$(cat decoy)
@@ -425,7 +425,7 @@ pgrp_run() {
 
 @test "SIGSTOP to the guest's group stops the guest only; SIGTERM still ends the run" {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
-	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+	for as in "" "$SBX_AS_NOBODY"; do
 		pgrp_run "$as" stop
 		# the guest stops itself (a traced stop, 't'): then look at the host's processes
 		gpid=""
@@ -650,7 +650,7 @@ setid_run() {
 
 @test "no setuid or setgid file and no usable device node through a bind, root or unprivileged" {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
-	for as in "" "setpriv --reuid=65534 --regid=65534 --clear-groups"; do
+	for as in "" "$SBX_AS_NOBODY"; do
 		setid_run "$as"
 		assert_success
 		assert_line "contained: chmod 4755 (Operation not permitted)"
@@ -692,7 +692,7 @@ setid_run() {
 	run sbx-run --ephemeral --owner 12 -- /bin/true
 	assert_failure 125
 	assert_output --partial 'sbx-run: error: --owner: "12" is not UID:GID'
-	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$PWD/store" PATH="$PATH" \
+	run $SBX_AS_NOBODY env SBX_STORE="$PWD/store" PATH="$PATH" \
 		sbx-run --ephemeral --owner 0:0 -- /bin/true
 	assert_failure 125
 	assert_output --partial "sbx-run: error: --owner: only a root invoker"
@@ -708,7 +708,7 @@ setid_run() {
 	[ "$(id -u)" = 0 ] || return 0
 	UDIR=$(mktemp -d /tmp/sbx-dev.XXXXXX)
 	chmod 0777 "$UDIR"
-	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$UDIR/store" \
+	run $SBX_AS_NOBODY env SBX_STORE="$UDIR/store" \
 		sbx-run --ephemeral -- "$GUESTS/escape_dev"
 	assert_success
 	assert_line "ptys: 64, first /dev/pts/0"
@@ -728,7 +728,7 @@ setid_run() {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
 	UDIR=$(mktemp -d /var/tmp/sbx-store.XXXXXX)
 	chmod 0777 "$UDIR"
-	run setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_STORE="$UDIR/store" \
+	run $SBX_AS_NOBODY env SBX_STORE="$UDIR/store" \
 		sbx-run --ephemeral -- /bin/sh -c "ls -A $UDIR/store; cat $UDIR/store/authority.key"
 	assert_failure
 	key=$(cat "$UDIR/store/authority.key")
@@ -748,7 +748,7 @@ setid_run() {
 	run unshare --pid --fork sbx-snap take "$id"
 	assert_failure
 	assert_output --partial "serves only the invoking user, from outside every sandbox"
-	run setpriv --reuid=65534 --regid=65534 --clear-groups sbx-snap take "$id"
+	run $SBX_AS_NOBODY sbx-snap take "$id"
 	assert_failure
 	# the invoker is served (sleep's shared gconv mapping is not snapshotted: a capture error)
 	run sbx-snap take "$id"

@@ -35,6 +35,25 @@ case "$GUESTS" in
 /tmp/* | /home/* | /root/*) GUESTS=$(sbx_copy "$GUESTS" guests) ;;
 esac
 
+# Tools run as nobody (the unprivileged tests). Nobody cannot make a memory cgroup
+# here, and a run without one must be asked for (sbx-run --memory-sampled); the
+# test of that refusal runs without it.
+SBX_AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_MEMORY_SAMPLED=1"
+
+# Whether this user can make a memory cgroup (cgroup v1 writable, or v2 with the
+# memory controller delegated), as sbx-run does.
+sbx_memcg() {
+	local rel mnt
+	rel=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 }' /proc/self/cgroup)
+	mnt=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)memory(,|$)/ { print $1; exit }')
+	[ -n "$rel" ] && [ -n "$mnt" ] && [ -w "$mnt$rel" ] && return 0
+	rel=$(awk -F: '$1 == 0 { print $3 }' /proc/self/cgroup)
+	mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
+	[ -n "$mnt" ] && grep -qw memory "$mnt$rel/cgroup.subtree_control" 2>/dev/null
+}
+# make check where none can be made (unprivileged, say) runs its guests sampled
+sbx_memcg || export SBX_MEMORY_SAMPLED=1
+
 sbx_setup_store() {
 	export SBX_STORE="$BATS_TEST_TMPDIR/store"
 	unset XDG_STATE_HOME

@@ -16,7 +16,7 @@ teardown() {
 # an unprivileged invoking user (runs as nobody); its store and files in a 0777 dir
 as_user() {
 	local d="$UDIR"
-	setpriv --reuid=65534 --regid=65534 --clear-groups \
+	$SBX_AS_NOBODY \
 		env SBX_STORE="$d/store" PATH="$PATH" HOME="$d" "$@"
 }
 

@@ -1,5 +1,5 @@
 /* Hogs for metering tests: each exceeds one dimension until the supervisor stops it.
- * usage: meter_hog fuel|spin MS|memory|peak MIB|write|read FILE|flood|lines|fds|ns|
+ * usage: meter_hog fuel|spin MS|memory|peak MIB|write|read FILE|flood|lines|fds|ns|nsburst N|
  *        nsdeep N [exit]|nshide [exit] */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +104,22 @@ int main(int argc, char **argv)
 				pause();
 			close(fd);
 		}
+	} else if (strcmp(what, "nsburst") == 0 && argc > 2) {
+		/* enough names that a walk takes several ticks, then bytes at full speed */
+		static char big[1 << 20];
+		memset(big, 'b', sizeof big);
+		for (long i = 0; i < atol(argv[2]); i++) {
+			char name[32];
+			snprintf(name, sizeof name, "e%ld", i);
+			int fd = open(name, O_WRONLY | O_CREAT, 0644);
+			if (fd < 0)
+				pause();
+			close(fd);
+		}
+		int fd = open("big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		while (fd >= 0 && write(fd, big, sizeof big) == (ssize_t)sizeof big)
+			;
+		pause();
 	} else if (strcmp(what, "nsdeep") == 0 && argc > 2) {
 		/* deeper than any walk goes, 2 MiB at the bottom */
 		for (int i = 0; i < atoi(argv[2]); i++)
@@ -118,6 +134,6 @@ int main(int argc, char **argv)
 		return hold(argv[2]);
 	}
 	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|write|read FILE|flood|lines|fds|ns|"
-		"nsdeep N [exit]|nshide [exit]\n");
+		"nsburst N|nsdeep N [exit]|nshide [exit]\n");
 	return 2;
 }

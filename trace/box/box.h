@@ -51,7 +51,10 @@ struct trace_cgroup_mem {
 	uint64_t held;  /* anon + shmem pages the tree holds, mapped or not */
 	uint64_t ooms;  /* times the bound refused a page */
 };
-struct trace_cgroup *trace_cgroup_open(uint64_t bound); /* NULL: none can be made here */
+/* A cgroup for the run, not yet limited; NULL with e (why, and the ways out) when
+ * none can be made here. */
+struct trace_cgroup *trace_cgroup_open(struct common_err *e);
+int trace_cgroup_limit(struct trace_cgroup *cg, uint64_t bound, struct common_err *e);
 int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_err *e);
 void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m);
 void trace_cgroup_free(struct trace_cgroup *cg);

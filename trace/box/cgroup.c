@@ -158,37 +158,55 @@ static int limit(const struct trace_cgroup *cg, uint64_t bound)
 	return 0;
 }
 
-static int make(struct trace_cgroup *cg, int v2, uint64_t bound)
+/* A child of sbx-run's own cgroup, not yet limited; why not in why. */
+static int make(struct trace_cgroup *cg, int v2, char *why, size_t cap)
 {
 	char own[PATH_MAX], ctl[PATH_MAX + 32];
 	static unsigned seq;
-	if (own_dir(v2, own, sizeof own) < 0)
+	if (own_dir(v2, own, sizeof own) < 0) {
+		snprintf(why, cap, "no %s mount shows sbx-run's cgroup", v2 ? "cgroup2" : "cgroup v1 memory");
 		return -1;
+	}
 	/* v2: a child gets memory.max only if the controller is delegated to us */
 	snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", own);
-	if (v2 && !lists_memory(ctl))
+	if (v2 && !lists_memory(ctl)) {
+		snprintf(why, cap, "the memory controller is not delegated to %.200s", own);
 		return -1;
+	}
 	sweep(own);
 	cg->v2 = v2;
-	cg->bound = bound;
 	if ((size_t)snprintf(cg->dir, sizeof cg->dir, "%s/sbx-run.%d.%u", own, (int)getpid(),
-			     __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= sizeof cg->dir ||
-	    mkdir(cg->dir, 0755) < 0)
+			     __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= sizeof cg->dir) {
+		snprintf(why, cap, "%.200s: path too long", own);
 		return -1;
-	if (limit(cg, bound) < 0) {
-		rmdir(cg->dir);
+	}
+	if (mkdir(cg->dir, 0755) < 0) {
+		snprintf(why, cap, "mkdir %.200s: %s", cg->dir, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-struct trace_cgroup *trace_cgroup_open(uint64_t bound)
+struct trace_cgroup *trace_cgroup_open(struct common_err *e)
 {
+	char why2[320], why1[320];
 	struct trace_cgroup *cg = common_xcalloc(1, sizeof *cg);
-	if (make(cg, 1, bound) == 0 || make(cg, 0, bound) == 0)
+	if (make(cg, 1, why2, sizeof why2) == 0 || make(cg, 0, why1, sizeof why1) == 0)
 		return cg;
 	free(cg);
+	common_errf(e, "memory", "no memory cgroup can be made for the run (cgroup v2: %s; "
+		    "v1: %s), so its bound could only be sampled: run as root, in a cgroup v2 "
+		    "with the memory controller delegated (systemd-run --user --scope -p "
+		    "Delegate=yes ...), or accept a sampled bound with --memory-sampled", why2, why1);
 	return NULL;
+}
+
+int trace_cgroup_limit(struct trace_cgroup *cg, uint64_t bound, struct common_err *e)
+{
+	cg->bound = bound;
+	if (limit(cg, bound) < 0)
+		return common_errno(e, errno, "memory cgroup %s: setting the bound", cg->dir);
+	return 0;
 }
 
 int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_err *e)

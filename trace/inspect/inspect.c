@@ -909,7 +909,8 @@ static int inspector_call(void *ctx, struct trace_guest *g, struct trace_stop *s
 }
 
 /* A call that may store on a file: reserved before it runs, or, when it would take
- * storage_write past its bound, refused and charged whole (the lease closes on it). */
+ * storage_write past its bound, refused and charged whole (the lease closes on it);
+ * likewise one that could take namespace_bytes past its bound. */
 static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
 {
 	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_WRITE];
@@ -920,13 +921,18 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 		return 0;
 	if (held > bound || c.bytes > bound - held) {
 		trace_meter_store_refused(in->meter, c.bytes);
-		st->action = TRACE_DENIED;
-		st->deny_errno = EDQUOT;
-		return observe(in, in->sv, 1) < 0 ? -1 : 0;
+	} else {
+		trace_meter_store_begin(in->meter, st->tid, c.bytes, c.by_result);
+		if (trace_meter_ns_reserve(in->meter, st->tid, trace_meter_ns_charge(in->meter, &c)) == 0) {
+			st->want_exit = 1;
+			return 0;
+		}
+		trace_meter_store_end(in->meter, st->tid, -EDQUOT); /* it stores nothing */
 	}
-	trace_meter_store_begin(in->meter, st->tid, c.bytes, c.by_result);
-	st->want_exit = 1;
-	return 0;
+	/* storage_write or namespace_bytes would cross its bound: the lease closes */
+	st->action = TRACE_DENIED;
+	st->deny_errno = EDQUOT;
+	return observe(in, in->sv, 1) < 0 ? -1 : 0;
 }
 
 static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)

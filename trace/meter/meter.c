@@ -30,6 +30,7 @@ _Static_assert(TRACE_DIMS == LEASE_DIM_COUNT, "trace and lease agree on the dime
 #define KEEP_SHARE 8             /* ...using at most a quarter of RLIMIT_NOFILE */
 #define NS_STEP 16384            /* namespace entries looked at per tick */
 #define NS_DEPTH LEASE_NS_DEPTH_MAX /* as deep as the lease's own walk goes */
+#define NS_KEY_MAX ((NS_DEPTH + 1) * 256) /* the longest key: a NAME_MAX name per level */
 
 /* The namespace walked a bounded step per tick (a guest may make it huge): one
  * open directory per level, so memory and fds stay bounded whatever the tree. */
@@ -50,6 +51,7 @@ struct task {
 	int store_by_result;   /* that call returns the bytes it stored */
 	uint64_t load_w;       /* what its read in progress may read (reserved) */
 	int loading;           /* a read of it is between its entry and its exit */
+	uint64_t ns_w;         /* what its storing call may add to the namespace */
 };
 
 struct trace_meter {
@@ -70,6 +72,10 @@ struct trace_meter {
 	uint64_t stored;         /* bytes the guest's calls stored on files (exact) */
 	uint64_t inflight;       /* what calls in progress may still store */
 	uint64_t load_inflight;  /* what reads in progress may still read */
+	dev_t ns_dev;            /* the file system the namespace is on */
+	uint64_t ns_base;        /* the namespace at the last whole walk; UINT64_MAX: none yet */
+	uint64_t ns_since;       /* what calls may have added since (reserved, or running) */
+	uint64_t ns_inflight;    /* what calls running now may add */
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
@@ -80,6 +86,10 @@ struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
 
 	m->ns_dir = ns_dir ? common_xstrdup(ns_dir) : NULL;
 	m->ns_bound = ns_bound;
+	m->ns_base = UINT64_MAX;
+	struct stat sb;
+	if (ns_dir && stat(ns_dir, &sb) == 0)
+		m->ns_dev = sb.st_dev;
 	m->page = sysconf(_SC_PAGESIZE);
 	m->relay = relay;
 	m->keep_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / KEEP_SHARE < KEEP_MAX ?
@@ -241,6 +251,9 @@ static uint64_t fd_count(pid_t pid)
 	return n;
 }
 
+static struct task *task_of(struct trace_meter *m, pid_t tid);
+static void ns_unmeasured(struct trace_meter *m);
+
 static struct task *find(struct trace_meter *m, pid_t tid)
 {
 	for (size_t i = 0; i < m->n; i++)
@@ -261,6 +274,8 @@ static void store_settle(struct trace_meter *m, struct task *t, int64_t result)
 {
 	uint64_t got = t->store_w;
 
+	m->ns_inflight -= t->ns_w;
+	t->ns_w = 0;
 	if (!t->store_w)
 		return;
 	if (result < 0 && result > -4096)
@@ -590,6 +605,44 @@ void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result)
 
 	if (t)
 		store_settle(m, t, result);
+}
+
+/* A whole walk's figure, or what a calls' sum cannot hide: every byte into the
+ * namespace's file system, every name a call may make (as long as the deepest key). */
+uint64_t trace_meter_ns_charge(const struct trace_meter *m, const struct trace_store_call *c)
+{
+	if (!m->ns_dir || c->mapping)
+		return 0;
+	if (c->by_path)
+		return c->bytes > NS_KEY_MAX ? c->bytes : NS_KEY_MAX;
+	return c->dev == m->ns_dev ? c->bytes : 0;
+}
+
+int trace_meter_ns_reserve(struct trace_meter *m, pid_t tid, uint64_t bytes)
+{
+	struct task *t = task_of(m, tid);
+	uint64_t b;
+
+	if (!bytes || !t || m->ns_bound == UINT64_MAX)
+		return 0;
+	if (m->ns_base == UINT64_MAX || sat_add(sat_add(m->ns_base, m->ns_since), bytes) > m->ns_bound) {
+		/* calls that may grow the namespace wait in their stops meanwhile */
+		if (trace_meter_ns_bytes(m->ns_dir, &b) < 0) {
+			ns_unmeasured(m);
+			return -1;
+		}
+		raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], b);
+		m->ns_base = b;
+		m->ns_since = m->ns_inflight;
+		if (sat_add(sat_add(b, m->ns_since), bytes) > m->ns_bound) {
+			raise_to(&m->u[LEASE_DIM_NAMESPACE_BYTES], sat_add(m->ns_bound, 1));
+			return -1;
+		}
+	}
+	m->ns_since = sat_add(m->ns_since, bytes);
+	m->ns_inflight = sat_add(m->ns_inflight, bytes);
+	t->ns_w = sat_add(t->ns_w, bytes);
+	return 0;
 }
 
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)

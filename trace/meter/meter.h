@@ -5,6 +5,7 @@
 #include "trace/sv/sv.h"
 
 struct trace_meter;
+struct trace_store_call;
 struct lease_store;
 /* ns_dir (may be NULL) is metered as namespace_bytes, and counts as ns_bound + 1 (full)
  * while it cannot be measured completely (UINT64_MAX: no bound, left as measured);
@@ -34,6 +35,14 @@ void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, i
 void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result);
 uint64_t trace_meter_store_held(const struct trace_meter *m);
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes);
+/* namespace_bytes, held at the calls: what a storing call may add to the namespace
+ * (charge: every byte into its file system, a longest key for a name), and its
+ * reservation before the call runs: when the last whole walk plus what calls may
+ * have added since would pass the bound, the namespace is walked whole again (the
+ * calls that could grow it wait in their stops); -1 when even then the call does not
+ * fit: it must not run, and namespace_bytes reads one past the bound. */
+uint64_t trace_meter_ns_charge(const struct trace_meter *m, const struct trace_store_call *c);
+int trace_meter_ns_reserve(struct trace_meter *m, pid_t tid, uint64_t bytes);
 /* storage_read, held near its bound: a reading call of tid reserves what it may
  * read at its entry; its exit (or its task's end) drops the reservation, the
  * bytes being in the kernel's count by then. held: the tree's count now (every
@@ -54,6 +63,9 @@ uint64_t trace_store_iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cn
 struct trace_store_call {
 	uint64_t bytes;
 	int by_result;
+	int by_path;      /* a name (or an xattr) made by path, not bytes into a descriptor */
+	int mapping;      /* a shared file mapping: stores that never grow the file */
+	dev_t dev;        /* the descriptor's file system */
 };
 int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
 		      struct trace_store_call *c);

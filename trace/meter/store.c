@@ -17,8 +17,9 @@
 
 #define PAGE_ROUND(n) ((n) > UINT64_MAX - 4095 ? UINT64_MAX : ((n) + 4095) & ~(uint64_t)4095)
 
-/* The descriptor is a regular file or a block device (its mode, through /proc). */
-static int fd_stores(pid_t tid, uint64_t fd)
+/* The descriptor is a regular file or a block device (its mode, through /proc);
+ * *dev its file system. */
+static int fd_stores(pid_t tid, uint64_t fd, dev_t *dev)
 {
 	char path[64];
 	struct stat sb;
@@ -26,7 +27,11 @@ static int fd_stores(pid_t tid, uint64_t fd)
 	if (fd > INT_MAX)
 		return 0;
 	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, (int)fd);
-	return stat(path, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode));
+	if (stat(path, &sb) < 0 || !(S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode)))
+		return 0;
+	if (dev)
+		*dev = sb.st_dev;
+	return 1;
 }
 
 /* The descriptor was opened for writing: a shared mapping of it may become
@@ -110,7 +115,7 @@ static int mapping(struct trace_guest *g, const struct trace_stop *st, struct tr
 		return c->bytes > 0;
 	}
 	if (fl < 0 || fd < 0 || !(st->args[fl] & MAP_SHARED) || (st->args[fl] & MAP_ANONYMOUS) ||
-	    !fd_stores(tid, st->args[fd]))
+	    !fd_stores(tid, st->args[fd], NULL))
 		return 0;
 	if (prot >= 0 && !(st->args[prot] & PROT_WRITE) && !fd_writable(tid, st->args[fd]))
 		return 0;
@@ -129,15 +134,18 @@ int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
 	memset(c, 0, sizeof *c);
 	if (!s || !(s->classes & TRACE_CLASS_STORE))
 		return 0;
-	if (trace_sys_arg(s, TRACE_ARG_MFLAGS) >= 0 || trace_sys_arg(s, TRACE_ARG_MAPLEN) >= 0)
+	if (trace_sys_arg(s, TRACE_ARG_MFLAGS) >= 0 || trace_sys_arg(s, TRACE_ARG_MAPLEN) >= 0) {
+		c->mapping = 1;
 		return mapping(g, st, c);
+	}
 	if (oflags >= 0 && !(st->args[oflags] & TRACE_CREATE_FLAGS))
 		return 0; /* an open creates nothing without O_CREAT or O_TMPFILE */
 	if (out < 0) { /* by path: an xattr's value, or an inode or name created */
 		c->bytes = len >= 0 ? st->args[len] : TRACE_INODE_BYTES;
+		c->by_path = 1;
 		return c->bytes > 0;
 	}
-	if (!fd_stores(trace_guest_tid(g), st->args[out]))
+	if (!fd_stores(trace_guest_tid(g), st->args[out], &c->dev))
 		return 0;
 	c->by_result = count >= 0 || iov >= 0;
 	if (count >= 0)
