@@ -1,4 +1,4 @@
-/* Inspection (SPEC §6.3) and bounded runs (SPEC §4.3), wired into trace_hooks:
+/* Inspection (SPEC §6.3) and bounded runs (SPEC §4.3), the layer TRACE_LAYER_INSPECT:
  * every trapped syscall meets the policy, the co-process and the C callback at its
  * seccomp stop; the meter follows the tree; usage goes to the lease at every tick.
  *
