@@ -491,6 +491,16 @@ static void inspector_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent
 	trace_meter_task_new(in->meter, (flags & CLONE_THREAD) ? parent : child, child);
 }
 
+static int inspector_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
+			  const char *path)
+{
+	struct trace_inspector *in = ctx;
+
+	(void)sv, (void)pid, (void)ppid, (void)path;
+	trace_meter_guest_exec(in->meter);
+	return 0;
+}
+
 static void inspector_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	struct trace_inspector *in = ctx;
@@ -1065,7 +1075,8 @@ struct trace_layer trace_inspector_layer(struct trace_inspector *in)
 		return (struct trace_layer){ 0 };
 	return (struct trace_layer){
 		.ctx = in, .on_start = inspector_start, .on_entry = inspector_entry,
-		.on_call = inspector_call, .on_exit = inspector_exit, .on_spawn = inspector_spawn,
+		.on_call = inspector_call, .on_exit = inspector_exit, .on_exec = inspector_exec,
+		.on_spawn = inspector_spawn,
 		.on_proc_exit = inspector_proc_exit, .on_tick = inspector_tick, .on_fd = inspector_fd,
 		.slot_free = inspector_slot_free,
 	};

@@ -78,6 +78,7 @@ struct trace_meter {
 	uint64_t ns_base;        /* the namespace at the last whole walk; UINT64_MAX: none yet */
 	uint64_t ns_since;       /* what calls may have added since (reserved, or running) */
 	uint64_t ns_inflight;    /* what calls running now may add */
+	int execd;               /* the guest's program runs: its descriptors are its own */
 };
 
 struct trace_meter *trace_meter_new(const char *ns_dir, uint64_t ns_bound,
@@ -346,7 +347,7 @@ void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid)
 	m->dead_r += t->rchar;
 	store_settle(m, t, INT64_MAX);
 	load_settle(m, t);
-	if (tid == t->tgid)
+	if (tid == t->tgid && m->execd)
 		raise_to(&m->u[LEASE_DIM_TABLE_ELEMENTS], fd_count(tid));
 	task_close(m, t);
 	*t = m->t[--m->n];
@@ -538,7 +539,7 @@ static void sample(struct trace_meter *m, int whole_ns)
 		rd += t->rchar;
 		if (group_first(&seen, t)) {
 			rss += m->cg ? 0 : rss_bytes(m, t->tid);
-			fds += fd_count(t->tid);
+			fds += m->execd ? fd_count(t->tid) : 0;
 		}
 	}
 	free(seen.v);
@@ -645,6 +646,11 @@ int trace_meter_ns_reserve(struct trace_meter *m, pid_t tid, uint64_t bytes)
 	m->ns_inflight = sat_add(m->ns_inflight, bytes);
 	t->ns_w = sat_add(t->ns_w, bytes);
 	return 0;
+}
+
+void trace_meter_guest_exec(struct trace_meter *m)
+{
+	m->execd = 1;
 }
 
 void trace_meter_vector_set(struct trace_meter *m, pid_t tid, int64_t result)

@@ -19,6 +19,9 @@ void trace_meter_free(struct trace_meter *m);
  * and its PTRACE_EVENT_EXIT stop (final figures). */
 void trace_meter_task_new(struct trace_meter *m, pid_t tgid, pid_t tid);
 void trace_meter_task_exit(struct trace_meter *m, pid_t tgid, pid_t tid);
+/* The guest's first exec: descriptors count from then on (before it, the child
+ * still holds sbx's own, closed by that exec). */
+void trace_meter_guest_exec(struct trace_meter *m);
 /* The largest resident set a reaped task reached (trace_sv_peak_rss). */
 void trace_meter_peak_rss(struct trace_meter *m, uint64_t bytes);
 /* Sample the live tree (fuel, memory, fds, namespace, output). */
