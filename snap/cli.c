@@ -102,10 +102,14 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 	snprintf(req, sizeof req, "{\"op\":\"snapshot\",\"stop\":%s}\n", stop ? "true" : "false");
 	char *buf = common_xmalloc(65536);
 	size_t len = 0;
-	if (common_write_all(fd, req, strlen(req)) < 0) {
+	/* a refused peer is answered and closed at once: read that answer all the same
+	 * (no SIGPIPE for a request that found the socket closed) */
+	ssize_t w = send(fd, req, strlen(req), MSG_NOSIGNAL);
+	if ((w < 0 && errno != EPIPE && errno != ECONNRESET) || (w >= 0 && (size_t)w != strlen(req))) {
+		common_errno(e, w < 0 ? errno : EIO, "send to %s", a.sun_path);
 		close(fd);
 		free(buf);
-		return common_errno(e, errno, "send to %s", a.sun_path), SBX_EXIT_SBX;
+		return SBX_EXIT_SBX;
 	}
 	for (;;) {
 		ssize_t r = read(fd, buf + len, 65535 - len);
