@@ -397,6 +397,16 @@ new_active() {
 	[ "$size" -le $((1048576 + 1048576)) ]
 }
 
+@test "the trace is held like a write: a guest at full speed at level all ends within one trace buffer of storage_write" {
+	# every event is fed to the bound as the recorder flushes it (32 KiB), not once
+	# a tick: before, a tick's events (45-83 KB here) passed the bound
+	run sbx-run --ephemeral --limits storage_write=4M --trace t.jsonl --trace-level all \
+		--result r.json -- /bin/dd if=/dev/zero of=/dev/null bs=1
+	assert_equal "$status" 124
+	assert_equal "$(jq -r .closed r.json)" storage_write
+	[ "$(stat -c %s t.jsonl)" -le $(((4 << 20) + (36 << 10))) ]
+}
+
 @test "a page shared inside the tree counts once: 50 children sharing 30 MiB finish, 50 with their own are closed" {
 	cat >share.py <<'PY'
 import mmap, os, sys, time

@@ -646,6 +646,17 @@ void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes)
 	trace_meter_host_write(in->meter, bytes);
 }
 
+int trace_inspector_trace_grew(struct trace_inspector *in, uint64_t bytes)
+{
+	uint64_t u[TRACE_DIMS];
+
+	trace_meter_host_write(in->meter, bytes);
+	trace_inspector_usage(in, u);
+	if (!in->sv || u[LEASE_DIM_STORAGE_WRITE] <= in->limits[LEASE_DIM_STORAGE_WRITE])
+		return 0;
+	return observe(in, in->sv, 1) < 0 ? -1 : 0;
+}
+
 static int inspector_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct trace_inspector *in = ctx;

@@ -99,6 +99,9 @@ void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgrou
 void trace_inspector_hold(struct trace_inspector *in, int held);
 /* The run's trace bytes so far, metered as storage_write from the next sample. */
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes);
+/* The same while the guest runs, after each recorded event: a trace that takes
+ * storage_write past its bound stops the guest there (<0: the inspector failed). */
+int trace_inspector_trace_grew(struct trace_inspector *in, uint64_t bytes);
 /* After the guest tree is gone: drain the relay, final sample and observation. */
 int trace_inspector_finish(struct trace_inspector *in, struct common_err *e);
 /* The dimension that closed the lease ("fuel", ..., "lifetime", "escrow"), or NULL. */

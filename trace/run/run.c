@@ -502,6 +502,21 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 	return 0;
 }
 
+/* After the recorder: the trace it wrote is the guest's storage, held like a write. */
+static int hook_recorded(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct run_ctx *c = ctx;
+	(void)g, (void)st;
+	return trace_inspector_trace_grew(c->ins, trace_rec_bytes(c->rec));
+}
+
+static int hook_recorded_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
+			      const char *path)
+{
+	(void)sv, (void)pid, (void)ppid, (void)path;
+	return hook_recorded(ctx, NULL, NULL);
+}
+
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct run_ctx *c = ctx;
@@ -1013,6 +1028,9 @@ int trace_run_main(struct trace_run_opts *o)
 	}
 	ctx.ins = trace_bound_inspector(bound);
 	layers[TRACE_LAYER_INSPECT] = trace_inspector_layer(ctx.ins);
+	if (ctx.rec && ctx.ins)
+		layers[TRACE_LAYER_AFTER] = (struct trace_layer){ .ctx = &ctx, .on_entry = hook_recorded,
+			.on_exit = hook_recorded, .on_exec = hook_recorded_exec };
 	if (ctx.ins && o->restore_exec) /* no observation of a lease still Funded */
 		trace_inspector_hold(ctx.ins, 1);
 	/* level file: readlink need not stop unless an inspector looks at file calls */
