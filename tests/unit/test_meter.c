@@ -348,6 +348,11 @@ static void test_meter_tree(void)
 	trace_meter_usage(m, u);
 	CHECK(u[LEASE_DIM_FUEL] > 10000);       /* it spun */
 	CHECK(u[LEASE_DIM_MEMORY] > 0);
+	/* before the guest's exec its descriptors are sbx's own: not counted */
+	CHECK(u[LEASE_DIM_TABLE_ELEMENTS] == 0);
+	trace_meter_guest_exec(m);
+	trace_meter_sample(m);
+	trace_meter_usage(m, u);
 	CHECK(u[LEASE_DIM_TABLE_ELEMENTS] >= 3);
 	trace_meter_task_exit(m, 0, p);         /* taken while it still exists */
 	kill(p, SIGKILL);
