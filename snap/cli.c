@@ -42,16 +42,36 @@ static int check_registered(const struct snap_image *im, const char *hex, const 
 
 	common_hex(im->digest, 32, got);
 	if (strcmp(got, hex) != 0)
-		return common_errf(e, hex, "the chunks in %s hash to snapshot %s; refused", dir, got);
+		return common_errf(e, "snapshot", "%s: the chunks in %s hash to snapshot %s; refused",
+				   hex, dir, got);
 	memcpy(m.digest, im->digest, 32);
 	m.len = im->len;
 	m.chunks = (uint32_t)((im->len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
 	snap_manifest_encode(&m, mb);
 	common_hex(mb, sizeof mb, got);
 	if (rec && strcmp(got, jstr(rec, "manifest")) != 0)
-		return common_errf(e, hex, "the chunks in %s make manifest %s, the store registered "
-				   "%s; refused", dir, got, jstr(rec, "manifest"));
+		return common_errf(e, "snapshot", "%s: the chunks in %s make manifest %s, the store "
+				   "registered %s; refused", hex, dir, got, jstr(rec, "manifest"));
 	return 0;
+}
+
+/* dir's manifest must be the registered one before anything it claims is read. */
+static int manifest_registered(const char *dir, const char *hex, const json_t *rec,
+			       struct common_err *e)
+{
+	char *mp = common_xasprintf("%s/manifest", dir), *mb, got[2 * SNAP_MANIFEST_LEN + 1] = "";
+	size_t ml;
+	int rc = common_read_file(mp, SNAP_MANIFEST_LEN + 1, &mb, &ml, e);
+	if (rc == 0) {
+		if (ml == SNAP_MANIFEST_LEN)
+			common_hex((const uint8_t *)mb, ml, got);
+		if (strcmp(got, jstr(rec, "manifest")) != 0)
+			rc = common_errf(e, "snapshot", "%s: %s is not the manifest the store "
+					 "registered (%s); refused", hex, mp, jstr(rec, "manifest"));
+		free(mb);
+	}
+	free(mp);
+	return rc;
 }
 
 /* The stored snapshot with digest hex, found where the store says, verified
@@ -67,10 +87,10 @@ static int load_snapshot(struct lease_store *s, const char *hex, struct snap_ima
 		json_decref(rec);
 		return -1;
 	}
-	int rc = snap_store_read(dir, im, e);
-	if (rc < 0)
+	int rc = rec ? manifest_registered(dir, hex, rec, e) : 0;
+	if (rc == 0 && (rc = snap_store_read(dir, im, e)) < 0)
 		common_err_context(e, "snapshot %s", hex);
-	else if ((rc = check_registered(im, hex, rec, dir, e)) < 0)
+	if (rc == 0 && (rc = check_registered(im, hex, rec, dir, e)) < 0)
 		snap_image_free(im);
 	json_decref(rec);
 	if (rc == 0 && meta) {

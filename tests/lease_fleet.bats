@@ -326,7 +326,7 @@ open(os.path.join(d, 'manifest'), 'wb').write(h.digest() + struct.pack('<QI', n,
 PY
 	run sbx-restore "$digest" --lease "$tgt"
 	assert_failure 1
-	assert_output --partial "sbx-restore: error: $digest: the chunks in $d hash to snapshot "
+	assert_output --partial "sbx-restore: error: snapshot: $digest: $d/manifest is not the manifest the store registered ("
 	untouched "$tgt"
 	# the chunks as they were taken restore
 	rm -rf "$d"
@@ -348,7 +348,7 @@ PY
 		on_host 0 fund --amount 10 --evidence - | jq -r .lease.id)
 	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0" run sbx-restore "$digest" --lease "$tgt"
 	assert_failure 1
-	assert_output --partial "the store registered ${digest}000000000000000100000001; refused"
+	assert_output --partial "manifest is not the manifest the store registered (${digest}000000000000000100000001); refused"
 	run on_host 2 show "$tgt"
 	assert_equal "$(jq -r .lease.state <<<"$output")" Funded
 	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1"
