@@ -39,8 +39,8 @@ struct lease_backend {
 	int (*receipts)(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
 			void *arg, struct common_err *e);
 	/* Snapshot records, PREFIX/snapshot/HEX (the directory store keeps none: its
-	 * snapshots directory is the record). get: *rec NULL when absent; put: 1 put,
-	 * 0 when a record was there already; del: the record gone */
+	 * snapshots directory is the record, so put is 1, get NULL). get: *rec NULL when
+	 * absent; put: 1 put, 0 when a record was there already; del: the record gone */
 	int (*snap_get)(struct lease_store *s, const char *hex, json_t **rec, struct common_err *e);
 	int (*snap_put)(struct lease_store *s, const char *hex, const json_t *rec,
 			struct common_err *e);
