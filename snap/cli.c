@@ -375,7 +375,7 @@ static int cmd_import(struct lease_store *s, const char *file, struct common_err
 	archive_read_support_format_gnutar(a);
 	char hex[65] = "";
 	char *top = common_xstrdup(lease_snapshot_top(s));
-	char *tmp = common_xasprintf("%s/.import.%d", top, (int)getpid());
+	char *tmp = snap_tmp_name(top, "import");
 	int rc = 0, have_manifest = 0, have_meta = 0;
 	uint64_t total = 0;
 	common_rm_rf(tmp, NULL);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -22,6 +23,19 @@ char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e)
 		return NULL;
 	}
 	return common_xasprintf("%s/%s", lease_snapshot_top(s), hex);
+}
+
+char *snap_tmp_name(const char *top, const char *what)
+{
+	uint64_t r = 0;
+	char host[64] = "";
+
+	if (getrandom(&r, sizeof r, 0) < 0)
+		r = (uint64_t)common_mono_us();
+	gethostname(host, sizeof host - 1);
+	host[strcspn(host, "/")] = 0;
+	return common_xasprintf("%s/.%s.%s.%d.%016llx", top, what, host, (int)getpid(),
+				(unsigned long long)r);
 }
 
 int snap_register(struct lease_store *s, const json_t *meta, const struct snap_manifest *m,
@@ -164,7 +178,7 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	o.admit_ctx = &adm;
 	char *top = common_xstrdup(lease_snapshot_top(s));
 	int rc = common_mkdir_p(top, 0700, &e);
-	tmp = common_xasprintf("%s/.take.%d", top, (int)getpid());
+	tmp = snap_tmp_name(top, "take");
 	free(top);
 	if (rc < 0)
 		goto fail;
@@ -192,11 +206,12 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 			 (json_int_t)man.len, "chunks", (json_int_t)man.chunks, "persisted_bytes",
 			 (json_int_t)persist, "batch", (json_int_t)batch);
 	if (stat(dir, &sb) < 0) {
-		if (rename(tmp, dir) < 0) {
+		/* another host may have stored the same digest meanwhile in a shared dir */
+		if (rename(tmp, dir) < 0 && errno != ENOTEMPTY && errno != EEXIST) {
 			common_errno(&e, errno, "rename %s to %s", tmp, dir);
 			goto fail;
 		}
-		created = 1;
+		created = access(tmp, F_OK) != 0;
 		char *txt = common_json_canonical(meta), *mp = common_xasprintf("%s/meta.json", dir);
 		rc = common_write_atomic(mp, txt, strlen(txt), 0600, &e);
 		free(txt);

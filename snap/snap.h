@@ -227,6 +227,9 @@ extern const struct trace_snap_ops snap_ops;
 int snap_signal_fatal(pid_t pid, int sig);
 /* The directory a new snapshot hex goes into (malloc'd); hex is checked. */
 char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e);
+/* A fresh name under top for a snapshot being written: unique across the hosts
+ * that may share top (host name, pid, random). */
+char *snap_tmp_name(const char *top, const char *what);
 /* Register the stored snapshot m (meta: its meta.json) with the store, as
  * lease_snapshot_register: 1 now, 0 already, -1 refused. */
 int snap_register(struct lease_store *s, const json_t *meta, const struct snap_manifest *m,
