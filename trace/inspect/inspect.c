@@ -88,6 +88,7 @@ struct trace_inspector {
 	struct obs_writer w;
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
+	struct trace_vector *vec; /* the vectored call at its entry stop */
 	struct trace_supervisor *sv; /* the run's, from on_start: a crossing call stops it */
 };
 
@@ -373,6 +374,7 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	}
 	in->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
+	in->vec = common_xcalloc(1, sizeof *in->vec);
 	/* storage_write is exact: every call that may store stops (trace/meter/store.c);
 	 * a large read stops, and near its bound every read (load_tick) */
 	in->classes = TRACE_CLASS_STORE | TRACE_CLASS_LOAD;
@@ -402,6 +404,7 @@ void trace_inspector_free(struct trace_inspector *in)
 	writer_stop(&in->w);
 	trace_coproc_stop(in->coproc);
 	trace_meter_free(in->meter);
+	free(in->vec);
 	munmap(in->arena, ARENA_SIZE);
 	free(in->pend);
 	free(in);
@@ -847,17 +850,35 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	return 0;
 }
 
+/* A vectored call on a file or memory device, reserved: run per segment with the
+ * lengths read at its stop (cap bytes), its result kept for its exit. */
+static int vector_run(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		      uint64_t cap)
+{
+	int64_t r;
+
+	if (trace_vector_run(g, st, in->vec, cap, &r) < 0)
+		return failf(in, "inspector", "could not run a vectored call per segment");
+	trace_meter_vector_set(in->meter, st->tid, r);
+	st->want_exit = 1;
+	return 0;
+}
+
 /* A read that stops (a large one; near the bound, all): held to storage_read's
  * bound before it runs. What it may read is reserved; one that would cross is cut
- * to what is left, and with nothing left (or an iovec, which cannot be cut without
- * a race) it reads nothing and the lease closes one byte past the bound. */
-static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
+ * to what is left, and with nothing left it reads nothing and the lease closes one
+ * byte past the bound. A vectored read on a file or memory device is cut and run
+ * per segment at its seccomp stop (seccomp: at the every-call stop before it, the
+ * iovec is not read). */
+static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		      int seccomp)
 {
 	const struct trace_sysinfo *s = st->sys;
 	int count = trace_sys_arg(s, TRACE_ARG_COUNT), iov = trace_sys_arg(s, TRACE_ARG_IOV);
 	int cnt = count >= 0 ? count : trace_sys_arg(s, TRACE_ARG_IOVCNT);
 	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_READ], base = in->base[LEASE_DIM_STORAGE_READ];
 	uint64_t ask, held, left;
+	int runs = 0, rc;
 
 	if (!s || !(s->classes & TRACE_CLASS_LOAD) || st->action == TRACE_DENIED || cnt < 0)
 		return 0;
@@ -865,25 +886,36 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 		st->want_exit = 1;
 		return 0;
 	}
-	ask = count >= 0 ? st->args[count] : trace_store_iov_bytes(g, st->args[iov], st->args[cnt]);
-	if (ask == 0)
+	if (iov >= 0 && (runs = trace_vector_runs(g, st)) && !seccomp)
+		return 0;
+	rc = iov >= 0 ? trace_vector_read(g, st, in->vec) : 1;
+	if (rc < 0 && runs) { /* the kernel would refuse it: so it is, before a rewrite */
+		st->action = TRACE_DENIED;
+		st->deny_errno = -rc;
+		return 0;
+	}
+	ask = count >= 0 ? st->args[count] : rc > 0 ? in->vec->bytes : 0;
+	if (ask == 0 && !runs)
 		return 0;
 	held = base + trace_meter_load_held(in->meter);
 	left = held < bound ? bound - held : 0;
-	if (ask > left && (left == 0 || count < 0)) {
+	if (ask > left && (left == 0 || (count < 0 && !runs))) {
 		st->args[cnt] = 0;
 		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
 			return failf(in, "storage_read", "could not hold a read to the bound");
 		trace_meter_load_refused(in->meter, bound > base ? bound - base : 0);
 		return observe(in, in->sv, 1) < 0 ? -1 : 0;
 	}
-	if (ask > left) {
+	if (ask > left && count >= 0) {
 		st->args[cnt] = left;
 		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
 			return failf(in, "storage_read", "could not hold a read to the bound");
-		ask = left;
 	}
+	if (ask > left)
+		ask = left;
 	trace_meter_load_begin(in->meter, st->tid, ask);
+	if (runs)
+		return vector_run(in, g, st, ask);
 	st->want_exit = 1;
 	return 0;
 }
@@ -895,7 +927,7 @@ int trace_inspector_on_call(void *ctx, struct trace_guest *g, struct trace_stop 
 	if (in->failed)
 		return -1;
 	trace_meter_task_new(in->meter, st->pid, st->tid);
-	return load_entry(in, g, st);
+	return load_entry(in, g, st, 0);
 }
 
 /* A call that may store on a file: reserved before it runs, or, when it would take
@@ -907,13 +939,20 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 	uint64_t held = in->base[LEASE_DIM_STORAGE_WRITE] + trace_meter_store_held(in->meter);
 	struct trace_store_call c;
 
-	if (st->action == TRACE_DENIED || !trace_store_entry(g, st, &c))
+	if (st->action == TRACE_DENIED || !trace_store_entry(g, st, &c, in->vec))
 		return 0;
+	if (c.refuse) { /* the kernel would refuse it: so it is, before a rewrite */
+		st->action = TRACE_DENIED;
+		st->deny_errno = c.refuse;
+		return 0;
+	}
 	if (held > bound || c.bytes > bound - held) {
 		trace_meter_store_refused(in->meter, c.bytes);
 	} else {
 		trace_meter_store_begin(in->meter, st->tid, c.bytes, c.by_result);
 		if (trace_meter_ns_reserve(in->meter, st->tid, trace_meter_ns_charge(in->meter, &c)) == 0) {
+			if (c.vector)
+				return vector_run(in, g, st, c.bytes);
 			st->want_exit = 1;
 			return 0;
 		}
@@ -938,7 +977,7 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
 	if (!now.sys || !(now.sys->classes & (TRACE_CLASS_STORE | TRACE_CLASS_LOAD)))
 		return 0;
-	int rc = load_entry(in, g, &now);
+	int rc = load_entry(in, g, &now, 1);
 	if (rc == 0 && (now.sys->classes & TRACE_CLASS_STORE))
 		rc = store_entry(in, g, &now);
 	st->action = now.action;
@@ -954,6 +993,15 @@ int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop 
 	uint64_t u[TRACE_DIMS];
 
 	unmap_now(in, st->tid, 1, NULL);
+	if (trace_meter_vector_take(in->meter, st->tid, &now.result)) {
+		struct user_regs_struct r;
+		if (trace_guest_get_regs(g, &r) < 0)
+			return failf(in, "inspector", "could not read the registers at a call's exit");
+		r.rax = (uint64_t)now.result;
+		if (trace_guest_set_regs(g, &r) < 0)
+			return failf(in, "inspector", "could not set a vectored call's result");
+		st->result = now.result;
+	}
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
 	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
 	trace_meter_load_end(in->meter, st->tid);

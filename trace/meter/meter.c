@@ -52,6 +52,8 @@ struct task {
 	uint64_t load_w;       /* what its read in progress may read (reserved) */
 	int loading;           /* a read of it is between its entry and its exit */
 	uint64_t ns_w;         /* what its storing call may add to the namespace */
+	int vec_set;           /* its vectored call ran per segment: returns vec_result */
+	int64_t vec_result;
 };
 
 struct trace_meter {
@@ -643,6 +645,27 @@ int trace_meter_ns_reserve(struct trace_meter *m, pid_t tid, uint64_t bytes)
 	m->ns_inflight = sat_add(m->ns_inflight, bytes);
 	t->ns_w = sat_add(t->ns_w, bytes);
 	return 0;
+}
+
+void trace_meter_vector_set(struct trace_meter *m, pid_t tid, int64_t result)
+{
+	struct task *t = task_of(m, tid);
+
+	if (t) {
+		t->vec_set = 1;
+		t->vec_result = result;
+	}
+}
+
+int trace_meter_vector_take(struct trace_meter *m, pid_t tid, int64_t *result)
+{
+	struct task *t = find(m, tid);
+
+	if (!t || !t->vec_set)
+		return 0;
+	t->vec_set = 0;
+	*result = t->vec_result;
+	return 1;
 }
 
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)

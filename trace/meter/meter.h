@@ -2,6 +2,8 @@
 #ifndef SBX_TRACE_METER_H
 #define SBX_TRACE_METER_H
 
+#include <limits.h>
+#include <sys/uio.h>
 #include "trace/sv/sv.h"
 
 struct trace_meter;
@@ -54,8 +56,29 @@ uint64_t trace_meter_load_held(struct trace_meter *m);
 void trace_meter_load_refused(struct trace_meter *m, uint64_t bound);
 /* Tasks the meter follows now. */
 size_t trace_meter_tasks(const struct trace_meter *m);
-/* Σ iov_len of a guest's iovec array (0 for one the kernel refuses). */
-uint64_t trace_store_iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cnt);
+/* A vectored call (readv, writev, preadv2...) held to what it reserved: its iovec
+ * array read once at its entry stop, then the call run as one plain read or write per
+ * segment with those lengths (trace_vector_run), so that another task rewriting the
+ * array after it was read cannot make the kernel move more. */
+struct trace_vector {
+	struct iovec v[IOV_MAX];
+	size_t n;
+	uint64_t bytes;   /* Σ lengths, as one call moves at most (MAX_RW_COUNT) */
+};
+/* 1 read, 0 st is not vectored, -EINVAL or -EFAULT when the kernel refuses the array. */
+int trace_vector_read(struct trace_guest *g, const struct trace_stop *st, struct trace_vector *v);
+/* Whether st's descriptor takes a vectored call run per segment: a file, a block or
+ * memory device, which a plain call never blocks on for long (not a pipe, socket or
+ * terminal: a datagram is read whole, and the supervisor would wait on it). */
+int trace_vector_runs(struct trace_guest *g, const struct trace_stop *st);
+/* At st's entry stop: run it as up to cap bytes of plain calls; st's own count becomes
+ * 0 (it moves nothing) and *result is what it returns, for its exit. 0, or -errno when
+ * the thread cannot be driven. */
+int trace_vector_run(struct trace_guest *g, struct trace_stop *st, const struct trace_vector *v,
+		     uint64_t cap, int64_t *result);
+/* The result a vectored call run per segment returns, kept from its entry to its exit. */
+void trace_meter_vector_set(struct trace_meter *m, pid_t tid, int64_t result);
+int trace_meter_vector_take(struct trace_meter *m, pid_t tid, int64_t *result);
 /* What a trapped call may store on a host file (trace/meter/store.c): bytes, and whether its
  * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
  * An inode or name a call may create counts TRACE_INODE_BYTES. */
@@ -66,9 +89,11 @@ struct trace_store_call {
 	int by_path;      /* a name (or an xattr) made by path, not bytes into a descriptor */
 	int mapping;      /* a shared file mapping: stores that never grow the file */
 	dev_t dev;        /* the descriptor's file system */
+	int vector;       /* a vectored call: bytes are its iovec's (trace_vector_read) */
+	int refuse;       /* an errno: the kernel would refuse the call (its iovec) */
 };
 int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
-		      struct trace_store_call *c);
+		      struct trace_store_call *c, struct trace_vector *v);
 /* At its exit: the result as the meter reads it (an open that made no regular file
  * reads as a failure: it created nothing). */
 int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st);

@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include "trace/meter/meter.h"
+#include "trace/tracee/tracee.h"
 
 #define PAGE_ROUND(n) ((n) > UINT64_MAX - 4095 ? UINT64_MAX : ((n) + 4095) & ~(uint64_t)4095)
 
@@ -53,28 +56,115 @@ static int fd_writable(pid_t tid, uint64_t fd)
 	return (strtoul(p + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
 }
 
-/* Σ iov_len of the guest's iovec array; 0 for an array the kernel refuses
- * (unreadable, too long), which stores nothing. */
-uint64_t trace_store_iov_bytes(struct trace_guest *g, uint64_t addr, uint64_t cnt)
-{
-	struct iovec v[64];
-	uint64_t sum = 0;
+/* One call moves at most this (the kernel's MAX_RW_COUNT). */
+#define RW_MAX (0x7fffffffu & ~4095u)
 
-	if (cnt > IOV_MAX)
+int trace_vector_read(struct trace_guest *g, const struct trace_stop *st, struct trace_vector *v)
+{
+	const struct trace_sysinfo *s = st->sys;
+	int iov = trace_sys_arg(s, TRACE_ARG_IOV), cnt = trace_sys_arg(s, TRACE_ARG_IOVCNT);
+
+	v->n = 0;
+	v->bytes = 0;
+	if (iov < 0 || cnt < 0)
 		return 0;
-	for (uint64_t done = 0; done < cnt;) {
-		size_t k = cnt - done < 64 ? (size_t)(cnt - done) : 64;
-		if (trace_guest_read(g, addr + done * sizeof v[0], v, k * sizeof v[0]) !=
-		    (ssize_t)(k * sizeof v[0]))
-			return 0;
-		for (size_t i = 0; i < k; i++)
-			sum = sum > UINT64_MAX - v[i].iov_len ? UINT64_MAX : sum + v[i].iov_len;
-		done += k;
+	if (st->args[cnt] > IOV_MAX)
+		return -EINVAL;
+	v->n = (size_t)st->args[cnt];
+	if (v->n && trace_guest_read(g, st->args[iov], v->v, v->n * sizeof v->v[0]) !=
+		    (ssize_t)(v->n * sizeof v->v[0]))
+		return -EFAULT;
+	for (size_t i = 0; i < v->n; i++) {
+		if (v->v[i].iov_len > SSIZE_MAX - v->bytes)
+			return -EINVAL;
+		v->bytes += v->v[i].iov_len;
 	}
-	return sum;
+	if (v->bytes > RW_MAX)
+		v->bytes = RW_MAX;
+	return 1;
 }
 
-/* The mapping holding addr is shared and backed by a file (an inode). */
+/* A descriptor a plain read or write never blocks on for long: a file, a block
+ * device, a memory device (/dev/zero, /dev/urandom...). */
+static int fd_steady(pid_t tid, uint64_t fd)
+{
+	char path[64];
+	struct stat sb;
+
+	if (fd > INT_MAX)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, (int)fd);
+	if (stat(path, &sb) < 0)
+		return 0;
+	return S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode) ||
+	       (S_ISCHR(sb.st_mode) && major(sb.st_rdev) == 1);
+}
+
+int trace_vector_runs(struct trace_guest *g, const struct trace_stop *st)
+{
+	int load = st->sys && (st->sys->classes & TRACE_CLASS_LOAD);
+	int fd = trace_sys_arg(st->sys, load ? TRACE_ARG_INFD : TRACE_ARG_OUTFD);
+
+	return fd >= 0 && trace_sys_arg(st->sys, TRACE_ARG_IOV) >= 0 &&
+	       fd_steady(trace_guest_tid(g), st->args[fd]);
+}
+
+/* The plain call a vectored one runs as: read or write, at an offset or not. */
+static long vector_plain(const struct trace_stop *st, int positioned)
+{
+	int load = !!(st->sys->classes & TRACE_CLASS_LOAD);
+	const struct trace_sysinfo *p = trace_sys_by_name(load ? (positioned ? "pread64" : "read")
+							      : (positioned ? "pwrite64" : "write"));
+	return p ? p->nr : -1;
+}
+
+int trace_vector_run(struct trace_guest *g, struct trace_stop *st, const struct trace_vector *v,
+		     uint64_t cap, int64_t *result)
+{
+	const struct trace_sysinfo *s = st->sys;
+	int load = !!(s->classes & TRACE_CLASS_LOAD);
+	int fdk = trace_sys_arg(s, load ? TRACE_ARG_INFD : TRACE_ARG_OUTFD);
+	int off = trace_sys_arg(s, TRACE_ARG_OFFSET), fl = trace_sys_arg(s, TRACE_ARG_FLAGS);
+	uint64_t flags = fl >= 0 ? st->args[fl] : 0, done = 0;
+	/* preadv2/pwritev2 at offset -1 work at the file position */
+	int positioned = off >= 0 && !(fl >= 0 && st->args[off] == UINT64_MAX);
+	long nr = vector_plain(st, positioned);
+	pid_t tid = trace_guest_tid(g);
+	int64_t r = 0;
+	int rc;
+
+	if (nr < 0)
+		return -ENOSYS;
+	if (flags & ~(uint64_t)(RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT))
+		r = -EOPNOTSUPP; /* RWF_APPEND and later flags have no plain form */
+	for (size_t i = 0; r == 0 && i < v->n && done < cap; i++) {
+		uint64_t len = v->v[i].iov_len < cap - done ? v->v[i].iov_len : cap - done;
+		uint64_t a[6] = { st->args[fdk], (uint64_t)(uintptr_t)v->v[i].iov_base, len,
+				  positioned ? st->args[off] + done : 0, 0, 0 };
+		if (!len)
+			continue;
+		if ((rc = trace_inject_at_entry(tid, nr, a, &r)) < 0)
+			return rc;
+		if (r > 0)
+			done += (uint64_t)r;
+		if (r > 0 && (uint64_t)r == len)
+			r = 0; /* whole: on to the next segment */
+	}
+	if (!load && done && (flags & (RWF_DSYNC | RWF_SYNC))) {
+		const struct trace_sysinfo *sync = trace_sys_by_name(flags & RWF_SYNC ? "fsync" : "fdatasync");
+		uint64_t a[6] = { st->args[fdk], 0, 0, 0, 0, 0 };
+		int64_t sr = 0;
+		if (sync && (rc = trace_inject_at_entry(tid, sync->nr, a, &sr)) < 0)
+			return rc;
+		if (sr < 0)
+			done = 0, r = sr;
+	}
+	*result = done ? (int64_t)done : r;
+	/* the call itself moves nothing: none of its segments */
+	st->args[trace_sys_arg(s, TRACE_ARG_IOVCNT)] = 0;
+	return trace_guest_set_syscall(g, st->nr, st->args);
+}
+
 static int shared_file_map(pid_t tid, uint64_t addr)
 {
 	char path[64], line[512];
@@ -124,7 +214,7 @@ static int mapping(struct trace_guest *g, const struct trace_stop *st, struct tr
 }
 
 int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
-		      struct trace_store_call *c)
+		      struct trace_store_call *c, struct trace_vector *v)
 {
 	const struct trace_sysinfo *s = st->sys;
 	int out = trace_sys_arg(s, TRACE_ARG_OUTFD), oflags = trace_sys_arg(s, TRACE_ARG_OFLAGS);
@@ -150,8 +240,13 @@ int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
 	c->by_result = count >= 0 || iov >= 0;
 	if (count >= 0)
 		c->bytes = st->args[count];
-	else if (iov >= 0)
-		c->bytes = trace_store_iov_bytes(g, st->args[iov], st->args[trace_sys_arg(s, TRACE_ARG_IOVCNT)]);
+	else if (iov >= 0) {
+		int rc = trace_vector_read(g, st, v);
+		c->vector = 1;
+		c->refuse = rc < 0 ? -rc : 0;
+		c->bytes = v->bytes;
+		return 1; /* run per segment, even when it moves nothing */
+	}
 	else if (len >= 0)
 		c->bytes = st->args[len];
 	return c->bytes > 0;

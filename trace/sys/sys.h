@@ -24,6 +24,7 @@ enum trace_arg {
 	TRACE_ARG_MFLAGS, /* mmap flags: only a MAP_SHARED file mapping stores */
 	TRACE_ARG_MAPADDR,/* an address in a mapping: growing a shared file mapping stores */
 	TRACE_ARG_MAPLEN, /* the length a new LEN replaces: only growth stores */
+	TRACE_ARG_OFFSET, /* the file offset the call works at (preadv2/pwritev2: -1 is the position) */
 };
 struct trace_sysinfo {
 	const char *name;
