@@ -55,6 +55,7 @@ struct lease_store {
 	char *name;     /* how messages name the store: dir, or the etcd URL */
 	char *dir;      /* the store directory, or with etcd this host's part */
 	char *snapdir;  /* where new snapshots go: $SBX_SNAPSHOT_DIR, else dir/snapshots */
+	int snapshared; /* snapdir is $SBX_SNAPSHOT_DIR, shared by hosts */
 	struct lease_etcd *etcd;
 	json_t *reads;  /* etcd: key -> [mod_revision, value] read by this transition */
 	json_t *signers; /* etcd: registered public keys seen */

@@ -174,9 +174,7 @@ int lease_snapshot_register(struct lease_store *s, const json_t *rec, struct com
 	full = json_copy((json_t *)rec);
 	json_object_set_new(full, "signer", json_string(pub));
 	json_object_set_new(full, "host", json_string(host));
-	json_object_set_new(full, "location",
-			    json_string(getenv("SBX_SNAPSHOT_DIR") && *getenv("SBX_SNAPSHOT_DIR")
-						? "shared" : "host"));
+	json_object_set_new(full, "location", json_string(s->snapshared ? "shared" : "host"));
 	snprintf(name, sizeof name, "snapshot %s", hex);
 	put = lease_snapshot_record_check(full, hex, name, e);
 	if (put == 0)

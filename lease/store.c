@@ -310,9 +310,9 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 	}
 	if (common_mkdir_p(s->dir, 0700, e) < 0)
 		goto fail;
-	s->snapdir = getenv("SBX_SNAPSHOT_DIR") && *getenv("SBX_SNAPSHOT_DIR")
-			     ? common_xstrdup(getenv("SBX_SNAPSHOT_DIR"))
-			     : lease_path(s, "snapshots");
+	s->snapshared = getenv("SBX_SNAPSHOT_DIR") && *getenv("SBX_SNAPSHOT_DIR");
+	s->snapdir = s->snapshared ? common_xstrdup(getenv("SBX_SNAPSHOT_DIR"))
+				   : lease_path(s, "snapshots");
 	kp = lease_path(s, "authority.key");
 	if (access(kp, F_OK) < 0) {
 		/* Re-check the key: a concurrent first use may have just created the store. */

@@ -259,7 +259,7 @@ static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 			json_array_append_new(fds, json_pack("{s:I,s:s,s:I}", "fd",
 					      (json_int_t)st.fds[i].fd, "path", st.fds[i].path,
 					      "pos", (json_int_t)st.fds[i].pos));
-		json_object_update(j, meta);
+		json_object_update_missing(j, meta); /* what was verified wins over meta.json */
 		json_object_set_new(j, "regions", json_integer((json_int_t)st.nregions));
 		json_object_set_new(j, "mapped_bytes", json_integer((json_int_t)mem));
 		json_object_set_new(j, "fds", fds);

@@ -212,6 +212,8 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 			goto fail;
 		}
 		created = access(tmp, F_OK) != 0;
+	}
+	if (created) {
 		char *txt = common_json_canonical(meta), *mp = common_xasprintf("%s/meta.json", dir);
 		rc = common_write_atomic(mp, txt, strlen(txt), 0600, &e);
 		free(txt);
