@@ -123,6 +123,7 @@ a, _ = s6.accept(); c6.send(b"v6"); print(a.recv(2).decode())'
 }
 
 @test "connect to a Unix socket outside (host /tmp and /run)" {
+	[ "$(id -u)" = 0 ] || skip "needs root (a socket in /run)"
 	sock1="$PWD/host.sock"
 	sock2="/run/sbx-escape-$$.sock"
 	python3 -c 'import socket,sys,time
@@ -281,6 +282,7 @@ dg"
 }
 
 @test "execve of a setuid-root binary gains nothing" {
+	[ "$(id -u)" = 0 ] || skip "needs root (a setuid-root file)"
 	cp "$GUESTS/escape_setuid" suid
 	chown 0:0 suid
 	chmod 4755 suid
@@ -468,9 +470,10 @@ pgrp_run() {
 	grep -q '^pidfd_send_signal(' s.log
 }
 
-@test "100k directories in /ns: the supervisor still answers SIGTERM and writes the result" {
+@test "30k directories in /ns: the supervisor still answers SIGTERM and writes the result" {
+	# more entries than two ticks of the walk look at; the close walks them whole
 	sbx-run --ephemeral --result r.json -- /usr/bin/python3 -c 'import os, time
-for i in range(100000): os.mkdir("/ns/d%d" % i)
+for i in range(30000): os.mkdir("/ns/d%d" % i)
 open("/ns/ready", "w").close()
 time.sleep(3600)' &
 	BGPID=$!

@@ -72,3 +72,23 @@ obj() { # obj DIR NAME C-SOURCE
 	refute_output --partial 'includes trace/sys/sys.h'
 	assert_output --partial 'layers: trace/trace.h includes trace/box/box.h'
 }
+
+# The supervisor's layers (trace/sv/sv.h): one order, walked at every hook point.
+@test "every hook point walks the layers in their one order; each task has a slot per layer" {
+	run "$GUESTS/layer_host" walk /bin/sh -c '/bin/true & wait'
+	assert_success
+	for p in start entry exec spawn proc_exit tick; do
+		assert_line "$p: CIDSRA" # control, inspect, determ, restore, record, after
+	done
+	# the child's six slots: half freed by their layers at its exit, half by the supervisor
+	assert_line "slots: set 6, freed at exit 3, freed by the supervisor 3, mismatched 0"
+	assert_line "stopped: no"
+}
+
+@test "a layer failing at entry ends the walk there and stops the guest" {
+	run "$GUESTS/layer_host" refuse /bin/sh -c '/bin/true & wait'
+	assert_success
+	assert_line "entry: CID"
+	assert_line "exec: "
+	assert_line "stopped: inspector failed"
+}

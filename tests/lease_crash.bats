@@ -111,14 +111,21 @@ crash_walk() {
 # expire, destroy as another (observations in between): a kill after any append
 # loses none of its receipts.
 @test "SIGKILL of sbx-run --ephemeral after each journal append" {
-	pass=1
-	while :; do
+	# observations add appends to a run that takes longer (a loaded host): a run
+	# that ends before its kill is retried one append earlier until a kill has
+	# come after the closing append
+	pass=1 tries=0 closed=""
+	while [ $((tries += 1)) -le 40 ]; do
 		sbx-lease list | jq -r .id | sort >before.txt
 		set +e
 		SBX_FAULT=lease-after-journal:$pass sbx-run --ephemeral -- /bin/true >out.txt 2>err.txt
 		rc=$?
 		set -e
-		[ "$rc" -ne 0 ] || break
+		if [ "$rc" -eq 0 ]; then
+			[ -z "$closed" ] || break
+			pass=$((pass - 1))
+			continue
+		fi
 		[ "$rc" -eq 137 ] || { echo "pass $pass: rc=$rc: $(cat err.txt)"; return 1; }
 		id=$(sbx-lease list | jq -r .id | sort | comm -13 before.txt -)
 		# consistent; the one thing verify may name is the killed run's open lease
@@ -132,10 +139,12 @@ crash_walk() {
 		if [ "$pass" -eq 1 ]; then
 			assert_equal "$state $n" "Active 3"
 		fi
+		# a kill after the closing append lost none of its receipts
+		if [ "$state" = Destroyed ]; then
+			[ "$n" -ge 6 ]
+			closed=$pass
+		fi
 		pass=$((pass + 1))
 	done
-	# the last kill came after the closing append
-	assert_equal "$state" Destroyed
-	[ "$n" -ge 6 ]
-	[ "$pass" -ge 3 ]
+	[ -n "$closed" ] && [ "$closed" -ge 2 ]
 }

@@ -16,8 +16,7 @@ teardown() {
 # an unprivileged invoking user (runs as nobody); its store and files in a 0777 dir
 as_user() {
 	local d="$UDIR"
-	$SBX_AS_NOBODY \
-		env SBX_STORE="$d/store" PATH="$PATH" HOME="$d" "$@"
+	$SBX_AS_NOBODY SBX_STORE="$d/store" PATH="$PATH" HOME="$d" "$@"
 }
 
 @test "runs /bin/sh -c as root: uid 1000 in /ns, hostname sbx, fresh namespaces" {

@@ -113,17 +113,12 @@ int main(int argc, char **argv)
 	o.fn_classes = strcmp(mode, "writev") == 0 ? TRACE_CLASS_WRITE : TRACE_CLASS_FILE;
 	if (!mkdtemp(ns) || trace_inspector_new(&o, &in, &e) < 0)
 		common_die(SBX_EXIT_SBX, &e);
-	struct trace_hooks h = {
-		.ctx = in, .on_start = trace_inspector_on_start, .on_entry = trace_inspector_on_entry,
-		.on_exit = trace_inspector_on_exit, .on_call = trace_inspector_on_call,
-		.on_spawn = trace_inspector_on_spawn,
-		.on_proc_exit = trace_inspector_on_proc_exit, .on_tick = trace_inspector_on_tick,
-	};
+	struct trace_layer layers[TRACE_LAYERS] = { [TRACE_LAYER_INSPECT] = trace_inspector_layer(in) };
 	struct trace_config cfg = {
 		.argv = (const char *const *)argv + 2, .envp = (const char *const *)environ,
 		.image = find_image(argv[2], img, sizeof img), .ns_dir = ns,
 		.trace_classes = trace_inspector_classes(in), .state_fd = -1,
-		.stdout_fd = -1, .stderr_fd = -1, .hooks = &h,
+		.stdout_fd = -1, .stderr_fd = -1, .layers = layers,
 	};
 	if (trace_run(&cfg, &res, &e) < 0)
 		common_die(SBX_EXIT_SBX, &e);

@@ -86,8 +86,8 @@ int main(void)
 	CHECK(trace_determ_nspid(getpid()) == getpid());
 	CHECK(trace_determ_nspid(0x3fffffff) == 0);
 
-	trace_determ_on_spawn(un, getpid(), getppid(), 0);
-	trace_determ_on_proc_exit(un, getppid());
+	struct trace_layer l = trace_determ_layer(un);
+	CHECK(l.ctx == un && !trace_determ_layer(NULL).ctx);
 	CHECK(trace_determ_emulated(un) == 0);
 	trace_determ_free(un);
 	return unit_finish("test_determ");

@@ -421,25 +421,27 @@ static void test_hooks(void)
 {
 	char *p = tmp("hooks.trace");
 	struct trace_rec *r = open_rec(p, TRACE_LEVEL_EXEC);
+	struct trace_layer l = trace_rec_layer(r);
 	char *argv[] = {"cc", "-c", "x.c", NULL};
 	struct trace_stop s = stop("openat", "/x", NULL);
 	int rc, complete;
 	struct common_err e;
 	json_t *a, *v;
 
-	trace_rec_on_spawn(r, 100, 101, 0x11 /* SIGCHLD */);
-	trace_rec_on_spawn(r, 101, 102, 0x3d0f00 /* CLONE_THREAD|CLONE_VM... */);
-	trace_rec_on_exec(r, getpid(), 100, "/usr/bin/cc", argv);
-	trace_rec_on_entry(r, NULL, &s); /* level exec: not recorded, no exit wanted */
+	CHECK(l.ctx == r && !trace_rec_layer(NULL).ctx);
+	l.on_spawn(l.ctx, NULL, 100, 101, 0x11 /* SIGCHLD */);
+	l.on_spawn(l.ctx, NULL, 101, 102, 0x3d0f00 /* CLONE_THREAD|CLONE_VM... */);
+	trace_rec_exec(r, getpid(), 100, "/usr/bin/cc", argv);
+	l.on_entry(l.ctx, NULL, &s); /* level exec: not recorded, no exit wanted */
 	CHECK(s.want_exit == 0);
 	{ /* a huge argv of control characters still fits one line */
 		static char big[100000];
 		char *hv[] = {"x", big, NULL};
 		memset(big, 1, sizeof big - 1);
-		trace_rec_on_exec(r, getpid(), 100, "/usr/bin/x", hv);
+		trace_rec_exec(r, getpid(), 100, "/usr/bin/x", hv);
 	}
-	trace_rec_on_proc_exit(r, 102, 0);
-	trace_rec_on_proc_exit(r, 101, 9); /* killed by SIGKILL */
+	l.on_proc_exit(l.ctx, NULL, 102, 0);
+	l.on_proc_exit(l.ctx, NULL, 101, 9); /* killed by SIGKILL */
 	CHECK(trace_rec_close(r, 0, NULL, NULL) == 0);
 	a = read_all(p, &rc, &complete, &e);
 	CHECK(rc == 0 && complete && json_array_size(a) == 8);

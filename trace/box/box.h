@@ -1,6 +1,6 @@
 /* trace/box: a run's boundary: its configuration, the plan built from it, the
- * seccomp program and its cache, the memory cgroup, the guest's environment and
- * the child's linear set-up from clone() to execveat(). */
+ * cache of seccomp programs (built by trace/sys), the memory cgroup, the guest's
+ * environment and the child's linear set-up from clone() to execveat(). */
 #ifndef SBX_TRACE_BOX_H
 #define SBX_TRACE_BOX_H
 
@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include "trace/sys/sys.h"
 
-struct trace_hooks;
+struct trace_layer;
 struct trace_config {
 	const char *const *argv;      /* argv[0] is what the guest sees */
 	const char *const *envp;      /* exact guest environment */
@@ -37,16 +37,13 @@ struct trace_config {
 	                               * supervises, and SIGTERM/SIGINT/SIGHUP/SIGQUIT end the run;
 	                               * 0 (a library caller): a private thread supervises, every
 	                               * signal stays the host's */
-	const struct trace_hooks *hooks;
+	const struct trace_layer *layers; /* NULL, or TRACE_LAYERS of them (trace/sv/sv.h) */
 };
 #define TRACE_NPROC_DEFAULT 512   /* per-run process cap (RLIMIT_NPROC in the run's user ns) */
-#define TRACE_GUEST_UID 1000      /* uid/gid inside */
 /* 1 when the Unix socket fd is connected to a socket bound at a path named in cfg->sockets. */
 int trace_socket_named(const struct trace_config *cfg, int fd);
 /* Check mount and environment arguments without side effects (run before anything starts). */
 int trace_config_check(const struct trace_config *cfg, struct common_err *e);
-/* Build the seccomp program for cfg (exported for tests and sbx-run --print-filter). */
-int trace_filter_export(unsigned trace_classes, int fd, struct common_err *e);
 
 /* The run's memory cgroup (trace/box/cgroup.c): the kernel holds the memory bound. */
 struct trace_cgroup;
@@ -66,19 +63,6 @@ void trace_cgroup_free(struct trace_cgroup *cg);
  * and the --env K=V list; NULL-terminated, freed with trace_env_free. */
 char **trace_env_build(int env_clear, const char *const *env_set, size_t nenv_set);
 void trace_env_free(char **env);
-
-/* SECCOMP_RET_DATA tags: hints only; the supervisor decides from the syscall
- * itself, because a guest-installed filter can return TRACE with any data. */
-enum {
-	TRACE_TAG_UNKNOWN = 1, /* number not in the table */
-	TRACE_TAG_EXEC = 2,    /* execve/execveat */
-	TRACE_TAG_REFUSED = 3, /* always refused, or refused by an argument check */
-	TRACE_TAG_CLASS = 4,   /* a class the caller asked to trace */
-	TRACE_TAG_BADARCH = 5, /* i386 (int 0x80) or x32 */
-};
-
-/* open(2) flags that create an inode */
-#define TRACE_CREATE_FLAGS (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
 
 /* One mount of the plan, with paths already joined onto the build root. */
 #define PLAN_MOUNT_DEV 16 /* the run's own /dev (a default, never a user's mount) */
@@ -124,10 +108,6 @@ void trace_plan_free(struct trace_plan *p);
 pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e);
 /* Write uid_map/gid_map of the child, let it go, build and pass it the program. */
 int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *e);
-/* The boundary's own verdict on a trapped syscall: 0 allow, else the errno. */
-int trace_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
-/* Build the BPF program for classes into *prog (malloc'd filter). */
-int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
 /* The same, kept in (and taken from) cache_dir when it is not NULL. */
 int trace_filter_get(const char *cache_dir, unsigned classes, struct sock_fprog *prog,
 		     struct common_err *e);

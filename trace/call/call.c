@@ -277,53 +277,19 @@ struct callctx {
 	const struct elfinfo *x;
 	struct trace_inspector *in;
 	struct trace_rec *rec;
-	struct trace_supervisor *sv;
 	int patched;
 	char patch_err[256];
 };
 
-static int h_start(void *ctx, struct trace_supervisor *sv)
-{
-	struct callctx *c = ctx;
-	c->sv = sv;
-	return c->in ? trace_inspector_on_start(c->in, sv) : 0;
-}
-
-static int h_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
-{
-	struct callctx *c = ctx;
-	if (c->in && trace_inspector_on_entry(c->in, g, st) < 0)
-		return -1;
-	if (c->rec && trace_rec_on_entry(c->rec, g, st) < 0)
-		return -1;
-	return 0;
-}
-
-static int h_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
-{
-	struct callctx *c = ctx;
-	return c->in ? trace_inspector_on_call(c->in, g, st) : 0;
-}
-
-static int h_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
-{
-	struct callctx *c = ctx;
-	if (c->in && trace_inspector_on_exit(c->in, g, st) < 0)
-		return -1;
-	if (c->rec && trace_rec_on_exit(c->rec, g, st) < 0)
-		return -1;
-	return 0;
-}
-
 /* The first exec is this executable: its text gets the jump. /proc/PID/mem
  * writes through page protections (process_vm_writev cannot). */
-static void h_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
+static int h_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid, const char *path)
 {
 	struct callctx *c = ctx;
-	if (c->rec)
-		trace_rec_on_exec(c->rec, pid, ppid, path, NULL);
+	(void)ppid;
+	(void)path;
 	if (c->patched)
-		return;
+		return 0;
 	c->patched = 1;
 	uint8_t jump[JUMP_LEN] = { 0x48, 0xb8 };
 	uint64_t entry = (uint64_t)(uintptr_t)&call_guest_entry;
@@ -334,33 +300,10 @@ static void h_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
 	if (n != (ssize_t)sizeof jump) {
 		snprintf(c->patch_err, sizeof c->patch_err, "patching main in /proc/%d/mem: %s",
 			 (int)pid, strerror(n < 0 ? (int)-n : EIO));
-		if (c->sv)
-			trace_sv_stop(c->sv, "sbx_call: patch failed");
+		trace_sv_stop(sv, "sbx_call: patch failed");
+		return -1;
 	}
-}
-
-static void h_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
-{
-	struct callctx *c = ctx;
-	if (c->in)
-		trace_inspector_on_spawn(c->in, parent, child, flags);
-	if (c->rec)
-		trace_rec_on_spawn(c->rec, parent, child, flags);
-}
-
-static void h_proc_exit(void *ctx, pid_t pid, int wstatus)
-{
-	struct callctx *c = ctx;
-	if (c->in)
-		trace_inspector_on_proc_exit(c->in, pid, wstatus);
-	if (c->rec)
-		trace_rec_on_proc_exit(c->rec, pid, wstatus);
-}
-
-static int h_tick(void *ctx, struct trace_supervisor *sv)
-{
-	struct callctx *c = ctx;
-	return c->in ? trace_inspector_on_tick(c->in, sv) : 0;
+	return 0;
 }
 
 /* The input memfd: [u64 LE 8+n][n bytes] (SPEC §6.4). */
@@ -482,11 +425,10 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 		if (!(c.rec = trace_rec_open(sb->trace_path, -1, &ri, e)))
 			goto out;
 	}
-	struct trace_hooks h = {
-		.ctx = &c, .on_start = h_start, .on_entry = h_entry, .on_exit = h_exit,
-		.on_call = h_call,
-		.on_exec = h_exec, .on_spawn = h_spawn, .on_proc_exit = h_proc_exit,
-		.on_tick = h_tick,
+	struct trace_layer layers[TRACE_LAYERS] = {
+		[TRACE_LAYER_INSPECT] = trace_inspector_layer(c.in),
+		[TRACE_LAYER_RECORD] = trace_rec_layer(c.rec),
+		[TRACE_LAYER_AFTER] = { .ctx = &c, .on_exec = h_exec }, /* patched once recorded */
 	};
 	struct trace_config cfg = {
 		.argv = argv, .envp = envp, .image = exe,
@@ -496,7 +438,7 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 		.trace_classes = (c.in ? trace_inspector_classes(c.in) : 0) |
 				 (c.rec ? trace_classes(TRACE_LEVEL_FILE) : 0),
 		.state_fd = st->memfd, .no_aslr = 1, .stdout_fd = -1, .stderr_fd = -1,
-		.filter_cache = filters, .hooks = &h,
+		.filter_cache = filters, .layers = layers,
 	};
 	if (trace_run(&cfg, &res, e) < 0)
 		goto out;

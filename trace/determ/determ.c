@@ -54,7 +54,6 @@ enum pend_kind { P_NONE, P_RANDDEV, P_UUID, P_BOOTID, P_CPULIST, P_DENTS, P_CPUD
 		 P_STATX };
 
 struct pend {
-	pid_t tid;
 	enum pend_kind kind;
 	uint64_t buf;   /* guest address of the result buffer */
 	int fd;
@@ -63,25 +62,24 @@ struct pend {
 /* Each process has its own clock and PRNG stream, so what one process sees
  * does not depend on how the host schedules the others: a child starts at
  * its parent's clock with a stream keyed by its namespace pid, and a parent
- * that outlives it continues from the later of the two clocks. */
+ * that outlives it continues from the later of the two clocks. It lives in the
+ * process's slot of the supervisor (TRACE_LAYER_DETERM); threads are refused, so
+ * a process is its one task. */
 struct proc {
-	pid_t pid, parent;      /* host ids */
+	pid_t parent;           /* host id */
 	pid_t nspid;
 	uint64_t ns;            /* virtual nanoseconds since the run began */
 	uint64_t tsc_reads;     /* rdtsc/rdtscp answered */
 	uint64_t ctr;           /* PRNG block counter */
 	uint8_t blk[32];
 	size_t blk_used;
+	struct pend pend;       /* a call whose result is served at its exit */
 };
 
 struct trace_determ {
 	char *seed;
 	int64_t epoch;          /* virtual wall clock at the start, seconds */
 	int tsc;                /* rdtsc faults: trapped and answered */
-	struct proc *procs;
-	size_t nprocs, capprocs;
-	struct pend *pend;
-	size_t npend, cappend;
 	uint64_t emulated;      /* calls answered from virtual state */
 };
 
@@ -95,27 +93,26 @@ static const char *const uncontrolled[] = {
 	"inode numbers",        /* st_ino, d_ino: the host file system's */
 };
 
-static struct proc *proc_get(struct trace_determ *d, pid_t pid)
+/* The process's state in its slot, made at its first use. */
+static struct proc *proc_at(void **slot, pid_t pid)
 {
-	for (size_t i = 0; i < d->nprocs; i++)
-		if (d->procs[i].pid == pid)
-			return &d->procs[i];
-	if (d->nprocs == d->capprocs) {
-		d->capprocs = d->capprocs ? 2 * d->capprocs : 16;
-		d->procs = common_xrealloc(d->procs, d->capprocs * sizeof *d->procs);
-	}
-	struct proc *p = &d->procs[d->nprocs++];
-	memset(p, 0, sizeof *p);
-	p->pid = pid;
+	struct proc *p = *slot;
+	if (p)
+		return p;
+	*slot = p = common_xcalloc(1, sizeof *p);
 	p->nspid = trace_determ_nspid(pid);
 	p->blk_used = sizeof p->blk;
 	return p;
 }
 
-static void prng_bytes(struct trace_determ *dd, pid_t pid, uint8_t *out, size_t n)
+static struct proc *proc_of(struct trace_guest *g)
+{
+	return proc_at(trace_guest_slot(g, TRACE_LAYER_DETERM), trace_guest_pid(g));
+}
+
+static void prng_bytes(struct trace_determ *dd, struct proc *d, uint8_t *out, size_t n)
 {
 	static const char domain[] = "sbx/determ/v1"; /* hashed with its NUL */
-	struct proc *d = proc_get(dd, pid);
 	while (n) {
 		if (d->blk_used == sizeof d->blk) {
 			struct common_sha256 h;
@@ -168,8 +165,6 @@ void trace_determ_free(struct trace_determ *d)
 	if (!d)
 		return;
 	free(d->seed);
-	free(d->procs);
-	free(d->pend);
 	free(d);
 }
 
@@ -178,27 +173,40 @@ uint64_t trace_determ_emulated(const struct trace_determ *d)
 	return d->emulated;
 }
 
-void trace_determ_on_spawn(struct trace_determ *d, pid_t parent, pid_t child, unsigned long flags)
+static void determ_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t child,
+			 unsigned long flags)
 {
-	if (flags & CLONE_THREAD)
+	void **ps = trace_sv_slot(sv, parent, TRACE_LAYER_DETERM);
+	void **cs = trace_sv_slot(sv, child, TRACE_LAYER_DETERM);
+	(void)ctx;
+	if ((flags & CLONE_THREAD) || !ps || !cs)
 		return; /* refused at entry; a thread would share its process's state */
-	uint64_t ns = proc_get(d, parent)->ns;
-	struct proc *c = proc_get(d, child);
+	uint64_t ns = proc_at(ps, parent)->ns;
+	struct proc *c = proc_at(cs, child);
 	c->parent = parent;
 	c->ns = ns;
 }
 
-void trace_determ_on_proc_exit(struct trace_determ *d, pid_t tid)
+static void determ_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
-	for (size_t i = 0; i < d->nprocs; i++)
-		if (d->procs[i].pid == tid) {
-			struct proc c = d->procs[i];
-			d->procs[i] = d->procs[--d->nprocs];
-			for (size_t k = 0; k < d->nprocs; k++)
-				if (d->procs[k].pid == c.parent && d->procs[k].ns < c.ns)
-					d->procs[k].ns = c.ns;
-			return;
-		}
+	void **s = trace_sv_slot(sv, tid, TRACE_LAYER_DETERM);
+	struct proc *c = s ? *s : NULL;
+	(void)ctx;
+	(void)wstatus;
+	if (!c)
+		return;
+	*s = NULL;
+	void **ps = c->parent ? trace_sv_slot(sv, c->parent, TRACE_LAYER_DETERM) : NULL;
+	struct proc *p = ps ? *ps : NULL;
+	if (p && p->ns < c->ns)
+		p->ns = c->ns;
+	free(c);
+}
+
+static void determ_slot_free(void *ctx, void *slot)
+{
+	(void)ctx;
+	free(slot);
 }
 
 unsigned trace_determ_classes(void)
@@ -264,9 +272,8 @@ static void set_result(struct trace_guest *g, long long v)
 	}
 }
 
-static uint64_t tick(struct trace_determ *d, pid_t pid)
+static uint64_t tick(struct proc *p)
 {
-	struct proc *p = proc_get(d, pid);
 	p->ns += TRACE_DETERM_STEP_NS;
 	return p->ns;
 }
@@ -278,9 +285,9 @@ static uint64_t since_epoch(const struct trace_determ *d, uint64_t ns)
 
 /* Time of a clock id: wall clocks from the epoch, the others from a boot
  * one second before the run. */
-static uint64_t clock_ns(struct trace_determ *d, pid_t pid, long clk)
+static uint64_t clock_ns(struct trace_determ *d, struct proc *p, long clk)
 {
-	uint64_t ns = tick(d, pid);
+	uint64_t ns = tick(p);
 	if (clk == CLOCK_REALTIME || clk == CLOCK_REALTIME_COARSE || clk == CLOCK_TAI ||
 	    clk == CLOCK_REALTIME_ALARM)
 		return since_epoch(d, ns);
@@ -295,13 +302,14 @@ static int clock_ok(long clk)
 static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st)
 {
 	const uint64_t *a = st->args;
+	struct proc *p = proc_of(g);
 	switch (st->nr) {
 	case TRACE_SYS_clock_gettime: {
 		if (!clock_ok((long)(int)a[0])) {
 			answer(d, g, st, -EINVAL);
 			return 1;
 		}
-		uint64_t ns = clock_ns(d, st->pid, (long)(int)a[0]);
+		uint64_t ns = clock_ns(d, p, (long)(int)a[0]);
 		int64_t ts[2] = { (int64_t)(ns / 1000000000ull), (int64_t)(ns % 1000000000ull) };
 		answer(d, g, st, put(g, a[1], ts, sizeof ts));
 		return 1;
@@ -315,7 +323,7 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		return 1;
 	}
 	case TRACE_SYS_gettimeofday: {
-		uint64_t ns = clock_ns(d, st->pid, CLOCK_REALTIME);
+		uint64_t ns = clock_ns(d, p, CLOCK_REALTIME);
 		int64_t tv[2] = { (int64_t)(ns / 1000000000ull), (int64_t)(ns % 1000000000ull / 1000) };
 		int32_t tz[2] = { 0, 0 };
 		int rc = a[0] ? put(g, a[0], tv, sizeof tv) : 0;
@@ -325,7 +333,7 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		return 1;
 	}
 	case TRACE_SYS_time: {
-		int64_t s = (int64_t)(clock_ns(d, st->pid, CLOCK_REALTIME) / 1000000000ull);
+		int64_t s = (int64_t)(clock_ns(d, p, CLOCK_REALTIME) / 1000000000ull);
 		if (a[0] && put(g, a[0], &s, sizeof s) < 0)
 			answer(d, g, st, -EFAULT);
 		else
@@ -348,18 +356,17 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		}
 		uint64_t want = (uint64_t)req[0] * 1000000000ull + (uint64_t)req[1];
 		if (abs) {
-			struct proc *p = proc_get(d, st->pid);
-			uint64_t now = clock_ns(d, st->pid, (long)(int)a[0]), base = now - p->ns;
+			uint64_t now = clock_ns(d, p, (long)(int)a[0]), base = now - p->ns;
 			if (want > now)
 				p->ns = want - base;
 		} else {
-			proc_get(d, st->pid)->ns += want;
+			p->ns += want;
 		}
 		answer(d, g, st, 0);
 		return 1;
 	}
 	case TRACE_SYS_times: {
-		uint64_t ns = tick(d, st->pid);
+		uint64_t ns = tick(p);
 		int64_t tms[4] = { 0, 0, 0, 0 };
 		if (a[0] && put(g, a[0], tms, sizeof tms) < 0)
 			answer(d, g, st, -EFAULT);
@@ -382,7 +389,7 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		uint16_t procs = 1;
 		uint32_t unit = 1;
 		memset(si, 0, sizeof si);
-		v = 1 + tick(d, st->pid) / 1000000000ull;
+		v = 1 + tick(p) / 1000000000ull;
 		memcpy(si, &v, 8);
 		v = 1ull << 32;
 		memcpy(si + 32, &v, 8);  /* totalram: 4 GiB */
@@ -404,7 +411,7 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 	case TRACE_SYS_getrandom: {
 		size_t n = a[1] > MAX_IO ? MAX_IO : (size_t)a[1];
 		uint8_t *buf = common_xmalloc(n ? n : 1);
-		prng_bytes(d, st->pid, buf, n);
+		prng_bytes(d, p, buf, n);
 		int rc = n ? put(g, a[0], buf, n) : 0;
 		free(buf);
 		answer(d, g, st, rc < 0 ? rc : (long long)n);
@@ -415,33 +422,10 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 	}
 }
 
-static struct pend *pend_add(struct trace_determ *d, pid_t tid)
+static void want(struct trace_guest *g, struct trace_stop *st, enum pend_kind k, uint64_t buf,
+		 int fd)
 {
-	for (size_t i = 0; i < d->npend; i++)
-		if (d->pend[i].tid == tid)
-			return &d->pend[i];
-	if (d->npend == d->cappend) {
-		d->cappend = d->cappend ? 2 * d->cappend : 8;
-		d->pend = common_xrealloc(d->pend, d->cappend * sizeof *d->pend);
-	}
-	d->pend[d->npend].tid = tid;
-	return &d->pend[d->npend++];
-}
-
-static struct pend *pend_take(struct trace_determ *d, pid_t tid, struct pend *out)
-{
-	for (size_t i = 0; i < d->npend; i++)
-		if (d->pend[i].tid == tid) {
-			*out = d->pend[i];
-			d->pend[i] = d->pend[--d->npend];
-			return out;
-		}
-	return NULL;
-}
-
-static void want(struct trace_determ *d, struct trace_stop *st, enum pend_kind k, uint64_t buf, int fd)
-{
-	struct pend *p = pend_add(d, st->tid);
+	struct pend *p = &proc_of(g)->pend;
 	p->kind = k;
 	p->buf = buf;
 	p->fd = fd;
@@ -492,7 +476,7 @@ static int fd_in_ns(pid_t tid, int fd)
 	return in_ns_path(target);
 }
 
-int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_determ *d = ctx;
 	const uint64_t *a = st->args;
@@ -529,7 +513,7 @@ int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *s
 	case TRACE_SYS_pread64: {
 		enum pend_kind k = served(st->tid, (int)a[0]);
 		if (k != P_NONE)
-			want(d, st, k, a[1], (int)a[0]);
+			want(g, st, k, a[1], (int)a[0]);
 		break;
 	}
 	case TRACE_SYS_readv:
@@ -544,27 +528,27 @@ int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *s
 		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)st->tid, (int)a[0]);
 		ssize_t n = readlink(link, target, sizeof target - 1);
 		int cpudir = n == 23 && !memcmp(target, "/sys/devices/system/cpu", 23);
-		want(d, st, cpudir ? P_CPUDIR : P_DENTS, a[1], (int)a[0]);
+		want(g, st, cpudir ? P_CPUDIR : P_DENTS, a[1], (int)a[0]);
 		break;
 	}
 	case TRACE_SYS_fstat:
 		if (fd_in_ns(st->tid, (int)a[0]))
-			want(d, st, P_STAT, a[1], (int)a[0]);
+			want(g, st, P_STAT, a[1], (int)a[0]);
 		break;
 	case TRACE_SYS_stat:
 	case TRACE_SYS_lstat:
 		if (in_ns_path(st->path[0]))
-			want(d, st, P_STAT, a[1], -1);
+			want(g, st, P_STAT, a[1], -1);
 		break;
 	case TRACE_SYS_newfstatat:
 		if (in_ns_path(st->path[0]) ||
 		    ((!st->path[0] || !*st->path[0]) && fd_in_ns(st->tid, (int)a[0])))
-			want(d, st, P_STAT, a[2], -1);
+			want(g, st, P_STAT, a[2], -1);
 		break;
 	case TRACE_SYS_statx:
 		if (in_ns_path(st->path[0]) ||
 		    ((!st->path[0] || !*st->path[0]) && fd_in_ns(st->tid, (int)a[0])))
-			want(d, st, P_STATX, a[4], -1);
+			want(g, st, P_STATX, a[4], -1);
 		break;
 	default:
 		break;
@@ -713,12 +697,14 @@ static void fix_times(const struct trace_determ *d, struct trace_guest *g, uint6
 	}
 }
 
-int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int determ_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_determ *d = ctx;
-	struct pend p;
-	if (!pend_take(d, st->tid, &p))
+	struct proc *pr = *trace_guest_slot(g, TRACE_LAYER_DETERM);
+	if (!pr || pr->pend.kind == P_NONE)
 		return 0;
+	struct pend p = pr->pend;
+	pr->pend.kind = P_NONE;
 	if (!st->has_result || st->result < 0)
 		return 0;
 	size_t n = (size_t)st->result;
@@ -727,7 +713,7 @@ int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st
 		if (n > MAX_IO)
 			n = MAX_IO;
 		uint8_t *b = common_xmalloc(n ? n : 1);
-		prng_bytes(d, st->pid, b, n);
+		prng_bytes(d, pr, b, n);
 		if (n && put(g, p.buf, b, n) == 0)
 			set_result(g, (long long)n);
 		free(b);
@@ -739,7 +725,7 @@ int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st
 		uint8_t b[16];
 		char text[38];
 		if (p.kind == P_UUID) {
-			prng_bytes(d, st->pid, b, sizeof b);
+			prng_bytes(d, pr, b, sizeof b);
 		} else {
 			uint8_t h[32];
 			char *s = common_xasprintf("sbx/determ/boot_id\n%s", d->seed);
@@ -778,7 +764,7 @@ int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st
 	return 0;
 }
 
-int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig)
+static int determ_fault(void *ctx, struct trace_guest *g, int sig)
 {
 	struct trace_determ *d = ctx;
 	struct user_regs_struct r;
@@ -788,7 +774,7 @@ int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig)
 	int insn = trace_tsc_fault(trace_guest_tid(g), &r, &len);
 	if (insn <= 0)
 		return 0; /* another fault: the guest gets its SIGSEGV */
-	struct proc *p = proc_get(d, trace_guest_pid(g));
+	struct proc *p = proc_of(g);
 	uint64_t tsc = 1000000000ull + p->ns + ++p->tsc_reads;
 	if (trace_tsc_answer(trace_guest_tid(g), &r, insn, len, tsc) < 0)
 		return 0;
@@ -796,7 +782,7 @@ int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig)
 	return 1;
 }
 
-static int auxv_fix(struct trace_determ *d, struct trace_tracee *t, uint64_t sp)
+static int auxv_fix(struct trace_determ *d, struct proc *p, struct trace_tracee *t, uint64_t sp)
 {
 	uint64_t w, aux[2];
 	size_t i;
@@ -821,7 +807,7 @@ static int auxv_fix(struct trace_determ *d, struct trace_tracee *t, uint64_t sp)
 				return -EFAULT;
 		} else if (aux[0] == 25 && aux[1]) { /* AT_RANDOM: 16 bytes */
 			uint8_t b[16];
-			prng_bytes(d, t->tid, b, sizeof b);
+			prng_bytes(d, p, b, sizeof b);
 			if (trace_tracee_write(t, aux[1], b, sizeof b, NULL) < 0)
 				return -EFAULT;
 		}
@@ -829,19 +815,25 @@ static int auxv_fix(struct trace_determ *d, struct trace_tracee *t, uint64_t sp)
 	return 0;
 }
 
-int trace_determ_on_exec(struct trace_determ *d, pid_t pid)
+static int determ_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
+		       const char *path)
 {
 	struct user_regs_struct r;
 	struct trace_tracee t;
+	void **slot = trace_sv_slot(sv, pid, TRACE_LAYER_DETERM);
+	(void)ppid;
+	(void)path;
 	/* regs belong to the new image: rsp is its initial stack
 	 * [argc][argv...][0][envp...][0][auxv pairs...][AT_NULL] */
-	int rc = trace_regs_get(pid, &r);
+	int rc = slot ? trace_regs_get(pid, &r) : -ESRCH;
+	if (rc == 0 && trace_tracee_open(&t, pid, NULL) < 0)
+		rc = -errno;
+	if (rc == 0) {
+		rc = auxv_fix(ctx, proc_at(slot, pid), &t, r.rsp);
+		trace_tracee_close(&t);
+	}
 	if (rc < 0)
-		return rc;
-	if (trace_tracee_open(&t, pid, NULL) < 0)
-		return -errno;
-	rc = auxv_fix(d, &t, r.rsp);
-	trace_tracee_close(&t);
+		trace_sv_stop(sv, "determinism: cannot rewrite the auxiliary vector");
 	return rc;
 }
 
@@ -873,4 +865,15 @@ pid_t trace_determ_nspid(pid_t host)
 	nspid_cache[nspid_next].ns = ns;
 	nspid_next = (nspid_next + 1) % NSPID_CACHE;
 	return ns;
+}
+
+struct trace_layer trace_determ_layer(struct trace_determ *d)
+{
+	if (!d)
+		return (struct trace_layer){ 0 };
+	return (struct trace_layer){
+		.ctx = d, .on_entry = determ_entry, .on_exit = determ_exit, .on_exec = determ_exec,
+		.on_spawn = determ_spawn, .on_proc_exit = determ_proc_exit, .on_fault = determ_fault,
+		.slot_free = determ_slot_free,
+	};
 }

@@ -18,23 +18,16 @@ int64_t trace_determ_epoch(const json_t *clock, int64_t requested_batch);
 void trace_determ_free(struct trace_determ *d);
 /* Classes (with TRACE_FILTER_DETERM) the filter must trap. */
 unsigned trace_determ_classes(void);
-/* Hook bodies (ctx = the struct trace_determ *): call after the inspector and
- * before the recorder, so the recorder sees the emulated result. */
-int trace_determ_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
-int trace_determ_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
-/* At PTRACE_EVENT_EXEC: AT_SYSINFO_EHDR -> AT_IGNORE, AT_RANDOM bytes from the PRNG. */
-int trace_determ_on_exec(struct trace_determ *d, pid_t pid);
+/* Determinism as the layer TRACE_LAYER_DETERM (a zeroed layer for NULL): calls
+ * answered from each process's clock and PRNG (kept in its slot; a child inherits
+ * its parent's clock), at each exec AT_SYSINFO_EHDR -> AT_IGNORE and AT_RANDOM from
+ * the PRNG, rdtsc/rdtscp answered at their fault and not delivered. */
+struct trace_layer trace_determ_layer(struct trace_determ *d);
 uint64_t trace_determ_emulated(const struct trace_determ *d); /* calls answered */
-/* Process lifecycle (hook bodies): a child inherits its parent's clock. */
-void trace_determ_on_spawn(struct trace_determ *d, pid_t parent, pid_t child, unsigned long flags);
-void trace_determ_on_proc_exit(struct trace_determ *d, pid_t tid);
 /* The trace header's "determinism" object: epoch, step, uncontrolled and
  * refused sources, and the digest of ns_dir (NULL: none) at the start. */
 json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 			    struct common_err *e);
-/* A signal-delivery stop (hook body): an rdtsc/rdtscp fault is answered from
- * the process's clock and not delivered (1); anything else is left alone (0). */
-int trace_determ_on_fault(void *ctx, struct trace_guest *g, int sig);
 /* rdtsc/rdtscp (trace/determ/tsc.c): the instruction at b (n bytes) and its length;
  * the probe: 1 if prctl(PR_SET_TSC, PR_TSC_SIGSEGV) makes rdtsc fault on this
  * host (a forked child tries, once per process); at a SIGSEGV stop of tid, the

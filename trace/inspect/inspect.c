@@ -1,4 +1,4 @@
-/* Inspection (SPEC §6.3) and bounded runs (SPEC §4.3), wired into trace_hooks:
+/* Inspection (SPEC §6.3) and bounded runs (SPEC §4.3), the layer TRACE_LAYER_INSPECT:
  * every trapped syscall meets the policy, the co-process and the C callback at its
  * seccomp stop; the meter follows the tree; usage goes to the lease at every tick.
  *
@@ -43,7 +43,20 @@ struct call_priv {
 	int dead; /* the thread died during an injection */
 };
 
-struct pending { pid_t tid; uint64_t addr, len; };
+/* The scratch pages mapped into a thread for its call in progress, unmapped at
+ * its exit: kept in the thread's slot (TRACE_LAYER_INSPECT). */
+struct pages {
+	size_t n;
+	struct { uint64_t addr, len; } p[MAPS_PER_CALL];
+};
+
+static struct pages *pages_of(struct trace_guest *g)
+{
+	void **slot = trace_guest_slot(g, TRACE_LAYER_INSPECT);
+	if (!*slot)
+		*slot = common_xcalloc(1, sizeof(struct pages));
+	return *slot;
+}
 
 /* The durable observation (a signed lease transition with fsync) is written by this
  * thread, so guests never wait at their stops for the disk. It always writes the
@@ -77,8 +90,6 @@ struct trace_inspector {
 	char closed[32];
 	int failed;
 	struct common_err fail;
-	struct pending *pend;
-	size_t npend, cappend;
 	uint8_t *arena;
 	size_t arena_used;
 	int arena_rw;
@@ -142,11 +153,9 @@ int sbx_call_map(struct sbx_call *call, uint64_t addr, size_t size, struct sbx_m
 		return rc;
 	if (got < 0 && got > -4096)
 		return (int)got;
-	if (in->npend == in->cappend) {
-		in->cappend = in->cappend ? 2 * in->cappend : 8;
-		in->pend = common_xrealloc(in->pend, in->cappend * sizeof *in->pend);
-	}
-	in->pend[in->npend++] = (struct pending){c->tid, (uint64_t)got, len};
+	struct pages *pg = pages_of(c->g); /* as many as views: c->nv < MAPS_PER_CALL */
+	pg->p[pg->n].addr = (uint64_t)got;
+	pg->p[pg->n++].len = len;
 	m->data = in->arena + in->arena_used;
 	m->addr = (uint64_t)got;
 	m->size = size;
@@ -406,7 +415,6 @@ void trace_inspector_free(struct trace_inspector *in)
 	trace_meter_free(in->meter);
 	free(in->vec);
 	munmap(in->arena, ARENA_SIZE);
-	free(in->pend);
 	free(in);
 }
 
@@ -440,7 +448,7 @@ static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor 
 static void load_tick(const struct trace_inspector *in, struct trace_supervisor *sv,
 		      const uint64_t u[TRACE_DIMS]);
 
-int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
+static int inspector_start(void *ctx, struct trace_supervisor *sv)
 {
 	struct trace_inspector *in = ctx;
 	struct common_err e;
@@ -473,26 +481,34 @@ int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv)
 	return 0;
 }
 
-void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+static void inspector_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t child,
+			    unsigned long flags)
 {
 	struct trace_inspector *in = ctx;
 
+	(void)sv;
 	/* parent is the creator's tgid: no /proc lookup for the child's */
 	trace_meter_task_new(in->meter, (flags & CLONE_THREAD) ? parent : child, child);
 }
 
-void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus)
+static void inspector_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	struct trace_inspector *in = ctx;
 
 	(void)wstatus;
 	trace_meter_task_exit(in->meter, 0, tid);
 	/* a thread that leaves mid-syscall takes its temporary pages with it */
-	for (size_t i = 0; i < in->npend;)
-		if (in->pend[i].tid == tid)
-			in->pend[i] = in->pend[--in->npend];
-		else
-			i++;
+	void **slot = trace_sv_slot(sv, tid, TRACE_LAYER_INSPECT);
+	if (slot) {
+		free(*slot);
+		*slot = NULL;
+	}
+}
+
+static void inspector_slot_free(void *ctx, void *slot)
+{
+	(void)ctx;
+	free(slot);
 }
 
 /* The lease closed (or a lease-less bound broke): stop the tree. */
@@ -620,7 +636,7 @@ void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes)
 	trace_meter_host_write(in->meter, bytes);
 }
 
-int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
+static int inspector_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct trace_inspector *in = ctx;
 	pid_t tids[4096];
@@ -652,7 +668,7 @@ int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv)
 }
 
 /* The writer met a closure or a failure: act on it now, not at the next tick. */
-int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd)
+static int inspector_fd(void *ctx, struct trace_supervisor *sv, int fd)
 {
 	struct trace_inspector *in = ctx;
 
@@ -708,22 +724,19 @@ static int apply(struct trace_inspector *in, struct sbx_call *call,
 	return 0;
 }
 
-static void unmap_now(struct trace_inspector *in, pid_t tid, int at_exit,
-		      struct call_priv *c)
+static void unmap_now(struct trace_guest *g, int at_exit, struct call_priv *c)
 {
-	for (size_t i = 0; i < in->npend;) {
-		uint64_t a[6] = {in->pend[i].addr, in->pend[i].len};
+	struct pages *pg = *trace_guest_slot(g, TRACE_LAYER_INSPECT);
+	for (size_t i = 0; pg && i < pg->n; i++) {
+		uint64_t a[6] = {pg->p[i].addr, pg->p[i].len};
 		int64_t ret;
-		if (in->pend[i].tid != tid) {
-			i++;
-			continue;
-		}
 		if (at_exit)
-			trace_inject_at_exit(tid, SYS_munmap, a, &ret);
+			trace_inject_at_exit(trace_guest_tid(g), SYS_munmap, a, &ret);
 		else
 			inject(c, SYS_munmap, a, &ret);
-		in->pend[i] = in->pend[--in->npend];
 	}
+	if (pg)
+		pg->n = 0;
 }
 
 /* A path policy or a co-process decided on this call's path strings. */
@@ -754,11 +767,8 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	memcpy(call.args, st->args, sizeof call.args);
 	memset(&d, 0, sizeof d);
 	/* A pending page of this thread belongs to a call that never came back. */
-	for (size_t i = 0; i < in->npend;)
-		if (in->pend[i].tid == st->tid)
-			in->pend[i] = in->pend[--in->npend];
-		else
-			i++;
+	if (*trace_guest_slot(g, TRACE_LAYER_INSPECT))
+		pages_of(g)->n = 0;
 	in->rewritten[0][0] = in->rewritten[1][0] = 0;
 	in->arena_used = 0;
 	if (in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
@@ -818,7 +828,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	if (!inspected)
 		return 0;
 	if (verdict < 0) {
-		unmap_now(in, st->tid, 0, &c);
+		unmap_now(g, 0, &c);
 		/* the call must not run: the guest is stopped, nothing is written back */
 		st->action = TRACE_DENIED;
 		st->deny_errno = EPERM;
@@ -829,7 +839,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 		return fail(in, &e);
 	}
 	if (verdict > 0) {
-		unmap_now(in, st->tid, 0, &c);
+		unmap_now(g, 0, &c);
 		st->action = TRACE_DENIED;
 		st->deny_errno = verdict;
 		return 0;
@@ -920,7 +930,7 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 	return 0;
 }
 
-int trace_inspector_on_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int inspector_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
 
@@ -964,7 +974,7 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 	return observe(in, in->sv, 1) < 0 ? -1 : 0;
 }
 
-int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
 	struct trace_stop now;
@@ -986,13 +996,13 @@ int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop
 	return rc;
 }
 
-int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int inspector_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
 	struct trace_stop now = *st;
 	uint64_t u[TRACE_DIMS];
 
-	unmap_now(in, st->tid, 1, NULL);
+	unmap_now(g, 1, NULL);
 	if (trace_meter_vector_take(in->meter, st->tid, &now.result)) {
 		struct user_regs_struct r;
 		if (trace_guest_get_regs(g, &r) < 0)
@@ -1047,4 +1057,16 @@ int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
 	}
 	json_decref(rec);
 	return 0;
+}
+
+struct trace_layer trace_inspector_layer(struct trace_inspector *in)
+{
+	if (!in)
+		return (struct trace_layer){ 0 };
+	return (struct trace_layer){
+		.ctx = in, .on_start = inspector_start, .on_entry = inspector_entry,
+		.on_call = inspector_call, .on_exit = inspector_exit, .on_spawn = inspector_spawn,
+		.on_proc_exit = inspector_proc_exit, .on_tick = inspector_tick, .on_fd = inspector_fd,
+		.slot_free = inspector_slot_free,
+	};
 }

@@ -65,8 +65,8 @@ char *trace_coproc_event(uint64_t id, const struct trace_stop *st);
 int trace_coproc_parse_reply(const char *line, size_t len, uint64_t id,
 			     struct trace_decision *d, struct common_err *e);
 
-/* The inspector as trace_hooks bodies (ctx = the inspector): metering, usage
- * observations and automatic closure, --policy, --inspect-exec and the C callback. */
+/* The inspector, a layer of the supervisor: metering, usage observations and
+ * automatic closure, --policy, --inspect-exec and the C callback. */
 struct trace_inspector_opts {
 	struct lease_store *store;      /* with lease: observe usage there (closure) */
 	const char *lease;
@@ -91,20 +91,14 @@ unsigned trace_inspector_classes(const struct trace_inspector *in);
 int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
 				 uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
 				 struct common_err *e);
-int trace_inspector_on_start(void *ctx, struct trace_supervisor *sv);
-int trace_inspector_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
-int trace_inspector_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
-int trace_inspector_on_call(void *ctx, struct trace_guest *g, struct trace_stop *st);
-void trace_inspector_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags);
-void trace_inspector_on_proc_exit(void *ctx, pid_t tid, int wstatus);
-int trace_inspector_on_tick(void *ctx, struct trace_supervisor *sv);
-/* The run's trace bytes so far, metered as storage_write from the next sample. */
+/* The inspector as the layer TRACE_LAYER_INSPECT (a zeroed layer for NULL). */
+struct trace_layer trace_inspector_layer(struct trace_inspector *in);
+/* memory also from the run's cgroup */
 void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg);
 /* held: the lease is not Active yet (a restore): usage is not observed */
 void trace_inspector_hold(struct trace_inspector *in, int held);
+/* The run's trace bytes so far, metered as storage_write from the next sample. */
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes);
-/* A watched fd of the inspector's (its observation writer's wake-up) is readable. */
-int trace_inspector_on_fd(void *ctx, struct trace_supervisor *sv, int fd);
 /* After the guest tree is gone: drain the relay, final sample and observation. */
 int trace_inspector_finish(struct trace_inspector *in, struct common_err *e);
 /* The dimension that closed the lease ("fuel", ..., "lifetime", "escrow"), or NULL. */

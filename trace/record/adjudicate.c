@@ -154,13 +154,12 @@ struct adj_run {
 };
 
 /* Up to the disputed step: once the replay has recorded it, stop the guest. */
-static int reached(struct adj_run *c, int rc)
+static void reached(struct adj_run *c)
 {
 	if (c->stop_after && trace_rec_events(c->rec) >= c->stop_after) {
 		trace_sv_stop(c->sv, "disputed step reached");
 		c->stop_after = 0;
 	}
-	return rc;
 }
 
 static int a_start(void *ctx, struct trace_supervisor *sv)
@@ -169,58 +168,45 @@ static int a_start(void *ctx, struct trace_supervisor *sv)
 	return 0;
 }
 
-static int a_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int a_stop(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
-	struct adj_run *c = ctx;
-	if (trace_determ_on_entry(c->det, g, st) < 0)
-		return -1;
-	return reached(c, trace_rec_on_entry(c->rec, g, st));
+	(void)g;
+	(void)st;
+	reached(ctx);
+	return 0;
 }
 
-static int a_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int a_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid, const char *path)
 {
-	struct adj_run *c = ctx;
-	if (trace_determ_on_exit(c->det, g, st) < 0)
-		return -1;
-	return reached(c, trace_rec_on_exit(c->rec, g, st));
+	(void)sv;
+	(void)pid;
+	(void)ppid;
+	(void)path;
+	reached(ctx);
+	return 0;
 }
 
-static void a_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
+static void a_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t child,
+		    unsigned long flags)
 {
-	struct adj_run *c = ctx;
-	if (trace_determ_on_exec(c->det, pid) < 0) {
-		trace_sv_stop(c->sv, "determinism: cannot rewrite the auxiliary vector");
-		return;
-	}
-	trace_rec_on_exec(c->rec, pid, ppid, path, NULL);
-	reached(c, 0);
+	(void)sv;
+	(void)parent;
+	(void)child;
+	(void)flags;
+	reached(ctx);
 }
 
-static void a_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+static void a_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
-	struct adj_run *c = ctx;
-	trace_determ_on_spawn(c->det, parent, child, flags);
-	trace_rec_on_spawn(c->rec, parent, child, flags);
-	reached(c, 0);
-}
-
-static void a_proc_exit(void *ctx, pid_t tid, int wstatus)
-{
-	struct adj_run *c = ctx;
-	trace_determ_on_proc_exit(c->det, tid);
-	trace_rec_on_proc_exit(c->rec, tid, wstatus);
-	reached(c, 0);
-}
-
-static int a_fault(void *ctx, struct trace_guest *g, int sig)
-{
-	return trace_determ_on_fault(((struct adj_run *)ctx)->det, g, sig);
+	(void)sv;
+	(void)tid;
+	(void)wstatus;
+	reached(ctx);
 }
 
 static int a_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct adj_run *c = ctx;
-	trace_rec_flush(c->rec);
 	if (common_mono_us() >= c->deadline) {
 		trace_sv_stop(sv, "adjudicate timeout");
 		return 1;
@@ -354,10 +340,12 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 		goto out;
 	run.stop_after = stop_after;
 	run.deadline = common_mono_us() + (o->timeout_ms ? o->timeout_ms : ADJ_TIMEOUT_MS) * 1000;
-	struct trace_hooks hooks = {
-		.ctx = &run, .on_start = a_start, .on_entry = a_entry, .on_exit = a_exit,
-		.on_exec = a_exec, .on_spawn = a_spawn, .on_proc_exit = a_proc_exit, .on_tick = a_tick,
-		.on_fault = a_fault,
+	struct trace_layer layers[TRACE_LAYERS] = {
+		[TRACE_LAYER_DETERM] = trace_determ_layer(run.det),
+		[TRACE_LAYER_RECORD] = trace_rec_layer(run.rec),
+		[TRACE_LAYER_AFTER] = { .ctx = &run, .on_start = a_start, .on_entry = a_stop,
+					.on_exit = a_stop, .on_exec = a_exec, .on_spawn = a_spawn,
+					.on_proc_exit = a_proc_exit, .on_tick = a_tick },
 	};
 	/* the guest's output is not evidence; its stdin was not recorded: empty */
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -371,7 +359,7 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 		.argv = (const char *const *)argv, .envp = (const char *const *)env, .image = path,
 		.mounts = mounts, .nmounts = nm, .replace_defaults = replace, .ns_dir = scratch_ns,
 		.state_fd = -1, .stdout_fd = devnull, .stderr_fd = devnull, .no_aslr = 1,
-		.tsc_sigsegv = trace_tsc_probe(), .host_signals = 1, .hooks = &hooks,
+		.tsc_sigsegv = trace_tsc_probe(), .host_signals = 1, .layers = layers,
 		.trace_classes = trace_classes(lvl) | trace_determ_classes() |
 				 (lvl == TRACE_LEVEL_FILE && !keep_readlink ? TRACE_FILTER_NO_READLINK : 0),
 	};

@@ -980,7 +980,7 @@ static pid_t tgid_of(struct trace_rec *r, pid_t tid)
 	return tid;
 }
 
-int trace_rec_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_rec *r = ctx;
 
@@ -991,21 +991,27 @@ int trace_rec_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	return 0; /* a write error must not kill the build; sbx-run reports it */
 }
 
-int trace_rec_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
+static int rec_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	(void)g;
 	trace_rec_syscall(ctx, st);
 	return 0;
 }
 
-void trace_rec_on_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv)
+static int rec_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
+		    const char *path)
 {
-	trace_rec_exec(ctx, pid, ppid, path && *path ? path : NULL, argv);
+	(void)sv;
+	trace_rec_exec(ctx, pid, ppid, *path ? path : NULL, NULL);
+	return 0; /* a write error must not kill the build; sbx-run reports it */
 }
 
-void trace_rec_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+static void rec_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t child,
+		      unsigned long flags)
 {
 	struct trace_rec *r = ctx;
+
+	(void)sv;
 	const char *kind = flags & CLONE_THREAD ? "thread" : flags & CLONE_VFORK ? "vfork" :
 			   (flags & ~0xffUL) == 0 ? "fork" : "clone";
 
@@ -1020,17 +1026,36 @@ void trace_rec_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flag
 	trace_rec_spawn(r, parent, child, kind);
 }
 
-void trace_rec_on_proc_exit(void *ctx, pid_t tid, int wstatus)
+static void rec_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	struct trace_rec *r = ctx;
 	pid_t pid = tgid_of(r, tid);
 
+	(void)sv;
 	for (size_t i = 0; i < r->nthr; i++)
 		if (r->thr[i].tid == tid) {
 			r->thr[i] = r->thr[--r->nthr];
 			break;
 		}
 	trace_rec_exit(r, tid, pid, wstatus);
+}
+
+/* A quiet guest's last events reach the file. */
+static int rec_tick(void *ctx, struct trace_supervisor *sv)
+{
+	(void)sv;
+	trace_rec_flush(ctx);
+	return 0;
+}
+
+struct trace_layer trace_rec_layer(struct trace_rec *r)
+{
+	if (!r)
+		return (struct trace_layer){ 0 };
+	return (struct trace_layer){
+		.ctx = r, .on_entry = rec_entry, .on_exit = rec_exit, .on_exec = rec_exec,
+		.on_spawn = rec_spawn, .on_proc_exit = rec_proc_exit, .on_tick = rec_tick,
+	};
 }
 
 void trace_rec_abort(struct trace_rec *r)

@@ -49,15 +49,10 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
 /* kind: "fork", "vfork", "clone" or "thread". */
 int trace_rec_spawn(struct trace_rec *r, pid_t parent, pid_t child, const char *kind);
 int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus);
-/* The recorder as struct trace_hooks members (ctx = the struct trace_rec *).
- * Call them after the inspector's, so the recorded action is the final one;
- * entry sets st->want_exit when the level records this call's result. */
-struct trace_guest;
-int trace_rec_on_entry(void *ctx, struct trace_guest *g, struct trace_stop *st);
-int trace_rec_on_exit(void *ctx, struct trace_guest *g, struct trace_stop *st);
-void trace_rec_on_exec(void *ctx, pid_t pid, pid_t ppid, const char *path, char *const *argv);
-void trace_rec_on_spawn(void *ctx, pid_t parent, pid_t child, unsigned long clone_flags);
-void trace_rec_on_proc_exit(void *ctx, pid_t tid, int wstatus);
+/* The recorder as the layer TRACE_LAYER_RECORD (a zeroed layer for NULL): after
+ * the inspector and determinism, so the recorded action and result are the final
+ * ones; entry sets st->want_exit when the level records this call's result. */
+struct trace_layer trace_rec_layer(struct trace_rec *r);
 int trace_rec_flush(struct trace_rec *r); /* also done by size and time */
 /* Writes the end event with the guest's wait status, closes, frees; head
  * (may be NULL) receives the last chain hash. r is freed even on error. */

@@ -258,13 +258,13 @@ struct run_ctx {
 	char *ctl_path;
 	struct trace_result *res;
 	struct trace_supervisor *sv;
-	struct trace_rec *rec;        /* --trace: called after the inspector, so it records its decision */
+	struct trace_rec *rec;        /* --trace */
 	struct trace_inspector *ins;  /* metering, closure, policy, co-process */
 	struct lease_store *store;    /* snapshots persist into the store */
 	const struct trace_run_opts *opts;
 	int restored;                 /* the restore hook ran */
 	uint64_t snap_batch;          /* batch of the last automatic snapshot */
-	struct trace_determ *det;     /* --deterministic: after the inspector, before the recorder */
+	struct trace_determ *det;     /* --deterministic */
 	int image_fd;                 /* the image as opened, checked and hashed */
 	struct stat image_st;         /* its identity then */
 	const char *image, *image_sha;
@@ -431,8 +431,6 @@ static int hook_start(void *ctx, struct trace_supervisor *sv)
 		trace_sv_watch(sv, c->ctl_fd);
 	if (c->opts && c->opts->snapshot_every && c->store)
 		lease_store_batch(c->store, &c->snap_batch, NULL);
-	if (c->ins && trace_inspector_on_start(c->ins, sv) < 0)
-		return -1;
 	return 0;
 }
 
@@ -441,35 +439,7 @@ static int hook_fd(void *ctx, struct trace_supervisor *sv, int fd)
 	struct run_ctx *c = ctx;
 	if (fd == c->ctl_fd)
 		ctl_serve(c, sv);
-	else if (c->ins)
-		return trace_inspector_on_fd(c->ins, sv, fd);
 	return 0;
-}
-
-static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
-{
-	struct run_ctx *c = ctx;
-	if (c->ins && trace_inspector_on_entry(c->ins, g, st) < 0)
-		return -1;
-	if (c->det && trace_determ_on_entry(c->det, g, st) < 0)
-		return -1;
-	return c->rec ? trace_rec_on_entry(c->rec, g, st) : 0;
-}
-
-static int hook_call(void *ctx, struct trace_guest *g, struct trace_stop *st)
-{
-	struct run_ctx *c = ctx;
-	return c->ins ? trace_inspector_on_call(c->ins, g, st) : 0;
-}
-
-static int hook_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
-{
-	struct run_ctx *c = ctx;
-	if (c->ins && trace_inspector_on_exit(c->ins, g, st) < 0)
-		return -1;
-	if (c->det && trace_determ_on_exit(c->det, g, st) < 0)
-		return -1;
-	return c->rec ? trace_rec_on_exit(c->rec, g, st) : 0;
 }
 
 /* The image once the guest has exec'd it, when the kernel refuses writes to it:
@@ -492,66 +462,52 @@ static int image_unchanged(struct run_ctx *c)
 	return 0;
 }
 
-static void hook_exec(void *ctx, pid_t pid, pid_t ppid, const char *path)
+/* The image at the guest's first exec is the one hashed. */
+static int hook_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
+		     const char *path)
 {
 	struct run_ctx *c = ctx;
-	if (!c->image_seen) {
-		c->image_seen = 1;
-		if (!image_unchanged(c)) {
-			c->failed = 1;
-			trace_sv_stop(c->sv, "image changed before its exec");
-			return;
-		}
-	}
-	if (c->det && trace_determ_on_exec(c->det, pid) < 0) {
-		trace_sv_stop(c->sv, "determinism: cannot rewrite the auxiliary vector");
-		return;
-	}
-	if (c->opts && c->opts->restore_exec && !c->restored) {
-		struct common_err e;
-		c->restored = 1;
-		if (c->opts->restore_exec(c->opts->restore_ctx, pid, &e) < 0) {
-			c->fail = e;
-			c->failed = 1;
-			trace_sv_kill_now(c->sv, "restore failed");
-			return;
-		}
-		if (c->ins) /* the lease is Active now: its usage may be observed */
-			trace_inspector_hold(c->ins, 0);
-	}
-	if (c->rec)
-		trace_rec_on_exec(c->rec, pid, ppid, path, NULL);
+	(void)pid;
+	(void)ppid;
+	(void)path;
+	if (c->image_seen)
+		return 0;
+	c->image_seen = 1;
+	if (image_unchanged(c))
+		return 0;
+	c->failed = 1;
+	trace_sv_stop(sv, "image changed before its exec");
+	return -1;
 }
 
-static void hook_spawn(void *ctx, pid_t parent, pid_t child, unsigned long flags)
+/* sbx-restore: the guest's first exec is rebuilt into the snapshot's state. */
+static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
+			const char *path)
 {
 	struct run_ctx *c = ctx;
-	if (c->ins)
-		trace_inspector_on_spawn(c->ins, parent, child, flags);
-	if (c->det)
-		trace_determ_on_spawn(c->det, parent, child, flags);
-	if (c->rec)
-		trace_rec_on_spawn(c->rec, parent, child, flags);
-}
-
-static void hook_proc_exit(void *ctx, pid_t tid, int wstatus)
-{
-	struct run_ctx *c = ctx;
-	if (c->ins)
-		trace_inspector_on_proc_exit(c->ins, tid, wstatus);
-	if (c->det)
-		trace_determ_on_proc_exit(c->det, tid);
-	if (c->rec)
-		trace_rec_on_proc_exit(c->rec, tid, wstatus);
+	struct common_err e;
+	(void)ppid;
+	(void)path;
+	if (!c->opts || !c->opts->restore_exec || c->restored)
+		return 0;
+	c->restored = 1;
+	if (c->opts->restore_exec(c->opts->restore_ctx, pid, &e) < 0) {
+		c->fail = e;
+		c->failed = 1;
+		trace_sv_kill_now(sv, "restore failed");
+		return -1;
+	}
+	if (c->ins) /* the lease is Active now: its usage may be observed */
+		trace_inspector_hold(c->ins, 0);
+	return 0;
 }
 
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct run_ctx *c = ctx;
-	if (c->rec) {
-		trace_rec_flush(c->rec); /* a quiet guest's last events reach the file */
-		if (c->ins) /* the trace grows with the guest: it is the guest's storage */
-			trace_inspector_host_write(c->ins, trace_rec_bytes(c->rec));
+	if (c->rec && c->ins) { /* the trace grows with the guest: it is the guest's storage */
+		trace_rec_flush(c->rec);
+		trace_inspector_host_write(c->ins, trace_rec_bytes(c->rec));
 	}
 	uint64_t b = 0;
 	/* --snapshot-every-batches, taken like sbx-snap take */
@@ -565,7 +521,7 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 		else
 			json_decref(t.receipt);
 	}
-	return c->ins ? trace_inspector_on_tick(c->ins, sv) : 0;
+	return 0;
 }
 
 static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig)
@@ -648,12 +604,6 @@ static struct trace_determ *determ_open(struct lease_store *s, const char *id, c
 		return NULL;
 	}
 	return trace_determ_new(id, epoch, trace_tsc_probe());
-}
-
-static int hook_fault(void *ctx, struct trace_guest *g, int sig)
-{
-	struct run_ctx *c = ctx;
-	return c->det ? trace_determ_on_fault(c->det, g, sig) : 0;
 }
 
 static json_t *result_json(const char *lease, const char *image, const char *sha,
@@ -1018,14 +968,14 @@ int trace_run_main(struct trace_run_opts *o)
 			goto fail;
 		}
 	}
-	struct trace_hooks hooks = { .ctx = &ctx, .on_start = hook_start, .on_fd = hook_fd };
-	hooks.on_exec = hook_exec; /* the image's identity, at least */
-	if (ctx.rec) {
-		hooks.on_entry = hook_entry;
-		hooks.on_exit = hook_exit;
-		hooks.on_spawn = hook_spawn;
-		hooks.on_proc_exit = hook_proc_exit;
-	}
+	struct trace_layer layers[TRACE_LAYERS] = {
+		[TRACE_LAYER_CONTROL] = { .ctx = &ctx, .on_start = hook_start, .on_fd = hook_fd,
+					  .on_exec = hook_exec, .on_tick = hook_tick,
+					  .on_signal = hook_signal },
+		[TRACE_LAYER_DETERM] = trace_determ_layer(ctx.det),
+		[TRACE_LAYER_RESTORE] = { .ctx = &ctx, .on_exec = hook_restore },
+		[TRACE_LAYER_RECORD] = trace_rec_layer(ctx.rec),
+	};
 	struct trace_config cfg = {
 		.argv = (const char *const *)o->argv,
 		.envp = (const char *const *)env,
@@ -1049,7 +999,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.filter_cache = filters,
 		.store_dir = store_real,
 		.host_signals = 1, /* sbx-run's own process: SIGTERM & co. end the run */
-		.hooks = &hooks,
+		.layers = layers,
 		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
 			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
 			!strcmp(o->trace_level, "all") ? TRACE_LEVEL_ALL : TRACE_LEVEL_FILE) : TRACE_LEVEL_FILE) : 0,
@@ -1062,24 +1012,16 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 	}
 	ctx.ins = trace_bound_inspector(bound);
+	layers[TRACE_LAYER_INSPECT] = trace_inspector_layer(ctx.ins);
 	if (ctx.ins && o->restore_exec) /* no observation of a lease still Funded */
 		trace_inspector_hold(ctx.ins, 1);
 	/* level file: readlink need not stop unless an inspector looks at file calls */
 	if (ctx.rec && !(o->trace_level && strcmp(o->trace_level, "file") != 0) &&
 	    !(ctx.ins && (trace_inspector_classes(ctx.ins) & TRACE_CLASS_FILE)))
 		cfg.trace_classes |= TRACE_FILTER_NO_READLINK;
-	hooks.on_entry = hook_entry;
-	hooks.on_exit = hook_exit;
-	hooks.on_call = hook_call;
-	hooks.on_spawn = hook_spawn;
-	hooks.on_proc_exit = hook_proc_exit;
-	hooks.on_tick = hook_tick;
-	if (o->snapshot_on_exit_signal)
-		hooks.on_signal = hook_signal;
 	if (ctx.det) { /* SPEC §9 */
 		cfg.trace_classes |= trace_determ_classes();
 		cfg.tsc_sigsegv = trace_tsc_probe();
-		hooks.on_fault = hook_fault;
 	}
 	int rc = trace_run(&cfg, &res, &e);
 	if (ctx.rec && ctx.ins) {

@@ -45,11 +45,13 @@ struct tstate {
 	int dead;                 /* reaped before its parent's fork event: kept for it */
 	int seen;                 /* it stopped here at least once: a guest task */
 	int exit_kept, wstatus;   /* its exit, told to the hooks after its spawn */
+	void *slot[TRACE_LAYERS]; /* each layer's state of this task */
 };
 
 struct trace_supervisor {
 	struct trace_plan *p;
-	const struct trace_hooks *h;
+	const struct trace_layer *l; /* NULL, or TRACE_LAYERS walked in order */
+	int has_entry, has_exit, has_call;
 	struct trace_result *res;
 	pid_t init, guest;
 	int init_gone, guest_gone;
@@ -70,6 +72,90 @@ struct trace_guest {
 	struct trace_supervisor *sv;
 	struct tstate *ts;
 };
+
+/* The walk over the layers in their order (enum trace_layer_slot). */
+#define EACH_LAYER(sv, L) \
+	for (const struct trace_layer *L = (sv)->l; L && L < (sv)->l + TRACE_LAYERS; L++)
+
+enum stop_hook { HOOK_ENTRY, HOOK_CALL, HOOK_EXIT };
+
+/* A syscall stop through the layers; the first that fails ends the walk. */
+static int layers_stop(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st,
+		       enum stop_hook k)
+{
+	EACH_LAYER(sv, l) {
+		int (*f)(void *, struct trace_guest *, struct trace_stop *) =
+			k == HOOK_ENTRY ? l->on_entry : k == HOOK_CALL ? l->on_call : l->on_exit;
+		if (f && f(l->ctx, g, st) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int layers_start(struct trace_supervisor *sv)
+{
+	EACH_LAYER(sv, l)
+		if (l->on_start && l->on_start(l->ctx, sv) < 0)
+			return -1;
+	return 0;
+}
+
+static int layers_exec(struct trace_supervisor *sv, pid_t pid, pid_t ppid, const char *path)
+{
+	EACH_LAYER(sv, l)
+		if (l->on_exec && l->on_exec(l->ctx, sv, pid, ppid, path) < 0)
+			return -1;
+	return 0;
+}
+
+static void layers_spawn(struct trace_supervisor *sv, pid_t parent, pid_t child,
+			 unsigned long flags)
+{
+	EACH_LAYER(sv, l)
+		if (l->on_spawn)
+			l->on_spawn(l->ctx, sv, parent, child, flags);
+}
+
+static void layers_proc_exit(struct trace_supervisor *sv, pid_t tid, int wstatus)
+{
+	EACH_LAYER(sv, l)
+		if (l->on_proc_exit)
+			l->on_proc_exit(l->ctx, sv, tid, wstatus);
+}
+
+/* Every layer's periodic work runs; any of them may stop the guest. */
+static int layers_tick(struct trace_supervisor *sv)
+{
+	int stop = 0;
+	EACH_LAYER(sv, l)
+		if (l->on_tick && l->on_tick(l->ctx, sv))
+			stop = 1;
+	return stop;
+}
+
+static int layers_fd(struct trace_supervisor *sv, int fd)
+{
+	int rc = 0;
+	EACH_LAYER(sv, l)
+		if (l->on_fd && l->on_fd(l->ctx, sv, fd) < 0)
+			rc = -1;
+	return rc;
+}
+
+static void layers_signal(struct trace_supervisor *sv, pid_t tid, int sig)
+{
+	EACH_LAYER(sv, l)
+		if (l->on_signal)
+			l->on_signal(l->ctx, sv, tid, sig);
+}
+
+static int layers_fault(struct trace_supervisor *sv, struct trace_guest *g, int sig)
+{
+	EACH_LAYER(sv, l)
+		if (l->on_fault && l->on_fault(l->ctx, g, sig) > 0)
+			return 1;
+	return 0;
+}
 
 /* The tracer thread blocks in waitpid itself, so a stop costs one waitpid and the
  * ptrace calls, nothing else (no poll, no signalfd reads, no extra waitpid). Every
@@ -243,6 +329,9 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 		if ((*pp)->tid == tid) {
 			struct tstate *t = *pp;
 			*pp = t->next;
+			EACH_LAYER(sv, l)
+				if (t->slot[l - sv->l] && l->slot_free)
+					l->slot_free(l->ctx, t->slot[l - sv->l]);
 			sv->nheld -= t->held;
 			sv->ndead -= t->dead;
 			free(t);
@@ -309,6 +398,17 @@ int trace_guest_get_regs(struct trace_guest *g, struct user_regs_struct *r)
 int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r)
 {
 	return trace_regs_set(g->ts->tid, r);
+}
+
+void **trace_guest_slot(struct trace_guest *g, enum trace_layer_slot l)
+{
+	return &g->ts->slot[l];
+}
+
+void **trace_sv_slot(struct trace_supervisor *sv, pid_t tid, enum trace_layer_slot l)
+{
+	struct tstate *t = tstate_find(sv, tid);
+	return t ? &t->slot[l] : NULL;
 }
 
 int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t a[6])
@@ -427,9 +527,8 @@ static void kill_all(struct trace_supervisor *sv)
  * child of sbx-run's that never stopped here (none of the guest's) is not told. */
 static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawned)
 {
-	const struct trace_hooks *h = sv->h;
-	if (h && h->on_proc_exit && (spawned || t->seen || t->exit_kept))
-		h->on_proc_exit(h->ctx, t->tid, t->wstatus);
+	if (spawned || t->seen || t->exit_kept)
+		layers_proc_exit(sv, t->tid, t->wstatus);
 	tstate_free(sv, t->tid);
 }
 
@@ -542,10 +641,9 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		st->action = TRACE_DENIED;
 		st->deny_errno = refuse;
 	}
-	const struct trace_hooks *h = sv->h;
-	if (h && h->on_entry && st->sys)
+	if (sv->has_entry && st->sys)
 		decode_paths(&g, st);
-	if (h && h->on_entry && h->on_entry(h->ctx, &g, st) < 0)
+	if (sv->has_entry && layers_stop(sv, &g, st, HOOK_ENTRY) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	if (refuse) {
 		st->action = TRACE_DENIED; /* a hook cannot lift the boundary's refusal */
@@ -555,7 +653,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;
 	}
-	t->want_exit = st->want_exit && h && h->on_exit;
+	t->want_exit = st->want_exit && sv->has_exit;
 	t->check_peer = st->nr == TRACE_SYS_connect && st->action != TRACE_DENIED;
 	resume(sv, t->tid, t->want_exit || t->check_peer ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 }
@@ -611,7 +709,6 @@ static void check_peer(struct trace_supervisor *sv, struct tstate *t, int64_t rv
 static void on_syscall_entry(struct trace_supervisor *sv, struct tstate *t,
 			     const struct __ptrace_syscall_info *info)
 {
-	const struct trace_hooks *h = sv->h;
 	struct trace_stop *st = &t->st;
 	memset(st, 0, sizeof *st);
 	st->tid = t->tid;
@@ -623,9 +720,9 @@ static void on_syscall_entry(struct trace_supervisor *sv, struct tstate *t,
 	memcpy(st->args, info->entry.args, sizeof st->args);
 	st->action = TRACE_ALLOWED;
 	struct trace_guest g = { sv, t };
-	if (h && h->on_call && t->tid != sv->init && h->on_call(h->ctx, &g, st) < 0)
+	if (sv->has_call && t->tid != sv->init && layers_stop(sv, &g, st, HOOK_CALL) < 0)
 		trace_sv_stop(sv, "inspector failed");
-	t->want_exit = st->want_exit && h && h->on_exit;
+	t->want_exit = st->want_exit && sv->has_exit;
 	resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
@@ -657,7 +754,7 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 			struct trace_guest g = { sv, t };
 			t->st.has_result = 1;
 			t->st.result = info.exit.rval;
-			if (sv->h->on_exit(sv->h->ctx, &g, &t->st) < 0)
+			if (layers_stop(sv, &g, &t->st, HOOK_EXIT) < 0)
 				trace_sv_stop(sv, "inspector failed");
 		}
 	}
@@ -678,7 +775,6 @@ static void note_guest(struct trace_supervisor *sv, pid_t tid)
 static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, int sig)
 {
 	unsigned long msg = 0;
-	const struct trace_hooks *h = sv->h;
 	switch (event) {
 	case PTRACE_EVENT_SECCOMP:
 		on_seccomp(sv, t);
@@ -692,12 +788,13 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		if (!t->ppid)
 			proc_ids(t);
 		t->tgid = t->tid;
-		if (h && h->on_exec) {
+		if (sv->l) {
 			char link[64], exe[PATH_MAX];
 			snprintf(link, sizeof link, "/proc/%d/exe", (int)t->tid);
 			ssize_t n = readlink(link, exe, sizeof exe - 1);
 			exe[n < 0 ? 0 : n] = 0;
-			h->on_exec(h->ctx, t->tid, t->ppid, exe);
+			if (layers_exec(sv, t->tid, t->ppid, exe) < 0)
+				trace_sv_stop(sv, "exec refused");
 		}
 		if (sv->stopping) { /* a hook refused what was exec'd: not one instruction of it */
 			kill_all(sv);
@@ -731,8 +828,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		}
 		if (t->tid == sv->init)
 			note_guest(sv, child);
-		if (h && h->on_spawn && t->tid != sv->init)
-			h->on_spawn(h->ctx, ptgid, child, flags);
+		if (t->tid != sv->init)
+			layers_spawn(sv, ptgid, child, flags);
 		if (gone && gone->dead) {
 			forget_dead(sv, gone, t->tid != sv->init);
 			break;
@@ -749,8 +846,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		if (!t->announced && t->tid != sv->init && t->tid != sv->guest) {
 			t->exit_kept = 1; /* told after its spawn (forget_dead) */
 			t->wstatus = (int)msg;
-		} else if (h && h->on_proc_exit && t->tid != sv->init) {
-			h->on_proc_exit(h->ctx, t->tid, (int)msg);
+		} else if (t->tid != sv->init) {
+			layers_proc_exit(sv, t->tid, (int)msg);
 		}
 		break;
 	case PTRACE_EVENT_STOP:
@@ -828,12 +925,12 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		on_event(sv, t, event, sig);
 	else {
 		struct trace_guest g = { sv, t };
-		if (sv->h && sv->h->on_fault && sv->h->on_fault(sv->h->ctx, &g, sig) > 0) {
+		if (layers_fault(sv, &g, sig)) {
 			resume(sv, tid, PTRACE_CONT, 0); /* handled: not delivered */
 			return;
 		}
-		if (sv->h && sv->h->on_signal && tid == sv->guest)
-			sv->h->on_signal(sv->h->ctx, sv, tid, sig);
+		if (tid == sv->guest)
+			layers_signal(sv, tid, sig);
 		resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}
 }
@@ -884,7 +981,12 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	struct trace_supervisor sv;
 	memset(&sv, 0, sizeof sv);
 	sv.p = p;
-	sv.h = p->cfg->hooks;
+	sv.l = p->cfg->layers;
+	EACH_LAYER(&sv, l) {
+		sv.has_entry |= !!l->on_entry;
+		sv.has_exit |= !!l->on_exit;
+		sv.has_call |= !!l->on_call;
+	}
 	sv.res = res;
 	sv.init = init_pid;
 	tstate_get(&sv, init_pid)->tgid = init_pid;
@@ -914,7 +1016,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	}
 
 	sv.tick_us = TICK_MS * 1000;
-	if (sv.h && sv.h->on_start && sv.h->on_start(sv.h->ctx, &sv) < 0)
+	if (layers_start(&sv) < 0)
 		trace_sv_stop(&sv, "start hook failed");
 	int errfd = p->err_fd[0];
 	p->err_fd[0] = -1;
@@ -931,7 +1033,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		uint64_t now = common_mono_us();
 		if (now >= next_tick) {
 			sv.tick_us = TICK_MS * 1000;
-			if (sv.h && sv.h->on_tick && !killed && sv.h->on_tick(sv.h->ctx, &sv))
+			if (!killed && layers_tick(&sv))
 				trace_sv_stop(&sv, NULL);
 			if (sv.nheld || sv.ndead)
 				release_orphans(&sv, now);
@@ -959,8 +1061,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 				if (pf[1].revents)
 					read_setup_pipe(&sv, &errfd);
 				for (nfds_t i = 2; i < n; i++)
-					if (pf[i].revents && sv.h && sv.h->on_fd &&
-					    sv.h->on_fd(sv.h->ctx, &sv, pf[i].fd) < 0)
+					if (pf[i].revents && layers_fd(&sv, pf[i].fd) < 0)
 						trace_sv_stop(&sv, "control failed");
 			}
 			if ((sv.stopping || sv.setup_failed) && !killed)
@@ -988,8 +1089,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		while (errfd >= 0)
 			read_setup_pipe(&sv, &errfd);
 	}
-	if (sv.h && sv.h->on_tick)
-		sv.h->on_tick(sv.h->ctx, &sv);
+	layers_tick(&sv);
 	if (sv.stopping)
 		snprintf(res->stop_reason, sizeof res->stop_reason, "%s", sv.reason[0] ? sv.reason : "hook");
 	for (size_t b = 0; b < NBUCKET; b++)

@@ -1,5 +1,5 @@
 /* trace/sv: trace_run and the supervisor: one loop over every stop of the guest
- * tree, the hooks features plug into it, and the output relay. */
+ * tree, the ordered layers features plug into it, and the output relay. */
 #ifndef SBX_TRACE_SV_H
 #define SBX_TRACE_SV_H
 
@@ -27,7 +27,32 @@ struct trace_guest;      /* the stopped thread inside a hook; opaque */
 struct trace_supervisor; /* the running supervisor inside a hook; opaque */
 struct user_regs_struct;
 
-struct trace_hooks {           /* all optional; ctx passed back */
+/* The layers features compose as, in the order the supervisor walks them at every
+ * hook point: each layer sees what the ones before it decided. The order is this
+ * enum and the walk in trace/sv/supervise.c, nowhere else. */
+enum trace_layer_slot {
+	/* the tool's own, first: its exec check precedes every feature, and its
+	 * tick feeds the trace's bytes to the inspector before the bounds are read */
+	TRACE_LAYER_CONTROL,
+	/* decides each call: policy, co-process, callback, metering and bounds */
+	TRACE_LAYER_INSPECT,
+	/* answers from virtual state what the inspector let through */
+	TRACE_LAYER_DETERM,
+	/* rebuilds a restored guest at its first exec, once determinism rewrote the auxv */
+	TRACE_LAYER_RESTORE,
+	/* records the final action and the emulated result */
+	TRACE_LAYER_RECORD,
+	/* the tool's own, last: what follows a recorded event (sbx_call's patch, a
+	 * replay's stop at the disputed step) */
+	TRACE_LAYER_AFTER,
+	TRACE_LAYERS
+};
+
+/* One layer: all hooks optional, ctx passed back. At entry, call, exit, exec and
+ * start a hook returning <0 ends the walk and stops the guest; tick, fd, spawn,
+ * proc_exit and signal reach every layer; at a fault the first layer handling it
+ * ends the walk. */
+struct trace_layer {
 	void *ctx;
 	/* once, after the guest tree exists and before its first instruction */
 	int (*on_start)(void *ctx, struct trace_supervisor *sv);
@@ -43,14 +68,20 @@ struct trace_hooks {           /* all optional; ctx passed back */
 	int (*on_exit)(void *ctx, struct trace_guest *g, struct trace_stop *st);
 	/* PTRACE_EVENT_EXEC, before the new program's first instruction: path is what the
 	 * thread really executes (/proc/PID/exe), its argv is /proc/PID/cmdline; a failed
-	 * execve reaches only on_entry */
-	void (*on_exec)(void *ctx, pid_t pid, pid_t ppid, const char *path);
-	void (*on_spawn)(void *ctx, pid_t parent, pid_t child, unsigned long clone_flags);
-	void (*on_proc_exit)(void *ctx, pid_t pid, int wstatus); /* at PTRACE_EVENT_EXIT: /proc/pid still readable */
+	 * execve reaches only on_entry. <0: the layer stopped the guest (trace_sv_stop
+	 * names why) and not one instruction of the program runs. */
+	int (*on_exec)(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
+		       const char *path);
+	/* parent is the creator's thread group */
+	void (*on_spawn)(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t child,
+			 unsigned long clone_flags);
+	/* at PTRACE_EVENT_EXIT: /proc/pid still readable; the layer frees its slot here */
+	void (*on_proc_exit)(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus);
 	/* at least every 250 ms while the guest runs (and once at the end); nonzero stops
 	 * the guest tree, with trace_sv_stop()'s reason if set, else "hook" */
 	int (*on_tick)(void *ctx, struct trace_supervisor *sv);
-	/* an fd registered with trace_sv_watch() is readable; <0 stops the guest */
+	/* an fd registered with trace_sv_watch() is readable (a layer ignores fds not
+	 * its own); <0 stops the guest */
 	int (*on_fd)(void *ctx, struct trace_supervisor *sv, int fd);
 	/* the guest's main thread is in a signal-delivery stop for sig, which is
 	 * passed on afterwards (the hook may inject syscalls; it must not resume it) */
@@ -58,6 +89,8 @@ struct trace_hooks {           /* all optional; ctx passed back */
 	/* any thread's signal-delivery stop, before on_signal: 1 when the hook handled
 	 * the signal (it is then not delivered), 0 to deliver it */
 	int (*on_fault)(void *ctx, struct trace_guest *g, int sig);
+	/* a task is forgotten with this layer's slot still set (its exit never came) */
+	void (*slot_free)(void *ctx, void *slot);
 };
 struct trace_result {
 	int exited, status;           /* guest exit status when exited */
@@ -89,6 +122,11 @@ int trace_guest_get_regs(struct trace_guest *g, struct user_regs_struct *r);
 int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r);
 /* At an entry stop: run nr with args instead (re-checked by the filter). */
 int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t args[6]);
+/* Per-task state: one pointer per layer in the supervisor's record of each task,
+ * NULL until the layer sets it. The stopped thread's; any task's of this run (NULL
+ * when tid is none). */
+void **trace_guest_slot(struct trace_guest *g, enum trace_layer_slot l);
+void **trace_sv_slot(struct trace_supervisor *sv, pid_t tid, enum trace_layer_slot l);
 /* The supervisor inside hooks. */
 int trace_sv_watch(struct trace_supervisor *sv, int fd);    /* poll fd; on_fd when readable */
 void trace_sv_stop(struct trace_supervisor *sv, const char *reason); /* kill the guest tree */

@@ -1,8 +1,11 @@
 /* trace/sys: the syscall table (trace/sys/syscalls.def and facts.def are the one
- * place syscall facts live) and the filter modifiers that select from it. */
+ * place syscall facts live), the filter modifiers that select from it, and the
+ * boundary's verdict and seccomp program walked over it. */
 #ifndef SBX_TRACE_SYS_H
 #define SBX_TRACE_SYS_H
 
+#include <fcntl.h>
+#include <linux/filter.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "trace/trace.h"
@@ -85,5 +88,25 @@ int trace_sys_rules_errno(long nr, const uint64_t a[6]);
 /* With TRACE_CLASS_LOAD alone, the largest read the filter lets run without a stop. */
 #define TRACE_LOAD_SMALL (128u << 10)
 #define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap TRACE_FACT_DETERM calls */
+
+#define TRACE_GUEST_UID 1000      /* uid/gid inside: the only ids a guest may take or give */
+/* open(2) flags that create an inode */
+#define TRACE_CREATE_FLAGS (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
+/* SECCOMP_RET_DATA tags: hints only; the supervisor decides from the syscall
+ * itself, because a guest-installed filter can return TRACE with any data. */
+enum {
+	TRACE_TAG_UNKNOWN = 1, /* number not in the table */
+	TRACE_TAG_EXEC = 2,    /* execve/execveat */
+	TRACE_TAG_REFUSED = 3, /* always refused, or refused by an argument check */
+	TRACE_TAG_CLASS = 4,   /* a class the caller asked to trace */
+	TRACE_TAG_BADARCH = 5, /* i386 (int 0x80) or x32 */
+};
+/* The boundary's own verdict on a trapped syscall (trace/sys/filter.c): 0 allow,
+ * else the errno. */
+int trace_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
+/* The seccomp program for classes into *prog (malloc'd filter). */
+int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
+/* The same written to fd (tests and sbx-run --print-filter). */
+int trace_filter_export(unsigned classes, int fd, struct common_err *e);
 
 #endif
