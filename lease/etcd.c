@@ -564,10 +564,15 @@ int lease_etcd_txn(struct lease_etcd *c, const json_t *cmp, const json_t *puts, 
 	json_array_foreach(puts, i, it) {
 		char *k = full_key(c, json_string_value(json_array_get(it, 0)));
 		const char *v = json_string_value(json_array_get(it, 1));
-		char *bv = b64(v, strlen(v));
-		json_array_append_new(json_object_get(req, "success"),
-				      json_pack("{s:{s:o, s:s}}", "request_put", "key", b64_str(k),
-						"value", bv));
+		char *bv = v ? b64(v, strlen(v)) : NULL;
+		if (v)
+			json_array_append_new(json_object_get(req, "success"),
+					      json_pack("{s:{s:o, s:s}}", "request_put", "key",
+							b64_str(k), "value", bv));
+		else
+			json_array_append_new(json_object_get(req, "success"),
+					      json_pack("{s:{s:o}}", "request_delete_range", "key",
+							b64_str(k)));
 		free(bv);
 		free(k);
 	}

@@ -38,6 +38,15 @@ struct lease_backend {
 	/* Receipts, each lease's in chain order: all, or id's with seq > after */
 	int (*receipts)(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
 			void *arg, struct common_err *e);
+	/* Snapshot records, PREFIX/snapshot/HEX (the directory store keeps none: its
+	 * snapshots directory is the record, so put is 1, get NULL). get: *rec NULL when
+	 * absent; put: 1 put, 0 when a record was there already; del: the record gone */
+	int (*snap_get)(struct lease_store *s, const char *hex, json_t **rec, struct common_err *e);
+	int (*snap_put)(struct lease_store *s, const char *hex, const json_t *rec,
+			struct common_err *e);
+	int (*snap_del)(struct lease_store *s, const char *hex, struct common_err *e);
+	/* Every record, by digest */
+	int (*snap_all)(struct lease_store *s, json_t **recs, struct common_err *e);
 };
 extern const struct lease_backend lease_file_backend, lease_etcd_backend;
 
@@ -45,6 +54,8 @@ struct lease_store {
 	const struct lease_backend *be;
 	char *name;     /* how messages name the store: dir, or the etcd URL */
 	char *dir;      /* the store directory, or with etcd this host's part */
+	char *snapdir;  /* where new snapshots go: $SBX_SNAPSHOT_DIR, else dir/snapshots */
+	int snapshared; /* snapdir is $SBX_SNAPSHOT_DIR, shared by hosts */
 	struct lease_etcd *etcd;
 	json_t *reads;  /* etcd: key -> [mod_revision, value] read by this transition */
 	json_t *signers; /* etcd: registered public keys seen */
@@ -80,7 +91,8 @@ int lease_etcd_decode(struct lease_etcd *c, long status, const char *body, size_
 /* *val NULL and *rev 0 when key is absent */
 int lease_etcd_get(struct lease_etcd *c, const char *key, char **val, int64_t *rev,
 		   struct common_err *e);
-/* Puts [[key, value], …] when every [[key, mod_revision], …] of cmp still holds:
+/* Puts [[key, value], …] (a null value deletes key) when every [[key, mod_revision], …]
+ * of cmp still holds (mod_revision 0: key absent):
  * 1 applied (at *rev), 0 not (nothing written), -1 error */
 int lease_etcd_txn(struct lease_etcd *c, const json_t *cmp, const json_t *puts, int64_t *rev,
 		   struct common_err *e);
@@ -134,6 +146,12 @@ int lease_ns_effect(struct lease_store *s, const json_t *rec, struct common_err 
 int lease_file_ids(struct lease_store *s, char ***ids, size_t *n, struct common_err *e);
 int lease_file_receipts(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
 			void *arg, struct common_err *e);
+/* snapshot.c: the directory back end's snapshot records (none: see lease_backend) */
+int lease_file_snap_get(struct lease_store *s, const char *hex, json_t **rec, struct common_err *e);
+int lease_file_snap_put(struct lease_store *s, const char *hex, const json_t *rec,
+			struct common_err *e);
+int lease_file_snap_del(struct lease_store *s, const char *hex, struct common_err *e);
+int lease_file_snap_all(struct lease_store *s, json_t **recs, struct common_err *e);
 /* Leases whose run died holding them (claim file left, nobody holds it). */
 int lease_run_orphans(struct lease_store *s, char ***ids, size_t *n, struct common_err *e);
 /* Remove a dead run's claim file and control socket. */

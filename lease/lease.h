@@ -208,6 +208,29 @@ int lease_receipt_check(const json_t *r, const char *name, struct common_err *e)
 /* Shape of a lease record (the "lease" member of leases/ID.json). */
 int lease_record_check(const json_t *rec, const char *name, struct common_err *e);
 
+/* Snapshots (SPEC §8.3): where their chunks go and are found, and the record the
+ * store keeps of each (with etcd every host finds it there). */
+/* Where new snapshots go: $SBX_SNAPSHOT_DIR (a directory hosts share), else this host's. */
+const char *lease_snapshot_top(const struct lease_store *s);
+/* Register snapshot rec {"digest", "manifest" (88 hex), "bytes", "chunks",
+ * "persisted_bytes", "lease", "principal", "host_program", "image", "batch"}; the
+ * store adds "signer", "host" and "location" ("shared" or "host"). 1 registered
+ * now, 0 when the same manifest was already; another manifest is refused. */
+int lease_snapshot_register(struct lease_store *s, const json_t *rec, struct common_err *e);
+int lease_snapshot_unregister(struct lease_store *s, const char *hex, struct common_err *e);
+/* The record of hex, checked; *rec NULL when the store keeps none. */
+int lease_snapshot_lookup(struct lease_store *s, const char *hex, json_t **rec,
+			  struct common_err *e);
+/* Every record, checked, by digest. */
+int lease_snapshot_records(struct lease_store *s, json_t **recs, struct common_err *e);
+/* The directory holding hex's chunks (malloc'd): the shared one, else this host's;
+ * when neither does, an error saying where rec (may be NULL) puts them. */
+char *lease_snapshot_chunks(struct lease_store *s, const char *hex, const json_t *rec,
+			    struct common_err *e);
+/* Shape of a snapshot record (hex NULL: any digest); also a fuzz entry point. */
+int lease_snapshot_record_check(const json_t *rec, const char *hex, const char *name,
+				struct common_err *e);
+
 /* The sbx-lease tool: parses argv, runs one command, returns the exit code. */
 int lease_cli_main(int argc, char **argv);
 

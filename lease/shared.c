@@ -2,7 +2,7 @@
  * clock and registered host keys in one cluster; every transition is one etcd
  * transaction over the revisions it read, run again when another client won.
  * Keys under PREFIX: lease/ID, receipt/ID/SEQ (20 digits), slots/PRINCIPAL,
- * clock, keys/PUBHEX. */
+ * clock, keys/PUBHEX, snapshot/HEX (snapshot.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +286,71 @@ static int shared_receipts(struct lease_store *s, const char *id, int64_t after,
 	return rc;
 }
 
+static int shared_snap_get(struct lease_store *s, const char *hex, json_t **rec,
+			   struct common_err *e)
+{
+	char key[KEY_MAX];
+
+	snprintf(key, sizeof key, "snapshot/%s", hex);
+	return get_json(s, key, rec, e);
+}
+
+static int shared_snap_put(struct lease_store *s, const char *hex, const json_t *rec,
+			   struct common_err *e)
+{
+	char key[KEY_MAX];
+	json_t *cmp, *puts;
+	int64_t rev;
+	int done;
+
+	snprintf(key, sizeof key, "snapshot/%s", hex);
+	cmp = json_pack("[[s, i]]", key, 0);
+	puts = json_pack("[o]", put_json(key, rec));
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	json_decref(cmp);
+	json_decref(puts);
+	return done;
+}
+
+static int shared_snap_del(struct lease_store *s, const char *hex, struct common_err *e)
+{
+	char key[KEY_MAX];
+	json_t *cmp = json_array(), *puts;
+	int64_t rev;
+	int done;
+
+	snprintf(key, sizeof key, "snapshot/%s", hex);
+	puts = json_pack("[[s, n]]", key);
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	json_decref(cmp);
+	json_decref(puts);
+	return done < 0 ? -1 : 0;
+}
+
+static int shared_snap_all(struct lease_store *s, json_t **recs, struct common_err *e)
+{
+	json_t *kvs, *kv, *r;
+	size_t i;
+
+	*recs = NULL;
+	if (lease_etcd_range(s->etcd, "snapshot/", NULL, &kvs, e) < 0)
+		return -1;
+	*recs = json_array();
+	json_array_foreach(kvs, i, kv) {
+		const char *k = json_string_value(json_array_get(kv, 0));
+		const char *v = json_string_value(json_array_get(kv, 1));
+		if (!(r = common_json_load(v, strlen(v), k, e))) {
+			json_decref(kvs);
+			json_decref(*recs);
+			*recs = NULL;
+			return -1;
+		}
+		json_array_append_new(*recs, r);
+	}
+	json_decref(kvs);
+	return 0;
+}
+
 const struct lease_backend lease_etcd_backend = {
 	.pair_read = shared_pair_read,
 	.slots_read = shared_slots_read,
@@ -294,6 +359,10 @@ const struct lease_backend lease_etcd_backend = {
 	.clock_write = shared_clock_write,
 	.ids = shared_ids,
 	.receipts = shared_receipts,
+	.snap_get = shared_snap_get,
+	.snap_put = shared_snap_put,
+	.snap_del = shared_snap_del,
+	.snap_all = shared_snap_all,
 };
 
 /* Put key = val unless key exists. A read first: opening a store is common and a

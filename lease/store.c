@@ -310,6 +310,9 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 	}
 	if (common_mkdir_p(s->dir, 0700, e) < 0)
 		goto fail;
+	s->snapshared = getenv("SBX_SNAPSHOT_DIR") && *getenv("SBX_SNAPSHOT_DIR");
+	s->snapdir = s->snapshared ? common_xstrdup(getenv("SBX_SNAPSHOT_DIR"))
+				   : lease_path(s, "snapshots");
 	kp = lease_path(s, "authority.key");
 	if (access(kp, F_OK) < 0) {
 		/* Re-check the key: a concurrent first use may have just created the store. */
@@ -357,6 +360,7 @@ void lease_store_close(struct lease_store *s)
 	lease_etcd_close(s->etcd);
 	memset(&s->key, 0, sizeof s->key);
 	free(s->dir);
+	free(s->snapdir);
 	free(s->name);
 	free(s);
 }
@@ -990,4 +994,8 @@ const struct lease_backend lease_file_backend = {
 	.clock_write = file_clock_write,
 	.ids = lease_file_ids,
 	.receipts = lease_file_receipts,
+	.snap_get = lease_file_snap_get,
+	.snap_put = lease_file_snap_put,
+	.snap_del = lease_file_snap_del,
+	.snap_all = lease_file_snap_all,
 };

@@ -32,19 +32,67 @@ static const char *user_name(void)
 	return pw ? pw->pw_name : "unknown";
 }
 
-/* The stored snapshot with digest hex, verified and decoded. */
+/* im's manifest must be the one the store registered (rec may be NULL: none). */
+static int check_registered(const struct snap_image *im, const char *hex, const json_t *rec,
+			    const char *dir, struct common_err *e)
+{
+	struct snap_manifest m;
+	uint8_t mb[SNAP_MANIFEST_LEN];
+	char got[2 * SNAP_MANIFEST_LEN + 1];
+
+	common_hex(im->digest, 32, got);
+	if (strcmp(got, hex) != 0)
+		return common_errf(e, "snapshot", "%s: the chunks in %s hash to snapshot %s; refused",
+				   hex, dir, got);
+	memcpy(m.digest, im->digest, 32);
+	m.len = im->len;
+	m.chunks = (uint32_t)((im->len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
+	snap_manifest_encode(&m, mb);
+	common_hex(mb, sizeof mb, got);
+	if (rec && strcmp(got, jstr(rec, "manifest")) != 0)
+		return common_errf(e, "snapshot", "%s: the chunks in %s make manifest %s, the store "
+				   "registered %s; refused", hex, dir, got, jstr(rec, "manifest"));
+	return 0;
+}
+
+/* dir's manifest must be the registered one before anything it claims is read. */
+static int manifest_registered(const char *dir, const char *hex, const json_t *rec,
+			       struct common_err *e)
+{
+	char *mp = common_xasprintf("%s/manifest", dir), *mb, got[2 * SNAP_MANIFEST_LEN + 1] = "";
+	size_t ml;
+	int rc = common_read_file(mp, SNAP_MANIFEST_LEN + 1, &mb, &ml, e);
+	if (rc == 0) {
+		if (ml == SNAP_MANIFEST_LEN)
+			common_hex((const uint8_t *)mb, ml, got);
+		if (strcmp(got, jstr(rec, "manifest")) != 0)
+			rc = common_errf(e, "snapshot", "%s: %s is not the manifest the store "
+					 "registered (%s); refused", hex, mp, jstr(rec, "manifest"));
+		free(mb);
+	}
+	free(mp);
+	return rc;
+}
+
+/* The stored snapshot with digest hex, found where the store says, verified
+ * against its registered manifest and decoded. */
 static int load_snapshot(struct lease_store *s, const char *hex, struct snap_image *im,
 			 json_t **meta, struct common_err *e)
 {
-	char *dir = snap_dir(s, hex, e);
-	if (!dir)
+	json_t *rec = NULL;
+	if (lease_snapshot_lookup(s, hex, &rec, e) < 0)
 		return -1;
-	struct stat sb;
-	if (stat(dir, &sb) < 0) {
-		free(dir);
-		return common_errf(e, hex, "no such snapshot in the store");
+	char *dir = lease_snapshot_chunks(s, hex, rec, e);
+	if (!dir) {
+		json_decref(rec);
+		return -1;
 	}
-	int rc = snap_store_read(dir, im, e);
+	int rc = rec ? manifest_registered(dir, hex, rec, e) : 0;
+	if (rc == 0 && (rc = snap_store_read(dir, im, e)) < 0)
+		common_err_context(e, "snapshot %s", hex);
+	if (rc == 0 && (rc = check_registered(im, hex, rec, dir, e)) < 0)
+		snap_image_free(im);
+	json_decref(rec);
 	if (rc == 0 && meta) {
 		char *mp = common_xasprintf("%s/meta.json", dir);
 		*meta = common_json_load_file(mp, SNAP_META_MAX, e);
@@ -137,36 +185,56 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The meta.json of every snapshot under top into by (digest -> meta), kept when there. */
+static void scan_local(const char *top, json_t *by)
+{
+	DIR *d = opendir(top);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strlen(de->d_name) != 64 || strspn(de->d_name, "0123456789abcdef") != 64 ||
+		    json_object_get(by, de->d_name))
+			continue;
+		char *mp = common_xasprintf("%s/%s/meta.json", top, de->d_name);
+		json_t *m = common_json_load_file(mp, SNAP_META_MAX, NULL);
+		if (json_is_object(m) && !strcmp(jstr(m, "digest"), de->d_name))
+			json_object_set(by, de->d_name, m);
+		json_decref(m);
+		free(mp);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The snapshots the store registered (every host's) and those stored here. */
 static int cmd_list(struct lease_store *s, const char *lease, enum common_format f,
 		    struct common_err *e)
 {
-	char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
-	DIR *d = opendir(top);
-	json_t *arr = json_array();
-	char **names = NULL;
-	size_t n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (strlen(de->d_name) == 64 && strspn(de->d_name, "0123456789abcdef") == 64) {
-			names = common_xrealloc(names, (n + 1) * sizeof *names);
-			names[n++] = common_xstrdup(de->d_name);
-		}
-	if (d)
-		closedir(d);
-	if (n)
-		qsort(names, n, sizeof *names, cmp_str);
-	for (size_t i = 0; i < n; i++) {
-		char *mp = common_xasprintf("%s/%s/meta.json", top, names[i]);
-		json_t *m = common_json_load_file(mp, SNAP_META_MAX, NULL);
-		if (m && json_is_object(m) && (!lease || !strcmp(jstr(m, "lease"), lease)))
-			json_array_append(arr, m);
-		json_decref(m);
-		free(mp);
-		free(names[i]);
+	json_t *recs, *by = json_object(), *arr = json_array(), *r;
+	size_t i, n = 0;
+	const char *k, **keys;
+	if (lease_snapshot_records(s, &recs, e) < 0) {
+		json_decref(by);
+		json_decref(arr);
+		return SBX_EXIT_FAIL;
 	}
-	free(names);
-	free(top);
-	(void)e;
+	json_array_foreach(recs, i, r)
+		json_object_set(by, jstr(r, "digest"), r);
+	json_decref(recs);
+	char *own = common_xasprintf("%s/snapshots", lease_store_dir(s));
+	scan_local(lease_snapshot_top(s), by);
+	scan_local(own, by);
+	free(own);
+	keys = common_xcalloc(json_object_size(by) + 1, sizeof *keys);
+	json_object_foreach(by, k, r)
+		keys[n++] = k;
+	qsort(keys, n, sizeof *keys, cmp_str);
+	for (i = 0; i < n; i++) {
+		r = json_object_get(by, keys[i]);
+		if (!lease || !strcmp(jstr(r, "lease"), lease))
+			json_array_append(arr, r);
+	}
+	free(keys);
+	json_decref(by);
 	return print_json(arr, f);
 }
 
@@ -195,7 +263,7 @@ static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 			json_array_append_new(fds, json_pack("{s:I,s:s,s:I}", "fd",
 					      (json_int_t)st.fds[i].fd, "path", st.fds[i].path,
 					      "pos", (json_int_t)st.fds[i].pos));
-		json_object_update(j, meta);
+		json_object_update_missing(j, meta); /* what was verified wins over meta.json */
 		json_object_set_new(j, "regions", json_integer((json_int_t)st.nregions));
 		json_object_set_new(j, "mapped_bytes", json_integer((json_int_t)mem));
 		json_object_set_new(j, "fds", fds);
@@ -310,8 +378,8 @@ static int cmd_import(struct lease_store *s, const char *file, struct common_err
 	archive_read_support_format_tar(a);
 	archive_read_support_format_gnutar(a);
 	char hex[65] = "";
-	char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
-	char *tmp = common_xasprintf("%s/.import.%d", top, (int)getpid());
+	char *top = common_xstrdup(lease_snapshot_top(s));
+	char *tmp = snap_tmp_name(top, "import");
 	int rc = 0, have_manifest = 0, have_meta = 0;
 	uint64_t total = 0;
 	common_rm_rf(tmp, NULL);
@@ -393,22 +461,35 @@ static int cmd_import(struct lease_store *s, const char *file, struct common_err
 		else
 			snap_state_free(&st);
 	}
+	json_t *meta = NULL;
 	if (rc == 0) {
 		char *mp = common_xasprintf("%s/meta.json", tmp);
-		json_t *m = common_json_load_file(mp, SNAP_META_MAX, e);
+		meta = common_json_load_file(mp, SNAP_META_MAX, e);
 		free(mp);
-		if (!m || !json_is_object(m) || strcmp(jstr(m, "digest"), hex))
-			rc = m ? common_errf(e, file, "meta.json does not describe snapshot %s", hex) : -1;
-		json_decref(m);
+		if (!meta || !json_is_object(meta) || strcmp(jstr(meta, "digest"), hex))
+			rc = meta ? common_errf(e, file, "meta.json does not describe snapshot %s", hex) : -1;
 	}
 	char *dir = rc == 0 ? common_xasprintf("%s/%s", top, hex) : NULL;
 	struct stat sb;
 	if (rc == 0 && stat(dir, &sb) == 0)
 		rc = common_errf(e, hex, "snapshot already in the store");
+	/* registered (or checked against the registered manifest) before it appears here */
+	int registered = 0;
+	if (rc == 0) {
+		struct snap_manifest m = { .len = im.len,
+					   .chunks = (uint32_t)((im.len + SNAP_CHUNK_MAX - 1) /
+								SNAP_CHUNK_MAX) };
+		memcpy(m.digest, im.digest, 32);
+		if ((registered = snap_register(s, meta, &m, e)) < 0)
+			rc = -1;
+	}
 	if (rc == 0 && rename(tmp, dir) < 0)
 		rc = common_errno(e, errno, "rename %s", tmp);
+	if (rc < 0 && registered == 1)
+		lease_snapshot_unregister(s, hex, NULL);
 	if (rc < 0)
 		common_rm_rf(tmp, NULL);
+	json_decref(meta);
 	snap_image_free(&im);
 	free(dir);
 	free(tmp);

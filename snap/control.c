@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -21,7 +22,43 @@ char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e)
 		common_errf(e, hex, "not a snapshot digest (64 lowercase hex digits)");
 		return NULL;
 	}
-	return common_xasprintf("%s/snapshots/%s", lease_store_dir(s), hex);
+	return common_xasprintf("%s/%s", lease_snapshot_top(s), hex);
+}
+
+char *snap_tmp_name(const char *top, const char *what)
+{
+	uint64_t r = 0;
+	char host[64] = "";
+
+	if (getrandom(&r, sizeof r, 0) < 0)
+		r = (uint64_t)common_mono_us();
+	gethostname(host, sizeof host - 1);
+	host[strcspn(host, "/")] = 0;
+	return common_xasprintf("%s/.%s.%s.%d.%016llx", top, what, host, (int)getpid(),
+				(unsigned long long)r);
+}
+
+int snap_register(struct lease_store *s, const json_t *meta, const struct snap_manifest *m,
+		  struct common_err *e)
+{
+	static const char *const keep[] = { "lease", "principal", "host_program", "image",
+					    "persisted_bytes", "batch" };
+	uint8_t mb[SNAP_MANIFEST_LEN];
+	char mhex[2 * SNAP_MANIFEST_LEN + 1], hex[COMMON_SHA256_HEX];
+	json_t *rec;
+	int rc;
+
+	snap_manifest_encode(m, mb);
+	common_hex(mb, sizeof mb, mhex);
+	common_hex(m->digest, 32, hex);
+	rec = json_pack("{s:s, s:s, s:I, s:I}", "digest", hex, "manifest", mhex, "bytes",
+			(json_int_t)m->len, "chunks", (json_int_t)m->chunks);
+	for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+		if (json_object_get(meta, keep[i]))
+			json_object_set(rec, keep[i], json_object_get(meta, keep[i]));
+	rc = lease_snapshot_register(s, rec, e);
+	json_decref(rec);
+	return rc;
 }
 
 static const char *jstr(const json_t *o, const char *k)
@@ -104,7 +141,8 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	char *ns = NULL, *dir = NULL, *tmp = NULL;
 	char hex[COMMON_SHA256_HEX];
 	pid_t guest = rq->guest;
-	int stop = rq->stop, at_stop = rq->at_stop, created = 0, ok = -1;
+	int stop = rq->stop, at_stop = rq->at_stop, created = 0, registered = 0, ok = -1;
+	json_t *meta = NULL;
 
 	memset(taken, 0, sizeof *taken);
 	if (!lease || guest <= 0) {
@@ -138,9 +176,9 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	struct admit_ctx adm = { s, lease, l, 0 };
 	o.admit = admit_snapshot;
 	o.admit_ctx = &adm;
-	char *top = common_xasprintf("%s/snapshots", lease_store_dir(s));
+	char *top = common_xstrdup(lease_snapshot_top(s));
 	int rc = common_mkdir_p(top, 0700, &e);
-	tmp = common_xasprintf("%s/.take.%d", top, (int)getpid());
+	tmp = snap_tmp_name(top, "take");
 	free(top);
 	if (rc < 0)
 		goto fail;
@@ -160,28 +198,32 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	struct stat sb;
 	if (!dir)
 		goto fail;
+	uint64_t batch = 0;
+	lease_store_batch(s, &batch, NULL);
+	meta = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "digest", hex, "lease", lease,
+			 "principal", jstr(l, "principal"), "host_program", jstr(l, "host_program"),
+			 "image", jstr(json_object_get(l, "image"), "sha256"), "bytes",
+			 (json_int_t)man.len, "chunks", (json_int_t)man.chunks, "persisted_bytes",
+			 (json_int_t)persist, "batch", (json_int_t)batch);
 	if (stat(dir, &sb) < 0) {
-		if (rename(tmp, dir) < 0) {
+		/* another host may have stored the same digest meanwhile in a shared dir */
+		if (rename(tmp, dir) < 0 && errno != ENOTEMPTY && errno != EEXIST) {
 			common_errno(&e, errno, "rename %s to %s", tmp, dir);
 			goto fail;
 		}
-		created = 1;
-		uint64_t batch = 0;
-		lease_store_batch(s, &batch, NULL);
-		json_t *meta = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "digest", hex,
-					 "lease", lease, "principal", jstr(l, "principal"),
-					 "host_program", jstr(l, "host_program"), "image",
-					 jstr(json_object_get(l, "image"), "sha256"),
-					 "bytes", (json_int_t)man.len, "chunks", (json_int_t)man.chunks,
-					 "persisted_bytes", (json_int_t)persist, "batch", (json_int_t)batch);
+		created = access(tmp, F_OK) != 0;
+	}
+	if (created) {
 		char *txt = common_json_canonical(meta), *mp = common_xasprintf("%s/meta.json", dir);
 		rc = common_write_atomic(mp, txt, strlen(txt), 0600, &e);
 		free(txt);
 		free(mp);
-		json_decref(meta);
 		if (rc < 0)
 			goto fail;
 	}
+	/* the chunks are durable: now every host of the store may learn of them */
+	if ((registered = snap_register(s, meta, &man, &e)) < 0)
+		goto fail;
 	if (lease_head(s, lease, &head, &e) < 0)
 		goto fail;
 	json_t *args = json_pack("{s:s,s:I}", "snapshot", hex, "bytes", (json_int_t)persist);
@@ -197,6 +239,8 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	ok = 0;
 	goto done;
 fail:
+	if (registered == 1)
+		lease_snapshot_unregister(s, hex, NULL);
 	if (created)
 		common_rm_rf(dir, NULL);
 	*ep = e;
@@ -205,6 +249,7 @@ done:
 		common_rm_rf(tmp, NULL);
 	free(tmp);
 	json_decref(rec);
+	json_decref(meta);
 	json_decref(head);
 	json_decref(out);
 	free(ns);

@@ -208,28 +208,60 @@ check_race() {
 	assert_success
 }
 
-@test "a running guest moves to another host: snapshot on one, export | import, restore on the other" {
+# A guest of 60 steps started on host 0 and snapshotted (stopped) there midway:
+# sets want (the uninterrupted run's output), src and digest.
+snapshot_on_host0() {
 	steps=60
 	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" $steps)
 	src=$(on_host 0 request --image "$GUESTS/snap_steps" --escrow 10 --limits namespace_bytes=64M |
 		on_host 0 fund --amount 10 --evidence - | on_host 0 activate --evidence - | jq -r .lease.id)
-	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0"
-	sbx-run --lease "$src" -- "$GUESTS/snap_steps" $steps >src.out 2>src.err &
+	local ns="$BATS_TEST_TMPDIR/host0/ns/$src" pid
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0" sbx-run --lease "$src" -- "$GUESTS/snap_steps" $steps \
+		>src.out 2>src.err &
 	pid=$!
-	ns="$SBX_HOST_DIR/ns/$src"
 	until [ -f "$ns/steps.log" ] && [ "$(wc -l <"$ns/steps.log")" -ge 2 ]; do
 		kill -0 $pid
 		sleep 0.05
 	done
-	digest=$(sbx-snap take "$src" --stop | jq -r .digest)
+	digest=$(SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0" sbx-snap take "$src" --stop | jq -r .digest)
 	wait $pid || true
 	[ "$(wc -l <"$ns/steps.log")" -lt $steps ]
-	# the chunks travel as an archive; the store (etcd) holds the receipts
-	sbx-snap export "$digest" -o snap.tar
+}
+
+# A Funded lease on host 1 for the guest
+target_on_host1() {
+	on_host 1 request --image "$GUESTS/snap_steps" --escrow 10 --limits namespace_bytes=64M |
+		on_host 1 fund --amount 10 --evidence - | jq -r .lease.id
+}
+
+# The target lease is as it was: Funded, uncharged, its namespace empty
+untouched() {
+	run on_host 2 show "$1"
+	assert_equal "$(jq -r .lease.state <<<"$output")" Funded
+	assert_equal "$(jq -r .lease.usage.namespace_bytes <<<"$output")" 0
+	assert_equal "$(jq -r .lease.snapshot_bytes <<<"$output")" 0
+	assert_equal "$(ls -A "$BATS_TEST_TMPDIR/host1/ns/$1" 2>/dev/null)" ""
+}
+
+@test "a running guest moves to another host: snapshot on one, export | import, restore on the other" {
+	snapshot_on_host0
+	tgt=$(target_on_host1)
 	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1"
+	# etcd knows the snapshot and where its chunks are: on host 0 only
+	run sbx-snap list
+	assert_success
+	assert_equal "$(jq -r '.[0].digest' <<<"$output")" "$digest"
+	assert_equal "$(jq -r '.[0].location' <<<"$output")" host
+	assert_equal "$(jq -r '.[0].lease' <<<"$output")" "$src"
+	key0=$(on_host 0 log "$src" | jq -r .signer | head -n 1)
+	assert_equal "$(jq -r '.[0].signer' <<<"$output")" "$key0"
+	run sbx-restore "$digest" --lease "$tgt"
+	assert_failure 1
+	assert_output --partial "sbx-restore: error: snapshot $digest: its chunks are on host $(hostname) (key ${key0:0:16}): carry them with sbx-snap export | sbx-snap import, or use a shared snapshot dir"
+	untouched "$tgt"
+	# the chunks travel as an archive; the store (etcd) holds the receipts
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0" sbx-snap export "$digest" -o snap.tar
 	sbx-snap import snap.tar
-	tgt=$(on_host 1 request --image "$GUESTS/snap_steps" --escrow 10 --limits namespace_bytes=64M |
-		on_host 1 fund --amount 10 --evidence - | jq -r .lease.id)
 	run sbx-restore "$digest" --lease "$tgt"
 	assert_success
 	assert_output "$want"
@@ -237,6 +269,104 @@ check_race() {
 	run on_host 2 log "$tgt"
 	assert_equal "$(jq -r .edge <<<"$output" | head -n 3 | tr '\n' ' ')" "request fund restore "
 	run on_host 3 verify
+	assert_success
+}
+
+@test "a snapshot moves by its digest alone through a shared snapshot dir" {
+	export SBX_SNAPSHOT_DIR="$BATS_TEST_TMPDIR/shared"
+	snapshot_on_host0
+	[ -f "$SBX_SNAPSHOT_DIR/$digest/manifest" ]
+	[ ! -e "$BATS_TEST_TMPDIR/host0/snapshots/$digest" ]
+	tgt=$(target_on_host1)
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1"
+	run sbx-snap list "$src"
+	assert_equal "$(jq -r '.[0].location' <<<"$output")" shared
+	# a host without the shared dir is told where the chunks are
+	SBX_SNAPSHOT_DIR= run sbx-restore "$digest" --lease "$tgt"
+	assert_failure 1
+	assert_output --partial "sbx-restore: error: snapshot $digest: its chunks are in the shared snapshot dir of host $(hostname)"
+	untouched "$tgt"
+	run sbx-restore "$digest" --lease "$tgt"
+	assert_success
+	assert_output "$want"
+	assert_equal "$(wc -l <"$SBX_HOST_DIR/ns/$tgt/steps.log")" $steps
+	run on_host 3 verify
+	assert_success
+}
+
+@test "chunks in the shared dir that differ from the registered manifest are refused; the target stays Funded, uncharged" {
+	export SBX_SNAPSHOT_DIR="$BATS_TEST_TMPDIR/shared"
+	snapshot_on_host0
+	tgt=$(target_on_host1)
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1"
+	d="$SBX_SNAPSHOT_DIR/$digest"
+	cp -a "$d" orig
+	# one byte of a chunk flipped
+	printf '\xff' | dd of="$d/000001" bs=1 seek=100 conv=notrunc status=none
+	run sbx-restore "$digest" --lease "$tgt"
+	assert_failure 1
+	assert_output --partial "sbx-restore: error: snapshot $digest: $d: chunks hash to digest "
+	untouched "$tgt"
+	# a chunk cut short and the manifest rewritten to agree with it: the store's manifest says no
+	rm -rf "$d"
+	cp -a orig "$d"
+	python3 - "$d" <<'PY'
+import hashlib, os, struct, sys
+d = sys.argv[1]
+names = sorted(n for n in os.listdir(d) if n.isdigit())
+last = os.path.join(d, names[-1])
+data = open(last, 'rb').read()
+open(last, 'wb').write(data[:-1])
+h, n = hashlib.sha256(), 0
+for c in names:
+    b = open(os.path.join(d, c), 'rb').read()
+    h.update(b)
+    n += len(b)
+open(os.path.join(d, 'manifest'), 'wb').write(h.digest() + struct.pack('<QI', n, len(names)))
+PY
+	run sbx-restore "$digest" --lease "$tgt"
+	assert_failure 1
+	assert_output --partial "sbx-restore: error: snapshot: $digest: $d/manifest is not the manifest the store registered ("
+	untouched "$tgt"
+	# the chunks as they were taken restore
+	rm -rf "$d"
+	cp -a orig "$d"
+	run sbx-restore "$digest" --lease "$tgt"
+	assert_success
+	assert_output "$want"
+}
+
+@test "import against a store that registered another manifest for the digest is refused; a damaged record is named" {
+	snapshot_on_host0
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0" sbx-snap export "$digest" -o snap.tar
+	key="/f$BATS_TEST_NUMBER/snapshot/$digest"
+	good=$(sbx_etcdctl get --print-value-only "$key")
+	forged=$(jq -c --arg m "${digest}000000000000000100000001" '.manifest = $m' <<<"$good")
+	sbx_etcdctl put "$key" "$forged" >/dev/null
+	# where the chunks are, they no longer match what the store registered
+	tgt=$(on_host 0 request --image "$GUESTS/snap_steps" --escrow 10 --limits namespace_bytes=64M |
+		on_host 0 fund --amount 10 --evidence - | jq -r .lease.id)
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host0" run sbx-restore "$digest" --lease "$tgt"
+	assert_failure 1
+	assert_output --partial "manifest is not the manifest the store registered (${digest}000000000000000100000001); refused"
+	run on_host 2 show "$tgt"
+	assert_equal "$(jq -r .lease.state <<<"$output")" Funded
+	export SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1"
+	run sbx-snap import snap.tar
+	assert_failure 1
+	assert_output --partial "sbx-snap: error: snapshot: $digest: store $SBX_STORE registered another manifest for it"
+	[ ! -e "$SBX_HOST_DIR/snapshots/$digest" ]
+	sbx_etcdctl put "$key" '{"digest":"'"$digest"'","manifest":7}' >/dev/null
+	run sbx-snap list
+	assert_failure 1
+	assert_output --partial "snapshot record: \"manifest\" must be 88 hex digits"
+	run sbx-restore "$digest" --lease "$(target_on_host1)"
+	assert_failure 1
+	assert_output --partial "sbx-restore: error: snapshot $digest: snapshot record: \"manifest\""
+	sbx_etcdctl put "$key" "$good" >/dev/null
+	run sbx-snap import snap.tar
+	assert_success
+	run sbx-snap verify "$digest"
 	assert_success
 }
 

@@ -361,6 +361,63 @@ static void test_etcd_url(void)
 	common_rm_rf(dir, &rm);
 }
 
+/* Snapshot records are checked field by field; the directory store keeps none and
+ * finds chunks in $SBX_SNAPSHOT_DIR, then in its own snapshots directory. */
+static void test_snapshot_records(void)
+{
+	static const char *const bad[][2] = {
+		{ "digest", "\"x\"" }, { "manifest", "\"00\"" }, { "bytes", "-1" },
+		{ "chunks", "\"2\"" }, { "lease", "\"../x\"" }, { "principal", "\"a b\"" },
+		{ "image", "7" }, { "signer", "\"EF\"" }, { "host", "\"a\\nb\"" },
+		{ "location", "\"elsewhere\"" },
+	};
+	char d[65], m[89], dir[] = "/tmp/sbx-test-snaprec.XXXXXX", hex[65], *p;
+	struct lease_store *s;
+	struct common_err e, rm;
+	json_t *rec, *got;
+
+	memset(d, 'a', 64);
+	d[64] = 0;
+	snprintf(m, sizeof m, "%s0100000000000000" "01000000", d);
+	rec = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "digest", d,
+			"manifest", m, "bytes", 1, "chunks", 1, "persisted_bytes", 200, "batch", 0,
+			"lease", "L0123456789abcdef", "principal", "alice", "host_program", "sbx",
+			"image", d, "signer", d, "host", "hostA", "location", "host");
+	CHECK(lease_snapshot_record_check(rec, d, "t", &e) == 0);
+	CHECK(lease_snapshot_record_check(rec, NULL, "t", &e) == 0);
+	memset(hex, 'b', 64);
+	hex[64] = 0;
+	CHECK(lease_snapshot_record_check(rec, hex, "t", &e) < 0);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		json_t *r = json_deep_copy(rec);
+		json_object_set_new(r, bad[i][0], json_loads(bad[i][1], JSON_DECODE_ANY, NULL));
+		CHECK(lease_snapshot_record_check(r, NULL, "t", &e) < 0);
+		CHECK(strstr(e.why, bad[i][0]) != NULL);
+		json_decref(r);
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	p = common_xasprintf("%s/shared", dir);
+	setenv("SBX_SNAPSHOT_DIR", p, 1);
+	CHECK(lease_store_open(dir, &s, &e) == 0);
+	CHECK_STR(lease_snapshot_top(s), p);
+	CHECK(lease_snapshot_register(s, rec, &e) == 1);
+	CHECK(lease_snapshot_lookup(s, d, &got, &e) == 0 && got == NULL);
+	CHECK(lease_snapshot_chunks(s, d, NULL, &e) == NULL);
+	CHECK_STR(e.why, "no such snapshot in the store");
+	free(p);
+	p = common_xasprintf("%s/snapshots/%s", dir, d);
+	CHECK(common_mkdir_p(p, 0700, &e) == 0);
+	char *found = lease_snapshot_chunks(s, d, NULL, &e);
+	CHECK(found && strcmp(found, p) == 0);
+	free(found);
+	free(p);
+	CHECK(lease_snapshot_chunks(s, "../etc", NULL, &e) == NULL);
+	lease_store_close(s);
+	unsetenv("SBX_SNAPSHOT_DIR");
+	json_decref(rec);
+	common_rm_rf(dir, &rm);
+}
+
 int main(void)
 {
 	test_table();
@@ -371,5 +428,6 @@ int main(void)
 	test_image();
 	test_ns_digest();
 	test_etcd_url();
+	test_snapshot_records();
 	return unit_finish("test_lease");
 }
