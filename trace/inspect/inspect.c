@@ -100,6 +100,7 @@ struct trace_inspector {
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
 	struct trace_vector *vec; /* the vectored call at its entry stop */
+	uint64_t trace_bytes;     /* the trace's bytes the bound last saw */
 	struct trace_supervisor *sv; /* the run's, from on_start: a crossing call stops it */
 };
 
@@ -650,6 +651,9 @@ int trace_inspector_trace_grew(struct trace_inspector *in, uint64_t bytes)
 {
 	uint64_t u[TRACE_DIMS];
 
+	if (bytes == in->trace_bytes) /* most events only fill the recorder's buffer */
+		return 0;
+	in->trace_bytes = bytes;
 	trace_meter_host_write(in->meter, bytes);
 	trace_inspector_usage(in, u);
 	if (!in->sv || u[LEASE_DIM_STORAGE_WRITE] <= in->limits[LEASE_DIM_STORAGE_WRITE])
