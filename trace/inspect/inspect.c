@@ -504,15 +504,16 @@ static uint64_t bound_headroom(const struct trace_inspector *in, int d)
 /* The run's bound (lease_run_bound_write) stays above what the guest may have used:
  * a dimension within half its headroom of the bound posted gets a new one (usage
  * plus headroom, at most the limit), and a stop waits until what the guest may have
- * used is durable: a call that may move bytes waits in its stop before it runs. */
-static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv)
+ * used is durable: a call that may move bytes waits in its stop before it runs.
+ * Fuel is read afresh at ticks only (a call's stop moves bytes, not fuel). */
+static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, int tick)
 {
 	uint64_t run[TRACE_DIMS], most[TRACE_DIMS], b[TRACE_DIMS];
 	int due = 0;
 
 	if (!in->o.run_claim || !in->w.started || in->held || in->closed[0])
 		return 0;
-	trace_meter_most(in->meter, run);
+	trace_meter_most(in->meter, tick, run);
 	for (int d = 0; d < TRACE_DIMS; d++) {
 		int state = d == LEASE_DIM_MEMORY || d == LEASE_DIM_TABLE_ELEMENTS ||
 			    d == LEASE_DIM_NAMESPACE_BYTES;
@@ -587,7 +588,7 @@ static int inspector_start(void *ctx, struct trace_supervisor *sv)
 	/* a passed output bound is acted on at once, not at the next tick */
 	if (in->o.relay && trace_sv_watch(sv, trace_relay_wake_fd(in->o.relay)) < 0)
 		return failf(in, "relay", "cannot watch the output bound");
-	if (bound_hold(in, sv) < 0) /* durable before the guest runs */
+	if (bound_hold(in, sv, 1) < 0) /* durable before the guest runs */
 		return -1;
 	uint64_t u[TRACE_DIMS];
 	trace_inspector_usage(in, u);
@@ -721,7 +722,7 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 
 	if (in->held)
 		return 0;
-	if ((r = writer_take(in, sv)) != 0 || (r = bound_hold(in, sv)) != 0)
+	if ((r = writer_take(in, sv)) != 0 || (r = bound_hold(in, sv, 1)) != 0)
 		return r;
 	trace_inspector_usage(in, u);
 	int d = crossed(in, u);
@@ -792,7 +793,7 @@ static int inspector_tick(void *ctx, struct trace_supervisor *sv)
 	 * gone) and one every FULL_EVERY_US sample everything */
 	if (n > 0 && now < in->full_due_us && !in->fuel_near) {
 		trace_meter_load_held(in->meter);
-		if (bound_hold(in, sv) < 0)
+		if (bound_hold(in, sv, 1) < 0)
 			return 1;
 		trace_inspector_usage(in, u);
 		fuel_tick(in, sv, u);
@@ -1068,7 +1069,7 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 	if (ask > left)
 		ask = left;
 	trace_meter_load_begin(in->meter, st->tid, ask);
-	if (bound_hold(in, in->sv) < 0)
+	if (bound_hold(in, in->sv, 0) < 0)
 		return -1;
 	if (runs)
 		return vector_run(in, g, st, ask);
@@ -1107,7 +1108,7 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 	} else {
 		trace_meter_store_begin(in->meter, st->tid, c.bytes, c.by_result);
 		if (trace_meter_ns_reserve(in->meter, st->tid, trace_meter_ns_charge(in->meter, &c)) == 0) {
-			if (bound_hold(in, in->sv) < 0)
+			if (bound_hold(in, in->sv, 0) < 0)
 				return -1;
 			if (c.vector)
 				return vector_run(in, g, st, c.bytes);
