@@ -364,6 +364,31 @@ said_at_kill() {
 	bytes=$(sbx-lease log "$id" | tail -n1 | jq -r .usage.storage_write)
 	echo "said $SAID, charged $bytes"
 	[ "$bytes" -ge "$SAID" ]
+	# output: what sbx-run delivered is what the guest used, at least
+	delivered_at_kill flood 'stat -c %s said' 50000000
+	[ "$(jq -r .usage.output_bytes last)" -ge "$(stat -c %s said)" ]
+	delivered_at_kill lines 'wc -l <said' 30000
+	[ "$(jq -r .usage.output_bytes last)" -ge "$(stat -c %s said)" ]
+	[ "$(jq -r .usage.output_values last)" -ge "$(wc -l <said)" ]
+}
+
+# delivered_at_kill MODE COUNT THRESHOLD: meter_hog MODE on a new lease, sbx-run killed
+# once COUNT (a command on its output file) passed THRESHOLD; the settlement in last
+delivered_at_kill() {
+	local id pid
+	id=$(new_active)
+	sbx-run --lease "$id" -- "$GUESTS/meter_hog" "$1" >said 2>err &
+	pid=$!
+	for _ in $(seq 1 1000); do
+		[ "$(eval "$2")" -gt "$3" ] && break
+		sleep 0.01
+	done
+	kill -9 "$pid"
+	wait "$pid" || true
+	sbx-lease request --image /bin/true >/dev/null
+	sbx-lease log "$id" | tail -n1 >last
+	echo "$1: delivered $(stat -c %s said) bytes, $(wc -l <said) lines; charged $(jq -c .usage last)"
+	assert_equal "$(jq -r '"\(.edge) \(.reason)"' last)" "settle run-died"
 }
 
 # le64 N: N as 8 bytes, x86-64 order, as printf escapes

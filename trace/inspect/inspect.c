@@ -107,6 +107,7 @@ struct trace_inspector {
 	uint64_t trace_bytes;     /* the trace's bytes the bound last saw */
 	struct trace_supervisor *sv; /* the run's, from on_start: a crossing call stops it */
 	uint64_t bound[TRACE_DIMS]; /* the run's bound last posted (bound_hold) */
+	int bound_set;
 };
 
 /* At the seccomp stop of c's thread: run nr(a). A thread that died meanwhile
@@ -501,10 +502,34 @@ static uint64_t bound_headroom(const struct trace_inspector *in, int d)
 	return h > (1u << 20) ? h : 1u << 20;
 }
 
+/* What the relay may count in all (run-relative): up to the durable bound, any
+ * amount once that is the limit (a crossing is the closure's); with wait, once the
+ * bound posted is durable. */
+static uint64_t relay_room(const struct trace_inspector *in, const uint64_t *b, int d)
+{
+	return b[d] >= in->limits[d] ? UINT64_MAX : b[d] > in->base[d] ? b[d] - in->base[d] : 0;
+}
+
+static void relay_allow(struct trace_inspector *in, int wait)
+{
+	uint64_t b[TRACE_DIMS];
+
+	if (!in->o.relay || !in->o.run_claim || !in->w.started || in->held)
+		return;
+	if (wait)
+		writer_post_bound(&in->w, NULL, in->bound);
+	pthread_mutex_lock(&in->w.mu);
+	memcpy(b, in->w.bound_durable, sizeof b);
+	pthread_mutex_unlock(&in->w.mu);
+	trace_relay_allow(in->o.relay, relay_room(in, b, LEASE_DIM_OUTPUT_BYTES),
+			  relay_room(in, b, LEASE_DIM_OUTPUT_VALUES));
+}
+
 /* The run's bound (lease_run_bound_write) stays above what the guest may have used:
- * a dimension within half its headroom of the bound posted gets a new one (usage
- * plus headroom, at most the limit), and a stop waits until what the guest may have
- * used is durable: a call that may move bytes waits in its stop before it runs.
+ * a dimension past its bound, or one that moved this run and came within half its
+ * headroom of the bound, gets a new one (usage plus headroom once it moved, at most
+ * the limit: an untouched one is charged nothing more); a stop waits until what the
+ * guest may have used is durable: a call that may move bytes waits before it runs.
  * Fuel is read afresh at ticks only (a call's stop moves bytes, not fuel). */
 static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, int tick)
 {
@@ -521,12 +546,21 @@ static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, i
 		most[d] = state ? (run[d] > in->base[d] ? run[d] : in->base[d]) : in->base[d] + run[d];
 		if (most[d] > in->limits[d])
 			most[d] = in->limits[d]; /* past it, the closure is the record */
-		b[d] = in->limits[d] - most[d] > h ? most[d] + h : in->limits[d];
-		due |= most[d] + h / 2 > in->bound[d] && b[d] > in->bound[d];
+		/* output the relay waits to count has moved */
+		int moved = most[d] > in->base[d] || ((d == LEASE_DIM_OUTPUT_BYTES ||
+			    d == LEASE_DIM_OUTPUT_VALUES) && in->o.relay && trace_relay_waiting(in->o.relay));
+		b[d] = !moved ? most[d] : in->limits[d] - most[d] > h ? most[d] + h : in->limits[d];
+		if (b[d] < in->bound[d])
+			b[d] = in->bound[d];
+		due |= most[d] > in->bound[d] ||
+		       (moved && most[d] + h - h / 2 > in->bound[d] && b[d] > in->bound[d]);
 	}
+	due |= !in->bound_set; /* the first, before the guest runs */
+	in->bound_set = 1;
 	if (due)
 		memcpy(in->bound, b, sizeof b);
 	writer_post_bound(&in->w, due ? b : NULL, most);
+	relay_allow(in, 0);
 	return writer_take(in, sv) < 0 ? -1 : 0;
 }
 
@@ -821,7 +855,12 @@ static int inspector_fd(void *ctx, struct trace_supervisor *sv, int fd)
 		uint64_t n;
 		(void)!read(fd, &n, sizeof n);
 		trace_meter_tick(in->meter);
-		return observe(in, sv, 0) < 0 ? -1 : 0;
+		if (observe(in, sv, 0) < 0)
+			return -1;
+		/* the relay used up what it may count: a bound past it, durable, first */
+		if (trace_relay_waiting(in->o.relay))
+			relay_allow(in, 1);
+		return 0;
 	}
 	if (!in->w.started || fd != in->w.efd)
 		return 0;
