@@ -169,9 +169,14 @@ int trace_vector_run(struct trace_guest *g, struct trace_stop *st, const struct 
 	return trace_guest_set_syscall(g, st->nr, st->args);
 }
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* Linux 6.9 */
+#endif
+
 /* The descriptor's socket type (SOCK_DGRAM...) and a duplicate of it in *dup, or 0
- * when it is no socket (or cannot be taken). */
-static int fd_socket(pid_t tid, uint64_t fd, int *dup)
+ * when it is no socket (or cannot be taken). The thread's own table, which may not
+ * be its leader's; before Linux 6.9 only a process has a pidfd. */
+static int fd_socket(pid_t tid, pid_t tgid, uint64_t fd, int *dup)
 {
 	char path[64];
 	struct stat sb;
@@ -182,7 +187,8 @@ static int fd_socket(pid_t tid, uint64_t fd, int *dup)
 	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, (int)fd);
 	if (fd > INT_MAX || stat(path, &sb) < 0 || !S_ISSOCK(sb.st_mode))
 		return 0;
-	if ((pfd = (int)syscall(SYS_pidfd_open, tid, 0)) < 0)
+	if ((pfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD)) < 0 &&
+	    (pfd = (int)syscall(SYS_pidfd_open, tgid, 0)) < 0)
 		return 0;
 	*dup = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
 	close(pfd);
@@ -266,7 +272,7 @@ int trace_vector_stream(struct trace_guest *g, struct trace_stop *st, const stru
 		if (v->v[i].iov_len && full++ == 0)
 			first = i;
 	if (full > 1 && !positioned && cap > 0 && fdk >= 0) /* a plain read would cut a datagram */
-		type = fd_socket(trace_guest_tid(g), st->args[fdk], &dup);
+		type = fd_socket(trace_guest_tid(g), trace_guest_pid(g), st->args[fdk], &dup);
 	memcpy(a, st->args, sizeof a);
 	a[cnt] = 0; /* unless it becomes a plain read, the guest's own call moves nothing */
 	/* RWF_NOWAIT and later flags have no plain form: as on a descriptor without them */
