@@ -186,9 +186,9 @@ memcg_or_skip() {
 
 @test "a guest racing its own iovec on a pipe, a stream or a datagram socket reads no more than it reserved" {
 	# the segment grows from 1 byte to what the descriptor holds (1 MiB in a pipe,
-	# 8 MiB on a stream socket, 4 MiB datagrams) after the supervisor read it at the
-	# stop: the kernel must read what the stop saw. Before, pipe and datagram runs
-	# ended some KB past the bound, stream runs 8 MiB past it.
+	# 8 MiB on a stream socket, 3 MiB datagrams) after the supervisor read it at the
+	# stop: the kernel must read what the stop saw. Before, pipe runs ended 4 KB past
+	# the bound (at most a pipe's 1 MiB), datagram runs 2 MiB, stream runs 8 MiB.
 	local how i
 	for i in 1 2; do
 		for how in pipe stream dgram; do

@@ -3,7 +3,7 @@
  * reads at the stop need not be those the kernel would read after it.
  * usage: meter_race writev FILE | readv FILE | pwritev2 FILE | pipe | stream | dgram
  * pipe, stream and dgram read what a writer thread keeps queued (a pipe of 1 MiB, an
- * AF_UNIX stream or datagram pair holding up to 8 MiB, datagrams of 4 MiB read with a
+ * AF_UNIX stream or datagram pair holding up to 8 MiB, datagrams of 3 MiB read with a
  * second one-byte segment), the segment lengthened a tuned delay after each call. */
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define BIG (64u << 20)
-#define DGRAM (4u << 20)
+#define DGRAM ((3u << 20) + 1) /* dividing no bound: the crossing read lands past it */
 
 static struct iovec v[2];
 static char *buf;
