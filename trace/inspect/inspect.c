@@ -1042,7 +1042,10 @@ static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *
 {
 	struct trace_inspector *in = ctx;
 	struct trace_stop now;
+	int64_t stale;
 
+	/* a vectored call's way whose exit stop another took (a snapshot's interrupt) is void */
+	trace_meter_vector_take(in->meter, st->tid, &stale);
 	if (inspect_entry(in, g, st) < 0)
 		return -1;
 	/* metered as the call that runs: a rule may have changed it, and the kernel
