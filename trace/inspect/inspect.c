@@ -1096,12 +1096,13 @@ static int vector_exit(struct trace_inspector *in, struct trace_guest *g, struct
 static int inspector_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
-	struct trace_stop now = *st;
+	struct trace_stop now;
 	uint64_t u[TRACE_DIMS];
 
 	unmap_now(g, 1, NULL);
 	if (vector_exit(in, g, st) < 0)
 		return -1;
+	now = *st; /* with the result the vectored call returns */
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
 	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
 	trace_meter_load_end(in->meter, st->tid);

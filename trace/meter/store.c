@@ -238,11 +238,11 @@ static int dgram_take(struct trace_guest *g, struct trace_stop *st, int dup, con
 	size_t len = want < max ? want : max; /* more than a datagram can hold is never filled */
 	uint8_t *b = common_xmalloc(len);
 	ssize_t n = recv(dup, b, len, MSG_DONTWAIT);
-	int flags = fcntl(dup, F_GETFL);
+	int err = errno, flags = fcntl(dup, F_GETFL);
 
 	if (n >= 0) {
 		*result = scatter(trace_guest_tid(g), v, b, (size_t)n);
-	} else if ((errno == EAGAIN || errno == EWOULDBLOCK) && flags >= 0 && !(flags & O_NONBLOCK)) {
+	} else if ((err == EAGAIN || err == EWOULDBLOCK) && flags >= 0 && !(flags & O_NONBLOCK)) {
 		const struct trace_sysinfo *peek = trace_sys_by_name("recvfrom");
 		uint64_t a[6] = { st->args[0], 0, 0, MSG_PEEK, 0, 0 };
 		free(b);
@@ -250,7 +250,7 @@ static int dgram_take(struct trace_guest *g, struct trace_stop *st, int dup, con
 			return -ENOSYS;
 		return trace_guest_set_syscall(g, peek->nr, a) < 0 ? -EIO : TRACE_VECTOR_WAIT;
 	} else {
-		*result = -errno;
+		*result = -err;
 	}
 	free(b);
 	return TRACE_VECTOR_TAKEN;
