@@ -355,8 +355,9 @@ new_active() {
 	run sbx-lease observe "$id" --usage fuel=1 --evidence head.json
 	assert_failure
 	assert_equal "$(sbx-lease show "$id" | jq -r .lease.state)" Settling
-	assert_equal "$(sbx-lease log "$id" | tail -n1 | jq -r '"\(.edge) \(.reason) \(.usage.fuel)"')" \
-		"settle run-died $fuel"
+	# charged the bound its run left: at least the last observation
+	assert_equal "$(sbx-lease log "$id" | tail -n1 | jq -r '"\(.edge) \(.reason)"')" "settle run-died"
+	[ "$(sbx-lease log "$id" | tail -n1 | jq -r .usage.fuel)" -ge "$fuel" ]
 	[ ! -e "$SBX_STORE/run/$id.sock" ] && [ ! -e "$SBX_STORE/run/$id.lock" ]
 	run sbx-lease verify
 	assert_success
@@ -372,6 +373,103 @@ new_active() {
 	wait "$pid" || true
 	sbx-lease request --image /bin/true >/dev/null
 	assert_equal "$(sbx-lease show "$eph" | jq -r .lease.state)" Settling
+	run sbx-lease verify
+	assert_success
+}
+
+# said_at_kill MODE ID THRESHOLD: run meter_hog MODE on lease ID, SIGKILL sbx-run once
+# the guest said it used more than THRESHOLD; SAID is the last it said (a lower bound
+# of its usage then).
+said_at_kill() {
+	sbx-run --lease "$2" -- "$GUESTS/meter_hog" "$1" >said 2>err &
+	pid=$!
+	for _ in $(seq 1 1000); do
+		SAID=$(tail -n2 said | head -n1)
+		[ -n "$SAID" ] && [ "$SAID" -gt "$3" ] && break
+		sleep 0.01
+	done
+	kill -9 "$pid"
+	wait "$pid" || true
+	SAID=$(tail -n2 said | head -n1)
+	[ "$SAID" -gt "$3" ]
+}
+
+@test "a run killed midway is charged at least what its guest used" {
+	# observations lag (one every 200 ms); the bound the run keeps in its claim does not
+	id=$(new_active --limits fuel=30000000)
+	said_at_kill burnsay "$id" 300000
+	sbx-lease request --image /bin/true >/dev/null
+	assert_equal "$(sbx-lease log "$id" | tail -n1 | jq -r '"\(.edge) \(.reason)"')" "settle run-died"
+	fuel=$(sbx-lease log "$id" | tail -n1 | jq -r .usage.fuel)
+	echo "said $SAID, charged $fuel"
+	[ "$fuel" -ge "$SAID" ]
+	[ "$fuel" -le 30000000 ]
+	run sbx-lease verify
+	assert_success
+	id=$(new_active --limits storage_write=1G)
+	said_at_kill writesay "$id" 300000000
+	sbx-lease request --image /bin/true >/dev/null
+	bytes=$(sbx-lease log "$id" | tail -n1 | jq -r .usage.storage_write)
+	echo "said $SAID, charged $bytes"
+	[ "$bytes" -ge "$SAID" ]
+}
+
+# le64 N: N as 8 bytes, x86-64 order, as printf escapes
+le64() {
+	local n=$1 out="" i
+	for i in 0 1 2 3 4 5 6 7; do
+		out+=$(printf '\\x%02x' $(((n >> (8 * i)) & 255)))
+	done
+	printf %s "$out"
+}
+
+@test "a dead run's bound is charged up to the lease's limits, never past them" {
+	id=$(new_active --limits fuel=1000000,storage_write=10M)
+	# a whole bound, as a run writes it (see lease_run_bound_write), far above both limits
+	{
+		printf 'sbxbound\x08\0\0\0\0\0\0\0%s' "$id"
+		head -c $((48 - ${#id})) /dev/zero
+		printf "$(le64 1)"
+		for v in 5000000000 1 2 $((1 << 40)) 3 4 5 6; do printf "$(le64 "$v")"; done
+		head -c $((224 - 136)) /dev/zero
+	} >slot
+	[ "$(stat -c %s slot)" -eq 224 ]
+	sha256sum slot | cut -c1-64 | sed 's/../\\x&/g' | xargs -0 printf >sum
+	mkdir -p "$SBX_STORE/run"
+	{ head -c 4096 /dev/zero; cat slot sum; } >"$SBX_STORE/run/$id.lock"
+	sbx-lease request --image /bin/true >/dev/null
+	sbx-lease log "$id" | tail -n2 >last
+	assert_equal "$(jq -r '"\(.edge) \(.usage.fuel) \(.usage.storage_write) \(.usage.memory)"' last | head -n1)" \
+		"observe 1000000 10485760 1"
+	assert_equal "$(jq -r '"\(.edge) \(.reason)"' last | tail -n1)" "settle run-died"
+}
+
+@test "a dead run's bound is charged only when whole and its own lease's" {
+	a=$(new_active)
+	b=$(new_active)
+	c=$(new_active)
+	d=$(new_active)
+	sbx-run --lease "$a" -- "$GUESTS/meter_hog" burnsay >said 2>err &
+	pid=$!
+	for _ in $(seq 1 1000); do
+		[ "$(tail -n2 said | head -n1)" -gt 100000 ] 2>/dev/null && break
+		sleep 0.01
+	done
+	cp "$SBX_STORE/run/$a.lock" claim
+	kill -9 "$pid"
+	wait "$pid" || true
+	[ "$(stat -c %s claim)" -eq $((4096 + 2 * 256)) ]
+	cp claim "$SBX_STORE/run/$b.lock"          # another lease's
+	cp claim "$SBX_STORE/run/$c.lock"          # every byte of it checked
+	printf '\001' | dd of="$SBX_STORE/run/$c.lock" bs=1 seek=$((4096 + 100)) conv=notrunc 2>/dev/null
+	printf '\001' | dd of="$SBX_STORE/run/$c.lock" bs=1 seek=$((4096 + 256 + 100)) conv=notrunc 2>/dev/null
+	head -c 4300 claim >"$SBX_STORE/run/$d.lock" # torn
+	sbx-lease request --image /bin/true >/dev/null
+	[ "$(sbx-lease log "$a" | tail -n1 | jq -r .usage.fuel)" -gt 100000 ]
+	for l in "$b" "$c" "$d"; do
+		assert_equal "$(sbx-lease log "$l" | tail -n1 | jq -r '"\(.edge) \(.reason) \(.usage.fuel)"')" \
+			"settle run-died 0"
+	done
 	run sbx-lease verify
 	assert_success
 }

@@ -31,6 +31,7 @@
 #define LOAD_RATE (16ull << 30)  /* bytes a CPU can read per second, at most (page cache) */
 #define LOAD_SLACK_US 10000      /* a tick this late (a tracer starved of CPU) still holds */
 #define FULL_EVERY_US 200000     /* the whole tree is sampled at least this often */
+#define FUEL_HEADROOM_US 20000   /* SPEC §4.1: fuel's allowed overshoot */
 #define ERESTART_MIN 512         /* the kernel's restart codes, ERESTARTSYS... */
 #define ERESTARTNOINTR 513
 #define ERESTART_MAX 516         /* ...to ERESTART_RESTARTBLOCK (include/linux/errno.h) */
@@ -75,6 +76,9 @@ struct obs_writer {
 	const char *lease;
 	uint64_t u[TRACE_DIMS];
 	uint64_t posted, written;      /* snapshot generations */
+	uint64_t bound[TRACE_DIMS];    /* the run's bound posted, and the last durable one */
+	uint64_t bound_durable[TRACE_DIMS];
+	uint64_t bound_posted, bound_written;
 	int stop;
 	int efd;
 	char closed[32];
@@ -105,6 +109,7 @@ struct trace_inspector {
 	struct trace_vector *vec; /* the vectored call at its entry stop */
 	uint64_t trace_bytes;     /* the trace's bytes the bound last saw */
 	struct trace_supervisor *sv; /* the run's, from on_start: a crossing call stops it */
+	uint64_t bound[TRACE_DIMS]; /* the run's bound last posted (bound_hold) */
 };
 
 /* At the seccomp stop of c's thread: run nr(a). A thread that died meanwhile
@@ -253,6 +258,32 @@ static int obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIM
 	return 0;
 }
 
+/* With w->mu held: the newest bound posted, made durable in the run's claim first:
+ * a guest may be waiting in a stop for it. */
+static void writer_bound(struct trace_inspector *in, struct obs_writer *w)
+{
+	uint64_t gen = w->bound_posted, b[TRACE_DIMS];
+	struct common_err e;
+	int rc = 0;
+
+	memcpy(b, w->bound, sizeof b);
+	if (!w->failed) {
+		pthread_mutex_unlock(&w->mu);
+		rc = lease_run_bound_write(*in->o.run_claim, w->lease, gen, b, &e);
+		pthread_mutex_lock(&w->mu);
+		if (rc < 0 && !w->failed) {
+			w->failed = 1;
+			w->err = e;
+			if (w->efd >= 0)
+				(void)!write(w->efd, &(uint64_t){1}, sizeof(uint64_t));
+		}
+	}
+	if (rc == 0)
+		memcpy(w->bound_durable, b, sizeof b);
+	w->bound_written = gen;
+	pthread_cond_broadcast(&w->done_cv);
+}
+
 static void *writer_main(void *arg)
 {
 	struct trace_inspector *in = arg;
@@ -268,8 +299,12 @@ static void *writer_main(void *arg)
 		common_err_context(&w->err, "recording usage");
 	}
 	for (;;) {
-		while (!w->stop && w->written == w->posted)
+		while (!w->stop && w->written == w->posted && w->bound_written == w->bound_posted)
 			pthread_cond_wait(&w->post_cv, &w->mu);
+		if (w->bound_written != w->bound_posted) {
+			writer_bound(in, w);
+			continue;
+		}
 		if (w->written == w->posted)
 			break;
 		uint64_t gen = w->posted, u[TRACE_DIMS];
@@ -369,6 +404,23 @@ static void writer_post(struct obs_writer *w, const uint64_t u[TRACE_DIMS], int 
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* Hand the run's bound b to the writer; return once every dimension of most is
+ * within the durable one (a guest may be past it only by what it is allowed). */
+static void writer_post_bound(struct obs_writer *w, const uint64_t b[TRACE_DIMS],
+			      const uint64_t most[TRACE_DIMS])
+{
+	pthread_mutex_lock(&w->mu);
+	if (b) {
+		memcpy(w->bound, b, sizeof w->bound);
+		w->bound_posted++;
+		pthread_cond_signal(&w->post_cv);
+	}
+	for (int d = 0; d < TRACE_DIMS; d++)
+		while (!w->failed && most[d] > w->bound_durable[d] && w->bound_written < w->bound_posted)
+			pthread_cond_wait(&w->done_cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
 int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspector **out,
 			struct common_err *e)
 {
@@ -437,6 +489,67 @@ void trace_inspector_usage(const struct trace_inspector *in, uint64_t u[TRACE_DI
 	}
 }
 
+static int writer_take(struct trace_inspector *in, struct trace_supervisor *sv);
+
+/* What a run that dies is charged (SPEC §4.2) may pass what it used by this much:
+ * the overshoot a bound allows (fuel 20 ms, bytes max(1 %, 1 MiB), counts 1 %). */
+static uint64_t bound_headroom(const struct trace_inspector *in, int d)
+{
+	uint64_t h = in->limits[d] / 100;
+
+	if (d == LEASE_DIM_FUEL)
+		return FUEL_HEADROOM_US;
+	if (d == LEASE_DIM_OUTPUT_VALUES || d == LEASE_DIM_TABLE_ELEMENTS)
+		return h ? h : 1;
+	return h > (1u << 20) ? h : 1u << 20;
+}
+
+/* The run's bound (lease_run_bound_write) stays above what the guest may have used:
+ * a dimension within half its headroom of the bound posted gets a new one (usage
+ * plus headroom, at most the limit), and a stop waits until what the guest may have
+ * used is durable: a call that may move bytes waits in its stop before it runs.
+ * Fuel is read afresh at ticks only (a call's stop moves bytes, not fuel). */
+static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, int tick)
+{
+	uint64_t run[TRACE_DIMS], most[TRACE_DIMS], b[TRACE_DIMS];
+	int due = 0;
+
+	if (!in->o.run_claim || !in->w.started || in->held || in->closed[0])
+		return 0;
+	trace_meter_most(in->meter, tick, run);
+	for (int d = 0; d < TRACE_DIMS; d++) {
+		int state = d == LEASE_DIM_MEMORY || d == LEASE_DIM_TABLE_ELEMENTS ||
+			    d == LEASE_DIM_NAMESPACE_BYTES;
+		uint64_t h = bound_headroom(in, d);
+		most[d] = state ? (run[d] > in->base[d] ? run[d] : in->base[d]) : in->base[d] + run[d];
+		if (most[d] > in->limits[d])
+			most[d] = in->limits[d]; /* past it, the closure is the record */
+		b[d] = in->limits[d] - most[d] > h ? most[d] + h : in->limits[d];
+		due |= most[d] + h / 2 > in->bound[d] && b[d] > in->bound[d];
+	}
+	if (due)
+		memcpy(in->bound, b, sizeof b);
+	writer_post_bound(&in->w, due ? b : NULL, most);
+	return writer_take(in, sv) < 0 ? -1 : 0;
+}
+
+/* The tree is gone: the bound becomes what it used (a crash before the claim is
+ * dropped charges no headroom). */
+static int bound_final(struct trace_inspector *in)
+{
+	uint64_t u[TRACE_DIMS];
+
+	if (!in->o.run_claim || !in->w.started || in->held)
+		return 0;
+	trace_inspector_usage(in, u);
+	for (int d = 0; d < TRACE_DIMS; d++)
+		if (u[d] > in->limits[d])
+			u[d] = in->limits[d];
+	memcpy(in->bound, u, sizeof u);
+	writer_post_bound(&in->w, u, u);
+	return writer_take(in, NULL) < 0 ? -1 : 0;
+}
+
 const char *trace_inspector_closed(const struct trace_inspector *in)
 {
 	return in->closed[0] ? in->closed : NULL;
@@ -478,6 +591,8 @@ static int inspector_start(void *ctx, struct trace_supervisor *sv)
 	/* a passed output bound is acted on at once, not at the next tick */
 	if (in->o.relay && trace_sv_watch(sv, trace_relay_wake_fd(in->o.relay)) < 0)
 		return failf(in, "relay", "cannot watch the output bound");
+	if (bound_hold(in, sv, 1) < 0) /* durable before the guest runs */
+		return -1;
 	uint64_t u[TRACE_DIMS];
 	trace_inspector_usage(in, u);
 	fuel_tick(in, sv, u);
@@ -552,6 +667,9 @@ static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor 
 		      const uint64_t u[TRACE_DIMS])
 {
 	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	/* the run's bound is renewed before the tree can burn past it */
+	if (in->o.run_claim && in->w.started && !in->held && in->bound[LEASE_DIM_FUEL] < lim)
+		lim = in->bound[LEASE_DIM_FUEL];
 	/* half the time it needs: a late tick or a lagging sample still lands before */
 	if (sv && used < lim)
 		trace_sv_tick_within(sv, (lim - used) / in->ncpu / 2);
@@ -607,7 +725,7 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 
 	if (in->held)
 		return 0;
-	if ((r = writer_take(in, sv)) != 0)
+	if ((r = writer_take(in, sv)) != 0 || (r = bound_hold(in, sv, 1)) != 0)
 		return r;
 	trace_inspector_usage(in, u);
 	int d = crossed(in, u);
@@ -678,6 +796,8 @@ static int inspector_tick(void *ctx, struct trace_supervisor *sv)
 	 * gone) and one every FULL_EVERY_US sample everything */
 	if (n > 0 && now < in->full_due_us && !in->fuel_near) {
 		trace_meter_load_held(in->meter);
+		if (bound_hold(in, sv, 1) < 0)
+			return 1;
 		trace_inspector_usage(in, u);
 		fuel_tick(in, sv, u);
 		load_tick(in, sv, u);
@@ -950,6 +1070,8 @@ static int load_vector(struct trace_inspector *in, struct trace_guest *g, struct
 	if (ask > left)
 		ask = left;
 	trace_meter_load_begin(in->meter, st->tid, ask);
+	if (bound_hold(in, in->sv, 0) < 0)
+		return -1;
 	return vector_hold(in, g, st, runs, ask);
 }
 
@@ -990,6 +1112,8 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 		ask = left;
 	}
 	trace_meter_load_begin(in->meter, st->tid, ask);
+	if (bound_hold(in, in->sv, 0) < 0)
+		return -1;
 	st->want_exit = 1;
 	return 0;
 }
@@ -1025,6 +1149,8 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 	} else {
 		trace_meter_store_begin(in->meter, st->tid, c.bytes, c.by_result);
 		if (trace_meter_ns_reserve(in->meter, st->tid, trace_meter_ns_charge(in->meter, &c)) == 0) {
+			if (bound_hold(in, in->sv, 0) < 0)
+				return -1;
 			if (c.vector)
 				return vector_run(in, g, st, c.bytes);
 			st->want_exit = 1;
@@ -1120,6 +1246,8 @@ int trace_inspector_finish(struct trace_inspector *in, struct common_err *e)
 		trace_relay_finish(in->o.relay);
 	trace_meter_sample(in->meter);
 	int rc = !in->closed[0] ? observe(in, NULL, 1) : 0;
+	if (rc == 0 && !in->closed[0])
+		rc = bound_final(in);
 	writer_stop(&in->w);
 	if (rc < 0) {
 		*e = in->fail;

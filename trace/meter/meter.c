@@ -757,6 +757,25 @@ void trace_meter_tick(struct trace_meter *m)
 	sample(m, 0);
 }
 
+void trace_meter_most(struct trace_meter *m, int fuel, uint64_t most[LEASE_DIM_COUNT])
+{
+	uint64_t live_ns = 0, ns;
+
+	for (size_t i = 0; fuel && i < m->n; i++) {
+		struct task *t = &m->t[i];
+		if (task_cpu_ns(t, &ns) == 0 && ns > t->cpu_ns)
+			t->cpu_ns = ns; /* one gone keeps its last figure until the next sample */
+		live_ns = sat_add(live_ns, t->cpu_ns);
+	}
+	if (fuel)
+		raise_to(&m->u[LEASE_DIM_FUEL], sat_add(m->dead_ns, live_ns) / 1000);
+	memcpy(most, m->u, sizeof m->u);
+	raise_to(&most[LEASE_DIM_STORAGE_WRITE], trace_meter_store_held(m));
+	raise_to(&most[LEASE_DIM_STORAGE_READ], sat_add(m->u[LEASE_DIM_STORAGE_READ], m->load_inflight));
+	if (m->ns_dir && m->ns_base != UINT64_MAX)
+		raise_to(&most[LEASE_DIM_NAMESPACE_BYTES], sat_add(m->ns_base, m->ns_since));
+}
+
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[LEASE_DIM_COUNT])
 {
 	memcpy(usage, m->u, sizeof m->u);

@@ -123,6 +123,10 @@ int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st);
 /* memory also from the run's cgroup; a page it refused is a crossing of bound */
 void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, uint64_t bound);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
+/* The most the tree may have used once its calls in progress end: the usage (with
+ * fuel read afresh if fuel), the reservations of storing and reading calls, and
+ * the last whole walk of the namespace plus what calls may have added since. */
+void trace_meter_most(struct trace_meter *m, int fuel, uint64_t most[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
 /* A namespace's bytes (lease_ns_digest's walk); -1 when it cannot be measured completely. */
