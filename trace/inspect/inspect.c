@@ -32,6 +32,9 @@
 #define LOAD_SLACK_US 10000      /* a tick this late (a tracer starved of CPU) still holds */
 #define FULL_EVERY_US 200000     /* the whole tree is sampled at least this often */
 #define FUEL_HEADROOM_US 20000   /* SPEC §4.1: fuel's allowed overshoot */
+#define ERESTART_MIN 512         /* the kernel's restart codes, ERESTARTSYS... */
+#define ERESTARTNOINTR 513
+#define ERESTART_MAX 516         /* ...to ERESTART_RESTARTBLOCK (include/linux/errno.h) */
 
 struct view { uint8_t *data; uint64_t gaddr; size_t len; };
 
@@ -1044,6 +1047,19 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	return 0;
 }
 
+/* Nothing is left of storage_read: the read reads nothing (its count arg cnt 0) and
+ * the lease closes one byte past the bound. */
+static int load_refuse(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st, int cnt)
+{
+	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_READ], base = in->base[LEASE_DIM_STORAGE_READ];
+
+	st->args[cnt] = 0;
+	if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
+		return failf(in, "storage_read", "could not hold a read to the bound");
+	trace_meter_load_refused(in->meter, bound > base ? bound - base : 0);
+	return observe(in, in->sv, 1) < 0 ? -1 : 0;
+}
+
 /* A vectored call on a file or memory device, reserved: run per segment with the
  * lengths read at its stop (cap bytes), its result kept for its exit. */
 static int vector_run(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
@@ -1053,17 +1069,55 @@ static int vector_run(struct trace_inspector *in, struct trace_guest *g, struct 
 
 	if (trace_vector_run(g, st, in->vec, cap, &r) < 0)
 		return failf(in, "inspector", "could not run a vectored call per segment");
-	trace_meter_vector_set(in->meter, st->tid, r);
+	trace_meter_vector_set(in->meter, st->tid, TRACE_VECTOR_RESULT, r);
 	st->want_exit = 1;
 	return 0;
+}
+
+/* A vectored read on a file or memory device runs per segment; on any other
+ * descriptor it is rewritten (trace_vector_stream), cap bytes at most. */
+static int vector_hold(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		       int runs, uint64_t cap)
+{
+	int64_t r = 0;
+	int way;
+
+	if (runs)
+		return vector_run(in, g, st, cap);
+	if ((way = trace_vector_stream(g, st, in->vec, cap, &r)) < 0)
+		return failf(in, "storage_read", "could not hold a vectored read to its reservation");
+	trace_meter_vector_set(in->meter, st->tid, way, r);
+	st->want_exit = 1;
+	return 0;
+}
+
+/* A vectored read, at its seccomp stop (where its iovec is read once, whatever the
+ * every-call stop before it saw): held to what is left of storage_read's bound. */
+static int load_vector(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		       uint64_t left)
+{
+	int runs = trace_vector_runs(g, st), rc = trace_vector_read(g, st, in->vec);
+	uint64_t ask = in->vec->bytes;
+
+	if (rc < 0) { /* the kernel would refuse it: so it is, before a rewrite */
+		st->action = TRACE_DENIED;
+		st->deny_errno = -rc;
+		return 0;
+	}
+	if (ask > 0 && left == 0)
+		return load_refuse(in, g, st, trace_sys_arg(st->sys, TRACE_ARG_IOVCNT));
+	if (ask > left)
+		ask = left;
+	trace_meter_load_begin(in->meter, st->tid, ask);
+	if (bound_hold(in, in->sv, 0) < 0)
+		return -1;
+	return vector_hold(in, g, st, runs, ask);
 }
 
 /* A read that stops (a large one; near the bound, all): held to storage_read's
  * bound before it runs. What it may read is reserved; one that would cross is cut
  * to what is left, and with nothing left it reads nothing and the lease closes one
- * byte past the bound. A vectored read on a file or memory device is cut and run
- * per segment at its seccomp stop (seccomp: at the every-call stop before it, the
- * iovec is not read). */
+ * byte past the bound. A vectored read is cut and held at its seccomp stop. */
 static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
 		      int seccomp)
 {
@@ -1072,7 +1126,6 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 	int cnt = count >= 0 ? count : trace_sys_arg(s, TRACE_ARG_IOVCNT);
 	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_READ], base = in->base[LEASE_DIM_STORAGE_READ];
 	uint64_t ask, held, left;
-	int runs = 0, rc;
 
 	if (!s || !(s->classes & TRACE_CLASS_LOAD) || st->action == TRACE_DENIED || cnt < 0)
 		return 0;
@@ -1080,38 +1133,26 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 		st->want_exit = 1;
 		return 0;
 	}
-	if (iov >= 0 && (runs = trace_vector_runs(g, st)) && !seccomp)
+	if (iov >= 0 && !seccomp)
 		return 0;
-	rc = iov >= 0 ? trace_vector_read(g, st, in->vec) : 1;
-	if (rc < 0 && runs) { /* the kernel would refuse it: so it is, before a rewrite */
-		st->action = TRACE_DENIED;
-		st->deny_errno = -rc;
-		return 0;
-	}
-	ask = count >= 0 ? st->args[count] : rc > 0 ? in->vec->bytes : 0;
-	if (ask == 0 && !runs)
+	ask = count >= 0 ? st->args[count] : 0;
+	if (ask == 0 && iov < 0)
 		return 0;
 	held = base + trace_meter_load_held(in->meter);
 	left = held < bound ? bound - held : 0;
-	if (ask > left && (left == 0 || (count < 0 && !runs))) {
-		st->args[cnt] = 0;
-		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
-			return failf(in, "storage_read", "could not hold a read to the bound");
-		trace_meter_load_refused(in->meter, bound > base ? bound - base : 0);
-		return observe(in, in->sv, 1) < 0 ? -1 : 0;
-	}
-	if (ask > left && count >= 0) {
+	if (iov >= 0)
+		return load_vector(in, g, st, left);
+	if (ask > left && left == 0)
+		return load_refuse(in, g, st, cnt);
+	if (ask > left) {
 		st->args[cnt] = left;
 		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
 			return failf(in, "storage_read", "could not hold a read to the bound");
-	}
-	if (ask > left)
 		ask = left;
+	}
 	trace_meter_load_begin(in->meter, st->tid, ask);
 	if (bound_hold(in, in->sv, 0) < 0)
 		return -1;
-	if (runs)
-		return vector_run(in, g, st, ask);
 	st->want_exit = 1;
 	return 0;
 }
@@ -1166,7 +1207,10 @@ static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *
 {
 	struct trace_inspector *in = ctx;
 	struct trace_stop now;
+	int64_t stale;
 
+	/* a vectored call's way whose exit stop another took (a snapshot's interrupt) is void */
+	trace_meter_vector_take(in->meter, st->tid, &stale);
 	if (inspect_entry(in, g, st) < 0)
 		return -1;
 	/* metered as the call that runs: a rule may have changed it, and the kernel
@@ -1184,22 +1228,46 @@ static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *
 	return rc;
 }
 
+/* A vectored call held at its entry, at its exit: the guest's own registers back
+ * (only rax, rcx and r11 change in a syscall) and the way's result. A restart the
+ * kernel is about to make (-ERESTART*: a signal came) restarts the guest's own call;
+ * a wait that saw a datagram queued issues the call again, to a fresh stop. */
+static int vector_exit(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
+{
+	struct user_regs_struct r;
+	int64_t res;
+	int way = trace_meter_vector_take(in->meter, st->tid, &res);
+
+	if (!way)
+		return 0;
+	if (trace_guest_get_regs(g, &r) < 0)
+		return failf(in, "inspector", "could not read the registers at a call's exit");
+	trace_regs_set_args(&r, st->args);
+	if (way == TRACE_VECTOR_RESULT || way == TRACE_VECTOR_TAKEN) {
+		r.rax = (uint64_t)res;
+	} else if ((res = (int64_t)r.rax) >= -ERESTART_MAX && res <= -ERESTART_MIN) {
+		r.orig_rax = (uint64_t)st->nr;
+	} else if (way == TRACE_VECTOR_WAIT && res >= 0) {
+		r.rip -= 2; /* back over the syscall instruction */
+		r.rax = r.orig_rax = (uint64_t)st->nr;
+		res = -ERESTARTNOINTR; /* for the trace: the call is made again */
+	}
+	if (trace_guest_set_regs(g, &r) < 0)
+		return failf(in, "inspector", "could not restore a vectored call's registers");
+	st->result = res;
+	return 0;
+}
+
 static int inspector_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
-	struct trace_stop now = *st;
+	struct trace_stop now;
 	uint64_t u[TRACE_DIMS];
 
 	unmap_now(g, 1, NULL);
-	if (trace_meter_vector_take(in->meter, st->tid, &now.result)) {
-		struct user_regs_struct r;
-		if (trace_guest_get_regs(g, &r) < 0)
-			return failf(in, "inspector", "could not read the registers at a call's exit");
-		r.rax = (uint64_t)now.result;
-		if (trace_guest_set_regs(g, &r) < 0)
-			return failf(in, "inspector", "could not set a vectored call's result");
-		st->result = now.result;
-	}
+	if (vector_exit(in, g, st) < 0)
+		return -1;
+	now = *st; /* with the result the vectored call returns */
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
 	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
 	trace_meter_load_end(in->meter, st->tid);
