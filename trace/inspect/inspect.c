@@ -533,7 +533,8 @@ static void relay_allow(struct trace_inspector *in, int wait)
  * headroom of the bound, gets a new one (usage plus headroom once it moved, at most
  * the limit: an untouched one is charged nothing more); a stop waits until what the
  * guest may have used is durable: a call that may move bytes waits before it runs.
- * Fuel is read afresh at ticks only (a call's stop moves bytes, not fuel). */
+ * Fuel is read afresh at ticks only (a call's stop moves bytes, not fuel), and a
+ * tick waits for nothing: the tracer must keep its other deadlines. */
 static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, int tick)
 {
 	uint64_t run[TRACE_DIMS], most[TRACE_DIMS], b[TRACE_DIMS];
@@ -562,7 +563,9 @@ static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, i
 	in->bound_set = 1;
 	if (due)
 		memcpy(in->bound, b, sizeof b);
-	writer_post_bound(&in->w, due ? b : NULL, most);
+	/* a tick does not wait: what passed the bound already did, and reads must go on */
+	static const uint64_t none[TRACE_DIMS];
+	writer_post_bound(&in->w, due ? b : NULL, tick ? none : most);
 	relay_allow(in, 0);
 	return writer_take(in, sv) < 0 ? -1 : 0;
 }
@@ -627,6 +630,8 @@ static int inspector_start(void *ctx, struct trace_supervisor *sv)
 		return failf(in, "relay", "cannot watch the output bound");
 	if (bound_hold(in, sv, 1) < 0) /* durable before the guest runs */
 		return -1;
+	if (in->o.run_claim && in->w.started && !in->held)
+		writer_post_bound(&in->w, NULL, in->bound);
 	uint64_t u[TRACE_DIMS];
 	trace_inspector_usage(in, u);
 	fuel_tick(in, sv, u);
