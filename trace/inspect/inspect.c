@@ -493,13 +493,14 @@ void trace_inspector_usage(const struct trace_inspector *in, uint64_t u[TRACE_DI
 static int writer_take(struct trace_inspector *in, struct trace_supervisor *sv);
 
 /* What a run that dies is charged (SPEC §4.2) may pass what it used by this much:
- * the overshoot a bound allows (fuel 20 ms, bytes max(1 %, 1 MiB), counts 1 %). */
+ * 1 % of the limit, at least the overshoot a bound allows (fuel 20 ms, bytes 1 MiB,
+ * counts 1); less would renew the bound of a busy build every few milliseconds. */
 static uint64_t bound_headroom(const struct trace_inspector *in, int d)
 {
 	uint64_t h = in->limits[d] / 100;
 
 	if (d == LEASE_DIM_FUEL)
-		return FUEL_HEADROOM_US;
+		return h > FUEL_HEADROOM_US ? h : FUEL_HEADROOM_US;
 	if (d == LEASE_DIM_OUTPUT_VALUES || d == LEASE_DIM_TABLE_ELEMENTS)
 		return h ? h : 1;
 	return h > (1u << 20) ? h : 1u << 20;
