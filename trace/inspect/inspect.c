@@ -32,6 +32,7 @@
 #define LOAD_SLACK_US 10000      /* a tick this late (a tracer starved of CPU) still holds */
 #define FULL_EVERY_US 200000     /* the whole tree is sampled at least this often */
 #define FUEL_HEADROOM_US 20000   /* SPEC §4.1: fuel's allowed overshoot */
+#define FUEL_HEADROOM_MAX_US 250000 /* a dead run's bound passes its fuel by at most this */
 #define ERESTART_MIN 512         /* the kernel's restart codes, ERESTARTSYS... */
 #define ERESTARTNOINTR 513
 #define ERESTART_MAX 516         /* ...to ERESTART_RESTARTBLOCK (include/linux/errno.h) */
@@ -494,13 +495,15 @@ static int writer_take(struct trace_inspector *in, struct trace_supervisor *sv);
 
 /* What a run that dies is charged (SPEC §4.2) may pass what it used by this much:
  * 1 % of the limit, at least the overshoot a bound allows (fuel 20 ms, bytes 1 MiB,
- * counts 1); less would renew the bound of a busy build every few milliseconds. */
+ * counts 1), fuel at most a tick; less would renew the bound of a busy build every
+ * few milliseconds. */
 static uint64_t bound_headroom(const struct trace_inspector *in, int d)
 {
 	uint64_t h = in->limits[d] / 100;
 
 	if (d == LEASE_DIM_FUEL)
-		return h > FUEL_HEADROOM_US ? h : FUEL_HEADROOM_US;
+		return h < FUEL_HEADROOM_US ? FUEL_HEADROOM_US : h > FUEL_HEADROOM_MAX_US ?
+		       FUEL_HEADROOM_MAX_US : h;
 	if (d == LEASE_DIM_OUTPUT_VALUES || d == LEASE_DIM_TABLE_ELEMENTS)
 		return h ? h : 1;
 	return h > (1u << 20) ? h : 1u << 20;
