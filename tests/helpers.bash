@@ -56,6 +56,29 @@ sbx_memcg() {
 	mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
 	[ -n "$mnt" ] && grep -qw memory "$mnt$rel/cgroup.subtree_control" 2>/dev/null
 }
+# whether the run's cgroup gets the cpu controller too (sbx-run holds fuel by a
+# quota there): a v1 cpu hierarchy writable, or v2's controller delegated
+sbx_cpucg() {
+	local rel mnt
+	sbx_memcg || return 1
+	rel=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup)
+	mnt=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)cpu(,|$)/ { print $1; exit }')
+	[ -n "$rel" ] && [ -n "$mnt" ] && [ -w "$mnt$rel" ] && return 0
+	rel=$(awk -F: '$1 == 0 { print $3 }' /proc/self/cgroup)
+	mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
+	[ -n "$mnt" ] && grep -qw cpu "$mnt$rel/cgroup.subtree_control" 2>/dev/null
+}
+# The cpu.stat of process $1's cpu cgroup (v1 cpu hierarchy, else v2).
+sbx_cpu_stat() {
+	local rel mnt
+	rel=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' "/proc/$1/cgroup")
+	mnt=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)cpu(,|$)/ { print $1; exit }')
+	if [ -z "$rel" ] || [ -z "$mnt" ]; then
+		rel=$(awk -F: '$1 == 0 { print $3 }' "/proc/$1/cgroup")
+		mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
+	fi
+	echo "$mnt$rel/cpu.stat"
+}
 # make check where none can be made (unprivileged, say) runs its guests sampled
 sbx_memcg || export SBX_MEMORY_SAMPLED=1
 

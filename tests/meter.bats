@@ -64,6 +64,48 @@ usage_of() { jq -r ".usage.$1" r.json; }
 	[ "$(usage_of fuel)" -le 220000 ]
 }
 
+# The pid of the first child of process $1 (any of its threads' children), once there is one.
+child_of() {
+	local c
+	for _ in $(seq 1 600); do
+		c=$(cat /proc/"$1"/task/*/children 2>/dev/null | awk '{ print $1 }' | head -n1)
+		[ -n "$c" ] && { echo "$c"; return 0; }
+		sleep 0.05
+	done
+	return 1
+}
+
+cpu_us() { awk '{ printf "%d", $1 / 1000 }' "/proc/$1/schedstat"; }
+
+@test "with a cpu cgroup the kernel holds fuel while the supervisor is late" {
+	sbx_cpucg || skip "no cpu cgroup can be made here: fuel is held by samples alone"
+	sbx-run --ephemeral --limits fuel=300000 --result r.json -- "$GUESTS/meter_hog" fuel \
+		>out 2>err &
+	pid=$!
+	init=$(child_of "$pid")
+	g=$(child_of "$init")
+	until [ "$(cpu_us "$g")" -ge 50000 ]; do sleep 0.01; done
+	# the supervisor stops (as on a host too loaded to run it): the quota it set
+	# throttles the spinner before the bound, where only samples let it burn on
+	kill -STOP "$pid"
+	stat=$(sbx_cpu_stat "$g")
+	for _ in $(seq 1 600); do
+		[ "$(cpu_us "$g")" -gt 400000 ] && break
+		[ "$(awk '$1 == "nr_throttled" { print $2 }' "$stat" 2>/dev/null)" -gt 0 ] 2>/dev/null && break
+		sleep 0.05
+	done
+	echo "stopped supervisor: guest at $(cpu_us "$g") µs"
+	kill -CONT "$pid"
+	status=0
+	wait "$pid" || status=$?
+	assert_equal "$status" 124
+	assert_equal "$(jq -r .closed r.json)" fuel
+	echo "fuel at closure: $(usage_of fuel)"
+	[ "$(usage_of fuel)" -gt 300000 ]
+	[ "$(usage_of fuel)" -le 320000 ]
+	assert_equal "$(jq -r .fuel_held_by r.json)" cgroup
+}
+
 # whether sbx-run can make the run a memory cgroup here (root with a writable v1
 # memory hierarchy, or cgroup v2 with the controller delegated); told apart from
 # sbx-run itself, which must then use one (the guest sees it)

@@ -5,7 +5,10 @@
  * already delegated to sbx-run's cgroup; v1 needs a writable memory hierarchy.
  * Where neither is, the run has no cgroup and the meter's samples alone hold memory.
  * The cgroup also sees what no process maps (memfd, SysV shm, tmpfs) and the pages
- * of threads whose group leader has exited: its anon + shmem counts as held. */
+ * of threads whose group leader has exited: its anon + shmem counts as held.
+ * Where the cpu controller can be had too (v2: delegated; v1: a writable cpu
+ * hierarchy), the tree's CPU time is held the same way near the fuel bound: a CFS
+ * bandwidth quota per FUEL_PERIOD_US, set by the inspector at each sample. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,22 +22,25 @@
 
 struct trace_cgroup {
 	char dir[PATH_MAX];
+	char cpu_dir[PATH_MAX]; /* where the quota is: dir (v2), a cpu hierarchy's (v1), or "" */
 	int v2;
 	uint64_t bound;
 };
 
-/* Whether list (words separated by any of seps) holds "memory" as a whole word:
- * a named hierarchy "name=memoryx" or an option "memory_recursiveprot" is not it. */
-static int has_memory(const char *list, const char *seps)
+/* Whether list (words separated by any of seps) holds word as a whole word: a
+ * named hierarchy "name=memoryx" or an option "memory_recursiveprot" is not it. */
+static int has_word(const char *list, const char *seps, const char *word)
 {
+	size_t wl = strlen(word);
 	for (const char *w = list; *w; w += strcspn(w, seps), w += strspn(w, seps))
-		if (strcspn(w, seps) == 6 && strncmp(w, "memory", 6) == 0)
+		if (strcspn(w, seps) == wl && strncmp(w, word, wl) == 0)
 			return 1;
 	return 0;
 }
 
-/* The directory of sbx-run's own cgroup in the hierarchy whose mount matches. */
-static int own_dir(int v2, char *out, size_t cap)
+/* The directory of sbx-run's own cgroup in the v2 hierarchy (ctl NULL) or in the
+ * v1 hierarchy of controller ctl. */
+static int own_dir(const char *ctl, char *out, size_t cap)
 {
 	char line[PATH_MAX + 256], rel[PATH_MAX] = "", root[PATH_MAX], mnt[PATH_MAX], type[32];
 	FILE *f = fopen("/proc/self/cgroup", "re");
@@ -45,8 +51,8 @@ static int own_dir(int v2, char *out, size_t cap)
 		if (!c2)
 			continue;
 		*c2 = 0;
-		int match = v2 ? strcmp(line, "0") == 0 && c1[1] == 0
-			       : has_memory(c1 + 1, ",");
+		int match = !ctl ? strcmp(line, "0") == 0 && c1[1] == 0
+				 : has_word(c1 + 1, ",", ctl);
 		if (match) {
 			snprintf(rel, sizeof rel, "%s", c2 + 1);
 			rel[strcspn(rel, "\n")] = 0;
@@ -63,7 +69,7 @@ static int own_dir(int v2, char *out, size_t cap)
 		if (!dash || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
 		    sscanf(dash, " - %31s %*s %255s", type, opts) < 1)
 			continue;
-		if (v2 ? strcmp(type, "cgroup2") : strcmp(type, "cgroup") || !has_memory(opts, ","))
+		if (!ctl ? strcmp(type, "cgroup2") : strcmp(type, "cgroup") || !has_word(opts, ",", ctl))
 			continue;
 		size_t rl = strcmp(root, "/") ? strlen(root) : 0;
 		if (strncmp(rel, root, rl) || (rel[rl] && rel[rl] != '/'))
@@ -75,16 +81,21 @@ static int own_dir(int v2, char *out, size_t cap)
 	return found;
 }
 
-static int put(const struct trace_cgroup *cg, const char *file, const char *val)
+static int put_in(const char *dir, const char *file, const char *val)
 {
 	char path[PATH_MAX + 64];
-	snprintf(path, sizeof path, "%s/%s", cg->dir, file);
+	snprintf(path, sizeof path, "%s/%s", dir, file);
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	ssize_t n = write(fd, val, strlen(val));
 	close(fd);
 	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+static int put(const struct trace_cgroup *cg, const char *file, const char *val)
+{
+	return put_in(cg->dir, file, val);
 }
 
 /* The value after "key " in a flat-keyed file, or -1. */
@@ -124,7 +135,7 @@ static void sweep(const char *parent)
 	closedir(d);
 }
 
-static int lists_memory(const char *path)
+static int lists(const char *path, const char *ctl)
 {
 	char buf[512];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -135,7 +146,7 @@ static int lists_memory(const char *path)
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	return has_memory(buf, " \n");
+	return has_word(buf, " \n", ctl);
 }
 
 static int limit(const struct trace_cgroup *cg, uint64_t bound)
@@ -163,13 +174,13 @@ static int make(struct trace_cgroup *cg, int v2, char *why, size_t cap)
 {
 	char own[PATH_MAX], ctl[PATH_MAX + 32];
 	static unsigned seq;
-	if (own_dir(v2, own, sizeof own) < 0) {
+	if (own_dir(v2 ? NULL : "memory", own, sizeof own) < 0) {
 		snprintf(why, cap, "no %s mount shows sbx-run's cgroup", v2 ? "cgroup2" : "cgroup v1 memory");
 		return -1;
 	}
 	/* v2: a child gets memory.max only if the controller is delegated to us */
 	snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", own);
-	if (v2 && !lists_memory(ctl)) {
+	if (v2 && !lists(ctl, "memory")) {
 		snprintf(why, cap, "the memory controller is not delegated to %.200s", own);
 		return -1;
 	}
@@ -187,12 +198,44 @@ static int make(struct trace_cgroup *cg, int v2, char *why, size_t cap)
 	return 0;
 }
 
+/* The cpu controller beside the memory one, where it can be had; none is no error
+ * (fuel is then held by the inspector's samples alone). */
+static void cpu_make(struct trace_cgroup *cg)
+{
+	char own[PATH_MAX], period[64];
+	const char *name = strrchr(cg->dir, '/') + 1;
+
+	if (cg->v2) { /* cpu.max is there only if the controller is delegated to us */
+		snprintf(period, sizeof period, "max %d", TRACE_FUEL_PERIOD_US);
+		if (put(cg, "cpu.max", period) == 0)
+			snprintf(cg->cpu_dir, sizeof cg->cpu_dir, "%s", cg->dir);
+		return;
+	}
+	if (own_dir("cpu", own, sizeof own) < 0 ||
+	    (size_t)snprintf(cg->cpu_dir, sizeof cg->cpu_dir, "%s/%s", own, name) >= sizeof cg->cpu_dir)
+		goto none;
+	if (strcmp(cg->cpu_dir, cg->dir) != 0) { /* not one hierarchy with memory */
+		sweep(own);
+		if (mkdir(cg->cpu_dir, 0755) < 0)
+			goto none;
+	}
+	snprintf(period, sizeof period, "%d", TRACE_FUEL_PERIOD_US);
+	if (put_in(cg->cpu_dir, "cpu.cfs_period_us", period) == 0)
+		return;
+	if (strcmp(cg->cpu_dir, cg->dir) != 0)
+		(void)rmdir(cg->cpu_dir);
+none:
+	cg->cpu_dir[0] = 0;
+}
+
 struct trace_cgroup *trace_cgroup_open(struct common_err *e)
 {
 	char why2[320], why1[320];
 	struct trace_cgroup *cg = common_xcalloc(1, sizeof *cg);
-	if (make(cg, 1, why2, sizeof why2) == 0 || make(cg, 0, why1, sizeof why1) == 0)
+	if (make(cg, 1, why2, sizeof why2) == 0 || make(cg, 0, why1, sizeof why1) == 0) {
+		cpu_make(cg);
 		return cg;
+	}
 	free(cg);
 	common_errf(e, "memory", "no memory cgroup can be made for the run (cgroup v2: %s; "
 		    "v1: %s), so its bound could only be sampled: run as root, in a cgroup v2 "
@@ -219,7 +262,38 @@ int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_e
 		rc = put(cg, "cgroup.procs", v);
 	if (rc < 0)
 		return common_errno(e, errno, "memory cgroup %s: moving the sandbox in", cg->dir);
+	if (!cg->cpu_dir[0] || strcmp(cg->cpu_dir, cg->dir) == 0)
+		return 0;
+	rc = put_in(cg->cpu_dir, "cgroup.procs", v);
+	if (rc < 0 && errno == ENOENT && mkdir(cg->cpu_dir, 0755) == 0) {
+		char period[32];
+		snprintf(period, sizeof period, "%d", TRACE_FUEL_PERIOD_US);
+		if (put_in(cg->cpu_dir, "cpu.cfs_period_us", period) == 0)
+			rc = put_in(cg->cpu_dir, "cgroup.procs", v);
+	}
+	if (rc < 0)
+		return common_errno(e, errno, "cpu cgroup %s: moving the sandbox in", cg->cpu_dir);
 	return 0;
+}
+
+int trace_cgroup_holds_fuel(const struct trace_cgroup *cg)
+{
+	return cg && cg->cpu_dir[0];
+}
+
+int trace_cgroup_fuel(const struct trace_cgroup *cg, uint64_t us)
+{
+	char v[64];
+
+	if (!trace_cgroup_holds_fuel(cg))
+		return -EOPNOTSUPP;
+	if (us < 1000)
+		us = 1000; /* the shortest quota the kernel takes */
+	if (cg->v2)
+		snprintf(v, sizeof v, "%llu %d", (unsigned long long)us, TRACE_FUEL_PERIOD_US);
+	else
+		snprintf(v, sizeof v, "%llu", (unsigned long long)us);
+	return put_in(cg->cpu_dir, cg->v2 ? "cpu.max" : "cpu.cfs_quota_us", v) < 0 ? -errno : 0;
 }
 
 void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m)
@@ -247,5 +321,8 @@ void trace_cgroup_free(struct trace_cgroup *cg)
 		return;
 	for (int i = 0; i < 200 && rmdir(cg->dir) < 0 && errno == EBUSY; i++)
 		usleep(5000);
+	if (cg->cpu_dir[0] && strcmp(cg->cpu_dir, cg->dir) != 0)
+		for (int i = 0; i < 200 && rmdir(cg->cpu_dir) < 0 && errno == EBUSY; i++)
+			usleep(5000);
 	free(cg);
 }

@@ -36,6 +36,7 @@
 #define ERESTART_MIN 512         /* the kernel's restart codes, ERESTARTSYS... */
 #define ERESTARTNOINTR 513
 #define ERESTART_MAX 516         /* ...to ERESTART_RESTARTBLOCK (include/linux/errno.h) */
+#define FUEL_SLACK_US 1000       /* the quota's past half what is left: the tree does cross */
 
 struct view { uint8_t *data; uint64_t gaddr; size_t len; };
 
@@ -104,6 +105,8 @@ struct trace_inspector {
 	uint64_t last_obs_ms;
 	uint64_t full_due_us;         /* the next tick that samples everything */
 	int fuel_near;                /* fuel may cross before full_due_us */
+	const struct trace_cgroup *cg; /* the run's: with the cpu controller, the kernel holds fuel */
+	int fuel_held;                /* its quota is set */
 	struct obs_writer w;
 	unsigned classes;
 	char rewritten[2][4096]; /* the last call's new path strings, for the recorder */
@@ -801,9 +804,34 @@ void trace_inspector_hold(struct trace_inspector *in, int held)
 	in->held = held;
 }
 
+/* Where the cgroup has the cpu controller, the kernel stops the tree once it has burnt
+ * half of what the last sample left (and the slack, so that it does cross): the next
+ * tick comes before a tree at full speed on every CPU can burn that much (fuel_tick),
+ * so only a tracer that is late (a loaded host) finds it throttled, and a late tracer
+ * no longer lets it run on past the bound. Set from a fresh sample only. */
+static void fuel_hold(struct trace_inspector *in, const uint64_t u[TRACE_DIMS])
+{
+	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	uint64_t q = used < lim ? (lim - used) / 2 + FUEL_SLACK_US : FUEL_SLACK_US;
+
+	if (!trace_cgroup_holds_fuel(in->cg))
+		return;
+	/* far from the bound the tree cannot burn the quota in a period: no quota yet */
+	if (!in->fuel_held && q / in->ncpu >= TRACE_FUEL_PERIOD_US)
+		return;
+	/* refused only by a v1 parent with a smaller quota: that one holds the tree,
+	 * and the samples hold the bound as without a cgroup */
+	in->fuel_held = trace_cgroup_fuel(in->cg, q) == 0 || in->fuel_held;
+}
+
 void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg)
 {
+	uint64_t u[TRACE_DIMS];
+
 	trace_meter_cgroup(in->meter, cg, in->limits[LEASE_DIM_MEMORY]);
+	in->cg = cg;
+	trace_inspector_usage(in, u); /* the lease's usage before the run: exact */
+	fuel_hold(in, u);
 }
 
 void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes)
@@ -855,6 +883,8 @@ static int inspector_tick(void *ctx, struct trace_supervisor *sv)
 		trace_meter_task_new(in->meter, 0, tids[i]);
 	trace_meter_peak_rss(in->meter, trace_sv_peak_rss(sv));
 	trace_meter_tick(in->meter);
+	trace_inspector_usage(in, u);
+	fuel_hold(in, u);
 	return observe(in, sv, 0) != 0;
 }
 

@@ -171,6 +171,8 @@ void trace_bound_result(const struct trace_bound *b, json_t *result)
 	for (int d = 0; d < TRACE_DIMS; d++)
 		json_object_set_new(u, lease_dim_name((enum lease_dim)d), json_integer((json_int_t)v[d]));
 	json_object_set_new(result, "memory_held_by", json_string(b->cg ? "cgroup" : "samples"));
+	json_object_set_new(result, "fuel_held_by",
+			    json_string(trace_cgroup_holds_fuel(b->cg) ? "cgroup" : "samples"));
 }
 
 void trace_bound_free(struct trace_bound *b)
