@@ -64,12 +64,12 @@ usage_of() { jq -r ".usage.$1" r.json; }
 	[ "$(usage_of fuel)" -le 220000 ]
 }
 
-# The pid of the first child of process $1 (any of its threads' children), once there is one.
-child_of() {
+# The pid of the process whose command line is exactly $1, once there is one (the
+# first child of sbx-run may be another, short-lived process).
+pid_of_cmd() {
 	local c
 	for _ in $(seq 1 600); do
-		c=$(cat /proc/"$1"/task/*/children 2>/dev/null | awk '{ print $1 }' | head -n1)
-		[ -n "$c" ] && { echo "$c"; return 0; }
+		c=$(pgrep -n -f -x -- "$1") && { echo "$c"; return 0; }
 		sleep 0.05
 	done
 	return 1
@@ -82,8 +82,7 @@ cpu_us() { awk '{ printf "%d", $1 / 1000 }' "/proc/$1/schedstat"; }
 	sbx-run --ephemeral --limits fuel=300000 --result r.json -- "$GUESTS/meter_hog" fuel \
 		>out 2>err &
 	pid=$!
-	init=$(child_of "$pid")
-	g=$(child_of "$init")
+	g=$(pid_of_cmd "$GUESTS/meter_hog fuel")
 	until [ "$(cpu_us "$g")" -ge 50000 ]; do sleep 0.01; done
 	# the supervisor stops (as on a host too loaded to run it): the quota it set
 	# throttles the spinner before the bound, where only samples let it burn on
