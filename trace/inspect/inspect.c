@@ -259,6 +259,8 @@ static void *writer_main(void *arg)
 	struct obs_writer *w = &in->w;
 	struct lease_store *s = NULL;
 	struct common_err e;
+
+	pthread_setname_np(pthread_self(), "sbx-observe");
 	int open_rc = lease_store_open(lease_store_name(in->o.store), &s, &e);
 
 	pthread_mutex_lock(&w->mu);

@@ -642,8 +642,9 @@ static json_t *result_json(const char *lease, const char *image, const char *sha
 	json_object_set_new(j, "stopped", r->stop_reason[0] ? json_string(r->stop_reason) : json_null());
 	json_object_set_new(j, "usage", json_pack("{s:I,s:I}", "cpu_us", (json_int_t)r->cpu_us,
 						  "maxrss", (json_int_t)r->maxrss));
-	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I}", "stops", (json_int_t)r->stops,
-						       "refused", (json_int_t)r->refused));
+	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I,s:s}", "stops", (json_int_t)r->stops,
+						       "refused", (json_int_t)r->refused, "priority",
+						       r->realtime ? "realtime" : "normal"));
 	json_object_set_new(j, "trace", json_null()); /* the trace head digest */
 	json_object_set_new(j, "receipts", receipts ? json_incref(receipts) : json_array());
 	return j;

@@ -170,6 +170,7 @@ struct waker {
 	int sig;
 	_Atomic int in_wait;
 	uint64_t due_us;         /* the next tick, monotonic µs: waited for if sooner */
+	const struct trace_prio *prio; /* the tracer's: the waker is on its wake-up path */
 	int stop, started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -221,6 +222,8 @@ static void *waker_main(void *arg)
 	pid_t pid = getpid();
 	uint64_t sent = 0; /* the tick already signalled: once each, or a late tracer is flooded */
 
+	pthread_setname_np(pthread_self(), "sbx-waker");
+	trace_prio_follow(w->prio);
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		uint64_t at = common_mono_us() + WAKE_MS * 1000;
@@ -976,7 +979,7 @@ static void on_signal(struct trace_supervisor *sv)
 }
 
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,
-		  struct common_err *e)
+		    struct trace_prio *pr, struct common_err *e)
 {
 	struct trace_supervisor sv;
 	memset(&sv, 0, sizeof sv);
@@ -1009,6 +1012,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	}
 	struct waker wk;
 	memset(&wk, 0, sizeof wk);
+	wk.prio = pr;
 	int werr = waker_start(&wk);
 	if (werr < 0) {
 		common_errno(e, -werr, "supervisor wake-up thread");
@@ -1031,6 +1035,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			killed = 1;
 		}
 		uint64_t now = common_mono_us();
+		trace_prio_duty(pr, now);
 		if (now >= next_tick) {
 			sv.tick_us = TICK_MS * 1000;
 			if (!killed && layers_tick(&sv))

@@ -3,6 +3,7 @@
 #ifndef SBX_TRACE_SV_H
 #define SBX_TRACE_SV_H
 
+#include <sched.h>
 #include "trace/box/box.h"
 
 enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
@@ -104,12 +105,28 @@ struct trace_result {
 	uint64_t refused;             /* syscalls the boundary refused */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
+	int realtime;                 /* the tracer ran SCHED_FIFO (trace/sv/prio.c) */
 };
 /* Run the guest to completion. 0 with *res filled (whatever the guest did), or -1
  * when the boundary could not be built (nothing ran). It waits for its own tasks
  * only, so runs in several threads at once are independent; the hooks are called
  * on the supervising thread (cfg->host_signals). */
 int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e);
+/* The tracer thread's scheduling (trace/sv/prio.c). */
+struct trace_prio {
+	int raised, demoted;
+	int policy;                   /* the thread's before, put back at the end */
+	struct sched_param param;
+	uint64_t win_us, win_cpu_us;  /* the duty window: its start, the thread's CPU then */
+};
+/* The calling thread SCHED_FIFO, what it creates SCHED_OTHER; -errno when the invoker
+ * may not (or chose a policy itself): it runs as it was. */
+int trace_prio_raise(struct trace_prio *pr);
+/* Another thread of the tracer (its waker): raised as the tracer was. */
+void trace_prio_follow(const struct trace_prio *pr);
+/* In the tracer's loop: SCHED_OTHER while it is busy, SCHED_FIFO again once idle. */
+void trace_prio_duty(struct trace_prio *pr, uint64_t now_us);
+void trace_prio_restore(struct trace_prio *pr);
 /* Exit status for sbx-run (SPEC §6.6) from a result. */
 int trace_result_exit_code(const struct trace_result *res);
 
@@ -144,9 +161,10 @@ int trace_sv_every_call_on(const struct trace_supervisor *sv);
  * resumes it in every-call mode. */
 void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
 
-/* The supervisor loop: runs until every tracee is gone. */
+/* The supervisor loop: runs until every tracee is gone; pr is the calling thread's
+ * scheduling (trace_prio_raise), NULL if none. */
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,
-		  struct common_err *e);
+		    struct trace_prio *pr, struct common_err *e);
 
 /* Output relay: the guest's stdout/stderr are pipes copied to out_fd/err_fd by a
  * supervisor thread, in order, counting bytes (both) and newline records (stdout).
