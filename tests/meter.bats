@@ -496,3 +496,27 @@ PY
 	assert_success
 	assert_output wrote
 }
+
+@test "the tracer and its waker run SCHED_FIFO where permitted; the guest and the other threads do not" {
+	[ "$(id -u)" = 0 ] || skip "needs root (SCHED_FIFO)"
+	mkdir w
+	sbx-run --ephemeral --rw "$PWD/w:/w" --result r.json -- /bin/sh -c \
+		'cut -d" " -f41 /proc/self/stat >/w/pol; while [ ! -e /w/go ]; do sleep 0.05; done' &
+	pid=$!
+	for _ in $(seq 1 600); do [ -s w/pol ] && break; sleep 0.05; done
+	# policy is /proc/PID/stat's field 41 (0 SCHED_OTHER, 1 SCHED_FIFO)
+	pols=$(for t in /proc/"$pid"/task/*; do echo "$(cat "$t/comm") $(awk '{ print $(NF-11) }' "$t/stat")"; done | sort)
+	init=$(cat /proc/"$pid"/task/*/children | awk '{ print $1 }')
+	ipol=$(awk '{ print $(NF-11) }' "/proc/$init/stat")
+	touch w/go
+	wait "$pid"
+	assert_equal "$(cat w/pol)" 0
+	assert_equal "$ipol" 0
+	assert_equal "$pols" "$(printf 'sbx-observe 0\nsbx-relay 0\nsbx-run 1\nsbx-waker 1')"
+	assert_equal "$(jq -r .supervisor.priority r.json)" realtime
+	# an unprivileged invoker runs all the same, at its own priority
+	as_nobody
+	run $AS sbx-run --ephemeral --result r.json -- /bin/true
+	assert_success
+	assert_equal "$(jq -r .supervisor.priority r.json)" normal
+}
