@@ -8,7 +8,8 @@
 # MAP_SHARED mapping, vmsplice+splice, copy_file_range, 100k empty files...)
 # through a read-write bind, storage_read along every read path tests/guests/
 # meter_load knows, and against a guest racing its own iovec (tests/guests/
-# meter_race); "stored" is what the bind holds at the end, and
+# meter_race: on a file, /dev/zero, a pipe, a stream and a datagram socket);
+# "stored" is what the bind holds at the end, and
 # its overshoot is taken from that: the usage of a refused call reads as the
 # excess (what was held plus what the call asked for), not as bytes stored.
 # Usage: bench/meter.sh [ROUNDS]   (default 3; SBX_BUILD defaults to ./build)
@@ -48,6 +49,9 @@ storage_read 32M 33554432 load:sendfile /usr/lib/x86_64-linux-gnu/libc.so.6
 storage_read 32M 33554432 load:threads /usr/lib/x86_64-linux-gnu/libc.so.6
 storage_read 1G 1073741824 load:threads /usr/lib/x86_64-linux-gnu/libc.so.6
 storage_read 32M 33554432 race:readv /dev/zero
+storage_read 32M 33554432 race:pipe
+storage_read 32M 33554432 race:stream
+storage_read 32M 33554432 race:dgram
 output_bytes 1M 1048576 flood
 output_values 100 100 lines
 table_elements 64 64 fds
@@ -68,7 +72,7 @@ cases | while read -r dim lim units mode arg; do
 		case $mode in
 		store:*) set -- "$W/guests/meter_store" "${mode#store:}" /w ;;
 		load:*) set -- "$W/guests/meter_load" "${mode#load:}" "$arg" ;;
-		race:*) set -- "$W/guests/meter_race" "${mode#race:}" "$arg" ;;
+		race:*) set -- "$W/guests/meter_race" "${mode#race:}" ${arg:+"$arg"} ;;
 		*) set -- "$HOG" "$mode" ${arg:-} ;;
 		esac
 		"$SBX_BUILD/bin/sbx-run" --ephemeral --limits "$dim=$lim" --rw "$W/w:/w" \

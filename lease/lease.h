@@ -70,6 +70,16 @@ int lease_run_claim(struct lease_store *s, const char *id, struct common_err *e)
 int lease_run_held(const struct lease_store *s, const char *id);
 /* The run ended: drop its claim (the descriptor lease_run_claim gave). */
 void lease_run_release(struct lease_store *s, const char *id, int fd);
+/* The most the run's guest may have used by now (SPEC §4.2), made durable in its
+ * claim before the guest can use more: a run that dies is charged it, capped at
+ * the lease's limits. seq orders writes; the newest whole one counts. */
+int lease_run_bound_write(int run_fd, const char *id, uint64_t seq,
+			  const uint64_t bound[LEASE_DIM_COUNT], struct common_err *e);
+#define LEASE_RUN_BOUND_SLOT 256
+/* One slot's bytes (hostile): 0 with *seq and bound[] when it is a whole bound of
+ * lease id, -1 otherwise. */
+int lease_run_bound_decode(const uint8_t *buf, size_t len, const char *id, uint64_t *seq,
+			   uint64_t bound[LEASE_DIM_COUNT]);
 
 /* The store clock (SPEC §2): {"mode", "batch", "batch_ms", "epoch_ms"}.
  * Switching modes keeps the batch monotonic; tick works in manual mode only. */

@@ -482,8 +482,32 @@ static int expire_if_overdue(struct lease_store *s, json_t **rec, uint64_t batch
 	return rc;
 }
 
-/* A run that died (SIGKILL, OOM) left its lease Active: it closes from its last
- * durable observation, before anything else is decided on the store. */
+/* A dead run's bound (what its guest may have used at most, lease_run_bound_write),
+ * capped at the limits, as an observation: the guest cannot have passed it. */
+static int dead_run_observe(struct lease_store *s, const char *id, json_t **rec, uint64_t batch,
+			    json_t *rs, const char **closed, struct common_err *e)
+{
+	uint64_t bound[LEASE_DIM_COUNT], lim[LEASE_DIM_COUNT], old[LEASE_DIM_COUNT];
+	json_t *r = NULL, *uj;
+	int rc;
+
+	*closed = NULL;
+	if (!lease_run_bound_read(s, id, bound))
+		return 0;
+	lease_usage_get(json_object_get(*rec, "limits"), lim);
+	lease_usage_get(json_object_get(*rec, "usage"), old);
+	for (int d = 0; d < LEASE_DIM_COUNT; d++)
+		bound[d] = bound[d] > lim[d] ? lim[d] : bound[d] < old[d] ? old[d] : bound[d];
+	uj = lease_usage_json(bound);
+	rc = observe_receipt(*rec, uj, batch, 0, &r, closed, e);
+	json_decref(uj);
+	if (rc == 0 && r)
+		rc = seal_fold(s, rec, r, rs, e);
+	return rc;
+}
+
+/* A run that died (SIGKILL, OOM) left its lease Active: it closes from the bound it
+ * left (else its last durable observation), before anything else is decided. */
 static int close_dead_runs(struct lease_store *s, uint64_t batch, struct common_err *e)
 {
 	char **ids;
@@ -495,6 +519,7 @@ static int close_dead_runs(struct lease_store *s, uint64_t batch, struct common_
 	for (size_t i = 0; i < n; i++) {
 		json_t *pair = NULL, *rec, *rs, *r, *out = NULL, *args;
 		struct common_err skip;
+		const char *closed = NULL;
 		enum lease_state st;
 		if (load_pair(s, ids[i], &pair, &skip) < 0) {
 			lease_run_forget(s, ids[i]);
@@ -506,8 +531,10 @@ static int close_dead_runs(struct lease_store *s, uint64_t batch, struct common_
 		rs = json_array();
 		args = json_pack("{s:b}", "run_died", 1);
 		if (st == LEASE_ACTIVE &&
-		    (edge_receipt(s, rec, LEASE_EDGE_SETTLE, args, batch, &r, e) < 0 ||
-		     seal_fold(s, &rec, r, rs, e) < 0 || commit(s, rs, rec, &out, e) < 0))
+		    (dead_run_observe(s, ids[i], &rec, batch, rs, &closed, e) < 0 ||
+		     (!closed && (edge_receipt(s, rec, LEASE_EDGE_SETTLE, args, batch, &r, e) < 0 ||
+				  seal_fold(s, &rec, r, rs, e) < 0)) ||
+		     commit(s, rs, rec, &out, e) < 0))
 			rc = -1;
 		else
 			lease_run_forget(s, ids[i]);

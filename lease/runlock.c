@@ -133,3 +133,83 @@ int lease_run_held(const struct lease_store *s, const char *id)
 	close(fd);
 	return held;
 }
+
+/* A run's bound lives past the pid at RUN_BOUND_OFF of its claim, in two slots
+ * written in turn (the torn one is the other): magic, dimensions, lease id, seq,
+ * one value per dimension, and the SHA-256 of all that. x86-64 byte order. */
+#define RUN_BOUND_OFF 4096
+#define RUN_BOUND_MAGIC "sbxbound"
+#define RUN_BOUND_ID 48
+#define RUN_BOUND_VALS 72
+#define RUN_BOUND_SUM (LEASE_RUN_BOUND_SLOT - COMMON_SHA256_LEN)
+
+static void bound_encode(uint8_t buf[LEASE_RUN_BOUND_SLOT], const char *id, uint64_t seq,
+			 const uint64_t bound[LEASE_DIM_COUNT])
+{
+	uint32_t dims = LEASE_DIM_COUNT;
+
+	memset(buf, 0, LEASE_RUN_BOUND_SLOT);
+	memcpy(buf, RUN_BOUND_MAGIC, 8);
+	memcpy(buf + 8, &dims, 4);
+	memcpy(buf + 16, id, strnlen(id, RUN_BOUND_ID - 1));
+	memcpy(buf + 64, &seq, 8);
+	memcpy(buf + RUN_BOUND_VALS, bound, LEASE_DIM_COUNT * sizeof bound[0]);
+	common_sha256(buf, RUN_BOUND_SUM, buf + RUN_BOUND_SUM);
+}
+
+int lease_run_bound_decode(const uint8_t *buf, size_t len, const char *id, uint64_t *seq,
+			   uint64_t bound[LEASE_DIM_COUNT])
+{
+	uint8_t sum[COMMON_SHA256_LEN];
+	char want[RUN_BOUND_ID] = "";
+	uint32_t dims;
+
+	if (len < LEASE_RUN_BOUND_SLOT || memcmp(buf, RUN_BOUND_MAGIC, 8) != 0)
+		return -1;
+	common_sha256(buf, RUN_BOUND_SUM, sum);
+	memcpy(&dims, buf + 8, 4);
+	strncpy(want, id, RUN_BOUND_ID - 1);
+	if (memcmp(sum, buf + RUN_BOUND_SUM, sizeof sum) != 0 || dims != LEASE_DIM_COUNT ||
+	    memcmp(buf + 16, want, RUN_BOUND_ID) != 0)
+		return -1;
+	memcpy(seq, buf + 64, 8);
+	memcpy(bound, buf + RUN_BOUND_VALS, LEASE_DIM_COUNT * sizeof bound[0]);
+	for (int d = 0; d < LEASE_DIM_COUNT; d++)
+		if (bound[d] > LEASE_USAGE_MAX)
+			return -1;
+	return 0;
+}
+
+int lease_run_bound_write(int run_fd, const char *id, uint64_t seq,
+			  const uint64_t bound[LEASE_DIM_COUNT], struct common_err *e)
+{
+	uint8_t buf[LEASE_RUN_BOUND_SLOT];
+	off_t at = RUN_BOUND_OFF + (off_t)(seq & 1) * LEASE_RUN_BOUND_SLOT;
+
+	bound_encode(buf, id, seq, bound);
+	if (pwrite(run_fd, buf, sizeof buf, at) != (ssize_t)sizeof buf || fdatasync(run_fd) < 0)
+		return common_errno(e, errno, "run claim of %s: writing its usage bound", id);
+	return 0;
+}
+
+int lease_run_bound_read(struct lease_store *s, const char *id, uint64_t bound[LEASE_DIM_COUNT])
+{
+	uint8_t buf[2 * LEASE_RUN_BOUND_SLOT];
+	uint64_t seq[2], v[2][LEASE_DIM_COUNT];
+	char *p = run_lock_path(s, id);
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ok[2];
+	ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof buf, RUN_BOUND_OFF);
+
+	free(p);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 2; i++)
+		ok[i] = n >= (ssize_t)((i + 1) * LEASE_RUN_BOUND_SLOT) &&
+			lease_run_bound_decode(buf + i * LEASE_RUN_BOUND_SLOT, LEASE_RUN_BOUND_SLOT,
+					       id, &seq[i], v[i]) == 0;
+	if (!ok[0] && !ok[1])
+		return 0;
+	int newest = !ok[0] || (ok[1] && seq[1] > seq[0]);
+	memcpy(bound, v[newest], sizeof v[newest]);
+	return 1;
+}

@@ -45,29 +45,20 @@ else
 	SBX_AS_NOBODY=env
 fi
 
-# Whether this user can make a memory cgroup (cgroup v1 writable, or v2 with the
-# memory controller delegated), as sbx-run does.
-sbx_memcg() {
-	local rel mnt
-	rel=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 }' /proc/self/cgroup)
-	mnt=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)memory(,|$)/ { print $1; exit }')
+# Whether this user can make a cgroup with controller $1 (its cgroup v1 hierarchy
+# writable, or v2 with the controller delegated), as sbx-run does.
+sbx_cgroup_has() {
+	local rel mnt re="(^|,)$1(,|\$)"
+	rel=$(awk -F: -v re="$re" '$2 ~ re { print $3 }' /proc/self/cgroup)
+	mnt=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk -v re="$re" '$2 ~ re { print $1; exit }')
 	[ -n "$rel" ] && [ -n "$mnt" ] && [ -w "$mnt$rel" ] && return 0
 	rel=$(awk -F: '$1 == 0 { print $3 }' /proc/self/cgroup)
 	mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
-	[ -n "$mnt" ] && grep -qw memory "$mnt$rel/cgroup.subtree_control" 2>/dev/null
+	[ -n "$mnt" ] && grep -qw "$1" "$mnt$rel/cgroup.subtree_control" 2>/dev/null
 }
-# whether the run's cgroup gets the cpu controller too (sbx-run holds fuel by a
-# quota there): a v1 cpu hierarchy writable, or v2's controller delegated
-sbx_cpucg() {
-	local rel mnt
-	sbx_memcg || return 1
-	rel=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup)
-	mnt=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)cpu(,|$)/ { print $1; exit }')
-	[ -n "$rel" ] && [ -n "$mnt" ] && [ -w "$mnt$rel" ] && return 0
-	rel=$(awk -F: '$1 == 0 { print $3 }' /proc/self/cgroup)
-	mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
-	[ -n "$mnt" ] && grep -qw cpu "$mnt$rel/cgroup.subtree_control" 2>/dev/null
-}
+sbx_memcg() { sbx_cgroup_has memory; }
+# the run's cgroup gets the cpu controller too (sbx-run holds fuel by a quota there)
+sbx_cpucg() { sbx_cgroup_has memory && sbx_cgroup_has cpu; }
 # The cpu.stat of process $1's cpu cgroup (v1 cpu hierarchy, else v2).
 sbx_cpu_stat() {
 	local rel mnt

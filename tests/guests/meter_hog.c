@@ -1,6 +1,8 @@
 /* Hogs for metering tests: each exceeds one dimension until the supervisor stops it.
  * usage: meter_hog fuel|spin MS|memory|peak MIB|write|read FILE|flood|lines|fds|ns|nsburst N|
- *        nsdeep N [exit]|nshide [exit] */
+ *        nsdeep N [exit]|nshide [exit]|burnsay|writesay
+ * burnsay and writesay print what they used so far (CPU µs, bytes written) as they go:
+ * a lower bound of their usage at any moment, for a run killed midway. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -40,7 +42,26 @@ int main(int argc, char **argv)
 	const char *what = argc > 1 ? argv[1] : "";
 	volatile unsigned long spin = 0;
 
-	if (strcmp(what, "fuel") == 0) {
+	if (strcmp(what, "burnsay") == 0) {
+		for (struct timespec t;;) {
+			for (int i = 0; i < 100000; i++)
+				spin++;
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+			dprintf(1, "%lld\n", (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000);
+		}
+	} else if (strcmp(what, "writesay") == 0) {
+		int fd = open("/tmp/big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		memset(buf, 'w', sizeof buf);
+		for (long long n = 0; fd >= 0; n += sizeof buf) {
+			if (n % (16 << 20) == 0 && lseek(fd, 0, SEEK_SET) < 0)
+				return 1; /* the same 16 MiB over and over: small in /tmp */
+			if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
+				return 1;
+			if ((n + sizeof buf) % (1 << 20) == 0)
+				dprintf(1, "%lld\n", n + (long long)sizeof buf);
+		}
+		return 1;
+	} else if (strcmp(what, "fuel") == 0) {
 		for (;;)
 			spin++;
 	} else if (strcmp(what, "spin") == 0 && argc > 2) {
@@ -134,6 +155,6 @@ int main(int argc, char **argv)
 		return hold(argv[2]);
 	}
 	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|write|read FILE|flood|lines|fds|ns|"
-		"nsburst N|nsdeep N [exit]|nshide [exit]\n");
+		"nsburst N|nsdeep N [exit]|nshide [exit]|burnsay|writesay\n");
 	return 2;
 }

@@ -418,6 +418,42 @@ static void test_snapshot_records(void)
 	common_rm_rf(dir, &rm);
 }
 
+/* The bound a run keeps in its claim: written, read back, refused when damaged,
+ * another lease's, or above any usage. */
+static void test_run_bound(void)
+{
+	char path[] = "/tmp/sbx-bound-XXXXXX";
+	const char *id = "L0123456789abcdef";
+	uint64_t b[LEASE_DIM_COUNT], got[LEASE_DIM_COUNT], seq;
+	uint8_t slot[2][LEASE_RUN_BOUND_SLOT];
+	struct common_err e;
+	int fd = mkstemp(path);
+
+	for (int d = 0; d < LEASE_DIM_COUNT; d++)
+		b[d] = 1000u * (unsigned)d + 7;
+	CHECK(fd >= 0);
+	CHECK(lease_run_bound_write(fd, id, 4, b, &e) == 0);
+	b[0] = 99999;
+	CHECK(lease_run_bound_write(fd, id, 5, b, &e) == 0);
+	CHECK(pread(fd, slot, sizeof slot, 4096) == (ssize_t)sizeof slot);
+	CHECK(lease_run_bound_decode(slot[1], sizeof slot[1], id, &seq, got) == 0);
+	CHECK(seq == 5 && got[0] == 99999 && got[LEASE_DIM_COUNT - 1] == b[LEASE_DIM_COUNT - 1]);
+	CHECK(lease_run_bound_decode(slot[0], sizeof slot[0], id, &seq, got) == 0 && seq == 4);
+	CHECK(lease_run_bound_decode(slot[0], sizeof slot[0], "L0123456789abcdee", &seq, got) < 0);
+	CHECK(lease_run_bound_decode(slot[0], sizeof slot[0] - 1, id, &seq, got) < 0);
+	for (size_t i = 0; i < sizeof slot[0]; i += 37) { /* every field is covered */
+		slot[0][i] ^= 1;
+		CHECK(lease_run_bound_decode(slot[0], sizeof slot[0], id, &seq, got) < 0);
+		slot[0][i] ^= 1;
+	}
+	b[2] = (1ull << 62) + 1; /* whole, but above any usage */
+	CHECK(lease_run_bound_write(fd, id, 6, b, &e) == 0);
+	CHECK(pread(fd, slot[0], sizeof slot[0], 4096) == (ssize_t)sizeof slot[0]);
+	CHECK(lease_run_bound_decode(slot[0], sizeof slot[0], id, &seq, got) < 0);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_table();
@@ -429,5 +465,6 @@ int main(void)
 	test_ns_digest();
 	test_etcd_url();
 	test_snapshot_records();
+	test_run_bound();
 	return unit_finish("test_lease");
 }

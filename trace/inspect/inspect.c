@@ -31,6 +31,11 @@
 #define LOAD_RATE (16ull << 30)  /* bytes a CPU can read per second, at most (page cache) */
 #define LOAD_SLACK_US 10000      /* a tick this late (a tracer starved of CPU) still holds */
 #define FULL_EVERY_US 200000     /* the whole tree is sampled at least this often */
+#define FUEL_HEADROOM_US 20000   /* SPEC §4.1: fuel's allowed overshoot */
+#define FUEL_HEADROOM_MAX_US 250000 /* a dead run's bound passes its fuel by at most this */
+#define ERESTART_MIN 512         /* the kernel's restart codes, ERESTARTSYS... */
+#define ERESTARTNOINTR 513
+#define ERESTART_MAX 516         /* ...to ERESTART_RESTARTBLOCK (include/linux/errno.h) */
 #define FUEL_SLACK_US 1000       /* the quota's past half what is left: the tree does cross */
 
 struct view { uint8_t *data; uint64_t gaddr; size_t len; };
@@ -73,6 +78,9 @@ struct obs_writer {
 	const char *lease;
 	uint64_t u[TRACE_DIMS];
 	uint64_t posted, written;      /* snapshot generations */
+	uint64_t bound[TRACE_DIMS];    /* the run's bound posted, and the last durable one */
+	uint64_t bound_durable[TRACE_DIMS];
+	uint64_t bound_posted, bound_written;
 	int stop;
 	int efd;
 	char closed[32];
@@ -105,6 +113,8 @@ struct trace_inspector {
 	struct trace_vector *vec; /* the vectored call at its entry stop */
 	uint64_t trace_bytes;     /* the trace's bytes the bound last saw */
 	struct trace_supervisor *sv; /* the run's, from on_start: a crossing call stops it */
+	uint64_t bound[TRACE_DIMS]; /* the run's bound last posted (bound_hold) */
+	int bound_set;
 };
 
 /* At the seccomp stop of c's thread: run nr(a). A thread that died meanwhile
@@ -253,6 +263,32 @@ static int obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIM
 	return 0;
 }
 
+/* With w->mu held: the newest bound posted, made durable in the run's claim first:
+ * a guest may be waiting in a stop for it. */
+static void writer_bound(struct trace_inspector *in, struct obs_writer *w)
+{
+	uint64_t gen = w->bound_posted, b[TRACE_DIMS];
+	struct common_err e;
+	int rc = 0;
+
+	memcpy(b, w->bound, sizeof b);
+	if (!w->failed) {
+		pthread_mutex_unlock(&w->mu);
+		rc = lease_run_bound_write(*in->o.run_claim, w->lease, gen, b, &e);
+		pthread_mutex_lock(&w->mu);
+		if (rc < 0 && !w->failed) {
+			w->failed = 1;
+			w->err = e;
+			if (w->efd >= 0)
+				(void)!write(w->efd, &(uint64_t){1}, sizeof(uint64_t));
+		}
+	}
+	if (rc == 0)
+		memcpy(w->bound_durable, b, sizeof b);
+	w->bound_written = gen;
+	pthread_cond_broadcast(&w->done_cv);
+}
+
 static void *writer_main(void *arg)
 {
 	struct trace_inspector *in = arg;
@@ -270,8 +306,12 @@ static void *writer_main(void *arg)
 		common_err_context(&w->err, "recording usage");
 	}
 	for (;;) {
-		while (!w->stop && w->written == w->posted)
+		while (!w->stop && w->written == w->posted && w->bound_written == w->bound_posted)
 			pthread_cond_wait(&w->post_cv, &w->mu);
+		if (w->bound_written != w->bound_posted) {
+			writer_bound(in, w);
+			continue;
+		}
 		if (w->written == w->posted)
 			break;
 		uint64_t gen = w->posted, u[TRACE_DIMS];
@@ -371,6 +411,23 @@ static void writer_post(struct obs_writer *w, const uint64_t u[TRACE_DIMS], int 
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* Hand the run's bound b to the writer; return once every dimension of most is
+ * within the durable one (a guest may be past it only by what it is allowed). */
+static void writer_post_bound(struct obs_writer *w, const uint64_t b[TRACE_DIMS],
+			      const uint64_t most[TRACE_DIMS])
+{
+	pthread_mutex_lock(&w->mu);
+	if (b) {
+		memcpy(w->bound, b, sizeof w->bound);
+		w->bound_posted++;
+		pthread_cond_signal(&w->post_cv);
+	}
+	for (int d = 0; d < TRACE_DIMS; d++)
+		while (!w->failed && most[d] > w->bound_durable[d] && w->bound_written < w->bound_posted)
+			pthread_cond_wait(&w->done_cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
 int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspector **out,
 			struct common_err *e)
 {
@@ -439,6 +496,106 @@ void trace_inspector_usage(const struct trace_inspector *in, uint64_t u[TRACE_DI
 	}
 }
 
+static int writer_take(struct trace_inspector *in, struct trace_supervisor *sv);
+
+/* What a run that dies is charged (SPEC §4.2) may pass what it used by this much:
+ * 1 % of the limit, at least the overshoot a bound allows (fuel 20 ms, bytes 1 MiB,
+ * counts 1), fuel at most a tick; less would renew the bound of a busy build every
+ * few milliseconds. */
+static uint64_t bound_headroom(const struct trace_inspector *in, int d)
+{
+	uint64_t h = in->limits[d] / 100;
+
+	if (d == LEASE_DIM_FUEL)
+		return h < FUEL_HEADROOM_US ? FUEL_HEADROOM_US : h > FUEL_HEADROOM_MAX_US ?
+		       FUEL_HEADROOM_MAX_US : h;
+	if (d == LEASE_DIM_OUTPUT_VALUES || d == LEASE_DIM_TABLE_ELEMENTS)
+		return h ? h : 1;
+	return h > (1u << 20) ? h : 1u << 20;
+}
+
+/* What the relay may count in all (run-relative): up to the durable bound, any
+ * amount once that is the limit (a crossing is the closure's); with wait, once the
+ * bound posted is durable. */
+static uint64_t relay_room(const struct trace_inspector *in, const uint64_t *b, int d)
+{
+	return b[d] >= in->limits[d] ? UINT64_MAX : b[d] > in->base[d] ? b[d] - in->base[d] : 0;
+}
+
+static void relay_allow(struct trace_inspector *in, int wait)
+{
+	uint64_t b[TRACE_DIMS];
+
+	if (!in->o.relay || !in->o.run_claim || !in->w.started || in->held)
+		return;
+	if (wait)
+		writer_post_bound(&in->w, NULL, in->bound);
+	pthread_mutex_lock(&in->w.mu);
+	memcpy(b, in->w.bound_durable, sizeof b);
+	pthread_mutex_unlock(&in->w.mu);
+	trace_relay_allow(in->o.relay, relay_room(in, b, LEASE_DIM_OUTPUT_BYTES),
+			  relay_room(in, b, LEASE_DIM_OUTPUT_VALUES));
+}
+
+/* The run's bound (lease_run_bound_write) stays above what the guest may have used:
+ * a dimension past its bound, or one that moved this run and came within half its
+ * headroom of the bound, gets a new one (usage plus headroom once it moved, at most
+ * the limit: an untouched one is charged nothing more); a stop waits until what the
+ * guest may have used is durable: a call that may move bytes waits before it runs.
+ * Fuel is read afresh at ticks only (a call's stop moves bytes, not fuel), and a
+ * tick waits for nothing: the tracer must keep its other deadlines. */
+static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, int tick)
+{
+	uint64_t run[TRACE_DIMS], most[TRACE_DIMS], b[TRACE_DIMS];
+	int due = 0;
+
+	if (!in->o.run_claim || !in->w.started || in->held || in->closed[0])
+		return 0;
+	trace_meter_most(in->meter, tick, run);
+	for (int d = 0; d < TRACE_DIMS; d++) {
+		int state = d == LEASE_DIM_MEMORY || d == LEASE_DIM_TABLE_ELEMENTS ||
+			    d == LEASE_DIM_NAMESPACE_BYTES;
+		uint64_t h = bound_headroom(in, d);
+		most[d] = state ? (run[d] > in->base[d] ? run[d] : in->base[d]) : in->base[d] + run[d];
+		if (most[d] > in->limits[d])
+			most[d] = in->limits[d]; /* past it, the closure is the record */
+		/* output the relay waits to count has moved */
+		int moved = most[d] > in->base[d] || ((d == LEASE_DIM_OUTPUT_BYTES ||
+			    d == LEASE_DIM_OUTPUT_VALUES) && in->o.relay && trace_relay_waiting(in->o.relay));
+		b[d] = !moved ? most[d] : in->limits[d] - most[d] > h ? most[d] + h : in->limits[d];
+		if (b[d] < in->bound[d])
+			b[d] = in->bound[d];
+		due |= most[d] > in->bound[d] ||
+		       (moved && most[d] + h - h / 2 > in->bound[d] && b[d] > in->bound[d]);
+	}
+	due |= !in->bound_set; /* the first, before the guest runs */
+	in->bound_set = 1;
+	if (due)
+		memcpy(in->bound, b, sizeof b);
+	/* a tick does not wait: what passed the bound already did, and reads must go on */
+	static const uint64_t none[TRACE_DIMS];
+	writer_post_bound(&in->w, due ? b : NULL, tick ? none : most);
+	relay_allow(in, 0);
+	return writer_take(in, sv) < 0 ? -1 : 0;
+}
+
+/* The tree is gone: the bound becomes what it used (a crash before the claim is
+ * dropped charges no headroom). */
+static int bound_final(struct trace_inspector *in)
+{
+	uint64_t u[TRACE_DIMS];
+
+	if (!in->o.run_claim || !in->w.started || in->held)
+		return 0;
+	trace_inspector_usage(in, u);
+	for (int d = 0; d < TRACE_DIMS; d++)
+		if (u[d] > in->limits[d])
+			u[d] = in->limits[d];
+	memcpy(in->bound, u, sizeof u);
+	writer_post_bound(&in->w, u, u);
+	return writer_take(in, NULL) < 0 ? -1 : 0;
+}
+
 const char *trace_inspector_closed(const struct trace_inspector *in)
 {
 	return in->closed[0] ? in->closed : NULL;
@@ -480,6 +637,10 @@ static int inspector_start(void *ctx, struct trace_supervisor *sv)
 	/* a passed output bound is acted on at once, not at the next tick */
 	if (in->o.relay && trace_sv_watch(sv, trace_relay_wake_fd(in->o.relay)) < 0)
 		return failf(in, "relay", "cannot watch the output bound");
+	if (bound_hold(in, sv, 1) < 0) /* durable before the guest runs */
+		return -1;
+	if (in->o.run_claim && in->w.started && !in->held)
+		writer_post_bound(&in->w, NULL, in->bound);
 	uint64_t u[TRACE_DIMS];
 	trace_inspector_usage(in, u);
 	fuel_tick(in, sv, u);
@@ -554,6 +715,9 @@ static void fuel_tick(const struct trace_inspector *in, struct trace_supervisor 
 		      const uint64_t u[TRACE_DIMS])
 {
 	uint64_t lim = in->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
+	/* the run's bound is renewed before the tree can burn past it */
+	if (in->o.run_claim && in->w.started && !in->held && in->bound[LEASE_DIM_FUEL] < lim)
+		lim = in->bound[LEASE_DIM_FUEL];
 	/* half the time it needs: a late tick or a lagging sample still lands before */
 	if (sv && used < lim)
 		trace_sv_tick_within(sv, (lim - used) / in->ncpu / 2);
@@ -609,7 +773,7 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 
 	if (in->held)
 		return 0;
-	if ((r = writer_take(in, sv)) != 0)
+	if ((r = writer_take(in, sv)) != 0 || (r = bound_hold(in, sv, 1)) != 0)
 		return r;
 	trace_inspector_usage(in, u);
 	int d = crossed(in, u);
@@ -705,6 +869,8 @@ static int inspector_tick(void *ctx, struct trace_supervisor *sv)
 	 * gone) and one every FULL_EVERY_US sample everything */
 	if (n > 0 && now < in->full_due_us && !in->fuel_near) {
 		trace_meter_load_held(in->meter);
+		if (bound_hold(in, sv, 1) < 0)
+			return 1;
 		trace_inspector_usage(in, u);
 		fuel_tick(in, sv, u);
 		load_tick(in, sv, u);
@@ -733,7 +899,12 @@ static int inspector_fd(void *ctx, struct trace_supervisor *sv, int fd)
 		uint64_t n;
 		(void)!read(fd, &n, sizeof n);
 		trace_meter_tick(in->meter);
-		return observe(in, sv, 0) < 0 ? -1 : 0;
+		if (observe(in, sv, 0) < 0)
+			return -1;
+		/* the relay used up what it may count: a bound past it, durable, first */
+		if (trace_relay_waiting(in->o.relay))
+			relay_allow(in, 1);
+		return 0;
 	}
 	if (!in->w.started || fd != in->w.efd)
 		return 0;
@@ -917,6 +1088,19 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	return 0;
 }
 
+/* Nothing is left of storage_read: the read reads nothing (its count arg cnt 0) and
+ * the lease closes one byte past the bound. */
+static int load_refuse(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st, int cnt)
+{
+	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_READ], base = in->base[LEASE_DIM_STORAGE_READ];
+
+	st->args[cnt] = 0;
+	if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
+		return failf(in, "storage_read", "could not hold a read to the bound");
+	trace_meter_load_refused(in->meter, bound > base ? bound - base : 0);
+	return observe(in, in->sv, 1) < 0 ? -1 : 0;
+}
+
 /* A vectored call on a file or memory device, reserved: run per segment with the
  * lengths read at its stop (cap bytes), its result kept for its exit. */
 static int vector_run(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
@@ -926,17 +1110,55 @@ static int vector_run(struct trace_inspector *in, struct trace_guest *g, struct 
 
 	if (trace_vector_run(g, st, in->vec, cap, &r) < 0)
 		return failf(in, "inspector", "could not run a vectored call per segment");
-	trace_meter_vector_set(in->meter, st->tid, r);
+	trace_meter_vector_set(in->meter, st->tid, TRACE_VECTOR_RESULT, r);
 	st->want_exit = 1;
 	return 0;
+}
+
+/* A vectored read on a file or memory device runs per segment; on any other
+ * descriptor it is rewritten (trace_vector_stream), cap bytes at most. */
+static int vector_hold(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		       int runs, uint64_t cap)
+{
+	int64_t r = 0;
+	int way;
+
+	if (runs)
+		return vector_run(in, g, st, cap);
+	if ((way = trace_vector_stream(g, st, in->vec, cap, &r)) < 0)
+		return failf(in, "storage_read", "could not hold a vectored read to its reservation");
+	trace_meter_vector_set(in->meter, st->tid, way, r);
+	st->want_exit = 1;
+	return 0;
+}
+
+/* A vectored read, at its seccomp stop (where its iovec is read once, whatever the
+ * every-call stop before it saw): held to what is left of storage_read's bound. */
+static int load_vector(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		       uint64_t left)
+{
+	int runs = trace_vector_runs(g, st), rc = trace_vector_read(g, st, in->vec);
+	uint64_t ask = in->vec->bytes;
+
+	if (rc < 0) { /* the kernel would refuse it: so it is, before a rewrite */
+		st->action = TRACE_DENIED;
+		st->deny_errno = -rc;
+		return 0;
+	}
+	if (ask > 0 && left == 0)
+		return load_refuse(in, g, st, trace_sys_arg(st->sys, TRACE_ARG_IOVCNT));
+	if (ask > left)
+		ask = left;
+	trace_meter_load_begin(in->meter, st->tid, ask);
+	if (bound_hold(in, in->sv, 0) < 0)
+		return -1;
+	return vector_hold(in, g, st, runs, ask);
 }
 
 /* A read that stops (a large one; near the bound, all): held to storage_read's
  * bound before it runs. What it may read is reserved; one that would cross is cut
  * to what is left, and with nothing left it reads nothing and the lease closes one
- * byte past the bound. A vectored read on a file or memory device is cut and run
- * per segment at its seccomp stop (seccomp: at the every-call stop before it, the
- * iovec is not read). */
+ * byte past the bound. A vectored read is cut and held at its seccomp stop. */
 static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
 		      int seccomp)
 {
@@ -945,7 +1167,6 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 	int cnt = count >= 0 ? count : trace_sys_arg(s, TRACE_ARG_IOVCNT);
 	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_READ], base = in->base[LEASE_DIM_STORAGE_READ];
 	uint64_t ask, held, left;
-	int runs = 0, rc;
 
 	if (!s || !(s->classes & TRACE_CLASS_LOAD) || st->action == TRACE_DENIED || cnt < 0)
 		return 0;
@@ -953,36 +1174,26 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 		st->want_exit = 1;
 		return 0;
 	}
-	if (iov >= 0 && (runs = trace_vector_runs(g, st)) && !seccomp)
+	if (iov >= 0 && !seccomp)
 		return 0;
-	rc = iov >= 0 ? trace_vector_read(g, st, in->vec) : 1;
-	if (rc < 0 && runs) { /* the kernel would refuse it: so it is, before a rewrite */
-		st->action = TRACE_DENIED;
-		st->deny_errno = -rc;
-		return 0;
-	}
-	ask = count >= 0 ? st->args[count] : rc > 0 ? in->vec->bytes : 0;
-	if (ask == 0 && !runs)
+	ask = count >= 0 ? st->args[count] : 0;
+	if (ask == 0 && iov < 0)
 		return 0;
 	held = base + trace_meter_load_held(in->meter);
 	left = held < bound ? bound - held : 0;
-	if (ask > left && (left == 0 || (count < 0 && !runs))) {
-		st->args[cnt] = 0;
-		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
-			return failf(in, "storage_read", "could not hold a read to the bound");
-		trace_meter_load_refused(in->meter, bound > base ? bound - base : 0);
-		return observe(in, in->sv, 1) < 0 ? -1 : 0;
-	}
-	if (ask > left && count >= 0) {
+	if (iov >= 0)
+		return load_vector(in, g, st, left);
+	if (ask > left && left == 0)
+		return load_refuse(in, g, st, cnt);
+	if (ask > left) {
 		st->args[cnt] = left;
 		if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
 			return failf(in, "storage_read", "could not hold a read to the bound");
-	}
-	if (ask > left)
 		ask = left;
+	}
 	trace_meter_load_begin(in->meter, st->tid, ask);
-	if (runs)
-		return vector_run(in, g, st, ask);
+	if (bound_hold(in, in->sv, 0) < 0)
+		return -1;
 	st->want_exit = 1;
 	return 0;
 }
@@ -1018,6 +1229,8 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 	} else {
 		trace_meter_store_begin(in->meter, st->tid, c.bytes, c.by_result);
 		if (trace_meter_ns_reserve(in->meter, st->tid, trace_meter_ns_charge(in->meter, &c)) == 0) {
+			if (bound_hold(in, in->sv, 0) < 0)
+				return -1;
 			if (c.vector)
 				return vector_run(in, g, st, c.bytes);
 			st->want_exit = 1;
@@ -1035,7 +1248,10 @@ static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *
 {
 	struct trace_inspector *in = ctx;
 	struct trace_stop now;
+	int64_t stale;
 
+	/* a vectored call's way whose exit stop another took (a snapshot's interrupt) is void */
+	trace_meter_vector_take(in->meter, st->tid, &stale);
 	if (inspect_entry(in, g, st) < 0)
 		return -1;
 	/* metered as the call that runs: a rule may have changed it, and the kernel
@@ -1053,22 +1269,46 @@ static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *
 	return rc;
 }
 
+/* A vectored call held at its entry, at its exit: the guest's own registers back
+ * (only rax, rcx and r11 change in a syscall) and the way's result. A restart the
+ * kernel is about to make (-ERESTART*: a signal came) restarts the guest's own call;
+ * a wait that saw a datagram queued issues the call again, to a fresh stop. */
+static int vector_exit(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
+{
+	struct user_regs_struct r;
+	int64_t res;
+	int way = trace_meter_vector_take(in->meter, st->tid, &res);
+
+	if (!way)
+		return 0;
+	if (trace_guest_get_regs(g, &r) < 0)
+		return failf(in, "inspector", "could not read the registers at a call's exit");
+	trace_regs_set_args(&r, st->args);
+	if (way == TRACE_VECTOR_RESULT || way == TRACE_VECTOR_TAKEN) {
+		r.rax = (uint64_t)res;
+	} else if ((res = (int64_t)r.rax) >= -ERESTART_MAX && res <= -ERESTART_MIN) {
+		r.orig_rax = (uint64_t)st->nr;
+	} else if (way == TRACE_VECTOR_WAIT && res >= 0) {
+		r.rip -= 2; /* back over the syscall instruction */
+		r.rax = r.orig_rax = (uint64_t)st->nr;
+		res = -ERESTARTNOINTR; /* for the trace: the call is made again */
+	}
+	if (trace_guest_set_regs(g, &r) < 0)
+		return failf(in, "inspector", "could not restore a vectored call's registers");
+	st->result = res;
+	return 0;
+}
+
 static int inspector_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_inspector *in = ctx;
-	struct trace_stop now = *st;
+	struct trace_stop now;
 	uint64_t u[TRACE_DIMS];
 
 	unmap_now(g, 1, NULL);
-	if (trace_meter_vector_take(in->meter, st->tid, &now.result)) {
-		struct user_regs_struct r;
-		if (trace_guest_get_regs(g, &r) < 0)
-			return failf(in, "inspector", "could not read the registers at a call's exit");
-		r.rax = (uint64_t)now.result;
-		if (trace_guest_set_regs(g, &r) < 0)
-			return failf(in, "inspector", "could not set a vectored call's result");
-		st->result = now.result;
-	}
+	if (vector_exit(in, g, st) < 0)
+		return -1;
+	now = *st; /* with the result the vectored call returns */
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
 	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
 	trace_meter_load_end(in->meter, st->tid);
@@ -1086,6 +1326,8 @@ int trace_inspector_finish(struct trace_inspector *in, struct common_err *e)
 		trace_relay_finish(in->o.relay);
 	trace_meter_sample(in->meter);
 	int rc = !in->closed[0] ? observe(in, NULL, 1) : 0;
+	if (rc == 0 && !in->closed[0])
+		rc = bound_final(in);
 	writer_stop(&in->w);
 	if (rc < 0) {
 		*e = in->fail;

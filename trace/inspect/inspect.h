@@ -80,6 +80,8 @@ struct trace_inspector_opts {
 	void *fn_arg;
 	unsigned fn_classes;            /* classes the callback sees, 0: TRACE_CLASS_FILE */
 	struct trace_relay *relay;      /* output relay (started by on_start), NULL: none */
+	const int *run_claim;           /* the run's claim (lease_run_claim): the bound of
+					 * what its guest may have used is kept there, NULL: none */
 };
 struct trace_inspector;
 int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspector **in,

@@ -52,7 +52,7 @@ struct task {
 	uint64_t load_w;       /* what its read in progress may read (reserved) */
 	int loading;           /* a read of it is between its entry and its exit */
 	uint64_t ns_w;         /* what its storing call may add to the namespace */
-	int vec_set;           /* its vectored call ran per segment: returns vec_result */
+	int vec_way;           /* its vectored call's enum trace_vector_way, 0: none */
 	int64_t vec_result;
 };
 
@@ -61,6 +61,7 @@ struct trace_meter {
 	size_t n, cap;
 	uint64_t dead_ns;        /* on-CPU time of exited tasks */
 	uint64_t dead_r;         /* their rchar */
+	uint64_t taken_r;        /* datagrams the supervisor took for the guest (TRACE_VECTOR_TAKEN) */
 	uint64_t u[LEASE_DIM_COUNT];
 	char *ns_dir;
 	uint64_t ns_bound;
@@ -508,7 +509,7 @@ static int group_first(struct tgid_set *s, const struct task *t)
 
 static void sample(struct trace_meter *m, int whole_ns)
 {
-	uint64_t live_ns = 0, rss = 0, fds = 0, rd = m->dead_r;
+	uint64_t live_ns = 0, rss = 0, fds = 0, rd = sat_add(m->dead_r, m->taken_r);
 	struct tgid_set seen = { NULL, 16 };
 	while (seen.cap < 2 * m->n)
 		seen.cap *= 2;
@@ -653,25 +654,28 @@ void trace_meter_guest_exec(struct trace_meter *m)
 	m->execd = 1;
 }
 
-void trace_meter_vector_set(struct trace_meter *m, pid_t tid, int64_t result)
+void trace_meter_vector_set(struct trace_meter *m, pid_t tid, int way, int64_t result)
 {
 	struct task *t = task_of(m, tid);
 
 	if (t) {
-		t->vec_set = 1;
+		t->vec_way = way;
 		t->vec_result = result;
 	}
+	if (way == TRACE_VECTOR_TAKEN && result > 0) /* in no task's rchar: the supervisor read it */
+		m->taken_r = sat_add(m->taken_r, (uint64_t)result);
 }
 
 int trace_meter_vector_take(struct trace_meter *m, pid_t tid, int64_t *result)
 {
 	struct task *t = find(m, tid);
+	int way = t ? t->vec_way : 0;
 
-	if (!t || !t->vec_set)
+	if (!way)
 		return 0;
-	t->vec_set = 0;
+	t->vec_way = 0;
 	*result = t->vec_result;
-	return 1;
+	return way;
 }
 
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)
@@ -722,7 +726,7 @@ void trace_meter_load_end(struct trace_meter *m, pid_t tid)
 
 uint64_t trace_meter_load_held(struct trace_meter *m)
 {
-	uint64_t rd = m->dead_r;
+	uint64_t rd = sat_add(m->dead_r, m->taken_r);
 
 	for (size_t i = 0; i < m->n; i++) {
 		task_keep(m, &m->t[i]);
@@ -751,6 +755,25 @@ void trace_meter_sample(struct trace_meter *m)
 void trace_meter_tick(struct trace_meter *m)
 {
 	sample(m, 0);
+}
+
+void trace_meter_most(struct trace_meter *m, int fuel, uint64_t most[LEASE_DIM_COUNT])
+{
+	uint64_t live_ns = 0, ns;
+
+	for (size_t i = 0; fuel && i < m->n; i++) {
+		struct task *t = &m->t[i];
+		if (task_cpu_ns(t, &ns) == 0 && ns > t->cpu_ns)
+			t->cpu_ns = ns; /* one gone keeps its last figure until the next sample */
+		live_ns = sat_add(live_ns, t->cpu_ns);
+	}
+	if (fuel)
+		raise_to(&m->u[LEASE_DIM_FUEL], sat_add(m->dead_ns, live_ns) / 1000);
+	memcpy(most, m->u, sizeof m->u);
+	raise_to(&most[LEASE_DIM_STORAGE_WRITE], trace_meter_store_held(m));
+	raise_to(&most[LEASE_DIM_STORAGE_READ], sat_add(m->u[LEASE_DIM_STORAGE_READ], m->load_inflight));
+	if (m->ns_dir && m->ns_base != UINT64_MAX)
+		raise_to(&most[LEASE_DIM_NAMESPACE_BYTES], sat_add(m->ns_base, m->ns_since));
 }
 
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[LEASE_DIM_COUNT])

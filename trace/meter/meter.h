@@ -61,7 +61,8 @@ void trace_meter_load_refused(struct trace_meter *m, uint64_t bound);
 size_t trace_meter_tasks(const struct trace_meter *m);
 /* A vectored call (readv, writev, preadv2...) held to what it reserved: its iovec
  * array read once at its entry stop, then the call run as one plain read or write per
- * segment with those lengths (trace_vector_run), so that another task rewriting the
+ * segment with those lengths (trace_vector_run), or rewritten into a plain read with
+ * its length in a register (trace_vector_stream), so that another task rewriting the
  * array after it was read cannot make the kernel move more. */
 struct trace_vector {
 	struct iovec v[IOV_MAX];
@@ -74,13 +75,32 @@ int trace_vector_read(struct trace_guest *g, const struct trace_stop *st, struct
  * memory device, which a plain call never blocks on for long (not a pipe, socket or
  * terminal: a datagram is read whole, and the supervisor would wait on it). */
 int trace_vector_runs(struct trace_guest *g, const struct trace_stop *st);
+/* How a vectored call ends at its exit stop (the guest's own argument registers are
+ * put back in every way: the syscall ABI changes only rax, rcx and r11). */
+enum trace_vector_way {
+	TRACE_VECTOR_RESULT = 1, /* its result was decided at its entry (run per segment, refused) */
+	TRACE_VECTOR_TAKEN,      /* a datagram the supervisor received and scattered: its result */
+	TRACE_VECTOR_PLAIN,      /* rewritten into one plain read: the kernel's result */
+	TRACE_VECTOR_WAIT,       /* rewritten into a wait for a datagram: issued again once one is queued */
+};
 /* At st's entry stop: run it as up to cap bytes of plain calls; st's own count becomes
  * 0 (it moves nothing) and *result is what it returns, for its exit. 0, or -errno when
  * the thread cannot be driven. */
 int trace_vector_run(struct trace_guest *g, struct trace_stop *st, const struct trace_vector *v,
 		     uint64_t cap, int64_t *result);
-/* The result a vectored call run per segment returns, kept from its entry to its exit. */
-void trace_meter_vector_set(struct trace_meter *m, pid_t tid, int64_t result);
+/* At the entry stop of a vectored read on any other descriptor (a pipe, a socket, a
+ * terminal...), which may block as long as it likes without holding the supervisor:
+ * the call becomes one plain read of its first non-empty segment, at most cap bytes
+ * (a short read, legal there); on a datagram or seqpacket socket with several
+ * non-empty segments the supervisor receives the datagram itself (at most cap bytes,
+ * cut as the kernel cuts it) and scatters it, or, with none queued on a blocking
+ * socket, the call becomes a wait for one. The way it ends (*result for RESULT and
+ * TAKEN), or -errno when the thread cannot be driven. */
+int trace_vector_stream(struct trace_guest *g, struct trace_stop *st, const struct trace_vector *v,
+			uint64_t cap, int64_t *result);
+/* The way a vectored call ends and its result, kept from its entry to its exit; a
+ * TAKEN datagram's bytes count as read (no task's rchar has them). take: the way, 0: none. */
+void trace_meter_vector_set(struct trace_meter *m, pid_t tid, int way, int64_t result);
 int trace_meter_vector_take(struct trace_meter *m, pid_t tid, int64_t *result);
 /* What a trapped call may store on a host file (trace/meter/store.c): bytes, and whether its
  * result is the byte count; 0 when it stores nothing (not a file, not a storing form).
@@ -103,6 +123,10 @@ int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st);
 /* memory also from the run's cgroup; a page it refused is a crossing of bound */
 void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, uint64_t bound);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);
+/* The most the tree may have used once its calls in progress end: the usage (with
+ * fuel read afresh if fuel), the reservations of storing and reading calls, and
+ * the last whole walk of the namespace plus what calls may have added since. */
+void trace_meter_most(struct trace_meter *m, int fuel, uint64_t most[TRACE_DIMS]);
 /* The name of the first dimension above limits, or NULL. */
 const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[TRACE_DIMS]);
 /* A namespace's bytes (lease_ns_digest's walk); -1 when it cannot be measured completely. */

@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -163,6 +167,132 @@ int trace_vector_run(struct trace_guest *g, struct trace_stop *st, const struct 
 	/* the call itself moves nothing: none of its segments */
 	st->args[trace_sys_arg(s, TRACE_ARG_IOVCNT)] = 0;
 	return trace_guest_set_syscall(g, st->nr, st->args);
+}
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* Linux 6.9 */
+#endif
+
+/* The descriptor's socket type (SOCK_DGRAM...) and a duplicate of it in *dup, or 0
+ * when it is no socket (or cannot be taken). The thread's own table, which may not
+ * be its leader's; before Linux 6.9 only a process has a pidfd. */
+static int fd_socket(pid_t tid, pid_t tgid, uint64_t fd, int *dup)
+{
+	char path[64];
+	struct stat sb;
+	int type = 0, pfd;
+	socklen_t tl = sizeof type;
+
+	*dup = -1;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, (int)fd);
+	if (fd > INT_MAX || stat(path, &sb) < 0 || !S_ISSOCK(sb.st_mode))
+		return 0;
+	if ((pfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD)) < 0 &&
+	    (pfd = (int)syscall(SYS_pidfd_open, tgid, 0)) < 0)
+		return 0;
+	*dup = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
+	close(pfd);
+	if (*dup >= 0 && getsockopt(*dup, SOL_SOCKET, SO_TYPE, &type, &tl) < 0)
+		type = 0;
+	return type;
+}
+
+/* The longest datagram a local socket can carry: a Unix one is held to its sender's
+ * buffer (at most twice wmem_max), a UDP one to 64 KiB. */
+static size_t dgram_max(void)
+{
+	unsigned long long w = 0;
+	FILE *f = fopen("/proc/sys/net/core/wmem_max", "re");
+
+	if (f && fscanf(f, "%llu", &w) != 1)
+		w = 0;
+	if (f)
+		fclose(f);
+	return 2 * w > 65536 ? (size_t)(2 * w) : 65536;
+}
+
+/* Copy n received bytes into the segments as the kernel would: bytes placed, or
+ * -EFAULT when the first segment cannot take any. */
+static int64_t scatter(pid_t tid, const struct trace_vector *v, const uint8_t *b, size_t n)
+{
+	size_t done = 0;
+
+	for (size_t i = 0; i < v->n && done < n; i++) {
+		size_t len = v->v[i].iov_len < n - done ? v->v[i].iov_len : n - done;
+		ssize_t w = len ? trace_mem_write(tid, (uint64_t)(uintptr_t)v->v[i].iov_base, b + done, len) : 0;
+		if (w > 0)
+			done += (size_t)w;
+		if (w < (ssize_t)len)
+			break;
+	}
+	return done || !n ? (int64_t)done : -EFAULT;
+}
+
+/* A datagram for several segments, taken by the supervisor on its duplicate (never
+ * waiting: MSG_DONTWAIT). With none queued on a blocking socket the guest's call
+ * becomes recvfrom(fd, NULL, 0, MSG_PEEK), which waits in the guest, not here. */
+static int dgram_take(struct trace_guest *g, struct trace_stop *st, int dup, const struct trace_vector *v,
+		      uint64_t cap, int64_t *result)
+{
+	size_t want = cap < v->bytes ? cap : v->bytes, max = dgram_max();
+	size_t len = want < max ? want : max; /* more than a datagram can hold is never filled */
+	uint8_t *b = common_xmalloc(len);
+	ssize_t n = recv(dup, b, len, MSG_DONTWAIT);
+	int err = errno, flags = fcntl(dup, F_GETFL);
+
+	if (n >= 0) {
+		*result = scatter(trace_guest_tid(g), v, b, (size_t)n);
+	} else if ((err == EAGAIN || err == EWOULDBLOCK) && flags >= 0 && !(flags & O_NONBLOCK)) {
+		const struct trace_sysinfo *peek = trace_sys_by_name("recvfrom");
+		uint64_t a[6] = { st->args[0], 0, 0, MSG_PEEK, 0, 0 };
+		free(b);
+		if (!peek)
+			return -ENOSYS;
+		return trace_guest_set_syscall(g, peek->nr, a) < 0 ? -EIO : TRACE_VECTOR_WAIT;
+	} else {
+		*result = -err;
+	}
+	free(b);
+	return TRACE_VECTOR_TAKEN;
+}
+
+int trace_vector_stream(struct trace_guest *g, struct trace_stop *st, const struct trace_vector *v,
+			uint64_t cap, int64_t *result)
+{
+	const struct trace_sysinfo *s = st->sys;
+	int off = trace_sys_arg(s, TRACE_ARG_OFFSET), fl = trace_sys_arg(s, TRACE_ARG_FLAGS);
+	int cnt = trace_sys_arg(s, TRACE_ARG_IOVCNT), fdk = trace_sys_arg(s, TRACE_ARG_INFD);
+	int positioned = off >= 0 && !(fl >= 0 && st->args[off] == UINT64_MAX);
+	size_t first = v->n, full = 0;
+	uint64_t a[6];
+	int way = TRACE_VECTOR_PLAIN, dup = -1, type = 0;
+	long nr = st->nr;
+
+	for (size_t i = 0; i < v->n; i++)
+		if (v->v[i].iov_len && full++ == 0)
+			first = i;
+	if (full > 1 && !positioned && cap > 0 && fdk >= 0) /* a plain read would cut a datagram */
+		type = fd_socket(trace_guest_tid(g), trace_guest_pid(g), st->args[fdk], &dup);
+	memcpy(a, st->args, sizeof a);
+	a[cnt] = 0; /* unless it becomes a plain read, the guest's own call moves nothing */
+	/* RWF_NOWAIT and later flags have no plain form: as on a descriptor without them */
+	if (fl >= 0 && (st->args[fl] & ~(uint64_t)(RWF_HIPRI | RWF_DSYNC | RWF_SYNC))) {
+		*result = -EOPNOTSUPP;
+		way = TRACE_VECTOR_RESULT;
+	} else if (dup >= 0 && (type == SOCK_DGRAM || type == SOCK_SEQPACKET)) {
+		way = dgram_take(g, st, dup, v, cap, result);
+	} else if (full && cap > 0) { /* the first segment's base and length, in registers */
+		nr = vector_plain(st, positioned);
+		a[1] = (uint64_t)(uintptr_t)v->v[first].iov_base;
+		a[2] = v->v[first].iov_len < cap ? v->v[first].iov_len : cap;
+		a[3] = positioned ? st->args[off] : 0;
+		a[4] = a[5] = 0;
+	}
+	if (dup >= 0)
+		close(dup);
+	if (way == TRACE_VECTOR_WAIT || way < 0)
+		return way;
+	return nr < 0 ? -ENOSYS : trace_guest_set_syscall(g, nr, a) < 0 ? -EIO : way;
 }
 
 static int shared_file_map(pid_t tid, uint64_t addr)

@@ -92,7 +92,8 @@ static uint64_t nofile_cap(uint64_t bound)
 }
 
 int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char *id,
-		       const char *ns, struct trace_config *cfg, struct common_err *e)
+		       const char *ns, const int *run_claim, struct trace_config *cfg,
+		       struct common_err *e)
 {
 	struct trace_inspector_opts io = {0};
 
@@ -110,6 +111,7 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 	io.inspect_exec = b->o->inspect_exec;
 	io.inspect_timeout_ms = b->o->inspect_timeout_ms;
 	io.relay = b->relay;
+	io.run_claim = *run_claim >= 0 ? run_claim : NULL;
 	if (trace_inspector_new(&io, &b->ins, e) < 0)
 		return -1;
 	/* the kernel holds memory in the run's cgroup (none: --memory-sampled) */

@@ -14,9 +14,11 @@ int trace_bound_opt(struct trace_run_opts *o, const char *name, const char *v,
 /* Before any lease change: load the policy, check --state-in. *b is set even on error. */
 int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **b,
 		     struct common_err *e);
-/* With the lease known: limits, relay, inspector, state fd and rlimits into cfg. */
+/* With the lease known: limits, relay, inspector, state fd and rlimits into cfg;
+ * run_claim (lease_run_claim's, or -1) keeps the bound of what the guest used. */
 int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char *id,
-		       const char *ns, struct trace_config *cfg, struct common_err *e);
+		       const char *ns, const int *run_claim, struct trace_config *cfg,
+		       struct common_err *e);
 struct trace_inspector *trace_bound_inspector(const struct trace_bound *b);
 /* After trace_run: final observation; *closed names the dimension that closed the
  * lease; -1 on an inspector failure or a bad state result (nothing written back). */

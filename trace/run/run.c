@@ -1021,7 +1021,7 @@ int trace_run_main(struct trace_run_opts *o)
 			!strcmp(o->trace_level, "all") ? TRACE_LEVEL_ALL : TRACE_LEVEL_FILE) : TRACE_LEVEL_FILE) : 0,
 	};
 	/* limits -> rlimits, meter/policy/inspect/state hooks */
-	if (trace_bound_attach(bound, s, id, ns, &cfg, &e) < 0) {
+	if (trace_bound_attach(bound, s, id, ns, &run_fd, &cfg, &e) < 0) {
 		ctl_close(&ctx);
 		if (ctx.rec)
 			trace_rec_abort(ctx.rec);
@@ -1127,10 +1127,10 @@ fail:
 			common_report(&e3);
 	}
 out:
+	trace_bound_free(bound); /* its writer keeps the run's bound in the claim */
 	if (run_fd >= 0)
 		lease_run_release(s, id, run_fd);
 	trace_determ_free(det);
-	trace_bound_free(bound);
 	json_decref(result);
 	json_decref(receipts);
 	json_decref(head);

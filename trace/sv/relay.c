@@ -33,6 +33,10 @@ struct trace_relay {
 	_Atomic uint64_t bytes, lines;
 	_Atomic int over;
 	int wake_fd;                /* eventfd: readable once a bound is passed */
+	/* what may be counted before the supervisor has a durable bound past it */
+	_Atomic uint64_t allow_bytes, allow_lines;
+	_Atomic int waiting;        /* the allowance is used up: the supervisor is asked */
+	int allow_fd;               /* eventfd: the allowance grew */
 	char buf[1 << 16];
 };
 
@@ -44,7 +48,9 @@ int trace_relay_open(struct trace_relay **out, int out_fd, int err_fd,
 
 	*out = NULL;
 	r->stop_pipe[0] = r->stop_pipe[1] = -1;
-	r->wake_fd = -1;
+	r->wake_fd = r->allow_fd = -1;
+	atomic_store(&r->allow_bytes, UINT64_MAX);
+	atomic_store(&r->allow_lines, UINT64_MAX);
 	for (int i = 0; i < 2; i++)
 		r->s[i].rd = r->s[i].wr = -1;
 	for (int i = 0; i < 2; i++) {
@@ -59,7 +65,8 @@ int trace_relay_open(struct trace_relay **out, int out_fd, int err_fd,
 		r->s[i].open = 1;
 	}
 	if (pipe2(r->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    (r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+	    (r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    (r->allow_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		common_errno(e, errno, "relay pipe");
 		trace_relay_free(r);
 		return -1;
@@ -121,6 +128,21 @@ static void deliver(struct trace_relay *r, int i, const char *buf, size_t n)
 		s->broken = 1;
 }
 
+/* How much may be read now: every byte may be a record, and neither count may pass
+ * its allowance; 0 asks the supervisor (once) through the wake fd. */
+static size_t room(struct trace_relay *r)
+{
+	uint64_t b = atomic_load(&r->bytes), l = atomic_load(&r->lines);
+	uint64_t ab = atomic_load(&r->allow_bytes), al = atomic_load(&r->allow_lines);
+	uint64_t n = sizeof r->buf;
+
+	n = ab <= b ? 0 : ab - b < n ? ab - b : n;
+	n = al <= l ? 0 : al - l < n ? al - l : n;
+	if (n == 0 && !atomic_exchange(&r->waiting, 1))
+		(void)!write(r->wake_fd, &(uint64_t){1}, sizeof(uint64_t));
+	return (size_t)n;
+}
+
 static void *relay_main(void *arg)
 {
 	struct trace_relay *r = arg;
@@ -133,19 +155,28 @@ static void *relay_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 
 	while (r->s[0].open || r->s[1].open) {
-		struct pollfd p[3];
-		int n = 0, idx[3];
+		struct pollfd p[4];
+		int n = 0, idx[4];
+		/* the last drain, the guest gone, is not held: the final observation follows */
+		size_t can = stopping ? sizeof r->buf : room(r);
 
-		for (int i = 0; i < 2 && !atomic_load(&r->over); i++)
+		int reading = 0;
+		for (int i = 0; i < 2 && !atomic_load(&r->over) && can; i++)
 			if (r->s[i].open) {
 				p[n].fd = r->s[i].rd;
 				p[n].events = POLLIN;
 				idx[n++] = i;
+				reading = 1;
 			}
 		if (!stopping) {
 			p[n].fd = r->stop_pipe[0];
 			p[n].events = POLLIN;
 			idx[n++] = 2;
+		}
+		if (!can) {
+			p[n].fd = r->allow_fd;
+			p[n].events = POLLIN;
+			idx[n++] = 3;
 		}
 		if (poll(p, (nfds_t)n, stopping ? 0 : -1) < 0) {
 			if (errno == EINTR)
@@ -161,7 +192,11 @@ static void *relay_main(void *arg)
 				stopping = 1;
 				continue;
 			}
-			ssize_t got = read(r->s[i].rd, r->buf, sizeof r->buf);
+			if (i == 3) {
+				(void)!read(r->allow_fd, &(uint64_t){0}, sizeof(uint64_t));
+				continue;
+			}
+			ssize_t got = read(r->s[i].rd, r->buf, can);
 			if (got < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (got <= 0) {
@@ -179,7 +214,7 @@ static void *relay_main(void *arg)
 		}
 		/* After the guest is gone, drain what is buffered, then stop even if a
 		 * stray holder of the write end remains. */
-		if (stopping && !any)
+		if (stopping && !any && (reading || atomic_load(&r->over)))
 			break;
 	}
 	return NULL;
@@ -204,6 +239,21 @@ void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *
 {
 	*bytes = atomic_load(&((struct trace_relay *)r)->bytes);
 	*lines = atomic_load(&((struct trace_relay *)r)->lines);
+}
+
+int trace_relay_waiting(struct trace_relay *r)
+{
+	return atomic_load(&r->waiting);
+}
+
+void trace_relay_allow(struct trace_relay *r, uint64_t bytes, uint64_t lines)
+{
+	if (atomic_load(&r->allow_bytes) == bytes && atomic_load(&r->allow_lines) == lines)
+		return;
+	atomic_store(&r->allow_bytes, bytes);
+	atomic_store(&r->allow_lines, lines);
+	atomic_store(&r->waiting, 0);
+	(void)!write(r->allow_fd, &(uint64_t){1}, sizeof(uint64_t));
 }
 
 int trace_relay_wake_fd(const struct trace_relay *r)
@@ -244,5 +294,7 @@ void trace_relay_free(struct trace_relay *r)
 		close(r->stop_pipe[1]);
 	if (r->wake_fd >= 0)
 		close(r->wake_fd);
+	if (r->allow_fd >= 0)
+		close(r->allow_fd);
 	free(r);
 }

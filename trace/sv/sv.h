@@ -178,8 +178,13 @@ void trace_relay_child_fds(const struct trace_relay *r, int *out_w, int *err_w);
 int trace_relay_start(struct trace_relay *r, struct common_err *e);
 void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *lines);
 int trace_relay_over(const struct trace_relay *r);
-/* readable (an eventfd) once the guest has passed an output bound */
+/* readable (an eventfd) once the guest has passed an output bound, or used up
+ * what it may output (trace_relay_waiting) */
 int trace_relay_wake_fd(const struct trace_relay *r);
+/* Bytes and records the relay may count in all before it waits (UINT64_MAX, the
+ * default: no wait): the supervisor's durable bound of them. */
+void trace_relay_allow(struct trace_relay *r, uint64_t bytes, uint64_t lines);
+int trace_relay_waiting(struct trace_relay *r);
 /* Once every guest is gone: drain what is buffered, join the thread. */
 void trace_relay_finish(struct trace_relay *r);
 void trace_relay_free(struct trace_relay *r);
