@@ -156,7 +156,8 @@ int lease_file_snap_all(struct lease_store *s, json_t **recs, struct common_err 
 int lease_run_orphans(struct lease_store *s, char ***ids, size_t *n, struct common_err *e);
 /* Remove a dead run's claim file and control socket. */
 void lease_run_forget(struct lease_store *s, const char *id);
-/* 1 with the newest bound a dead run of id left (lease_run_bound_write), 0 none. */
+/* 1 with the newest bound a dead run of id left (lease_run_bound_write), 0 none
+ * written, -1 bytes there but no slot whole and its lease's. */
 int lease_run_bound_read(struct lease_store *s, const char *id, uint64_t bound[LEASE_DIM_COUNT]);
 int lease_slots_read(struct lease_store *s, const char *principal, json_t **slots,
 		     struct common_err *e);

@@ -492,7 +492,7 @@ static int dead_run_observe(struct lease_store *s, const char *id, json_t **rec,
 	int rc;
 
 	*closed = NULL;
-	if (!lease_run_bound_read(s, id, bound))
+	if (lease_run_bound_read(s, id, bound) <= 0)
 		return 0;
 	lease_usage_get(json_object_get(*rec, "limits"), lim);
 	lease_usage_get(json_object_get(*rec, "usage"), old);

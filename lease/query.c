@@ -512,11 +512,16 @@ static void verify_dead_runs(struct verify_ctx *c)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
+		static const char *from[] = { "its last observation (the bound in its claim is "
+					      "torn or damaged: ignored)", "its last observation",
+					      "the bound its run kept" };
+		uint64_t b[LEASE_DIM_COUNT];
 		json_t *pair = NULL;
 		if (lease_pair_read(c->s, ids[i], &pair, &e) == 0 && pair &&
 		    !strcmp(lease_jstr(json_object_get(pair, "lease"), "state"), "Active"))
 			problem(c, "lease %s: its run died without closing it; the next store "
-				"write settles it from its last observation", ids[i]);
+				"write settles it from %s", ids[i],
+				from[lease_run_bound_read(c->s, ids[i], b) + 1]);
 		json_decref(pair);
 		free(ids[i]);
 	}

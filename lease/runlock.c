@@ -208,7 +208,7 @@ int lease_run_bound_read(struct lease_store *s, const char *id, uint64_t bound[L
 			lease_run_bound_decode(buf + i * LEASE_RUN_BOUND_SLOT, LEASE_RUN_BOUND_SLOT,
 					       id, &seq[i], v[i]) == 0;
 	if (!ok[0] && !ok[1])
-		return 0;
+		return n > 0 ? -1 : 0;
 	int newest = !ok[0] || (ok[1] && seq[1] > seq[0]);
 	memcpy(bound, v[newest], sizeof v[newest]);
 	return 1;

@@ -461,6 +461,55 @@ said_at_kill() {
 	[ "$(jq -r .usage.output_values last)" -ge "$(wc -l <said)" ]
 }
 
+# stalled_kill HOG-ARGS MEASURE THRESHOLD: meter_hog HOG-ARGS on a new lease; once it
+# waits at its gate, sbx-run is stopped (nothing samples), the gate opened, and sbx-run
+# killed once MEASURE (a command on the guest's pid G) passed THRESHOLD; SEEN is the
+# last it measured, the settlement is in last
+stalled_kill() {
+	local id pid
+	id=$(new_active --limits memory=256M,storage_read=1G,table_elements=4096)
+	rm -f gate
+	mkfifo gate
+	sbx-run --lease "$id" -- "$GUESTS/meter_hog" $1 <gate >out 2>err 3>&- &
+	pid=$!
+	exec 7>gate
+	G=$(pid_of_cmd "$GUESTS/meter_hog $1")
+	# at the gate: blocked in read(2) on fd 0
+	for _ in $(seq 1 600); do
+		[ "$(cut -d' ' -f1-2 /proc/"$G"/syscall 2>/dev/null)" = "0 0x0" ] && break
+		sleep 0.01
+	done
+	kill -STOP "$pid"
+	echo >&7
+	for _ in $(seq 1 1000); do
+		SEEN=$(eval "$2")
+		[ "$SEEN" -gt "$3" ] && break
+		sleep 0.01
+	done
+	kill -9 "$pid"
+	exec 7>&-
+	wait "$pid" || true
+	sbx-lease request --image /bin/true >/dev/null
+	sbx-lease log "$id" | tail -n1 >last
+	echo "$1: seen $SEEN; charged $(jq -c .usage last)"
+	[ "$SEEN" -gt "$3" ]
+	assert_equal "$(jq -r '"\(.edge) \(.reason)"' last)" "settle run-died"
+}
+
+@test "a run killed between samples is charged at least the memory, descriptors and reads its guest had" {
+	# page faults, dup and small reads stop nowhere the run could wait for its bound;
+	# a dead run is charged at most its limits (RLIMIT_NOFILE lets one fd past them,
+	# and with the supervisor stopped nothing holds reads)
+	stalled_kill "hold 96" 'awk "/^VmRSS/ { print \$2 * 1024 }" /proc/$G/status' $((90 << 20))
+	[ "$(jq -r .usage.memory last)" -ge "$SEEN" ]
+	stalled_kill dups 'ls /proc/$G/fd | wc -l' 1000
+	[ "$(jq -r .usage.table_elements last)" -ge "$((SEEN < 4096 ? SEEN : 4096))" ]
+	# what the guest never moved is charged no headroom: it wrote no output
+	assert_equal "$(jq -r '"\(.usage.output_bytes) \(.usage.output_values)"' last)" "0 0"
+	stalled_kill "sip /dev/zero" 'awk "/^rchar/ { print \$2 }" /proc/$G/io' $((100 << 20))
+	[ "$(jq -r .usage.storage_read last)" -ge "$((SEEN < (1 << 30) ? SEEN : 1 << 30))" ]
+}
+
 # delivered_at_kill MODE COUNT THRESHOLD: meter_hog MODE on a new lease, sbx-run killed
 # once COUNT (a command on its output file) passed THRESHOLD; the settlement in last
 delivered_at_kill() {
@@ -530,6 +579,12 @@ le64() {
 	printf '\001' | dd of="$SBX_STORE/run/$c.lock" bs=1 seek=$((4096 + 100)) conv=notrunc 2>/dev/null
 	printf '\001' | dd of="$SBX_STORE/run/$c.lock" bs=1 seek=$((4096 + 256 + 100)) conv=notrunc 2>/dev/null
 	head -c 4300 claim >"$SBX_STORE/run/$d.lock" # torn
+	run sbx-lease verify
+	assert_failure
+	assert_output --partial "lease $a: its run died without closing it; the next store write settles it from the bound its run kept"
+	for l in "$b" "$c" "$d"; do
+		assert_output --partial "lease $l: its run died without closing it; the next store write settles it from its last observation (the bound in its claim is torn or damaged: ignored)"
+	done
 	sbx-lease request --image /bin/true >/dev/null
 	[ "$(sbx-lease log "$a" | tail -n1 | jq -r .usage.fuel)" -gt 100000 ]
 	for l in "$b" "$c" "$d"; do

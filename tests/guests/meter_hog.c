@@ -1,8 +1,9 @@
 /* Hogs for metering tests: each exceeds one dimension until the supervisor stops it.
- * usage: meter_hog fuel|spin MS|memory|peak MIB|write|read FILE|flood|lines|fds|ns|nsburst N|
- *        nsdeep N [exit]|nshide [exit]|burnsay|writesay
+ * usage: meter_hog fuel|spin MS|memory|peak MIB|hold MIB|write|read FILE|sip FILE|
+ *        flood|lines|fds|dups|ns|nsburst N|nsdeep N [exit]|nshide [exit]|burnsay|writesay
  * burnsay and writesay print what they used so far (CPU µs, bytes written) as they go:
- * a lower bound of their usage at any moment, for a run killed midway. */
+ * a lower bound of their usage at any moment, for a run killed midway. hold, dups and
+ * sip wait for a byte on stdin first: a test stops the supervisor before they move. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -86,6 +87,29 @@ int main(int argc, char **argv)
 			return 1;
 		memset(p, 1, n);
 		return p[n - 1] == 1 ? 0 : 1;
+	} else if (strcmp(what, "hold") == 0 && argc > 2) {
+		/* once a byte comes on stdin, touch MIB MiB and keep it: no call stops */
+		size_t n = (size_t)atol(argv[2]) << 20;
+		char *p = malloc(n);
+		if (!p || read(0, buf, 1) != 1)
+			return 1;
+		memset(p, 1, n);
+		return hold(NULL);
+	} else if (strcmp(what, "dups") == 0) {
+		/* once a byte comes on stdin, descriptors by dup (no stop) until refused */
+		if (read(0, buf, 1) != 1)
+			return 1;
+		while (dup(1) >= 0)
+			;
+		return hold(NULL);
+	} else if (strcmp(what, "sip") == 0 && argc > 2) {
+		/* once a byte comes on stdin, small reads of FILE (none stops), over and over */
+		int fd = open(argv[2], O_RDONLY);
+		if (fd < 0 || read(0, buf, 1) != 1)
+			return 1;
+		for (ssize_t r;; )
+			if ((r = read(fd, buf, sizeof buf)) < 0 || (r == 0 && lseek(fd, 0, SEEK_SET) < 0))
+				return 1;
 	} else if (strcmp(what, "write") == 0) {
 		int fd = open("/tmp/big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		memset(buf, 'w', sizeof buf);
@@ -154,7 +178,7 @@ int main(int argc, char **argv)
 			return 1;
 		return hold(argv[2]);
 	}
-	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|write|read FILE|flood|lines|fds|ns|"
-		"nsburst N|nsdeep N [exit]|nshide [exit]|burnsay|writesay\n");
+	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|peak MIB|hold MIB|write|read FILE|sip FILE|"
+		"flood|lines|fds|dups|ns|nsburst N|nsdeep N [exit]|nshide [exit]|burnsay|writesay\n");
 	return 2;
 }

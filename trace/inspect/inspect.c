@@ -537,6 +537,15 @@ static void relay_allow(struct trace_inspector *in, int wait)
 			  relay_room(in, b, LEASE_DIM_OUTPUT_VALUES));
 }
 
+/* Memory, descriptors and small reads move between samples without a stop that
+ * could wait for the disk (page faults; reads of up to TRACE_LOAD_SMALL far from
+ * the bound), at a speed no sample keeps up with: their bound is the limit, which
+ * the cgroup, RLIMIT_NOFILE and load_entry hold (SPEC §4.2). */
+static int bound_at_limit(int d)
+{
+	return d == LEASE_DIM_MEMORY || d == LEASE_DIM_TABLE_ELEMENTS || d == LEASE_DIM_STORAGE_READ;
+}
+
 /* The run's bound (lease_run_bound_write) stays above what the guest may have used:
  * a dimension past its bound, or one that moved this run and came within half its
  * headroom of the bound, gets a new one (usage plus headroom once it moved, at most
@@ -562,7 +571,8 @@ static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, i
 		/* output the relay waits to count has moved */
 		int moved = most[d] > in->base[d] || ((d == LEASE_DIM_OUTPUT_BYTES ||
 			    d == LEASE_DIM_OUTPUT_VALUES) && in->o.relay && trace_relay_waiting(in->o.relay));
-		b[d] = !moved ? most[d] : in->limits[d] - most[d] > h ? most[d] + h : in->limits[d];
+		b[d] = bound_at_limit(d) ? in->limits[d] : !moved ? most[d] :
+		       in->limits[d] - most[d] > h ? most[d] + h : in->limits[d];
 		if (b[d] < in->bound[d])
 			b[d] = in->bound[d];
 		due |= most[d] > in->bound[d] ||

@@ -129,7 +129,7 @@ static void deliver(struct trace_relay *r, int i, const char *buf, size_t n)
 }
 
 /* How much may be read now: every byte may be a record, and neither count may pass
- * its allowance; 0 asks the supervisor (once) through the wake fd. */
+ * its allowance. */
 static size_t room(struct trace_relay *r)
 {
 	uint64_t b = atomic_load(&r->bytes), l = atomic_load(&r->lines);
@@ -138,9 +138,15 @@ static size_t room(struct trace_relay *r)
 
 	n = ab <= b ? 0 : ab - b < n ? ab - b : n;
 	n = al <= l ? 0 : al - l < n ? al - l : n;
-	if (n == 0 && !atomic_exchange(&r->waiting, 1))
-		(void)!write(r->wake_fd, &(uint64_t){1}, sizeof(uint64_t));
 	return (size_t)n;
+}
+
+/* Output waits with no allowance: the supervisor is asked, once, through the wake
+ * fd (only then: a silent guest's run is charged no output it never made). */
+static void ask(struct trace_relay *r)
+{
+	if (!atomic_exchange(&r->waiting, 1))
+		(void)!write(r->wake_fd, &(uint64_t){1}, sizeof(uint64_t));
 }
 
 static void *relay_main(void *arg)
@@ -159,9 +165,11 @@ static void *relay_main(void *arg)
 		int n = 0, idx[4];
 		/* the last drain, the guest gone, is not held: the final observation follows */
 		size_t can = stopping ? sizeof r->buf : room(r);
+		/* with no allowance the streams are watched until one has output, not read */
+		int watch = can || !atomic_load(&r->waiting);
 
 		int reading = 0;
-		for (int i = 0; i < 2 && !atomic_load(&r->over) && can; i++)
+		for (int i = 0; i < 2 && !atomic_load(&r->over) && watch; i++)
 			if (r->s[i].open) {
 				p[n].fd = r->s[i].rd;
 				p[n].events = POLLIN;
@@ -194,6 +202,10 @@ static void *relay_main(void *arg)
 			}
 			if (i == 3) {
 				(void)!read(r->allow_fd, &(uint64_t){0}, sizeof(uint64_t));
+				continue;
+			}
+			if (!can) {
+				ask(r);
 				continue;
 			}
 			ssize_t got = read(r->s[i].rd, r->buf, can);
