@@ -745,3 +745,22 @@ PY
 	assert_success
 	assert_equal "$(jq -r .supervisor.priority r.json)" normal
 }
+
+@test "an invoker's own scheduling is kept for the tracer; the guest never runs real-time nor above the invoker's nice" {
+	[ "$(id -u)" = 0 ] || skip "needs root (SCHED_FIFO)"
+	# /proc/PID/stat: field 19 is the nice value, field 41 the policy (1 SCHED_FIFO)
+	g='cut -d" " -f19,41 /proc/self/stat'
+	run chrt -f 1 sbx-run --ephemeral --result r.json -- /bin/sh -c "$g"
+	assert_success
+	assert_output "0 0"
+	assert_equal "$(jq -r .supervisor.priority r.json)" invoker
+	run nice -n 5 sbx-run --ephemeral --result r.json -- /bin/sh -c "$g"
+	assert_success
+	assert_output "5 0"
+	assert_equal "$(jq -r .supervisor.priority r.json)" invoker
+	# an invoker at a higher priority (nice -5) is raised; its guest is born at nice 0
+	run nice -n -5 sbx-run --ephemeral --result r.json -- /bin/sh -c "$g"
+	assert_success
+	assert_output "0 0"
+	assert_equal "$(jq -r .supervisor.priority r.json)" realtime
+}

@@ -18,7 +18,9 @@ static int run_here(const struct trace_config *cfg, struct trace_result *res,
 	if (trace_plan_build(cfg, &p, e) < 0)
 		return -1;
 	/* before the sandbox is cloned: it is born SCHED_OTHER all the same */
-	res->realtime = trace_prio_raise(&pr) == 0;
+	int raised = trace_prio_raise(&pr);
+	res->priority = raised == 0 ? TRACE_PRIO_REALTIME : raised == -EEXIST ? TRACE_PRIO_INVOKER :
+			TRACE_PRIO_NORMAL;
 	pid_t pid = trace_sandbox_spawn(&p, e);
 	if (pid < 0) {
 		trace_prio_restore(&pr);

@@ -66,6 +66,7 @@ struct trace_supervisor {
 	int sfd;
 	int setup_failed;
 	char setup_what[512], setup_why[512];
+	struct trace_prio *prio;  /* the tracer thread's scheduling, NULL if none */
 };
 
 struct trace_guest {
@@ -491,6 +492,11 @@ void trace_sv_every_call(struct trace_supervisor *sv)
 int trace_sv_every_call_on(const struct trace_supervisor *sv)
 {
 	return sv->every_call;
+}
+
+void trace_sv_unhurried(struct trace_supervisor *sv, int on)
+{
+	trace_prio_unhurried(sv->prio, on);
 }
 
 void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid)
@@ -983,6 +989,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 {
 	struct trace_supervisor sv;
 	memset(&sv, 0, sizeof sv);
+	sv.prio = pr;
 	sv.p = p;
 	sv.l = p->cfg->layers;
 	EACH_LAYER(&sv, l) {

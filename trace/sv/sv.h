@@ -93,6 +93,11 @@ struct trace_layer {
 	/* a task is forgotten with this layer's slot still set (its exit never came) */
 	void (*slot_free)(void *ctx, void *slot);
 };
+enum trace_priority {
+	TRACE_PRIO_NORMAL,   /* SCHED_OTHER: the invoker may not raise it */
+	TRACE_PRIO_REALTIME, /* raised to SCHED_FIFO within its duty */
+	TRACE_PRIO_INVOKER,  /* the invoker's own policy or nice, kept */
+};
 struct trace_result {
 	int exited, status;           /* guest exit status when exited */
 	int signal;                   /* killing signal, else 0 */
@@ -105,7 +110,7 @@ struct trace_result {
 	uint64_t refused;             /* syscalls the boundary refused */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
-	int realtime;                 /* the tracer ran SCHED_FIFO (trace/sv/prio.c) */
+	enum trace_priority priority; /* the tracer's scheduling (trace/sv/prio.c) */
 };
 /* Run the guest to completion. 0 with *res filled (whatever the guest did), or -1
  * when the boundary could not be built (nothing ran). It waits for its own tasks
@@ -114,18 +119,23 @@ struct trace_result {
 int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e);
 /* The tracer thread's scheduling (trace/sv/prio.c). */
 struct trace_prio {
-	int raised, demoted;
+	int raised, kept, rt, unhurried;
 	int policy;                   /* the thread's before, put back at the end */
 	struct sched_param param;
-	uint64_t win_us, win_cpu_us;  /* the duty window: its start, the thread's CPU then */
+	int64_t credit_us;            /* real-time CPU it may still spend */
+	uint64_t at_us, at_cpu_us;    /* when the budget was settled, the thread's CPU then */
 };
-/* The calling thread SCHED_FIFO, what it creates SCHED_OTHER; -errno when the invoker
- * may not (or chose a policy itself): it runs as it was. */
+/* The calling thread SCHED_FIFO, what it creates SCHED_OTHER; -EEXIST when the
+ * invoker chose its own scheduling (kept), -errno when it may not raise it. */
 int trace_prio_raise(struct trace_prio *pr);
 /* Another thread of the tracer (its waker): raised as the tracer was. */
 void trace_prio_follow(const struct trace_prio *pr);
-/* In the tracer's loop: SCHED_OTHER while it is busy, SCHED_FIFO again once idle. */
+/* In the tracer's loop: SCHED_OTHER once its real-time budget is spent, SCHED_FIFO
+ * again once it has some. */
 void trace_prio_duty(struct trace_prio *pr, uint64_t now_us);
+/* Long host-side work (a snapshot) runs SCHED_OTHER: the budget is not looked at
+ * until it is done. */
+void trace_prio_unhurried(struct trace_prio *pr, int on);
 void trace_prio_restore(struct trace_prio *pr);
 /* Exit status for sbx-run (SPEC §6.6) from a result. */
 int trace_result_exit_code(const struct trace_result *res);
@@ -160,6 +170,9 @@ int trace_sv_every_call_on(const struct trace_supervisor *sv);
 /* A task resumed outside the loop (by a snapshot) stops once more, so the loop
  * resumes it in every-call mode. */
 void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
+/* Long host-side work in a hook (a snapshot) runs at the invoker's priority: on, then
+ * off once done. */
+void trace_sv_unhurried(struct trace_supervisor *sv, int on);
 
 /* The supervisor loop: runs until every tracee is gone; pr is the calling thread's
  * scheduling (trace_prio_raise), NULL if none. */
