@@ -764,3 +764,18 @@ PY
 	assert_output "0 0"
 	assert_equal "$(jq -r .supervisor.priority r.json)" realtime
 }
+
+@test "a guest that keeps its tracer busy does not keep it real-time" {
+	[ "$(id -u)" = 0 ] || skip "needs root (SCHED_FIFO)"
+	sbx-run --ephemeral --trace /dev/null --trace-level file -- "$GUESTS/inspect_loop" 1000000000 &
+	pid=$!
+	# the tracer is sbx-run's first thread; every openat of the guest is a stop of it
+	# (a file-level trace records each one)
+	pol() { awk '{ print $(NF-11) }' "/proc/$pid/stat"; }
+	for _ in $(seq 1 600); do raised=$(pol) && [ "$raised" = 1 ] && break; sleep 0.05; done
+	for _ in $(seq 1 600); do busy=$(pol) && [ "$busy" = 0 ] && break; sleep 0.05; done
+	kill -TERM "$pid"
+	wait "$pid" || true
+	assert_equal "$raised" 1
+	assert_equal "$busy" 0
+}
