@@ -722,7 +722,7 @@ PY
 	assert_output wrote
 }
 
-@test "the tracer and its waker run SCHED_FIFO where permitted; the guest and the other threads do not" {
+@test "the tracer, its waker and the observation writer run SCHED_FIFO where permitted; the guest and the relay do not" {
 	[ "$(id -u)" = 0 ] || skip "needs root (SCHED_FIFO)"
 	mkdir w
 	sbx-run --ephemeral --rw "$PWD/w:/w" --result r.json -- /bin/sh -c \
@@ -737,7 +737,7 @@ PY
 	wait "$pid"
 	assert_equal "$(cat w/pol)" 0
 	assert_equal "$ipol" 0
-	assert_equal "$pols" "$(printf 'sbx-observe 0\nsbx-relay 0\nsbx-run 1\nsbx-waker 1')"
+	assert_equal "$pols" "$(printf 'sbx-observe 1\nsbx-relay 0\nsbx-run 1\nsbx-waker 1')"
 	assert_equal "$(jq -r .supervisor.priority r.json)" realtime
 	# an unprivileged invoker runs all the same, at its own priority
 	as_nobody

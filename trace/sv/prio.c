@@ -1,14 +1,14 @@
-/* The tracer's scheduling (sbx-run(1) SCHEDULING): where the invoker may (root,
- * CAP_SYS_NICE, or an RLIMIT_RTPRIO), the tracer thread and its waker run SCHED_FIFO
- * at the lowest real-time priority, so a tick is taken when it is due even on a host
- * whose CPUs are all busy; the bounds it samples are held on time. Every thread and
- * process either creates is born SCHED_OTHER (SCHED_RESET_ON_FORK): the guest, the
- * observation writer and the relay never run real-time, whatever the invoker ran.
- * A guest must not turn its tracer into a real-time CPU hog: real-time CPU is paid
- * from a budget that grows by 1/PRIO_DUTY of the time passed (at most PRIO_BURST_US);
- * a tracer that spent it runs SCHED_OTHER until it has some again, and long host-side
- * work (a snapshot) runs SCHED_OTHER. An invoker that chose its own scheduling (a
- * policy, or a positive nice the guest would lose) keeps it. */
+/* The tracer's scheduling (sbx-run(1) Scheduling): where the invoker may (root,
+ * CAP_SYS_NICE, or an RLIMIT_RTPRIO), the tracer thread, its waker and the observation
+ * writer run SCHED_FIFO at the lowest real-time priority, so a tick is taken when it
+ * is due even on a host whose CPUs are all busy, and the bounds it samples are made
+ * durable on time. Every other thread and process is born SCHED_OTHER
+ * (SCHED_RESET_ON_FORK): the guest, the relay and any process never run real-time,
+ * whatever the invoker ran. A guest must not turn them into real-time CPU hogs: each
+ * raised thread pays its real-time CPU from a budget that grows by 1/PRIO_DUTY of the
+ * time passed (at most PRIO_BURST_US) and runs SCHED_OTHER once it is spent, until it
+ * has some again; long host-side work (a snapshot) runs SCHED_OTHER. An invoker that
+ * chose its own scheduling (a policy, or a positive nice the guest would lose) keeps it. */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -51,6 +51,14 @@ static int keep(struct trace_prio *pr)
 	return -EEXIST;
 }
 
+static void budget_start(struct trace_prio *pr)
+{
+	pr->raised = pr->rt = 1;
+	pr->credit_us = PRIO_BURST_US;
+	pr->at_us = common_mono_us();
+	pr->at_cpu_us = thread_cpu_us();
+}
+
 int trace_prio_raise(struct trace_prio *pr)
 {
 	memset(pr, 0, sizeof *pr);
@@ -67,17 +75,19 @@ int trace_prio_raise(struct trace_prio *pr)
 	int rc = fifo();
 	if (rc < 0)
 		return rc;
-	pr->raised = pr->rt = 1;
-	pr->credit_us = PRIO_BURST_US;
-	pr->at_us = common_mono_us();
-	pr->at_cpu_us = thread_cpu_us();
+	budget_start(pr);
 	return 0;
 }
 
-void trace_prio_follow(const struct trace_prio *pr)
+int trace_prio_join(struct trace_prio *pr, const struct trace_prio *tracer)
 {
-	if (pr && pr->raised)
-		(void)fifo(); /* as the tracer was: the waker's wake-up is on its path */
+	memset(pr, 0, sizeof *pr);
+	if (!tracer || !tracer->raised)
+		return -EPERM;
+	int rc = fifo();
+	if (rc == 0)
+		budget_start(pr);
+	return rc;
 }
 
 /* The budget brought up to now: real-time CPU spent, 1/PRIO_DUTY of the time gained. */

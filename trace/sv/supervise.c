@@ -223,8 +223,10 @@ static void *waker_main(void *arg)
 	pid_t pid = getpid();
 	uint64_t sent = 0; /* the tick already signalled: once each, or a late tracer is flooded */
 
+	struct trace_prio pr; /* its wake-up is on the tracer's path; the guest cannot make it busy */
+
 	pthread_setname_np(pthread_self(), "sbx-waker");
-	trace_prio_follow(w->prio);
+	(void)trace_prio_join(&pr, w->prio);
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		uint64_t at = common_mono_us() + WAKE_MS * 1000;
@@ -492,6 +494,11 @@ void trace_sv_every_call(struct trace_supervisor *sv)
 int trace_sv_every_call_on(const struct trace_supervisor *sv)
 {
 	return sv->every_call;
+}
+
+const struct trace_prio *trace_sv_prio(const struct trace_supervisor *sv)
+{
+	return sv->prio;
 }
 
 void trace_sv_unhurried(struct trace_supervisor *sv, int on)

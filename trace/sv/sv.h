@@ -128,8 +128,9 @@ struct trace_prio {
 /* The calling thread SCHED_FIFO, what it creates SCHED_OTHER; -EEXIST when the
  * invoker chose its own scheduling (kept), -errno when it may not raise it. */
 int trace_prio_raise(struct trace_prio *pr);
-/* Another thread of the tracer (its waker): raised as the tracer was. */
-void trace_prio_follow(const struct trace_prio *pr);
+/* Another thread of the tracer (its waker, the observation writer): raised as the
+ * tracer was, on a budget of its own (trace_prio_duty); -errno if not. */
+int trace_prio_join(struct trace_prio *pr, const struct trace_prio *tracer);
 /* In the tracer's loop: SCHED_OTHER once its real-time budget is spent, SCHED_FIFO
  * again once it has some. */
 void trace_prio_duty(struct trace_prio *pr, uint64_t now_us);
@@ -173,6 +174,8 @@ void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
 /* Long host-side work in a hook (a snapshot) runs at the invoker's priority: on, then
  * off once done. */
 void trace_sv_unhurried(struct trace_supervisor *sv, int on);
+/* The tracer thread's scheduling, for its helper threads (trace_prio_join). */
+const struct trace_prio *trace_sv_prio(const struct trace_supervisor *sv);
 
 /* The supervisor loop: runs until every tracee is gone; pr is the calling thread's
  * scheduling (trace_prio_raise), NULL if none. */
