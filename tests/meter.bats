@@ -496,7 +496,10 @@ stalled_kill() {
 	assert_equal "$(jq -r '"\(.edge) \(.reason)"' last)" "settle run-died"
 }
 
-@test "a run killed between samples is charged at least the memory, descriptors and reads its guest had" {
+@test "a run killed between samples is charged at least the fuel, memory, descriptors and reads its guest had" {
+	# fuel has its headroom from the first bound: the guest burns before the first sample
+	stalled_kill burn 'cpu_us $G' 20000
+	[ "$(jq -r .usage.fuel last)" -ge "$SEEN" ]
 	# page faults, dup and small reads stop nowhere the run could wait for its bound;
 	# a dead run is charged at most its limits (RLIMIT_NOFILE lets one fd past them,
 	# and with the supervisor stopped nothing holds reads)

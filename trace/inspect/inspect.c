@@ -573,9 +573,11 @@ static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, i
 		most[d] = state ? (run[d] > in->base[d] ? run[d] : in->base[d]) : in->base[d] + run[d];
 		if (most[d] > in->limits[d])
 			most[d] = in->limits[d]; /* past it, the closure is the record */
-		/* output the relay waits to count has moved */
-		int moved = most[d] > in->base[d] || ((d == LEASE_DIM_OUTPUT_BYTES ||
-			    d == LEASE_DIM_OUTPUT_VALUES) && in->o.relay && trace_relay_waiting(in->o.relay));
+		/* output the relay waits to count has moved; fuel moves from the first
+		 * instruction, before any sample */
+		int moved = most[d] > in->base[d] || d == LEASE_DIM_FUEL ||
+			    ((d == LEASE_DIM_OUTPUT_BYTES || d == LEASE_DIM_OUTPUT_VALUES) &&
+			     in->o.relay && trace_relay_waiting(in->o.relay));
 		b[d] = bound_at_limit(d) ? in->limits[d] : !moved ? most[d] :
 		       in->limits[d] - most[d] > h ? most[d] + h : in->limits[d];
 		if (b[d] < in->bound[d])
