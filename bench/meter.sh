@@ -12,14 +12,20 @@
 # "stored" is what the bind holds at the end, and
 # its overshoot is taken from that: the usage of a refused call reads as the
 # excess (what was held plus what the call asked for), not as bytes stored.
-# Usage: bench/meter.sh [ROUNDS]   (default 3; SBX_BUILD defaults to ./build)
+# Then fuel under host load: 3 CPU hogs per CPU outside the sandbox, started and
+# stopped here, each loaded round next to a quiet one, with one spinner in the
+# guest and one per CPU; prints the median and the worst overshoot of ROUNDS.
+# Usage: bench/meter.sh [ROUNDS] [all|load]   (default 3 all; load: the fuel
+# under host load part only; SBX_BUILD defaults to ./build)
 set -eu
 ROUNDS=${1:-3}
+PART=${2:-all}
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${SBX_BUILD:=$here/build}"
 W=$(mktemp -d /var/tmp/sbx-bench-meter.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+HOGS=
+trap 'hogs_stop; rm -rf "$W"' EXIT
 export SBX_STORE="$W/store"
 cp -r "$SBX_BUILD/guests" "$W/guests"
 chmod -R a+rX "$W"
@@ -62,6 +68,56 @@ EOF
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+# host CPU hogs, outside the sandbox
+hogs_start() {
+	for _ in $(seq 1 "$1"); do
+		sh -c 'while :; do :; done' &
+		HOGS="$HOGS $!"
+	done
+}
+hogs_stop() {
+	[ -n "$HOGS" ] || return 0
+	kill $HOGS 2>/dev/null || true
+	wait $HOGS 2>/dev/null || true
+	HOGS=
+}
+
+# fuel=200 ms with SPINNERS spinners in the guest: its usage at closure, in µs
+fuel_run() {
+	"$SBX_BUILD/bin/sbx-run" --ephemeral --limits fuel=200000 --result "$W/r.json" -- \
+		/bin/sh -c "for i in \$(seq $1); do $HOG fuel & done; wait" >/dev/null 2>&1 || true
+	jq -r .usage.fuel "$W/r.json"
+}
+
+fuel_under_load() {
+	ncpu=$(nproc)
+	nhog=$((3 * ncpu))
+	printf '\nfuel under host load (%s hogs outside the sandbox, %s CPUs; %s rounds)\n' \
+		"$nhog" "$ncpu" "$ROUNDS"
+	printf '%-26s %12s %14s %10s %10s %8s\n' case ceiling "usage(median)" overshoot worst target
+	for s in 1 "$ncpu"; do
+		: >"$W/quiet"
+		: >"$W/loaded"
+		for _ in $(seq 1 "$ROUNDS"); do
+			fuel_run "$s" >>"$W/quiet"
+			hogs_start "$nhog"
+			fuel_run "$s" >>"$W/loaded"
+			hogs_stop
+		done
+		for c in quiet loaded; do
+			u=$(median <"$W/$c")
+			worst=$(sort -n "$W/$c" | tail -1)
+			printf '%-26s %12s %14s %10s %10s %8s\n' "fuel($c, $s spinners)" 200000 "$u" \
+				"$(awk -v u="$u" 'BEGIN { printf "%+.1f ms", (u - 200000) / 1000 }')" \
+				"$(awk -v u="$worst" 'BEGIN { printf "%+.1f ms", (u - 200000) / 1000 }')" "20 ms"
+		done
+	done
+}
+
+if [ "$PART" = load ]; then
+	fuel_under_load
+	exit 0
+fi
 printf '%-26s %12s %14s %10s %8s %14s\n' dimension ceiling "usage(median)" overshoot target \
 	"stored(median)"
 cases | while read -r dim lim units mode arg; do
@@ -102,3 +158,4 @@ cases | while read -r dim lim units mode arg; do
 	fi
 	printf '%-26s %12s %14s %10s %8s %14s\n' "$label" "$units" "$u" "$over" "$target" "$stored"
 done
+fuel_under_load

@@ -496,7 +496,10 @@ stalled_kill() {
 	assert_equal "$(jq -r '"\(.edge) \(.reason)"' last)" "settle run-died"
 }
 
-@test "a run killed between samples is charged at least the memory, descriptors and reads its guest had" {
+@test "a run killed between samples is charged at least the fuel, memory, descriptors and reads its guest had" {
+	# fuel has its headroom from the first bound: the guest burns before the first sample
+	stalled_kill burn 'cpu_us $G' 20000
+	[ "$(jq -r .usage.fuel last)" -ge "$SEEN" ]
 	# page faults, dup and small reads stop nowhere the run could wait for its bound;
 	# a dead run is charged at most its limits (RLIMIT_NOFILE lets one fd past them,
 	# and with the supervisor stopped nothing holds reads)
@@ -720,4 +723,62 @@ PY
 	run sbx-run --ephemeral --limits memory=256M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/f bs=1M count=16 2>/dev/null && echo wrote'
 	assert_success
 	assert_output wrote
+}
+
+@test "the tracer, its waker and the observation writer run SCHED_FIFO where permitted; the guest and the relay do not" {
+	[ "$(id -u)" = 0 ] || skip "needs root (SCHED_FIFO)"
+	mkdir w
+	sbx-run --ephemeral --rw "$PWD/w:/w" --result r.json -- /bin/sh -c \
+		'cut -d" " -f41 /proc/self/stat >/w/pol; while [ ! -e /w/go ]; do sleep 0.05; done' &
+	pid=$!
+	for _ in $(seq 1 600); do [ -s w/pol ] && break; sleep 0.05; done
+	# policy is /proc/PID/stat's field 41 (0 SCHED_OTHER, 1 SCHED_FIFO)
+	pols=$(for t in /proc/"$pid"/task/*; do echo "$(cat "$t/comm") $(awk '{ print $(NF-11) }' "$t/stat")"; done | sort)
+	init=$(cat /proc/"$pid"/task/*/children | awk '{ print $1 }')
+	ipol=$(awk '{ print $(NF-11) }' "/proc/$init/stat")
+	touch w/go
+	wait "$pid"
+	assert_equal "$(cat w/pol)" 0
+	assert_equal "$ipol" 0
+	assert_equal "$pols" "$(printf 'sbx-observe 1\nsbx-relay 0\nsbx-run 1\nsbx-waker 1')"
+	assert_equal "$(jq -r .supervisor.priority r.json)" realtime
+	# an unprivileged invoker runs all the same, at its own priority
+	as_nobody
+	run $AS sbx-run --ephemeral --result r.json -- /bin/true
+	assert_success
+	assert_equal "$(jq -r .supervisor.priority r.json)" normal
+}
+
+@test "an invoker's own scheduling is kept for the tracer; the guest never runs real-time nor above the invoker's nice" {
+	[ "$(id -u)" = 0 ] || skip "needs root (SCHED_FIFO)"
+	# /proc/PID/stat: field 19 is the nice value, field 41 the policy (1 SCHED_FIFO)
+	g='cut -d" " -f19,41 /proc/self/stat'
+	run chrt -f 1 sbx-run --ephemeral --result r.json -- /bin/sh -c "$g"
+	assert_success
+	assert_output "0 0"
+	assert_equal "$(jq -r .supervisor.priority r.json)" invoker
+	run nice -n 5 sbx-run --ephemeral --result r.json -- /bin/sh -c "$g"
+	assert_success
+	assert_output "5 0"
+	assert_equal "$(jq -r .supervisor.priority r.json)" invoker
+	# an invoker at a higher priority (nice -5) is raised; its guest is born at nice 0
+	run nice -n -5 sbx-run --ephemeral --result r.json -- /bin/sh -c "$g"
+	assert_success
+	assert_output "0 0"
+	assert_equal "$(jq -r .supervisor.priority r.json)" realtime
+}
+
+@test "a guest that keeps its tracer busy does not keep it real-time" {
+	[ "$(id -u)" = 0 ] || skip "needs root (SCHED_FIFO)"
+	sbx-run --ephemeral --trace /dev/null --trace-level file -- "$GUESTS/inspect_loop" 1000000000 &
+	pid=$!
+	# the tracer is sbx-run's first thread; every openat of the guest is a stop of it
+	# (a file-level trace records each one)
+	pol() { awk '{ print $(NF-11) }' "/proc/$pid/stat"; }
+	for _ in $(seq 1 600); do raised=$(pol) && [ "$raised" = 1 ] && break; sleep 0.05; done
+	for _ in $(seq 1 600); do busy=$(pol) && [ "$busy" = 0 ] && break; sleep 0.05; done
+	kill -TERM "$pid"
+	wait "$pid" || true
+	assert_equal "$raised" 1
+	assert_equal "$busy" 0
 }

@@ -1,9 +1,11 @@
 /* Hogs for metering tests: each exceeds one dimension until the supervisor stops it.
- * usage: meter_hog fuel|spin MS|memory|peak MIB|hold MIB|write|read FILE|sip FILE|
- *        flood|lines|fds|dups|ns|nsburst N|nsdeep N [exit]|nshide [exit]|burnsay|writesay
+ * usage: meter_hog fuel|spin MS|memory|peak MIB|hold MIB|burn|write|read FILE|
+ *        sip FILE|flood|lines|fds|dups|ns|nsburst N|nsdeep N [exit]|nshide [exit]|
+ *        burnsay|writesay
  * burnsay and writesay print what they used so far (CPU µs, bytes written) as they go:
- * a lower bound of their usage at any moment, for a run killed midway. hold, dups and
- * sip wait for a byte on stdin first: a test stops the supervisor before they move. */
+ * a lower bound of their usage at any moment, for a run killed midway. hold, burn,
+ * dups and sip wait for a byte on stdin first: a test stops the supervisor before
+ * they move. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -95,6 +97,12 @@ int main(int argc, char **argv)
 			return 1;
 		memset(p, 1, n);
 		return hold(NULL);
+	} else if (strcmp(what, "burn") == 0) {
+		/* once a byte comes on stdin, CPU at full speed */
+		if (read(0, buf, 1) != 1)
+			return 1;
+		for (;;)
+			spin++;
 	} else if (strcmp(what, "dups") == 0) {
 		/* once a byte comes on stdin, descriptors by dup (no stop) until refused */
 		if (read(0, buf, 1) != 1)
@@ -178,7 +186,7 @@ int main(int argc, char **argv)
 			return 1;
 		return hold(argv[2]);
 	}
-	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|peak MIB|hold MIB|write|read FILE|sip FILE|"
+	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|peak MIB|hold MIB|burn|write|read FILE|sip FILE|"
 		"flood|lines|fds|dups|ns|nsburst N|nsdeep N [exit]|nshide [exit]|burnsay|writesay\n");
 	return 2;
 }

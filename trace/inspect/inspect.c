@@ -86,6 +86,7 @@ struct obs_writer {
 	char closed[32];
 	int failed;
 	struct common_err err;
+	const struct trace_prio *tracer; /* the tracer's scheduling: a bound is made durable on time */
 };
 
 struct trace_inspector {
@@ -295,6 +296,11 @@ static void *writer_main(void *arg)
 	struct obs_writer *w = &in->w;
 	struct lease_store *s = NULL;
 	struct common_err e;
+
+	struct trace_prio pr;
+
+	pthread_setname_np(pthread_self(), "sbx-observe");
+	(void)trace_prio_join(&pr, w->tracer);
 	int open_rc = lease_store_open(lease_store_name(in->o.store), &s, &e);
 
 	pthread_mutex_lock(&w->mu);
@@ -306,6 +312,7 @@ static void *writer_main(void *arg)
 	for (;;) {
 		while (!w->stop && w->written == w->posted && w->bound_written == w->bound_posted)
 			pthread_cond_wait(&w->post_cv, &w->mu);
+		trace_prio_duty(&pr, common_mono_us());
 		if (w->bound_written != w->bound_posted) {
 			writer_bound(in, w);
 			continue;
@@ -566,9 +573,11 @@ static int bound_hold(struct trace_inspector *in, struct trace_supervisor *sv, i
 		most[d] = state ? (run[d] > in->base[d] ? run[d] : in->base[d]) : in->base[d] + run[d];
 		if (most[d] > in->limits[d])
 			most[d] = in->limits[d]; /* past it, the closure is the record */
-		/* output the relay waits to count has moved */
-		int moved = most[d] > in->base[d] || ((d == LEASE_DIM_OUTPUT_BYTES ||
-			    d == LEASE_DIM_OUTPUT_VALUES) && in->o.relay && trace_relay_waiting(in->o.relay));
+		/* output the relay waits to count has moved; fuel moves from the first
+		 * instruction, before any sample */
+		int moved = most[d] > in->base[d] || d == LEASE_DIM_FUEL ||
+			    ((d == LEASE_DIM_OUTPUT_BYTES || d == LEASE_DIM_OUTPUT_VALUES) &&
+			     in->o.relay && trace_relay_waiting(in->o.relay));
 		b[d] = bound_at_limit(d) ? in->limits[d] : !moved ? most[d] :
 		       in->limits[d] - most[d] > h ? most[d] + h : in->limits[d];
 		if (b[d] < in->bound[d])
@@ -632,6 +641,7 @@ static int inspector_start(void *ctx, struct trace_supervisor *sv)
 	    trace_coproc_start(in->o.inspect_exec, in->o.inspect_timeout_ms, &in->coproc, &e) < 0)
 		return fail(in, &e);
 	if (in->o.store && in->o.lease) { /* after the fork above: a thread is not forked */
+		in->w.tracer = trace_sv_prio(sv);
 		writer_start(in);
 		int efd = in->w.started ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
 		if (efd >= 0 && trace_sv_watch(sv, efd) < 0) {

@@ -329,7 +329,11 @@ static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop,
 		trace_rec_head(c->rec, rq.trace_head);
 		rq.trace_seq = trace_rec_events(c->rec);
 	}
+	if (c->sv)
+		trace_sv_unhurried(c->sv, 1);
 	int rc = c->opts->snap->take(c->store, c->lease, &rq, out, e);
+	if (c->sv)
+		trace_sv_unhurried(c->sv, 0);
 	/* the snapshot resumed the guest with PTRACE_CONT */
 	if (!at_stop && (!stop || rc < 0) && c->sv)
 		trace_sv_every_call_rearm(c->sv, guest);
@@ -621,6 +625,11 @@ static struct trace_determ *determ_open(struct lease_store *s, const char *id, c
 	return trace_determ_new(id, epoch, trace_tsc_probe());
 }
 
+static const char *priority_name(enum trace_priority p)
+{
+	return p == TRACE_PRIO_REALTIME ? "realtime" : p == TRACE_PRIO_INVOKER ? "invoker" : "normal";
+}
+
 static json_t *result_json(const char *lease, const char *image, const char *sha,
 			   char *const *argv, const struct trace_result *r, int code,
 			   const char *closed, json_t *receipts)
@@ -642,8 +651,9 @@ static json_t *result_json(const char *lease, const char *image, const char *sha
 	json_object_set_new(j, "stopped", r->stop_reason[0] ? json_string(r->stop_reason) : json_null());
 	json_object_set_new(j, "usage", json_pack("{s:I,s:I}", "cpu_us", (json_int_t)r->cpu_us,
 						  "maxrss", (json_int_t)r->maxrss));
-	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I}", "stops", (json_int_t)r->stops,
-						       "refused", (json_int_t)r->refused));
+	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I,s:s}", "stops", (json_int_t)r->stops,
+						       "refused", (json_int_t)r->refused, "priority",
+						       priority_name(r->priority)));
 	json_object_set_new(j, "trace", json_null()); /* the trace head digest */
 	json_object_set_new(j, "receipts", receipts ? json_incref(receipts) : json_array());
 	return j;

@@ -14,10 +14,16 @@ static int run_here(const struct trace_config *cfg, struct trace_result *res,
 		    struct common_err *e)
 {
 	struct trace_plan p;
+	struct trace_prio pr;
 	if (trace_plan_build(cfg, &p, e) < 0)
 		return -1;
+	/* before the sandbox is cloned: it is born SCHED_OTHER all the same */
+	int raised = trace_prio_raise(&pr);
+	res->priority = raised == 0 ? TRACE_PRIO_REALTIME : raised == -EEXIST ? TRACE_PRIO_INVOKER :
+			TRACE_PRIO_NORMAL;
 	pid_t pid = trace_sandbox_spawn(&p, e);
 	if (pid < 0) {
+		trace_prio_restore(&pr);
 		trace_plan_free(&p);
 		return -1;
 	}
@@ -29,13 +35,15 @@ static int run_here(const struct trace_config *cfg, struct trace_result *res,
 		common_errno(e, errno, "ptrace (PTRACE_SEIZE; kernel.yama.ptrace_scope=3 or a "
 			     "seccomp policy forbids it)");
 	} else if (trace_sandbox_release(&p, pid, e) == 0) {
-		int rc = trace_supervise(&p, pid, res, e); /* it reaps every task it traced */
+		int rc = trace_supervise(&p, pid, res, &pr, e); /* it reaps every task it traced */
+		trace_prio_restore(&pr);
 		trace_plan_free(&p);
 		return rc;
 	}
 	/* nothing ran: init never forked, so it is the only task to reap */
 	trace_sandbox_kill(&p);
 	waitpid(pid, NULL, __WALL | __WNOTHREAD);
+	trace_prio_restore(&pr);
 	trace_plan_free(&p);
 	return -1;
 }

@@ -155,6 +155,7 @@ static void *relay_main(void *arg)
 	int stopping = 0;
 	sigset_t all;
 
+	pthread_setname_np(pthread_self(), "sbx-relay");
 	/* Signals belong to the tracer thread; a closed stdout shows up as EPIPE here. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);

@@ -66,6 +66,7 @@ struct trace_supervisor {
 	int sfd;
 	int setup_failed;
 	char setup_what[512], setup_why[512];
+	struct trace_prio *prio;  /* the tracer thread's scheduling, NULL if none */
 };
 
 struct trace_guest {
@@ -170,6 +171,7 @@ struct waker {
 	int sig;
 	_Atomic int in_wait;
 	uint64_t due_us;         /* the next tick, monotonic µs: waited for if sooner */
+	const struct trace_prio *prio; /* the tracer's: the waker is on its wake-up path */
 	int stop, started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -221,6 +223,10 @@ static void *waker_main(void *arg)
 	pid_t pid = getpid();
 	uint64_t sent = 0; /* the tick already signalled: once each, or a late tracer is flooded */
 
+	struct trace_prio pr; /* its wake-up is on the tracer's path; the guest cannot make it busy */
+
+	pthread_setname_np(pthread_self(), "sbx-waker");
+	(void)trace_prio_join(&pr, w->prio);
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		uint64_t at = common_mono_us() + WAKE_MS * 1000;
@@ -488,6 +494,16 @@ void trace_sv_every_call(struct trace_supervisor *sv)
 int trace_sv_every_call_on(const struct trace_supervisor *sv)
 {
 	return sv->every_call;
+}
+
+const struct trace_prio *trace_sv_prio(const struct trace_supervisor *sv)
+{
+	return sv->prio;
+}
+
+void trace_sv_unhurried(struct trace_supervisor *sv, int on)
+{
+	trace_prio_unhurried(sv->prio, on);
 }
 
 void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid)
@@ -976,10 +992,11 @@ static void on_signal(struct trace_supervisor *sv)
 }
 
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,
-		  struct common_err *e)
+		    struct trace_prio *pr, struct common_err *e)
 {
 	struct trace_supervisor sv;
 	memset(&sv, 0, sizeof sv);
+	sv.prio = pr;
 	sv.p = p;
 	sv.l = p->cfg->layers;
 	EACH_LAYER(&sv, l) {
@@ -1009,6 +1026,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	}
 	struct waker wk;
 	memset(&wk, 0, sizeof wk);
+	wk.prio = pr;
 	int werr = waker_start(&wk);
 	if (werr < 0) {
 		common_errno(e, -werr, "supervisor wake-up thread");
@@ -1031,6 +1049,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			killed = 1;
 		}
 		uint64_t now = common_mono_us();
+		trace_prio_duty(pr, now);
 		if (now >= next_tick) {
 			sv.tick_us = TICK_MS * 1000;
 			if (!killed && layers_tick(&sv))

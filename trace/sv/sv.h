@@ -3,6 +3,7 @@
 #ifndef SBX_TRACE_SV_H
 #define SBX_TRACE_SV_H
 
+#include <sched.h>
 #include "trace/box/box.h"
 
 enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
@@ -92,6 +93,11 @@ struct trace_layer {
 	/* a task is forgotten with this layer's slot still set (its exit never came) */
 	void (*slot_free)(void *ctx, void *slot);
 };
+enum trace_priority {
+	TRACE_PRIO_NORMAL,   /* SCHED_OTHER: the invoker may not raise it */
+	TRACE_PRIO_REALTIME, /* raised to SCHED_FIFO within its duty */
+	TRACE_PRIO_INVOKER,  /* the invoker's own policy or nice, kept */
+};
 struct trace_result {
 	int exited, status;           /* guest exit status when exited */
 	int signal;                   /* killing signal, else 0 */
@@ -104,12 +110,34 @@ struct trace_result {
 	uint64_t refused;             /* syscalls the boundary refused */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
+	enum trace_priority priority; /* the tracer's scheduling (trace/sv/prio.c) */
 };
 /* Run the guest to completion. 0 with *res filled (whatever the guest did), or -1
  * when the boundary could not be built (nothing ran). It waits for its own tasks
  * only, so runs in several threads at once are independent; the hooks are called
  * on the supervising thread (cfg->host_signals). */
 int trace_run(const struct trace_config *cfg, struct trace_result *res, struct common_err *e);
+/* The tracer thread's scheduling (trace/sv/prio.c). */
+struct trace_prio {
+	int raised, kept, rt, unhurried;
+	int policy;                   /* the thread's before, put back at the end */
+	struct sched_param param;
+	int64_t credit_us;            /* real-time CPU it may still spend */
+	uint64_t at_us, at_cpu_us;    /* when the budget was settled, the thread's CPU then */
+};
+/* The calling thread SCHED_FIFO, what it creates SCHED_OTHER; -EEXIST when the
+ * invoker chose its own scheduling (kept), -errno when it may not raise it. */
+int trace_prio_raise(struct trace_prio *pr);
+/* Another thread of the tracer (its waker, the observation writer): raised as the
+ * tracer was, on a budget of its own (trace_prio_duty); -errno if not. */
+int trace_prio_join(struct trace_prio *pr, const struct trace_prio *tracer);
+/* In the tracer's loop: SCHED_OTHER once its real-time budget is spent, SCHED_FIFO
+ * again once it has some. */
+void trace_prio_duty(struct trace_prio *pr, uint64_t now_us);
+/* Long host-side work (a snapshot) runs SCHED_OTHER: the budget is not looked at
+ * until it is done. */
+void trace_prio_unhurried(struct trace_prio *pr, int on);
+void trace_prio_restore(struct trace_prio *pr);
 /* Exit status for sbx-run (SPEC §6.6) from a result. */
 int trace_result_exit_code(const struct trace_result *res);
 
@@ -143,10 +171,16 @@ int trace_sv_every_call_on(const struct trace_supervisor *sv);
 /* A task resumed outside the loop (by a snapshot) stops once more, so the loop
  * resumes it in every-call mode. */
 void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
+/* Long host-side work in a hook (a snapshot) runs at the invoker's priority: on, then
+ * off once done. */
+void trace_sv_unhurried(struct trace_supervisor *sv, int on);
+/* The tracer thread's scheduling, for its helper threads (trace_prio_join). */
+const struct trace_prio *trace_sv_prio(const struct trace_supervisor *sv);
 
-/* The supervisor loop: runs until every tracee is gone. */
+/* The supervisor loop: runs until every tracee is gone; pr is the calling thread's
+ * scheduling (trace_prio_raise), NULL if none. */
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,
-		  struct common_err *e);
+		    struct trace_prio *pr, struct common_err *e);
 
 /* Output relay: the guest's stdout/stderr are pipes copied to out_fd/err_fd by a
  * supervisor thread, in order, counting bytes (both) and newline records (stdout).
