@@ -93,8 +93,9 @@ bats: all
 check: deps
 	$(MAKE) test
 
+# the build runs a job per CPU; the tests run one at a time (fuel tests burn CPU)
 test:
-	$(MAKE) all
+	$(MAKE) -j$$(nproc) all
 	@u=0; b=0; $(MAKE) unit || u=1; $(MAKE) bats || b=1; \
 	p=$$(awk '/ passed, [0-9]+ failed$$/ {p += $$(NF-3)} END {print p+0}' $(O)/unit.log); \
 	f=$$(awk '/ passed, [0-9]+ failed$$/ {f += $$(NF-1)} END {print f+0}' $(O)/unit.log); \

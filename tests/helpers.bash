@@ -1,6 +1,9 @@
 # Shared bats set-up: a temporary store, the freshly built tools on PATH.
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+# bats-support and bats-assert, whose files only define functions: sourced here, as
+# their load.bash forks a dirname for each file, for every test (~0.1 s each time)
+for f in /usr/lib/bats/bats-support/src/*.bash /usr/lib/bats/bats-assert/src/*.bash; do
+	source "$f"
+done
 
 : "${SBX_BUILD:=$(cd "$BATS_TEST_DIRNAME/.." && pwd)/build}"
 export SBX_BUILD
@@ -9,11 +12,15 @@ GUESTS="$SBX_BUILD/guests"
 
 # Every directory on the path lets other users through (o+x).
 sbx_reachable() {
-	local d=$1
+	local d=$1 m dirs=()
 	while [ "$d" != / ] && [ -n "$d" ]; do
-		[ $((0$(stat -c %a "$d") & 1)) = 1 ] || return 1
-		d=$(dirname "$d")
+		dirs+=("$d")
+		[[ $d == */* ]] || break
+		d=${d%/*}
 	done
+	[ ${#dirs[@]} -gt 0 ] || return 0
+	m=$(stat -c %a "${dirs[@]}") || return 1
+	for m in $m; do [ $((0$m & 1)) = 1 ] || return 1; done
 }
 
 # A copy of directory $1 under /var/tmp that everyone can reach; prints its path.

@@ -318,7 +318,8 @@ static void test_ns_vanishing(void)
 			close(open(p, O_WRONLY | O_CREAT, 0644));
 		}
 	}
-	for (int i = 0; i < 300; i++) {
+	/* a walk counting a vanished entry as unmeasurable fails by the 5th pass (20 of 20) */
+	for (int i = 0; i < 80; i++) {
 		bad |= ns_bytes(root) == UINT64_MAX;
 		bad |= ns_metered(root, 1000000, 1) > 1000000;
 	}
