@@ -505,6 +505,8 @@ stalled_kill() {
 	# and with the supervisor stopped nothing holds reads)
 	stalled_kill "hold 96" 'awk "/^VmRSS/ { print \$2 * 1024 }" /proc/$G/status' $((90 << 20))
 	[ "$(jq -r .usage.memory last)" -ge "$SEEN" ]
+	# a guest that closed its output is charged no output headroom either
+	assert_equal "$(jq -r '"\(.usage.output_bytes) \(.usage.output_values)"' last)" "0 0"
 	stalled_kill dups 'ls /proc/$G/fd | wc -l' 1000
 	[ "$(jq -r .usage.table_elements last)" -ge "$((SEEN < 4096 ? SEEN : 4096))" ]
 	# what the guest never moved is charged no headroom: it wrote no output

@@ -198,6 +198,17 @@ static int make(struct trace_cgroup *cg, int v2, char *why, size_t cap)
 	return 0;
 }
 
+/* The v1 cpu cgroup (made unless it is the memory one) with the quota's period. */
+static int cpu_v1_make(const struct trace_cgroup *cg)
+{
+	char period[32];
+
+	if (strcmp(cg->cpu_dir, cg->dir) != 0 && mkdir(cg->cpu_dir, 0755) < 0)
+		return -1;
+	snprintf(period, sizeof period, "%d", TRACE_FUEL_PERIOD_US);
+	return put_in(cg->cpu_dir, "cpu.cfs_period_us", period);
+}
+
 /* The cpu controller beside the memory one, where it can be had; none is no error
  * (fuel is then held by the inspector's samples alone). */
 static void cpu_make(struct trace_cgroup *cg)
@@ -212,19 +223,16 @@ static void cpu_make(struct trace_cgroup *cg)
 		return;
 	}
 	if (own_dir("cpu", own, sizeof own) < 0 ||
-	    (size_t)snprintf(cg->cpu_dir, sizeof cg->cpu_dir, "%s/%s", own, name) >= sizeof cg->cpu_dir)
-		goto none;
-	if (strcmp(cg->cpu_dir, cg->dir) != 0) { /* not one hierarchy with memory */
-		sweep(own);
-		if (mkdir(cg->cpu_dir, 0755) < 0)
-			goto none;
+	    (size_t)snprintf(cg->cpu_dir, sizeof cg->cpu_dir, "%s/%s", own, name) >= sizeof cg->cpu_dir) {
+		cg->cpu_dir[0] = 0;
+		return;
 	}
-	snprintf(period, sizeof period, "%d", TRACE_FUEL_PERIOD_US);
-	if (put_in(cg->cpu_dir, "cpu.cfs_period_us", period) == 0)
+	if (strcmp(cg->cpu_dir, cg->dir) != 0) /* not one hierarchy with memory */
+		sweep(own);
+	if (cpu_v1_make(cg) == 0)
 		return;
 	if (strcmp(cg->cpu_dir, cg->dir) != 0)
 		(void)rmdir(cg->cpu_dir);
-none:
 	cg->cpu_dir[0] = 0;
 }
 
@@ -265,12 +273,8 @@ int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_e
 	if (!cg->cpu_dir[0] || strcmp(cg->cpu_dir, cg->dir) == 0)
 		return 0;
 	rc = put_in(cg->cpu_dir, "cgroup.procs", v);
-	if (rc < 0 && errno == ENOENT && mkdir(cg->cpu_dir, 0755) == 0) {
-		char period[32];
-		snprintf(period, sizeof period, "%d", TRACE_FUEL_PERIOD_US);
-		if (put_in(cg->cpu_dir, "cpu.cfs_period_us", period) == 0)
-			rc = put_in(cg->cpu_dir, "cgroup.procs", v);
-	}
+	if (rc < 0 && errno == ENOENT && cpu_v1_make(cg) == 0) /* swept, as above */
+		rc = put_in(cg->cpu_dir, "cgroup.procs", v);
 	if (rc < 0)
 		return common_errno(e, errno, "cpu cgroup %s: moving the sandbox in", cg->cpu_dir);
 	return 0;

@@ -204,6 +204,10 @@ static void *relay_main(void *arg)
 				(void)!read(r->allow_fd, &(uint64_t){0}, sizeof(uint64_t));
 				continue;
 			}
+			if (!can && !(p[k].revents & POLLIN)) {
+				r->s[i].open = 0; /* closed with nothing in it: no output to ask for */
+				continue;
+			}
 			if (!can) {
 				ask(r);
 				continue;
