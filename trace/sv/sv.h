@@ -4,6 +4,7 @@
 #define SBX_TRACE_SV_H
 
 #include <sched.h>
+#include <sys/un.h>
 #include "trace/box/box.h"
 
 enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
@@ -176,6 +177,31 @@ void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
 void trace_sv_unhurried(struct trace_supervisor *sv, int on);
 /* The tracer thread's scheduling, for its helper threads (trace_prio_join). */
 const struct trace_prio *trace_sv_prio(const struct trace_supervisor *sv);
+
+/* The run's socket rule (trace/sv/sock.c): a connect(2) of a Unix socket is
+ * made by the supervisor on the guest's socket object, to the socket file it
+ * resolved in the guest's view and found to be the run's (or named with
+ * --socket); other sockets are IP in the run's own network namespace. */
+struct trace_conn {
+	int sock;                 /* the guest's Unix socket, or -1: the kernel runs the call */
+	int target;               /* O_PATH of the checked socket file (a pathname), or -1 */
+	struct sockaddr_un addr;  /* the guest's address, read once */
+	socklen_t len;
+};
+/* At connect's entry stop of tid (arguments a): 0 to go on (c->sock < 0: the call
+ * runs as it is; else trace_sock_connect), or the errno to answer, *refused set
+ * when the rule refused it. *diag: the run's sock_diag socket, made at first use. */
+int trace_sock_decide(int *diag, const struct trace_config *cfg, pid_t tid, const uint64_t a[6],
+		      struct trace_conn *c, int *refused);
+/* The connection made: 0 or -errno for the guest; *wait when its blocking call must
+ * wait (a full backlog) and is to be run again. */
+long trace_sock_connect(struct trace_conn *c, int *wait);
+void trace_sock_close(struct trace_conn *c);
+/* A sock_diag socket in tid's network namespace: fd or -errno. */
+int trace_sock_diag_open(pid_t tid);
+/* 1 when a socket of diag's network namespace of type's kind is bound at the file
+ * (dev, ino): a listener for stream and seqpacket, a datagram socket; 0; -errno. */
+int trace_sock_bound_in_run(int diag, int type, dev_t dev, ino_t ino);
 
 /* The supervisor loop: runs until every tracee is gone; pr is the calling thread's
  * scheduling (trace_prio_raise), NULL if none. */
