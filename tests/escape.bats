@@ -262,7 +262,7 @@ while True:
 	rm -rf "$UDIR"-store*
 }
 
-@test "a host datagram socket is not reached through connect" {
+@test "a host datagram socket is not reached: connect, sendto, sendmsg, sendmmsg; the run's own is" {
 	UDIR=$(mktemp -d /var/tmp/sbx-dgram.XXXXXX)
 	chmod 0777 "$UDIR"
 	python3 -c 'import socket, sys, os
@@ -274,14 +274,34 @@ except OSError:
     pass' "$UDIR/d.sock" "$UDIR/got" &
 	BGPID=$!
 	for i in $(seq 1 50); do [ -S "$UDIR/d.sock" ] && break; sleep 0.1; done
-	run sbx-run --ephemeral --rw "$UDIR:$UDIR" -- /usr/bin/python3 -c 'import socket, sys
+	run sbx-run --ephemeral --result r.json --rw "$UDIR:$UDIR" -- /usr/bin/python3 -c 'import socket, sys
+host = sys.argv[1]
+def try_(what, f):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        f(c); print("ESCAPED:", what)
+    except OSError as e:
+        print("contained:", what, e.strerror)
+try_("connect", lambda c: (c.connect(host), c.send(b"x")))
+try_("sendto", lambda c: c.sendto(b"x", host))
+try_("sendmsg", lambda c: c.sendmsg([b"x"], [], 0, host))
+try_("sendto a symlink", lambda c: (__import__("os").symlink(host, "/ns/l"), c.sendto(b"x", "/ns/l")))
+own = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); own.bind("/ns/own.sock")
 c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-try:
-    c.connect(sys.argv[1]); c.send(b"x"); print("ESCAPED")
-except OSError as e:
-    print("contained:", e.strerror)' "$UDIR/d.sock"
+c.sendto(b"a", "/ns/own.sock"); c.sendmsg([b"b"], [], 0, "/ns/own.sock")
+print("own:", own.recv(1).decode(), own.recv(1).decode())' "$UDIR/d.sock"
 	assert_success
-	assert_output "contained: Connection refused"
+	assert_line "contained: connect Connection refused"
+	assert_line "contained: sendto Connection refused"
+	assert_line "contained: sendmsg Connection refused"
+	assert_line "contained: sendto a symlink Connection refused"
+	assert_line "own: a b"
+	[ "$(jq -r .supervisor.refused r.json)" -ge 4 ]
+	run sbx-run --ephemeral --rw "$UDIR:$UDIR" -- "$GUESTS/escape_dgram" "$UDIR/d.sock" /ns/own.sock
+	assert_success
+	assert_line "contained: sendmmsg to the host (Connection refused)"
+	assert_line "contained: sendmmsg to the host alone (Connection refused)"
+	assert_line "own: 1"
 	sleep 0.5
 	[ ! -e "$UDIR/got" ]
 }

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -263,6 +264,68 @@ int trace_sock_decide(int *diag, const struct trace_config *cfg, pid_t tid, cons
 	    c->addr.sun_path[0] == 0)
 		return 0; /* abstract (the run's namespace), unnamed or AF_UNSPEC: the kernel's answer */
 	return decide_path(diag, cfg, tid, c, refused);
+}
+
+/* One address a datagram is sent to (addr, len: the guest's): 0, or the errno
+ * that answers the call, *refused set when it names a socket not the run's. */
+static int judge_to(int *diag, const struct trace_config *cfg, pid_t tid, int sock, uint64_t addr,
+		    uint64_t len, int *refused)
+{
+	struct trace_conn c = { .sock = sock, .target = -1 };
+	if (!addr || len <= offsetof(struct sockaddr_un, sun_path) || len > sizeof c.addr)
+		return 0; /* no address, or one the kernel refuses (EINVAL) */
+	c.len = (socklen_t)len;
+	if (trace_mem_read(tid, addr, &c.addr, c.len) != (ssize_t)c.len)
+		return EFAULT;
+	if (c.addr.sun_family != AF_UNIX || c.addr.sun_path[0] == 0)
+		return 0; /* abstract: the run's namespace */
+	int err = decide_path(diag, cfg, tid, &c, refused);
+	if (c.target >= 0)
+		close(c.target);
+	return err;
+}
+
+/* The addresses of a sendmsg (n = 1) or sendmmsg (a vector of n) at v, judged. */
+static int judge_msgs(int *diag, const struct trace_config *cfg, pid_t tid, int sock, uint64_t v,
+		      uint64_t n, size_t stride, int *refused)
+{
+	for (uint64_t i = 0; i < n && i < UIO_MAXIOV && !*refused; i++) {
+		struct msghdr m;
+		if (trace_mem_read(tid, v + i * stride, &m, sizeof m) != (ssize_t)sizeof m)
+			return EFAULT;
+		int err = judge_to(diag, cfg, tid, sock, (uint64_t)(uintptr_t)m.msg_name, m.msg_namelen,
+				   refused);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int trace_sock_send_decide(int *diag, const struct trace_config *cfg, pid_t tid, long nr,
+			   const uint64_t a[6], int *refused)
+{
+	int dom = 0, type = 0, err = 0;
+	socklen_t dl = sizeof dom, tl = sizeof type;
+
+	*refused = 0;
+	int pfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+	int sock = pfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pfd, (int)a[0], 0);
+	if (pfd >= 0)
+		close(pfd);
+	/* only a Unix datagram socket goes where its address says (stream and
+	 * seqpacket sockets ignore or refuse one); a bad descriptor is the kernel's */
+	if (sock >= 0 && getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 && dom == AF_UNIX &&
+	    getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_DGRAM) {
+		if (nr == TRACE_SYS_sendto)
+			err = judge_to(diag, cfg, tid, sock, a[4], a[5], refused);
+		else
+			err = judge_msgs(diag, cfg, tid, sock, a[1], nr == TRACE_SYS_sendmsg ? 1 : a[2],
+					 nr == TRACE_SYS_sendmsg ? sizeof(struct msghdr)
+								 : sizeof(struct mmsghdr), refused);
+	}
+	if (sock >= 0)
+		close(sock);
+	return err;
 }
 
 long trace_sock_connect(struct trace_conn *c, int *wait)

@@ -666,6 +666,20 @@ static void connect_run(struct trace_supervisor *sv, struct tstate *t, struct tr
 		answer(t->tid, rc, wait);
 }
 
+static int is_send(long nr)
+{
+	return nr == TRACE_SYS_sendto || nr == TRACE_SYS_sendmsg || nr == TRACE_SYS_sendmmsg;
+}
+
+/* A datagram's addresses, judged before the layers see the call. */
+static int send_decide(struct trace_supervisor *sv, struct tstate *t, const uint64_t a[6],
+		       int *answer_errno)
+{
+	int refused = 0;
+	*answer_errno = trace_sock_send_decide(&sv->diag, sv->p->cfg, t->tid, t->st.nr, a, &refused);
+	return refused ? *answer_errno : 0;
+}
+
 static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 {
 	struct __ptrace_syscall_info info;
@@ -694,6 +708,8 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	int refuse = trace_boundary_errno(st->arch_ok, st->nr, st->args);
 	if (!refuse && st->arch_ok && st->nr == TRACE_SYS_connect)
 		refuse = connect_decide(sv, t, &conn, st->args, &conn_err);
+	else if (!refuse && st->arch_ok && is_send(st->nr))
+		refuse = send_decide(sv, t, st->args, &conn_err);
 	if (refuse) {
 		sv->res->refused++;
 		st->action = TRACE_DENIED;
@@ -712,6 +728,8 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		st->want_exit = 0;
 	} else if (st->arch_ok && st->nr == TRACE_SYS_connect) {
 		connect_run(sv, t, &conn, conn_err);
+	} else if (conn_err) {
+		answer(t->tid, -conn_err, 0); /* as the kernel would: the path is not there */
 	}
 	trace_sock_close(&conn);
 	t->want_exit = st->want_exit && sv->has_exit;

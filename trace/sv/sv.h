@@ -197,6 +197,11 @@ int trace_sock_decide(int *diag, const struct trace_config *cfg, pid_t tid, cons
  * wait (a full backlog) and is to be run again. */
 long trace_sock_connect(struct trace_conn *c, int *wait);
 void trace_sock_close(struct trace_conn *c);
+/* At the entry stop of sendto, sendmsg or sendmmsg (nr) on a Unix datagram
+ * socket: 0, or the errno to answer, *refused set when an address names a socket
+ * not the run's. The kernel reads the addresses again (see sbx-run(1)). */
+int trace_sock_send_decide(int *diag, const struct trace_config *cfg, pid_t tid, long nr,
+			   const uint64_t a[6], int *refused);
 /* A sock_diag socket in tid's network namespace: fd or -errno. */
 int trace_sock_diag_open(pid_t tid);
 /* 1 when a socket of diag's network namespace of type's kind is bound at the file
