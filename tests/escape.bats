@@ -217,6 +217,15 @@ os.write(w, ("%s accepted %d refused %d\n" % (fam, got, refused)).encode())'
 			assert_output "$fam accepted 100 refused 0"
 			[ "$(jq -r .supervisor.refused "$UDIR/r.json")" = 0 ]
 		done
+		# the listener's peer is the guest's own uid and gid
+		run $as env SBX_STORE="$UDIR/store${as:+-nobody}" PATH="$PATH" sbx-run --ephemeral \
+			-- /usr/bin/python3 -c 'import socket, struct, os
+s = socket.socket(socket.AF_UNIX); s.bind("/ns/p.sock"); s.listen()
+c = socket.socket(socket.AF_UNIX); c.connect("/ns/p.sock"); a, _ = s.accept()
+pid, uid, gid = struct.unpack("3i", a.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+print(uid == os.getuid(), gid == os.getgid())'
+		assert_success
+		assert_output "True True"
 	done
 }
 

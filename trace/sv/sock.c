@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -328,8 +329,27 @@ int trace_sock_send_decide(int *diag, const struct trace_config *cfg, pid_t tid,
 	return err;
 }
 
-long trace_sock_connect(struct trace_conn *c, int *wait)
+/* This thread (only: raw calls) as the guest's host ids, so the listener's
+ * SO_PEERCRED and the kernel's permission check see the guest's uid and gid, or
+ * back as root (as_guest 0). A root invoker's only; the dumpable flag, which a
+ * change of effective ids resets, is kept. */
+static void guest_ids(uid_t uid, gid_t gid, int as_guest)
 {
+	static __thread int dumpable;
+	if (as_guest) {
+		dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+		syscall(SYS_setresgid, -1, gid, -1);
+		syscall(SYS_setresuid, -1, uid, -1);
+		return;
+	}
+	syscall(SYS_setresuid, -1, 0, -1);
+	syscall(SYS_setresgid, -1, 0, -1);
+	prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+}
+
+long trace_sock_connect(struct trace_conn *c, uid_t uid, gid_t gid, int *wait)
+{
+	int as_guest = geteuid() == 0 && uid != 0;
 	struct sockaddr_un a = c->addr;
 	socklen_t len = c->len;
 	int type = 0;
@@ -348,7 +368,11 @@ long trace_sock_connect(struct trace_conn *c, int *wait)
 	/* the supervisor never waits for a full backlog: the guest's call waits instead */
 	if (block)
 		fcntl(c->sock, F_SETFL, fl | O_NONBLOCK);
+	if (as_guest)
+		guest_ids(uid, gid, 1);
 	long rc = connect(c->sock, (struct sockaddr *)&a, len) < 0 ? -errno : 0;
+	if (as_guest)
+		guest_ids(uid, gid, 0);
 	if (block)
 		fcntl(c->sock, F_SETFL, fl);
 	*wait = block && rc == -EAGAIN;

@@ -661,7 +661,9 @@ static void connect_run(struct trace_supervisor *sv, struct tstate *t, struct tr
 			sv->res->refused++;
 	}
 	int wait = 0;
-	long rc = err ? -err : c->sock >= 0 ? trace_sock_connect(c, &wait) : 0;
+	long rc = err ? -err : 0;
+	if (!err && c->sock >= 0)
+		rc = trace_sock_connect(c, sv->p->host_uid, sv->p->host_gid, &wait);
 	if (err || c->sock >= 0)
 		answer(t->tid, rc, wait);
 }

@@ -193,9 +193,9 @@ struct trace_conn {
  * when the rule refused it. *diag: the run's sock_diag socket, made at first use. */
 int trace_sock_decide(int *diag, const struct trace_config *cfg, pid_t tid, const uint64_t a[6],
 		      struct trace_conn *c, int *refused);
-/* The connection made: 0 or -errno for the guest; *wait when its blocking call must
- * wait (a full backlog) and is to be run again. */
-long trace_sock_connect(struct trace_conn *c, int *wait);
+/* The connection made, as the guest's host ids (uid, gid): 0 or -errno for the
+ * guest; *wait when its blocking call must wait (a full backlog) and is to be run again. */
+long trace_sock_connect(struct trace_conn *c, uid_t uid, gid_t gid, int *wait);
 void trace_sock_close(struct trace_conn *c);
 /* At the entry stop of sendto, sendmsg or sendmmsg (nr) on a Unix datagram
  * socket: 0, or the errno to answer, *refused set when an address names a socket
