@@ -251,7 +251,7 @@ while True:
 	BGPID=
 }
 
-@test "a host listener never sees a connection: directly, a symlink, a hard link in a rw bind, a flipped path, a swapped descriptor (root or unprivileged)" {
+@test "a host listener never sees a connection: directly, a symlink, a hard link in a rw bind, a flipped path, a swapped descriptor, an IP socket swapped for a Unix one (root or unprivileged)" {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
 	UDIR=$(mktemp -d /var/tmp/sbx-sockrace.XXXXXX)
 	mkdir "$UDIR/w"
@@ -263,6 +263,7 @@ while True:
 		assert_line "contained: connect through a symlink (Connection refused)"
 		assert_line "contained: connect through a hard link (Connection refused)"
 		assert_line --regexp '^race: 2000 tries, [0-9]+ connected$'
+		assert_line --regexp '^ip race: 2000 tries, [0-9]+ connected$'
 		assert_line "RESULT: contained"
 		[ ! -e "$UDIR/accepts" ]
 		# every refusal is counted

@@ -4,6 +4,8 @@
  * socket, and dup2()s the run's connected socket over the descriptor being
  * connected. The host side counts its accepts: the race's own connections may
  * reach the run's listener, never the host's. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -84,6 +86,54 @@ static void race(const char *host, int tries)
 	printf("race: %d tries, %d connected\n", tries, ok);
 }
 
+/* the same with an IP socket and address (the run's loopback) swapped against a
+ * Unix socket and the host path: the socket judged must be the one connected */
+static union { struct sockaddr_un un; struct sockaddr_in in; } ip_addr;
+static atomic_int ip_stop;
+
+static void *ip_flipper(void *arg)
+{
+	const char *host = arg;
+	struct sockaddr_in in = ip_addr.in;
+	for (unsigned i = 0; !ip_stop; i++) {
+		int unix_side = i & 1, t = target_fd;
+		if (unix_side)
+			unix_addr(&ip_addr.un, host);
+		else
+			ip_addr.in = in;
+		if (t >= 0) {
+			int f = socket(unix_side ? AF_UNIX : AF_INET, SOCK_STREAM, 0);
+			dup2(f, t);
+			close(f);
+		}
+	}
+	return NULL;
+}
+
+static void race_ip(const char *host, int tries)
+{
+	pthread_t th, dr;
+	int ok = 0, l = socket(AF_INET, SOCK_STREAM, 0);
+	socklen_t n = sizeof ip_addr.in;
+	ip_addr.in = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
+	if (bind(l, (struct sockaddr *)&ip_addr.in, n) < 0 || listen(l, 64) < 0 ||
+	    getsockname(l, (struct sockaddr *)&ip_addr.in, &n) < 0)
+		exit(2);
+	stop = 0;
+	pthread_create(&dr, NULL, drain, &l);
+	pthread_create(&th, NULL, ip_flipper, (void *)host);
+	for (int i = 0; i < tries; i++) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		target_fd = s;
+		ok += connect(s, (struct sockaddr *)&ip_addr, sizeof ip_addr) == 0;
+		target_fd = -1;
+		close(s);
+	}
+	ip_stop = 1;
+	pthread_join(th, NULL);
+	printf("ip race: %d tries, %d connected\n", tries, ok);
+}
+
 int main(int argc, char **argv)
 {
 	char link_path[200], what[300];
@@ -109,5 +159,6 @@ int main(int argc, char **argv)
 	expect_errno("connect through a symlink", connect_path(link_path), ECONNREFUSED, 0);
 	expect_errno("connect through a hard link", connect_path(argv[2]), ECONNREFUSED, 0);
 	race(host, tries);
+	race_ip(host, tries);
 	return finish();
 }

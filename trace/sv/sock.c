@@ -15,6 +15,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
+#include <poll.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL /* Linux 6.9 */
 #endif
+#define SETTLE_MS 5
 #define TCP_LISTEN_STATE 10 /* a stream or seqpacket listener (the kernel's TCP_LISTEN) */
 
 /* Send fd over the socket s (SCM_RIGHTS): 0 or -1. */
@@ -205,13 +207,13 @@ static int named(const struct trace_config *cfg, const struct stat *st)
 static int decide_path(int *diag, const struct trace_config *cfg, pid_t tid,
 		       struct trace_conn *c, int *refused)
 {
-	char path[sizeof c->addr.sun_path + 1];
+	char path[sizeof c->addr.un.sun_path + 1];
 	size_t n = c->len - offsetof(struct sockaddr_un, sun_path);
 	struct stat st;
 	int type = 0;
 	socklen_t tl = sizeof type;
 
-	memcpy(path, c->addr.sun_path, n);
+	memcpy(path, c->addr.un.sun_path, n);
 	path[n] = 0;
 	int err = resolve(tid, path, &c->target);
 	if (err)
@@ -248,21 +250,20 @@ int trace_sock_decide(int *diag, const struct trace_config *cfg, pid_t tid, cons
 	close(pfd);
 	if (err)
 		return err;
-	if (getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0)
+	struct stat st;
+	if (getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0 || fstat(c->sock, &st) < 0)
 		return ENOTSOCK;
-	if (dom != AF_UNIX) {
-		/* IP in the run's own network namespace: nothing outside to reach */
-		close(c->sock);
-		c->sock = -1;
-		return 0;
-	}
-	if (a[2] > sizeof c->addr)
+	c->ino = st.st_ino;
+	if (a[2] > sizeof c->addr || (dom == AF_UNIX && a[2] > sizeof c->addr.un))
 		return EINVAL;
 	c->len = (socklen_t)a[2];
 	if (c->len && trace_mem_read(tid, a[1], &c->addr, c->len) != (ssize_t)c->len)
 		return EFAULT;
-	if (c->len <= offsetof(struct sockaddr_un, sun_path) || c->addr.sun_family != AF_UNIX ||
-	    c->addr.sun_path[0] == 0)
+	/* IP in the run's own network namespace: nothing outside to reach, but made
+	 * here too, so a socket swapped in under the number meanwhile is not the one */
+	if (dom != AF_UNIX || c->len <= offsetof(struct sockaddr_un, sun_path) ||
+	    c->addr.un.sun_family != AF_UNIX ||
+	    c->addr.un.sun_path[0] == 0)
 		return 0; /* abstract (the run's namespace), unnamed or AF_UNSPEC: the kernel's answer */
 	return decide_path(diag, cfg, tid, c, refused);
 }
@@ -278,7 +279,7 @@ static int judge_to(int *diag, const struct trace_config *cfg, pid_t tid, int so
 	c.len = (socklen_t)len;
 	if (trace_mem_read(tid, addr, &c.addr, c.len) != (ssize_t)c.len)
 		return EFAULT;
-	if (c.addr.sun_family != AF_UNIX || c.addr.sun_path[0] == 0)
+	if (c.addr.un.sun_family != AF_UNIX || c.addr.un.sun_path[0] == 0)
 		return 0; /* abstract: the run's namespace */
 	int err = decide_path(diag, cfg, tid, &c, refused);
 	if (c.target >= 0)
@@ -329,6 +330,21 @@ int trace_sock_send_decide(int *diag, const struct trace_config *cfg, pid_t tid,
 	return err;
 }
 
+/* A TCP handshake on the run's loopback takes microseconds: waited for here a
+ * little (SETTLE_MS), its result; -EINPROGRESS when it takes longer (a SYN
+ * dropped at a full backlog is sent again a second later). */
+static long settle(int sock)
+{
+	struct pollfd p = { .fd = sock, .events = POLLOUT };
+	int err = 0;
+	socklen_t n = sizeof err;
+	if (poll(&p, 1, SETTLE_MS) <= 0)
+		return -EINPROGRESS;
+	if (getsockopt(sock, SOL_SOCKET, SO_ERROR, &err, &n) < 0)
+		return -errno;
+	return -err;
+}
+
 /* This thread (only: raw calls) as the guest's host ids, so the listener's
  * SO_PEERCRED and the kernel's permission check see the guest's uid and gid, or
  * back as root (as_guest 0). A root invoker's only; the dumpable flag, which a
@@ -347,10 +363,15 @@ static void guest_ids(uid_t uid, gid_t gid, int as_guest)
 	prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
 }
 
-long trace_sock_connect(struct trace_conn *c, uid_t uid, gid_t gid, int *wait)
+long trace_sock_connect(struct trace_conn *c, uid_t uid, gid_t gid, int again, int *wait)
 {
-	int as_guest = geteuid() == 0 && uid != 0;
-	struct sockaddr_un a = c->addr;
+	int as_guest = geteuid() == 0 && uid != 0, err = 0;
+	socklen_t el = sizeof err;
+	/* the call run again after a wait: a handshake that failed meanwhile is its answer */
+	if (again && getsockopt(c->sock, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err)
+		return -err;
+	struct sockaddr_storage a = c->addr.any;
+	struct sockaddr_un *un = (struct sockaddr_un *)&a;
 	socklen_t len = c->len;
 	int type = 0;
 	socklen_t tl = sizeof type;
@@ -358,14 +379,14 @@ long trace_sock_connect(struct trace_conn *c, uid_t uid, gid_t gid, int *wait)
 	*wait = 0;
 	if (c->target >= 0) {
 		/* the file checked, by a name only our own descriptor table gives */
-		a.sun_family = AF_UNIX;
-		int n = snprintf(a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d", c->target);
+		un->sun_family = AF_UNIX;
+		int n = snprintf(un->sun_path, sizeof un->sun_path, "/proc/self/fd/%d", c->target);
 		len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
 	}
 	int fl = fcntl(c->sock, F_GETFL);
 	int block = fl >= 0 && !(fl & O_NONBLOCK) &&
 		    getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type != SOCK_DGRAM;
-	/* the supervisor never waits for a full backlog: the guest's call waits instead */
+	/* the supervisor never waits long: the guest's call waits instead, run again */
 	if (block)
 		fcntl(c->sock, F_SETFL, fl | O_NONBLOCK);
 	if (as_guest)
@@ -373,10 +394,12 @@ long trace_sock_connect(struct trace_conn *c, uid_t uid, gid_t gid, int *wait)
 	long rc = connect(c->sock, (struct sockaddr *)&a, len) < 0 ? -errno : 0;
 	if (as_guest)
 		guest_ids(uid, gid, 0);
+	if (block && (rc == -EINPROGRESS || rc == -EALREADY))
+		rc = settle(c->sock);
 	if (block)
 		fcntl(c->sock, F_SETFL, fl);
-	*wait = block && rc == -EAGAIN;
-	return rc;
+	*wait = block && (rc == -EAGAIN || rc == -EINPROGRESS || rc == -EALREADY);
+	return again && rc == -EISCONN ? 0 : rc; /* done meanwhile */
 }
 
 void trace_sock_close(struct trace_conn *c)

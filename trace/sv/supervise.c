@@ -36,6 +36,7 @@ struct tstate {
 	struct tstate *next;
 	pid_t tid, tgid, ppid;
 	int want_exit;
+	ino_t conn_waits;         /* the socket its blocking connect waits on, run again */
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
 	char raw[2][PATH_MAX];
@@ -662,8 +663,11 @@ static void connect_run(struct trace_supervisor *sv, struct tstate *t, struct tr
 	}
 	int wait = 0;
 	long rc = err ? -err : 0;
-	if (!err && c->sock >= 0)
-		rc = trace_sock_connect(c, sv->p->host_uid, sv->p->host_gid, &wait);
+	if (!err && c->sock >= 0) {
+		rc = trace_sock_connect(c, sv->p->host_uid, sv->p->host_gid,
+					t->conn_waits == c->ino, &wait);
+		t->conn_waits = wait ? c->ino : 0;
+	}
 	if (err || c->sock >= 0)
 		answer(t->tid, rc, wait);
 }
