@@ -36,7 +36,7 @@ struct tstate {
 	struct tstate *next;
 	pid_t tid, tgid, ppid;
 	int want_exit;
-	int check_peer;           /* a connect: who answered is looked at its exit */
+	ino_t conn_waits;         /* the socket its blocking connect waits on, run again */
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
 	char raw[2][PATH_MAX];
@@ -67,6 +67,7 @@ struct trace_supervisor {
 	int setup_failed;
 	char setup_what[512], setup_why[512];
 	struct trace_prio *prio;  /* the tracer thread's scheduling, NULL if none */
+	int diag;                 /* sock_diag in the run's network namespace, -1 until needed */
 };
 
 struct trace_guest {
@@ -575,14 +576,22 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 		}
 }
 
-static void deny(pid_t tid, int err)
+/* At a seccomp stop: skip the call, which returns rax; or, again, which makes
+ * the thread issue it once more (a call that must wait). */
+static void answer(pid_t tid, long rax, int again)
 {
 	struct user_regs_struct r;
 	if (trace_regs_get(tid, &r) < 0)
 		return;
-	r.orig_rax = (unsigned long long)-1; /* skip the call... */
-	r.rax = (unsigned long long)(long long)-err; /* ...and return -err */
+	r.rax = again ? r.orig_rax : (unsigned long long)rax;
+	r.rip -= again ? 2 : 0; /* back onto the syscall instruction */
+	r.orig_rax = (unsigned long long)-1; /* skip the call */
 	trace_regs_set(tid, &r);
+}
+
+static void deny(pid_t tid, int err)
+{
+	answer(tid, -err, 0);
 }
 
 /* Decode path arguments, absolute in the guest's view (relative ones joined
@@ -628,6 +637,55 @@ static void decode_paths(struct trace_guest *g, struct trace_stop *st)
 	}
 }
 
+/* A connect, judged before the layers see it (a refusal is recorded as one). */
+static int connect_decide(struct trace_supervisor *sv, struct tstate *t, struct trace_conn *c,
+			  const uint64_t a[6], int *answer_errno)
+{
+	int refused = 0;
+	*answer_errno = trace_sock_decide(&sv->diag, sv->p->cfg, t->tid, a, c, &refused);
+	return refused ? *answer_errno : 0;
+}
+
+/* The connect the layers let through: made here for the guest, on the objects
+ * decided (again, when a hook rewrote its arguments), or left to the kernel. */
+static void connect_run(struct trace_supervisor *sv, struct tstate *t, struct trace_conn *c,
+			int err)
+{
+	struct user_regs_struct r;
+	const struct trace_stop *st = &t->st;
+	if (trace_regs_get(t->tid, &r) < 0 || (long)r.orig_rax != TRACE_SYS_connect)
+		return;
+	if (r.rdi != st->args[0] || r.rsi != st->args[1] || r.rdx != st->args[2]) {
+		uint64_t a[6] = { r.rdi, r.rsi, r.rdx, 0, 0, 0 };
+		trace_sock_close(c);
+		if (connect_decide(sv, t, c, a, &err))
+			sv->res->refused++;
+	}
+	int wait = 0;
+	long rc = err ? -err : 0;
+	if (!err && c->sock >= 0) {
+		rc = trace_sock_connect(c, sv->p->host_uid, sv->p->host_gid,
+					t->conn_waits == c->ino, &wait);
+		t->conn_waits = wait ? c->ino : 0;
+	}
+	if (err || c->sock >= 0)
+		answer(t->tid, rc, wait);
+}
+
+static int is_send(long nr)
+{
+	return nr == TRACE_SYS_sendto || nr == TRACE_SYS_sendmsg || nr == TRACE_SYS_sendmmsg;
+}
+
+/* A datagram's addresses, judged before the layers see the call. */
+static int send_decide(struct trace_supervisor *sv, struct tstate *t, const uint64_t a[6],
+		       int *answer_errno)
+{
+	int refused = 0;
+	*answer_errno = trace_sock_send_decide(&sv->diag, sv->p->cfg, t->tid, t->st.nr, a, &refused);
+	return refused ? *answer_errno : 0;
+}
+
 static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 {
 	struct __ptrace_syscall_info info;
@@ -649,9 +707,15 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	memcpy(st->args, info.seccomp.args, sizeof st->args);
 	st->action = TRACE_ALLOWED;
 	struct trace_guest g = { sv, t };
+	struct trace_conn conn = { .sock = -1, .target = -1 };
+	int conn_err = 0;
 
 	/* the boundary decides from the stopped registers, not from the filter's tag */
 	int refuse = trace_boundary_errno(st->arch_ok, st->nr, st->args);
+	if (!refuse && st->arch_ok && st->nr == TRACE_SYS_connect)
+		refuse = connect_decide(sv, t, &conn, st->args, &conn_err);
+	else if (!refuse && st->arch_ok && is_send(st->nr))
+		refuse = send_decide(sv, t, st->args, &conn_err);
 	if (refuse) {
 		sv->res->refused++;
 		st->action = TRACE_DENIED;
@@ -668,56 +732,14 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	if (st->action == TRACE_DENIED) {
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;
+	} else if (st->arch_ok && st->nr == TRACE_SYS_connect) {
+		connect_run(sv, t, &conn, conn_err);
+	} else if (conn_err) {
+		answer(t->tid, -conn_err, 0); /* as the kernel would: the path is not there */
 	}
+	trace_sock_close(&conn);
 	t->want_exit = st->want_exit && sv->has_exit;
-	t->check_peer = st->nr == TRACE_SYS_connect && st->action != TRACE_DENIED;
-	resume(sv, t->tid, t->want_exit || t->check_peer ? PTRACE_SYSCALL : PTRACE_CONT, 0);
-}
-
-/* A Unix socket the guest connected to is served by a process of this run, or
- * named with --socket: a host process behind a pathname socket (an agent, a
- * daemon; connect(2) ignores read-only mounts) is cut off, and the call fails
- * with ECONNREFUSED. Decided on the connection made, so no race can move it. */
-static void check_peer(struct trace_supervisor *sv, struct tstate *t, int64_t rval)
-{
-	struct user_regs_struct r;
-	struct ucred cr;
-	socklen_t n = sizeof cr;
-	char a[64], b[64];
-	struct stat sa, sb;
-	int ok = 1;
-
-	if (rval != 0)
-		return;
-	int pfd = (int)syscall(SYS_pidfd_open, t->tid, 0), dom = 0, type = 0;
-	int fd = pfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pfd, (int)t->st.args[0], 0);
-	socklen_t dl = sizeof dom, tl = sizeof type;
-	if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0 || dom != AF_UNIX)) {
-		ok = 1; /* the run's own network namespace: nothing outside to reach */
-	} else if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
-		   type == SOCK_DGRAM) {
-		ok = 1; /* a datagram peer has no credentials to read (documented) */
-	} else if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0 && cr.pid > 0) {
-		snprintf(a, sizeof a, "/proc/%d/ns/pid", (int)cr.pid);
-		snprintf(b, sizeof b, "/proc/%d/ns/pid", (int)t->tid);
-		ok = stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_ino == sb.st_ino &&
-		     sa.st_dev == sb.st_dev;
-		ok = ok || trace_socket_named(sv->p->cfg, fd);
-	} else {
-		ok = 0; /* a socket or a peer we cannot name (closed meanwhile, or outside) */
-	}
-	if (!ok) {
-		shutdown(fd, SHUT_RDWR);
-		if (trace_regs_get(t->tid, &r) == 0) {
-			r.rax = (unsigned long long)(long long)-ECONNREFUSED;
-			trace_regs_set(t->tid, &r);
-		}
-		sv->res->refused++;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (pfd >= 0)
-		close(pfd);
+	resume(sv, t->tid, t->want_exit ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 }
 
 /* A syscall-entry stop, met only in every-call mode: the hook sees the call
@@ -752,14 +774,6 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 			on_syscall_entry(sv, t, &info);
 			return;
 		}
-	}
-	if (t->check_peer) {
-		struct __ptrace_syscall_info info;
-		memset(&info, 0, sizeof info);
-		t->check_peer = 0;
-		if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) > 0 &&
-		    info.op == PTRACE_SYSCALL_INFO_EXIT)
-			check_peer(sv, t, info.exit.rval);
 	}
 	if (t->want_exit) {
 		struct __ptrace_syscall_info info;
@@ -1006,6 +1020,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	}
 	sv.res = res;
 	sv.init = init_pid;
+	sv.diag = -1;
 	tstate_get(&sv, init_pid)->tgid = init_pid;
 
 	sigset_t mask, old, sfmask;
@@ -1116,6 +1131,8 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			tstate_free(&sv, sv.bucket[b]->tid);
 	if (sv.sfd >= 0)
 		close(sv.sfd);
+	if (sv.diag >= 0)
+		close(sv.diag);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (sv.setup_failed)
 		return common_errf(e, sv.setup_what, "%s", sv.setup_why);
