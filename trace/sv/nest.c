@@ -1,0 +1,529 @@
+/* ptrace served to a guest tracer (a debugger, strace, LeakSanitizer's
+ * stop-the-world), as PRoot's ptrace extension does: the supervisor is the real
+ * tracer of every task, so the kernel would refuse a second one. A guest
+ * tracer's requests on tasks of its own run are answered here from the real
+ * stops the supervisor holds; its wait4/waitid see the stops it asked for.
+ * While a task traces, its syscalls stop (PTRACE_SYSCALL) so its waits can be
+ * served; a run without a guest tracer has no extra stop. Tasks outside the
+ * run cannot be named (the PID namespace), sbx's init is refused, and
+ * everything a tracee does after it is resumed meets the filter and the
+ * inspector as it is then. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/elf.h>
+#include "trace/sv/sv-internal.h"
+#include "trace/tracee/tracee.h"
+
+#define REGSET_MAX 16384 /* the largest register set copied (XSAVE is 2.5 KiB here) */
+
+enum nest_hold { NEST_RUNNING, NEST_AT_EVENT, NEST_AT_SIGNAL };
+enum nest_wait { WAIT_NONE, WAIT_IN_KERNEL, WAIT_HERE };
+
+struct trace_nest_task {
+	pid_t tracer;        /* host tid of the guest tracer thread */
+	enum nest_hold held; /* the real stop it is held in for its tracer */
+	int want;            /* a stop asked (ATTACH, INTERRUPT): the status it reports */
+	int status;          /* the wait status its tracer has not taken yet */
+	int unreported;
+	int sig;             /* the signal of a held signal-delivery stop */
+	unsigned long options;
+};
+
+struct trace_nest_tracer {
+	size_t ntracees;
+	enum nest_wait waiting;
+	long wnr;            /* the wait call in progress: wait4 or waitid */
+	uint64_t wargs[6];
+};
+
+static pid_t nspid_of(struct tstate *t)
+{
+	struct trace_status st;
+	if (!t->nspid && trace_status_read(t->tid, &st) == 0) {
+		t->nspid = trace_status_nspid(&st);
+		trace_status_free(&st);
+	}
+	return t->nspid;
+}
+
+/* A live task of the run by its pid in the run's namespace, or NULL. */
+static struct tstate *by_nspid(struct trace_supervisor *sv, pid_t pid)
+{
+	if (pid <= 0)
+		return NULL;
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (struct tstate *t = sv->bucket[b]; t; t = t->next)
+			if (t->seen && !t->dead && nspid_of(t) == pid)
+				return t;
+	return NULL;
+}
+
+/* The syscall at this stop is skipped (entry) or done (exit) and returns v. */
+static void set_result(pid_t tid, long v)
+{
+	struct user_regs_struct r;
+	if (trace_regs_get(tid, &r) < 0)
+		return;
+	r.orig_rax = (unsigned long long)-1; /* no restart of an interrupted call either */
+	r.rax = (unsigned long long)v;
+	trace_regs_set(tid, &r);
+}
+
+static long to_tracer(struct tstate *t, uint64_t addr, const void *buf, size_t len)
+{
+	return trace_mem_write(t->tid, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static long from_tracer(struct tstate *t, uint64_t addr, void *buf, size_t len)
+{
+	return trace_mem_read(t->tid, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Does a wait of tracer tr for pid (wait4's convention) match tracee c? */
+static int wait_matches(struct tstate *tr, struct tstate *c, pid_t pid)
+{
+	return c->nest && c->nest->tracer == tr->tid && (pid <= 0 || nspid_of(c) == pid);
+}
+
+/* The pid a wait in progress asks for, in wait4's convention (-1: any). */
+static pid_t wait_pid(long nr, const uint64_t a[6])
+{
+	if (nr == TRACE_SYS_wait4)
+		return (pid_t)a[0];
+	return (int)a[0] == P_PID ? (pid_t)a[1] : -1;
+}
+
+static int wait_nohang(long nr, const uint64_t a[6])
+{
+	return (int)(nr == TRACE_SYS_wait4 ? a[2] : a[3]) & WNOHANG;
+}
+
+/* Write c's status where the wait asks and return what the call returns. */
+static long wait_answer(struct tstate *tr, struct tstate *c, int status, long nr, const uint64_t a[6])
+{
+	if (nr == TRACE_SYS_wait4) {
+		struct rusage ru;
+		memset(&ru, 0, sizeof ru);
+		if ((a[1] && to_tracer(tr, a[1], &status, sizeof status) < 0) ||
+		    (a[3] && to_tracer(tr, a[3], &ru, sizeof ru) < 0))
+			return -EFAULT;
+		return nspid_of(c);
+	}
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = SIGCHLD;
+	si.si_pid = nspid_of(c);
+	si.si_uid = TRACE_GUEST_UID;
+	if (WIFSTOPPED(status)) {
+		si.si_code = CLD_TRAPPED;
+		si.si_status = WSTOPSIG(status);
+	} else {
+		si.si_code = WIFEXITED(status) ? CLD_EXITED : CLD_KILLED;
+		si.si_status = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
+	}
+	return a[2] && to_tracer(tr, a[2], &si, sizeof si) < 0 ? -EFAULT : 0;
+}
+
+/* A tracee of tr with a status its waits have not taken, matching pid. */
+static struct tstate *reportable(struct trace_supervisor *sv, struct tstate *tr, pid_t pid)
+{
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (struct tstate *c = sv->bucket[b]; c; c = c->next)
+			if (wait_matches(tr, c, pid) && c->nest->unreported)
+				return c;
+	return NULL;
+}
+
+static size_t tracees(struct trace_supervisor *sv, struct tstate *tr, pid_t pid)
+{
+	size_t n = 0;
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (struct tstate *c = sv->bucket[b]; c; c = c->next)
+			n += wait_matches(tr, c, pid);
+	return n;
+}
+
+/* The wait in progress of tr takes c's status: the call returns it. */
+static void wait_take(struct tstate *tr, struct tstate *c)
+{
+	struct trace_nest_tracer *w = tr->tracer;
+	long rc = wait_answer(tr, c, c->nest->status, w->wnr, w->wargs);
+	int nowait = w->wnr == TRACE_SYS_waitid && ((int)w->wargs[3] & WNOWAIT);
+	if (rc >= 0 && !nowait)
+		c->nest->unreported = 0;
+	set_result(tr->tid, rc);
+	w->waiting = WAIT_NONE;
+}
+
+/* c has a status for its tracer: a wait held here takes it now, a wait in the
+ * kernel (for its real children too) is interrupted to take it. */
+static void post(struct trace_supervisor *sv, struct tstate *c, int status)
+{
+	c->nest->status = status;
+	c->nest->unreported = 1;
+	struct tstate *tr = trace_sv_find(sv, c->nest->tracer);
+	if (!tr || !tr->tracer)
+		return;
+	pid_t pid = wait_pid(tr->tracer->wnr, tr->tracer->wargs);
+	if (tr->tracer->waiting == WAIT_HERE && wait_matches(tr, c, pid)) {
+		wait_take(tr, c);
+		trace_sv_resume(sv, tr->tid, PTRACE_CONT, 0);
+	} else if (tr->tracer->waiting == WAIT_IN_KERNEL && wait_matches(tr, c, pid)) {
+		ptrace(PTRACE_INTERRUPT, tr->tid, 0, 0);
+	}
+}
+
+/* Stop c for its tracer: at its next step boundary (PTRACE_INTERRUPT), or now
+ * when the supervisor holds it already. */
+static void ask_stop(struct trace_supervisor *sv, struct tstate *c, int status)
+{
+	if (c->nest->held != NEST_RUNNING) {
+		post(sv, c, status);
+		return;
+	}
+	c->nest->want = status;
+	ptrace(PTRACE_INTERRUPT, c->tid, 0, 0);
+}
+
+static long attach(struct trace_supervisor *sv, struct tstate *t, struct tstate *c, long req,
+		   uint64_t addr, uint64_t data)
+{
+	if (trace_sv_tgid(c) == trace_sv_tgid(t) || c->nest)
+		return -EPERM; /* as the kernel: not its own thread group, one tracer */
+	if (req == PTRACE_SEIZE && (addr || (data & ~(uint64_t)PTRACE_O_MASK)))
+		return -EIO;
+	if (c->held || !c->announced)
+		return -EPERM; /* not yet a task of its own (its parent's fork event pends) */
+	if (!t->tracer) {
+		t->tracer = common_xcalloc(1, sizeof *t->tracer);
+		sv->ntracers++;
+	}
+	t->tracer->ntracees++;
+	c->nest = common_xcalloc(1, sizeof *c->nest);
+	c->nest->tracer = t->tid;
+	if (req == PTRACE_SEIZE)
+		c->nest->options = data;
+	else
+		ask_stop(sv, c, W_STOPCODE(SIGSTOP)); /* ATTACH's SIGSTOP, without a signal sent */
+	return 0;
+}
+
+/* The tracee leaves its tracer: its record goes, a held stop is resumed by the caller. */
+static void release(struct trace_supervisor *sv, struct tstate *c)
+{
+	struct tstate *tr = trace_sv_find(sv, c->nest->tracer);
+	if (tr && tr->tracer && tr->tracer->ntracees)
+		tr->tracer->ntracees--;
+	free(c->nest);
+	c->nest = NULL;
+}
+
+/* CONT, SINGLESTEP, DETACH, KILL on a held tracee: data is the signal to deliver. */
+static long resume_req(struct trace_supervisor *sv, struct tstate *c, long req, uint64_t data)
+{
+	struct trace_nest_task *n = c->nest;
+	if (data >= _NSIG)
+		return -EIO;
+	if (req == PTRACE_KILL) {
+		syscall(SYS_tgkill, trace_sv_tgid(c), c->tid, SIGKILL);
+		if (n->held == NEST_RUNNING)
+			return 0;
+		data = 0;
+	}
+	int sig = (int)data;
+	enum nest_hold was = n->held;
+	n->held = NEST_RUNNING;
+	/* a signal at a stop that is not a signal's own is sent, as the kernel queues it */
+	if (was == NEST_AT_EVENT && sig && sig != SIGSTOP)
+		syscall(SYS_tgkill, trace_sv_tgid(c), c->tid, sig);
+	if (req == PTRACE_DETACH)
+		release(sv, c);
+	trace_sv_resume(sv, c->tid, req == PTRACE_SINGLESTEP ? PTRACE_SINGLESTEP : PTRACE_CONT,
+			was == NEST_AT_SIGNAL ? sig : 0);
+	return 0;
+}
+
+/* A register set through a bounded buffer: data is the tracer's struct iovec. */
+static long regset(struct tstate *t, struct tstate *c, long req, uint64_t type, uint64_t data)
+{
+	struct iovec io;
+	static unsigned char buf[REGSET_MAX];
+	if (from_tracer(t, data, &io, sizeof io) < 0)
+		return -EFAULT;
+	struct iovec mine = { buf, io.iov_len < sizeof buf ? io.iov_len : sizeof buf };
+	if (req == PTRACE_SETREGSET && from_tracer(t, (uint64_t)io.iov_base, buf, mine.iov_len) < 0)
+		return -EFAULT;
+	if (ptrace(req, c->tid, (void *)type, &mine) < 0)
+		return -errno;
+	if (req == PTRACE_GETREGSET &&
+	    (to_tracer(t, (uint64_t)io.iov_base, buf, mine.iov_len) < 0 ||
+	     to_tracer(t, data + offsetof(struct iovec, iov_len), &mine.iov_len, sizeof mine.iov_len) < 0))
+		return -EFAULT;
+	return 0;
+}
+
+/* A fixed-size block the kernel copies (GETREGS, GETFPREGS, ...) through ours. */
+static long regblock(struct tstate *t, struct tstate *c, long req, uint64_t data)
+{
+	union { struct user_regs_struct r; struct user_fpregs_struct f; } u;
+	size_t len = req == PTRACE_GETREGS || req == PTRACE_SETREGS ? sizeof u.r : sizeof u.f;
+	int set = req == PTRACE_SETREGS || req == PTRACE_SETFPREGS;
+	if (set && from_tracer(t, data, &u, len) < 0)
+		return -EFAULT;
+	if (ptrace(req, c->tid, NULL, &u) < 0)
+		return -errno;
+	return set ? 0 : to_tracer(t, data, &u, len);
+}
+
+/* A word of the tracee's memory through /proc/TID/mem, as PEEKTEXT's FOLL_FORCE. */
+static long peek(struct tstate *t, struct tstate *c, uint64_t addr, uint64_t data)
+{
+	struct trace_tracee tt;
+	uint64_t word;
+	if (trace_tracee_open(&tt, c->tid, NULL) < 0)
+		return -EIO;
+	int rc = trace_tracee_read(&tt, addr, &word, sizeof word, NULL);
+	trace_tracee_close(&tt);
+	return rc < 0 ? -EIO : to_tracer(t, data, &word, sizeof word);
+}
+
+/* A word written into the tracee: where it may write itself, or into its text
+ * (a breakpoint). Never into a page it may not write that is not text: sbx's
+ * scratch pages, which hold what the inspector judged, are such pages. */
+static long poke(struct tstate *c, uint64_t addr, uint64_t word)
+{
+	if (trace_mem_write(c->tid, addr, &word, sizeof word) == (ssize_t)sizeof word)
+		return 0;
+	struct trace_map *m = NULL;
+	size_t n = 0;
+	int text = 0;
+	if (trace_proc_maps(c->tid, &m, &n, NULL) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (addr >= m[i].start && addr + sizeof word <= m[i].end)
+				text = m[i].perms[2] == 'x' && m[i].perms[3] == 'p' && m[i].path[0] == '/';
+	free(m);
+	if (!text)
+		return -EIO;
+	return trace_mem_poke(c->tid, addr, &word, sizeof word) == (ssize_t)sizeof word ? 0 : -EIO;
+}
+
+static long getsiginfo(struct tstate *t, struct tstate *c, uint64_t data)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	if (c->nest->held == NEST_AT_SIGNAL) {
+		if (trace_siginfo(c->tid, &si) < 0)
+			return -EINVAL;
+	} else {
+		si.si_signo = WSTOPSIG(c->nest->status);
+		si.si_code = SI_USER;
+	}
+	return to_tracer(t, data, &si, sizeof si);
+}
+
+/* A request on a tracee of t's, stopped for it. */
+static long stopped_req(struct tstate *t, struct tstate *c, long req, uint64_t addr, uint64_t data)
+{
+	unsigned long msg = 0;
+	switch (req) {
+	case PTRACE_GETREGS: case PTRACE_SETREGS: case PTRACE_GETFPREGS: case PTRACE_SETFPREGS:
+		return regblock(t, c, req, data);
+	case PTRACE_GETREGSET: case PTRACE_SETREGSET:
+		return regset(t, c, req, addr, data);
+	case PTRACE_PEEKTEXT: case PTRACE_PEEKDATA:
+		return peek(t, c, addr, data);
+	case PTRACE_POKETEXT: case PTRACE_POKEDATA:
+		return poke(c, addr, data);
+	case PTRACE_PEEKUSER:
+		errno = 0;
+		msg = (unsigned long)ptrace(PTRACE_PEEKUSER, c->tid, (void *)addr, NULL);
+		return errno ? -errno : to_tracer(t, data, &msg, sizeof msg);
+	case PTRACE_POKEUSER:
+		return ptrace(PTRACE_POKEUSER, c->tid, (void *)addr, (void *)data) < 0 ? -errno : 0;
+	case PTRACE_SETOPTIONS:
+		if (data & ~(uint64_t)PTRACE_O_MASK)
+			return -EINVAL;
+		c->nest->options = data;
+		return 0;
+	case PTRACE_GETEVENTMSG:
+		return to_tracer(t, data, &msg, sizeof msg);
+	case PTRACE_GETSIGINFO:
+		return getsiginfo(t, c, data);
+	default:
+		return -EIO;
+	}
+}
+
+/* One ptrace request of guest task t, as the kernel would answer it. */
+static long request(struct trace_supervisor *sv, struct tstate *t, const uint64_t a[6])
+{
+	long req = (long)a[0];
+	struct tstate *c = by_nspid(sv, (pid_t)a[1]);
+	if (req == PTRACE_TRACEME)
+		return -EPERM; /* its parent would trace it: not served (sbx-run(1)) */
+	if (!c)
+		return -ESRCH; /* not a task of this run: none other can be named */
+	if (c->tid == sv->init)
+		return -EPERM; /* sbx's own init */
+	if (req == PTRACE_ATTACH || req == PTRACE_SEIZE)
+		return attach(sv, t, c, req, a[2], a[3]);
+	if (!c->nest || c->nest->tracer != t->tid)
+		return -ESRCH;
+	if (req == PTRACE_INTERRUPT) {
+		if (c->nest->held == NEST_RUNNING)
+			ask_stop(sv, c, W_STOPCODE(SIGTRAP | PTRACE_EVENT_STOP << 8));
+		return 0;
+	}
+	if (req == PTRACE_KILL)
+		return resume_req(sv, c, req, 0);
+	if (c->nest->held == NEST_RUNNING)
+		return -ESRCH; /* not stopped for its tracer */
+	if (req == PTRACE_CONT || req == PTRACE_SINGLESTEP || req == PTRACE_DETACH)
+		return resume_req(sv, c, req, a[3]);
+	return stopped_req(t, c, req, a[2], a[3]);
+}
+
+int trace_nest_call(struct trace_supervisor *sv, struct tstate *t, struct trace_stop *st)
+{
+	if (sv->every_call || !st->arch_ok || st->nr != TRACE_SYS_ptrace)
+		return 0;
+	long rc = request(sv, t, st->args);
+	if (rc == -EPERM || rc == -ESRCH)
+		sv->res->refused++;
+	set_result(t->tid, rc);
+	return 1;
+}
+
+int trace_nest_untraced(struct trace_supervisor *sv, struct tstate *t, struct trace_stop *st)
+{
+	struct user_regs_struct r;
+	if (sv->every_call || !st->arch_ok || st->nr != TRACE_SYS_clone ||
+	    !((uint32_t)st->args[0] & CLONE_UNTRACED) || trace_regs_get(t->tid, &r) < 0)
+		return 0;
+	/* its child is traced as every other: the supervisor serves its ptrace */
+	r.rdi &= ~(unsigned long long)CLONE_UNTRACED;
+	st->args[0] = r.rdi;
+	return trace_regs_set(t->tid, &r) == 0;
+}
+
+/* The entry of a wait of tracer t: served at once from a held status, else run
+ * by the kernel (t may have real children), looked at again at its exit. */
+static int wait_entry(struct trace_supervisor *sv, struct tstate *t, long nr, const uint64_t a[6])
+{
+	struct trace_nest_tracer *w = t->tracer;
+	w->wnr = nr;
+	memcpy(w->wargs, a, sizeof w->wargs);
+	pid_t pid = wait_pid(nr, a);
+	struct tstate *c = tracees(sv, t, pid) ? reportable(sv, t, pid) : NULL;
+	if (c)
+		wait_take(t, c);
+	else
+		w->waiting = tracees(sv, t, pid) ? WAIT_IN_KERNEL : WAIT_NONE;
+	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
+	return 1;
+}
+
+/* Its exit: the kernel had no child for it (ECHILD) or was interrupted for a
+ * status of a tracee. */
+static int wait_exit(struct trace_supervisor *sv, struct tstate *t, int64_t rval)
+{
+	struct trace_nest_tracer *w = t->tracer;
+	pid_t pid = wait_pid(w->wnr, w->wargs);
+	int restart = rval <= -512 && rval >= -516; /* ERESTARTSYS .. ERESTART_RESTARTBLOCK */
+	struct tstate *c = reportable(sv, t, pid);
+	if (rval != -ECHILD && !restart && !(rval == 0 && wait_nohang(w->wnr, w->wargs))) {
+		w->waiting = WAIT_NONE; /* a real child's status */
+		return 0;
+	}
+	if (c)
+		wait_take(t, c);
+	else if (restart)
+		w->waiting = WAIT_NONE; /* the kernel runs it again: a new entry */
+	else if (wait_nohang(w->wnr, w->wargs) || !tracees(sv, t, pid))
+		set_result(t->tid, tracees(sv, t, pid) ? 0 : rval);
+	else {
+		w->waiting = WAIT_HERE; /* held at this stop until a tracee stops */
+		return 1;
+	}
+	w->waiting = WAIT_NONE;
+	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
+	return 1;
+}
+
+int trace_nest_tracer_stop(struct trace_supervisor *sv, struct tstate *t)
+{
+	struct __ptrace_syscall_info info;
+	memset(&info, 0, sizeof info);
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) <= 0)
+		return 0;
+	if (info.op == PTRACE_SYSCALL_INFO_ENTRY) {
+		long nr = (long)info.entry.nr;
+		if (nr == TRACE_SYS_wait4 || nr == TRACE_SYS_waitid)
+			return wait_entry(sv, t, nr, (const uint64_t *)info.entry.args);
+		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
+		return 1;
+	}
+	if (info.op == PTRACE_SYSCALL_INFO_EXIT && t->tracer->waiting == WAIT_IN_KERNEL)
+		return wait_exit(sv, t, info.exit.rval);
+	return 0;
+}
+
+int trace_nest_task_stop(struct trace_supervisor *sv, struct tstate *t, int event, int sig)
+{
+	struct trace_nest_task *n = t->nest;
+	if (event == PTRACE_EVENT_STOP && n->want) {
+		n->held = NEST_AT_EVENT;
+		int status = n->want;
+		n->want = 0;
+		post(sv, t, status);
+		return 1;
+	}
+	if (event || !sig)
+		return 0; /* its other events are the supervisor's own */
+	n->held = NEST_AT_SIGNAL; /* a signal: its tracer decides whether it is delivered */
+	n->sig = sig;
+	post(sv, t, W_STOPCODE(sig));
+	return 1;
+}
+
+void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatus)
+{
+	if (t->nest) {
+		struct tstate *tr = trace_sv_find(sv, t->nest->tracer);
+		struct trace_nest_tracer *w = tr ? tr->tracer : NULL;
+		/* a wait held for it hears its end; others are not told (sbx-run(1)) */
+		if (w && w->waiting == WAIT_HERE && wait_matches(tr, t, wait_pid(w->wnr, w->wargs))) {
+			t->nest->status = wstatus;
+			wait_take(tr, t);
+			trace_sv_resume(sv, tr->tid, PTRACE_CONT, 0);
+		}
+		release(sv, t);
+	}
+	if (!t->tracer)
+		return;
+	/* its tracees are let go, as the kernel detaches them (or kills them: EXITKILL) */
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (struct tstate *c = sv->bucket[b]; c; c = c->next) {
+			if (!c->nest || c->nest->tracer != t->tid)
+				continue;
+			if (c->nest->options & PTRACE_O_EXITKILL)
+				syscall(SYS_tgkill, trace_sv_tgid(c), c->tid, SIGKILL);
+			int held = c->nest->held != NEST_RUNNING;
+			free(c->nest);
+			c->nest = NULL;
+			if (held)
+				trace_sv_resume(sv, c->tid, PTRACE_CONT, 0);
+		}
+	free(t->tracer);
+	t->tracer = NULL;
+	sv->ntracers--;
+}
