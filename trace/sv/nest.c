@@ -55,14 +55,16 @@ static pid_t nspid_of(struct tstate *t)
 	return t->nspid;
 }
 
-/* A live task of the run by its pid in the run's namespace, or NULL. */
+/* A live task of the run by its pid in the run's namespace, or NULL: one that
+ * stopped here, or a new child whose fork event was seen (its creator's fork()
+ * returned only after it). */
 static struct tstate *by_nspid(struct trace_supervisor *sv, pid_t pid)
 {
 	if (pid <= 0)
 		return NULL;
 	for (size_t b = 0; b < NBUCKET; b++)
 		for (struct tstate *t = sv->bucket[b]; t; t = t->next)
-			if (t->seen && !t->dead && nspid_of(t) == pid)
+			if ((t->seen || t->announced) && !t->dead && nspid_of(t) == pid)
 				return t;
 	return NULL;
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bats
+# Tracers inside the run: the supervisor serves a guest tracer's ptrace on the
+# run's own tasks (trace/sv/nest.c), so LeakSanitizer, strace and debuggers
+# work, and what a nested tracer changes is still judged by sbx.
+load helpers
+
+setup() {
+	sbx_setup_store
+	cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+	[ -z "${UDIR:-}" ] || rm -rf "$UDIR"
+}
+
+# the leak report, addresses and pids blanked, as natively
+leak_report() { grep -v '^==[0-9]*==HINT' "$1" | sed 's/0x[0-9a-f]*/ADDR/g; s/==[0-9]*==/==PID==/g'; }
+
+@test "LeakSanitizer prints its leak report and exits as natively (1 and 5 threads)" {
+	for n in 0 4; do
+		run "$GUESTS/ptrace_leak_asan" "$n"
+		native=$status
+		[ "$native" -ne 0 ]
+		printf '%s\n' "$output" > native.txt
+		run sbx-run --ephemeral -- "$GUESTS/ptrace_leak_asan" "$n"
+		assert_equal "$status" "$native"
+		assert_line "threads $n"
+		assert_line --partial "ERROR: LeakSanitizer: detected memory leaks"
+		assert_line --partial "SUMMARY: AddressSanitizer: 7 byte(s) leaked in 1 allocation(s)."
+		refute_output --partial "fatal error"
+		printf '%s\n' "$output" > sbx.txt
+		diff <(leak_report native.txt) <(leak_report sbx.txt)
+	done
+}
+
+@test "unprivileged: LeakSanitizer's report as nobody" {
+	UDIR=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
+	chmod 0777 "$UDIR"
+	run $SBX_AS_NOBODY SBX_STORE="$UDIR/store" PATH="$PATH" HOME="$UDIR" \
+		sbx-run --ephemeral -- "$GUESTS/ptrace_leak_asan" 2
+	assert_equal "$status" 1
+	assert_line --partial "SUMMARY: AddressSanitizer: 7 byte(s) leaked in 1 allocation(s)."
+}
+
+@test "a nested tracer's POKEDATA of a path is judged as written" {
+	cat > deny.json <<'JSON'
+{"version": 1, "rules": [{"name": "hosts", "path": "/etc/hosts", "action": "deny", "errno": "EACCES"}]}
+JSON
+	# untouched, the tracee opens the allowed file
+	run sbx-run --ephemeral --policy deny.json -- "$GUESTS/ptrace_rewrite" /etc/hostname -
+	assert_success
+	assert_output "open: ok"
+	# rewritten by its tracer while stopped: the policy meets the path it opens
+	run sbx-run --ephemeral --policy deny.json --trace t.jsonl --trace-level file -- \
+		"$GUESTS/ptrace_rewrite" /etc/hostname /etc/hosts
+	assert_success
+	assert_output "open: Permission denied"
+	[ "$(jq -s '[.[] | select(.name == "openat" and .path == "/etc/hosts" and .action == "denied")] | length' t.jsonl)" -eq 1 ]
+	[ "$(jq -s '[.[] | select(.name == "openat" and .path == "/etc/hostname")] | length' t.jsonl)" -eq 0 ]
+}
