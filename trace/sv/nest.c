@@ -25,7 +25,8 @@
 
 #define REGSET_MAX 16384 /* the largest register set copied (XSAVE is 2.5 KiB here) */
 
-enum nest_hold { NEST_RUNNING, NEST_AT_EVENT, NEST_AT_SIGNAL };
+enum nest_hold { NEST_RUNNING, NEST_AT_EVENT, NEST_AT_SIGNAL, NEST_AT_SYSCALL };
+#define GONE_MAX 64 /* ends of tracees not its children kept for a tracer's waits */
 enum nest_wait { WAIT_NONE, WAIT_IN_KERNEL, WAIT_HERE };
 
 struct trace_nest_task {
@@ -35,7 +36,10 @@ struct trace_nest_task {
 	int status;          /* the wait status its tracer has not taken yet */
 	int unreported;
 	int sig;             /* the signal of a held signal-delivery stop */
+	int syscall;         /* resumed with PTRACE_SYSCALL: its syscalls stop for its tracer */
+	int seized;
 	unsigned long options;
+	unsigned long msg;   /* PTRACE_GETEVENTMSG's */
 };
 
 struct trace_nest_tracer {
@@ -43,6 +47,8 @@ struct trace_nest_tracer {
 	enum nest_wait waiting;
 	long wnr;            /* the wait call in progress: wait4 or waitid */
 	uint64_t wargs[6];
+	size_t ngone;        /* tracees that ended, their real parent another task */
+	struct { pid_t nspid; int status; } gone[GONE_MAX];
 };
 
 static pid_t nspid_of(struct tstate *t)
@@ -109,8 +115,8 @@ static int wait_nohang(long nr, const uint64_t a[6])
 	return (int)(nr == TRACE_SYS_wait4 ? a[2] : a[3]) & WNOHANG;
 }
 
-/* Write c's status where the wait asks and return what the call returns. */
-static long wait_answer(struct tstate *tr, struct tstate *c, int status, long nr, const uint64_t a[6])
+/* Write a status where the wait asks and return what the call returns. */
+static long wait_answer(struct tstate *tr, pid_t nspid, int status, long nr, const uint64_t a[6])
 {
 	if (nr == TRACE_SYS_wait4) {
 		struct rusage ru;
@@ -118,12 +124,12 @@ static long wait_answer(struct tstate *tr, struct tstate *c, int status, long nr
 		if ((a[1] && to_tracer(tr, a[1], &status, sizeof status) < 0) ||
 		    (a[3] && to_tracer(tr, a[3], &ru, sizeof ru) < 0))
 			return -EFAULT;
-		return nspid_of(c);
+		return nspid;
 	}
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
 	si.si_signo = SIGCHLD;
-	si.si_pid = nspid_of(c);
+	si.si_pid = nspid;
 	si.si_uid = TRACE_GUEST_UID;
 	if (WIFSTOPPED(status)) {
 		si.si_code = CLD_TRAPPED;
@@ -145,43 +151,68 @@ static struct tstate *reportable(struct trace_supervisor *sv, struct tstate *tr,
 	return NULL;
 }
 
-static size_t tracees(struct trace_supervisor *sv, struct tstate *tr, pid_t pid)
+/* The ended tracee a wait for pid takes, or -1. */
+static int gone_at(const struct trace_nest_tracer *w, pid_t pid)
 {
-	size_t n = 0;
+	for (size_t i = 0; i < w->ngone; i++)
+		if (pid <= 0 || w->gone[i].nspid == pid)
+			return (int)i;
+	return -1;
+}
+
+/* What a wait of tr for pid may still report: tracees alive or ended. */
+static size_t waitable(struct trace_supervisor *sv, struct tstate *tr, pid_t pid)
+{
+	size_t n = gone_at(tr->tracer, pid) >= 0;
 	for (size_t b = 0; b < NBUCKET; b++)
 		for (struct tstate *c = sv->bucket[b]; c; c = c->next)
 			n += wait_matches(tr, c, pid);
 	return n;
 }
 
-/* The wait in progress of tr takes c's status: the call returns it. */
-static void wait_take(struct tstate *tr, struct tstate *c)
+/* The wait in progress of tr takes a status that is there: a stopped tracee's,
+ * else an ended one's; the call returns it. 0 when there is none. */
+static int wait_serve(struct trace_supervisor *sv, struct tstate *tr)
 {
 	struct trace_nest_tracer *w = tr->tracer;
-	long rc = wait_answer(tr, c, c->nest->status, w->wnr, w->wargs);
-	int nowait = w->wnr == TRACE_SYS_waitid && ((int)w->wargs[3] & WNOWAIT);
-	if (rc >= 0 && !nowait)
-		c->nest->unreported = 0;
+	pid_t pid = wait_pid(w->wnr, w->wargs);
+	int keep = w->wnr == TRACE_SYS_waitid && ((int)w->wargs[3] & WNOWAIT);
+	struct tstate *c = reportable(sv, tr, pid);
+	int g = c ? -1 : gone_at(w, pid);
+	long rc;
+	if (c) {
+		rc = wait_answer(tr, nspid_of(c), c->nest->status, w->wnr, w->wargs);
+		c->nest->unreported = rc < 0 || keep;
+	} else if (g >= 0) {
+		rc = wait_answer(tr, w->gone[g].nspid, w->gone[g].status, w->wnr, w->wargs);
+		if (rc >= 0 && !keep)
+			w->gone[g] = w->gone[--w->ngone];
+	} else {
+		return 0;
+	}
 	set_result(tr->tid, rc);
 	w->waiting = WAIT_NONE;
+	return 1;
 }
 
-/* c has a status for its tracer: a wait held here takes it now, a wait in the
- * kernel (for its real children too) is interrupted to take it. */
+/* Tracer tr has something new for its waits: a wait held here takes it now, a
+ * wait in the kernel (for its real children too) is interrupted to take it. */
+static void wake(struct trace_supervisor *sv, struct tstate *tr)
+{
+	if (!tr || !tr->tracer)
+		return;
+	if (tr->tracer->waiting == WAIT_HERE && wait_serve(sv, tr))
+		trace_sv_resume(sv, tr->tid, PTRACE_CONT, 0);
+	else if (tr->tracer->waiting == WAIT_IN_KERNEL)
+		ptrace(PTRACE_INTERRUPT, tr->tid, 0, 0);
+}
+
+/* c stops for its tracer with status. */
 static void post(struct trace_supervisor *sv, struct tstate *c, int status)
 {
 	c->nest->status = status;
 	c->nest->unreported = 1;
-	struct tstate *tr = trace_sv_find(sv, c->nest->tracer);
-	if (!tr || !tr->tracer)
-		return;
-	pid_t pid = wait_pid(tr->tracer->wnr, tr->tracer->wargs);
-	if (tr->tracer->waiting == WAIT_HERE && wait_matches(tr, c, pid)) {
-		wait_take(tr, c);
-		trace_sv_resume(sv, tr->tid, PTRACE_CONT, 0);
-	} else if (tr->tracer->waiting == WAIT_IN_KERNEL && wait_matches(tr, c, pid)) {
-		ptrace(PTRACE_INTERRUPT, tr->tid, 0, 0);
-	}
+	wake(sv, trace_sv_find(sv, c->nest->tracer));
 }
 
 /* Stop c for its tracer: at its next step boundary (PTRACE_INTERRUPT), or now
@@ -196,6 +227,22 @@ static void ask_stop(struct trace_supervisor *sv, struct tstate *c, int status)
 	ptrace(PTRACE_INTERRUPT, c->tid, 0, 0);
 }
 
+/* c is traced by tr from now on; tr's syscalls stop (trace_sv_resume). */
+static void link_tracee(struct trace_supervisor *sv, struct tstate *tr, struct tstate *c,
+			int seized, unsigned long options)
+{
+	if (!tr->tracer) {
+		tr->tracer = common_xcalloc(1, sizeof *tr->tracer);
+		sv->ntracers++;
+	}
+	tr->tracer->ntracees++;
+	c->nest = common_xcalloc(1, sizeof *c->nest);
+	c->nest->tracer = tr->tid;
+	c->nest->seized = seized;
+	c->nest->options = options;
+	nspid_of(c); /* known while /proc shows it: its end is reported by it */
+}
+
 static long attach(struct trace_supervisor *sv, struct tstate *t, struct tstate *c, long req,
 		   uint64_t addr, uint64_t data)
 {
@@ -205,17 +252,19 @@ static long attach(struct trace_supervisor *sv, struct tstate *t, struct tstate 
 		return -EIO;
 	if (c->held || !c->announced)
 		return -EPERM; /* not yet a task of its own (its parent's fork event pends) */
-	if (!t->tracer) {
-		t->tracer = common_xcalloc(1, sizeof *t->tracer);
-		sv->ntracers++;
-	}
-	t->tracer->ntracees++;
-	c->nest = common_xcalloc(1, sizeof *c->nest);
-	c->nest->tracer = t->tid;
-	if (req == PTRACE_SEIZE)
-		c->nest->options = data;
-	else
+	link_tracee(sv, t, c, req == PTRACE_SEIZE, req == PTRACE_SEIZE ? data : 0);
+	if (req == PTRACE_ATTACH)
 		ask_stop(sv, c, W_STOPCODE(SIGSTOP)); /* ATTACH's SIGSTOP, without a signal sent */
+	return 0;
+}
+
+/* PTRACE_TRACEME: its parent (a task of the run, not sbx's init) traces it. */
+static long traceme(struct trace_supervisor *sv, struct tstate *t)
+{
+	struct tstate *p = t->ppid ? trace_sv_find(sv, t->ppid) : NULL;
+	if (!p || p->tid == sv->init || t->nest || p->dead)
+		return -EPERM;
+	link_tracee(sv, p, t, 0, 0);
 	return 0;
 }
 
@@ -229,7 +278,8 @@ static void release(struct trace_supervisor *sv, struct tstate *c)
 	c->nest = NULL;
 }
 
-/* CONT, SINGLESTEP, DETACH, KILL on a held tracee: data is the signal to deliver. */
+/* CONT, SYSCALL, SINGLESTEP, DETACH, KILL on a held tracee: data is the signal
+ * to deliver. */
 static long resume_req(struct trace_supervisor *sv, struct tstate *c, long req, uint64_t data)
 {
 	struct trace_nest_task *n = c->nest;
@@ -245,8 +295,9 @@ static long resume_req(struct trace_supervisor *sv, struct tstate *c, long req, 
 	enum nest_hold was = n->held;
 	n->held = NEST_RUNNING;
 	/* a signal at a stop that is not a signal's own is sent, as the kernel queues it */
-	if (was == NEST_AT_EVENT && sig && sig != SIGSTOP)
+	if ((was == NEST_AT_EVENT || was == NEST_AT_SYSCALL) && sig && sig != SIGSTOP)
 		syscall(SYS_tgkill, trace_sv_tgid(c), c->tid, sig);
+	n->syscall = req == PTRACE_SYSCALL; /* its syscalls stop for its tracer now */
 	if (req == PTRACE_DETACH)
 		release(sv, c);
 	trace_sv_resume(sv, c->tid, req == PTRACE_SINGLESTEP ? PTRACE_SINGLESTEP : PTRACE_CONT,
@@ -332,10 +383,24 @@ static long getsiginfo(struct tstate *t, struct tstate *c, uint64_t data)
 	return to_tracer(t, data, &si, sizeof si);
 }
 
+/* The real stop's syscall information, which is the tracee's: addr bytes of it. */
+static long syscall_info(struct tstate *t, struct tstate *c, uint64_t addr, uint64_t data)
+{
+	struct __ptrace_syscall_info info;
+	memset(&info, 0, sizeof info);
+	long n = ptrace(PTRACE_GET_SYSCALL_INFO, c->tid, (void *)sizeof info, &info);
+	if (n < 0)
+		return -errno;
+	if (c->nest->held != NEST_AT_SYSCALL)
+		info.op = PTRACE_SYSCALL_INFO_NONE; /* not at a syscall stop for its tracer */
+	size_t len = addr < (uint64_t)n ? (size_t)addr : (size_t)n;
+	return to_tracer(t, data, &info, len) < 0 ? -EFAULT : n;
+}
+
 /* A request on a tracee of t's, stopped for it. */
 static long stopped_req(struct tstate *t, struct tstate *c, long req, uint64_t addr, uint64_t data)
 {
-	unsigned long msg = 0;
+	unsigned long msg = c->nest->msg;
 	switch (req) {
 	case PTRACE_GETREGS: case PTRACE_SETREGS: case PTRACE_GETFPREGS: case PTRACE_SETFPREGS:
 		return regblock(t, c, req, data);
@@ -360,6 +425,8 @@ static long stopped_req(struct tstate *t, struct tstate *c, long req, uint64_t a
 		return to_tracer(t, data, &msg, sizeof msg);
 	case PTRACE_GETSIGINFO:
 		return getsiginfo(t, c, data);
+	case PTRACE_GET_SYSCALL_INFO:
+		return syscall_info(t, c, addr, data);
 	default:
 		return -EIO;
 	}
@@ -371,7 +438,7 @@ static long request(struct trace_supervisor *sv, struct tstate *t, const uint64_
 	long req = (long)a[0];
 	struct tstate *c = by_nspid(sv, (pid_t)a[1]);
 	if (req == PTRACE_TRACEME)
-		return -EPERM; /* its parent would trace it: not served (sbx-run(1)) */
+		return traceme(sv, t);
 	if (!c)
 		return -ESRCH; /* not a task of this run: none other can be named */
 	if (c->tid == sv->init)
@@ -389,7 +456,8 @@ static long request(struct trace_supervisor *sv, struct tstate *t, const uint64_
 		return resume_req(sv, c, req, 0);
 	if (c->nest->held == NEST_RUNNING)
 		return -ESRCH; /* not stopped for its tracer */
-	if (req == PTRACE_CONT || req == PTRACE_SINGLESTEP || req == PTRACE_DETACH)
+	if (req == PTRACE_CONT || req == PTRACE_SYSCALL || req == PTRACE_SINGLESTEP ||
+	    req == PTRACE_DETACH)
 		return resume_req(sv, c, req, a[3]);
 	return stopped_req(t, c, req, a[2], a[3]);
 }
@@ -417,46 +485,44 @@ int trace_nest_untraced(struct trace_supervisor *sv, struct tstate *t, struct tr
 	return trace_regs_set(t->tid, &r) == 0;
 }
 
-/* The entry of a wait of tracer t: served at once from a held status, else run
- * by the kernel (t may have real children), looked at again at its exit. */
+/* The entry of a wait of tracer t: served at once from a status there, else
+ * run by the kernel (t may have real children), looked at again at its exit. */
 static int wait_entry(struct trace_supervisor *sv, struct tstate *t, long nr, const uint64_t a[6])
 {
 	struct trace_nest_tracer *w = t->tracer;
 	w->wnr = nr;
 	memcpy(w->wargs, a, sizeof w->wargs);
-	pid_t pid = wait_pid(nr, a);
-	struct tstate *c = tracees(sv, t, pid) ? reportable(sv, t, pid) : NULL;
-	if (c)
-		wait_take(t, c);
-	else
-		w->waiting = tracees(sv, t, pid) ? WAIT_IN_KERNEL : WAIT_NONE;
+	/* in the kernel even with nothing to report yet: a child that calls
+	 * PTRACE_TRACEME meanwhile is waited for from then on */
+	w->waiting = WAIT_IN_KERNEL;
+	if (waitable(sv, t, wait_pid(nr, a)))
+		wait_serve(sv, t);
 	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 	return 1;
 }
 
-/* Its exit: the kernel had no child for it (ECHILD) or was interrupted for a
- * status of a tracee. */
+/* Its exit: the kernel had no child for it (ECHILD, or 0 with WNOHANG) or was
+ * interrupted (ERESTARTSYS...) for a tracee's status. */
 static int wait_exit(struct trace_supervisor *sv, struct tstate *t, int64_t rval)
 {
 	struct trace_nest_tracer *w = t->tracer;
-	pid_t pid = wait_pid(w->wnr, w->wargs);
+	int nohang = wait_nohang(w->wnr, w->wargs);
 	int restart = rval <= -512 && rval >= -516; /* ERESTARTSYS .. ERESTART_RESTARTBLOCK */
-	struct tstate *c = reportable(sv, t, pid);
-	if (rval != -ECHILD && !restart && !(rval == 0 && wait_nohang(w->wnr, w->wargs))) {
+	if (rval != -ECHILD && !restart && !(rval == 0 && nohang)) {
 		w->waiting = WAIT_NONE; /* a real child's status */
 		return 0;
 	}
-	if (c)
-		wait_take(t, c);
-	else if (restart)
-		w->waiting = WAIT_NONE; /* the kernel runs it again: a new entry */
-	else if (wait_nohang(w->wnr, w->wargs) || !tracees(sv, t, pid))
-		set_result(t->tid, tracees(sv, t, pid) ? 0 : rval);
-	else {
+	if (wait_serve(sv, t) || restart) {
+		w->waiting = WAIT_NONE; /* served, or run again by the kernel: a new entry */
+	} else if (nohang) {
+		set_result(t->tid, 0); /* tracees, none with news */
+		w->waiting = WAIT_NONE;
+	} else if (waitable(sv, t, wait_pid(w->wnr, w->wargs))) {
 		w->waiting = WAIT_HERE; /* held at this stop until a tracee stops */
 		return 1;
+	} else {
+		w->waiting = WAIT_NONE;
 	}
-	w->waiting = WAIT_NONE;
 	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 	return 1;
 }
@@ -479,6 +545,69 @@ int trace_nest_tracer_stop(struct trace_supervisor *sv, struct tstate *t)
 	return 0;
 }
 
+/* The option under which a tracer hears of this event. */
+static unsigned long event_option(int event)
+{
+	switch (event) {
+	case PTRACE_EVENT_FORK:
+		return PTRACE_O_TRACEFORK;
+	case PTRACE_EVENT_VFORK:
+		return PTRACE_O_TRACEVFORK;
+	case PTRACE_EVENT_CLONE:
+		return PTRACE_O_TRACECLONE;
+	case PTRACE_EVENT_EXEC:
+		return PTRACE_O_TRACEEXEC;
+	case PTRACE_EVENT_EXIT:
+		return PTRACE_O_TRACEEXIT;
+	default:
+		return 0;
+	}
+}
+
+int trace_nest_syscalls(const struct tstate *t)
+{
+	return t->tracer || (t->nest && t->nest->syscall);
+}
+
+int trace_nest_spawn(struct trace_supervisor *sv, struct tstate *t, struct tstate *c, int event)
+{
+	struct trace_nest_task *n = t->nest;
+	struct tstate *tr = trace_sv_find(sv, n->tracer);
+	if (!(n->options & event_option(event)) || c->nest || !tr)
+		return 0;
+	link_tracee(sv, tr, c, n->seized, n->options);
+	/* the child starts stopped for the tracer, as an auto-attached child does */
+	int first = n->seized ? W_STOPCODE(SIGTRAP | PTRACE_EVENT_STOP << 8) : W_STOPCODE(SIGSTOP);
+	if (c->held) { /* its first stop came already: it is the tracer's now */
+		c->held = 0;
+		sv->nheld--;
+		c->nest->held = NEST_AT_EVENT;
+		post(sv, c, first);
+	} else {
+		c->nest->want = first;
+	}
+	n->msg = (unsigned long)nspid_of(c);
+	n->held = NEST_AT_EVENT;
+	post(sv, t, W_STOPCODE(SIGTRAP | event << 8));
+	return 1;
+}
+
+int trace_nest_event(struct trace_supervisor *sv, struct tstate *t, int event, unsigned long msg)
+{
+	struct trace_nest_task *n = t->nest;
+	if (event == PTRACE_EVENT_EXEC && !(n->options & PTRACE_O_TRACEEXEC)) {
+		if (!n->seized) /* an old-style tracer hears of an exec by a SIGTRAP */
+			syscall(SYS_tgkill, t->tid, t->tid, SIGTRAP);
+		return 0;
+	}
+	if (!(n->options & event_option(event)))
+		return 0;
+	n->msg = event == PTRACE_EVENT_EXEC ? (unsigned long)nspid_of(t) : msg;
+	n->held = NEST_AT_EVENT;
+	post(sv, t, W_STOPCODE(SIGTRAP | event << 8));
+	return 1;
+}
+
 int trace_nest_task_stop(struct trace_supervisor *sv, struct tstate *t, int event, int sig)
 {
 	struct trace_nest_task *n = t->nest;
@@ -487,6 +616,13 @@ int trace_nest_task_stop(struct trace_supervisor *sv, struct tstate *t, int even
 		int status = n->want;
 		n->want = 0;
 		post(sv, t, status);
+		return 1;
+	}
+	if (sig == (SIGTRAP | 0x80)) {
+		if (!n->syscall)
+			return 0;
+		n->held = NEST_AT_SYSCALL;
+		post(sv, t, W_STOPCODE((n->options & PTRACE_O_TRACESYSGOOD) ? SIGTRAP | 0x80 : SIGTRAP));
 		return 1;
 	}
 	if (event || !sig)
@@ -502,13 +638,18 @@ void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatu
 	if (t->nest) {
 		struct tstate *tr = trace_sv_find(sv, t->nest->tracer);
 		struct trace_nest_tracer *w = tr ? tr->tracer : NULL;
-		/* a wait held for it hears its end; others are not told (sbx-run(1)) */
-		if (w && w->waiting == WAIT_HERE && wait_matches(tr, t, wait_pid(w->wnr, w->wargs))) {
-			t->nest->status = wstatus;
-			wait_take(tr, t);
-			trace_sv_resume(sv, tr->tid, PTRACE_CONT, 0);
+		/* its tracer hears of its end from the kernel when it is its real
+		 * parent (a leader, not a thread), else from here */
+		int told = t->tid == trace_sv_tgid(t) && tr && t->ppid == trace_sv_tgid(tr);
+		if (w && !told) {
+			if (w->ngone == GONE_MAX)
+				memmove(w->gone, w->gone + 1, --w->ngone * sizeof w->gone[0]);
+			w->gone[w->ngone].nspid = nspid_of(t);
+			w->gone[w->ngone++].status = wstatus;
 		}
 		release(sv, t);
+		if (w && !told)
+			wake(sv, tr);
 	}
 	if (!t->tracer)
 		return;

@@ -519,7 +519,8 @@ void trace_sv_resume(struct trace_supervisor *sv, pid_t tid, int req, int sig)
 		req = PTRACE_SYSCALL;
 	/* a guest tracer's syscalls stop: its waits are served here (nest.c) */
 	struct tstate *t;
-	if (req == PTRACE_CONT && sv->ntracers && (t = trace_sv_find(sv, tid)) && t->tracer)
+	if (req == PTRACE_CONT && sv->ntracers && (t = trace_sv_find(sv, tid)) &&
+	    trace_nest_syscalls(t))
 		req = PTRACE_SYSCALL;
 	/* ESRCH: the tracee was killed meanwhile; its exit arrives through waitpid */
 	ptrace(req, tid, NULL, (void *)(long)sig);
@@ -606,8 +607,10 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 		return;
 	}
-	if (t->tracer && (long)info.seccomp.nr == -1) {
-		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0); /* a wait nest.c answered at its entry */
+	if ((t->tracer || t->nest) && (long)info.seccomp.nr == -1) {
+		/* a call skipped at its entry stop (a wait nest.c answered, or a guest
+		 * tracer's choice): nothing runs, its result stays */
+		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 		return;
 	}
 	sv->res->stops++;
@@ -754,6 +757,8 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 				trace_sv_stop(sv, "inspector failed");
 		}
 	}
+	if (t->nest && trace_nest_task_stop(sv, t, 0, SIGTRAP | 0x80))
+		return; /* a syscall stop its guest tracer asked for, after sbx's own */
 	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
@@ -796,6 +801,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			kill_all(sv);
 			return;
 		}
+		if (t->nest && trace_nest_event(sv, t, event, 0))
+			return;
 		break;
 	}
 	case PTRACE_EVENT_FORK:
@@ -830,6 +837,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			forget_dead(sv, gone, t->tid != sv->init);
 			break;
 		}
+		if (t->nest && trace_nest_spawn(sv, t, c, event))
+			return; /* parent and child stop for their guest tracer */
 		if (c->held) { /* the child runs only after this event */
 			c->held = 0;
 			sv->nheld--;
@@ -845,6 +854,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		} else if (t->tid != sv->init) {
 			layers_proc_exit(sv, t->tid, (int)msg);
 		}
+		if (t->nest && trace_nest_event(sv, t, event, msg))
+			return;
 		break;
 	case PTRACE_EVENT_STOP:
 		if (t->nest && trace_nest_task_stop(sv, t, event, sig))
@@ -905,6 +916,8 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 			d->held_us = common_mono_us();
 			return;
 		}
+		if (d)
+			d->wstatus = status; /* a guest tracer of it hears it (nest.c) */
 		tstate_free(sv, tid);
 		return;
 	}

@@ -78,8 +78,18 @@ int trace_nest_untraced(struct trace_supervisor *sv, struct tstate *t, struct tr
  * served (resumed or held for its wait), 0 to go on. */
 int trace_nest_tracer_stop(struct trace_supervisor *sv, struct tstate *t);
 /* A stop of a task a guest tracer traces (event is the ptrace event or 0, sig
- * the stop signal): 1 when it is held for its tracer. */
+ * the stop signal, SIGTRAP|0x80 at a syscall stop): 1 when it is held for its
+ * tracer. */
 int trace_nest_task_stop(struct trace_supervisor *sv, struct tstate *t, int event, int sig);
+/* A fork, vfork or clone event of a task a guest tracer traces, c its child:
+ * 1 when both are held for the tracer (it asked for the event; the child is
+ * traced too), 0 to go on. */
+int trace_nest_spawn(struct trace_supervisor *sv, struct tstate *t, struct tstate *c, int event);
+/* Its exec or exit event (msg: the exit status): 1 when held for the tracer. */
+int trace_nest_event(struct trace_supervisor *sv, struct tstate *t, int event, unsigned long msg);
+/* Whether t's syscalls stop: it traces, or its guest tracer resumed it with
+ * PTRACE_SYSCALL. */
+int trace_nest_syscalls(const struct tstate *t);
 /* A task is freed: its tracer hears of it, its tracees are let go. */
 void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatus);
 
