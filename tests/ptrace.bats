@@ -42,19 +42,36 @@ leak_report() { grep -v '^==[0-9]*==HINT' "$1" | sed 's/0x[0-9a-f]*/ADDR/g; s/==
 	assert_line --partial "SUMMARY: AddressSanitizer: 7 byte(s) leaked in 1 allocation(s)."
 }
 
-@test "a nested tracer's POKEDATA of a path is judged as written" {
+@test "a path a nested tracer rewrites (stopped, or at the call's entry stop) is judged as written" {
 	cat > deny.json <<'JSON'
 {"version": 1, "rules": [{"name": "hosts", "path": "/etc/hosts", "action": "deny", "errno": "EACCES"}]}
 JSON
-	# untouched, the tracee opens the allowed file
-	run sbx-run --ephemeral --policy deny.json -- "$GUESTS/ptrace_rewrite" /etc/hostname -
+	for how in stop entry-poke entry-regs; do
+		# untouched, the tracee opens the allowed file
+		run sbx-run --ephemeral --policy deny.json -- "$GUESTS/ptrace_rewrite" /etc/hostname - "$how"
+		assert_success
+		assert_output "open: ok"
+		# rewritten by its tracer: the policy meets the path it opens
+		run sbx-run --ephemeral --policy deny.json --trace t.jsonl --trace-level file -- \
+			"$GUESTS/ptrace_rewrite" /etc/hostname /etc/hosts "$how"
+		assert_success
+		assert_output "open: Permission denied"
+		[ "$(jq -s '[.[] | select(.name == "openat" and .path == "/etc/hosts" and .action == "denied")] | length' t.jsonl)" -eq 1 ]
+		[ "$(jq -s '[.[] | select(.name == "openat" and .path == "/etc/hostname")] | length' t.jsonl)" -eq 0 ]
+	done
+}
+
+@test "strace -f inside the run logs the shell, its child's execve and openat, their exits" {
+	run sbx-run --ephemeral -- sh -c 'strace -f -o /ns/LOG sh -c "ls /ns; echo hi"; echo strace=$?; cat /ns/LOG'
 	assert_success
-	assert_output "open: ok"
-	# rewritten by its tracer while stopped: the policy meets the path it opens
-	run sbx-run --ephemeral --policy deny.json --trace t.jsonl --trace-level file -- \
-		"$GUESTS/ptrace_rewrite" /etc/hostname /etc/hosts
-	assert_success
-	assert_output "open: Permission denied"
-	[ "$(jq -s '[.[] | select(.name == "openat" and .path == "/etc/hosts" and .action == "denied")] | length' t.jsonl)" -eq 1 ]
-	[ "$(jq -s '[.[] | select(.name == "openat" and .path == "/etc/hostname")] | length' t.jsonl)" -eq 0 ]
+	assert_line "LOG"
+	assert_line "hi"
+	assert_line "strace=0"
+	assert_line --regexp '^[0-9]+ +execve\("/usr/bin/sh", \["sh", "-c", "ls /ns; echo hi"\].* = 0$'
+	# the child: its own pid, its exec and opens, its exit
+	child=$(printf '%s\n' "$output" | sed -n 's/^\([0-9]*\) *execve("\/usr\/bin\/ls".*/\1/p')
+	[ -n "$child" ]
+	assert_line --regexp "^$child +openat\(AT_FDCWD, \"/ns\", .*\) = 3$"
+	assert_line --regexp "^$child +\+\+\+ exited with 0 \+\+\+$"
+	assert_line --regexp '^[0-9]+ +\+\+\+ exited with 0 \+\+\+$'
 }
