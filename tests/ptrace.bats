@@ -75,3 +75,17 @@ JSON
 	assert_line --regexp "^$child +\+\+\+ exited with 0 \+\+\+$"
 	assert_line --regexp '^[0-9]+ +\+\+\+ exited with 0 \+\+\+$'
 }
+
+@test "gdb -batch inside the run: a backtrace through main at the abort and at a breakpoint" {
+	run sbx-run --ephemeral -- gdb -nx -batch -ex run -ex bt "$GUESTS/ptrace_crash"
+	assert_success
+	assert_line "start"
+	assert_line "Program received signal SIGABRT, Aborted."
+	assert_line --regexp '^#[0-9]+ +0x[0-9a-f]+ in deeper \(n=0\) at .*ptrace_crash.c:9$'
+	assert_line --regexp '^#[0-9]+ +0x[0-9a-f]+ in main \(\) at .*ptrace_crash.c:17$'
+	run sbx-run --ephemeral -- gdb -nx -batch -ex 'break deeper' -ex run -ex bt -ex kill "$GUESTS/ptrace_crash"
+	assert_success
+	assert_line --regexp '^Breakpoint 1, deeper \(n=2\) at .*ptrace_crash.c:8$'
+	assert_line --regexp '^#1 +0x[0-9a-f]+ in main \(\) at .*ptrace_crash.c:17$'
+	assert_line --partial "killed]"
+}

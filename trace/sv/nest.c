@@ -201,6 +201,7 @@ static void wake(struct trace_supervisor *sv, struct tstate *tr)
 {
 	if (!tr || !tr->tracer)
 		return;
+	kill(trace_sv_tgid(tr), SIGCHLD); /* as the kernel tells a tracer (gdb waits for it) */
 	if (tr->tracer->waiting == WAIT_HERE && wait_serve(sv, tr))
 		trace_sv_resume(sv, tr->tid, PTRACE_CONT, 0);
 	else if (tr->tracer->waiting == WAIT_IN_KERNEL)
