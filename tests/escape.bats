@@ -175,7 +175,7 @@ dg"
 	refute_output --partial "ESCAPED"
 	assert_line "contained: ptrace(SEIZE) of 32770 pids"
 	# the control: its own child is served, so the refusals are the boundary's
-	assert_line "own child: seized, stopped, rip read, detached"
+	assert_line 'own child: seized, stopped, rip read, memory "in-child", detached'
 	[ "$(refused)" -ge 32772 ]
 }
 

@@ -24,6 +24,9 @@
 #include "trace/tracee/tracee.h"
 
 #define REGSET_MAX 16384 /* the largest register set copied (XSAVE is 2.5 KiB here) */
+#define VM_IOV_MAX 1024       /* process_vm_readv's iovec counts (UIO_MAXIOV) */
+#define VM_CHUNK 65536        /* bytes copied at a time */
+#define VM_READ_MAX (16u << 20) /* bytes one process_vm_readv copies at most */
 
 enum nest_hold { NEST_RUNNING, NEST_AT_EVENT, NEST_AT_SIGNAL, NEST_AT_SYSCALL };
 #define GONE_MAX 64 /* ends of tracees not its children kept for a tracer's waits */
@@ -247,8 +250,6 @@ static void link_tracee(struct trace_supervisor *sv, struct tstate *tr, struct t
 static long attach(struct trace_supervisor *sv, struct tstate *t, struct tstate *c, long req,
 		   uint64_t addr, uint64_t data)
 {
-	if (trace_sv_tgid(c) == trace_sv_tgid(t) || c->nest)
-		return -EPERM; /* as the kernel: not its own thread group, one tracer */
 	if (req == PTRACE_SEIZE && (addr || (data & ~(uint64_t)PTRACE_O_MASK)))
 		return -EIO;
 	if (c->held || !c->announced)
@@ -262,8 +263,8 @@ static long attach(struct trace_supervisor *sv, struct tstate *t, struct tstate 
 /* PTRACE_TRACEME: its parent (a task of the run, not sbx's init) traces it. */
 static long traceme(struct trace_supervisor *sv, struct tstate *t)
 {
-	struct tstate *p = t->ppid ? trace_sv_find(sv, t->ppid) : NULL;
-	if (!p || p->tid == sv->init || t->nest || p->dead)
+	struct tstate *p = trace_sv_find(sv, t->ppid);
+	if (!p || p->dead)
 		return -EPERM;
 	link_tracee(sv, p, t, 0, 0);
 	return 0;
@@ -440,10 +441,6 @@ static long request(struct trace_supervisor *sv, struct tstate *t, const uint64_
 	struct tstate *c = by_nspid(sv, (pid_t)a[1]);
 	if (req == PTRACE_TRACEME)
 		return traceme(sv, t);
-	if (!c)
-		return -ESRCH; /* not a task of this run: none other can be named */
-	if (c->tid == sv->init)
-		return -EPERM; /* sbx's own init */
 	if (req == PTRACE_ATTACH || req == PTRACE_SEIZE)
 		return attach(sv, t, c, req, a[2], a[3]);
 	if (!c->nest || c->nest->tracer != t->tid)
@@ -463,15 +460,79 @@ static long request(struct trace_supervisor *sv, struct tstate *t, const uint64_
 	return stopped_req(t, c, req, a[2], a[3]);
 }
 
-int trace_nest_call(struct trace_supervisor *sv, struct tstate *t, struct trace_stop *st)
+/* Does a thread of t's process trace c? */
+static int traces(struct trace_supervisor *sv, struct tstate *t, struct tstate *c)
 {
-	if (sv->every_call || !st->arch_ok || st->nr != TRACE_SYS_ptrace)
-		return 0;
-	long rc = request(sv, t, st->args);
-	if (rc == -EPERM || rc == -ESRCH)
-		sv->res->refused++;
+	struct tstate *tr = c->nest ? trace_sv_find(sv, c->nest->tracer) : NULL;
+	return tr && trace_sv_tgid(tr) == trace_sv_tgid(t);
+}
+
+/* The boundary's part: what a request may reach, decided before the inspector
+ * sees the call, so a refusal is recorded and counted as the boundary's. */
+static int reach(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st)
+{
+	struct tstate *c = by_nspid(sv, (pid_t)st->args[st->nr == TRACE_SYS_ptrace]);
+	if (st->nr == TRACE_SYS_ptrace && (long)st->args[0] == PTRACE_TRACEME) {
+		struct tstate *p = t->ppid ? trace_sv_find(sv, t->ppid) : NULL;
+		return !p || p->tid == sv->init || t->nest ? EPERM : 0; /* init would trace it */
+	}
+	if (!c)
+		return ESRCH; /* not a task of this run: none other can be named */
+	if (c->tid == sv->init)
+		return EPERM; /* sbx's own init */
+	if (st->nr == TRACE_SYS_process_vm_readv)
+		return traces(sv, t, c) ? 0 : EPERM; /* a tracee's memory only */
+	long req = (long)st->args[0];
+	if ((req == PTRACE_ATTACH || req == PTRACE_SEIZE) &&
+	    (trace_sv_tgid(c) == trace_sv_tgid(t) || c->nest))
+		return EPERM; /* as the kernel: not its own thread group, one tracer */
+	return 0;
+}
+
+int trace_nest_verdict(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st)
+{
+	if (sv->every_call || !st->arch_ok ||
+	    (st->nr != TRACE_SYS_ptrace && st->nr != TRACE_SYS_process_vm_readv))
+		return -1;
+	return reach(sv, t, st);
+}
+
+/* process_vm_readv of a tracee's memory: copied through the supervisor, at
+ * most VM_READ_MAX bytes a call (a short read, as the call may return). */
+static long vm_read(struct trace_supervisor *sv, struct tstate *t, const uint64_t a[6])
+{
+	static struct iovec lv[VM_IOV_MAX], rv[VM_IOV_MAX];
+	static unsigned char buf[VM_CHUNK];
+	struct tstate *c = by_nspid(sv, (pid_t)a[0]);
+	if (a[5] || a[2] > VM_IOV_MAX || a[4] > VM_IOV_MAX)
+		return -EINVAL;
+	if (!c || from_tracer(t, a[1], lv, a[2] * sizeof lv[0]) < 0 ||
+	    from_tracer(t, a[3], rv, a[4] * sizeof rv[0]) < 0)
+		return c ? -EFAULT : -ESRCH;
+	size_t li = 0, ri = 0, loff = 0, roff = 0, done = 0;
+	while (li < a[2] && ri < a[4] && done < VM_READ_MAX) {
+		size_t n = lv[li].iov_len - loff;
+		if (n > rv[ri].iov_len - roff)
+			n = rv[ri].iov_len - roff;
+		n = n < sizeof buf ? n : sizeof buf;
+		ssize_t got = n ? trace_mem_read(c->tid, (uint64_t)rv[ri].iov_base + roff, buf, n) : 0;
+		if (got < 0 || (got > 0 && to_tracer(t, (uint64_t)lv[li].iov_base + loff, buf, (size_t)got) < 0))
+			return done ? (long)done : (got < 0 ? got : -EFAULT);
+		done += (size_t)got;
+		loff += (size_t)got;
+		roff += (size_t)got;
+		if ((size_t)got < n)
+			break; /* the tracee's memory ends here */
+		li += loff == lv[li].iov_len ? (loff = 0, 1) : 0;
+		ri += roff == rv[ri].iov_len ? (roff = 0, 1) : 0;
+	}
+	return (long)done;
+}
+
+void trace_nest_call(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st)
+{
+	long rc = st->nr == TRACE_SYS_ptrace ? request(sv, t, st->args) : vm_read(sv, t, st->args);
 	set_result(t->tid, rc);
-	return 1;
 }
 
 int trace_nest_untraced(struct trace_supervisor *sv, struct tstate *t, struct trace_stop *st)

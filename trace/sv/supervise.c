@@ -629,8 +629,8 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	trace_nest_untraced(sv, t, st);
 	/* the boundary decides from the stopped registers, not from the filter's tag;
 	 * a guest tracer's ptrace is served once the inspector let it through */
-	int nested = st->nr == TRACE_SYS_ptrace && st->arch_ok && !sv->every_call;
-	int refuse = nested ? 0 : trace_boundary_errno(st->arch_ok, st->nr, st->args);
+	int nested = trace_nest_verdict(sv, t, st);
+	int refuse = nested >= 0 ? nested : trace_boundary_errno(st->arch_ok, st->nr, st->args);
 	if (refuse) {
 		sv->res->refused++;
 		st->action = TRACE_DENIED;
@@ -647,7 +647,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	if (st->action == TRACE_DENIED) {
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;
-	} else if (nested) {
+	} else if (nested == 0) {
 		trace_nest_call(sv, t, st);
 	}
 	t->want_exit = st->want_exit && sv->has_exit;

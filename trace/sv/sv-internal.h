@@ -67,10 +67,13 @@ struct tstate *trace_sv_find(struct trace_supervisor *sv, pid_t tid);
 void trace_sv_resume(struct trace_supervisor *sv, pid_t tid, int req, int sig);
 pid_t trace_sv_tgid(struct tstate *t);
 
-/* ptrace emulated for guest tracers (nest.c). At the seccomp stop of ptrace, once
- * the inspector let it through: 1 when served (the call's result set, the caller
- * still to be resumed), 0 when it is not served (the boundary refuses it). */
-int trace_nest_call(struct trace_supervisor *sv, struct tstate *t, struct trace_stop *st);
+/* ptrace emulated for guest tracers (nest.c). At the seccomp stop of ptrace or
+ * process_vm_readv: -1 when not served (the boundary decides), else the errno
+ * the boundary answers for what the call would reach (0: it is served). */
+int trace_nest_verdict(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st);
+/* Once the inspector let it through: the call served, its result set (the caller
+ * is resumed as any call). */
+void trace_nest_call(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st);
 /* At the seccomp stop of a clone with CLONE_UNTRACED: the flag is dropped (its
  * child is traced as every other); 1 when the arguments changed. */
 int trace_nest_untraced(struct trace_supervisor *sv, struct tstate *t, struct trace_stop *st);
