@@ -9,6 +9,7 @@
  * everything a tracee does after it is resumed meets the filter and the
  * inspector as it is then. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,10 @@
 #include "trace/sv/sv-internal.h"
 #include "trace/tracee/tracee.h"
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL              /* linux/pidfd.h of 6.9 */
+#define PIDFD_SIGNAL_THREAD (1u << 0)
+#endif
 #define REGSET_MAX 16384 /* the largest register set copied (XSAVE is 2.5 KiB here) */
 #define VM_IOV_MAX 1024       /* process_vm_readv's iovec counts (UIO_MAXIOV) */
 #define VM_CHUNK 65536        /* bytes copied at a time */
@@ -53,6 +58,19 @@ struct trace_nest_tracer {
 	size_t ngone;        /* tracees that ended, their real parent another task */
 	struct { pid_t nspid; int status; } gone[GONE_MAX];
 };
+
+/* sig to a task of the run through a pidfd, as the supervisor signals every
+ * task (never a bare pid): to its process, or to the thread alone. */
+static void signal_task(pid_t tid, int sig, int thread)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, tid, thread ? PIDFD_THREAD : 0);
+	if (pfd < 0 && errno == EINVAL && thread) /* a kernel before 6.9: its process then */
+		pfd = (int)syscall(SYS_pidfd_open, tid, 0), thread = 0;
+	if (pfd < 0)
+		return; /* gone: its end comes through the loop */
+	syscall(SYS_pidfd_send_signal, pfd, sig, NULL, thread ? PIDFD_SIGNAL_THREAD : 0);
+	close(pfd);
+}
 
 static pid_t nspid_of(struct tstate *t)
 {
@@ -204,7 +222,7 @@ static void wake(struct trace_supervisor *sv, struct tstate *tr)
 {
 	if (!tr || !tr->tracer)
 		return;
-	kill(trace_sv_tgid(tr), SIGCHLD); /* as the kernel tells a tracer (gdb waits for it) */
+	signal_task(trace_sv_tgid(tr), SIGCHLD, 0); /* as the kernel tells a tracer (gdb waits for it) */
 	if (tr->tracer->waiting == WAIT_HERE && wait_serve(sv, tr))
 		trace_sv_resume(sv, tr->tid, PTRACE_CONT, 0);
 	else if (tr->tracer->waiting == WAIT_IN_KERNEL)
@@ -288,7 +306,7 @@ static long resume_req(struct trace_supervisor *sv, struct tstate *c, long req, 
 	if (data >= _NSIG)
 		return -EIO;
 	if (req == PTRACE_KILL) {
-		syscall(SYS_tgkill, trace_sv_tgid(c), c->tid, SIGKILL);
+		signal_task(c->tid, SIGKILL, 1);
 		if (n->held == NEST_RUNNING)
 			return 0;
 		data = 0;
@@ -298,7 +316,7 @@ static long resume_req(struct trace_supervisor *sv, struct tstate *c, long req, 
 	n->held = NEST_RUNNING;
 	/* a signal at a stop that is not a signal's own is sent, as the kernel queues it */
 	if ((was == NEST_AT_EVENT || was == NEST_AT_SYSCALL) && sig && sig != SIGSTOP)
-		syscall(SYS_tgkill, trace_sv_tgid(c), c->tid, sig);
+		signal_task(c->tid, sig, 1);
 	n->syscall = req == PTRACE_SYSCALL; /* its syscalls stop for its tracer now */
 	if (req == PTRACE_DETACH)
 		release(sv, c);
@@ -311,7 +329,7 @@ static long resume_req(struct trace_supervisor *sv, struct tstate *c, long req, 
 static long regset(struct tstate *t, struct tstate *c, long req, uint64_t type, uint64_t data)
 {
 	struct iovec io;
-	static unsigned char buf[REGSET_MAX];
+	unsigned char buf[REGSET_MAX]; /* on the stack: supervisors of several runs share no buffer */
 	if (from_tracer(t, data, &io, sizeof io) < 0)
 		return -EFAULT;
 	struct iovec mine = { buf, io.iov_len < sizeof buf ? io.iov_len : sizeof buf };
@@ -497,37 +515,53 @@ int trace_nest_verdict(struct trace_supervisor *sv, struct tstate *t, const stru
 	return reach(sv, t, st);
 }
 
-/* process_vm_readv of a tracee's memory: copied through the supervisor, at
- * most VM_READ_MAX bytes a call (a short read, as the call may return). */
-static long vm_read(struct trace_supervisor *sv, struct tstate *t, const uint64_t a[6])
+/* A process_vm_readv's buffers, on the heap: supervisors of several runs share none. */
+struct vm_bufs {
+	struct iovec lv[VM_IOV_MAX], rv[VM_IOV_MAX];
+	unsigned char buf[VM_CHUNK];
+};
+
+/* Copy c's memory at rv into t's at lv, in order, until either ends, the
+ * tracee's memory does or VM_READ_MAX: bytes copied, or -errno for none. */
+static long vm_copy(struct tstate *t, struct tstate *c, struct vm_bufs *m, uint64_t nl, uint64_t nr)
 {
-	static struct iovec lv[VM_IOV_MAX], rv[VM_IOV_MAX];
-	static unsigned char buf[VM_CHUNK];
-	struct tstate *c = by_nspid(sv, (pid_t)a[0]);
-	if (a[5] || a[2] > VM_IOV_MAX || a[4] > VM_IOV_MAX)
-		return -EINVAL;
-	if (!c || from_tracer(t, a[1], lv, a[2] * sizeof lv[0]) < 0 ||
-	    from_tracer(t, a[3], rv, a[4] * sizeof rv[0]) < 0)
-		return c ? -EFAULT : -ESRCH;
 	size_t li = 0, ri = 0, loff = 0, roff = 0, done = 0;
-	while (li < a[2] && ri < a[4] && done < VM_READ_MAX) {
-		size_t n = lv[li].iov_len - loff;
-		if (n > rv[ri].iov_len - roff)
-			n = rv[ri].iov_len - roff;
-		n = n < sizeof buf ? n : sizeof buf;
-		ssize_t got = n ? trace_mem_read(c->tid, (uint64_t)rv[ri].iov_base + roff, buf, n) : 0;
-		if (got < 0 || (got > 0 && to_tracer(t, (uint64_t)lv[li].iov_base + loff, buf, (size_t)got) < 0))
+	while (li < nl && ri < nr && done < VM_READ_MAX) {
+		size_t n = m->lv[li].iov_len - loff;
+		if (n > m->rv[ri].iov_len - roff)
+			n = m->rv[ri].iov_len - roff;
+		n = n < sizeof m->buf ? n : sizeof m->buf;
+		uint64_t from = (uint64_t)m->rv[ri].iov_base + roff, to = (uint64_t)m->lv[li].iov_base + loff;
+		ssize_t got = n ? trace_mem_read(c->tid, from, m->buf, n) : 0;
+		if (got < 0 || (got > 0 && to_tracer(t, to, m->buf, (size_t)got) < 0))
 			return done ? (long)done : (got < 0 ? got : -EFAULT);
 		done += (size_t)got;
 		loff += (size_t)got;
 		roff += (size_t)got;
 		if ((size_t)got < n)
 			break; /* the tracee's memory ends here */
-		li += loff == lv[li].iov_len ? (loff = 0, 1) : 0;
-		ri += roff == rv[ri].iov_len ? (roff = 0, 1) : 0;
+		li += loff == m->lv[li].iov_len ? (loff = 0, 1) : 0;
+		ri += roff == m->rv[ri].iov_len ? (roff = 0, 1) : 0;
 	}
 	return (long)done;
 }
+
+/* process_vm_readv of a tracee's memory: copied through the supervisor, at
+ * most VM_READ_MAX bytes a call (a short read, as the call may return). */
+static long vm_read(struct trace_supervisor *sv, struct tstate *t, const uint64_t a[6])
+{
+	struct tstate *c = by_nspid(sv, (pid_t)a[0]);
+	if (a[5] || a[2] > VM_IOV_MAX || a[4] > VM_IOV_MAX)
+		return -EINVAL;
+	struct vm_bufs *m = common_xcalloc(1, sizeof *m);
+	long rc = !c ? -ESRCH
+		: from_tracer(t, a[1], m->lv, a[2] * sizeof m->lv[0]) < 0 ||
+		  from_tracer(t, a[3], m->rv, a[4] * sizeof m->rv[0]) < 0 ? -EFAULT
+		: vm_copy(t, c, m, a[2], a[4]);
+	free(m);
+	return rc;
+}
+
 
 void trace_nest_call(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st)
 {
@@ -659,7 +693,7 @@ int trace_nest_event(struct trace_supervisor *sv, struct tstate *t, int event, u
 	struct trace_nest_task *n = t->nest;
 	if (event == PTRACE_EVENT_EXEC && !(n->options & PTRACE_O_TRACEEXEC)) {
 		if (!n->seized) /* an old-style tracer hears of an exec by a SIGTRAP */
-			syscall(SYS_tgkill, t->tid, t->tid, SIGTRAP);
+			signal_task(t->tid, SIGTRAP, 1);
 		return 0;
 	}
 	if (!(n->options & event_option(event)))
@@ -721,7 +755,7 @@ void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatu
 			if (!c->nest || c->nest->tracer != t->tid)
 				continue;
 			if (c->nest->options & PTRACE_O_EXITKILL)
-				syscall(SYS_tgkill, trace_sv_tgid(c), c->tid, SIGKILL);
+				signal_task(c->tid, SIGKILL, 1);
 			int held = c->nest->held != NEST_RUNNING;
 			free(c->nest);
 			c->nest = NULL;
