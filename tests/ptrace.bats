@@ -89,3 +89,23 @@ JSON
 	assert_line --regexp '^#1 +0x[0-9a-f]+ in main \(\) at .*ptrace_crash.c:17$'
 	assert_line --partial "killed]"
 }
+
+@test "a tracer that exits without detaching: its tracee runs on, or dies with it under EXITKILL" {
+	run "$GUESTS/ptrace_leave"
+	assert_output "tracee: exited 7"
+	run sbx-run --ephemeral -- "$GUESTS/ptrace_leave"
+	assert_success
+	assert_output "tracee: exited 7"
+	run "$GUESTS/ptrace_leave" exitkill
+	assert_output "tracee: killed by 9"
+	run sbx-run --ephemeral -- "$GUESTS/ptrace_leave" exitkill
+	assert_success
+	assert_output "tracee: killed by 9"
+}
+
+@test "--deterministic schedules the tasks itself: a guest's ptrace is refused there" {
+	run sbx-run --ephemeral --deterministic --result r.json -- "$GUESTS/ptrace_leave"
+	assert_equal "$status" 2
+	assert_line "SEIZE: Operation not permitted"
+	[ "$(jq .supervisor.refused r.json)" -ge 1 ]
+}

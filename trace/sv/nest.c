@@ -509,7 +509,10 @@ static int reach(struct trace_supervisor *sv, struct tstate *t, const struct tra
 
 int trace_nest_verdict(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st)
 {
-	if (sv->every_call || !st->arch_ok ||
+	/* every-call mode takes the syscall stops, and a deterministic run schedules
+	 * its tasks itself: neither can share them with a guest tracer */
+	int shared = sv->every_call || (sv->l && sv->l[TRACE_LAYER_DETERM].ctx);
+	if (shared || !st->arch_ok ||
 	    (st->nr != TRACE_SYS_ptrace && st->nr != TRACE_SYS_process_vm_readv))
 		return -1;
 	return reach(sv, t, st);
