@@ -20,7 +20,6 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/elf.h>
 #include "trace/sv/sv-internal.h"
 #include "trace/tracee/tracee.h"
 
@@ -43,7 +42,6 @@ struct trace_nest_task {
 	int want;            /* a stop asked (ATTACH, INTERRUPT): the status it reports */
 	int status;          /* the wait status its tracer has not taken yet */
 	int unreported;
-	int sig;             /* the signal of a held signal-delivery stop */
 	int syscall;         /* resumed with PTRACE_SYSCALL: its syscalls stop for its tracer */
 	int seized;
 	unsigned long options;
@@ -51,7 +49,6 @@ struct trace_nest_task {
 };
 
 struct trace_nest_tracer {
-	size_t ntracees;
 	enum nest_wait waiting;
 	long wnr;            /* the wait call in progress: wait4 or waitid */
 	uint64_t wargs[6];
@@ -257,7 +254,6 @@ static void link_tracee(struct trace_supervisor *sv, struct tstate *tr, struct t
 		tr->tracer = common_xcalloc(1, sizeof *tr->tracer);
 		sv->ntracers++;
 	}
-	tr->tracer->ntracees++;
 	c->nest = common_xcalloc(1, sizeof *c->nest);
 	c->nest->tracer = tr->tid;
 	c->nest->seized = seized;
@@ -289,11 +285,8 @@ static long traceme(struct trace_supervisor *sv, struct tstate *t)
 }
 
 /* The tracee leaves its tracer: its record goes, a held stop is resumed by the caller. */
-static void release(struct trace_supervisor *sv, struct tstate *c)
+static void release(struct tstate *c)
 {
-	struct tstate *tr = trace_sv_find(sv, c->nest->tracer);
-	if (tr && tr->tracer && tr->tracer->ntracees)
-		tr->tracer->ntracees--;
 	free(c->nest);
 	c->nest = NULL;
 }
@@ -319,7 +312,7 @@ static long resume_req(struct trace_supervisor *sv, struct tstate *c, long req, 
 		signal_task(c->tid, sig, 1);
 	n->syscall = req == PTRACE_SYSCALL; /* its syscalls stop for its tracer now */
 	if (req == PTRACE_DETACH)
-		release(sv, c);
+		release(c);
 	trace_sv_resume(sv, c->tid, req == PTRACE_SINGLESTEP ? PTRACE_SINGLESTEP : PTRACE_CONT,
 			was == NEST_AT_SIGNAL ? sig : 0);
 	return 0;
@@ -727,7 +720,6 @@ int trace_nest_task_stop(struct trace_supervisor *sv, struct tstate *t, int even
 	if (event || !sig)
 		return 0; /* its other events are the supervisor's own */
 	n->held = NEST_AT_SIGNAL; /* a signal: its tracer decides whether it is delivered */
-	n->sig = sig;
 	post(sv, t, W_STOPCODE(sig));
 	return 1;
 }
@@ -746,7 +738,7 @@ void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatu
 			w->gone[w->ngone].nspid = nspid_of(t);
 			w->gone[w->ngone++].status = wstatus;
 		}
-		release(sv, t);
+		release(t);
 		if (w && !told)
 			wake(sv, tr);
 	}
@@ -760,8 +752,7 @@ void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatu
 			if (c->nest->options & PTRACE_O_EXITKILL)
 				signal_task(c->tid, SIGKILL, 1);
 			int held = c->nest->held != NEST_RUNNING;
-			free(c->nest);
-			c->nest = NULL;
+			release(c);
 			if (held)
 				trace_sv_resume(sv, c->tid, PTRACE_CONT, 0);
 		}
