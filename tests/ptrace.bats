@@ -33,13 +33,24 @@ leak_report() { grep -v '^==[0-9]*==HINT' "$1" | sed 's/0x[0-9a-f]*/ADDR/g; s/==
 	done
 }
 
-@test "unprivileged: LeakSanitizer's report as nobody" {
+# an unprivileged invoking user (runs as nobody); its store in a 0777 dir
+as_user() {
+	$SBX_AS_NOBODY SBX_STORE="$UDIR/store" PATH="$PATH" HOME="$UDIR" "$@"
+}
+
+@test "unprivileged: LeakSanitizer, strace and gdb as nobody" {
 	UDIR=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
 	chmod 0777 "$UDIR"
-	run $SBX_AS_NOBODY SBX_STORE="$UDIR/store" PATH="$PATH" HOME="$UDIR" \
-		sbx-run --ephemeral -- "$GUESTS/ptrace_leak_asan" 2
+	run as_user sbx-run --ephemeral -- "$GUESTS/ptrace_leak_asan" 2
 	assert_equal "$status" 1
 	assert_line --partial "SUMMARY: AddressSanitizer: 7 byte(s) leaked in 1 allocation(s)."
+	run as_user sbx-run --ephemeral -- sh -c 'strace -f -o /ns/LOG sh -c "echo hi"; grep -c "+++ exited with 0" /ns/LOG'
+	assert_success
+	assert_output "hi
+1"
+	run as_user sbx-run --ephemeral -- gdb -nx -batch -ex run -ex bt "$GUESTS/ptrace_crash"
+	assert_success
+	assert_line --regexp '^#[0-9]+ +0x[0-9a-f]+ in main \(\) at .*ptrace_crash.c:17$'
 }
 
 @test "a path a nested tracer rewrites (stopped, or at the call's entry stop) is judged as written" {
