@@ -1,6 +1,7 @@
 /* A tracer that exits without detaching: a task seizes its sibling, stops it
  * (PTRACE_INTERRUPT) and exits; with argv[1] "exitkill" it set
- * PTRACE_O_EXITKILL first. Prints how the sibling ended: natively it runs on
+ * PTRACE_O_EXITKILL first. The sibling waits on a pipe its parent writes once
+ * the tracer is gone. Prints how the sibling ended: natively it runs on
  * and exits 7, or is killed with its tracer. */
 #include <signal.h>
 #include <stdlib.h>
@@ -26,12 +27,14 @@ static void tracer(pid_t c, long opts)
 int main(int argc, char **argv)
 {
 	long opts = argc > 1 && strcmp(argv[1], "exitkill") == 0 ? PTRACE_O_EXITKILL : 0;
-	int st;
+	int st, p[2];
+	char go;
+	if (pipe(p) < 0)
+		return 2;
+	signal(SIGPIPE, SIG_IGN);
 	pid_t c = fork();
-	if (c == 0) {
-		usleep(300000);
-		_exit(7);
-	}
+	if (c == 0) /* waits for its go, which comes once its tracer is gone */
+		_exit(read(p[0], &go, 1) == 1 ? 7 : 1);
 	pid_t t = fork();
 	if (t == 0)
 		tracer(c, opts);
@@ -40,6 +43,8 @@ int main(int argc, char **argv)
 		printf("tracer failed\n");
 		return 2;
 	}
+	if (write(p[1], "g", 1) < 0 && errno != EPIPE)
+		return 2;
 	if (waitpid(c, &st, 0) != c)
 		return 2;
 	if (WIFEXITED(st))
