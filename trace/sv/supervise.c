@@ -25,55 +25,12 @@
 #include <unistd.h>
 #include "trace/sv/sv.h"
 #include "trace/tracee/tracee.h"
+#include "trace/sv/sv-internal.h"
 
 #define TICK_MS 250
 #define TICK_MIN_US 1000       /* the shortest tick a hook may ask for */
 #define WAKE_MS 50             /* fds and ticks are looked at least this often */
-#define NBUCKET 256
 #define MAX_WATCH 16
-
-struct tstate {
-	struct tstate *next;
-	pid_t tid, tgid, ppid;
-	int want_exit;
-	ino_t conn_waits;         /* the socket its blocking connect waits on, run again */
-	struct trace_stop st;     /* the entry stop, kept for on_exit */
-	char path[2][PATH_MAX];
-	char raw[2][PATH_MAX];
-	int announced, held;      /* parent's fork event seen; first stop held until it is */
-	uint64_t held_us;         /* when the hold (or, dead, the wait for the event) began */
-	int dead;                 /* reaped before its parent's fork event: kept for it */
-	int seen;                 /* it stopped here at least once: a guest task */
-	int exit_kept, wstatus;   /* its exit, told to the hooks after its spawn */
-	void *slot[TRACE_LAYERS]; /* each layer's state of this task */
-};
-
-struct trace_supervisor {
-	struct trace_plan *p;
-	const struct trace_layer *l; /* NULL, or TRACE_LAYERS walked in order */
-	int has_entry, has_exit, has_call;
-	struct trace_result *res;
-	pid_t init, guest;
-	int init_gone, guest_gone;
-	struct tstate *bucket[NBUCKET];
-	size_t ntids, nheld, ndead;
-	int watch[MAX_WATCH];
-	size_t nwatch;
-	uint64_t tick_us;         /* the next tick comes this soon (a hook may shorten it) */
-	int every_call;           /* every syscall entry and exit stops (trace_sv_every_call) */
-	int stopping;
-	char reason[64];
-	int sfd;
-	int setup_failed;
-	char setup_what[512], setup_why[512];
-	struct trace_prio *prio;  /* the tracer thread's scheduling, NULL if none */
-	int diag;                 /* sock_diag in the run's network namespace, -1 until needed */
-};
-
-struct trace_guest {
-	struct trace_supervisor *sv;
-	struct tstate *ts;
-};
 
 /* The walk over the layers in their order (enum trace_layer_slot). */
 #define EACH_LAYER(sv, L) \
@@ -305,7 +262,7 @@ static void waker_stop(struct waker *w)
 	w->started = 0;
 }
 
-static struct tstate *tstate_find(struct trace_supervisor *sv, pid_t tid)
+struct tstate *trace_sv_find(struct trace_supervisor *sv, pid_t tid)
 {
 	for (struct tstate *t = sv->bucket[(unsigned)tid % NBUCKET]; t; t = t->next)
 		if (t->tid == tid)
@@ -317,7 +274,7 @@ static struct tstate *tstate_find(struct trace_supervisor *sv, pid_t tid)
  * children whose fork event has not been seen yet. */
 static struct tstate *tstate_get(struct trace_supervisor *sv, pid_t tid)
 {
-	struct tstate *t = tstate_find(sv, tid);
+	struct tstate *t = trace_sv_find(sv, tid);
 	if (t)
 		return t;
 	t = common_xcalloc(1, sizeof *t);
@@ -335,6 +292,8 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 	for (; *pp; pp = &(*pp)->next) {
 		if ((*pp)->tid == tid) {
 			struct tstate *t = *pp;
+			if (t->nest || t->tracer)
+				trace_nest_forget(sv, t, t->wstatus);
 			*pp = t->next;
 			EACH_LAYER(sv, l)
 				if (t->slot[l - sv->l] && l->slot_free)
@@ -369,6 +328,11 @@ static pid_t tgid_of(struct tstate *t)
 	if (!t->tgid)
 		proc_ids(t);
 	return t->tgid ? t->tgid : t->tid;
+}
+
+pid_t trace_sv_tgid(struct tstate *t)
+{
+	return tgid_of(t);
 }
 
 pid_t trace_guest_tid(const struct trace_guest *g)
@@ -414,7 +378,7 @@ void **trace_guest_slot(struct trace_guest *g, enum trace_layer_slot l)
 
 void **trace_sv_slot(struct trace_supervisor *sv, pid_t tid, enum trace_layer_slot l)
 {
-	struct tstate *t = tstate_find(sv, tid);
+	struct tstate *t = trace_sv_find(sv, tid);
 	return t ? &t->slot[l] : NULL;
 }
 
@@ -549,9 +513,14 @@ static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawn
 	tstate_free(sv, t->tid);
 }
 
-static void resume(const struct trace_supervisor *sv, pid_t tid, int req, int sig)
+void trace_sv_resume(struct trace_supervisor *sv, pid_t tid, int req, int sig)
 {
 	if (req == PTRACE_CONT && sv->every_call)
+		req = PTRACE_SYSCALL;
+	/* a guest tracer's syscalls stop: its waits are served here (nest.c) */
+	struct tstate *t;
+	if (req == PTRACE_CONT && sv->ntracers && (t = trace_sv_find(sv, tid)) &&
+	    trace_nest_syscalls(t))
 		req = PTRACE_SYSCALL;
 	/* ESRCH: the tracee was killed meanwhile; its exit arrives through waitpid */
 	ptrace(req, tid, NULL, (void *)(long)sig);
@@ -571,7 +540,7 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 				t->held = 0;
 				t->announced = 1;
 				sv->nheld--;
-				resume(sv, t->tid, PTRACE_CONT, 0);
+				trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 			}
 		}
 }
@@ -692,7 +661,13 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	memset(&info, 0, sizeof info);
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) <= 0 ||
 	    info.op != PTRACE_SYSCALL_INFO_SECCOMP) {
-		resume(sv, t->tid, PTRACE_CONT, 0);
+		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
+		return;
+	}
+	if ((t->tracer || t->nest) && (long)info.seccomp.nr == -1) {
+		/* a call skipped at its entry stop (a wait nest.c answered, or a guest
+		 * tracer's choice): nothing runs, its result stays */
+		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 		return;
 	}
 	sv->res->stops++;
@@ -710,8 +685,11 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	struct trace_conn conn = { .sock = -1, .target = -1 };
 	int conn_err = 0;
 
-	/* the boundary decides from the stopped registers, not from the filter's tag */
-	int refuse = trace_boundary_errno(st->arch_ok, st->nr, st->args);
+	trace_nest_untraced(sv, t, st);
+	/* the boundary decides from the stopped registers, not from the filter's tag;
+	 * a guest tracer's ptrace is served once the inspector let it through */
+	int nested = trace_nest_verdict(sv, t, st);
+	int refuse = nested >= 0 ? nested : trace_boundary_errno(st->arch_ok, st->nr, st->args);
 	if (!refuse && st->arch_ok && st->nr == TRACE_SYS_connect)
 		refuse = connect_decide(sv, t, &conn, st->args, &conn_err);
 	else if (!refuse && st->arch_ok && is_send(st->nr))
@@ -732,6 +710,8 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	if (st->action == TRACE_DENIED) {
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;
+	} else if (nested == 0) {
+		trace_nest_call(sv, t, st);
 	} else if (st->arch_ok && st->nr == TRACE_SYS_connect) {
 		connect_run(sv, t, &conn, conn_err);
 	} else if (conn_err) {
@@ -739,7 +719,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	}
 	trace_sock_close(&conn);
 	t->want_exit = st->want_exit && sv->has_exit;
-	resume(sv, t->tid, t->want_exit ? PTRACE_SYSCALL : PTRACE_CONT, 0);
+	trace_sv_resume(sv, t->tid, t->want_exit ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 }
 
 /* A syscall-entry stop, met only in every-call mode: the hook sees the call
@@ -761,7 +741,7 @@ static void on_syscall_entry(struct trace_supervisor *sv, struct tstate *t,
 	if (sv->has_call && t->tid != sv->init && layers_stop(sv, &g, st, HOOK_CALL) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	t->want_exit = st->want_exit && sv->has_exit;
-	resume(sv, t->tid, PTRACE_CONT, 0);
+	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
 static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
@@ -775,6 +755,8 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 			return;
 		}
 	}
+	if (t->tracer && !sv->every_call && trace_nest_tracer_stop(sv, t))
+		return;
 	if (t->want_exit) {
 		struct __ptrace_syscall_info info;
 		memset(&info, 0, sizeof info);
@@ -788,7 +770,9 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 				trace_sv_stop(sv, "inspector failed");
 		}
 	}
-	resume(sv, t->tid, PTRACE_CONT, 0);
+	if (t->nest && trace_nest_task_stop(sv, t, 0, SIGTRAP | 0x80))
+		return; /* a syscall stop its guest tracer asked for, after sbx's own */
+	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
 /* init forks once, so its child is the guest: known from init's fork event or
@@ -830,6 +814,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			kill_all(sv);
 			return;
 		}
+		if (t->nest && trace_nest_event(sv, t, event, 0))
+			return;
 		break;
 	}
 	case PTRACE_EVENT_FORK:
@@ -838,7 +824,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
 		pid_t child = (pid_t)msg;
 		unsigned long flags = SIGCHLD;
-		struct tstate *gone = tstate_find(sv, child);
+		struct tstate *gone = trace_sv_find(sv, child);
 		if (event == PTRACE_EVENT_VFORK)
 			flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 		if (event == PTRACE_EVENT_CLONE) {
@@ -864,10 +850,12 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			forget_dead(sv, gone, t->tid != sv->init);
 			break;
 		}
+		if (t->nest && trace_nest_spawn(sv, t, c, event))
+			return; /* parent and child stop for their guest tracer */
 		if (c->held) { /* the child runs only after this event */
 			c->held = 0;
 			sv->nheld--;
-			resume(sv, child, PTRACE_CONT, 0);
+			trace_sv_resume(sv, child, PTRACE_CONT, 0);
 		}
 		break;
 	}
@@ -879,11 +867,15 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		} else if (t->tid != sv->init) {
 			layers_proc_exit(sv, t->tid, (int)msg);
 		}
+		if (t->nest && trace_nest_event(sv, t, event, msg))
+			return;
 		break;
 	case PTRACE_EVENT_STOP:
+		if (t->nest && trace_nest_task_stop(sv, t, event, sig))
+			return; /* held for its guest tracer */
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 			/* a group-stop: stay stopped until SIGCONT, as without a tracer */
-			resume(sv, t->tid, PTRACE_LISTEN, 0);
+			trace_sv_resume(sv, t->tid, PTRACE_LISTEN, 0);
 			return;
 		}
 		/* a child whose first stop beats its parent's fork event waits for it:
@@ -899,7 +891,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 	default:
 		break;
 	}
-	resume(sv, t->tid, PTRACE_CONT, 0);
+	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
 static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const struct rusage *ru)
@@ -924,7 +916,7 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 			sv->res->cpu_us = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
 					  (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
 		}
-		struct tstate *d = tstate_find(sv, tid);
+		struct tstate *d = trace_sv_find(sv, tid);
 		if (tid != sv->init && tid != sv->guest && (!d || !d->announced)) {
 			/* its parent's fork event is still to come: keep it for that, briefly */
 			d = d ? d : tstate_get(sv, tid);
@@ -937,12 +929,14 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 			d->held_us = common_mono_us();
 			return;
 		}
+		if (d)
+			d->wstatus = status; /* a guest tracer of it hears it (nest.c) */
 		tstate_free(sv, tid);
 		return;
 	}
 	if (!WIFSTOPPED(status))
 		return;
-	struct tstate *t = tstate_find(sv, tid);
+	struct tstate *t = trace_sv_find(sv, tid);
 	if (t && t->dead) /* a new task with a dead one's tid: the old one is over */
 		forget_dead(sv, t, 0);
 	t = tstate_get(sv, tid);
@@ -956,12 +950,14 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 	else {
 		struct trace_guest g = { sv, t };
 		if (layers_fault(sv, &g, sig)) {
-			resume(sv, tid, PTRACE_CONT, 0); /* handled: not delivered */
+			trace_sv_resume(sv, tid, PTRACE_CONT, 0); /* handled: not delivered */
 			return;
 		}
+		if (t->nest && trace_nest_task_stop(sv, t, 0, sig))
+			return; /* its guest tracer decides whether it is delivered */
 		if (tid == sv->guest)
 			layers_signal(sv, tid, sig);
-		resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
+		trace_sv_resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}
 }
 
