@@ -99,3 +99,45 @@ mmap.mmap(fd, 4096, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)'
 	assert_success
 	assert_equal "$(jq .usage.storage_write r.json)" 8192
 }
+
+# copy_small COPIER [sbx-run options]: a run that has stored more than it has read
+# (40 small files) copies a 2-byte file with COPIER SRC DST, which asks the kernel
+# for far more than the file holds and lets it stop at the end (cp: copy_file_range)
+copy_small() {
+	local copier=$1
+	shift
+	run sbx-run --ephemeral "$@" --rw "$PWD/w:/w" --result r.json -- /bin/sh -c \
+		'cd /w && for i in $(seq 40); do echo x > f$i; done && printf ab > two &&
+		 '"$copier"' two copy && cat copy'
+}
+
+# The copy ran and was charged what it moved: 42 files of 2 bytes and an inode
+# each (4096), plus at most the trace's bytes when there is one (its last events
+# are written after the last count).
+copied_small() {
+	local files=$((42 * (4096 + 2))) used
+	[ "$status" = 0 ] || echo "$output" >&2
+	assert_success
+	assert_output ab
+	assert_equal "$(jq -r .closed r.json)" null
+	used=$(jq .usage.storage_write r.json)
+	[ "$used" -ge "$files" ] && [ "$used" -le $((files + ${1:-0})) ]
+}
+
+@test "cp of a 2-byte file after 40 small files is charged 2 bytes, not what storage_read has left, plain and traced" {
+	copy_small cp
+	copied_small
+	copy_small cp --trace T --trace-level file
+	copied_small "$(stat -c %s T)"
+}
+
+@test "sendfile, splice and copy_file_range of a 2-byte file asking 1 GiB or more are charged 2 bytes, plain and traced" {
+	for how in sendfile splice copy; do
+		rm -rf w/* T
+		copy_small "$GUESTS/meter_copy $how"
+		copied_small
+		rm -rf w/*
+		copy_small "$GUESTS/meter_copy $how" --trace T --trace-level file
+		copied_small "$(stat -c %s T)"
+	done
+}

@@ -1226,6 +1226,25 @@ static int inspector_call(void *ctx, struct trace_guest *g, struct trace_stop *s
 	return load_entry(in, g, st, 0);
 }
 
+/* A call that moves bytes from one descriptor into a file (sendfile, splice,
+ * copy_file_range) asks for at most its count, and cp asks ~2^63 and lets the kernel
+ * stop at the end of the file: past what is left of storage_write it is cut to what
+ * is left (a short copy, which the kernel allows), its read reservation with it. */
+static int store_cut(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		     struct trace_store_call *c, uint64_t left)
+{
+	int count = trace_sys_arg(st->sys, TRACE_ARG_COUNT);
+
+	if (!left || c->bytes <= left || count < 0 || trace_sys_arg(st->sys, TRACE_ARG_INFD) < 0)
+		return 0;
+	st->args[count] = c->bytes = left;
+	if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
+		return failf(in, "storage_write", "could not hold a copy to the bound");
+	if (trace_meter_load_pending(in->meter, st->tid))
+		trace_meter_load_begin(in->meter, st->tid, left);
+	return 0;
+}
+
 /* A call that may store on a file: reserved before it runs, or, when it would take
  * storage_write past its bound, refused and charged whole (the lease closes on it);
  * likewise one that could take namespace_bytes past its bound. */
@@ -1242,6 +1261,8 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 		st->deny_errno = c.refuse;
 		return 0;
 	}
+	if (store_cut(in, g, st, &c, held < bound ? bound - held : 0) < 0)
+		return -1;
 	if (held > bound || c.bytes > bound - held) {
 		trace_meter_store_refused(in->meter, c.bytes);
 	} else {
