@@ -88,16 +88,66 @@ closed_within_bound() {
 	assert_success
 	assert_equal "$(jq .usage.storage_write r.json)" $((1000000 + 4096))
 	assert_equal "$(jq .usage.output_bytes r.json)" 50000
-	# a mapping that can store is charged its length; a read-only one nothing
+	# a shared mapping is charged the 64 KiB runs it stores into; one never
+	# stored into, a read-only one and a private one nothing
 	run sbx-run --ephemeral --rw "$PWD/w:/w" --result r.json -- /usr/bin/python3 -c '
 import mmap, os
 fd = os.open("/w/a", os.O_RDONLY)
 mmap.mmap(fd, 1000000, mmap.MAP_SHARED, mmap.PROT_READ)
 fd = os.open("/w/a", os.O_RDWR)
 mmap.mmap(fd, 8192, mmap.MAP_SHARED, mmap.PROT_READ)
-mmap.mmap(fd, 4096, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)'
+mmap.mmap(fd, 4096, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)[0] = 1
+mmap.mmap(fd, 1000000)[:2] = b"ab"
+m = mmap.mmap(fd, 1000000)
+m[0] = 3
+m[999999] = 4'
 	assert_success
-	assert_equal "$(jq .usage.storage_write r.json)" 8192
+	# two mappings' first runs, and the last run's five pages up to the mapping's end
+	assert_equal "$(jq .usage.storage_write r.json)" $((2 * 65536 + 5 * 4096))
+	assert_equal "$(head -c 2 w/a | od -An -tx1 | tr -d ' ')" 0362
+}
+
+# map HOW [storage_write bound]: tests/guests/meter_map HOW /w
+map() {
+	run sbx-run --ephemeral --limits "storage_write=${2:-64M}" --rw "$PWD/w:/w" --result r.json \
+		-- "$GUESTS/meter_map" "$1" /w
+	[ "$status" = 0 ] || [ "$status" = 124 ] || echo "$output" >&2
+}
+
+@test "two bytes stored into a 2 GiB sparse shared mapping are charged their two 64 KiB runs" {
+	map sparse
+	assert_success
+	assert_output ab
+	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 2 * 65536))
+	assert_equal "$(jq -r .closed r.json)" null
+}
+
+@test "a guest storing into every page of a 1 GiB shared mapping is closed within the bound" {
+	map dirty 8M
+	closed_within_bound
+}
+
+@test "a read into a held mapping works and is charged the runs it stores into" {
+	map read
+	assert_success
+	assert_output "rrr r r"
+	# two files (an inode each), 256 KiB written, and runs 0-4 and 9 of the mapping
+	assert_equal "$(jq .usage.storage_write r.json)" $((2 * 4096 + 262144 + 6 * 65536))
+}
+
+@test "a held mapping keeps its charge through mprotect, fork, threads and mremap" {
+	map protect # rw by mprotect, stored, read-only again: a store then faults
+	assert_success
+	assert_output "w segv"
+	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 65536))
+	map fork # a child, the parent and 4 threads store into all 16 runs
+	assert_success
+	assert_output tpt
+	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 16 * 65536))
+	map remap # grown by mremap: the growth is held
+	assert_success
+	assert_output abz
+	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 2 * 65536))
 }
 
 # copy_small COPIER [sbx-run options]: a run that has stored more than it has read

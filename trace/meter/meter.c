@@ -678,6 +678,12 @@ int trace_meter_vector_take(struct trace_meter *m, pid_t tid, int64_t *result)
 	return way;
 }
 
+void trace_meter_store_charge(struct trace_meter *m, uint64_t bytes)
+{
+	m->stored = sat_add(m->stored, bytes);
+	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], sat_add(m->stored, m->host_w));
+}
+
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)
 {
 	m->stored = sat_add(m->stored, bytes);
