@@ -697,11 +697,13 @@ static void inspector_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t ti
 	struct trace_inspector *in = ctx;
 
 	struct trace_map_call mc;
+	pid_t tgid = trace_meter_task_tgid(in->meter, tid);
 
 	(void)wstatus;
 	trace_meter_task_exit(in->meter, 0, tid);
 	trace_maps_take(in->maps, tid, &mc);
-	trace_maps_forget(in->maps, tid); /* a leader's: its process's space */
+	if (tgid && !trace_meter_group_live(in->meter, tgid))
+		trace_maps_forget(in->maps, tgid); /* its last thread: the process's space */
 	/* a thread that leaves mid-syscall takes its temporary pages with it */
 	void **slot = trace_sv_slot(sv, tid, TRACE_LAYER_INSPECT);
 	if (slot) {

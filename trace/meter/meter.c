@@ -748,6 +748,21 @@ void trace_meter_load_refused(struct trace_meter *m, uint64_t bound)
 	raise_to(&m->u[LEASE_DIM_STORAGE_READ], sat_add(bound, 1));
 }
 
+pid_t trace_meter_task_tgid(struct trace_meter *m, pid_t tid)
+{
+	struct task *t = find(m, tid);
+
+	return t ? t->tgid : 0;
+}
+
+int trace_meter_group_live(const struct trace_meter *m, pid_t tgid)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->t[i].tgid == tgid)
+			return 1;
+	return 0;
+}
+
 size_t trace_meter_tasks(const struct trace_meter *m)
 {
 	return m->n;

@@ -57,6 +57,9 @@ void trace_meter_load_end(struct trace_meter *m, pid_t tid);
 int trace_meter_load_pending(struct trace_meter *m, pid_t tid);
 uint64_t trace_meter_load_held(struct trace_meter *m);
 void trace_meter_load_refused(struct trace_meter *m, uint64_t bound);
+/* A followed task's thread group (0: not followed), and whether a group has a task left. */
+pid_t trace_meter_task_tgid(struct trace_meter *m, pid_t tid);
+int trace_meter_group_live(const struct trace_meter *m, pid_t tgid);
 /* Tasks the meter follows now. */
 size_t trace_meter_tasks(const struct trace_meter *m);
 /* A vectored call (readv, writev, preadv2...) held to what it reserved: its iovec
