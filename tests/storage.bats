@@ -148,6 +148,10 @@ map() {
 	assert_success
 	assert_output abz
 	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 2 * 65536))
+	# remap_file_pages would put other pages of the file under a writable run
+	map pages
+	assert_success
+	assert_output "remap_file_pages: Function not implemented"
 }
 
 # copy_small COPIER [sbx-run options]: a run that has stored more than it has read

@@ -8,6 +8,8 @@
  *             a store then dies of SIGSEGV as natively
  *   fork      a child and the parent store into the same page; threads too
  *   remap     grow the mapping with mremap, store past the old end
+ *   pages     remap_file_pages over a run made writable (it would map other
+ *             pages of the file there, writable): refused
  * Exit 0 with what it checked on stdout; 3: a call failed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -180,6 +182,20 @@ static int remap(void)
 	return 0;
 }
 
+static int pages(void)
+{
+	char *p = map_file("pages", 1 << 20, PROT_READ | PROT_WRITE);
+
+	if (!p)
+		return fail("map");
+	p[0] = 'a';
+	if (remap_file_pages(p, 65536, 0, 128, 0) == 0)
+		printf("remap_file_pages ran\n");
+	else
+		printf("remap_file_pages: %s\n", strerror(errno));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *how = argc > 2 ? argv[1] : "";
@@ -197,6 +213,8 @@ int main(int argc, char **argv)
 		return forked();
 	if (!strcmp(how, "remap"))
 		return remap();
-	fprintf(stderr, "usage: meter_map sparse|dirty|read|protect|fork|remap DIR\n");
+	if (!strcmp(how, "pages"))
+		return pages();
+	fprintf(stderr, "usage: meter_map sparse|dirty|read|protect|fork|remap|pages DIR\n");
 	return 2;
 }
