@@ -695,7 +695,6 @@ static int inspector_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid
 static void inspector_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	struct trace_inspector *in = ctx;
-
 	struct trace_map_call mc;
 	pid_t tgid = trace_meter_task_tgid(in->meter, tid);
 
@@ -1162,17 +1161,20 @@ static int map_charge(struct trace_inspector *in, uint64_t bytes)
 	return bound_hold(in, in->sv, 0);
 }
 
-/* A store of g's at addr into a held mapping: its run charged and made writable.
- * 1 when done (the store can be made again), 0 when addr is not held or the bound
- * refuses it, -1 when the thread cannot be driven. */
-static int map_store(struct trace_inspector *in, struct trace_guest *g, uint64_t addr, int at_entry)
+/* A store of g's at addr into a held mapping: its run charged and made writable
+ * (*next: the run's end, 0 when none). 1 when done (the store can be made again),
+ * 0 when addr is not held or the bound refuses it, -1 when the thread cannot be driven. */
+static int map_store(struct trace_inspector *in, struct trace_guest *g, uint64_t addr, int at_entry,
+		     uint64_t *next)
 {
 	struct trace_map_piece p;
 	uint64_t charge;
 	int64_t r = 0;
 
+	*next = 0;
 	if (!trace_maps_store(in->maps, trace_guest_tid(g), trace_guest_pid(g), addr, &p, &charge))
 		return 0;
+	*next = p.hi;
 	if (charge && map_charge(in, charge) < 0)
 		return 0;
 	if (map_protect_now(trace_guest_tid(g), at_entry, &p, &r) < 0)
@@ -1185,11 +1187,12 @@ static int inspector_fault(void *ctx, struct trace_guest *g, int sig)
 {
 	struct trace_inspector *in = ctx;
 	siginfo_t si;
+	uint64_t next;
 
 	if (sig != SIGSEGV || in->failed || !trace_maps_any(in->maps, trace_guest_pid(g)) ||
 	    trace_siginfo(trace_guest_tid(g), &si) < 0 || si.si_code != SEGV_ACCERR)
 		return 0;
-	return map_store(in, g, (uint64_t)(uintptr_t)si.si_addr, 0) > 0;
+	return map_store(in, g, (uint64_t)(uintptr_t)si.si_addr, 0, &next) > 0;
 }
 
 /* A call about to store into [addr, addr+len) (a read into a mapping): each held
@@ -1198,13 +1201,15 @@ static int inspector_fault(void *ctx, struct trace_guest *g, int sig)
 static int map_store_range(struct trace_inspector *in, struct trace_guest *g, uint64_t addr,
 			   uint64_t len)
 {
-	int prot;
+	uint64_t end = addr + len, at = addr & ~4095ull, next;
 
-	if (!len || addr + len < addr || !trace_maps_held_prot(in->maps, trace_guest_pid(g), addr, len, &prot))
+	if (!len || end < addr)
 		return 0;
-	for (uint64_t at = addr & ~4095ull; at < addr + len; at += 4096)
-		if (map_store(in, g, at, 1) < 0)
+	while ((at = trace_maps_next(in->maps, trace_guest_pid(g), at, end)) < end) {
+		if (map_store(in, g, at, 1, &next) < 0)
 			return failf(in, "storage_write", "could not open a shared mapping for a call");
+		at = next > at ? next : at + 4096;
+	}
 	return 0;
 }
 

@@ -212,6 +212,19 @@ int trace_maps_held_prot(const struct trace_maps *ms, pid_t tgid, uint64_t addr,
 	return 0;
 }
 
+uint64_t trace_maps_next(const struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t end)
+{
+	pid_t mm = mm_of(ms, tgid);
+	uint64_t best = end;
+
+	for (size_t i = 0; i < ms->n; i++) {
+		const struct range *r = &ms->r[i];
+		if (r->mm == mm && r->hi > addr && r->lo < best)
+			best = r->lo > addr ? r->lo : addr;
+	}
+	return best;
+}
+
 void trace_maps_move(struct trace_maps *ms, pid_t tgid, uint64_t old, uint64_t oldlen, uint64_t to,
 		     uint64_t newlen, int keep)
 {

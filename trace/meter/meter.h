@@ -163,6 +163,8 @@ void trace_maps_protect(struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64
 /* Whether [addr, addr+len) meets a held range, and the protection asked for it. */
 int trace_maps_held_prot(const struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t len,
 			 int *prot);
+/* The first address from addr on, below end, in a held range; end when none. */
+uint64_t trace_maps_next(const struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t end);
 /* mremap moved [old, old+oldlen) to [to, to+newlen) (keep: MREMAP_DONTUNMAP). */
 void trace_maps_move(struct trace_maps *ms, pid_t tgid, uint64_t old, uint64_t oldlen, uint64_t to,
 		     uint64_t newlen, int keep);
