@@ -36,6 +36,11 @@ closed_within_bound() {
 	closed_within_bound
 }
 
+@test "a write asking SSIZE_MAX bytes is refused and closes the lease, its charge one the lease can record" {
+	attack huge
+	closed_within_bound
+}
+
 @test "fallocate is storage: 256 MiB allocated at once is refused" {
 	attack fallocate
 	closed_within_bound

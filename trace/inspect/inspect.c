@@ -1213,6 +1213,18 @@ static int map_store_range(struct trace_inspector *in, struct trace_guest *g, ui
 	return 0;
 }
 
+/* A plain read's buffer, at its seccomp stop (an injection needs one): its held runs
+ * opened. In every-call mode a read into the window stops there too. */
+static int map_read(struct trace_inspector *in, struct trace_guest *g, const struct trace_stop *st)
+{
+	int buf = trace_sys_arg(st->sys, TRACE_ARG_PTR), count = trace_sys_arg(st->sys, TRACE_ARG_COUNT);
+
+	if (buf < 0 || count < 0 || trace_sys_arg(st->sys, TRACE_ARG_OUTFD) >= 0 ||
+	    !trace_maps_any(in->maps, st->pid))
+		return 0;
+	return map_store_range(in, g, st->args[buf], st->args[count]);
+}
+
 /* mmap of a shared file mapping that can store: mapped without PROT_WRITE, held at its exit. */
 static int map_hold(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
 		    const struct trace_store_call *c)
@@ -1420,7 +1432,7 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 		return 0;
 	if (trace_meter_load_pending(in->meter, st->tid)) { /* reserved at its entry stop */
 		st->want_exit = 1;
-		return 0;
+		return seccomp ? map_read(in, g, st) : 0;
 	}
 	if (iov >= 0 && !seccomp)
 		return 0;
@@ -1439,8 +1451,7 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 			return failf(in, "storage_read", "could not hold a read to the bound");
 		ask = left;
 	}
-	if (trace_sys_arg(s, TRACE_ARG_OUTFD) < 0 && trace_sys_arg(s, TRACE_ARG_PTR) >= 0 &&
-	    map_store_range(in, g, st->args[trace_sys_arg(s, TRACE_ARG_PTR)], ask) < 0)
+	if (seccomp && map_read(in, g, st) < 0)
 		return -1;
 	trace_meter_load_begin(in->meter, st->tid, ask);
 	if (bound_hold(in, in->sv, 0) < 0)

@@ -684,9 +684,13 @@ void trace_meter_store_charge(struct trace_meter *m, uint64_t bytes)
 	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], sat_add(m->stored, m->host_w));
 }
 
+/* A refused call is charged what it asked, at most this: a usage the lease can
+ * record (its totals stop at 2^62), still past any bound. */
+#define REFUSED_MAX (1ull << 61)
+
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)
 {
-	m->stored = sat_add(m->stored, bytes);
+	m->stored = sat_add(m->stored, bytes < REFUSED_MAX ? bytes : REFUSED_MAX);
 	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], m->stored + m->host_w);
 }
 
