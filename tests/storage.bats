@@ -203,3 +203,14 @@ copied_small() {
 		copied_small "$(stat -c %s T)"
 	done
 }
+
+@test "Python's own mmap test suite, its large sparse files included, passes under the default bound" {
+	chmod 777 w
+	run sbx-run --ephemeral --rw "$PWD/w:/w" --result r.json -- /bin/sh -c \
+		'cd /w && python3 -m test -u largefile test_mmap'
+	[ "$status" = 0 ] || echo "$output" >&2
+	assert_success
+	assert_output --partial "Tests result: SUCCESS"
+	assert_equal "$(jq -r .closed r.json)" null
+	[ "$(jq .usage.storage_write r.json)" -lt $((64 << 20)) ]
+}
