@@ -143,6 +143,23 @@ map() {
 	done
 }
 
+@test "an unprivileged invoker's held mappings are charged the same: faults, reads, fork" {
+	UDIR=$(mktemp -d /tmp/sbx-storage.XXXXXX)
+	chmod 0777 "$UDIR"
+	mkdir -m 0777 "$UDIR/w"
+	for how in sparse read fork; do
+		run $SBX_AS_NOBODY env SBX_STORE="$UDIR/store" sbx-run --ephemeral --limits storage_write=64M \
+			--rw "$UDIR/w:/w" --result "$UDIR/r.json" -- "$GUESTS/meter_map" "$how" /w
+		assert_success
+		echo "$how: $(jq .usage.storage_write "$UDIR/r.json")" >>"$UDIR/used"
+	done
+	run cat "$UDIR/used"
+	rm -rf "$UDIR"
+	assert_output "sparse: $((4096 + 2 * 65536))
+read: $((2 * 4096 + 262144 + 6 * 65536))
+fork: $((4096 + 16 * 65536))"
+}
+
 @test "a held mapping keeps its charge through mprotect, fork, threads and mremap" {
 	map protect # rw by mprotect, stored, read-only again: a store then faults
 	assert_success
