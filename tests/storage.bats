@@ -171,7 +171,7 @@ fork: $((4096 + 16 * 65536))"
 	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 16 * 65536))
 	map remap # grown by mremap: the growth is held
 	assert_success
-	assert_output abz
+	assert_output abcz
 	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 2 * 65536))
 	# remap_file_pages would put other pages of the file under a writable run
 	map pages

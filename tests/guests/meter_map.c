@@ -7,7 +7,8 @@
  *   protect   map it read-only, mprotect it writable, store; mprotect it read-only:
  *             a store then dies of SIGSEGV as natively
  *   fork      a child and the parent store into the same page; threads too
- *   remap     grow the mapping with mremap, store past the old end
+ *   remap     grow the mapping with mremap, store past the old end; map it again
+ *             elsewhere (old_size 0) and store there
  *   pages     remap_file_pages over a run made writable (it would map other
  *             pages of the file there, writable): refused
  * Exit 0 with what it checked on stdout; 3: a call failed. */
@@ -178,7 +179,12 @@ static int remap(void)
 		return fail("mremap");
 	q[(8 << 20) - 1] = 'z';
 	q[1] = 'b';
-	printf("%c%c%c\n", q[0], q[1], q[(8 << 20) - 1]);
+	/* old_size 0: the same pages mapped again elsewhere, held as well */
+	char *r = mremap(q, 0, 1 << 20, MREMAP_MAYMOVE);
+	if (r == MAP_FAILED)
+		return fail("mremap 0");
+	r[2] = 'c';
+	printf("%c%c%c%c\n", q[0], q[1], q[2], q[(8 << 20) - 1]);
 	return 0;
 }
 

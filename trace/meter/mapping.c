@@ -231,27 +231,29 @@ void trace_maps_move(struct trace_maps *ms, pid_t tgid, uint64_t old, uint64_t o
 	pid_t mm = mm_of(ms, tgid);
 	uint64_t oend = old + ((oldlen + PAGE - 1) & ~(PAGE - 1));
 	uint64_t nend = to + ((newlen + PAGE - 1) & ~(PAGE - 1));
-	size_t n;
+	struct range *moved = NULL;
+	size_t k = 0, cap = 0;
 
 	range_split(ms, mm, old);
 	range_split(ms, mm, oend);
-	n = ms->n;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < ms->n; i++) {
 		struct range r = ms->r[i];
-		if (!inside(&r, mm, old, oend))
+		/* old_size 0 maps the pages at old again: that range, as long as asked */
+		if (r.mm != mm || !(oldlen ? inside(&r, mm, old, oend) : (old >= r.lo && old < r.hi)))
 			continue;
-		r.lo = r.lo - old + to;
-		r.hi = r.hi == oend ? nend : r.hi - old + to; /* a growth is the same file's */
-		if (r.hi > nend)
-			r.hi = nend;
-		if (r.lo < r.hi)
-			range_push(ms, r);
-		if (!keep)
-			ms->r[i].hi = ms->r[i].lo; /* empty: dropped below */
-	}
-	for (size_t i = 0; i < ms->n; i++)
-		if (ms->r[i].lo >= ms->r[i].hi)
+		r.lo = oldlen ? r.lo - old + to : to;
+		r.hi = !oldlen || r.hi == oend ? nend : r.hi - old + to; /* a growth is the same file's */
+		r.hi = r.hi < nend ? r.hi : nend;
+		grow((void **)&moved, &cap, k, sizeof *moved);
+		moved[k++] = r;
+		if (oldlen && !keep)
 			ms->r[i--] = ms->r[--ms->n];
+	}
+	range_cut(ms, mm, to, nend); /* the kernel unmapped whatever was there */
+	for (size_t i = 0; i < k; i++)
+		if (moved[i].lo < moved[i].hi)
+			range_push(ms, moved[i]);
+	free(moved);
 }
 
 void trace_maps_spawn(struct trace_maps *ms, pid_t parent, pid_t child, int shares_vm)
