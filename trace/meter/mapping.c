@@ -154,10 +154,13 @@ void trace_maps_add(struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t l
 	uint64_t hi = addr + ((len + PAGE - 1) & ~(PAGE - 1));
 
 	range_cut(ms, mm, addr, hi);
-	if (ranges_of(ms, mm) >= RANGES_MAX) /* more than the kernel keeps: those gone first */
-		for (size_t i = 0; i < ms->n && ranges_of(ms, mm) >= RANGES_MAX / 2; i++)
-			if (ms->r[i].mm == mm)
+	size_t have = ranges_of(ms, mm);
+	if (have >= RANGES_MAX) /* more than the kernel keeps: half go (a store there faults) */
+		for (size_t i = 0; i < ms->n && have >= RANGES_MAX / 2; i++)
+			if (ms->r[i].mm == mm) {
 				ms->r[i--] = ms->r[--ms->n];
+				have--;
+			}
 	range_push(ms, (struct range){ mm, addr, hi, c->dev, c->ino, c->prot, ++ms->next_id });
 }
 
