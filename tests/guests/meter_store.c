@@ -1,9 +1,11 @@
 /* Storage attacks: each puts up to 256 MiB into files of DIR through one path
  * the kernel's read/write byte counts do not see (or see late), at full speed.
- * usage: meter_store write|fallocate|aio|splice|mmap|copy|sendfile|pwritev2|files DIR
+ * usage: meter_store write|fallocate|aio|splice|mmap|copy|sendfile|pwritev2|files|huge DIR
+ * (huge: one write(2) asking SSIZE_MAX bytes)
  * Exit 0: all of it was stored; 3: a call failed (message on stderr). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/aio_abi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,6 +136,9 @@ int main(int argc, char **argv)
 		for (long long done = 0; done < TOTAL; done += CHUNK)
 			if (write(fd, buf, CHUNK) != CHUNK)
 				return fail("write");
+	} else if (strcmp(how, "huge") == 0) {
+		if (syscall(SYS_write, fd, buf, (size_t)SSIZE_MAX) < 0)
+			return fail("write");
 	} else if (strcmp(how, "fallocate") == 0) {
 		if (fallocate(fd, 0, 0, TOTAL) < 0)
 			return fail("fallocate");
@@ -162,7 +167,7 @@ int main(int argc, char **argv)
 				return fail("pwritev2");
 	} else {
 		fprintf(stderr, "usage: meter_store write|fallocate|aio|splice|mmap|copy|sendfile|"
-			"pwritev2|files DIR\n");
+			"pwritev2|files|huge DIR\n");
 		return 2;
 	}
 	return 0;

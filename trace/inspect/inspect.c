@@ -116,6 +116,7 @@ struct trace_inspector {
 	struct trace_supervisor *sv; /* the run's, from on_start: a crossing call stops it */
 	uint64_t bound[TRACE_DIMS]; /* the run's bound last posted (bound_hold) */
 	int bound_set;
+	struct trace_maps *maps;    /* shared file mappings held, charged by the page */
 };
 
 /* At the seccomp stop of c's thread: run nr(a). A thread that died meanwhile
@@ -452,6 +453,7 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	in->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
 	in->vec = common_xcalloc(1, sizeof *in->vec);
+	in->maps = trace_maps_new();
 	/* storage_write is exact: every call that may store stops (trace/meter/store.c);
 	 * a large read stops, and near its bound every read (load_tick) */
 	in->classes = TRACE_CLASS_STORE | TRACE_CLASS_LOAD;
@@ -482,6 +484,7 @@ void trace_inspector_free(struct trace_inspector *in)
 	trace_coproc_stop(in->coproc);
 	trace_meter_free(in->meter);
 	free(in->vec);
+	trace_maps_free(in->maps);
 	munmap(in->arena, ARENA_SIZE);
 	free(in);
 }
@@ -674,6 +677,8 @@ static void inspector_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent
 	(void)sv;
 	/* parent is the creator's tgid: no /proc lookup for the child's */
 	trace_meter_task_new(in->meter, (flags & CLONE_THREAD) ? parent : child, child);
+	if (!(flags & CLONE_THREAD))
+		trace_maps_spawn(in->maps, parent, child, !!(flags & CLONE_VM));
 }
 
 static int inspector_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
@@ -681,17 +686,23 @@ static int inspector_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid
 {
 	struct trace_inspector *in = ctx;
 
-	(void)sv, (void)pid, (void)ppid, (void)path;
+	(void)sv, (void)ppid, (void)path;
 	trace_meter_guest_exec(in->meter);
+	trace_maps_forget(in->maps, pid); /* a new address space */
 	return 0;
 }
 
 static void inspector_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	struct trace_inspector *in = ctx;
+	struct trace_map_call mc;
+	pid_t tgid = trace_meter_task_tgid(in->meter, tid);
 
 	(void)wstatus;
 	trace_meter_task_exit(in->meter, 0, tid);
+	trace_maps_take(in->maps, tid, &mc);
+	if (tgid && !trace_meter_group_live(in->meter, tgid))
+		trace_maps_forget(in->maps, tgid); /* its last thread: the process's space */
 	/* a thread that leaves mid-syscall takes its temporary pages with it */
 	void **slot = trace_sv_slot(sv, tid, TRACE_LAYER_INSPECT);
 	if (slot) {
@@ -1106,6 +1117,233 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	return 0;
 }
 
+#define MAP_PIECES 64 /* an mprotect over more held and free stretches is refused (ENOMEM) */
+
+static long nr_of(const char *name)
+{
+	const struct trace_sysinfo *s = trace_sys_by_name(name);
+
+	return s ? s->nr : -1;
+}
+
+/* mprotect(p) in tid at its seccomp stop (at_entry) or at a signal-delivery stop:
+ * 0 with *ret the call's result, -1 when the thread cannot be driven. */
+static int map_protect_now(pid_t tid, int at_entry, const struct trace_map_piece *p, int64_t *ret)
+{
+	uint64_t a[6] = { p->lo, p->hi - p->lo, (uint64_t)(unsigned)p->prot, 0, 0, 0 };
+	struct user_regs_struct saved;
+	struct trace_tracee t;
+	int rc = -1;
+
+	if (at_entry)
+		return trace_inject_at_entry(tid, nr_of("mprotect"), a, ret) < 0 ? -1 : 0;
+	if (trace_regs_get(tid, &saved) < 0 || trace_tracee_open(&t, tid, NULL) < 0)
+		return -1;
+	if (trace_tracee_find_syscall(&t, NULL) == 0)
+		rc = trace_tracee_inject(&t, nr_of("mprotect"), a, ret, NULL);
+	trace_tracee_close(&t);
+	return trace_regs_set(tid, &saved) < 0 ? -1 : rc;
+}
+
+/* Pages of a held mapping about to be stored, charged before the store: -1 when
+ * they would take storage_write past its bound (the lease closes). */
+static int map_charge(struct trace_inspector *in, uint64_t bytes)
+{
+	const uint64_t bound = in->limits[LEASE_DIM_STORAGE_WRITE];
+	uint64_t held = in->base[LEASE_DIM_STORAGE_WRITE] + trace_meter_store_held(in->meter);
+
+	if (held > bound || bytes > bound - held) {
+		trace_meter_store_refused(in->meter, bytes);
+		observe(in, in->sv, 1);
+		return -1;
+	}
+	trace_meter_store_charge(in->meter, bytes);
+	return bound_hold(in, in->sv, 0);
+}
+
+/* A store of g's at addr into a held mapping: its run charged and made writable
+ * (*next: the run's end, 0 when none). 1 when done (the store can be made again),
+ * 0 when addr is not held or the bound refuses it, -1 when the thread cannot be driven. */
+static int map_store(struct trace_inspector *in, struct trace_guest *g, uint64_t addr, int at_entry,
+		     uint64_t *next)
+{
+	struct trace_map_piece p;
+	uint64_t charge;
+	int64_t r = 0;
+
+	*next = 0;
+	if (!trace_maps_store(in->maps, trace_guest_tid(g), trace_guest_pid(g), addr, &p, &charge))
+		return 0;
+	*next = p.hi;
+	if (charge && map_charge(in, charge) < 0)
+		return 0;
+	if (map_protect_now(trace_guest_tid(g), at_entry, &p, &r) < 0)
+		return -1;
+	return r == 0;
+}
+
+/* A store into a held page faults (SEGV_ACCERR): charged, opened, made again. */
+static int inspector_fault(void *ctx, struct trace_guest *g, int sig)
+{
+	struct trace_inspector *in = ctx;
+	siginfo_t si;
+	uint64_t next;
+
+	if (sig != SIGSEGV || in->failed || !trace_maps_any(in->maps, trace_guest_pid(g)) ||
+	    trace_siginfo(trace_guest_tid(g), &si) < 0 || si.si_code != SEGV_ACCERR)
+		return 0;
+	return map_store(in, g, (uint64_t)(uintptr_t)si.si_addr, 0, &next) > 0;
+}
+
+/* A call about to store into [addr, addr+len) (a read into a mapping): each held
+ * run of it charged and opened first, as the kernel's store would fail (EFAULT)
+ * where the guest's own would fault. */
+static int map_store_range(struct trace_inspector *in, struct trace_guest *g, uint64_t addr,
+			   uint64_t len)
+{
+	uint64_t end = addr + len, at = addr & ~4095ull, next;
+
+	if (!len || end < addr)
+		return 0;
+	while ((at = trace_maps_next(in->maps, trace_guest_pid(g), at, end)) < end) {
+		if (map_store(in, g, at, 1, &next) < 0)
+			return failf(in, "storage_write", "could not open a shared mapping for a call");
+		at = next > at ? next : at + 4096;
+	}
+	return 0;
+}
+
+/* A plain read's buffer, at its seccomp stop (an injection needs one): its held runs
+ * opened. In every-call mode a read into the window stops there too. */
+static int map_read(struct trace_inspector *in, struct trace_guest *g, const struct trace_stop *st)
+{
+	int buf = trace_sys_arg(st->sys, TRACE_ARG_PTR), count = trace_sys_arg(st->sys, TRACE_ARG_COUNT);
+
+	if (buf < 0 || count < 0 || trace_sys_arg(st->sys, TRACE_ARG_OUTFD) >= 0 ||
+	    !trace_maps_any(in->maps, st->pid))
+		return 0;
+	return map_store_range(in, g, st->args[buf], st->args[count]);
+}
+
+/* mmap of a shared file mapping that can store: mapped without PROT_WRITE, held at its exit. */
+static int map_hold(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		    const struct trace_store_call *c)
+{
+	int prot = trace_sys_arg(st->sys, TRACE_ARG_PROT), len = trace_sys_arg(st->sys, TRACE_ARG_LEN);
+	struct trace_map_call mc = { TRACE_MAP_MMAP, (int)st->args[prot], c->dev, c->ino, 0,
+				     st->args[len], 0, 0 };
+
+	int fl = trace_sys_arg(st->sys, TRACE_ARG_MFLAGS), at = trace_sys_arg(st->sys, TRACE_ARG_PTR);
+	uint64_t place = trace_maps_place(in->maps, st->args[len]);
+
+	/* in the window where reads stop, unless the guest chose its address */
+	if (at >= 0 && place && !(st->args[fl] & (MAP_FIXED | MAP_FIXED_NOREPLACE)))
+		st->args[at] = place;
+	st->args[prot] &= ~(uint64_t)PROT_WRITE;
+	if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
+		return failf(in, "storage_write", "could not hold a shared mapping");
+	trace_maps_pending(in->maps, st->tid, &mc);
+	st->want_exit = 1;
+	return 0;
+}
+
+/* mremap of a held mapping: what it grows or copies takes the protection of the
+ * mapping at old, so that is made unwritable first; the range moves at its exit. */
+static int map_remap(struct trace_inspector *in, struct trace_stop *st)
+{
+	const struct trace_sysinfo *s = st->sys;
+	uint64_t old = st->args[trace_sys_arg(s, TRACE_ARG_MAPADDR)];
+	uint64_t oldlen = st->args[trace_sys_arg(s, TRACE_ARG_MAPLEN)];
+	uint64_t newlen = st->args[trace_sys_arg(s, TRACE_ARG_LEN)];
+	int fl = trace_sys_arg(s, TRACE_ARG_FLAGS), prot;
+	struct trace_map_call mc = { TRACE_MAP_MOVE, 0, 0, 0, old, oldlen, newlen,
+				     fl >= 0 && (st->args[fl] & MREMAP_DONTUNMAP) };
+	int64_t r;
+
+	if (!trace_maps_held_prot(in->maps, st->pid, old, oldlen ? oldlen : 1, &prot))
+		return 0;
+	if (newlen > oldlen) {
+		struct trace_map_piece p = { old & ~4095ull, (old & ~4095ull) + (oldlen ? oldlen : 4096),
+					     prot & ~PROT_WRITE };
+		if (map_protect_now(st->tid, 1, &p, &r) < 0)
+			return failf(in, "storage_write", "could not hold a shared mapping's growth");
+	}
+	mc.prot = prot;
+	trace_maps_pending(in->maps, st->tid, &mc);
+	st->want_exit = 1;
+	return 0;
+}
+
+/* mprotect over held ranges: with PROT_WRITE it runs here piece by piece, the held
+ * ones without it (writable run by run at their stores), and the call itself
+ * changes nothing; without, it runs and the ranges take prot at its exit. */
+static int map_protect(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st, int protk)
+{
+	struct trace_map_piece p[MAP_PIECES];
+	uint64_t addr = st->args[0], len = (st->args[1] + 4095) & ~4095ull;
+	int prot = (int)st->args[protk], n, held;
+	int64_t r = 0, one;
+
+	if ((addr & 4095) || !len || addr + len < addr || !trace_maps_held_prot(in->maps, st->pid, addr, len, &held))
+		return 0;
+	if (!(prot & PROT_WRITE)) {
+		struct trace_map_call mc = { TRACE_MAP_PROTECT, prot, 0, 0, addr, len, 0, 0 };
+		trace_maps_pending(in->maps, st->tid, &mc);
+		st->want_exit = 1;
+		return 0;
+	}
+	if ((n = trace_maps_pieces(in->maps, st->pid, addr, len, prot, p, MAP_PIECES)) < 0) {
+		st->action = TRACE_DENIED;
+		st->deny_errno = ENOMEM;
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		if (map_protect_now(st->tid, 1, &p[i], &one) < 0)
+			return failf(in, "storage_write", "could not hold an mprotect of a shared mapping");
+		if (one < 0 && r == 0)
+			r = one;
+	}
+	trace_maps_protect(in->maps, st->pid, addr, len, prot);
+	st->args[1] = 0; /* done: the call itself is mprotect(addr, 0), then its result */
+	if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
+		return failf(in, "storage_write", "could not hold an mprotect of a shared mapping");
+	trace_meter_vector_set(in->meter, st->tid, TRACE_VECTOR_RESULT, r);
+	st->want_exit = 1;
+	return 0;
+}
+
+/* The mapping calls, at their seccomp stop (trace/meter/mapping.c). */
+static int map_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		     const struct trace_store_call *c)
+{
+	const struct trace_sysinfo *s = st->sys;
+	int prot = trace_sys_arg(s, TRACE_ARG_PROT);
+
+	if (c->hold)
+		return map_hold(in, g, st, c);
+	if (trace_sys_arg(s, TRACE_ARG_MAPLEN) >= 0)
+		return map_remap(in, st);
+	if (prot >= 0 && trace_sys_arg(s, TRACE_ARG_MFLAGS) < 0 && trace_maps_any(in->maps, st->pid))
+		return map_protect(in, g, st, prot);
+	return 0;
+}
+
+/* A mapping call's exit: what it did, in the table. */
+static void map_exit(struct trace_inspector *in, const struct trace_stop *st)
+{
+	struct trace_map_call mc;
+
+	if (!trace_maps_take(in->maps, st->tid, &mc) || (st->result < 0 && st->result > -4096))
+		return;
+	if (mc.kind == TRACE_MAP_MMAP)
+		trace_maps_add(in->maps, st->pid, (uint64_t)st->result, mc.len, &mc);
+	else if (mc.kind == TRACE_MAP_MOVE)
+		trace_maps_move(in->maps, st->pid, mc.addr, mc.len, (uint64_t)st->result, mc.newlen, mc.keep);
+	else if (mc.kind == TRACE_MAP_PROTECT)
+		trace_maps_protect(in->maps, st->pid, mc.addr, mc.len, mc.prot);
+}
+
+
 /* Nothing is left of storage_read: the read reads nothing (its count arg cnt 0) and
  * the lease closes one byte past the bound. */
 static int load_refuse(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st, int cnt)
@@ -1167,6 +1405,10 @@ static int load_vector(struct trace_inspector *in, struct trace_guest *g, struct
 		return load_refuse(in, g, st, trace_sys_arg(st->sys, TRACE_ARG_IOVCNT));
 	if (ask > left)
 		ask = left;
+	for (size_t i = 0, done = 0; i < in->vec->n && done < ask; done += in->vec->v[i++].iov_len)
+		if (map_store_range(in, g, (uint64_t)(uintptr_t)in->vec->v[i].iov_base,
+				    in->vec->v[i].iov_len < ask - done ? in->vec->v[i].iov_len : ask - done) < 0)
+			return -1;
 	trace_meter_load_begin(in->meter, st->tid, ask);
 	if (bound_hold(in, in->sv, 0) < 0)
 		return -1;
@@ -1190,7 +1432,7 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 		return 0;
 	if (trace_meter_load_pending(in->meter, st->tid)) { /* reserved at its entry stop */
 		st->want_exit = 1;
-		return 0;
+		return seccomp ? map_read(in, g, st) : 0;
 	}
 	if (iov >= 0 && !seccomp)
 		return 0;
@@ -1209,6 +1451,8 @@ static int load_entry(struct trace_inspector *in, struct trace_guest *g, struct 
 			return failf(in, "storage_read", "could not hold a read to the bound");
 		ask = left;
 	}
+	if (seccomp && map_read(in, g, st) < 0)
+		return -1;
 	trace_meter_load_begin(in->meter, st->tid, ask);
 	if (bound_hold(in, in->sv, 0) < 0)
 		return -1;
@@ -1226,6 +1470,26 @@ static int inspector_call(void *ctx, struct trace_guest *g, struct trace_stop *s
 	return load_entry(in, g, st, 0);
 }
 
+
+/* A call that moves bytes from one descriptor into a file (sendfile, splice,
+ * copy_file_range) asks for at most its count, and cp asks ~2^63 and lets the kernel
+ * stop at the end of the file: past what is left of storage_write it is cut to what
+ * is left (a short copy, which the kernel allows), its read reservation with it. */
+static int store_cut(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st,
+		     struct trace_store_call *c, uint64_t left)
+{
+	int count = trace_sys_arg(st->sys, TRACE_ARG_COUNT);
+
+	if (!left || c->bytes <= left || count < 0 || trace_sys_arg(st->sys, TRACE_ARG_INFD) < 0)
+		return 0;
+	st->args[count] = c->bytes = left;
+	if (trace_guest_set_syscall(g, st->nr, st->args) < 0)
+		return failf(in, "storage_write", "could not hold a copy to the bound");
+	if (trace_meter_load_pending(in->meter, st->tid))
+		trace_meter_load_begin(in->meter, st->tid, left);
+	return 0;
+}
+
 /* A call that may store on a file: reserved before it runs, or, when it would take
  * storage_write past its bound, refused and charged whole (the lease closes on it);
  * likewise one that could take namespace_bytes past its bound. */
@@ -1235,13 +1499,17 @@ static int store_entry(struct trace_inspector *in, struct trace_guest *g, struct
 	uint64_t held = in->base[LEASE_DIM_STORAGE_WRITE] + trace_meter_store_held(in->meter);
 	struct trace_store_call c;
 
-	if (st->action == TRACE_DENIED || !trace_store_entry(g, st, &c, in->vec))
+	if (st->action == TRACE_DENIED)
 		return 0;
+	if (!trace_store_entry(g, st, &c, in->vec))
+		return c.mapping ? map_entry(in, g, st, &c) : 0;
 	if (c.refuse) { /* the kernel would refuse it: so it is, before a rewrite */
 		st->action = TRACE_DENIED;
 		st->deny_errno = c.refuse;
 		return 0;
 	}
+	if (store_cut(in, g, st, &c, held < bound ? bound - held : 0) < 0)
+		return -1;
 	if (held > bound || c.bytes > bound - held) {
 		trace_meter_store_refused(in->meter, c.bytes);
 	} else {
@@ -1330,6 +1598,7 @@ static int inspector_exit(void *ctx, struct trace_guest *g, struct trace_stop *s
 	now.sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
 	trace_meter_store_end(in->meter, st->tid, trace_store_result(g, &now));
 	trace_meter_load_end(in->meter, st->tid);
+	map_exit(in, &now);
 	/* a guest that raced its own iovec past its reservation closes now */
 	trace_inspector_usage(in, u);
 	if (u[LEASE_DIM_STORAGE_WRITE] > in->limits[LEASE_DIM_STORAGE_WRITE] ||
@@ -1385,6 +1654,7 @@ struct trace_layer trace_inspector_layer(struct trace_inspector *in)
 		.on_call = inspector_call, .on_exit = inspector_exit, .on_exec = inspector_exec,
 		.on_spawn = inspector_spawn,
 		.on_proc_exit = inspector_proc_exit, .on_tick = inspector_tick, .on_fd = inspector_fd,
+		.on_fault = inspector_fault,
 		.slot_free = inspector_slot_free,
 	};
 }

@@ -678,9 +678,19 @@ int trace_meter_vector_take(struct trace_meter *m, pid_t tid, int64_t *result)
 	return way;
 }
 
-void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)
+void trace_meter_store_charge(struct trace_meter *m, uint64_t bytes)
 {
 	m->stored = sat_add(m->stored, bytes);
+	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], sat_add(m->stored, m->host_w));
+}
+
+/* A refused call is charged what it asked, at most this: a usage the lease can
+ * record (its totals stop at 2^62), still past any bound. */
+#define REFUSED_MAX (1ull << 61)
+
+void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes)
+{
+	m->stored = sat_add(m->stored, bytes < REFUSED_MAX ? bytes : REFUSED_MAX);
 	raise_to(&m->u[LEASE_DIM_STORAGE_WRITE], m->stored + m->host_w);
 }
 
@@ -740,6 +750,21 @@ uint64_t trace_meter_load_held(struct trace_meter *m)
 void trace_meter_load_refused(struct trace_meter *m, uint64_t bound)
 {
 	raise_to(&m->u[LEASE_DIM_STORAGE_READ], sat_add(bound, 1));
+}
+
+pid_t trace_meter_task_tgid(struct trace_meter *m, pid_t tid)
+{
+	struct task *t = find(m, tid);
+
+	return t ? t->tgid : 0;
+}
+
+int trace_meter_group_live(const struct trace_meter *m, pid_t tgid)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->t[i].tgid == tgid)
+			return 1;
+	return 0;
 }
 
 size_t trace_meter_tasks(const struct trace_meter *m)

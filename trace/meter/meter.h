@@ -57,6 +57,9 @@ void trace_meter_load_end(struct trace_meter *m, pid_t tid);
 int trace_meter_load_pending(struct trace_meter *m, pid_t tid);
 uint64_t trace_meter_load_held(struct trace_meter *m);
 void trace_meter_load_refused(struct trace_meter *m, uint64_t bound);
+/* A followed task's thread group (0: not followed), and whether a group has a task left. */
+pid_t trace_meter_task_tgid(struct trace_meter *m, pid_t tid);
+int trace_meter_group_live(const struct trace_meter *m, pid_t tgid);
 /* Tasks the meter follows now. */
 size_t trace_meter_tasks(const struct trace_meter *m);
 /* A vectored call (readv, writev, preadv2...) held to what it reserved: its iovec
@@ -110,7 +113,9 @@ struct trace_store_call {
 	uint64_t bytes;
 	int by_result;
 	int by_path;      /* a name (or an xattr) made by path, not bytes into a descriptor */
-	int mapping;      /* a shared file mapping: stores that never grow the file */
+	int mapping;      /* a mapping call: held by trace_maps, nothing charged at it */
+	int hold;         /* an mmap to hold: a shared mapping of a file open for writing */
+	ino_t ino;        /* and the file's inode (dev below) */
 	dev_t dev;        /* the descriptor's file system */
 	int vector;       /* a vectored call: bytes are its iovec's (trace_vector_read) */
 	int refuse;       /* an errno: the kernel would refuse the call (its iovec) */
@@ -120,6 +125,66 @@ int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
 /* At its exit: the result as the meter reads it (an open that made no regular file
  * reads as a failure: it created nothing). */
 int64_t trace_store_result(struct trace_guest *g, const struct trace_stop *st);
+/* Shared file mappings charged by the page (trace/meter/mapping.c): a MAP_SHARED
+ * mapping of a regular file open for writing is held without PROT_WRITE; a store
+ * into it faults, and is charged the pages of its 64 KiB run not charged before
+ * (once per mapping, forks and mremap keeping it), which is then made writable.
+ * tgid is the address space's (a CLONE_VM child is its parent's, trace_maps_spawn). */
+struct trace_maps;
+struct trace_map_call {          /* a mapping call, from its entry to its exit */
+	int kind;                /* TRACE_MAP_MMAP, _MOVE, _PROTECT */
+	int prot;                /* what the guest asked for */
+	dev_t dev;               /* the file (mmap) */
+	ino_t ino;
+	uint64_t addr, len;      /* its range (mremap: the old one) */
+	uint64_t newlen;         /* mremap's new length */
+	int keep;                /* mremap keeps the old range (MREMAP_DONTUNMAP) */
+};
+enum { TRACE_MAP_MMAP = 1, TRACE_MAP_MOVE, TRACE_MAP_PROTECT };
+struct trace_map_piece {         /* [lo, hi) and the protection to give it */
+	uint64_t lo, hi;
+	int prot;
+};
+struct trace_maps *trace_maps_new(void);
+void trace_maps_free(struct trace_maps *ms);
+int trace_maps_any(const struct trace_maps *ms, pid_t tgid);
+/* Where an mmap of len to hold is offered to go (a hint): in TRACE_MAP_WINDOW, where
+ * every read stops; 0 when it does not fit. */
+uint64_t trace_maps_place(struct trace_maps *ms, uint64_t len);
+/* mmap made [addr, addr+len) of c's file, held. */
+void trace_maps_add(struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t len,
+		    const struct trace_map_call *c);
+/* mprotect(addr, len, prot) as pieces in address order: held ones without PROT_WRITE
+ * (writable run by run at their stores), the rest as asked; -1 past max pieces. */
+int trace_maps_pieces(struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t len, int prot,
+		      struct trace_map_piece *out, size_t max);
+/* The held ranges in [addr, addr+len) asked for prot now. */
+void trace_maps_protect(struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t len, int prot);
+/* Whether [addr, addr+len) meets a held range, and the protection asked for it. */
+int trace_maps_held_prot(const struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t len,
+			 int *prot);
+/* The first address from addr on, below end, in a held range; end when none. */
+uint64_t trace_maps_next(const struct trace_maps *ms, pid_t tgid, uint64_t addr, uint64_t end);
+/* mremap moved [old, old+oldlen) to [to, to+newlen) (keep: MREMAP_DONTUNMAP). */
+void trace_maps_move(struct trace_maps *ms, pid_t tgid, uint64_t old, uint64_t oldlen, uint64_t to,
+		     uint64_t newlen, int keep);
+/* A new process: its parent's held ranges, or (shares_vm) its parent's space itself. */
+void trace_maps_spawn(struct trace_maps *ms, pid_t parent, pid_t child, int shares_vm);
+/* A process's space is gone (exec, exit). */
+void trace_maps_forget(struct trace_maps *ms, pid_t tgid);
+/* A mapping call of tid between its entry and its exit. */
+void trace_maps_pending(struct trace_maps *ms, pid_t tid, const struct trace_map_call *c);
+int trace_maps_take(struct trace_maps *ms, pid_t tid, struct trace_map_call *c);
+/* A store of tid at addr met a held page (a write fault, or a call about to store
+ * there): 1 with the piece to make writable and the bytes of its pages not charged
+ * before (charged from now on: the caller charges them or closes the lease); 0 when
+ * addr is in no held range the guest asked to write, or the kernel's mapping there
+ * is no longer that file's. */
+int trace_maps_store(struct trace_maps *ms, pid_t tid, pid_t tgid, uint64_t addr,
+		     struct trace_map_piece *open, uint64_t *charge);
+/* A store charged outside a call (a mapping's pages): at once, like a settled call. */
+void trace_meter_store_charge(struct trace_meter *m, uint64_t bytes);
+
 /* memory also from the run's cgroup; a page it refused is a crossing of bound */
 void trace_meter_cgroup(struct trace_meter *m, const struct trace_cgroup *cg, uint64_t bound);
 void trace_meter_usage(const struct trace_meter *m, uint64_t usage[TRACE_DIMS]);

@@ -2,9 +2,9 @@
  * from the syscall table's argument kinds at the call's seccomp stop: the bytes a
  * write-family call, sendfile, splice or copy_file_range moves into a regular file
  * or block device (pipes, sockets and terminals are not storage), the length
- * fallocate allocates or setxattr stores, the length of a shared file mapping that
- * can be written (the most its stores can put in the file), a mapping's growth, and
- * one inode's worth for every call that may create an inode or a name. */
+ * fallocate allocates or setxattr stores, and one inode's worth for every call that
+ * may create an inode or a name; a shared file mapping that can store is held, its
+ * pages charged at their first store (mapping.c). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -22,7 +22,6 @@
 #include "trace/meter/meter.h"
 #include "trace/tracee/tracee.h"
 
-#define PAGE_ROUND(n) ((n) > UINT64_MAX - 4095 ? UINT64_MAX : ((n) + 4095) & ~(uint64_t)4095)
 
 /* The descriptor is a regular file or a block device (its mode, through /proc);
  * *dev its file system. */
@@ -295,52 +294,28 @@ int trace_vector_stream(struct trace_guest *g, struct trace_stop *st, const stru
 	return nr < 0 ? -ENOSYS : trace_guest_set_syscall(g, nr, a) < 0 ? -EIO : way;
 }
 
-static int shared_file_map(pid_t tid, uint64_t addr)
-{
-	char path[64], line[512];
-	int found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/maps", (int)tid);
-	if (!(f = fopen(path, "re")))
-		return 1; /* cannot tell: count it */
-	while (!found && fgets(line, sizeof line, f)) {
-		unsigned long long lo, hi, ino;
-		char perms[8];
-		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu", &lo, &hi, perms, &ino) == 4 &&
-		    addr >= lo && addr < hi)
-			found = (perms[3] == 's' && ino != 0) ? 1 : -1;
-		if (!strchr(line, '\n')) /* a long path: skip the rest of its line */
-			while (fgets(line, sizeof line, f) && !strchr(line, '\n'))
-				;
-	}
-	fclose(f);
-	return found > 0;
-}
-
+/* A mapping call stores nothing itself: an mmap that could store is held and its
+ * pages charged at their first store (trace/meter/mapping.c), which keeps mremap
+ * and mprotect of it held too. */
 static int mapping(struct trace_guest *g, const struct trace_stop *st, struct trace_store_call *c)
 {
 	const struct trace_sysinfo *s = st->sys;
-	int len = trace_sys_arg(s, TRACE_ARG_LEN), fl = trace_sys_arg(s, TRACE_ARG_MFLAGS);
-	int prot = trace_sys_arg(s, TRACE_ARG_PROT), fd = trace_sys_arg(s, TRACE_ARG_OUTFD);
-	int old = trace_sys_arg(s, TRACE_ARG_MAPLEN), at = trace_sys_arg(s, TRACE_ARG_MAPADDR);
+	int fl = trace_sys_arg(s, TRACE_ARG_MFLAGS), fd = trace_sys_arg(s, TRACE_ARG_OUTFD);
 	pid_t tid = trace_guest_tid(g);
+	char path[64];
+	struct stat sb;
 
-	if (len < 0)
-		return 0;
-	if (old >= 0) { /* growing a mapping: the growth, when it is a shared file mapping */
-		if (at < 0 || st->args[len] <= st->args[old] || !shared_file_map(tid, st->args[at]))
-			return 0;
-		c->bytes = PAGE_ROUND(st->args[len]) - PAGE_ROUND(st->args[old]);
-		return c->bytes > 0;
-	}
+	c->mapping = 1;
 	if (fl < 0 || fd < 0 || !(st->args[fl] & MAP_SHARED) || (st->args[fl] & MAP_ANONYMOUS) ||
-	    !fd_stores(tid, st->args[fd], NULL))
+	    st->args[fd] > INT_MAX || !fd_writable(tid, st->args[fd]))
 		return 0;
-	if (prot >= 0 && !(st->args[prot] & PROT_WRITE) && !fd_writable(tid, st->args[fd]))
-		return 0;
-	c->bytes = PAGE_ROUND(st->args[len]);
-	return c->bytes > 0;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, (int)st->args[fd]);
+	if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return 0; /* a block device's mapping stores too, but sbx gives the guest none */
+	c->hold = 1;
+	c->dev = sb.st_dev;
+	c->ino = sb.st_ino;
+	return 0;
 }
 
 int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
@@ -354,10 +329,8 @@ int trace_store_entry(struct trace_guest *g, const struct trace_stop *st,
 	memset(c, 0, sizeof *c);
 	if (!s || !(s->classes & TRACE_CLASS_STORE))
 		return 0;
-	if (trace_sys_arg(s, TRACE_ARG_MFLAGS) >= 0 || trace_sys_arg(s, TRACE_ARG_MAPLEN) >= 0) {
-		c->mapping = 1;
+	if (trace_sys_arg(s, TRACE_ARG_PROT) >= 0 || trace_sys_arg(s, TRACE_ARG_MAPLEN) >= 0)
 		return mapping(g, st, c);
-	}
 	if (oflags >= 0 && !(st->args[oflags] & TRACE_CREATE_FLAGS))
 		return 0; /* an open creates nothing without O_CREAT or O_TMPFILE */
 	if (out < 0) { /* by path: an xattr's value, or an inode or name created */

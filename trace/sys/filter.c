@@ -197,7 +197,7 @@ static int allow_by_args(scmp_filter_ctx c, const struct trace_sysinfo *s, struc
 static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned classes,
 		    struct common_err *e)
 {
-	struct scmp_arg_cmp cmp[1];
+	struct scmp_arg_cmp cmp[2];
 	unsigned facts = trace_sys_facts(s->nr);
 	int oflags = trace_sys_arg(s, TRACE_ARG_OFLAGS), mflags = trace_sys_arg(s, TRACE_ARG_MFLAGS);
 	uint32_t act;
@@ -213,11 +213,18 @@ static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned c
 	if (load_only(s, classes)) {
 		/* a read of at most TRACE_LOAD_SMALL runs; an iovec's sum is out of
 		 * BPF's reach: those fall to the default trap */
-		int count = trace_sys_arg(s, TRACE_ARG_COUNT);
+		int count = trace_sys_arg(s, TRACE_ARG_COUNT), buf = trace_sys_arg(s, TRACE_ARG_PTR);
 		if (count < 0)
 			return 0;
 		cmp[0] = SCMP_CMP64((unsigned)count, SCMP_CMP_LE, TRACE_LOAD_SMALL);
-		return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
+		if (buf < 0 || trace_sys_arg(s, TRACE_ARG_OUTFD) >= 0)
+			return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
+		/* a small read into the held mappings' window stops too */
+		cmp[1] = SCMP_CMP64((unsigned)buf, SCMP_CMP_LT, TRACE_MAP_WINDOW_LO);
+		if (rule(c, SCMP_ACT_ALLOW, s->nr, 2, cmp, s->name, e) < 0)
+			return -1;
+		cmp[1] = SCMP_CMP64((unsigned)buf, SCMP_CMP_GE, TRACE_MAP_WINDOW_HI);
+		return rule(c, SCMP_ACT_ALLOW, s->nr, 2, cmp, s->name, e);
 	}
 	if (class_trapped(s, facts, classes))
 		return rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), s->nr, 0, NULL, s->name, e);

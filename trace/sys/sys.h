@@ -23,10 +23,10 @@ enum trace_arg {
 	TRACE_ARG_IOV,    /* an iovec array: its lengths are the count */
 	TRACE_ARG_IOVCNT, /* the iovec array's length */
 	TRACE_ARG_LEN,    /* this many bytes are stored when the call succeeds */
-	TRACE_ARG_PROT,   /* mmap protection: without PROT_WRITE, a writable fd can still store */
+	TRACE_ARG_PROT,   /* mmap/mprotect protection: a shared file mapping's PROT_WRITE is held */
 	TRACE_ARG_MFLAGS, /* mmap flags: only a MAP_SHARED file mapping stores */
-	TRACE_ARG_MAPADDR,/* an address in a mapping: growing a shared file mapping stores */
-	TRACE_ARG_MAPLEN, /* the length a new LEN replaces: only growth stores */
+	TRACE_ARG_MAPADDR,/* an address in a mapping (mremap: a held one moves) */
+	TRACE_ARG_MAPLEN, /* the length a new LEN replaces */
 	TRACE_ARG_OFFSET, /* the file offset the call works at (preadv2/pwritev2: -1 is the position) */
 };
 struct trace_sysinfo {
@@ -88,6 +88,11 @@ int trace_sys_rules_errno(long nr, const uint64_t a[6]);
 #define TRACE_FILTER_NO_READLINK (1u << 30)
 /* With TRACE_CLASS_LOAD alone, the largest read the filter lets run without a stop. */
 #define TRACE_LOAD_SMALL (128u << 10)
+/* Where held shared file mappings are placed (trace/meter/mapping.c): a read into
+ * this window stops whatever its size, so the held pages it stores into are opened
+ * first (the kernel's store would fail with EFAULT). No ASLR region lies here. */
+#define TRACE_MAP_WINDOW_LO 0x200000000000ull
+#define TRACE_MAP_WINDOW_HI 0x300000000000ull
 #define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap TRACE_FACT_DETERM calls */
 
 #define TRACE_GUEST_UID 1000      /* uid/gid inside: the only ids a guest may take or give */
