@@ -26,4 +26,14 @@ void trace_view_allowances(struct trace_view_allow *a);
 int trace_view_bound_userns(const struct trace_view_allow *a, const char **what);
 int trace_view_bound_rlimits(const struct trace_view_allow *a, const char **what);
 
+/* A root invoker's guest runs as a host uid and gid of its own, base + sbx's
+ * pid (above systemd's container range), and its user namespace is made with
+ * that euid: the kernel charges the namespace's owner, not root, for what the
+ * guest takes of per-user allowances. */
+#define TRACE_VIEW_ID_BASE 0x70000000u
+uid_t trace_view_guest_id(void);
+/* clone(flags, pidfd) with this thread's euid set to owner meanwhile (a root
+ * caller): as clone, 0 in the child, the child's pid or -1 with errno. */
+pid_t trace_view_clone(uid_t owner, long flags, int *pidfd);
+
 #endif

@@ -43,7 +43,6 @@
 #endif
 #define NEWROOT "/newroot"
 #define OLDROOT "/oldroot"
-#define OVERFLOW_ID 65534 /* the unprivileged host uid a root-invoked guest maps to */
 
 /* libseccomp takes ~3 ms to build the program, on every run's critical path (the
  * child waits for it), so each program built is kept, named by all it derives
@@ -401,8 +400,8 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 	static char *const empty_env[] = { NULL };
 	p->envp = cfg->envp ? (char *const *)cfg->envp : empty_env;
 	p->privileged = geteuid() == 0;
-	p->host_uid = p->privileged ? OVERFLOW_ID : geteuid();
-	p->host_gid = p->privileged ? OVERFLOW_ID : getegid();
+	p->host_uid = p->privileged ? trace_view_guest_id() : geteuid();
+	p->host_gid = p->privileged ? (gid_t)trace_view_guest_id() : getegid();
 	trace_view_allowances(&p->allow);
 
 	/* the image is opened here, on the host, so the file exec'd is the one named
@@ -1184,7 +1183,12 @@ pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e)
 		     CLONE_NEWUTS | CLONE_NEWCGROUP;
 	/* init's pidfd: a signal through it cannot reach a host process that reused the pid */
 	int pidfd = -1;
-	pid_t pid = (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
+	flags |= CLONE_PIDFD | SIGCHLD;
+	/* root: the namespace is the guest's uid's, or root's where the host refuses
+	 * users a namespace (then only the run's share bounds what it takes) */
+	pid_t pid = p->privileged ? trace_view_clone(p->host_uid, flags, &pidfd) : -1;
+	if (!p->privileged || (pid < 0 && (errno == EPERM || errno == EACCES || errno == ENOSPC)))
+		pid = (pid_t)syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
 	if (pid < 0)
 		return common_errno(e, errno, "creating the sandbox namespaces (user namespaces "
 				    "disabled? see /proc/sys/user/max_user_namespaces)");

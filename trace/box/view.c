@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -224,4 +225,29 @@ int trace_view_bound_rlimits(const struct trace_view_allow *a, const char **what
 			return -errno;
 	}
 	return 0;
+}
+
+uid_t trace_view_guest_id(void)
+{
+	/* pids are unique among live processes: no two sbx processes share one */
+	return (uid_t)(TRACE_VIEW_ID_BASE + (unsigned)getpid());
+}
+
+/* Only this thread's euid moves (a raw syscall, not glibc's process-wide
+ * setresuid); the euid change clears the process's dumpable flag, put back. */
+pid_t trace_view_clone(uid_t owner, long flags, int *pidfd)
+{
+	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	if (syscall(SYS_setresuid, -1, owner, -1) < 0)
+		return -1;
+	pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+	if (pid == 0)
+		return 0; /* the child: its namespace is made, its ids are the map's */
+	int err = errno;
+	if (syscall(SYS_setresuid, -1, 0, -1) < 0)
+		abort(); /* never left running as the guest's uid */
+	if (dumpable >= 0)
+		prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+	errno = err;
+	return pid;
 }
