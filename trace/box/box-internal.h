@@ -3,6 +3,7 @@
 #define SBX_TRACE_BOX_INTERNAL_H
 
 #include "trace/box/box.h"
+#include "trace/tracee/tracee.h"
 
 /* 1 when the real path may be masked as a home: not "/", not inside nor above
  * a tree the view needs whole (/usr, /bin, /etc, /var/tmp, ...). */
@@ -14,9 +15,10 @@ int trace_view_maskable(const char *real);
 char **trace_view_homes(const struct trace_config *cfg);
 void trace_view_free(char **v);
 /* In the child: a sysfs of the run's network namespace mounted at scratch, and
- * at "at" a read-only tmpfs holding only the parts of it a build reads.
+ * at "at" a read-only tmpfs holding only the parts of it a build reads (where
+ * the kernel refuses a new sysfs, those of host_sys but its network ones).
  * 0, or -errno with *what naming the step. */
-int trace_view_sys(const char *scratch, const char *at, const char **what);
+int trace_view_sys(const char *scratch, const char *host_sys, const char *at, const char **what);
 
 /* Read in the supervisor, before the run's user namespace exists. */
 void trace_view_allowances(struct trace_view_allow *a);
@@ -26,11 +28,10 @@ void trace_view_allowances(struct trace_view_allow *a);
 int trace_view_bound_userns(const struct trace_view_allow *a, const char **what);
 int trace_view_bound_rlimits(const struct trace_view_allow *a, const char **what);
 
-/* A root invoker's guest runs as a host uid and gid of its own, base + sbx's
- * pid (above systemd's container range), and its user namespace is made with
- * that euid: the kernel charges the namespace's owner, not root, for what the
- * guest takes of per-user allowances. */
-#define TRACE_VIEW_ID_BASE 0x70000000u
+/* A root invoker's guest's host uid and gid, TRACE_HOST_ID_BASE + sbx's pid
+ * (above systemd's container range); its user namespace is made with that
+ * euid: the kernel charges the namespace's owner, not root, for what the guest
+ * takes of per-user allowances. */
 uid_t trace_view_guest_id(void);
 /* clone(flags, pidfd) with this thread's euid set to owner meanwhile (a root
  * caller): as clone, 0 in the child, the child's pid or -1 with errno. */

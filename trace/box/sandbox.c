@@ -792,7 +792,7 @@ static void do_mount(struct trace_plan *p, size_t i)
 		break;
 	case PLAN_MOUNT_SYS: {
 		const char *what;
-		int rc = trace_view_sys("/sysfs", m->at, &what);
+		int rc = trace_view_sys("/sysfs", OLDROOT "/sys", m->at, &what);
 		if (rc < 0)
 			child_fail(p, -rc, "%s", what);
 		break;

@@ -72,7 +72,8 @@ char **trace_view_homes(const struct trace_config *cfg)
 {
 	static const char *const env[] = { "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
 					   "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR" };
-	char **v = common_xmalloc(sizeof *v), buf[4096];
+	char **v = common_xmalloc(sizeof *v);
+	char buf[4096];
 	size_t n = 0;
 	struct passwd pw, *r;
 	v[0] = NULL;
@@ -81,7 +82,7 @@ char **trace_view_homes(const struct trace_config *cfg)
 	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
 		add_home(&v, &n, getenv(env[i]));
 	/* the passwd entry may name another home than $HOME (sudo, a service's env) */
-	if (getpwuid_r(geteuid(), &pw, (char *)buf, sizeof buf, &r) == 0 && r)
+	if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &r) == 0 && r)
 		add_home(&v, &n, r->pw_dir);
 	/* the file, not NSS: a directory service may enumerate without end */
 	FILE *f = fopen("/etc/passwd", "re");
@@ -114,9 +115,9 @@ void trace_view_free(char **v)
  * directories, which a sysfs mounted in the run's network namespace fills with
  * lo alone. DMI ids, firmware tables, PCI and block devices with their serial
  * numbers, other devices' hardware addresses and the cgroup tree stay out. */
-static const char *const sys_kept[] = {
-	"devices/system/cpu", "devices/system/node", "devices/virtual/net", "class/net",
-	"kernel/mm/transparent_hugepage",
+static const struct { const char *path; int net; } sys_kept[] = {
+	{ "devices/system/cpu", 0 }, { "devices/system/node", 0 },
+	{ "kernel/mm/transparent_hugepage", 0 }, { "devices/virtual/net", 1 }, { "class/net", 1 },
 };
 
 /* mkdir -p, without malloc (the child of a possibly multi-threaded host) */
@@ -132,23 +133,30 @@ static int make_dirs(char *path, size_t from)
 	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-int trace_view_sys(const char *scratch, const char *at, const char **what)
+int trace_view_sys(const char *scratch, const char *host_sys, const char *at, const char **what)
 {
 	char from[PATH_MAX], to[PATH_MAX];
 	struct stat st;
+	const char *src = scratch;
 	*what = "sysfs of the run's network namespace";
-	if (mkdir(scratch, 0700) < 0 ||
-	    mount("sysfs", scratch, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	if (mkdir(scratch, 0700) < 0)
 		return -errno;
+	if (mount("sysfs", scratch, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+		if (errno != EPERM)
+			return -errno;
+		/* a host /sys partly covered (a container's) makes the kernel refuse a
+		 * new one: the host's then, without its network directories */
+		src = host_sys;
+	}
 	*what = "tmpfs at /sys";
 	if (mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") < 0)
 		return -errno;
 	for (size_t i = 0; i < sizeof sys_kept / sizeof sys_kept[0]; i++) {
-		snprintf(from, sizeof from, "%s/%s", scratch, sys_kept[i]);
-		if (stat(from, &st) < 0 || !S_ISDIR(st.st_mode))
-			continue; /* this kernel has none */
-		snprintf(to, sizeof to, "%s/%s", at, sys_kept[i]);
-		*what = sys_kept[i];
+		snprintf(from, sizeof from, "%s/%s", src, sys_kept[i].path);
+		if ((sys_kept[i].net && src != scratch) || stat(from, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue; /* the host's interfaces, or a part this kernel lacks */
+		snprintf(to, sizeof to, "%s/%s", at, sys_kept[i].path);
+		*what = sys_kept[i].path;
 		struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
 					MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
 		if (make_dirs(to, strlen(at)) < 0 || mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0 ||
@@ -230,7 +238,7 @@ int trace_view_bound_rlimits(const struct trace_view_allow *a, const char **what
 uid_t trace_view_guest_id(void)
 {
 	/* pids are unique among live processes: no two sbx processes share one */
-	return (uid_t)(TRACE_VIEW_ID_BASE + (unsigned)getpid());
+	return (uid_t)(TRACE_HOST_ID_BASE + (unsigned)getpid());
 }
 
 /* Only this thread's euid moves (a raw syscall, not glibc's process-wide
