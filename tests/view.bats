@@ -161,3 +161,15 @@ print("host took", n)'
 	assert_line "sigpending $(($(ulimit -i) / 4))"
 	assert_line "msgqueue $(($(ulimit -q) / 4))"
 }
+
+@test "where the kernel refuses a new sysfs (a host /sys partly covered), the guest's /sys still holds no host interface" {
+	[ "$(id -u)" = 0 ] || skip "needs root (covers part of /sys in a mount namespace)"
+	n=$(nproc)
+	run unshare -m sh -c 'mount -t tmpfs none /sys/firmware && exec sbx-run --ephemeral -- /bin/sh -c \
+		"ls /sys/class/net /sys/firmware 2>&1; echo nproc: \$(nproc) \$(ls /sys/devices/system/cpu | grep -c \"^cpu[0-9]\")"'
+	assert_success
+	assert_line "ls: cannot access '/sys/class/net': No such file or directory"
+	assert_line "ls: cannot access '/sys/firmware': No such file or directory"
+	assert_line "nproc: $n $(ls /sys/devices/system/cpu | grep -c '^cpu[0-9]')"
+	refute_output --partial eth0
+}
