@@ -347,9 +347,28 @@ static void test_view_homes(void)
 	struct stat st;
 	CHECK(stat("/root", &st) < 0 || listed(v, "/root"), "/root");
 	trace_view_free(v);
+	/* a sibling sorted between a home and what lies in it (D, D-x, D/z) */
+	char d[PATH_MAX], dx[PATH_MAX + 4], dz[PATH_MAX + 4], tmpl[] = "build/view-home.XXXXXX";
+	if (mkdtemp(tmpl) && realpath(tmpl, d) && trace_view_maskable(d) &&
+	    strncmp(d, "/home/", 6) && strncmp(d, "/root/", 6)) {
+		snprintf(dx, sizeof dx, "%s-x", d);
+		snprintf(dz, sizeof dz, "%s/z", d);
+		mkdir(dx, 0700);
+		mkdir(dz, 0700);
+		setenv("HOME", d, 1);
+		setenv("XDG_CONFIG_HOME", dx, 1);
+		setenv("XDG_DATA_HOME", dz, 1);
+		v = trace_view_homes(&c);
+		CHECK(listed(v, d) && listed(v, dx) && !listed(v, dz), "nested once, a sibling apart");
+		trace_view_free(v);
+		rmdir(dz);
+		rmdir(dx);
+	}
+	rmdir(tmpl);
 	struct trace_mount m = { .type = TRACE_MOUNT_BIND, .src = "/tmp", .dst = "/var/cache" };
 	c.mounts = &m;
 	c.nmounts = 1;
+	setenv("HOME", "/var/cache", 1);
 	v = trace_view_homes(&c);
 	CHECK(!listed(v, "/var/cache"), "a mount at the home replaces the mask");
 	trace_view_free(v);

@@ -94,7 +94,10 @@ char **trace_view_homes(const struct trace_config *cfg)
 	qsort(v, n, sizeof *v, by_path);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if ((k > 0 && within(v[i], v[k - 1])) || replaced(cfg, v[i]))
+		int inside = replaced(cfg, v[i]);
+		for (size_t j = 0; j < k && !inside; j++)
+			inside = within(v[i], v[j]);
+		if (inside)
 			free(v[i]);
 		else
 			v[k++] = v[i];
