@@ -578,8 +578,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		fc.rseq = st.rseq_ptr;
 	for (int i = 0; i < SNAP_NRLIMIT; i++) {
 		struct rlimit rl;
-		if (prlimit(pid, i, NULL, &rl) < 0) {
-			common_errno(e, errno, "prlimit of %d", (int)pid);
+		if ((err = trace_prlimit(pid, i, NULL, &rl)) < 0) {
+			common_errno(e, -err, "prlimit of %d", (int)pid);
 			goto out;
 		}
 		st.rlim[i][0] = rl.rlim_cur;

@@ -465,11 +465,11 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 		goto out;
 	for (int i = 0; i < SNAP_NRLIMIT; i++) {
 		struct rlimit rl = { st->rlim[i][0], st->rlim[i][1] }, old;
-		if (prlimit(pid, i, NULL, &old) == 0 && old.rlim_cur == rl.rlim_cur &&
+		if (trace_prlimit(pid, i, NULL, &old) == 0 && old.rlim_cur == rl.rlim_cur &&
 		    old.rlim_max == rl.rlim_max)
 			continue;
-		if (prlimit(pid, i, &rl, NULL) < 0) {
-			common_errno(e, errno, "restore rlimit %d", i);
+		if ((err = trace_prlimit(pid, i, &rl, NULL)) < 0) {
+			common_errno(e, -err, "restore rlimit %d", i);
 			goto out;
 		}
 	}
@@ -522,9 +522,10 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 			 const uint8_t digest[32], struct common_err *e)
 {
 	struct rlimit target[NTARGET];
+	int err;
 	for (size_t i = 0; i < NTARGET; i++)
-		if (prlimit(pid, target_rlimits[i], NULL, &target[i]) < 0)
-			return common_errno(e, errno, "read the target's rlimit %d", target_rlimits[i]);
+		if ((err = trace_prlimit(pid, target_rlimits[i], NULL, &target[i])) < 0)
+			return common_errno(e, -err, "read the target's rlimit %d", target_rlimits[i]);
 	if (fits_target(st, target, e) < 0)
 		return -1;
 	struct snap_state bounded = *st;

@@ -30,16 +30,16 @@ sbx_copy() {
 	mkdir -p "$copy" && cp -a -u "$1/." "$copy/" && chmod 755 "$copy" && echo "$copy"
 }
 
-# Guests run inside the sandbox, whose /tmp, /home and /root are private, as a
-# user of their own; tools also run as nobody (the unprivileged tests). A build
-# tree there, or under a directory others cannot traverse (a 0700 home), is
-# copied to /var/tmp.
+# Guests run inside the sandbox, whose /tmp, /home, /root and every home are
+# private, as a user of their own; tools also run as nobody (the unprivileged
+# tests). A build tree there, or under a directory others cannot traverse (a
+# 0700 home), is copied to /var/tmp.
 if ! sbx_reachable "$SBX_BUILD"; then
 	PATH="$(sbx_copy "$SBX_BUILD/bin" bin):$PATH"
 	GUESTS=$(sbx_copy "$GUESTS" guests)
 fi
 case "$GUESTS" in
-/tmp/* | /home/* | /root/*) GUESTS=$(sbx_copy "$GUESTS" guests) ;;
+/tmp/* | /home/* | /root/* | "${HOME:-/root}"/*) GUESTS=$(sbx_copy "$GUESTS" guests) ;;
 esac
 
 # Tools run as nobody (the unprivileged tests). Nobody cannot make a memory cgroup

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "trace/sv/sv.h"
+#include "trace/box/box-internal.h"
 
 static int passed, failed;
 #define CHECK(c, ...) do { if (c) passed++; else { failed++; \
@@ -308,6 +309,71 @@ static void test_exit_codes(void)
 	CHECK(trace_result_exit_code(&r) == SBX_EXIT_SBX, "nothing ran");
 }
 
+static int listed(char **v, const char *path)
+{
+	for (size_t i = 0; v[i]; i++)
+		if (strcmp(v[i], path) == 0)
+			return 1;
+	return 0;
+}
+
+/* The default view's homes: the rule, the invoker's directories, nesting, binds. */
+static void test_view_homes(void)
+{
+	CHECK(trace_view_maskable("/var/lib/jenkins"), "a home under /var/lib");
+	CHECK(trace_view_maskable("/srv/ci"), "a home under /srv");
+	CHECK(trace_view_maskable("/var/cache/man"), "man's home");
+	CHECK(!trace_view_maskable("/"), "never /");
+	CHECK(!trace_view_maskable("/usr/sbin"), "daemon's home is a system tree");
+	CHECK(!trace_view_maskable("/bin"), "bin's home");
+	CHECK(!trace_view_maskable("/dev"), "sys's home");
+	CHECK(!trace_view_maskable("/var"), "above /var/tmp");
+	CHECK(!trace_view_maskable("/var/lib"), "above /var/lib/dpkg");
+	CHECK(trace_view_maskable("/usrx"), "a sibling name is not inside /usr");
+	CHECK(!trace_view_maskable("/run/ircd"), "the run's own /run");
+	CHECK(!trace_view_maskable("relative"), "relative");
+	setenv("HOME", "/var/cache", 1);
+	setenv("XDG_CONFIG_HOME", "/var/cache/apt", 1);
+	setenv("XDG_DATA_HOME", "/usr/share", 1);
+	setenv("XDG_STATE_HOME", "/", 1);
+	setenv("XDG_RUNTIME_DIR", "/nonexistent-sbx-view", 1);
+	struct trace_config c = base();
+	char **v = trace_view_homes(&c);
+	CHECK(listed(v, "/var/cache"), "$HOME masked");
+	CHECK(!listed(v, "/var/cache/apt"), "inside a masked home: one mask");
+	CHECK(!listed(v, "/usr/share") && !listed(v, "/") && !listed(v, "/usr/sbin"),
+	      "system trees never");
+	CHECK(!listed(v, "/nonexistent-sbx-view"), "a missing directory");
+	struct stat st;
+	CHECK(stat("/root", &st) < 0 || listed(v, "/root"), "/root");
+	trace_view_free(v);
+	/* a sibling sorted between a home and what lies in it (D, D-x, D/z) */
+	char d[PATH_MAX], dx[PATH_MAX + 4], dz[PATH_MAX + 4], tmpl[] = "build/view-home.XXXXXX";
+	if (mkdtemp(tmpl) && realpath(tmpl, d) && trace_view_maskable(d) &&
+	    strncmp(d, "/home/", 6) && strncmp(d, "/root/", 6)) {
+		snprintf(dx, sizeof dx, "%s-x", d);
+		snprintf(dz, sizeof dz, "%s/z", d);
+		mkdir(dx, 0700);
+		mkdir(dz, 0700);
+		setenv("HOME", d, 1);
+		setenv("XDG_CONFIG_HOME", dx, 1);
+		setenv("XDG_DATA_HOME", dz, 1);
+		v = trace_view_homes(&c);
+		CHECK(listed(v, d) && listed(v, dx) && !listed(v, dz), "nested once, a sibling apart");
+		trace_view_free(v);
+		rmdir(dz);
+		rmdir(dx);
+	}
+	rmdir(tmpl);
+	struct trace_mount m = { .type = TRACE_MOUNT_BIND, .src = "/tmp", .dst = "/var/cache" };
+	c.mounts = &m;
+	c.nmounts = 1;
+	setenv("HOME", "/var/cache", 1);
+	v = trace_view_homes(&c);
+	CHECK(!listed(v, "/var/cache"), "a mount at the home replaces the mask");
+	trace_view_free(v);
+}
+
 int main(void)
 {
 	test_verdicts();
@@ -316,6 +382,7 @@ int main(void)
 	test_config();
 	test_opts();
 	test_exit_codes();
+	test_view_homes();
 	printf("test_run: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -73,6 +73,7 @@ void trace_env_free(char **env);
 /* One mount of the plan, with paths already joined onto the build root. */
 #define PLAN_MOUNT_DEV 16 /* the run's own /dev (a default, never a user's mount) */
 #define PLAN_MOUNT_MASK 17 /* an empty read-only tmpfs over what the guest must not see */
+#define PLAN_MOUNT_SYS 18 /* the run's own /sys (trace/box/view.c) */
 #define TRACE_PTY_MAX 64
 #define TRACE_OVERLAYS_MAX 16 /* read-only directories a run adds mount points to */  /* terminals one run's devpts holds */
 
@@ -90,6 +91,15 @@ struct trace_mnt {
 	int sealed;        /* read-only once every mount point below it exists */
 };
 
+/* A run takes at most 1/TRACE_VIEW_SHARE of each per-user allowance the
+ * invoker has (counted by the kernel across user namespaces). */
+#define TRACE_VIEW_SHARE 4
+#define TRACE_VIEW_COUNTERS 12
+struct trace_view_allow {
+	long long user_max[TRACE_VIEW_COUNTERS]; /* -1: none; else the run's max_* */
+	long long rlimit[2];                     /* RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE; -1: as is */
+};
+
 struct trace_plan {
 	const struct trace_config *cfg;
 	struct trace_mnt *m;
@@ -101,6 +111,7 @@ struct trace_plan {
 	uid_t host_uid;            /* host ids the guest's uid/gid 1000 map to */
 	gid_t host_gid;
 	int privileged;            /* invoked as root: map to an unprivileged uid */
+	struct trace_view_allow allow; /* the run's share of the invoker's allowances */
 	int sync_fd[2];            /* supervisor -> child: "maps written, go", then the program */
 	int err_fd[2];             /* child -> supervisor: set-up error text; EOF on exec */
 	char *const *argv;

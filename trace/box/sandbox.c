@@ -36,14 +36,13 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "trace/box/box.h"
+#include "trace/box/box-internal.h"
 
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14) /* ABI 3; newer than the system headers */
 #endif
 #define NEWROOT "/newroot"
 #define OLDROOT "/oldroot"
-#define OVERFLOW_ID 65534 /* the unprivileged host uid a root-invoked guest maps to */
 
 /* libseccomp takes ~3 ms to build the program, on every run's critical path (the
  * child waits for it), so each program built is kept, named by all it derives
@@ -375,8 +374,6 @@ static int lift_fd(int fd)
 	return hi;
 }
 
-static const char *const private_dirs[] = { "/home", "/root" };
-
 int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e)
 {
 	memset(p, 0, sizeof *p);
@@ -389,8 +386,9 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 	static char *const empty_env[] = { NULL };
 	p->envp = cfg->envp ? (char *const *)cfg->envp : empty_env;
 	p->privileged = geteuid() == 0;
-	p->host_uid = p->privileged ? OVERFLOW_ID : geteuid();
-	p->host_gid = p->privileged ? OVERFLOW_ID : getegid();
+	p->host_uid = p->privileged ? trace_view_guest_id() : geteuid();
+	p->host_gid = p->privileged ? (gid_t)trace_view_guest_id() : getegid();
+	trace_view_allowances(&p->allow);
 
 	/* the image is opened here, on the host, so the file exec'd is the one named
 	 * (and hashed by the caller), whatever the guest's mounts show */
@@ -412,12 +410,19 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/tmp", "mode=1777", 1);
 		/* host daemons' sockets live under /run: not reachable from inside */
 		add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/run", "mode=0755", 1);
-		/* nor are the invoker's private files (keys, agent sockets, the default store) */
-		for (size_t i = 0; i < sizeof private_dirs / sizeof private_dirs[0]; i++)
-			if (stat(private_dirs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-				add_mnt(p, TRACE_MOUNT_TMPFS, NULL, private_dirs[i], "mode=0755", 0);
-				p->m[p->nm - 1].sealed = 1;
-			}
+		/* nor are the invoker's private files (keys, agent sockets, the default
+		 * store): /home, /root, every home and the XDG directories (view.c) */
+		char **homes = trace_view_homes(cfg);
+		for (size_t i = 0; homes[i]; i++) {
+			add_mnt(p, TRACE_MOUNT_TMPFS, NULL, homes[i], "mode=0755", 0);
+			p->m[p->nm - 1].sealed = 1;
+		}
+		trace_view_free(homes);
+		/* nor the host's interfaces, devices and cgroups: a /sys of the run's own */
+		if (stat("/sys", &st) == 0 && S_ISDIR(st.st_mode)) {
+			add_mnt(p, PLAN_MOUNT_SYS, NULL, "/sys", NULL, 0);
+			p->m[p->nm - 1].sealed = 1;
+		}
 		if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
 			add_mnt(p, TRACE_MOUNT_TMPFS, NULL, "/dev/shm", "mode=1777", 1);
 	}
@@ -771,6 +776,13 @@ static void do_mount(struct trace_plan *p, size_t i)
 	case PLAN_MOUNT_DEV:
 		make_dev(p, m);
 		break;
+	case PLAN_MOUNT_SYS: {
+		const char *what;
+		int rc = trace_view_sys("/sysfs", OLDROOT "/sys", m->at, &what);
+		if (rc < 0)
+			child_fail(p, -rc, "%s", what);
+		break;
+	}
 	case TRACE_MOUNT_PROC:
 		/* a fresh /proc shows only this run's PID namespace */
 		if (mount("proc", m->at, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -1076,6 +1088,12 @@ __attribute__((noreturn)) static void sandbox_child(struct trace_plan *p)
 	 * host root is not root in this namespace, so the capabilities stay */
 	if (set_guest_ids() < 0)
 		child_fail(p, errno, "switching to uid %d", TRACE_GUEST_UID);
+	/* the run's share of the invoker's per-user allowances, set while we hold
+	 * CAP_SYS_RESOURCE in its user namespace; every guest task inherits it */
+	const char *what;
+	int rc = trace_view_bound_userns(&p->allow, &what);
+	if (rc < 0 || (rc = trace_view_bound_rlimits(&p->allow, &what)) < 0)
+		child_fail(p, -rc, "bounding %s", what);
 	/* nothing we mount may propagate back to the host */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		child_fail(p, errno, "making / private");
@@ -1151,7 +1169,12 @@ pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e)
 		     CLONE_NEWUTS | CLONE_NEWCGROUP;
 	/* init's pidfd: a signal through it cannot reach a host process that reused the pid */
 	int pidfd = -1;
-	pid_t pid = (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
+	flags |= CLONE_PIDFD | SIGCHLD;
+	/* root: the namespace is the guest's uid's, or root's where the host refuses
+	 * users a namespace (then only the run's share bounds what it takes) */
+	pid_t pid = p->privileged ? trace_view_clone(p->host_uid, flags, &pidfd) : -1;
+	if (!p->privileged || (pid < 0 && (errno == EPERM || errno == EACCES || errno == ENOSPC)))
+		pid = (pid_t)syscall(SYS_clone, flags, NULL, &pidfd, NULL, 0);
 	if (pid < 0)
 		return common_errno(e, errno, "creating the sandbox namespaces (user namespaces "
 				    "disabled? see /proc/sys/user/max_user_namespaces)");

@@ -1,5 +1,7 @@
 /* trace/tracee: a thread's /proc files: status, maps, stat. */
 #include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,4 +124,27 @@ int trace_proc_start_brk(pid_t tid, uint64_t *start_brk, struct common_err *e)
 		return common_errf(e, p, "no start_brk field");
 	*start_brk = v;
 	return 0;
+}
+
+int trace_prlimit(pid_t pid, int resource, const struct rlimit *set, struct rlimit *get)
+{
+	if (prlimit(pid, resource, set, get) == 0)
+		return 0;
+	struct trace_status s;
+	unsigned long long uid = 0;
+	int rc = -errno;
+	if (rc != -EPERM || geteuid() != 0 || trace_status_read(pid, &s) < 0)
+		return rc;
+	if (trace_status_num(&s, "Uid", 10, &uid) < 0)
+		uid = 0;
+	trace_status_free(&s);
+	if (uid < TRACE_HOST_ID_BASE || uid > UINT32_MAX - 1)
+		return rc; /* not a run's own uid: never acted as */
+	/* a raw syscall: this thread only, not glibc's process-wide setresuid */
+	if (syscall(SYS_setresuid, -1, (uid_t)uid, -1) < 0)
+		return -errno;
+	rc = prlimit(pid, resource, set, get) == 0 ? 0 : -errno;
+	if (syscall(SYS_setresuid, -1, 0, -1) < 0)
+		abort(); /* never left running as the guest's uid */
+	return rc;
 }

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/user.h>
 #include "libcommon/common.h"
@@ -94,6 +95,14 @@ int trace_status_num(const struct trace_status *s, const char *key, int base,
 		     unsigned long long *v);
 /* The innermost id of NSpid (its id in the run's PID namespace), 0 if missing. */
 pid_t trace_status_nspid(const struct trace_status *s);
+
+/* A root invoker's guest runs as host uid TRACE_HOST_ID_BASE + sbx's pid, the
+ * owner of the run's user namespace (trace/box/view.c). */
+#define TRACE_HOST_ID_BASE 0x70000000u
+/* prlimit(2) of a guest task: 0 or -errno. Where root lacks CAP_SYS_RESOURCE,
+ * this thread acts meanwhile with the guest's own host uid, the owner of the
+ * run's user namespace (which the kernel lets act on it). */
+int trace_prlimit(pid_t pid, int resource, const struct rlimit *set, struct rlimit *get);
 
 /* One line of /proc/TID/maps. */
 #define TRACE_MAP_PATH_MAX 4096u

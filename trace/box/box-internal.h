@@ -1,0 +1,40 @@
+/* trace/box private: what sandbox.c asks of view.c, the guest's default view. */
+#ifndef SBX_TRACE_BOX_INTERNAL_H
+#define SBX_TRACE_BOX_INTERNAL_H
+
+#include "trace/box/box.h"
+#include "trace/tracee/tracee.h"
+
+/* 1 when the real path may be masked as a home: not "/", not inside nor above
+ * a tree the view needs whole (/usr, /bin, /etc, /var/tmp, ...). */
+int trace_view_maskable(const char *real);
+/* The homes the default view masks, real paths, the outermost of nested ones:
+ * the invoker's $HOME, passwd home and XDG directories, and every home in
+ * /etc/passwd, each an existing directory trace_view_maskable allows, but
+ * none a mount of cfg replaces. NULL-terminated; freed with trace_view_free. */
+char **trace_view_homes(const struct trace_config *cfg);
+void trace_view_free(char **v);
+/* In the child: a sysfs of the run's network namespace mounted at scratch, and
+ * at "at" a read-only tmpfs holding only the parts of it a build reads (where
+ * the kernel refuses a new sysfs, those of host_sys but its network ones).
+ * 0, or -errno with *what naming the step. */
+int trace_view_sys(const char *scratch, const char *host_sys, const char *at, const char **what);
+
+/* Read in the supervisor, before the run's user namespace exists. */
+void trace_view_allowances(struct trace_view_allow *a);
+/* In the child, while it holds CAP_SYS_RESOURCE in the run's user namespace:
+ * its max_* counters; then the two rlimits every guest task inherits.
+ * 0, or -errno with *what naming the counter. */
+int trace_view_bound_userns(const struct trace_view_allow *a, const char **what);
+int trace_view_bound_rlimits(const struct trace_view_allow *a, const char **what);
+
+/* A root invoker's guest's host uid and gid, TRACE_HOST_ID_BASE + sbx's pid
+ * (above systemd's container range); its user namespace is made with that
+ * euid: the kernel charges the namespace's owner, not root, for what the guest
+ * takes of per-user allowances. */
+uid_t trace_view_guest_id(void);
+/* clone(flags, pidfd) with this thread's euid set to owner meanwhile (a root
+ * caller): as clone, 0 in the child, the child's pid or -1 with errno. */
+pid_t trace_view_clone(uid_t owner, long flags, int *pidfd);
+
+#endif
