@@ -196,7 +196,6 @@ struct lease_cli {
 	const char *amount, *evidence, *usage, *state, *lifetime, *escrow, *limits, *fees;
 	const char *pos[1]; /* the operand after the verb */
 	int npos;
-	unsigned given; /* a bit per option given */
 	struct lease_store *s;
 	struct common_err e;
 };

@@ -1,5 +1,5 @@
 /* sbx-lease command line: option parsing and output formats (SPEC §13). */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,8 @@
 
 static const char usage_head[] =
 	"usage: sbx-lease [--store DIR|etcd://HOST:PORT[,HOST:PORT...]/PREFIX]\n"
-	"                 [--format json|text] COMMAND ...\n";
+	"                 [--format json|text] COMMAND ...\n"
+	"options may come before or after COMMAND; -- ends them\n";
 
 static int fail(struct lease_cli *c)
 {
@@ -345,112 +346,61 @@ static const struct common_verb lease_verbs[] = {
 };
 #define NVERBS (sizeof lease_verbs / sizeof lease_verbs[0])
 
-enum { O_STORE = 1000, O_FORMAT, O_IMAGE, O_PRINCIPAL, O_HOST, O_LIMITS, O_LIFETIME,
-       O_ESCROW, O_FEES, O_AMOUNT, O_EVIDENCE, O_USAGE, O_STATE };
-#define BIT(o) (1u << ((o) - O_STORE))
+/* A bit per lease_verbs row. */
+enum { REQUEST = 1u << 0, FUND = 1u << 1, ACTIVATE = 1u << 2, OBSERVE = 1u << 3,
+       SETTLE = 1u << 4, EXPIRE = 1u << 5, DESTROY = 1u << 6, SHOW = 1u << 7, LIST = 1u << 8,
+       LOG = 1u << 9, VERIFY = 1u << 10, CLOCK = 1u << 11, TICK = 1u << 12 };
+#define EDGES (FUND | ACTIVATE | OBSERVE | SETTLE | EXPIRE | DESTROY)
+#define OPT(n, t, f, verbs) \
+	{ .name = n, .type = t, .field = offsetof(struct lease_cli, f), .in = verbs }
 
-/* The options each verb takes besides --store and --format, and must be given;
- * a row per lease_verbs row. */
-static const struct {
-	unsigned allowed, required;
-} verb_opts[NVERBS] = {
-	{ BIT(O_IMAGE) | BIT(O_PRINCIPAL) | BIT(O_HOST) | BIT(O_LIMITS) | BIT(O_LIFETIME) |
-	  BIT(O_ESCROW) | BIT(O_FEES), BIT(O_IMAGE) },
-	{ BIT(O_AMOUNT) | BIT(O_EVIDENCE), BIT(O_AMOUNT) },
-	{ BIT(O_EVIDENCE), 0 },
-	{ BIT(O_USAGE) | BIT(O_EVIDENCE), BIT(O_USAGE) },
-	{ BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 },
-	{ 0, 0 }, { BIT(O_PRINCIPAL) | BIT(O_STATE), 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 },
+static const struct common_opt lease_opts[] = {
+	OPT("store", &common_opt_str, store, 0),
+	OPT("format", &common_opt_format, fmt, 0),
+	OPT("image", &common_opt_str, req.image, REQUEST),
+	OPT("principal", &common_opt_str, req.principal, REQUEST | LIST),
+	OPT("host-program", &common_opt_str, req.host_program, REQUEST),
+	OPT("limits", &common_opt_str, limits, REQUEST),
+	OPT("lifetime", &common_opt_str, lifetime, REQUEST),
+	OPT("escrow", &common_opt_str, escrow, REQUEST),
+	OPT("fees", &common_opt_str, fees, REQUEST),
+	OPT("amount", &common_opt_str, amount, FUND),
+	OPT("evidence", &common_opt_str, evidence, EDGES),
+	OPT("usage", &common_opt_str, usage, OBSERVE),
+	OPT("state", &common_opt_str, state, LIST),
 };
 
-static const struct option opts[] = {
-	{ "store", required_argument, NULL, O_STORE },
-	{ "format", required_argument, NULL, O_FORMAT },
-	{ "image", required_argument, NULL, O_IMAGE },
-	{ "principal", required_argument, NULL, O_PRINCIPAL },
-	{ "host-program", required_argument, NULL, O_HOST },
-	{ "limits", required_argument, NULL, O_LIMITS },
-	{ "lifetime", required_argument, NULL, O_LIFETIME },
-	{ "escrow", required_argument, NULL, O_ESCROW },
-	{ "fees", required_argument, NULL, O_FEES },
-	{ "amount", required_argument, NULL, O_AMOUNT },
-	{ "evidence", required_argument, NULL, O_EVIDENCE },
-	{ "usage", required_argument, NULL, O_USAGE },
-	{ "state", required_argument, NULL, O_STATE },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+static const struct common_cli lease_cli = {
+	.opts = lease_opts, .nopts = sizeof lease_opts / sizeof lease_opts[0],
+	.verbs = lease_verbs, .nverbs = NVERBS,
 };
 
-static int set_opt(struct lease_cli *c, int o, const char *v, struct common_err *e)
+/* The options a verb cannot go without. */
+static int required(const struct lease_cli *c, struct common_err *e)
 {
-	switch (o) {
-	case O_STORE: c->store = v; break;
-	case O_FORMAT: return common_parse_format(v, &c->fmt, e);
-	case O_IMAGE: c->req.image = v; break;
-	case O_PRINCIPAL: c->req.principal = v; break;
-	case O_HOST: c->req.host_program = v; break;
-	case O_LIMITS: c->limits = v; break;
-	case O_FEES: c->fees = v; break;
-	case O_LIFETIME: c->lifetime = v; break;
-	case O_ESCROW: c->escrow = v; break;
-	case O_AMOUNT: c->amount = v; break;
-	case O_EVIDENCE: c->evidence = v; break;
-	case O_USAGE: c->usage = v; break;
-	case O_STATE: c->state = v; break;
-	}
-	return 0;
-}
+	const char *need = NULL;
 
-/* getopt_long over argv from optind; global: only --store and --format (before the verb). */
-static int scan(struct lease_cli *c, int argc, char **argv, const char *optstring,
-		unsigned allowed, struct common_err *e)
-{
-	int o, li;
-
-	while ((o = getopt_long(argc, argv, optstring, opts, &li)) != -1) {
-		if (o == 'h')
-			return 1;
-		if (o == '?' || o == ':')
-			return common_getopt_err(o, argv, e);
-		if (o != O_STORE && o != O_FORMAT && !(allowed & BIT(o))) {
-			char name[32];
-			snprintf(name, sizeof name, "--%s", opts[li].name);
-			return common_errf(e, name, "%s", c->verb ? "not an option of this command"
-							       : "comes after the command");
-		}
-		c->given |= BIT(o);
-		if (set_opt(c, o, optarg, e) < 0)
-			return -1;
-	}
-	return 0;
+	if (c->verb->run == v_request && !c->req.image)
+		need = "--image";
+	else if (c->verb->run == v_fund && !c->amount)
+		need = "--amount";
+	else if (c->verb->run == v_observe && !c->usage)
+		need = "--usage";
+	return need ? common_errf(e, c->verb->name, "needs %s", need) : 0;
 }
 
 int lease_cli_parse(int argc, char **argv, struct lease_cli *c, struct common_err *e)
 {
-	size_t k;
+	struct common_words w;
 	int rc;
 
 	memset(c, 0, sizeof *c);
-	optind = 0; /* reinitialise GNU getopt: a new argv */
-	opterr = 0;
-	if ((rc = scan(c, argc, argv, "+:h", 0, e)) != 0)
+	if ((rc = common_cli_parse(&lease_cli, argc, argv, c, &w, e)) != 0)
 		return rc;
-	if (!(c->verb = common_verb_find(lease_verbs, NVERBS, optind < argc ? argv[optind] : NULL, e)))
-		return -1;
-	k = (size_t)(c->verb - lease_verbs);
-	argc -= optind;
-	argv += optind;
-	optind = 0; /* the verb's words, options after operands allowed */
-	if ((rc = scan(c, argc, argv, ":h", verb_opts[k].allowed, e)) != 0)
-		return rc;
-	for (int o = O_IMAGE; o <= O_STATE; o++)
-		if ((verb_opts[k].required & BIT(o)) && !(c->given & BIT(o)))
-			return common_errf(e, c->verb->name, "needs --%s", opts[o - O_STORE].name);
-	if (common_verb_args(c->verb, argc - optind, e) < 0)
-		return -1;
-	for (; optind < argc; optind++)
-		c->pos[c->npos++] = argv[optind];
-	return 0;
+	c->verb = w.verb;
+	for (int i = 0; i < w.noperands; i++)
+		c->pos[c->npos++] = w.operands[i];
+	return required(c, e);
 }
 
 static void usage(FILE *f)

@@ -136,14 +136,3 @@ int common_json_print(const json_t *j, int pretty)
 		r = -1;
 	return r;
 }
-
-int common_parse_format(const char *s, enum common_format *f, struct common_err *e)
-{
-	if (!strcmp(s, "json"))
-		*f = COMMON_FMT_JSON;
-	else if (!strcmp(s, "text"))
-		*f = COMMON_FMT_TEXT;
-	else
-		return common_errf(e, "--format", "unknown format \"%s\" (json or text)", s);
-	return 0;
-}

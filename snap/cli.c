@@ -4,8 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -536,56 +536,47 @@ static int v_import(void *p)
 }
 
 static const struct common_verb snap_verbs[] = {
-	{ "take", v_take, "[--store DIR] [--format json|text] take LEASE [--stop] [--principal NAME]", 1, 1 },
-	{ "list", v_list, "[--store DIR] [--format json|text] list [LEASE]", 0, 1 },
-	{ "show", v_show, "[--store DIR] [--format json|text] show DIGEST", 1, 1 },
-	{ "verify", v_verify, "[--store DIR] [--format json|text] verify DIGEST", 1, 1 },
-	{ "export", v_export, "[--store DIR] export DIGEST -o FILE.tar", 1, 1 },
-	{ "import", v_import, "[--store DIR] import FILE.tar", 1, 1 },
+	{ "take", v_take, "take [--store DIR] [--format json|text] [--stop] [--principal NAME] LEASE", 1, 1 },
+	{ "list", v_list, "list [--store DIR] [--format json|text] [LEASE]", 0, 1 },
+	{ "show", v_show, "show [--store DIR] [--format json|text] DIGEST", 1, 1 },
+	{ "verify", v_verify, "verify [--store DIR] [--format json|text] DIGEST", 1, 1 },
+	{ "export", v_export, "export [--store DIR] -o FILE.tar DIGEST", 1, 1 },
+	{ "import", v_import, "import [--store DIR] FILE.tar", 1, 1 },
 };
 #define NVERBS (sizeof snap_verbs / sizeof snap_verbs[0])
 
+/* A bit per snap_verbs row. */
+enum { TAKE = 1u << 0, LIST = 1u << 1, SHOW = 1u << 2, VERIFY = 1u << 3, EXPORT = 1u << 4,
+       IMPORT = 1u << 5 };
+#define OPT(n, t, f, verbs, ...) \
+	{ .name = n, .type = t, .field = offsetof(struct snap_cli, f), .in = verbs, __VA_ARGS__ }
+
+static const struct common_opt snap_opts[] = {
+	OPT("store", &common_opt_str, store, 0),
+	OPT("format", &common_opt_format, fmt, TAKE | LIST | SHOW | VERIFY),
+	OPT("output", &common_opt_str, out, EXPORT, .letter = 'o'),
+	OPT("principal", &common_opt_str, principal, TAKE),
+	OPT("stop", &common_opt_flag, stop, TAKE),
+};
+
+static const struct common_cli snap_cli = {
+	.opts = snap_opts, .nopts = sizeof snap_opts / sizeof snap_opts[0],
+	.verbs = snap_verbs, .nverbs = NVERBS,
+};
+
 int snap_cli_parse(int argc, char **argv, struct snap_cli *c, struct common_err *e)
 {
-	enum { O_STORE = 1, O_FORMAT, O_OUTPUT, O_PRINCIPAL, O_STOP, O_HELP };
-	static const struct option lo[] = {
-		{ "store", required_argument, NULL, O_STORE },
-		{ "format", required_argument, NULL, O_FORMAT },
-		{ "output", required_argument, NULL, O_OUTPUT },
-		{ "principal", required_argument, NULL, O_PRINCIPAL },
-		{ "stop", no_argument, NULL, O_STOP },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
-	int o;
+	struct common_words w;
+	int rc;
 
 	memset(c, 0, sizeof *c);
-	optind = 0; /* a fresh scan of a new argv; options may follow operands */
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
-		switch (o) {
-		case O_STORE: c->store = optarg; break;
-		case O_FORMAT:
-			if (common_parse_format(optarg, &c->fmt, e) < 0)
-				return -1;
-			break;
-		case 'o': case O_OUTPUT: c->out = optarg; break;
-		case O_PRINCIPAL: c->principal = optarg; break;
-		case O_STOP: c->stop = 1; break;
-		case O_HELP: return 1;
-		default: return common_getopt_err(o, argv, e);
-		}
-	}
-	if (!(c->verb = common_verb_find(snap_verbs, NVERBS, argv[optind], e)))
-		return -1;
-	if (common_verb_args(c->verb, argc - optind - 1, e) < 0)
-		return -1;
-	for (int i = optind + 1; i < argc; i++)
-		c->pos[c->npos++] = argv[i];
+	if ((rc = common_cli_parse(&snap_cli, argc, argv, c, &w, e)) != 0)
+		return rc;
+	c->verb = w.verb;
+	for (int i = 0; i < w.noperands; i++)
+		c->pos[c->npos++] = w.operands[i];
 	if (c->verb->run == v_export && !c->out)
 		return common_errf(e, "export", "needs -o FILE.tar");
-	if (c->stop && c->verb->run != v_take)
-		return common_errf(e, "--stop", "only take takes it");
 	return 0;
 }
 
