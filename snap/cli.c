@@ -648,7 +648,8 @@ static int restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
 
 static const char restore_usage[] =
 	"usage: sbx-restore [--store DIR] DIGEST --lease TARGET [sbx-run options] "
-	"[-- PROGRAM [ARG...]]\n";
+	"[-- PROGRAM [ARG...]]\n"
+	"options may come before or after DIGEST; -- ends them\n";
 
 /* Every precondition before anything changes; the charge comes with the rebuilt guest. */
 static int restore_prepare(struct lease_store *s, const char *hex, const char *target,
