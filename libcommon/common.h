@@ -137,7 +137,6 @@ int common_fault_fails(const char *name);
 
 /* Numbers: decimal u64, optional K/M/G/T (binary) suffix, must be <= max. */
 int common_parse_u64(const char *s, uint64_t max, uint64_t *out, struct common_err *e);
-int common_parse_i64(const char *s, int64_t *out, struct common_err *e); /* plain decimal */
 
 /* JSON (jansson) with hostile-input discipline. */
 #define COMMON_JSON_MAX (16u << 20)
@@ -148,11 +147,7 @@ char *common_json_canonical(const json_t *j);
 /* Typed field access; "name" names the input for messages. */
 int common_json_int(const json_t *o, const char *key, int64_t *out, const char *name,
 		    struct common_err *e);
-int common_json_u64(const json_t *o, const char *key, uint64_t *out, const char *name,
-		    struct common_err *e);
 int common_json_str(const json_t *o, const char *key, const char **out, const char *name,
-		    struct common_err *e);
-int common_json_obj(const json_t *o, const char *key, json_t **out, const char *name,
 		    struct common_err *e);
 /* Print j canonically + "\n" to stdout (or pretty text when pretty). */
 int common_json_print(const json_t *j, int pretty);

@@ -83,19 +83,6 @@ int common_json_int(const json_t *o, const char *key, int64_t *out, const char *
 	return 0;
 }
 
-int common_json_u64(const json_t *o, const char *key, uint64_t *out, const char *name,
-		    struct common_err *e)
-{
-	json_t *v = field(o, key, name, e);
-
-	if (!v)
-		return -1;
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return type_err(key, name, "non-negative integer", e);
-	*out = (uint64_t)json_integer_value(v);
-	return 0;
-}
-
 int common_json_str(const json_t *o, const char *key, const char **out, const char *name,
 		    struct common_err *e)
 {
@@ -106,19 +93,6 @@ int common_json_str(const json_t *o, const char *key, const char **out, const ch
 	if (!json_is_string(v))
 		return type_err(key, name, "string", e);
 	*out = json_string_value(v);
-	return 0;
-}
-
-int common_json_obj(const json_t *o, const char *key, json_t **out, const char *name,
-		    struct common_err *e)
-{
-	json_t *v = field(o, key, name, e);
-
-	if (!v)
-		return -1;
-	if (!json_is_object(v))
-		return type_err(key, name, "object", e);
-	*out = v;
 	return 0;
 }
 

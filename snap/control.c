@@ -15,7 +15,8 @@
 #include "snap/snap.h"
 #include "trace/tracee/tracee.h"
 
-char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e)
+/* The directory a new snapshot hex goes into (malloc'd); hex is checked. */
+static char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e)
 {
 	size_t n = strlen(hex);
 	if (n != 64 || strspn(hex, "0123456789abcdef") != 64) {
@@ -85,7 +86,9 @@ static int has_children(pid_t pid)
 	return kids;
 }
 
-int snap_signal_fatal(pid_t pid, int sig)
+/* 1 when sig, about to be delivered to pid, ends it: a terminating default
+ * action, neither caught nor ignored. */
+static int snap_signal_fatal(pid_t pid, int sig)
 {
 	static const int harmless[] = { SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
 					SIGURG, SIGWINCH, SIGTRAP, SIGKILL };
@@ -132,7 +135,12 @@ static int admit_snapshot(void *vctx, uint64_t len, struct common_err *e)
 	return 0;
 }
 
-int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_request *rq,
+/* A snapshot of a run's guest (host pid) for lease: stop it at a step boundary
+ * (unless at_stop: taken as it stands in its ptrace stop, and left stopped),
+ * capture, resume it (unless stop), check namespace_bytes, persist under
+ * lease_snapshot_top/HEX, register it with the store and record the lease's
+ * snapshot receipt; nothing is written on failure. */
+static int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_request *rq,
 	      struct trace_snap_taken *taken, struct common_err *ep)
 {
 	struct common_err e = { "", "" };

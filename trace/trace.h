@@ -79,7 +79,6 @@ struct trace_cli {
 /* argv (verb first, then options and operands in any order) into c, no output:
  * 0, 1 for --help, or -1 with e. */
 int trace_cli_parse(int argc, char **argv, struct trace_cli *c, struct common_err *e);
-void trace_cli_usage(FILE *f);
 /* sbx-trace: the whole command line, returning the exit status. */
 int trace_cli_main(int argc, char **argv);
 
@@ -146,7 +145,6 @@ void trace_run_opts_free(struct trace_run_opts *o);
  * 0, 1 for --help, -1 with e ("--NAME: unknown option", "--NAME: needs a value"). */
 int trace_run_parse(int argc, char **argv, unsigned flags, struct trace_run_opts *o,
 		    const char **operand, struct common_err *e);
-extern const char trace_run_usage[];
 /* Run it; returns the process exit status (SPEC §6.6). Frees what
  * trace_run_parse allocated in o. */
 int trace_run_main(struct trace_run_opts *o);

@@ -97,7 +97,7 @@ static const struct common_verb trace_verbs[] = {
 };
 #define NVERBS (sizeof trace_verbs / sizeof trace_verbs[0])
 
-void trace_cli_usage(FILE *f)
+static void trace_cli_usage(FILE *f)
 {
 	common_verb_usage(f, trace_verbs, NVERBS);
 }

@@ -4,6 +4,7 @@
 #define SBX_TRACE_RECORD_H
 
 #include "trace/sv/sv.h"
+#include "trace/trace.h"
 
 /* A trace is JSON lines: a header {"sbx_trace":1,...,"h":H0}, then events,
  * then {"ev":"end",...}. Every line ends in ,"h":"HEX"} where

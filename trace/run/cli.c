@@ -249,7 +249,7 @@ static const struct common_cli restore_cli = {
 	.tool = RESTORE, .program = COMMON_PROGRAM_AFTER_DASHDASH,
 };
 
-const char trace_run_usage[] =
+static const char trace_run_usage[] =
 	"usage: sbx-run [--store DIR] (--lease ID | --ephemeral [request options])\n"
 	"               [--ro SRC[:DST]] [--rw SRC[:DST]] [--mount TYPE:SRC:DST[:OPTS]]...\n"
 	"               [--owner UID:GID] [--socket PATH]... [--chdir DIR]\n"
