@@ -149,6 +149,10 @@ int common_json_int(const json_t *o, const char *key, int64_t *out, const char *
 		    struct common_err *e);
 int common_json_str(const json_t *o, const char *key, const char **out, const char *name,
 		    struct common_err *e);
+/* Lenient reads of records already checked (or only shown): the string or the
+ * integer at key, dflt when it is absent or of another type. */
+const char *common_jstr(const json_t *o, const char *key, const char *dflt);
+json_int_t common_jint(const json_t *o, const char *key, json_int_t dflt);
 /* Print j canonically + "\n" to stdout (or pretty text when pretty). */
 int common_json_print(const json_t *j, int pretty);
 

@@ -96,6 +96,20 @@ int common_json_str(const json_t *o, const char *key, const char **out, const ch
 	return 0;
 }
 
+const char *common_jstr(const json_t *o, const char *key, const char *dflt)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+json_int_t common_jint(const json_t *o, const char *key, json_int_t dflt)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
 int common_json_print(const json_t *j, int pretty)
 {
 	char *s = json_dumps(j, (pretty ? JSON_INDENT(2) : JSON_COMPACT) | JSON_SORT_KEYS |

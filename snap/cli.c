@@ -20,12 +20,6 @@
 
 #define SNAP_META_MAX 65536
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	const json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : "";
-}
-
 static const char *user_name(void)
 {
 	struct passwd *pw = getpwuid(getuid());
@@ -49,9 +43,9 @@ static int check_registered(const struct snap_image *im, const char *hex, const 
 	m.chunks = (uint32_t)((im->len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
 	snap_manifest_encode(&m, mb);
 	common_hex(mb, sizeof mb, got);
-	if (rec && strcmp(got, jstr(rec, "manifest")) != 0)
+	if (rec && strcmp(got, common_jstr(rec, "manifest", "")) != 0)
 		return common_errf(e, "snapshot", "%s: the chunks in %s make manifest %s, the store "
-				   "registered %s; refused", hex, dir, got, jstr(rec, "manifest"));
+				   "registered %s; refused", hex, dir, got, common_jstr(rec, "manifest", ""));
 	return 0;
 }
 
@@ -65,9 +59,9 @@ static int manifest_registered(const char *dir, const char *hex, const json_t *r
 	if (rc == 0) {
 		if (ml == SNAP_MANIFEST_LEN)
 			common_hex((const uint8_t *)mb, ml, got);
-		if (strcmp(got, jstr(rec, "manifest")) != 0)
+		if (strcmp(got, common_jstr(rec, "manifest", "")) != 0)
 			rc = common_errf(e, "snapshot", "%s: %s is not the manifest the store "
-					 "registered (%s); refused", hex, mp, jstr(rec, "manifest"));
+					 "registered (%s); refused", hex, mp, common_jstr(rec, "manifest", ""));
 		free(mb);
 	}
 	free(mp);
@@ -123,9 +117,9 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 		return SBX_EXIT_FAIL;
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
 	const char *who = principal ? principal : user_name();
-	if (strcmp(jstr(l, "principal"), who) != 0) {
+	if (strcmp(common_jstr(l, "principal", ""), who) != 0) {
 		common_errf(e, "snapshot", "lease %s belongs to principal %s, not %s: only its "
-			    "renter may snapshot it", lease, jstr(l, "principal"), who);
+			    "renter may snapshot it", lease, common_jstr(l, "principal", ""), who);
 		json_decref(rec);
 		return SBX_EXIT_FAIL;
 	}
@@ -173,7 +167,7 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 	if (!rep)
 		return SBX_EXIT_SBX;
 	if (json_object_get(rep, "error")) {
-		common_errf(e, "snapshot", "%s", jstr(rep, "error"));
+		common_errf(e, "snapshot", "%s", common_jstr(rep, "error", ""));
 		json_decref(rep);
 		return SBX_EXIT_FAIL;
 	}
@@ -196,7 +190,7 @@ static void scan_local(const char *top, json_t *by)
 			continue;
 		char *mp = common_xasprintf("%s/%s/meta.json", top, de->d_name);
 		json_t *m = common_json_load_file(mp, SNAP_META_MAX, NULL);
-		if (json_is_object(m) && !strcmp(jstr(m, "digest"), de->d_name))
+		if (json_is_object(m) && !strcmp(common_jstr(m, "digest", ""), de->d_name))
 			json_object_set(by, de->d_name, m);
 		json_decref(m);
 		free(mp);
@@ -218,7 +212,7 @@ static int cmd_list(struct lease_store *s, const char *lease, enum common_format
 		return SBX_EXIT_FAIL;
 	}
 	json_array_foreach(recs, i, r)
-		json_object_set(by, jstr(r, "digest"), r);
+		json_object_set(by, common_jstr(r, "digest", ""), r);
 	json_decref(recs);
 	char *own = common_xasprintf("%s/snapshots", lease_store_dir(s));
 	scan_local(lease_snapshot_top(s), by);
@@ -230,7 +224,7 @@ static int cmd_list(struct lease_store *s, const char *lease, enum common_format
 	qsort(keys, n, sizeof *keys, cmp_str);
 	for (i = 0; i < n; i++) {
 		r = json_object_get(by, keys[i]);
-		if (!lease || !strcmp(jstr(r, "lease"), lease))
+		if (!lease || !strcmp(common_jstr(r, "lease", ""), lease))
 			json_array_append(arr, r);
 	}
 	free(keys);
@@ -466,7 +460,7 @@ static int cmd_import(struct lease_store *s, const char *file, struct common_err
 		char *mp = common_xasprintf("%s/meta.json", tmp);
 		meta = common_json_load_file(mp, SNAP_META_MAX, e);
 		free(mp);
-		if (!meta || !json_is_object(meta) || strcmp(jstr(meta, "digest"), hex))
+		if (!meta || !json_is_object(meta) || strcmp(common_jstr(meta, "digest", ""), hex))
 			rc = meta ? common_errf(e, file, "meta.json does not describe snapshot %s", hex) : -1;
 	}
 	char *dir = rc == 0 ? common_xasprintf("%s/%s", top, hex) : NULL;
@@ -668,24 +662,24 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
 	char img[65];
 	common_hex(r->st.meta.image, 32, img);
-	if (strcmp(jstr(l, "state"), "Funded") != 0) {
+	if (strcmp(common_jstr(l, "state", ""), "Funded") != 0) {
 		common_errf(e, "restore", "cannot restore into lease %s: state is %s, restore needs "
-			    "Funded", target, jstr(l, "state"));
+			    "Funded", target, common_jstr(l, "state", ""));
 		goto done;
 	}
-	if (strcmp(jstr(l, "principal"), r->st.meta.principal) != 0) {
+	if (strcmp(common_jstr(l, "principal", ""), r->st.meta.principal) != 0) {
 		common_errf(e, "restore", "principal differs: lease %s is %s's, the snapshot %s's",
-			    target, jstr(l, "principal"), r->st.meta.principal);
+			    target, common_jstr(l, "principal", ""), r->st.meta.principal);
 		goto done;
 	}
-	if (strcmp(jstr(l, "host_program"), r->st.meta.host_program) != 0) {
+	if (strcmp(common_jstr(l, "host_program", ""), r->st.meta.host_program) != 0) {
 		common_errf(e, "restore", "host program differs: lease %s has %s, the snapshot %s",
-			    target, jstr(l, "host_program"), r->st.meta.host_program);
+			    target, common_jstr(l, "host_program", ""), r->st.meta.host_program);
 		goto done;
 	}
-	if (strcmp(jstr(json_object_get(l, "image"), "sha256"), img) != 0) {
+	if (strcmp(common_jstr(json_object_get(l, "image"), "sha256", ""), img) != 0) {
 		common_errf(e, "restore", "image hash differs: lease %s has %s, the snapshot %s",
-			    target, jstr(json_object_get(l, "image"), "sha256"), img);
+			    target, common_jstr(json_object_get(l, "image"), "sha256", ""), img);
 		goto done;
 	}
 	/* the CPU must hold every register component the guest used */
@@ -730,7 +724,7 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 	r->target = target;
 	r->hex = hex;
 	r->charge = charge;
-	*image = common_xstrdup(jstr(json_object_get(l, "image"), "path"));
+	*image = common_xstrdup(common_jstr(json_object_get(l, "image"), "path", ""));
 	memcpy(r->digest, im.digest, 32);
 	rc = 0;
 done:

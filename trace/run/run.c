@@ -478,12 +478,6 @@ static int write_result(const struct trace_run_opts *o, struct common_outfile *o
 	return rc;
 }
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	const json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* request, fund, activate: one locked commit, one receipt each */
 /* The image, opened once, above 0-2 (a closed stdin keeps them for what they are). */
 static int open_image(const char *path)
@@ -578,7 +572,7 @@ static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o,
 	if (rc < 0)
 		return -1;
 	json_t *r = json_array_get(made, 0);
-	*id = common_xstrdup(jstr(r, "lease") ? jstr(r, "lease") : "");
+	*id = common_xstrdup(common_jstr(r, "lease", NULL) ? common_jstr(r, "lease", NULL) : "");
 	json_array_extend(receipts, made);
 	*head = json_incref(json_array_get(made, json_array_size(made) - 1));
 	json_decref(made);
@@ -748,8 +742,8 @@ int trace_run_main(struct trace_run_opts *o)
 		if (lease_load(s, id, &rec, &e) < 0)
 			goto fail;
 		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-		const char *state = jstr(l, "state");
-		const char *want = jstr(json_object_get(l, "image"), "sha256");
+		const char *state = common_jstr(l, "state", NULL);
+		const char *want = common_jstr(json_object_get(l, "image"), "sha256", NULL);
 		/* a restore becomes Active once its guest is rebuilt (restore_exec) */
 		const char *need = o->restore_exec ? "Funded" : "Active";
 		if (!state || strcmp(state, need) != 0) {
@@ -764,7 +758,8 @@ int trace_run_main(struct trace_run_opts *o)
 			goto fail;
 		}
 		/* the script the lease names, or none, exactly */
-		const char *wsc = jstr(json_object_get(json_object_get(l, "image"), "script"), "sha256");
+		const json_t *script = json_object_get(json_object_get(l, "image"), "script");
+		const char *wsc = common_jstr(script, "sha256", NULL);
 		if (!wsc != !sc.path || (wsc && strcmp(wsc, sc.sha) != 0)) {
 			common_errf(&e, "image", "%s%s%s is not the script lease %s names (%s)",
 				    sc.path ? sc.path : "no script", sc.path ? " sha256 " : "",
