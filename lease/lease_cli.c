@@ -351,8 +351,7 @@ enum { REQUEST = 1u << 0, FUND = 1u << 1, ACTIVATE = 1u << 2, OBSERVE = 1u << 3,
        SETTLE = 1u << 4, EXPIRE = 1u << 5, DESTROY = 1u << 6, SHOW = 1u << 7, LIST = 1u << 8,
        LOG = 1u << 9, VERIFY = 1u << 10, CLOCK = 1u << 11, TICK = 1u << 12 };
 #define EDGES (FUND | ACTIVATE | OBSERVE | SETTLE | EXPIRE | DESTROY)
-#define OPT(n, t, f, verbs) \
-	{ .name = n, .type = t, .field = offsetof(struct lease_cli, f), .in = verbs }
+#define OPT(...) COMMON_OPT(struct lease_cli, __VA_ARGS__)
 
 static const struct common_opt lease_opts[] = {
 	OPT("store", &common_opt_str, store, 0),

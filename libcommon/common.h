@@ -197,6 +197,10 @@ struct common_opt {
 	int flag;             /* the int a flag stores (0: 1) */
 };
 /* const char *; int (the row's flag); uint64_t within the row's bounds; enum common_format */
+/* A row of a tool whose command line is struct S: --NAME, its type, the field
+ * of S it fills, the verbs or tools that take it, then .letter, .min, .max, .flag. */
+#define COMMON_OPT(S, n, t, f, verbs, ...) \
+	{ .name = n, .type = t, .field = offsetof(S, f), .in = verbs, __VA_ARGS__ }
 #define COMMON_OPT_FIELD(o, cli, type) ((type *)(void *)((char *)(cli) + (o)->field))
 extern const struct common_opt_type common_opt_str, common_opt_flag, common_opt_u64,
 	common_opt_format;

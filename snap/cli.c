@@ -542,8 +542,7 @@ static const struct common_verb snap_verbs[] = {
 /* A bit per snap_verbs row. */
 enum { TAKE = 1u << 0, LIST = 1u << 1, SHOW = 1u << 2, VERIFY = 1u << 3, EXPORT = 1u << 4,
        IMPORT = 1u << 5 };
-#define OPT(n, t, f, verbs, ...) \
-	{ .name = n, .type = t, .field = offsetof(struct snap_cli, f), .in = verbs, __VA_ARGS__ }
+#define OPT(...) COMMON_OPT(struct snap_cli, __VA_ARGS__)
 
 static const struct common_opt snap_opts[] = {
 	OPT("store", &common_opt_str, store, 0),

@@ -168,8 +168,7 @@ static const struct common_opt_type fmt_type = { 1, parse_fmt }, pid_type = { 1,
 enum { FILES = 1u << 0, VERIFY = 1u << 1, FILTER = 1u << 2, DIFF = 1u << 3, STATS = 1u << 4,
        TIMELINE = 1u << 5, PROVENANCE = 1u << 6, VERIFY_PROV = 1u << 7, BISECT = 1u << 8,
        ADJUDICATE = 1u << 9 };
-#define OPT(n, t, f, verbs, ...) \
-	{ .name = n, .type = t, .field = offsetof(struct trace_cli, f), .in = verbs, __VA_ARGS__ }
+#define OPT(...) COMMON_OPT(struct trace_cli, __VA_ARGS__)
 
 static const struct common_opt trace_opts[] = {
 	OPT("format", &fmt_type, fmt, FILES | VERIFY | DIFF | STATS | TIMELINE | BISECT | ADJUDICATE),

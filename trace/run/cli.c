@@ -202,8 +202,7 @@ static const struct common_opt_type bind_type = { 1, parse_bind }, mount_type = 
 
 /* Which tool takes a row: sbx-run only, or (0) both it and sbx-restore. */
 enum { RUN = 1u << 0, RESTORE = 1u << 1 };
-#define OPT(n, t, f, tools, ...) \
-	{ .name = n, .type = t, .field = offsetof(struct trace_run_opts, f), .in = tools, __VA_ARGS__ }
+#define OPT(...) COMMON_OPT(struct trace_run_opts, __VA_ARGS__)
 
 static const struct common_opt run_opts[] = {
 	OPT("store", &common_opt_str, store, 0),
