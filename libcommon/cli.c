@@ -111,29 +111,32 @@ static const struct common_opt *find_opt(const struct common_cli *t, const char 
 	return NULL;
 }
 
-/* The option at argv[*i] (its value perhaps argv[*i + 1]) into g; 1 for help. */
+/* The option at argv[*i] (its value attached, or argv[*i + 1]) into g; 1 for help. */
 static int scan_option(const struct common_cli *t, int argc, char **argv, int *i,
 		       struct given *g, struct common_err *e)
 {
-	const char *w = argv[*i], *eq = NULL;
+	const char *w = argv[*i], *attached = NULL;
 	char name[64];
 
 	if (!strcmp(w, "--help") || !strcmp(w, "-h"))
 		return 1;
-	if (w[1] == '-') {
-		eq = strchr(w, '=');
-		g->o = find_opt(t, w + 2, eq ? (size_t)(eq - w - 2) : strlen(w + 2), 0);
-		snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - w : (long)strlen(w)), w);
-	} else {
-		g->o = w[2] ? NULL : find_opt(t, NULL, 0, w[1]);
+	if (w[1] == '-') { /* --NAME or --NAME=VALUE */
+		const char *eq = strchr(w, '=');
+		size_t len = eq ? (size_t)(eq - w) : strlen(w);
+		g->o = find_opt(t, w + 2, len - 2, 0);
+		snprintf(name, sizeof name, "%.*s", (int)len, w);
+		attached = eq ? eq + 1 : NULL;
+	} else { /* -L or -LVALUE */
+		g->o = find_opt(t, NULL, 0, w[1]);
 		snprintf(name, sizeof name, "%.2s", w);
+		attached = w[2] ? w + 2 : NULL;
 	}
 	if (!g->o)
 		return common_errf(e, name, "unknown option");
-	if (!g->o->type->value && eq)
+	if (!g->o->type->value && attached)
 		return common_errf(e, name, "takes no value");
-	g->value = eq ? eq + 1 : NULL;
-	if (g->o->type->value && !eq) {
+	g->value = attached;
+	if (g->o->type->value && !attached) {
 		if (*i + 1 >= argc)
 			return common_errf(e, name, "needs a value");
 		g->value = argv[++*i];

@@ -271,6 +271,8 @@ static void test_snap(void)
 	CHECK_STR(c.store, "s");
 	CHECK(snap_parse(ARGV("-o", "f.tar", "export", "--", "-abc"), &c) == 0);
 	CHECK_STR(c.pos[0], "-abc");
+	CHECK(snap_parse(ARGV("export", "-og.tar", "abc"), &c) == 0);
+	CHECK_STR(c.out, "g.tar");
 }
 
 static int lease_parse(char **v, struct lease_cli *c)
