@@ -178,8 +178,12 @@ struct lease_cli {
 	const struct common_verb *verb;
 	const char *store;
 	enum common_format fmt;
-	struct lease_request req;
-	const char *amount, *evidence, *usage, *state, *lifetime, *escrow, *limits, *fees;
+	struct lease_request req;   /* request's options */
+	const char *evidence;
+	uint64_t amount;            /* fund's */
+	uint64_t usage[LEASE_DIM_COUNT]; /* observe's, where usage_given */
+	int usage_given[LEASE_DIM_COUNT];
+	int state;                  /* list --state, -1: any */
 	const char *pos[1]; /* the operand after the verb */
 	int npos;
 	struct lease_store *s;

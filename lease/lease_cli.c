@@ -114,23 +114,7 @@ static int read_evidence(struct lease_cli *c, const char *path, json_t **r)
 static int cmd_request(struct lease_cli *c)
 {
 	json_t *out;
-	uint64_t v;
 
-	if (c->lifetime) {
-		if (lease_parse_amount("--lifetime", c->lifetime, &v, &c->e) < 0)
-			return fail(c);
-		if (v == 0 || v > LEASE_LIFETIME_CEILING) {
-			common_errf(&c->e, "--lifetime", "%s is outside 1..%u", c->lifetime,
-				    LEASE_LIFETIME_CEILING);
-			return fail(c);
-		}
-		c->req.lifetime = v;
-	}
-	if (c->escrow && lease_parse_amount("--escrow", c->escrow, &c->req.escrow, &c->e) < 0)
-		return fail(c);
-	if ((c->limits && lease_parse_limits(c->limits, &c->req, &c->e) < 0) ||
-	    (c->fees && lease_parse_fees(c->fees, &c->req, &c->e) < 0))
-		return fail(c);
 	if (open_store(c) < 0 || lease_request(c->s, &c->req, &out, &c->e) < 0)
 		return fail(c);
 	print_pair(c, out);
@@ -143,24 +127,14 @@ static int cmd_edge(struct lease_cli *c, enum lease_edge edge)
 	json_t *ev = NULL, *args = json_object(), *out = NULL;
 	int rc = SBX_EXIT_FAIL;
 
-	if (edge == LEASE_EDGE_FUND) {
-		uint64_t v;
-		if (lease_parse_amount("--amount", c->amount, &v, &c->e) < 0)
-			goto out;
-		json_object_set_new(args, "amount", json_integer((json_int_t)v));
-	}
+	if (edge == LEASE_EDGE_FUND)
+		json_object_set_new(args, "amount", json_integer((json_int_t)c->amount));
 	if (edge == LEASE_EDGE_OBSERVE) {
-		uint64_t u[LEASE_DIM_COUNT] = { 0 };
-		int given[LEASE_DIM_COUNT] = { 0 };
 		json_t *uo = json_object();
-		if (lease_parse_usage(c->usage, u, given, &c->e) < 0) {
-			json_decref(uo);
-			goto out;
-		}
 		for (int d = 0; d < LEASE_DIM_COUNT; d++)
-			if (given[d])
+			if (c->usage_given[d])
 				json_object_set_new(uo, lease_dim_name((enum lease_dim)d),
-						    json_integer((json_int_t)u[d]));
+						    json_integer((json_int_t)c->usage[d]));
 		json_object_set_new(args, "usage", uo);
 	}
 	if (read_evidence(c, c->evidence, &ev) < 0)
@@ -205,17 +179,10 @@ static int cmd_show(struct lease_cli *c)
 
 static int cmd_list(struct lease_cli *c)
 {
-	enum lease_state st = 0;
 	json_t *out, *rec;
 	size_t i;
 
-	if (c->state && lease_state_parse(c->state, &st) < 0) {
-		common_errf(&c->e, "--state", "unknown state \"%s\" (Requested, Funded, Active, Settling, Expired, Destroyed)",
-			    c->state);
-		return fail(c);
-	}
-	if (open_store(c) < 0 ||
-	    lease_list(c->s, c->req.principal, c->state ? (int)st : -1, &out, &c->e) < 0)
+	if (open_store(c) < 0 || lease_list(c->s, c->req.principal, c->state, &out, &c->e) < 0)
 		return fail(c);
 	if (c->fmt == COMMON_FMT_TEXT)
 		printf("%-17s %-9s %-16s %-12s %-8s %-8s %s\n", "ID", "STATE", "PRINCIPAL", "HOST",
@@ -351,22 +318,81 @@ enum { REQUEST = 1u << 0, FUND = 1u << 1, ACTIVATE = 1u << 2, OBSERVE = 1u << 3,
        SETTLE = 1u << 4, EXPIRE = 1u << 5, DESTROY = 1u << 6, SHOW = 1u << 7, LIST = 1u << 8,
        LOG = 1u << 9, VERIFY = 1u << 10, CLOCK = 1u << 11, TICK = 1u << 12 };
 #define EDGES (FUND | ACTIVATE | OBSERVE | SETTLE | EXPIRE | DESTROY)
+static int parse_amount(const struct common_opt *o, void *cli, const char *v,
+			struct common_err *e)
+{
+	char what[64];
+
+	snprintf(what, sizeof what, "--%s", o->name);
+	return lease_parse_amount(what, v, COMMON_OPT_FIELD(o, cli, uint64_t), e);
+}
+
+static int parse_lifetime(const struct common_opt *o, void *cli, const char *v,
+			  struct common_err *e)
+{
+	uint64_t *n = COMMON_OPT_FIELD(o, cli, uint64_t);
+
+	if (lease_parse_amount("--lifetime", v, n, e) < 0)
+		return -1;
+	if (*n == 0 || *n > LEASE_LIFETIME_CEILING)
+		return common_errf(e, "--lifetime", "%s is outside 1..%u", v, LEASE_LIFETIME_CEILING);
+	return 0;
+}
+
+static int parse_limits(const struct common_opt *o, void *cli, const char *v,
+			struct common_err *e)
+{
+	return lease_parse_limits(v, COMMON_OPT_FIELD(o, cli, struct lease_request), e);
+}
+
+static int parse_fees(const struct common_opt *o, void *cli, const char *v,
+		      struct common_err *e)
+{
+	return lease_parse_fees(v, COMMON_OPT_FIELD(o, cli, struct lease_request), e);
+}
+
+static int parse_usage(const struct common_opt *o, void *cli, const char *v,
+		       struct common_err *e)
+{
+	struct lease_cli *c = cli;
+
+	(void)o;
+	return lease_parse_usage(v, c->usage, c->usage_given, e);
+}
+
+static int parse_state(const struct common_opt *o, void *cli, const char *v,
+		       struct common_err *e)
+{
+	enum lease_state st;
+
+	if (lease_state_parse(v, &st) < 0)
+		return common_errf(e, "--state", "unknown state \"%s\" (Requested, Funded, Active, "
+				   "Settling, Expired, Destroyed)", v);
+	*COMMON_OPT_FIELD(o, cli, int) = (int)st;
+	return 0;
+}
+
+static const struct common_opt_type amount_type = { 1, parse_amount },
+	lifetime_type = { 1, parse_lifetime }, limits_type = { 1, parse_limits },
+	fees_type = { 1, parse_fees }, usage_type = { 1, parse_usage },
+	state_type = { 1, parse_state };
+
 #define OPT(...) COMMON_OPT(struct lease_cli, __VA_ARGS__)
 
 static const struct common_opt lease_opts[] = {
 	OPT("store", &common_opt_str, store, 0),
 	OPT("format", &common_opt_format, fmt, 0),
-	OPT("image", &common_opt_str, req.image, REQUEST),
+	OPT("image", &common_opt_str, req.image, REQUEST, .need = REQUEST),
 	OPT("principal", &common_opt_str, req.principal, REQUEST | LIST),
 	OPT("host-program", &common_opt_str, req.host_program, REQUEST),
-	OPT("limits", &common_opt_str, limits, REQUEST),
-	OPT("lifetime", &common_opt_str, lifetime, REQUEST),
-	OPT("escrow", &common_opt_str, escrow, REQUEST),
-	OPT("fees", &common_opt_str, fees, REQUEST),
-	OPT("amount", &common_opt_str, amount, FUND),
+	OPT("limits", &limits_type, req, REQUEST),
+	OPT("lifetime", &lifetime_type, req.lifetime, REQUEST),
+	OPT("escrow", &amount_type, req.escrow, REQUEST),
+	OPT("fees", &fees_type, req, REQUEST),
+	OPT("amount", &amount_type, amount, FUND, .need = FUND),
 	OPT("evidence", &common_opt_str, evidence, EDGES),
-	OPT("usage", &common_opt_str, usage, OBSERVE),
-	OPT("state", &common_opt_str, state, LIST),
+	OPT("usage", &usage_type, usage, OBSERVE, .need = OBSERVE),
+	OPT("state", &state_type, state, LIST),
 };
 
 static const struct common_cli lease_cli = {
@@ -374,32 +400,19 @@ static const struct common_cli lease_cli = {
 	.verbs = lease_verbs, .nverbs = NVERBS,
 };
 
-/* The options a verb cannot go without. */
-static int required(const struct lease_cli *c, struct common_err *e)
-{
-	const char *need = NULL;
-
-	if (c->verb->run == v_request && !c->req.image)
-		need = "--image";
-	else if (c->verb->run == v_fund && !c->amount)
-		need = "--amount";
-	else if (c->verb->run == v_observe && !c->usage)
-		need = "--usage";
-	return need ? common_errf(e, c->verb->name, "needs %s", need) : 0;
-}
-
 int lease_cli_parse(int argc, char **argv, struct lease_cli *c, struct common_err *e)
 {
 	struct common_words w;
 	int rc;
 
 	memset(c, 0, sizeof *c);
+	c->state = -1;
 	if ((rc = common_cli_parse(&lease_cli, argc, argv, c, &w, e)) != 0)
 		return rc;
 	c->verb = w.verb;
 	for (int i = 0; i < w.noperands; i++)
 		c->pos[c->npos++] = w.operands[i];
-	return required(c, e);
+	return 0;
 }
 
 static void usage(FILE *f)

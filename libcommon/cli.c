@@ -177,7 +177,16 @@ static int scan(const struct common_cli *t, int argc, char **argv, struct given 
 	return 0;
 }
 
-/* The verb (the first operand) and its operands' count; each option given it takes. */
+static int was_given(const struct given *g, int ng, const struct common_opt *o)
+{
+	for (int i = 0; i < ng; i++)
+		if (g[i].o == o)
+			return 1;
+	return 0;
+}
+
+/* The verb (the first operand) and its operands' count; each option given it takes,
+ * each it needs given. */
 static int verb_check(const struct common_cli *t, const struct given *g, int ng,
 		      struct common_words *w, struct common_err *e)
 {
@@ -195,6 +204,9 @@ static int verb_check(const struct common_cli *t, const struct given *g, int ng,
 			snprintf(name, sizeof name, "--%s", g[i].o->name);
 			return common_errf(e, name, "not an option of this command");
 		}
+	for (size_t i = 0; i < t->nopts; i++)
+		if ((t->opts[i].need & (1u << k)) && !was_given(g, ng, &t->opts[i]))
+			return common_errf(e, w->verb->name, "needs --%s", t->opts[i].name);
 	return common_verb_args(w->verb, w->noperands, e);
 }
 

@@ -193,12 +193,14 @@ struct common_opt {
 	const struct common_opt_type *type;
 	size_t field;         /* offsetof the field in the tool's command-line struct */
 	uint32_t in;          /* a bit per verb row (or tool) that takes it; 0: all */
+	uint32_t need;        /* a bit per verb row that cannot go without it */
 	uint64_t min, max;    /* a number's bounds (max 0: none) */
 	int flag;             /* the int a flag stores (0: 1) */
 };
 /* const char *; int (the row's flag); uint64_t within the row's bounds; enum common_format */
 /* A row of a tool whose command line is struct S: --NAME, its type, the field
- * of S it fills, the verbs or tools that take it, then .letter, .min, .max, .flag. */
+ * of S it fills, the verbs or tools that take it, then .need, .letter, .min, .max,
+ * .flag. */
 #define COMMON_OPT(S, n, t, f, verbs, ...) \
 	{ .name = n, .type = t, .field = offsetof(S, f), .in = verbs, __VA_ARGS__ }
 #define COMMON_OPT_FIELD(o, cli, type) ((type *)(void *)((char *)(cli) + (o)->field))
@@ -224,8 +226,8 @@ struct common_words {
 };
 /* argv into the fields of cli (the struct t's rows point into) and w. 0, 1 for
  * help, or -1 with e: "--NAME: unknown option", "--NAME: needs a value", "--NAME:
- * takes no value", "--NAME: not an option of this command", a parser's error, or
- * common_verb_find's and common_verb_args' errors. */
+ * takes no value", "--NAME: not an option of this command", "VERB: needs --NAME",
+ * a parser's error, or common_verb_find's and common_verb_args' errors. */
 int common_cli_parse(const struct common_cli *t, int argc, char **argv, void *cli,
 		     struct common_words *w, struct common_err *e);
 /* A bad command line: the error, then usage, to stderr; returns code. */

@@ -292,18 +292,17 @@ static void test_lease(void)
 	CHECK_STR(c.req.image, "/bin/true");
 	CHECK_STR(c.req.principal, "p");
 	CHECK_STR(c.req.host_program, "h");
-	CHECK_STR(c.limits, "fuel=5");
-	CHECK_STR(c.fees, "fuel=1");
-	CHECK_STR(c.lifetime, "3");
-	CHECK_STR(c.escrow, "2");
+	CHECK(c.req.has_limit[LEASE_DIM_FUEL] && c.req.limits[LEASE_DIM_FUEL] == 5);
+	CHECK(c.req.fees[LEASE_DIM_FUEL] == 1 && c.req.lifetime == 3 && c.req.escrow == 2);
 	CHECK(lease_parse(ARGV("fund", "L1", "--amount", "5", "--evidence", "-"), &c) == 0);
 	CHECK_STR(c.pos[0], "L1");
-	CHECK_STR(c.amount, "5");
+	CHECK(c.amount == 5);
 	CHECK_STR(c.evidence, "-");
 	CHECK(lease_parse(ARGV("observe", "--usage", "fuel=1", "--evidence", "f"), &c) == 0);
-	CHECK_STR(c.usage, "fuel=1");
+	CHECK(c.usage_given[LEASE_DIM_FUEL] && c.usage[LEASE_DIM_FUEL] == 1);
+	CHECK(lease_parse(ARGV("list"), &c) == 0 && c.state == -1);
 	CHECK(lease_parse(ARGV("list", "--principal", "p", "--state", "Active"), &c) == 0);
-	CHECK_STR(c.state, "Active");
+	CHECK(c.state == LEASE_ACTIVE);
 	CHECK(lease_parse(ARGV("--help"), &c) == 1);
 	CHECK(lease_parse(ARGV("show", "--help"), &c) == 1);
 	CHECK(failed_with(lease_parse(ARGV("frob"), &c), "unknown command \"frob\""));
@@ -325,6 +324,11 @@ static void test_lease(void)
 	CHECK(failed_with(lease_parse(ARGV("show", "--amount", "3", "L1"), &c),
 			  "--amount: not an option of this command"));
 	CHECK(failed_with(lease_parse(ARGV("request"), &c), "request: needs --image"));
+	CHECK(failed_with(lease_parse(ARGV("request", "--image", "x", "--lifetime", "0"), &c),
+			  "--lifetime: 0 is outside 1..1000000"));
+	CHECK(failed_with(lease_parse(ARGV("list", "--state", "Nope"), &c),
+			  "--state: unknown state \"Nope\" (Requested, Funded, Active, Settling, "
+			  "Expired, Destroyed)"));
 	CHECK(failed_with(lease_parse(ARGV("fund", "--evidence", "x"), &c), "fund: needs --amount"));
 	CHECK(failed_with(lease_parse(ARGV("observe", "--evidence", "x"), &c), "observe: needs --usage"));
 	CHECK(failed_with(lease_parse(ARGV("show"), &c), "show: takes 1 operand, not 0"));
