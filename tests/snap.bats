@@ -270,10 +270,10 @@ snapshot_mid_run() {
 	run sbx-snap --store "$other" verify "$DIGEST"
 	assert_success
 	# options on both sides of the verb and its operand, "--" before an operand
-	sbx-snap show "$DIGEST" --format text --store "$other" >after.txt
+	after=$(sbx-snap show "$DIGEST" --format text --store "$other")
 	run sbx-snap --format=text --store "$other" show -- "$DIGEST"
 	assert_success
-	assert_output "$(cat after.txt)"
+	assert_output "$after"
 	run sbx-snap --stop --store "$other" show "$DIGEST"
 	assert_failure 2
 	assert_line --index 0 "sbx-snap: error: --stop: not an option of this command"
