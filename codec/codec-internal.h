@@ -33,7 +33,6 @@ struct ttable {
 
 int codec_ttable_build(const struct sbx_type *root, struct ttable *tt, struct common_err *e);
 void codec_ttable_free(struct ttable *tt);
-int codec_is_int(enum sbx_kind k);
 int codec_is_signed(enum sbx_kind k);
 /* Read / write an integer scalar of kind k at p. */
 int64_t codec_load_int(const void *p, enum sbx_kind k);

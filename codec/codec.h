@@ -17,7 +17,6 @@ void codec_buf_free(struct codec_buf *b);
 uint8_t *codec_buf_reserve(struct codec_buf *b, size_t n); /* n bytes appended, returned */
 void codec_buf_grow(struct codec_buf *b, size_t n);        /* room for n more, len unchanged */
 void codec_put_u8(struct codec_buf *b, uint8_t v);
-void codec_put_u16(struct codec_buf *b, uint16_t v); /* little-endian fixed */
 void codec_put_u32(struct codec_buf *b, uint32_t v);
 void codec_put_u64(struct codec_buf *b, uint64_t v);
 void codec_put_uvarint(struct codec_buf *b, uint64_t v); /* LEB128, shortest form */
@@ -166,8 +165,6 @@ int codec_encode_graph(struct codec_graph *g, const struct codec_opts *o,
  * strings are malloc'd too, and old host storage is never freed. */
 int codec_writeback(struct codec_graph *g, const void *img, size_t len,
 		    const struct codec_opts *o, struct common_err *e);
-size_t codec_graph_objects(const struct codec_graph *g);
-void *codec_graph_root(const struct codec_graph *g);
 /* Free the graph; storage it allocated (codec_decode) is freed with its strings. */
 void codec_graph_free(struct codec_graph *g);
 

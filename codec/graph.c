@@ -1337,16 +1337,6 @@ out:
 	return rc;
 }
 
-size_t codec_graph_objects(const struct codec_graph *g)
-{
-	return g ? g->nobj : 0;
-}
-
-void *codec_graph_root(const struct codec_graph *g)
-{
-	return g ? g->root : NULL;
-}
-
 void codec_graph_free(struct codec_graph *g)
 {
 	if (!g)

@@ -74,7 +74,6 @@ static void put_le(struct codec_buf *b, uint64_t v, unsigned n)
 }
 
 void codec_put_u8(struct codec_buf *b, uint8_t v) { put_le(b, v, 1); }
-void codec_put_u16(struct codec_buf *b, uint16_t v) { put_le(b, v, 2); }
 void codec_put_u32(struct codec_buf *b, uint32_t v) { put_le(b, v, 4); }
 void codec_put_u64(struct codec_buf *b, uint64_t v) { put_le(b, v, 8); }
 

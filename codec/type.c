@@ -26,7 +26,7 @@ SCALAR(sbx_type_file, SBX_K_OPAQUE, "FILE*", sizeof(void *));
 _Static_assert(sizeof(struct sbx_slice) == 24, "slice is three words");
 _Static_assert(sizeof(void *) == 8 && sizeof(size_t) == 8, "LP64 only");
 
-int codec_is_int(enum sbx_kind k)
+static int codec_is_int(enum sbx_kind k)
 {
 	return k >= SBX_K_I8 && k <= SBX_K_U64;
 }

@@ -238,11 +238,6 @@ int lease_etcd_unreachable(const struct lease_etcd *c)
 	return c->down;
 }
 
-const char *lease_etcd_prefix(const struct lease_etcd *c)
-{
-	return c->prefix;
-}
-
 struct reply {
 	char *buf;
 	size_t len;

@@ -48,7 +48,7 @@ struct lease_backend {
 	/* Every record, by digest */
 	int (*snap_all)(struct lease_store *s, json_t **recs, struct common_err *e);
 };
-extern const struct lease_backend lease_file_backend, lease_etcd_backend;
+extern const struct lease_backend lease_etcd_backend;
 
 struct lease_store {
 	const struct lease_backend *be;
@@ -77,7 +77,6 @@ struct lease_etcd;
 int lease_etcd_url(const char *url); /* 1 for etcd://… and etcds://… */
 int lease_etcd_open(const char *url, struct lease_etcd **out, struct common_err *e);
 void lease_etcd_close(struct lease_etcd *c);
-const char *lease_etcd_prefix(const struct lease_etcd *c);
 int lease_etcd_unreachable(const struct lease_etcd *c); /* the last request timed out */
 /* park.c: observes the usage parked on this host while etcd was unreachable */
 void lease_parked_replay(struct lease_store *s);
@@ -118,15 +117,6 @@ void lease_unlock(struct lease_store *s);
 int lease_recover(struct lease_store *s, struct common_err *e);
 /* leases/ID.json holds {"lease": RECORD, "receipt": HEAD}; *pair NULL when absent. */
 int lease_pair_read(struct lease_store *s, const char *id, json_t **pair, struct common_err *e);
-int lease_pair_write(struct lease_store *s, const char *id, const json_t *pair,
-		     struct common_err *e);
-/* Records, the slot index and caches: temp + rename, fsynced only when s->durable. */
-int lease_write_derived(struct lease_store *s, const char *path, const char *buf, size_t len,
-			struct common_err *e);
-/* The kernel's boot id, NULL when unknown. */
-const char *lease_boot_id(struct lease_store *s);
-/* Remember the journal as a complete commit left it (lease_recover skips then). */
-void lease_journal_note(struct lease_store *s);
 /* Call fn for every journal line (1-based lineno); stops when fn returns < 0. */
 int lease_journal_each(struct lease_store *s, int (*fn)(void *, size_t, const char *, size_t),
 		       void *arg, struct common_err *e);
@@ -138,8 +128,6 @@ int lease_rebuild(struct lease_store *s, struct common_err *e);
  * opened up first, so no guest can make its namespace undestroyable. */
 int lease_ns_destroy_digest(const char *dir, char hex[COMMON_SHA256_HEX], uint64_t *cells,
 			    uint64_t *bytes, struct common_err *e);
-/* The idempotent side effects of a record's state: ns dir, slot index. */
-int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e);
 /* The host's part of them: the namespace directory exists until Destroyed. */
 int lease_ns_effect(struct lease_store *s, const json_t *rec, struct common_err *e);
 /* The directory back end's pieces */
@@ -163,8 +151,6 @@ int lease_slots_read(struct lease_store *s, const char *principal, json_t **slot
 		     struct common_err *e);
 
 /* receipt.c */
-/* Digest (hex) over the canonical receipt without "digest" and "sig". */
-void lease_receipt_digest_hex(const json_t *r, char hex[COMMON_SHA256_HEX]);
 /* Fill "digest" and "sig" of r with the store key. */
 int lease_receipt_seal(struct lease_store *s, json_t *r, struct common_err *e);
 /* Shape + digest + signature against the store key. */
@@ -192,11 +178,14 @@ struct lease_cli {
 	const struct common_verb *verb;
 	const char *store;
 	enum common_format fmt;
-	struct lease_request req;
-	const char *amount, *evidence, *usage, *state, *lifetime, *escrow, *limits, *fees;
+	struct lease_request req;   /* request's options */
+	const char *evidence;
+	uint64_t amount;            /* fund's */
+	uint64_t usage[LEASE_DIM_COUNT]; /* observe's, where usage_given */
+	int usage_given[LEASE_DIM_COUNT];
+	int state;                  /* list --state, -1: any */
 	const char *pos[1]; /* the operand after the verb */
 	int npos;
-	unsigned given; /* a bit per option given */
 	struct lease_store *s;
 	struct common_err e;
 };

@@ -1,5 +1,5 @@
 /* sbx-lease command line: option parsing and output formats (SPEC §13). */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,8 @@
 
 static const char usage_head[] =
 	"usage: sbx-lease [--store DIR|etcd://HOST:PORT[,HOST:PORT...]/PREFIX]\n"
-	"                 [--format json|text] COMMAND ...\n";
+	"                 [--format json|text] COMMAND ...\n"
+	"options may come before or after COMMAND; -- ends them\n";
 
 static int fail(struct lease_cli *c)
 {
@@ -113,23 +114,7 @@ static int read_evidence(struct lease_cli *c, const char *path, json_t **r)
 static int cmd_request(struct lease_cli *c)
 {
 	json_t *out;
-	uint64_t v;
 
-	if (c->lifetime) {
-		if (lease_parse_amount("--lifetime", c->lifetime, &v, &c->e) < 0)
-			return fail(c);
-		if (v == 0 || v > LEASE_LIFETIME_CEILING) {
-			common_errf(&c->e, "--lifetime", "%s is outside 1..%u", c->lifetime,
-				    LEASE_LIFETIME_CEILING);
-			return fail(c);
-		}
-		c->req.lifetime = v;
-	}
-	if (c->escrow && lease_parse_amount("--escrow", c->escrow, &c->req.escrow, &c->e) < 0)
-		return fail(c);
-	if ((c->limits && lease_parse_limits(c->limits, &c->req, &c->e) < 0) ||
-	    (c->fees && lease_parse_fees(c->fees, &c->req, &c->e) < 0))
-		return fail(c);
 	if (open_store(c) < 0 || lease_request(c->s, &c->req, &out, &c->e) < 0)
 		return fail(c);
 	print_pair(c, out);
@@ -142,24 +127,14 @@ static int cmd_edge(struct lease_cli *c, enum lease_edge edge)
 	json_t *ev = NULL, *args = json_object(), *out = NULL;
 	int rc = SBX_EXIT_FAIL;
 
-	if (edge == LEASE_EDGE_FUND) {
-		uint64_t v;
-		if (lease_parse_amount("--amount", c->amount, &v, &c->e) < 0)
-			goto out;
-		json_object_set_new(args, "amount", json_integer((json_int_t)v));
-	}
+	if (edge == LEASE_EDGE_FUND)
+		json_object_set_new(args, "amount", json_integer((json_int_t)c->amount));
 	if (edge == LEASE_EDGE_OBSERVE) {
-		uint64_t u[LEASE_DIM_COUNT] = { 0 };
-		int given[LEASE_DIM_COUNT] = { 0 };
 		json_t *uo = json_object();
-		if (lease_parse_usage(c->usage, u, given, &c->e) < 0) {
-			json_decref(uo);
-			goto out;
-		}
 		for (int d = 0; d < LEASE_DIM_COUNT; d++)
-			if (given[d])
+			if (c->usage_given[d])
 				json_object_set_new(uo, lease_dim_name((enum lease_dim)d),
-						    json_integer((json_int_t)u[d]));
+						    json_integer((json_int_t)c->usage[d]));
 		json_object_set_new(args, "usage", uo);
 	}
 	if (read_evidence(c, c->evidence, &ev) < 0)
@@ -204,17 +179,10 @@ static int cmd_show(struct lease_cli *c)
 
 static int cmd_list(struct lease_cli *c)
 {
-	enum lease_state st = 0;
 	json_t *out, *rec;
 	size_t i;
 
-	if (c->state && lease_state_parse(c->state, &st) < 0) {
-		common_errf(&c->e, "--state", "unknown state \"%s\" (Requested, Funded, Active, Settling, Expired, Destroyed)",
-			    c->state);
-		return fail(c);
-	}
-	if (open_store(c) < 0 ||
-	    lease_list(c->s, c->req.principal, c->state ? (int)st : -1, &out, &c->e) < 0)
+	if (open_store(c) < 0 || lease_list(c->s, c->req.principal, c->state, &out, &c->e) < 0)
 		return fail(c);
 	if (c->fmt == COMMON_FMT_TEXT)
 		printf("%-17s %-9s %-16s %-12s %-8s %-8s %s\n", "ID", "STATE", "PRINCIPAL", "HOST",
@@ -345,111 +313,105 @@ static const struct common_verb lease_verbs[] = {
 };
 #define NVERBS (sizeof lease_verbs / sizeof lease_verbs[0])
 
-enum { O_STORE = 1000, O_FORMAT, O_IMAGE, O_PRINCIPAL, O_HOST, O_LIMITS, O_LIFETIME,
-       O_ESCROW, O_FEES, O_AMOUNT, O_EVIDENCE, O_USAGE, O_STATE };
-#define BIT(o) (1u << ((o) - O_STORE))
-
-/* The options each verb takes besides --store and --format, and must be given;
- * a row per lease_verbs row. */
-static const struct {
-	unsigned allowed, required;
-} verb_opts[NVERBS] = {
-	{ BIT(O_IMAGE) | BIT(O_PRINCIPAL) | BIT(O_HOST) | BIT(O_LIMITS) | BIT(O_LIFETIME) |
-	  BIT(O_ESCROW) | BIT(O_FEES), BIT(O_IMAGE) },
-	{ BIT(O_AMOUNT) | BIT(O_EVIDENCE), BIT(O_AMOUNT) },
-	{ BIT(O_EVIDENCE), 0 },
-	{ BIT(O_USAGE) | BIT(O_EVIDENCE), BIT(O_USAGE) },
-	{ BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 },
-	{ 0, 0 }, { BIT(O_PRINCIPAL) | BIT(O_STATE), 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 },
-};
-
-static const struct option opts[] = {
-	{ "store", required_argument, NULL, O_STORE },
-	{ "format", required_argument, NULL, O_FORMAT },
-	{ "image", required_argument, NULL, O_IMAGE },
-	{ "principal", required_argument, NULL, O_PRINCIPAL },
-	{ "host-program", required_argument, NULL, O_HOST },
-	{ "limits", required_argument, NULL, O_LIMITS },
-	{ "lifetime", required_argument, NULL, O_LIFETIME },
-	{ "escrow", required_argument, NULL, O_ESCROW },
-	{ "fees", required_argument, NULL, O_FEES },
-	{ "amount", required_argument, NULL, O_AMOUNT },
-	{ "evidence", required_argument, NULL, O_EVIDENCE },
-	{ "usage", required_argument, NULL, O_USAGE },
-	{ "state", required_argument, NULL, O_STATE },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-static int set_opt(struct lease_cli *c, int o, const char *v, struct common_err *e)
+/* A bit per lease_verbs row. */
+enum { REQUEST = 1u << 0, FUND = 1u << 1, ACTIVATE = 1u << 2, OBSERVE = 1u << 3,
+       SETTLE = 1u << 4, EXPIRE = 1u << 5, DESTROY = 1u << 6, SHOW = 1u << 7, LIST = 1u << 8,
+       LOG = 1u << 9, VERIFY = 1u << 10, CLOCK = 1u << 11, TICK = 1u << 12 };
+#define EDGES (FUND | ACTIVATE | OBSERVE | SETTLE | EXPIRE | DESTROY)
+static int parse_amount(const struct common_opt *o, void *cli, const char *v,
+			struct common_err *e)
 {
-	switch (o) {
-	case O_STORE: c->store = v; break;
-	case O_FORMAT: return common_parse_format(v, &c->fmt, e);
-	case O_IMAGE: c->req.image = v; break;
-	case O_PRINCIPAL: c->req.principal = v; break;
-	case O_HOST: c->req.host_program = v; break;
-	case O_LIMITS: c->limits = v; break;
-	case O_FEES: c->fees = v; break;
-	case O_LIFETIME: c->lifetime = v; break;
-	case O_ESCROW: c->escrow = v; break;
-	case O_AMOUNT: c->amount = v; break;
-	case O_EVIDENCE: c->evidence = v; break;
-	case O_USAGE: c->usage = v; break;
-	case O_STATE: c->state = v; break;
-	}
+	char what[64];
+
+	snprintf(what, sizeof what, "--%s", o->name);
+	return lease_parse_amount(what, v, COMMON_OPT_FIELD(o, cli, uint64_t), e);
+}
+
+static int parse_lifetime(const struct common_opt *o, void *cli, const char *v,
+			  struct common_err *e)
+{
+	uint64_t *n = COMMON_OPT_FIELD(o, cli, uint64_t);
+
+	if (lease_parse_amount("--lifetime", v, n, e) < 0)
+		return -1;
+	if (*n == 0 || *n > LEASE_LIFETIME_CEILING)
+		return common_errf(e, "--lifetime", "%s is outside 1..%u", v, LEASE_LIFETIME_CEILING);
 	return 0;
 }
 
-/* getopt_long over argv from optind; global: only --store and --format (before the verb). */
-static int scan(struct lease_cli *c, int argc, char **argv, const char *optstring,
-		unsigned allowed, struct common_err *e)
+static int parse_limits(const struct common_opt *o, void *cli, const char *v,
+			struct common_err *e)
 {
-	int o, li;
+	return lease_parse_limits(v, COMMON_OPT_FIELD(o, cli, struct lease_request), e);
+}
 
-	while ((o = getopt_long(argc, argv, optstring, opts, &li)) != -1) {
-		if (o == 'h')
-			return 1;
-		if (o == '?' || o == ':')
-			return common_getopt_err(o, argv, e);
-		if (o != O_STORE && o != O_FORMAT && !(allowed & BIT(o))) {
-			char name[32];
-			snprintf(name, sizeof name, "--%s", opts[li].name);
-			return common_errf(e, name, "%s", c->verb ? "not an option of this command"
-							       : "comes after the command");
-		}
-		c->given |= BIT(o);
-		if (set_opt(c, o, optarg, e) < 0)
-			return -1;
-	}
+static int parse_fees(const struct common_opt *o, void *cli, const char *v,
+		      struct common_err *e)
+{
+	return lease_parse_fees(v, COMMON_OPT_FIELD(o, cli, struct lease_request), e);
+}
+
+static int parse_usage(const struct common_opt *o, void *cli, const char *v,
+		       struct common_err *e)
+{
+	struct lease_cli *c = cli;
+
+	(void)o;
+	return lease_parse_usage(v, c->usage, c->usage_given, e);
+}
+
+static int parse_state(const struct common_opt *o, void *cli, const char *v,
+		       struct common_err *e)
+{
+	enum lease_state st;
+
+	if (lease_state_parse(v, &st) < 0)
+		return common_errf(e, "--state", "unknown state \"%s\" (Requested, Funded, Active, "
+				   "Settling, Expired, Destroyed)", v);
+	*COMMON_OPT_FIELD(o, cli, int) = (int)st;
 	return 0;
 }
+
+static const struct common_opt_type amount_type = { 1, parse_amount },
+	lifetime_type = { 1, parse_lifetime }, limits_type = { 1, parse_limits },
+	fees_type = { 1, parse_fees }, usage_type = { 1, parse_usage },
+	state_type = { 1, parse_state };
+
+#define OPT(...) COMMON_OPT(struct lease_cli, __VA_ARGS__)
+
+static const struct common_opt lease_opts[] = {
+	OPT("store", &common_opt_str, store, 0),
+	OPT("format", &common_opt_format, fmt, 0),
+	OPT("image", &common_opt_str, req.image, REQUEST, .need = REQUEST),
+	OPT("principal", &common_opt_str, req.principal, REQUEST | LIST),
+	OPT("host-program", &common_opt_str, req.host_program, REQUEST),
+	OPT("limits", &limits_type, req, REQUEST),
+	OPT("lifetime", &lifetime_type, req.lifetime, REQUEST),
+	OPT("escrow", &amount_type, req.escrow, REQUEST),
+	OPT("fees", &fees_type, req, REQUEST),
+	OPT("amount", &amount_type, amount, FUND, .need = FUND),
+	OPT("evidence", &common_opt_str, evidence, EDGES),
+	OPT("usage", &usage_type, usage, OBSERVE, .need = OBSERVE),
+	OPT("state", &state_type, state, LIST),
+};
+
+static const struct common_cli lease_cli = {
+	.opts = lease_opts, .nopts = sizeof lease_opts / sizeof lease_opts[0],
+	.verbs = lease_verbs, .nverbs = NVERBS,
+};
 
 int lease_cli_parse(int argc, char **argv, struct lease_cli *c, struct common_err *e)
 {
-	size_t k;
+	struct common_words w;
 	int rc;
 
 	memset(c, 0, sizeof *c);
-	optind = 0; /* reinitialise GNU getopt: a new argv */
-	opterr = 0;
-	if ((rc = scan(c, argc, argv, "+:h", 0, e)) != 0)
+	c->state = -1;
+	if ((rc = common_cli_parse(&lease_cli, argc, argv, c, &w, e)) != 0)
 		return rc;
-	if (!(c->verb = common_verb_find(lease_verbs, NVERBS, optind < argc ? argv[optind] : NULL, e)))
-		return -1;
-	k = (size_t)(c->verb - lease_verbs);
-	argc -= optind;
-	argv += optind;
-	optind = 0; /* the verb's words, options after operands allowed */
-	if ((rc = scan(c, argc, argv, ":h", verb_opts[k].allowed, e)) != 0)
-		return rc;
-	for (int o = O_IMAGE; o <= O_STATE; o++)
-		if ((verb_opts[k].required & BIT(o)) && !(c->given & BIT(o)))
-			return common_errf(e, c->verb->name, "needs --%s", opts[o - O_STORE].name);
-	if (common_verb_args(c->verb, argc - optind, e) < 0)
-		return -1;
-	for (; optind < argc; optind++)
-		c->pos[c->npos++] = argv[optind];
+	c->verb = w.verb;
+	for (int i = 0; i < w.noperands; i++)
+		c->pos[c->npos++] = w.operands[i];
 	return 0;
 }
 

@@ -7,7 +7,8 @@
 /* The digest domain: receipts can never be confused with any other signed bytes. */
 static const char receipt_domain[] = "sbx/receipt/v1";
 
-void lease_receipt_digest_hex(const json_t *r, char hex[COMMON_SHA256_HEX])
+/* Digest (hex) over the canonical receipt without "digest" and "sig". */
+static void lease_receipt_digest_hex(const json_t *r, char hex[COMMON_SHA256_HEX])
 {
 	json_t *body = json_copy((json_t *)r);
 	struct common_sha256 h;

@@ -27,7 +27,8 @@ char *lease_path(const struct lease_store *s, const char *fmt, ...)
 	return full;
 }
 
-const char *lease_boot_id(struct lease_store *s)
+/* The kernel's boot id, NULL when unknown. */
+static const char *lease_boot_id(struct lease_store *s)
 {
 	if (s->boot[0] == '\0' && common_boot_id(s->boot) < 0)
 		snprintf(s->boot, sizeof s->boot, "-");
@@ -135,7 +136,8 @@ static char *host_dir(void)
 	return v && *v ? common_xstrdup(v) : state_dir("sbx-host");
 }
 
-int lease_write_derived(struct lease_store *s, const char *path, const char *buf, size_t len,
+/* Records, the slot index and caches: temp + rename, fsynced only when s->durable. */
+static int lease_write_derived(struct lease_store *s, const char *path, const char *buf, size_t len,
 			struct common_err *e)
 {
 	char *tmp;
@@ -289,6 +291,8 @@ static int load_key(struct lease_store *s, const char *p, struct common_err *e)
 	s->key.has_priv = 1;
 	return 0;
 }
+
+static const struct lease_backend lease_file_backend; /* the directory's, below */
 
 int lease_store_open(const char *dir, struct lease_store **out, struct common_err *e)
 {
@@ -610,7 +614,7 @@ static int file_pair_read(struct lease_store *s, const char *id, json_t **pair,
 	return 0;
 }
 
-int lease_pair_write(struct lease_store *s, const char *id, const json_t *pair,
+static int lease_pair_write(struct lease_store *s, const char *id, const json_t *pair,
 		     struct common_err *e)
 {
 	char *p = lease_path(s, "leases/%s.json", id);
@@ -710,7 +714,8 @@ int lease_ns_effect(struct lease_store *s, const json_t *rec, struct common_err 
 	return r;
 }
 
-int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e)
+/* The idempotent side effects of a record's state: ns dir, slot index. */
+static int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_err *e)
 {
 	enum lease_state state;
 
@@ -721,7 +726,8 @@ int lease_apply_effects(struct lease_store *s, const json_t *rec, struct common_
 			  lease_state_live(state), e);
 }
 
-void lease_journal_note(struct lease_store *s)
+/* Remember the journal as a complete commit left it (lease_recover skips then). */
+static void lease_journal_note(struct lease_store *s)
 {
 	char *p = lease_path(s, "journal.jsonl");
 
@@ -986,7 +992,7 @@ static int file_commit(struct lease_store *s, const json_t *rs, const json_t *re
 	return 0;
 }
 
-const struct lease_backend lease_file_backend = {
+static const struct lease_backend lease_file_backend = {
 	.pair_read = file_pair_read,
 	.slots_read = file_slots_read,
 	.commit = file_commit,

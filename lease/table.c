@@ -154,18 +154,14 @@ int lease_hex_valid(const char *s, size_t n)
 
 int64_t lease_jint(const json_t *o, const char *key)
 {
-	json_t *v = json_object_get(o, key);
+	json_int_t v = common_jint(o, key, -1);
 
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return -1;
-	return json_integer_value(v);
+	return v < 0 ? -1 : v;
 }
 
 const char *lease_jstr(const json_t *o, const char *key)
 {
-	json_t *v = json_object_get(o, key);
-
-	return json_is_string(v) ? json_string_value(v) : NULL;
+	return common_jstr(o, key, NULL);
 }
 
 /* Strict decimal with an optional binary K/M/G/T suffix; why says what is wrong. */

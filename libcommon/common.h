@@ -137,7 +137,6 @@ int common_fault_fails(const char *name);
 
 /* Numbers: decimal u64, optional K/M/G/T (binary) suffix, must be <= max. */
 int common_parse_u64(const char *s, uint64_t max, uint64_t *out, struct common_err *e);
-int common_parse_i64(const char *s, int64_t *out, struct common_err *e); /* plain decimal */
 
 /* JSON (jansson) with hostile-input discipline. */
 #define COMMON_JSON_MAX (16u << 20)
@@ -148,12 +147,12 @@ char *common_json_canonical(const json_t *j);
 /* Typed field access; "name" names the input for messages. */
 int common_json_int(const json_t *o, const char *key, int64_t *out, const char *name,
 		    struct common_err *e);
-int common_json_u64(const json_t *o, const char *key, uint64_t *out, const char *name,
-		    struct common_err *e);
 int common_json_str(const json_t *o, const char *key, const char **out, const char *name,
 		    struct common_err *e);
-int common_json_obj(const json_t *o, const char *key, json_t **out, const char *name,
-		    struct common_err *e);
+/* Lenient reads of records already checked (or only shown): the string or the
+ * integer at key, dflt when it is absent or of another type. */
+const char *common_jstr(const json_t *o, const char *key, const char *dflt);
+json_int_t common_jint(const json_t *o, const char *key, json_int_t dflt);
 /* Print j canonically + "\n" to stdout (or pretty text when pretty). */
 int common_json_print(const json_t *j, int pretty);
 
@@ -173,13 +172,64 @@ struct common_verb {
 /* The row named name, or NULL with e: unknown command "NAME" (missing command). */
 const struct common_verb *common_verb_find(const struct common_verb *v, size_t n,
 					   const char *name, struct common_err *e);
-/* "usage: PROG LINE", then "       PROG LINE" per further row. */
+/* "usage: PROG LINE", then "       PROG LINE" per further row, then the grammar. */
 void common_verb_usage(FILE *f, const struct common_verb *v, size_t n);
 /* nargs operands after verb v, or -1 with e: "VERB: needs N operands" or similar. */
 int common_verb_args(const struct common_verb *v, int nargs, struct common_err *e);
-/* getopt_long's '?' or ':' (optstring starting "+:" or ":") as "--NAME: unknown
- * option", "--NAME: needs a value" or "--NAME: takes no value"; returns -1. */
-int common_getopt_err(int c, char *const argv[], struct common_err *e);
+
+/* CLI options: one table per tool, a row per option naming its typed field. The
+ * one grammar: options before or after the verb and operands, "--NAME VALUE",
+ * "--NAME=VALUE", "-L VALUE"; "--" ends the options; --help and -h ask for usage. */
+struct common_opt;
+struct common_opt_type {
+	int value; /* 1: the option takes a value */
+	/* the value (NULL for a flag) into o's field of cli; -1 with e ("--NAME: WHY") */
+	int (*parse)(const struct common_opt *o, void *cli, const char *value,
+		     struct common_err *e);
+};
+struct common_opt {
+	const char *name;     /* --NAME */
+	char letter;          /* -L, or 0 */
+	const struct common_opt_type *type;
+	size_t field;         /* offsetof the field in the tool's command-line struct */
+	uint32_t in;          /* a bit per verb row (or tool) that takes it; 0: all */
+	uint32_t need;        /* a bit per verb row that cannot go without it */
+	uint64_t min, max;    /* a number's bounds (max 0: none) */
+	int flag;             /* the int a flag stores (0: 1) */
+};
+/* const char *; int (the row's flag); uint64_t within the row's bounds; enum common_format */
+/* A row of a tool whose command line is struct S: --NAME, its type, the field
+ * of S it fills, the verbs or tools that take it, then .need, .letter, .min, .max,
+ * .flag. */
+#define COMMON_OPT(S, n, t, f, verbs, ...) \
+	{ .name = n, .type = t, .field = offsetof(S, f), .in = verbs, __VA_ARGS__ }
+#define COMMON_OPT_FIELD(o, cli, type) ((type *)(void *)((char *)(cli) + (o)->field))
+extern const struct common_opt_type common_opt_str, common_opt_flag, common_opt_u64,
+	common_opt_format;
+/* Where a tool's PROGRAM [ARG...] starts: nowhere, after "--" (sbx-restore), or at
+ * "--" or the first operand (sbx-run: the options end there). */
+enum common_program { COMMON_PROGRAM_NONE, COMMON_PROGRAM_AFTER_DASHDASH, COMMON_PROGRAM_AT_OPERAND };
+struct common_cli {
+	const struct common_opt *opts;
+	size_t nopts;
+	const struct common_verb *verbs; /* NULL: the tool has no verbs */
+	size_t nverbs;
+	uint32_t tool;                   /* with no verbs: this tool's bit in the rows' in */
+	enum common_program program;
+};
+/* The words that are not options. */
+struct common_words {
+	const struct common_verb *verb;  /* the first operand's row (tools with verbs) */
+	char **operands;                 /* the others, in order (argv, reordered) */
+	int noperands;
+	char **program;                  /* NULL-terminated, or NULL when none was given */
+};
+/* argv into the fields of cli (the struct t's rows point into) and w. 0, 1 for
+ * help, or -1 with e: "--NAME: unknown option", "--NAME: needs a value", "--NAME:
+ * takes no value", "--NAME: not an option of this command", "VERB: needs --NAME",
+ * a parser's error, or common_verb_find's and common_verb_args' errors. */
+int common_cli_parse(const struct common_cli *t, int argc, char **argv, void *cli,
+		     struct common_words *w, struct common_err *e);
 /* A bad command line: the error, then usage, to stderr; returns code. */
 int common_usage_error(const struct common_err *e, const char *usage, int code);
 /* After a verb tool's parser returned rc: help (1) prints usage to stdout and gives
@@ -189,7 +239,6 @@ int common_cli_parsed(int rc, const struct common_err *e, void (*usage)(FILE *),
 
 /* CLI: output format shared by all tools. */
 enum common_format { COMMON_FMT_JSON, COMMON_FMT_TEXT };
-int common_parse_format(const char *s, enum common_format *f, struct common_err *e);
 
 /* Time: CLOCK_MONOTONIC / CLOCK_REALTIME in ms and µs. */
 uint64_t common_now_ms(void);

@@ -83,19 +83,6 @@ int common_json_int(const json_t *o, const char *key, int64_t *out, const char *
 	return 0;
 }
 
-int common_json_u64(const json_t *o, const char *key, uint64_t *out, const char *name,
-		    struct common_err *e)
-{
-	json_t *v = field(o, key, name, e);
-
-	if (!v)
-		return -1;
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return type_err(key, name, "non-negative integer", e);
-	*out = (uint64_t)json_integer_value(v);
-	return 0;
-}
-
 int common_json_str(const json_t *o, const char *key, const char **out, const char *name,
 		    struct common_err *e)
 {
@@ -109,17 +96,18 @@ int common_json_str(const json_t *o, const char *key, const char **out, const ch
 	return 0;
 }
 
-int common_json_obj(const json_t *o, const char *key, json_t **out, const char *name,
-		    struct common_err *e)
+const char *common_jstr(const json_t *o, const char *key, const char *dflt)
 {
-	json_t *v = field(o, key, name, e);
+	const json_t *v = json_object_get(o, key);
 
-	if (!v)
-		return -1;
-	if (!json_is_object(v))
-		return type_err(key, name, "object", e);
-	*out = v;
-	return 0;
+	return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+json_int_t common_jint(const json_t *o, const char *key, json_int_t dflt)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
 int common_json_print(const json_t *j, int pretty)
@@ -135,15 +123,4 @@ int common_json_print(const json_t *j, int pretty)
 	if (fflush(stdout) != 0)
 		r = -1;
 	return r;
-}
-
-int common_parse_format(const char *s, enum common_format *f, struct common_err *e)
-{
-	if (!strcmp(s, "json"))
-		*f = COMMON_FMT_JSON;
-	else if (!strcmp(s, "text"))
-		*f = COMMON_FMT_TEXT;
-	else
-		return common_errf(e, "--format", "unknown format \"%s\" (json or text)", s);
-	return 0;
 }

@@ -1,7 +1,5 @@
 /* Numbers from the command line and records: decimal, optional binary suffix, bounded. */
 #include <ctype.h>
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include "libcommon/common.h"
 
@@ -34,21 +32,6 @@ int common_parse_u64(const char *s, uint64_t max, uint64_t *out, struct common_e
 	v *= mul;
 	if (v > max)
 		return common_errf(e, s, "exceeds the maximum %llu", (unsigned long long)max);
-	*out = v;
-	return 0;
-}
-
-int common_parse_i64(const char *s, int64_t *out, struct common_err *e)
-{
-	char *end;
-	long long v;
-
-	if (!s || !*s || isspace((unsigned char)*s))
-		return common_errf(e, s ? s : "(null)", "not an integer");
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return common_errf(e, s, "not an integer");
 	*out = v;
 	return 0;
 }

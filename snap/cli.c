@@ -4,8 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +19,6 @@
 #include "sbx.h"
 
 #define SNAP_META_MAX 65536
-
-static const char *jstr(const json_t *o, const char *k)
-{
-	const json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : "";
-}
 
 static const char *user_name(void)
 {
@@ -49,9 +43,9 @@ static int check_registered(const struct snap_image *im, const char *hex, const 
 	m.chunks = (uint32_t)((im->len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
 	snap_manifest_encode(&m, mb);
 	common_hex(mb, sizeof mb, got);
-	if (rec && strcmp(got, jstr(rec, "manifest")) != 0)
+	if (rec && strcmp(got, common_jstr(rec, "manifest", "")) != 0)
 		return common_errf(e, "snapshot", "%s: the chunks in %s make manifest %s, the store "
-				   "registered %s; refused", hex, dir, got, jstr(rec, "manifest"));
+				   "registered %s; refused", hex, dir, got, common_jstr(rec, "manifest", ""));
 	return 0;
 }
 
@@ -65,9 +59,9 @@ static int manifest_registered(const char *dir, const char *hex, const json_t *r
 	if (rc == 0) {
 		if (ml == SNAP_MANIFEST_LEN)
 			common_hex((const uint8_t *)mb, ml, got);
-		if (strcmp(got, jstr(rec, "manifest")) != 0)
+		if (strcmp(got, common_jstr(rec, "manifest", "")) != 0)
 			rc = common_errf(e, "snapshot", "%s: %s is not the manifest the store "
-					 "registered (%s); refused", hex, mp, jstr(rec, "manifest"));
+					 "registered (%s); refused", hex, mp, common_jstr(rec, "manifest", ""));
 		free(mb);
 	}
 	free(mp);
@@ -123,9 +117,9 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 		return SBX_EXIT_FAIL;
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
 	const char *who = principal ? principal : user_name();
-	if (strcmp(jstr(l, "principal"), who) != 0) {
+	if (strcmp(common_jstr(l, "principal", ""), who) != 0) {
 		common_errf(e, "snapshot", "lease %s belongs to principal %s, not %s: only its "
-			    "renter may snapshot it", lease, jstr(l, "principal"), who);
+			    "renter may snapshot it", lease, common_jstr(l, "principal", ""), who);
 		json_decref(rec);
 		return SBX_EXIT_FAIL;
 	}
@@ -173,7 +167,7 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 	if (!rep)
 		return SBX_EXIT_SBX;
 	if (json_object_get(rep, "error")) {
-		common_errf(e, "snapshot", "%s", jstr(rep, "error"));
+		common_errf(e, "snapshot", "%s", common_jstr(rep, "error", ""));
 		json_decref(rep);
 		return SBX_EXIT_FAIL;
 	}
@@ -196,7 +190,7 @@ static void scan_local(const char *top, json_t *by)
 			continue;
 		char *mp = common_xasprintf("%s/%s/meta.json", top, de->d_name);
 		json_t *m = common_json_load_file(mp, SNAP_META_MAX, NULL);
-		if (json_is_object(m) && !strcmp(jstr(m, "digest"), de->d_name))
+		if (json_is_object(m) && !strcmp(common_jstr(m, "digest", ""), de->d_name))
 			json_object_set(by, de->d_name, m);
 		json_decref(m);
 		free(mp);
@@ -218,7 +212,7 @@ static int cmd_list(struct lease_store *s, const char *lease, enum common_format
 		return SBX_EXIT_FAIL;
 	}
 	json_array_foreach(recs, i, r)
-		json_object_set(by, jstr(r, "digest"), r);
+		json_object_set(by, common_jstr(r, "digest", ""), r);
 	json_decref(recs);
 	char *own = common_xasprintf("%s/snapshots", lease_store_dir(s));
 	scan_local(lease_snapshot_top(s), by);
@@ -230,7 +224,7 @@ static int cmd_list(struct lease_store *s, const char *lease, enum common_format
 	qsort(keys, n, sizeof *keys, cmp_str);
 	for (i = 0; i < n; i++) {
 		r = json_object_get(by, keys[i]);
-		if (!lease || !strcmp(jstr(r, "lease"), lease))
+		if (!lease || !strcmp(common_jstr(r, "lease", ""), lease))
 			json_array_append(arr, r);
 	}
 	free(keys);
@@ -466,7 +460,7 @@ static int cmd_import(struct lease_store *s, const char *file, struct common_err
 		char *mp = common_xasprintf("%s/meta.json", tmp);
 		meta = common_json_load_file(mp, SNAP_META_MAX, e);
 		free(mp);
-		if (!meta || !json_is_object(meta) || strcmp(jstr(meta, "digest"), hex))
+		if (!meta || !json_is_object(meta) || strcmp(common_jstr(meta, "digest", ""), hex))
 			rc = meta ? common_errf(e, file, "meta.json does not describe snapshot %s", hex) : -1;
 	}
 	char *dir = rc == 0 ? common_xasprintf("%s/%s", top, hex) : NULL;
@@ -536,56 +530,46 @@ static int v_import(void *p)
 }
 
 static const struct common_verb snap_verbs[] = {
-	{ "take", v_take, "[--store DIR] [--format json|text] take LEASE [--stop] [--principal NAME]", 1, 1 },
-	{ "list", v_list, "[--store DIR] [--format json|text] list [LEASE]", 0, 1 },
-	{ "show", v_show, "[--store DIR] [--format json|text] show DIGEST", 1, 1 },
-	{ "verify", v_verify, "[--store DIR] [--format json|text] verify DIGEST", 1, 1 },
-	{ "export", v_export, "[--store DIR] export DIGEST -o FILE.tar", 1, 1 },
-	{ "import", v_import, "[--store DIR] import FILE.tar", 1, 1 },
+	{ "take", v_take, "take [--store DIR] [--format json|text] [--stop] [--principal NAME] LEASE", 1, 1 },
+	{ "list", v_list, "list [--store DIR] [--format json|text] [LEASE]", 0, 1 },
+	{ "show", v_show, "show [--store DIR] [--format json|text] DIGEST", 1, 1 },
+	{ "verify", v_verify, "verify [--store DIR] [--format json|text] DIGEST", 1, 1 },
+	{ "export", v_export, "export [--store DIR] -o FILE.tar DIGEST", 1, 1 },
+	{ "import", v_import, "import [--store DIR] FILE.tar", 1, 1 },
 };
 #define NVERBS (sizeof snap_verbs / sizeof snap_verbs[0])
 
+/* A bit per snap_verbs row. */
+enum { TAKE = 1u << 0, LIST = 1u << 1, SHOW = 1u << 2, VERIFY = 1u << 3, EXPORT = 1u << 4,
+       IMPORT = 1u << 5 };
+#define OPT(...) COMMON_OPT(struct snap_cli, __VA_ARGS__)
+
+static const struct common_opt snap_opts[] = {
+	OPT("store", &common_opt_str, store, 0),
+	OPT("format", &common_opt_format, fmt, TAKE | LIST | SHOW | VERIFY),
+	OPT("output", &common_opt_str, out, EXPORT, .letter = 'o'),
+	OPT("principal", &common_opt_str, principal, TAKE),
+	OPT("stop", &common_opt_flag, stop, TAKE),
+};
+
+static const struct common_cli snap_cli = {
+	.opts = snap_opts, .nopts = sizeof snap_opts / sizeof snap_opts[0],
+	.verbs = snap_verbs, .nverbs = NVERBS,
+};
+
 int snap_cli_parse(int argc, char **argv, struct snap_cli *c, struct common_err *e)
 {
-	enum { O_STORE = 1, O_FORMAT, O_OUTPUT, O_PRINCIPAL, O_STOP, O_HELP };
-	static const struct option lo[] = {
-		{ "store", required_argument, NULL, O_STORE },
-		{ "format", required_argument, NULL, O_FORMAT },
-		{ "output", required_argument, NULL, O_OUTPUT },
-		{ "principal", required_argument, NULL, O_PRINCIPAL },
-		{ "stop", no_argument, NULL, O_STOP },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
-	int o;
+	struct common_words w;
+	int rc;
 
 	memset(c, 0, sizeof *c);
-	optind = 0; /* a fresh scan of a new argv; options may follow operands */
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
-		switch (o) {
-		case O_STORE: c->store = optarg; break;
-		case O_FORMAT:
-			if (common_parse_format(optarg, &c->fmt, e) < 0)
-				return -1;
-			break;
-		case 'o': case O_OUTPUT: c->out = optarg; break;
-		case O_PRINCIPAL: c->principal = optarg; break;
-		case O_STOP: c->stop = 1; break;
-		case O_HELP: return 1;
-		default: return common_getopt_err(o, argv, e);
-		}
-	}
-	if (!(c->verb = common_verb_find(snap_verbs, NVERBS, argv[optind], e)))
-		return -1;
-	if (common_verb_args(c->verb, argc - optind - 1, e) < 0)
-		return -1;
-	for (int i = optind + 1; i < argc; i++)
-		c->pos[c->npos++] = argv[i];
+	if ((rc = common_cli_parse(&snap_cli, argc, argv, c, &w, e)) != 0)
+		return rc;
+	c->verb = w.verb;
+	for (int i = 0; i < w.noperands; i++)
+		c->pos[c->npos++] = w.operands[i];
 	if (c->verb->run == v_export && !c->out)
 		return common_errf(e, "export", "needs -o FILE.tar");
-	if (c->stop && c->verb->run != v_take)
-		return common_errf(e, "--stop", "only take takes it");
 	return 0;
 }
 
@@ -657,7 +641,8 @@ static int restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
 
 static const char restore_usage[] =
 	"usage: sbx-restore [--store DIR] DIGEST --lease TARGET [sbx-run options] "
-	"[-- PROGRAM [ARG...]]\n";
+	"[-- PROGRAM [ARG...]]\n"
+	"options may come before or after DIGEST; -- ends them\n";
 
 /* Every precondition before anything changes; the charge comes with the rebuilt guest. */
 static int restore_prepare(struct lease_store *s, const char *hex, const char *target,
@@ -676,24 +661,24 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
 	char img[65];
 	common_hex(r->st.meta.image, 32, img);
-	if (strcmp(jstr(l, "state"), "Funded") != 0) {
+	if (strcmp(common_jstr(l, "state", ""), "Funded") != 0) {
 		common_errf(e, "restore", "cannot restore into lease %s: state is %s, restore needs "
-			    "Funded", target, jstr(l, "state"));
+			    "Funded", target, common_jstr(l, "state", ""));
 		goto done;
 	}
-	if (strcmp(jstr(l, "principal"), r->st.meta.principal) != 0) {
+	if (strcmp(common_jstr(l, "principal", ""), r->st.meta.principal) != 0) {
 		common_errf(e, "restore", "principal differs: lease %s is %s's, the snapshot %s's",
-			    target, jstr(l, "principal"), r->st.meta.principal);
+			    target, common_jstr(l, "principal", ""), r->st.meta.principal);
 		goto done;
 	}
-	if (strcmp(jstr(l, "host_program"), r->st.meta.host_program) != 0) {
+	if (strcmp(common_jstr(l, "host_program", ""), r->st.meta.host_program) != 0) {
 		common_errf(e, "restore", "host program differs: lease %s has %s, the snapshot %s",
-			    target, jstr(l, "host_program"), r->st.meta.host_program);
+			    target, common_jstr(l, "host_program", ""), r->st.meta.host_program);
 		goto done;
 	}
-	if (strcmp(jstr(json_object_get(l, "image"), "sha256"), img) != 0) {
+	if (strcmp(common_jstr(json_object_get(l, "image"), "sha256", ""), img) != 0) {
 		common_errf(e, "restore", "image hash differs: lease %s has %s, the snapshot %s",
-			    target, jstr(json_object_get(l, "image"), "sha256"), img);
+			    target, common_jstr(json_object_get(l, "image"), "sha256", ""), img);
 		goto done;
 	}
 	/* the CPU must hold every register component the guest used */
@@ -738,7 +723,7 @@ static int restore_prepare(struct lease_store *s, const char *hex, const char *t
 	r->target = target;
 	r->hex = hex;
 	r->charge = charge;
-	*image = common_xstrdup(jstr(json_object_get(l, "image"), "path"));
+	*image = common_xstrdup(common_jstr(json_object_get(l, "image"), "path", ""));
 	memcpy(r->digest, im.digest, 32);
 	rc = 0;
 done:

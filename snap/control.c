@@ -15,7 +15,8 @@
 #include "snap/snap.h"
 #include "trace/tracee/tracee.h"
 
-char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e)
+/* The directory a new snapshot hex goes into (malloc'd); hex is checked. */
+static char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e)
 {
 	size_t n = strlen(hex);
 	if (n != 64 || strspn(hex, "0123456789abcdef") != 64) {
@@ -61,16 +62,11 @@ int snap_register(struct lease_store *s, const json_t *meta, const struct snap_m
 	return rc;
 }
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	const json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : "";
-}
-
+/* A count from a lease record: 0 when absent or below 0. */
 static uint64_t jnum(const json_t *o, const char *k)
 {
-	const json_t *v = json_object_get(o, k);
-	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+	json_int_t v = common_jint(o, k, 0);
+	return v > 0 ? (uint64_t)v : 0;
 }
 
 static int has_children(pid_t pid)
@@ -85,7 +81,9 @@ static int has_children(pid_t pid)
 	return kids;
 }
 
-int snap_signal_fatal(pid_t pid, int sig)
+/* 1 when sig, about to be delivered to pid, ends it: a terminating default
+ * action, neither caught nor ignored. */
+static int snap_signal_fatal(pid_t pid, int sig)
 {
 	static const int harmless[] = { SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
 					SIGURG, SIGWINCH, SIGTRAP, SIGKILL };
@@ -132,7 +130,12 @@ static int admit_snapshot(void *vctx, uint64_t len, struct common_err *e)
 	return 0;
 }
 
-int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_request *rq,
+/* A snapshot of a run's guest (host pid) for lease: stop it at a step boundary
+ * (unless at_stop: taken as it stands in its ptrace stop, and left stopped),
+ * capture, resume it (unless stop), check namespace_bytes, persist under
+ * lease_snapshot_top/HEX, register it with the store and record the lease's
+ * snapshot receipt; nothing is written on failure. */
+static int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_request *rq,
 	      struct trace_snap_taken *taken, struct common_err *ep)
 {
 	struct common_err e = { "", "" };
@@ -152,9 +155,9 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	if (lease_load(s, lease, &rec, &e) < 0)
 		goto fail;
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-	if (strcmp(jstr(l, "state"), "Active") != 0) {
+	if (strcmp(common_jstr(l, "state", ""), "Active") != 0) {
 		common_errf(&e, "snapshot", "cannot snapshot lease %s: state is %s, snapshot needs "
-			    "Active", lease, jstr(l, "state"));
+			    "Active", lease, common_jstr(l, "state", ""));
 		goto fail;
 	}
 	if (has_children(guest)) {
@@ -163,10 +166,10 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 		goto fail;
 	}
 	struct snap_capture_opts o = { .meta = {
-		.lease = (char *)lease, .principal = (char *)jstr(l, "principal"),
-		.host_program = (char *)jstr(l, "host_program"),
-		.ns_prefix = (char *)jstr(l, "namespace") } };
-	common_unhex(jstr(json_object_get(l, "image"), "sha256"), o.meta.image, 32);
+		.lease = (char *)lease, .principal = (char *)common_jstr(l, "principal", ""),
+		.host_program = (char *)common_jstr(l, "host_program", ""),
+		.ns_prefix = (char *)common_jstr(l, "namespace", "") } };
+	common_unhex(common_jstr(json_object_get(l, "image"), "sha256", ""), o.meta.image, 32);
 	for (int d = 0; d < SNAP_NUSAGE && d < LEASE_DIM_COUNT; d++)
 		o.meta.usage[d] = jnum(json_object_get(l, "usage"), lease_dim_name((enum lease_dim)d));
 	o.meta.step = rq->trace_seq;
@@ -201,8 +204,9 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	uint64_t batch = 0;
 	lease_store_batch(s, &batch, NULL);
 	meta = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "digest", hex, "lease", lease,
-			 "principal", jstr(l, "principal"), "host_program", jstr(l, "host_program"),
-			 "image", jstr(json_object_get(l, "image"), "sha256"), "bytes",
+			 "principal", common_jstr(l, "principal", ""),
+			 "host_program", common_jstr(l, "host_program", ""),
+			 "image", common_jstr(json_object_get(l, "image"), "sha256", ""), "bytes",
 			 (json_int_t)man.len, "chunks", (json_int_t)man.chunks, "persisted_bytes",
 			 (json_int_t)persist, "batch", (json_int_t)batch);
 	if (stat(dir, &sb) < 0) {

@@ -597,7 +597,7 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	return rc;
 }
 
-int snap_valid_key(const char *k)
+static int snap_valid_key(const char *k)
 {
 	if (!*k || *k == '/')
 		return 0;

@@ -49,7 +49,6 @@ uint32_t snap_xcomp_off(int i);
 #define SNAP_XLEGACY 416u /* x87, MXCSR, SSE; the rest of the legacy area is reserved */
 const char *snap_xcomp_name(int i);
 
-int snap_valid_key(const char *k);
 
 /* The signal mask while syscalls are injected: everything blocked but SIGTRAP
  * (the kernel resets the action of a blocked SIGTRAP it forces). */

@@ -218,20 +218,9 @@ int snap_store_read(const char *dir, struct snap_image *out, struct common_err *
 
 
 struct lease_store;
-/* A snapshot of a run's guest (host pid) for lease: stop it at a step boundary
- * (unless at_stop: taken as it stands in its ptrace stop, and left stopped),
- * capture, resume it (unless stop), check namespace_bytes, persist under
- * lease_snapshot_top/HEX, register it with the store and record the lease's snapshot receipt; nothing is
- * written on failure. */
-int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_request *rq,
-	      struct trace_snap_taken *out, struct common_err *e);
-/* What sbx-run and sbx-restore plug into trace_run_opts.snap. */
+/* What sbx-run and sbx-restore plug into trace_run_opts.snap: taking a snapshot
+ * of a run's guest, and telling a fatal signal. */
 extern const struct trace_snap_ops snap_ops;
-/* 1 when sig, about to be delivered to pid, ends it: a terminating default
- * action, neither caught nor ignored. */
-int snap_signal_fatal(pid_t pid, int sig);
-/* The directory a new snapshot hex goes into (malloc'd); hex is checked. */
-char *snap_dir(struct lease_store *s, const char *hex, struct common_err *e);
 /* A fresh name under top for a snapshot being written: unique across the hosts
  * that may share top (host name, pid, random). */
 char *snap_tmp_name(const char *top, const char *what);

@@ -33,6 +33,12 @@ setup() {
 	assert_output verify
 	run complete_line sbx-snap ta
 	assert_output take
+	# options before the verb: their values skipped, the verb's options offered
+	run complete_line sbx-lease --principal p --st
+	assert_output "--store
+--state"
+	run complete_line sbx-lease --principal p li
+	assert_output list
 	run complete_line sbx-run --ephemeral -- sbx-ru
 	assert_line sbx-run
 	# the ids of the store's leases

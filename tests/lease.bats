@@ -589,6 +589,34 @@ redigest_in() {
 	assert_line --index 0 "sbx-trace: error: diff: takes 2 operands, not 1"
 }
 
+@test "sbx-lease takes its options before or after the command; -- ends them" {
+	id=$(sbx-lease --image /bin/true --principal p request | jq -r .lease.id)
+	run sbx-lease list --format=json
+	assert_success
+	after=$output
+	run sbx-lease --format=json list
+	assert_success
+	assert_output "$after"
+	[ "$(jq -r .id <<<"$output")" = "$id" ]
+	run sbx-lease --principal p --format text list --state Requested
+	assert_success
+	assert_line --partial "$id"
+	run sbx-lease show -- "$id"
+	assert_success
+	run sbx-lease --amount 3 show "$id"
+	assert_failure 2
+	assert_line --index 0 "sbx-lease: error: --amount: not an option of this command"
+	run sbx-lease --frob list
+	assert_failure 2
+	assert_line --index 0 "sbx-lease: error: --frob: unknown option"
+	run sbx-lease list --format
+	assert_failure 2
+	assert_line --index 0 "sbx-lease: error: --format: needs a value"
+	run sbx-lease --format=text=x list
+	assert_failure 2
+	assert_line --index 0 "sbx-lease: error: --format: unknown format \"text=x\" (json or text)"
+}
+
 @test "bad command lines exit 2 with usage" {
 	run sbx-lease
 	assert_failure 2

@@ -171,6 +171,28 @@ ns-ok"
 	assert_output "0"
 }
 
+@test "options end at PROGRAM or --; each is parsed once, a bad value named before the guest starts" {
+	run sbx-run --ephemeral /bin/echo --lease x --trace-level
+	assert_success
+	assert_output "--lease x --trace-level"
+	run sbx-run --ephemeral --trace-level most -- /bin/echo ran
+	assert_equal "$status" 125
+	assert_line --index 0 "sbx-run: error: --trace-level: unknown level \"most\" (exec, file or all)"
+	run sbx-run --ephemeral --trace t.trace --trace-level=exec -- /bin/echo ran
+	assert_success
+	assert_output ran
+	[ "$(head -n 1 t.trace | jq -r .level)" = exec ]
+	run sbx-run --ephemeral --trace-level
+	assert_equal "$status" 125
+	assert_line --index 0 "sbx-run: error: --trace-level: needs a value"
+	run sbx-run --ephemeral --deterministic=yes -- /bin/echo ran
+	assert_equal "$status" 125
+	assert_line --index 0 "sbx-run: error: --deterministic: takes no value"
+	run sbx-run --ephemeral --
+	assert_equal "$status" 125
+	assert_line --index 0 "sbx-run: error: PROGRAM: missing (-- PROGRAM [ARG...])"
+}
+
 @test "environment: a clean default, --env-clear, --env K=V and K, --env-inherit adds" {
 	export SBX_TEST_VAR=inherited
 	run sbx-run --ephemeral -- /bin/sh -c 'echo "[$SBX_TEST_VAR]"'

@@ -269,6 +269,14 @@ snapshot_mid_run() {
 	assert_success
 	run sbx-snap --store "$other" verify "$DIGEST"
 	assert_success
+	# options on both sides of the verb and its operand, "--" before an operand
+	after=$(sbx-snap show "$DIGEST" --format text --store "$other")
+	run sbx-snap --format=text --store "$other" show -- "$DIGEST"
+	assert_success
+	assert_output "$after"
+	run sbx-snap --stop --store "$other" show "$DIGEST"
+	assert_failure 2
+	assert_line --index 0 "sbx-snap: error: --stop: not an option of this command"
 	run sbx-snap --store "$other" import "$BATS_TEST_TMPDIR/s.tar"
 	assert_failure
 	assert_output --partial "already"
@@ -434,4 +442,34 @@ EOF
 		! sbx-lease log "$SRC" | jq -r .edge | grep -qx snapshot
 		[ "$(sbx-lease show "$SRC" | jq -r '.lease.snapshot_bytes // 0')" = 0 ]
 	done
+}
+
+@test "sbx-snap and sbx-restore take options on both sides of the verb and the digest" {
+	zero=0000000000000000000000000000000000000000000000000000000000000000
+	run sbx-snap list --store "$SBX_STORE" --format=json
+	assert_success
+	assert_output "[]"
+	run sbx-snap --format json --store "$SBX_STORE" list
+	assert_success
+	assert_output "[]"
+	# parsed in full on both sides: the refusal is the missing snapshot's, not usage
+	run sbx-restore --store "$SBX_STORE" "$zero" --lease L0000000000000000 --trace-level exec
+	assert_failure 1
+	refute_output --partial usage
+	run sbx-restore --lease L0000000000000000 "$zero" --max-procs 8 -- /bin/true
+	assert_failure 1
+	refute_output --partial usage
+	run sbx-restore "$zero" --lease L0000000000000000 --ephemeral
+	assert_failure 125
+	assert_line --index 0 "sbx-restore: error: --ephemeral: unknown option"
+	assert_output --partial "usage: sbx-restore"
+	run sbx-restore --lease L0000000000000000 "$zero" --trace-level
+	assert_failure 125
+	assert_line --index 0 "sbx-restore: error: --trace-level: needs a value"
+	run sbx-snap list --frob
+	assert_failure 2
+	assert_line --index 0 "sbx-snap: error: --frob: unknown option"
+	run sbx-snap -o
+	assert_failure 2
+	assert_line --index 0 "sbx-snap: error: -o: needs a value"
 }

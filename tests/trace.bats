@@ -372,6 +372,8 @@ rechain() {
 	assert_failure 2
 	run sbx-trace files --format=xml x
 	assert_failure 2
+	run sbx-trace files --format=xml x
+	assert_line --index 0 "sbx-trace: error: --format: unknown format \"xml\" (json, text, make, html or chrome)"
 	small_trace t.trace
 	run sbx-trace files - < t.trace
 	assert_success
@@ -477,4 +479,32 @@ PY
 	run sbx-trace provenance -o d.json d.jsonl
 	assert_success
 	[ "$(jq -r .payload d.json | base64 -d | jq '.subject | length')" = 0 ]
+}
+
+@test "sbx-trace takes its options before or after the command; -- ends them" {
+	small_trace t.trace
+	run sbx-trace stats t.trace --format json
+	assert_success
+	after=$output
+	run sbx-trace --format json stats t.trace
+	assert_success
+	assert_output "$after"
+	run sbx-trace --format=text verify -- t.trace --complete
+	assert_failure 2
+	assert_line --index 0 "sbx-trace: error: verify: takes 1 operand, not 2"
+	run sbx-trace --complete --format=text verify t.trace
+	assert_success
+	run sbx-trace --hash-inputs stats t.trace
+	assert_failure 2
+	assert_line --index 0 "sbx-trace: error: --hash-inputs: not an option of this command"
+	run sbx-trace --format html stats t.trace
+	assert_failure 2
+	assert_line --index 0 "sbx-trace: error: --format: unknown format \"html\" for stats"
+	run sbx-trace --frob stats t.trace
+	assert_failure 2
+	assert_line --index 0 "sbx-trace: error: --frob: unknown option"
+	assert_output --partial "usage: sbx-trace"
+	run sbx-trace --format
+	assert_failure 2
+	assert_line --index 0 "sbx-trace: error: --format: needs a value"
 }

@@ -17,7 +17,12 @@
 #define TRACE_STATE_FD 3
 
 /* sbx-trace subcommands (the main only parses options). */
-enum trace_fmt { TRACE_FMT_JSON, TRACE_FMT_TEXT, TRACE_FMT_MAKE, TRACE_FMT_CHROME };
+/* What a trace records (--trace-level): file, the default, exec or all. */
+enum trace_level { TRACE_LEVEL_FILE, TRACE_LEVEL_EXEC, TRACE_LEVEL_ALL };
+int trace_level_parse(const char *s, enum trace_level *out, struct common_err *e);
+
+/* HTML: sbx-trace timeline --format html, which writes what TEXT does */
+enum trace_fmt { TRACE_FMT_JSON, TRACE_FMT_TEXT, TRACE_FMT_MAKE, TRACE_FMT_CHROME, TRACE_FMT_HTML };
 int trace_cmd_verify(const char *path, int require_complete, const char *expect_head,
 		     enum trace_fmt f, struct common_err *e); /* 0 ok, 1 bad, -1 error */
 struct trace_filter {
@@ -74,7 +79,6 @@ struct trace_cli {
 /* argv (verb first, then options and operands in any order) into c, no output:
  * 0, 1 for --help, or -1 with e. */
 int trace_cli_parse(int argc, char **argv, struct trace_cli *c, struct common_err *e);
-void trace_cli_usage(FILE *f);
 /* sbx-trace: the whole command line, returning the exit status. */
 int trace_cli_main(int argc, char **argv);
 
@@ -118,7 +122,8 @@ struct trace_run_opts {
 	const char *result_path;      /* --result FILE */
 	int result_fd;                /* --result-fd N, -1 none */
 	char *const *argv;            /* PROGRAM ARG… */
-	const char *policy, *inspect_exec, *trace_path, *trace_level, *state_in, *state_out;
+	const char *policy, *inspect_exec, *trace_path, *state_in, *state_out;
+	enum trace_level trace_level; /* --trace-level */
 	int deterministic;
 	int memory_sampled;           /* --memory-sampled: run without a memory cgroup */
 	int inspect_timeout_ms;       /* --inspect-timeout MS, 0: TRACE_COPROC_TIMEOUT_MS */
@@ -131,11 +136,7 @@ struct trace_run_opts {
 	int snapshot_on_exit_signal;  /* snapshot before a fatal signal is delivered */
 	const struct trace_snap_ops *snap; /* NULL: this program takes no snapshots */
 };
-/* Parse one sbx-run option (name without "--", value or NULL) into o. 1 handled,
- * 0 unknown, -1 error. */
-int trace_run_opt(struct trace_run_opts *o, const char *name, const char *value,
-		  struct common_err *e);
-/* What trace_run_opt allocated in o (the mount list, the --env and --socket entries). */
+/* What trace_run_parse allocated in o (the mount list, the --env and --socket entries). */
 void trace_run_opts_free(struct trace_run_opts *o);
 #define TRACE_RUN_RESTORE 1u /* sbx-restore: its subset of options, one operand before "--" */
 /* sbx-run's command line (sbx-restore's with TRACE_RUN_RESTORE) into o: the options,
@@ -144,9 +145,8 @@ void trace_run_opts_free(struct trace_run_opts *o);
  * 0, 1 for --help, -1 with e ("--NAME: unknown option", "--NAME: needs a value"). */
 int trace_run_parse(int argc, char **argv, unsigned flags, struct trace_run_opts *o,
 		    const char **operand, struct common_err *e);
-extern const char trace_run_usage[];
 /* Run it; returns the process exit status (SPEC §6.6). Frees what
- * trace_run_opt allocated in o. */
+ * trace_run_parse allocated in o. */
 int trace_run_main(struct trace_run_opts *o);
 /* sbx-run: parse, then run with snap's snapshot operations (NULL: none); errors
  * and usage to stderr; the exit status (SPEC §6.6; 125 for a bad command line). */

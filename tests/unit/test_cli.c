@@ -93,7 +93,7 @@ static void test_run(void)
 	CHECK_STR(o.lease, "L1");
 	CHECK(o.nenv_set == 1 && o.env_clear == 1 && o.deterministic && o.max_procs == 9);
 	CHECK_STR(o.trace_path, "t.jsonl");
-	CHECK_STR(o.trace_level, "all");
+	CHECK(o.trace_level == TRACE_LEVEL_ALL);
 	CHECK(o.inspect_timeout_ms == 5 && o.snapshot_every == 3 && o.snapshot_on_exit_signal);
 	CHECK_STR(o.state_in, "i");
 	CHECK_STR(o.state_out, "o");
@@ -123,6 +123,14 @@ static void test_run(void)
 			  "PROGRAM: missing (-- PROGRAM [ARG...])"));
 	CHECK(failed_with(run_parse(ARGV("--chdir", "rel", "--", "x"), 0, &o, NULL),
 			  "--chdir: \"rel\" is not an absolute path"));
+	CHECK(failed_with(run_parse(ARGV("--trace-level", "most", "--", "x"), 0, &o, NULL),
+			  "--trace-level: unknown level \"most\" (exec, file or all)"));
+	CHECK(failed_with(run_parse(ARGV("--snapshot-every-batches", "0", "--", "x"), 0, &o, NULL),
+			  "--snapshot-every-batches: 0: at least 1"));
+	CHECK(failed_with(run_parse(ARGV("--ephemeral", "--"), 0, &o, NULL),
+			  "PROGRAM: missing (-- PROGRAM [ARG...])"));
+	CHECK(run_parse(ARGV("--ephemeral", "--", "prog"), 0, &o, NULL) == 0 &&
+	      o.trace_level == TRACE_LEVEL_FILE && !strcmp(o.argv[0], "prog"));
 
 	/* sbx-restore: one operand anywhere before "--", its own subset of options */
 	CHECK(run_parse(ARGV("--store", "/s", "abc", "--lease", "L2", "--ro", "/etc", "--env", "B"),
@@ -133,6 +141,8 @@ static void test_run(void)
 	CHECK(run_parse(ARGV("abc", "--lease", "L2", "--", "prog", "arg"), TRACE_RUN_RESTORE, &o,
 			&digest) == 0);
 	CHECK(o.argv && !strcmp(o.argv[0], "prog") && !strcmp(o.argv[1], "arg"));
+	CHECK(run_parse(ARGV("--lease", "L2", "abc", "--trace-level", "exec", "--"), TRACE_RUN_RESTORE,
+			&o, &digest) == 0 && o.argv == NULL && o.trace_level == TRACE_LEVEL_EXEC);
 	CHECK(run_parse(ARGV("--help"), TRACE_RUN_RESTORE, &o, &digest) == 1);
 	CHECK(failed_with(run_parse(ARGV("abc", "--lease", "L", "--ephemeral"), TRACE_RUN_RESTORE,
 				    &o, &digest), "--ephemeral: unknown option"));
@@ -185,6 +195,15 @@ static void test_trace(void)
 	CHECK(c.adj.nenv_set == 1 && c.adj.env_clear == -1 && c.adj.timeout_ms == 5 && c.adj.allow_rw);
 	CHECK_STR(c.envs[0], "K=V");
 	CHECK(trace_parse(ARGV("adjudicate", "--env-clear", "a", "b"), &c) == 0 && c.adj.env_clear == 1);
+	/* options before the verb, and "--" ending them */
+	CHECK(trace_parse(ARGV("--format", "json", "stats", "F"), &c) == 0);
+	CHECK(!strcmp(c.verb->name, "stats") && c.fmt == TRACE_FMT_JSON && c.nargs == 1);
+	CHECK_STR(c.args[0], "F");
+	CHECK(trace_parse(ARGV("--format=text", "diff", "--", "-a", "--format"), &c) == 0);
+	CHECK(c.fmt == TRACE_FMT_TEXT && c.nargs == 2 && !strcmp(c.args[0], "-a"));
+	CHECK(trace_parse(ARGV("-o", "t.html", "timeline", "--format", "html", "t"), &c) == 0);
+	CHECK(c.fmt == TRACE_FMT_HTML);
+	CHECK_STR(c.out, "t.html");
 	CHECK(trace_parse(ARGV("--help"), &c) == 1);
 	CHECK(trace_parse(ARGV("stats", "--help"), &c) == 1);
 	CHECK(failed_with(trace_parse(ARGV("frob"), &c), "unknown command \"frob\""));
@@ -193,6 +212,15 @@ static void test_trace(void)
 	CHECK(failed_with(trace_parse(ARGV("stats", "t", "--format"), &c), "--format: needs a value"));
 	CHECK(failed_with(trace_parse(ARGV("stats", "--format", "make", "t"), &c),
 			  "--format: unknown format \"make\" for stats"));
+	CHECK(failed_with(trace_parse(ARGV("--format", "html", "stats", "t"), &c),
+			  "--format: unknown format \"html\" for stats"));
+	CHECK(failed_with(trace_parse(ARGV("stats", "--format", "xml", "t"), &c),
+			  "--format: unknown format \"xml\" (json, text, make, html or chrome)"));
+	CHECK(failed_with(trace_parse(ARGV("--hash-inputs", "stats", "t"), &c),
+			  "--hash-inputs: not an option of this command"));
+	CHECK(failed_with(trace_parse(ARGV("stats", "-x", "t"), &c), "-x: unknown option"));
+	CHECK(failed_with(trace_parse(ARGV("stats", "t", "--complete=yes"), &c),
+			  "--complete: takes no value"));
 	CHECK(failed_with(trace_parse(ARGV("filter", "--pid", "0", "t"), &c),
 			  "--pid: expected a process id, got \"0\""));
 	CHECK(failed_with(trace_parse(ARGV("adjudicate", "--timeout", "x", "a", "b"), &c),
@@ -235,7 +263,16 @@ static void test_snap(void)
 	CHECK(failed_with(snap_parse(ARGV("show"), &c), "show: takes 1 operand, not 0"));
 	CHECK(failed_with(snap_parse(ARGV("list", "a", "b"), &c), "list: takes 0 to 1 operands, not 2"));
 	CHECK(failed_with(snap_parse(ARGV("export", "abc"), &c), "export: needs -o FILE.tar"));
-	CHECK(failed_with(snap_parse(ARGV("list", "--stop"), &c), "--stop: only take takes it"));
+	CHECK(failed_with(snap_parse(ARGV("list", "--stop"), &c),
+			  "--stop: not an option of this command"));
+	/* options on both sides of the verb and its operand */
+	CHECK(snap_parse(ARGV("--stop", "take", "--store", "s", "L1", "--format=text"), &c) == 0);
+	CHECK(c.stop && c.fmt == COMMON_FMT_TEXT && c.npos == 1);
+	CHECK_STR(c.store, "s");
+	CHECK(snap_parse(ARGV("-o", "f.tar", "export", "--", "-abc"), &c) == 0);
+	CHECK_STR(c.pos[0], "-abc");
+	CHECK(snap_parse(ARGV("export", "-og.tar", "abc"), &c) == 0);
+	CHECK_STR(c.out, "g.tar");
 }
 
 static int lease_parse(char **v, struct lease_cli *c)
@@ -255,18 +292,17 @@ static void test_lease(void)
 	CHECK_STR(c.req.image, "/bin/true");
 	CHECK_STR(c.req.principal, "p");
 	CHECK_STR(c.req.host_program, "h");
-	CHECK_STR(c.limits, "fuel=5");
-	CHECK_STR(c.fees, "fuel=1");
-	CHECK_STR(c.lifetime, "3");
-	CHECK_STR(c.escrow, "2");
+	CHECK(c.req.has_limit[LEASE_DIM_FUEL] && c.req.limits[LEASE_DIM_FUEL] == 5);
+	CHECK(c.req.fees[LEASE_DIM_FUEL] == 1 && c.req.lifetime == 3 && c.req.escrow == 2);
 	CHECK(lease_parse(ARGV("fund", "L1", "--amount", "5", "--evidence", "-"), &c) == 0);
 	CHECK_STR(c.pos[0], "L1");
-	CHECK_STR(c.amount, "5");
+	CHECK(c.amount == 5);
 	CHECK_STR(c.evidence, "-");
 	CHECK(lease_parse(ARGV("observe", "--usage", "fuel=1", "--evidence", "f"), &c) == 0);
-	CHECK_STR(c.usage, "fuel=1");
+	CHECK(c.usage_given[LEASE_DIM_FUEL] && c.usage[LEASE_DIM_FUEL] == 1);
+	CHECK(lease_parse(ARGV("list"), &c) == 0 && c.state == -1);
 	CHECK(lease_parse(ARGV("list", "--principal", "p", "--state", "Active"), &c) == 0);
-	CHECK_STR(c.state, "Active");
+	CHECK(c.state == LEASE_ACTIVE);
 	CHECK(lease_parse(ARGV("--help"), &c) == 1);
 	CHECK(lease_parse(ARGV("show", "--help"), &c) == 1);
 	CHECK(failed_with(lease_parse(ARGV("frob"), &c), "unknown command \"frob\""));
@@ -277,11 +313,22 @@ static void test_lease(void)
 	CHECK(failed_with(lease_parse(ARGV("fund", "--amount"), &c), "--amount: needs a value"));
 	CHECK(failed_with(lease_parse(ARGV("--format", "xml", "list"), &c),
 			  "--format: unknown format \"xml\" (json or text)"));
-	CHECK(failed_with(lease_parse(ARGV("--image", "x", "request"), &c),
-			  "--image: comes after the command"));
+	CHECK(lease_parse(ARGV("--image", "x", "request"), &c) == 0);
+	CHECK_STR(c.req.image, "x");
+	CHECK(lease_parse(ARGV("list", "--format=json"), &c) == 0 && c.fmt == COMMON_FMT_JSON);
+	CHECK(lease_parse(ARGV("--format=text", "list"), &c) == 0 && c.fmt == COMMON_FMT_TEXT);
+	CHECK(lease_parse(ARGV("show", "--store", "s", "L1", "--format", "text"), &c) == 0);
+	CHECK(c.npos == 1 && c.fmt == COMMON_FMT_TEXT);
+	CHECK(failed_with(lease_parse(ARGV("--amount", "3", "show", "L1"), &c),
+			  "--amount: not an option of this command"));
 	CHECK(failed_with(lease_parse(ARGV("show", "--amount", "3", "L1"), &c),
 			  "--amount: not an option of this command"));
 	CHECK(failed_with(lease_parse(ARGV("request"), &c), "request: needs --image"));
+	CHECK(failed_with(lease_parse(ARGV("request", "--image", "x", "--lifetime", "0"), &c),
+			  "--lifetime: 0 is outside 1..1000000"));
+	CHECK(failed_with(lease_parse(ARGV("list", "--state", "Nope"), &c),
+			  "--state: unknown state \"Nope\" (Requested, Funded, Active, Settling, "
+			  "Expired, Destroyed)"));
 	CHECK(failed_with(lease_parse(ARGV("fund", "--evidence", "x"), &c), "fund: needs --amount"));
 	CHECK(failed_with(lease_parse(ARGV("observe", "--evidence", "x"), &c), "observe: needs --usage"));
 	CHECK(failed_with(lease_parse(ARGV("show"), &c), "show: takes 1 operand, not 0"));

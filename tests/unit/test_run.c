@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "trace/sv/sv.h"
 #include "trace/box/box-internal.h"
+#include "trace/trace.h"
 
 static int passed, failed;
 #define CHECK(c, ...) do { if (c) passed++; else { failed++; \
@@ -253,35 +254,48 @@ static void test_config(void)
 	CHECK(trace_config_check(&c, &e) < 0, "no argv");
 }
 
+/* One option on sbx-run's command line (value NULL: a flag) into o: 1, or -1 with e. */
+static int run_opt(struct trace_run_opts *o, const char *name, const char *value,
+		   struct common_err *e)
+{
+	char opt[64];
+	char *argv[] = { "sbx-run", opt, (char *)value, "--", "x", NULL };
+
+	snprintf(opt, sizeof opt, "--%s", name);
+	if (!value)
+		memmove(&argv[2], &argv[3], 3 * sizeof argv[0]);
+	return trace_run_parse(value ? 5 : 4, argv, 0, o, NULL, e) == 0 ? 1 : -1;
+}
+
 static void test_opts(void)
 {
 	struct trace_run_opts o = { .result_fd = -1 };
 	struct common_err e;
-	CHECK(trace_run_opt(&o, "ro", "/etc:/data", &e) == 1 && o.nmounts == 1 &&
+	CHECK(run_opt(&o, "ro", "/etc:/data", &e) == 1 && o.nmounts == 1 &&
 	      strcmp(o.mounts[0].dst, "/data") == 0 && !o.mounts[0].rw, "--ro");
-	CHECK(trace_run_opt(&o, "rw", "/tmp", &e) == 1 && o.nmounts == 2 &&
+	CHECK(run_opt(&o, "rw", "/tmp", &e) == 1 && o.nmounts == 2 &&
 	      strcmp(o.mounts[1].dst, "/tmp") == 0 && o.mounts[1].rw, "--rw default target");
-	CHECK(trace_run_opt(&o, "rw", "/nonexistent-xyz:/x", &e) == -1, "--rw missing source");
-	CHECK(trace_run_opt(&o, "ro", "/etc:rel", &e) == -1, "--ro relative");
+	CHECK(run_opt(&o, "rw", "/nonexistent-xyz:/x", &e) == -1, "--rw missing source");
+	CHECK(run_opt(&o, "ro", "/etc:rel", &e) == -1, "--ro relative");
 	CHECK(!o.replace_defaults, "binds keep the defaults");
-	CHECK(trace_run_opt(&o, "mount", "tmpfs::/scratch:size=1m", &e) == 1 && o.replace_defaults &&
+	CHECK(run_opt(&o, "mount", "tmpfs::/scratch:size=1m", &e) == 1 && o.replace_defaults &&
 	      o.mounts[2].type == TRACE_MOUNT_TMPFS && strcmp(o.mounts[2].opts, "size=1m") == 0, "--mount tmpfs");
-	CHECK(trace_run_opt(&o, "mount", "bind:/usr:/u:rw", &e) == 1 && o.mounts[3].rw, "--mount bind rw");
-	CHECK(trace_run_opt(&o, "mount", "bind:/usr:/v:bogus", &e) == -1, "--mount bad bind opts");
-	CHECK(trace_run_opt(&o, "mount", "weird:/a:/b", &e) == -1, "--mount unknown type");
-	CHECK(trace_run_opt(&o, "mount", "bind:/a", &e) == -1, "--mount too few fields");
-	CHECK(trace_run_opt(&o, "mount", "proc::/proc", &e) == 1, "--mount proc");
-	CHECK(trace_run_opt(&o, "env", "A=1", &e) == 1 && o.nenv_set == 1, "--env");
-	CHECK(trace_run_opt(&o, "env", "=1", &e) == -1, "--env empty name");
-	CHECK(trace_run_opt(&o, "env", "A", &e) == 1 && o.nenv_set == 2, "--env NAME passes it");
-	CHECK(trace_run_opt(&o, "env", "9A=1", &e) == -1, "--env name starting with a digit");
-	CHECK(trace_run_opt(&o, "env", "A B", &e) == -1, "--env name with a space");
-	CHECK(trace_run_opt(&o, "result-fd", "1", &e) == -1, "--result-fd must be above 2");
-	CHECK(trace_run_opt(&o, "result-fd", "999", &e) == -1, "--result-fd must be open");
-	CHECK(trace_run_opt(&o, "max-procs", "1", &e) == -1, "--max-procs too small");
-	CHECK(trace_run_opt(&o, "max-procs", "64", &e) == 1 && o.max_procs == 64, "--max-procs");
-	CHECK(trace_run_opt(&o, "lifetime", "12x", &e) == -1, "--lifetime number");
-	CHECK(trace_run_opt(&o, "ephemeral", NULL, &e) == 1 && o.ephemeral, "--ephemeral");
+	CHECK(run_opt(&o, "mount", "bind:/usr:/u:rw", &e) == 1 && o.mounts[3].rw, "--mount bind rw");
+	CHECK(run_opt(&o, "mount", "bind:/usr:/v:bogus", &e) == -1, "--mount bad bind opts");
+	CHECK(run_opt(&o, "mount", "weird:/a:/b", &e) == -1, "--mount unknown type");
+	CHECK(run_opt(&o, "mount", "bind:/a", &e) == -1, "--mount too few fields");
+	CHECK(run_opt(&o, "mount", "proc::/proc", &e) == 1, "--mount proc");
+	CHECK(run_opt(&o, "env", "A=1", &e) == 1 && o.nenv_set == 1, "--env");
+	CHECK(run_opt(&o, "env", "=1", &e) == -1, "--env empty name");
+	CHECK(run_opt(&o, "env", "A", &e) == 1 && o.nenv_set == 2, "--env NAME passes it");
+	CHECK(run_opt(&o, "env", "9A=1", &e) == -1, "--env name starting with a digit");
+	CHECK(run_opt(&o, "env", "A B", &e) == -1, "--env name with a space");
+	CHECK(run_opt(&o, "result-fd", "1", &e) == -1, "--result-fd must be above 2");
+	CHECK(run_opt(&o, "result-fd", "999", &e) == -1, "--result-fd must be open");
+	CHECK(run_opt(&o, "max-procs", "1", &e) == -1, "--max-procs too small");
+	CHECK(run_opt(&o, "max-procs", "64", &e) == 1 && o.max_procs == 64, "--max-procs");
+	CHECK(run_opt(&o, "lifetime", "12x", &e) == -1, "--lifetime number");
+	CHECK(run_opt(&o, "ephemeral", NULL, &e) == 1 && o.ephemeral, "--ephemeral");
 	for (size_t i = 0; i < o.nmounts; i++) {
 		free((char *)o.mounts[i].src);
 		free((char *)o.mounts[i].dst);

@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "trace/box/box-internal.h"
+#include "trace/trace.h" /* TRACE_STATE_FD */
 
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14) /* ABI 3; newer than the system headers */

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <sys/uio.h>
 #include "trace/sv/sv.h"
+#include "trace/trace.h"
 
 struct trace_meter;
 struct trace_store_call;

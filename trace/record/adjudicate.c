@@ -214,12 +214,6 @@ static int a_tick(void *ctx, struct trace_supervisor *sv)
 	return 0;
 }
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	const json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* Mounts from the header (bounded, checked like sbx-run's options). */
 static int header_mounts(const json_t *arr, int allow_rw, struct trace_mount **out, size_t *n,
 			 int *replace, struct common_err *e)
@@ -233,7 +227,7 @@ static int header_mounts(const json_t *arr, int allow_rw, struct trace_mount **o
 		return common_errf(e, "trace header", "more than 256 mounts");
 	*out = common_xcalloc(json_array_size(arr) + 1, sizeof **out);
 	json_array_foreach(arr, i, m) {
-		const char *type = jstr(m, "type"), *dst = jstr(m, "dst");
+		const char *type = common_jstr(m, "type", NULL), *dst = common_jstr(m, "dst", NULL);
 		struct trace_mount *t = &(*out)[*n];
 		if (!type || !dst)
 			return common_errf(e, "trace header", "mount %zu: type and dst are required", i);
@@ -245,9 +239,9 @@ static int header_mounts(const json_t *arr, int allow_rw, struct trace_mount **o
 			t->type = TRACE_MOUNT_PROC;
 		else
 			return common_errf(e, "trace header", "mount %zu: unknown type \"%.32s\"", i, type);
-		t->src = jstr(m, "src");
+		t->src = common_jstr(m, "src", NULL);
 		t->dst = dst;
-		t->opts = jstr(m, "opts");
+		t->opts = common_jstr(m, "opts", NULL);
 		t->rw = json_is_true(json_object_get(m, "rw"));
 		if (t->type == TRACE_MOUNT_BIND && !t->src)
 			return common_errf(e, "trace header", "mount %zu: bind without src", i);
@@ -277,8 +271,9 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 		     struct trace_result *res, struct common_err *e)
 {
 	const json_t *img = json_object_get(hdr, "image");
-	const char *lease = jstr(hdr, "lease"), *path = jstr(img, "path"), *sha = jstr(img, "sha256");
-	const char *lvl_s = jstr(hdr, "level"), *env_want = jstr(hdr, "env_sha256");
+	const char *lease = common_jstr(hdr, "lease", NULL), *path = common_jstr(img, "path", NULL);
+	const char *sha = common_jstr(img, "sha256", NULL), *lvl_s = common_jstr(hdr, "level", NULL);
+	const char *env_want = common_jstr(hdr, "env_sha256", NULL);
 	enum trace_level lvl;
 	char **argv = NULL, **env = NULL;
 	struct trace_mount *mounts = NULL;
@@ -392,9 +387,10 @@ static int check_lease(const struct trace_adj_opts *o, const json_t *hdr, char *
 {
 	struct lease_store *s = NULL;
 	json_t *rec = NULL;
-	const char *id = jstr(hdr, "lease"), *sha = jstr(json_object_get(hdr, "image"), "sha256");
-	const char *path = jstr(json_object_get(hdr, "image"), "path");
-	const char *ns_want = jstr(json_object_get(hdr, "determinism"), "ns_sha256");
+	const char *id = common_jstr(hdr, "lease", NULL);
+	const char *sha = common_jstr(json_object_get(hdr, "image"), "sha256", NULL);
+	const char *path = common_jstr(json_object_get(hdr, "image"), "path", NULL);
+	const char *ns_want = common_jstr(json_object_get(hdr, "determinism"), "ns_sha256", NULL);
 	char hex[COMMON_SHA256_HEX];
 	int rc = -1;
 	*ns_src = NULL;
@@ -410,7 +406,7 @@ static int check_lease(const struct trace_adj_opts *o, const json_t *hdr, char *
 	if (lease_load(s, id, &rec, e) < 0)
 		goto out;
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-	const char *lsha = jstr(json_object_get(l, "image"), "sha256");
+	const char *lsha = common_jstr(json_object_get(l, "image"), "sha256", NULL);
 	if (!lsha || strcmp(lsha, sha)) {
 		common_errf(e, "trace header", "image sha256 %s is not lease %s's image (%s)", sha, id,
 			    lsha ? lsha : "unknown");

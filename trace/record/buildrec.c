@@ -142,16 +142,6 @@ static struct proc *pget(struct br *b, long long pid)
 	return p;
 }
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
-static long long jint(const json_t *o, const char *k)
-{
-	return json_integer_value(json_object_get(o, k));
-}
-
 static int special(const char *p)
 {
 	return !strncmp(p, "/proc/", 6) || !strcmp(p, "/proc") || !strncmp(p, "/dev/", 5) ||
@@ -218,10 +208,11 @@ static const char *const write_calls[] = {
 
 static void on_sys(struct br *b, const json_t *o)
 {
-	const char *n = jstr(o, "name"), *p1 = jstr(o, "path"), *p2 = jstr(o, "path2");
+	const char *n = common_jstr(o, "name", NULL), *p1 = common_jstr(o, "path", NULL);
+	const char *p2 = common_jstr(o, "path2", NULL);
 	json_t *res = json_object_get(o, "result");
 	long long r = json_integer_value(res);
-	struct proc *p = pget(b, jint(o, "pid"));
+	struct proc *p = pget(b, common_jint(o, "pid", 0));
 
 	if (p1 && json_is_false(json_object_get(o, "exists")) && is(n, probe_calls)) {
 		struct fent *f = fget(b, p1); /* looked up by the recorder: absent */
@@ -235,9 +226,9 @@ static void on_sys(struct br *b, const json_t *o)
 	if (!res || !p1)
 		return; /* no completion recorded: nothing is known about its effect */
 	if (!p->ppid)
-		p->ppid = jint(o, "ppid");
+		p->ppid = common_jint(o, "ppid", 0);
 	if (r < 0) {
-		const char *en = jstr(o, "errno");
+		const char *en = common_jstr(o, "errno", NULL);
 		if (en && (!strcmp(en, "ENOENT") || !strcmp(en, "ENOTDIR")) && is(n, probe_calls)) {
 			struct fent *f = fget(b, p1);
 			f->flags |= P_PROBED;
@@ -268,7 +259,7 @@ static void on_sys(struct br *b, const json_t *o)
 			      (fl & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
 		/* O_RDWR of a file the call creates or truncates reads nothing old */
 		if ((fl & O_ACCMODE) != O_WRONLY && !(fl & O_TRUNC) && !created)
-			on_read(b, p, p1, jstr(o, "sha256"));
+			on_read(b, p, p1, common_jstr(o, "sha256", NULL));
 		if ((fl & O_ACCMODE) != O_RDONLY || (fl & O_TRUNC) || created)
 			on_write(b, p, p1, created ? P_CREATED : 0);
 		return;
@@ -314,18 +305,18 @@ static void on_sys(struct br *b, const json_t *o)
 
 static void on_exec(struct br *b, const json_t *o)
 {
-	struct proc *p = pget(b, jint(o, "pid"));
-	const char *path = jstr(o, "path"), *sha = jstr(o, "sha256");
+	struct proc *p = pget(b, common_jint(o, "pid", 0));
+	const char *path = common_jstr(o, "path", NULL), *sha = common_jstr(o, "sha256", NULL);
 	struct tool *t = NULL;
 
 	if (!p->ppid)
-		p->ppid = jint(o, "ppid");
+		p->ppid = common_jint(o, "ppid", 0);
 	free(p->exe);
 	p->exe = common_xstrdup(path);
 	json_decref(p->argv);
 	p->argv = json_incref(json_object_get(o, "argv"));
 	if (json_object_get(o, "t") && !p->has_t0) {
-		p->t0 = jint(o, "t");
+		p->t0 = common_jint(o, "t", 0);
 		p->has_t0 = 1;
 	}
 	for (size_t i = 0; i < b->ntools; i++)
@@ -465,25 +456,25 @@ json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e)
 	while ((r = trace_reader_next(t, &ev, e)) > 0) {
 		const json_t *x = ev.ev;
 		if (json_object_get(x, "t"))
-			last_t = jint(x, "t");
+			last_t = common_jint(x, "t", 0);
 		if (!strcmp(ev.kind, "sys")) {
 			on_sys(b, x);
 		} else if (!strcmp(ev.kind, "exec")) {
 			on_exec(b, x);
 		} else if (!strcmp(ev.kind, "spawn")) {
-			struct proc *c = pget(b, jint(x, "child"));
-			c->ppid = jint(x, "pid");
+			struct proc *c = pget(b, common_jint(x, "child", 0));
+			c->ppid = common_jint(x, "pid", 0);
 			if (json_object_get(x, "t")) {
-				c->t0 = jint(x, "t");
+				c->t0 = common_jint(x, "t", 0);
 				c->has_t0 = 1;
 			}
-			pget(b, jint(x, "pid"));
-		} else if (!strcmp(ev.kind, "exit") && jint(x, "pid") == jint(x, "tid")) {
-			struct proc *p = pget(b, jint(x, "pid"));
+			pget(b, common_jint(x, "pid", 0));
+		} else if (!strcmp(ev.kind, "exit") && common_jint(x, "pid", 0) == common_jint(x, "tid", 0)) {
+			struct proc *p = pget(b, common_jint(x, "pid", 0));
 			p->signaled = json_object_get(x, "signal") != NULL;
-			p->status = (int)jint(x, p->signaled ? "signal" : "exit");
+			p->status = (int)common_jint(x, p->signaled ? "signal" : "exit", 0);
 			if (json_object_get(x, "t")) {
-				p->t1 = jint(x, "t");
+				p->t1 = common_jint(x, "t", 0);
 				p->has_t1 = 1;
 			}
 			p->exited = 1;

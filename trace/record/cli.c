@@ -1,5 +1,5 @@
-/* sbx-trace's command line: a verb table, one getopt_long parser, no output. */
-#include <getopt.h>
+/* sbx-trace's command line: a verb table and an option table, no output. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "trace/trace.h"
@@ -97,102 +97,119 @@ static const struct common_verb trace_verbs[] = {
 };
 #define NVERBS (sizeof trace_verbs / sizeof trace_verbs[0])
 
-void trace_cli_usage(FILE *f)
+static void trace_cli_usage(FILE *f)
 {
 	common_verb_usage(f, trace_verbs, NVERBS);
 }
 
-/* --format NAME: json and text for every command, make for files, html and
- * chrome for timeline. */
-static int parse_fmt(struct trace_cli *c, const char *v, struct common_err *e)
-{
-	int (*run)(void *) = c->verb->run;
+static const char *const fmt_names[] = {
+	[TRACE_FMT_JSON] = "json", [TRACE_FMT_TEXT] = "text", [TRACE_FMT_MAKE] = "make",
+	[TRACE_FMT_CHROME] = "chrome", [TRACE_FMT_HTML] = "html",
+};
 
-	if (!strcmp(v, "json"))
-		c->fmt = TRACE_FMT_JSON;
-	else if (!strcmp(v, "text") || (!strcmp(v, "html") && run == v_timeline))
-		c->fmt = TRACE_FMT_TEXT;
-	else if (!strcmp(v, "make") && run == v_files)
-		c->fmt = TRACE_FMT_MAKE;
-	else if (!strcmp(v, "chrome") && run == v_timeline)
-		c->fmt = TRACE_FMT_CHROME;
-	else
-		return common_errf(e, "--format", "unknown format \"%s\" for %s", v, c->verb->name);
-	return 0;
+/* --format NAME: json and text for every command, make for files, html and chrome
+ * for timeline (checked once the verb is known). */
+static int parse_fmt(const struct common_opt *o, void *cli, const char *v,
+		     struct common_err *e)
+{
+	for (size_t i = 0; i < sizeof fmt_names / sizeof fmt_names[0]; i++)
+		if (!strcmp(v, fmt_names[i])) {
+			*COMMON_OPT_FIELD(o, cli, enum trace_fmt) = (enum trace_fmt)i;
+			return 0;
+		}
+	return common_errf(e, "--format", "unknown format \"%s\" (json, text, make, html or chrome)", v);
 }
 
-static int parse_opt(struct trace_cli *c, int o, const char *v, struct common_err *e)
+static int parse_pid(const struct common_opt *o, void *cli, const char *v,
+		     struct common_err *e)
 {
 	uint64_t n;
 
-	switch (o) {
-	case 'f': return parse_fmt(c, v, e);
-	case 'H': c->hash_inputs = 1; break;
-	case 'c': c->complete = 1; break;
-	case 'h': c->head = v; break;
-	case 'p':
-		if (common_parse_u64(v, 0x7fffffff, &n, e) < 0 || n == 0)
-			return common_errf(e, "--pid", "expected a process id, got \"%s\"", v);
-		c->flt.pid_tree = (pid_t)n;
-		break;
-	case 'C': return trace_class_parse(v, &c->flt.classes, e);
-	case 'g': c->flt.glob = v; break;
-	case 'n': c->flt.name = v; break;
-	case 'o': c->out = v; break;
-	case 's': c->adj.store = v; break;
-	case 'E': c->adj.env_clear = 1; break;
-	case 'I': c->adj.env_clear = -1; break;
-	case 'N': c->adj.ns_dir = v; break;
-	case 'W': c->adj.allow_rw = 1; break;
-	case 'r': c->result = v; break;
-	case 'e':
-		if (!strchr(v, '=') || v[0] == '=' || c->adj.nenv_set >= TRACE_CLI_ENV_MAX)
-			return common_errf(e, "--env", "\"%s\" is not NAME=VALUE (at most 256)", v);
-		c->envs[c->adj.nenv_set++] = v;
-		break;
-	case 'T':
-		if (common_parse_u64(v, 86400000, &c->adj.timeout_ms, e) < 0 || !c->adj.timeout_ms)
-			return common_errf(e, "--timeout", "expected milliseconds, got \"%s\"", v);
-		break;
-	}
+	if (common_parse_u64(v, 0x7fffffff, &n, e) < 0 || n == 0)
+		return common_errf(e, "--pid", "expected a process id, got \"%s\"", v);
+	*COMMON_OPT_FIELD(o, cli, pid_t) = (pid_t)n;
 	return 0;
 }
 
+static int parse_class(const struct common_opt *o, void *cli, const char *v,
+		       struct common_err *e)
+{
+	return trace_class_parse(v, COMMON_OPT_FIELD(o, cli, unsigned), e);
+}
+
+/* --env NAME=VALUE, up to TRACE_CLI_ENV_MAX of them */
+static int parse_env(const struct common_opt *o, void *cli, const char *v,
+		     struct common_err *e)
+{
+	struct trace_cli *c = cli;
+
+	(void)o;
+	if (!strchr(v, '=') || v[0] == '=' || c->adj.nenv_set >= TRACE_CLI_ENV_MAX)
+		return common_errf(e, "--env", "\"%s\" is not NAME=VALUE (at most 256)", v);
+	c->envs[c->adj.nenv_set++] = v;
+	return 0;
+}
+
+static int parse_timeout(const struct common_opt *o, void *cli, const char *v,
+			 struct common_err *e)
+{
+	uint64_t *ms = COMMON_OPT_FIELD(o, cli, uint64_t);
+
+	if (common_parse_u64(v, 86400000, ms, e) < 0 || !*ms)
+		return common_errf(e, "--timeout", "expected milliseconds, got \"%s\"", v);
+	return 0;
+}
+
+static const struct common_opt_type fmt_type = { 1, parse_fmt }, pid_type = { 1, parse_pid },
+	class_type = { 1, parse_class }, env_type = { 1, parse_env },
+	timeout_type = { 1, parse_timeout };
+
+/* A bit per trace_verbs row. */
+enum { FILES = 1u << 0, VERIFY = 1u << 1, FILTER = 1u << 2, DIFF = 1u << 3, STATS = 1u << 4,
+       TIMELINE = 1u << 5, PROVENANCE = 1u << 6, VERIFY_PROV = 1u << 7, BISECT = 1u << 8,
+       ADJUDICATE = 1u << 9 };
+#define OPT(...) COMMON_OPT(struct trace_cli, __VA_ARGS__)
+
+static const struct common_opt trace_opts[] = {
+	OPT("format", &fmt_type, fmt, FILES | VERIFY | DIFF | STATS | TIMELINE | BISECT | ADJUDICATE),
+	OPT("hash-inputs", &common_opt_flag, hash_inputs, FILES),
+	OPT("complete", &common_opt_flag, complete, VERIFY),
+	OPT("head", &common_opt_str, head, VERIFY),
+	OPT("pid", &pid_type, flt.pid_tree, FILTER),
+	OPT("class", &class_type, flt.classes, FILTER),
+	OPT("path", &common_opt_str, flt.glob, FILTER),
+	OPT("name", &common_opt_str, flt.name, FILTER),
+	OPT("output", &common_opt_str, out, TIMELINE | PROVENANCE, .letter = 'o'),
+	OPT("store", &common_opt_str, adj.store, PROVENANCE | VERIFY_PROV | ADJUDICATE),
+	OPT("result", &common_opt_str, result, PROVENANCE),
+	OPT("env", &env_type, envs, ADJUDICATE),
+	OPT("env-clear", &common_opt_flag, adj.env_clear, ADJUDICATE),
+	OPT("env-inherit", &common_opt_flag, adj.env_clear, ADJUDICATE, .flag = -1),
+	OPT("ns", &common_opt_str, adj.ns_dir, ADJUDICATE),
+	OPT("timeout", &timeout_type, adj.timeout_ms, ADJUDICATE),
+	OPT("allow-rw", &common_opt_flag, adj.allow_rw, ADJUDICATE),
+};
+
+static const struct common_cli trace_cli = {
+	.opts = trace_opts, .nopts = sizeof trace_opts / sizeof trace_opts[0],
+	.verbs = trace_verbs, .nverbs = NVERBS,
+};
+
 int trace_cli_parse(int argc, char **argv, struct trace_cli *c, struct common_err *e)
 {
-	static const struct option lo[] = {
-		{"format", required_argument, 0, 'f'}, {"hash-inputs", no_argument, 0, 'H'},
-		{"complete", no_argument, 0, 'c'},      {"head", required_argument, 0, 'h'},
-		{"pid", required_argument, 0, 'p'},     {"class", required_argument, 0, 'C'},
-		{"path", required_argument, 0, 'g'},    {"name", required_argument, 0, 'n'},
-		{"output", required_argument, 0, 'o'},  {"help", no_argument, 0, '?' + 256},
-		{"store", required_argument, 0, 's'},   {"env", required_argument, 0, 'e'},
-		{"env-clear", no_argument, 0, 'E'},     {"env-inherit", no_argument, 0, 'I'},
-		{"ns", required_argument, 0, 'N'},      {"timeout", required_argument, 0, 'T'},
-		{"allow-rw", no_argument, 0, 'W'},     {"result", required_argument, 0, 'r'},
-		{0, 0, 0, 0},
-	};
-	int o;
+	struct common_words w;
+	int rc;
 
 	memset(c, 0, sizeof *c);
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
-		return 1;
-	if (!(c->verb = common_verb_find(trace_verbs, NVERBS, argc > 1 ? argv[1] : NULL, e)))
-		return -1;
-	optind = 0; /* a fresh scan of the words after the verb; options may follow operands */
-	opterr = 0;
-	while ((o = getopt_long(argc - 1, argv + 1, ":o:", lo, NULL)) != -1) {
-		if (o == '?' + 256)
-			return 1;
-		if (o == '?' || o == ':')
-			return common_getopt_err(o, argv + 1, e);
-		if (parse_opt(c, o, optarg, e) < 0)
-			return -1;
-	}
-	c->nargs = argc - 1 - optind;
-	c->args = argv + 1 + optind;
-	if (common_verb_args(c->verb, c->nargs, e) < 0)
-		return -1;
+	if ((rc = common_cli_parse(&trace_cli, argc, argv, c, &w, e)) != 0)
+		return rc;
+	c->verb = w.verb;
+	c->args = w.operands;
+	c->nargs = w.noperands;
+	if ((c->fmt == TRACE_FMT_MAKE && c->verb->run != v_files) ||
+	    ((c->fmt == TRACE_FMT_HTML || c->fmt == TRACE_FMT_CHROME) && c->verb->run != v_timeline))
+		return common_errf(e, "--format", "unknown format \"%s\" for %s", fmt_names[c->fmt],
+				   c->verb->name);
 	if (c->verb->run == v_timeline && !c->out)
 		return common_errf(e, "timeline", "needs -o FILE");
 	return 0;

@@ -4,6 +4,7 @@
 #define SBX_TRACE_RECORD_H
 
 #include "trace/sv/sv.h"
+#include "trace/trace.h"
 
 /* A trace is JSON lines: a header {"sbx_trace":1,...,"h":H0}, then events,
  * then {"ev":"end",...}. Every line ends in ,"h":"HEX"} where
@@ -12,8 +13,6 @@
 #define TRACE_FORMAT 1
 #define TRACE_LINE_MAX (256u << 10)      /* longest accepted line */
 #define TRACE_EVENTS_MAX (8u << 20)      /* most events a reader accepts */
-enum trace_level { TRACE_LEVEL_EXEC, TRACE_LEVEL_FILE, TRACE_LEVEL_ALL };
-int trace_level_parse(const char *s, enum trace_level *out, struct common_err *e);
 /* Classes the seccomp filter must trap for a level (exec: none; execs, forks
  * and exits come from ptrace events). */
 unsigned trace_classes(enum trace_level l);

@@ -26,11 +26,6 @@ static void esc(FILE *f, const char *str)
 	free(x);
 }
 
-static long long jint(const json_t *o, const char *k)
-{
-	return json_integer_value(json_object_get(o, k));
-}
-
 struct row {
 	json_t *p;
 	int depth, done;
@@ -55,13 +50,13 @@ static void emit_row(FILE *f, struct row *r, long long t0, long long span, size_
 	const char *base = exe ? strrchr(exe, '/') : NULL;
 	int has_t = json_object_get(p, "t_start") != NULL;
 	double left, width;
-	int failed = (json_object_get(p, "exit") && jint(p, "exit") != 0) ||
+	int failed = (json_object_get(p, "exit") && common_jint(p, "exit", 0) != 0) ||
 		     json_object_get(p, "signal");
 	size_t i;
 
 	if (has_t && span > 0) {
-		long long s = jint(p, "t_start") - t0;
-		long long e = json_object_get(p, "t_end") ? jint(p, "t_end") - t0 : span;
+		long long s = common_jint(p, "t_start", 0) - t0;
+		long long e = json_object_get(p, "t_end") ? common_jint(p, "t_end", 0) - t0 : span;
 		left = 100.0 * (double)s / (double)span;
 		width = 100.0 * (double)(e > s ? e - s : 0) / (double)span;
 	} else { /* no times (deterministic trace): order only */
@@ -71,7 +66,7 @@ static void emit_row(FILE *f, struct row *r, long long t0, long long span, size_
 	if (width < 0.3)
 		width = 0.3;
 	fprintf(f, "<div class=\"row\"><div class=\"lab\" style=\"padding-left:%dem\">", r->depth < 40 ? r->depth : 40);
-	fprintf(f, "%lld ", jint(p, "pid"));
+	fprintf(f, "%lld ", common_jint(p, "pid", 0));
 	esc(f, base ? base + 1 : exe ? exe : "(no exec)");
 	json_array_foreach(argv, i, v) /* the arguments say which step it is */
 		if (i > 0) {
@@ -85,9 +80,9 @@ static void emit_row(FILE *f, struct row *r, long long t0, long long span, size_
 		fputc(' ', f);
 	}
 	if (json_object_get(p, "exit"))
-		fprintf(f, "&#10;exit %lld", jint(p, "exit"));
+		fprintf(f, "&#10;exit %lld", common_jint(p, "exit", 0));
 	if (json_object_get(p, "signal"))
-		fprintf(f, "&#10;signal %lld", jint(p, "signal"));
+		fprintf(f, "&#10;signal %lld", common_jint(p, "signal", 0));
 	fputs("\"></div></div></div>\n", f);
 	json_t *in = json_object_get(p, "inputs"), *out = json_object_get(p, "outputs");
 	if (json_array_size(in) + json_array_size(out)) {
@@ -109,7 +104,7 @@ static void walk(FILE *f, struct row *rows, size_t n, size_t at, int depth, long
 	if (depth >= 200) /* deeper descendants are shown as roots */
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (!rows[i].done && jint(rows[i].p, "ppid") == jint(rows[at].p, "pid"))
+		if (!rows[i].done && common_jint(rows[i].p, "ppid", 0) == common_jint(rows[at].p, "pid", 0))
 			walk(f, rows, n, i, depth + 1, t0, span, idx);
 }
 
@@ -121,7 +116,8 @@ static json_t *chrome_events(const json_t *br)
 	json_t *ev = json_array(), *p;
 	size_t i;
 	json_array_foreach(json_object_get(br, "processes"), i, p) {
-		json_int_t pid = jint(p, "pid"), t0 = jint(p, "t_start"), t1 = jint(p, "t_end");
+		json_int_t pid = common_jint(p, "pid", 0), t0 = common_jint(p, "t_start", 0);
+		json_int_t t1 = common_jint(p, "t_end", 0);
 		const char *exe = json_string_value(json_object_get(p, "exe"));
 		const char *base = exe && strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe ? exe : "?";
 		json_t *argv = json_object_get(p, "argv"), *a, *x;
@@ -192,12 +188,13 @@ int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt fmt, st
 	rows = common_xcalloc(n + 1, sizeof *rows);
 	for (size_t i = 0; i < n; i++) {
 		rows[i].p = json_array_get(procs, i);
-		if (json_object_get(rows[i].p, "t_start") && (t0 < 0 || jint(rows[i].p, "t_start") < t0))
-			t0 = jint(rows[i].p, "t_start");
+		json_int_t t = common_jint(rows[i].p, "t_start", 0);
+		if (json_object_get(rows[i].p, "t_start") && (t0 < 0 || t < t0))
+			t0 = t;
 	}
 	if (t0 < 0)
 		t0 = 0;
-	span = jint(run, "duration_us") - t0;
+	span = common_jint(run, "duration_us", 0) - t0;
 	f = open_memstream(&buf, &len);
 	if (!f)
 		abort();
@@ -216,7 +213,7 @@ int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt fmt, st
 	esc(f, json_string_value(json_object_get(run, "trace")));
 	fprintf(f, " &middot; level %s &middot; %zu processes &middot; %.3f s &middot; %s</p>\n",
 		json_string_value(json_object_get(run, "level")) ?: "?", n,
-		(double)jint(run, "duration_us") / 1e6,
+		(double)common_jint(run, "duration_us", 0) / 1e6,
 		json_is_true(json_object_get(run, "complete")) ? "complete" : "TRUNCATED");
 	fprintf(f, "<p>%zu inputs, %zu outputs, %zu absent paths probed, %zu tools. "
 		"Hover a bar for its command line; open a row for its files (written in brown).</p>\n",
@@ -225,7 +222,7 @@ int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt fmt, st
 	for (size_t i = 0; i < n; i++) {
 		int has_parent = 0;
 		for (size_t j = 0; j < n; j++)
-			if (j != i && jint(rows[j].p, "pid") == jint(rows[i].p, "ppid"))
+			if (j != i && common_jint(rows[j].p, "pid", 0) == common_jint(rows[i].p, "ppid", 0))
 				has_parent = 1;
 		if (!has_parent && !rows[i].done)
 			walk(f, rows, n, i, 0, t0, span, &idx);

@@ -356,17 +356,6 @@ int trace_reader_next(struct trace_reader *t, struct trace_event *out, struct co
 	return 1;
 }
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "";
-}
-
-static long long jint(const json_t *o, const char *k)
-{
-	return json_integer_value(json_object_get(o, k));
-}
-
 /* An event as one text line: canonical JSON, with what JSON leaves raw (DEL,
  * C1 controls) escaped too; JSON's own backslash escapes stay as they are. */
 static char *json_text(const json_t *j)
@@ -410,7 +399,7 @@ int trace_cmd_verify(const char *path, int require_complete, const char *expect_
 	o = json_pack("{s:s, s:b, s:I, s:b, s:b, s:b, s:s, s:s}", "trace", t->name, "ok", 1,
 		      "events", (json_int_t)t->events, "complete", t->complete, "truncated",
 		      !t->complete, "partial_line", t->partial, "head", hex, "level",
-		      jstr(t->header, "level"));
+		      common_jstr(t->header, "level", ""));
 	if (f == TRACE_FMT_JSON) {
 		print_json(o);
 	} else {
@@ -455,26 +444,26 @@ static int class_match(const json_t *ev, const char *kind, unsigned classes)
 {
 	if (strcmp(kind, "sys") != 0)
 		return (classes & TRACE_CLASS_PROCESS) != 0;
-	const struct trace_sysinfo *si = trace_sys_by_name(jstr(ev, "name"));
+	const struct trace_sysinfo *si = trace_sys_by_name(common_jstr(ev, "name", ""));
 	return si && (si->classes & classes);
 }
 
 static int keep(const struct trace_filter *f, struct pidset *tree, const json_t *ev,
 		const char *kind)
 {
-	long long pid = jint(ev, "pid");
+	long long pid = common_jint(ev, "pid", 0);
 
 	if (!strcmp(kind, "end"))
 		return 1;
 	if (f->pid_tree) {
 		if (!strcmp(kind, "spawn") && pid_in(tree, pid))
-			pid_add(tree, jint(ev, "child"));
+			pid_add(tree, common_jint(ev, "child", 0));
 		if (!pid_in(tree, pid))
 			return 0;
 	}
 	if (f->classes && !class_match(ev, kind, f->classes))
 		return 0;
-	if (f->name && strcmp(f->name, !strcmp(kind, "sys") ? jstr(ev, "name") : kind) != 0)
+	if (f->name && strcmp(f->name, !strcmp(kind, "sys") ? common_jstr(ev, "name", "") : kind) != 0)
 		return 0;
 	if (f->glob) {
 		const char *p1 = json_string_value(json_object_get(ev, "path"));
@@ -584,35 +573,35 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 		return -1;
 	while ((r = trace_reader_next(t, &ev, e)) > 0) {
 		json_t *o = ev.ev;
-		long long pid = jint(o, "pid");
+		long long pid = common_jint(o, "pid", 0);
 		struct pcount *p;
 		if (json_object_get(o, "t"))
-			last_t = jint(o, "t");
+			last_t = common_jint(o, "t", 0);
 		if (ev.line == 1 || !strcmp(ev.kind, "end"))
 			continue;
 		p = pcount_get(&pc, &npc, pid);
 		if (!p->ppid)
-			p->ppid = jint(o, "ppid");
+			p->ppid = common_jint(o, "ppid", 0);
 		if (!strcmp(ev.kind, "exec")) {
 			execs++;
-			snprintf(p->exe, sizeof p->exe, "%s", jstr(o, "path"));
+			snprintf(p->exe, sizeof p->exe, "%s", common_jstr(o, "path", ""));
 		} else if (!strcmp(ev.kind, "spawn")) {
 			spawns++;
 			/* the child's parent is named here, whether or not it makes a call */
-			if (strcmp(jstr(o, "kind"), "thread") != 0) {
-				struct pcount *c = pcount_get(&pc, &npc, jint(o, "child"));
+			if (strcmp(common_jstr(o, "kind", ""), "thread") != 0) {
+				struct pcount *c = pcount_get(&pc, &npc, common_jint(o, "child", 0));
 				if (!c->ppid)
 					c->ppid = pid;
 			}
 		} else if (!strcmp(ev.kind, "exit")) {
-			if (jint(o, "tid") == pid) {
+			if (common_jint(o, "tid", 0) == pid) {
 				p->exited = 1;
 				p->signaled = json_object_get(o, "signal") != NULL;
-				p->status = (int)(p->signaled ? jint(o, "signal") : jint(o, "exit"));
+				p->status = (int)(p->signaled ? common_jint(o, "signal", 0) : common_jint(o, "exit", 0));
 			}
 		} else {
 			struct scount *s = NULL;
-			const char *nm = jstr(o, "name");
+			const char *nm = common_jstr(o, "name", "");
 			int err = json_object_get(o, "errno") != NULL;
 			for (size_t i = 0; i < nsc; i++)
 				if (!strcmp(sc[i].name, nm))
@@ -630,9 +619,9 @@ int trace_cmd_stats(const char *path, enum trace_fmt f, struct common_err *e)
 			p->syscalls++;
 			p->errors += err;
 			if (json_object_get(o, "dt")) {
-				s->time_us += jint(o, "dt");
+				s->time_us += common_jint(o, "dt", 0);
 				s->timed++;
-				p->time_us += jint(o, "dt");
+				p->time_us += common_jint(o, "dt", 0);
 			}
 		}
 	}
@@ -809,14 +798,14 @@ static int pt_build(const char *path, struct ptree *t, struct common_err *e)
 		if (strcmp(ev.kind, "spawn") != 0 && strcmp(ev.kind, "exec") != 0 &&
 		    strcmp(ev.kind, "sys") != 0)
 			continue;
-		long long pid = jint(ev.ev, "pid");
+		long long pid = common_jint(ev.ev, "pid", 0);
 		struct pkey *p = pt_find(t, pid);
 		if (!p) {
 			p = pt_add(t, pid);
 			snprintf(p->key, sizeof p->key, "r%d", ++t->nroots);
 		}
 		if (!strcmp(ev.kind, "spawn")) {
-			long long child = jint(ev.ev, "child");
+			long long child = common_jint(ev.ev, "child", 0);
 			int idx = ++p->nchild;
 			char key[120];
 			snprintf(key, sizeof key, "%.100s.%d", p->key, idx);
@@ -849,10 +838,10 @@ static json_t *normalize(const json_t *ev, struct ptree *t)
 	json_object_del(o, "seq");
 	for (int i = 0; pidkeys[i]; i++)
 		if (json_object_get(o, pidkeys[i]))
-			json_object_set_new(o, pidkeys[i], json_string(pt_key(t, jint(o, pidkeys[i]))));
+			json_object_set_new(o, pidkeys[i], json_string(pt_key(t, common_jint(o, pidkeys[i], 0))));
 	args = json_object_get(o, "args");
 	if (args) {
-		const struct trace_sysinfo *si = trace_sys_by_name(jstr(o, "name"));
+		const struct trace_sysinfo *si = trace_sys_by_name(common_jstr(o, "name", ""));
 		size_t i;
 		json_t *v;
 		json_array_foreach(args, i, v) {
@@ -869,7 +858,7 @@ static const char *stream_of(struct ptree *t, const struct trace_event *ev)
 {
 	if (!strcmp(ev->kind, "end") || !strcmp(ev->kind, "header"))
 		return "run";
-	return pt_key(t, jint(ev->ev, "pid"));
+	return pt_key(t, common_jint(ev->ev, "pid", 0));
 }
 
 struct pstream {
@@ -894,7 +883,7 @@ static int pt_digest(const char *path, struct ptree *t, json_t *streams, struct 
 		if (ev.line == 1)
 			continue;
 		const char *k = stream_of(t, &ev);
-		struct pkey *pk = strcmp(k, "run") && strcmp(k, "?") ? pt_find(t, jint(ev.ev, "pid"))
+		struct pkey *pk = strcmp(k, "run") && strcmp(k, "?") ? pt_find(t, common_jint(ev.ev, "pid", 0))
 								 : NULL;
 		struct pstream *p = NULL;
 		if (pk && pk->sidx)
@@ -958,22 +947,22 @@ static void set_diff(json_t *out, const char *key, json_t *a, json_t *b, const c
 	json_array_foreach(a, i, x) {
 		int found = 0;
 		json_array_foreach(b, j, y) {
-			if (!strcmp(jstr(x, "path"), jstr(y, "path"))) {
+			if (!strcmp(common_jstr(x, "path", ""), common_jstr(y, "path", ""))) {
 				found = 1;
 				if (!json_equal(json_object_get(x, what), json_object_get(y, what)))
-					json_array_append_new(chg, json_string(jstr(x, "path")));
+					json_array_append_new(chg, json_string(common_jstr(x, "path", "")));
 			}
 		}
 		if (!found)
-			json_array_append_new(oa, json_string(jstr(x, "path")));
+			json_array_append_new(oa, json_string(common_jstr(x, "path", "")));
 	}
 	json_array_foreach(b, j, y) {
 		int found = 0;
 		json_array_foreach(a, i, x)
-			if (!strcmp(jstr(x, "path"), jstr(y, "path")))
+			if (!strcmp(common_jstr(x, "path", ""), common_jstr(y, "path", "")))
 				found = 1;
 		if (!found)
-			json_array_append_new(ob, json_string(jstr(y, "path")));
+			json_array_append_new(ob, json_string(common_jstr(y, "path", "")));
 	}
 	json_object_set_new(out, key, json_pack("{s:o, s:o, s:o}", "only_a", oa, "only_b", ob,
 						"changed", chg));
@@ -1095,9 +1084,10 @@ static int diff_paths(const char *a, const char *b, enum trace_fmt f, struct com
 		} else {
 			char *xa = json_text(json_object_get(first, "a"));
 			char *xb = json_text(json_object_get(first, "b"));
-			char *pr = common_escape(jstr(first, "process"), strlen(jstr(first, "process")), 0);
+			const char *proc = common_jstr(first, "process", "");
+			char *pr = common_escape(proc, strlen(proc), 0);
 			printf("first difference: %s, event %lld (%lld processes differ):\n< %s\n> %s\n",
-			       pr, jint(first, "index"), differing, xa, xb);
+			       pr, common_jint(first, "index", 0), differing, xa, xb);
 			free(pr);
 			free(xa);
 			free(xb);

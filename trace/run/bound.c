@@ -20,29 +20,6 @@ struct trace_bound {
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
 };
 
-int trace_bound_opt(struct trace_run_opts *o, const char *name, const char *v,
-		    struct common_err *e)
-{
-	if (strcmp(name, "policy") == 0)
-		o->policy = v;
-	else if (strcmp(name, "inspect-exec") == 0)
-		o->inspect_exec = v;
-	else if (strcmp(name, "inspect-timeout") == 0) {
-		uint64_t ms;
-		if (common_parse_u64(v, 3600000, &ms, e) < 0 || ms == 0)
-			return common_errf(e, "--inspect-timeout", "expected milliseconds, 1 to 3600000");
-		o->inspect_timeout_ms = (int)ms;
-	} else if (strcmp(name, "state-in") == 0)
-		o->state_in = v;
-	else if (strcmp(name, "state-out") == 0)
-		o->state_out = v;
-	else if (strcmp(name, "memory-sampled") == 0)
-		o->memory_sampled = 1;
-	else
-		return 0;
-	return 1;
-}
-
 int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **out,
 		     struct common_err *e)
 {

@@ -9,8 +9,6 @@
 struct trace_bound;
 struct trace_config;
 struct trace_result;
-int trace_bound_opt(struct trace_run_opts *o, const char *name, const char *v,
-		    struct common_err *e);            /* 1 handled, 0 not ours, -1 error */
 /* Before any lease change: load the policy, check --state-in. *b is set even on error. */
 int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **b,
 		     struct common_err *e);

@@ -17,202 +17,6 @@
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
 
-static int add_mount(struct trace_run_opts *o, int type, const char *src, const char *dst,
-		     const char *opts, int rw, struct common_err *e)
-{
-	char real[PATH_MAX];
-	if (type == TRACE_MOUNT_BIND) {
-		if (!src || !*src)
-			return common_errf(e, "mount", "empty bind source");
-		if (!realpath(src, real))
-			return common_errno(e, errno, "mount source %s", src);
-		src = real;
-		if (!dst || !*dst)
-			dst = src;
-	}
-	if (!dst || dst[0] != '/')
-		return common_errf(e, "mount", "target \"%s\" is not an absolute path", dst ? dst : "");
-	o->mounts = common_xrealloc(o->mounts, (o->nmounts + 1) * sizeof *o->mounts);
-	struct trace_mount *m = &o->mounts[o->nmounts++];
-	m->type = type;
-	m->src = src ? common_xstrdup(src) : NULL;
-	m->dst = common_xstrdup(dst);
-	m->opts = opts && *opts ? common_xstrdup(opts) : NULL;
-	m->rw = rw;
-	return 0;
-}
-
-/* SRC[:DST] */
-static int parse_bind(struct trace_run_opts *o, const char *v, int rw, struct common_err *e)
-{
-	char *s = common_xstrdup(v);
-	char *colon = strchr(s, ':');
-	if (colon)
-		*colon++ = 0;
-	int rc = add_mount(o, TRACE_MOUNT_BIND, s, colon, NULL, rw, e);
-	free(s);
-	return rc;
-}
-
-/* TYPE:SRC:DST[:OPTS]; bind OPTS is ro (default) or rw */
-static int parse_mount(struct trace_run_opts *o, const char *v, struct common_err *e)
-{
-	char *s = common_xstrdup(v), *f[4] = { NULL, NULL, NULL, NULL };
-	int n = 0, rc = -1;
-	for (char *c = s; n < 4; n++) {
-		f[n] = c;
-		c = n < 3 ? strchr(c, ':') : NULL;
-		if (!c) {
-			n++;
-			break;
-		}
-		*c++ = 0;
-	}
-	if (n < 3) {
-		common_errf(e, "--mount", "\"%s\": expected TYPE:SRC:DST[:OPTS]", v);
-	} else if (strcmp(f[0], "bind") == 0) {
-		int rw = 0;
-		if (f[3] && strcmp(f[3], "rw") == 0)
-			rw = 1;
-		else if (f[3] && strcmp(f[3], "ro") != 0)
-			common_errf(e, "--mount", "\"%s\": bind options are ro or rw", v);
-		if (!f[3] || rw || strcmp(f[3], "ro") == 0)
-			rc = add_mount(o, TRACE_MOUNT_BIND, f[1], f[2], NULL, rw, e);
-	} else if (strcmp(f[0], "tmpfs") == 0) {
-		rc = add_mount(o, TRACE_MOUNT_TMPFS, NULL, f[2], f[3], 1, e);
-	} else if (strcmp(f[0], "proc") == 0) {
-		rc = add_mount(o, TRACE_MOUNT_PROC, NULL, f[2], NULL, 0, e);
-	} else {
-		common_errf(e, "--mount", "\"%s\": unknown type %s (bind, tmpfs, proc)", v, f[0]);
-	}
-	if (rc == 0)
-		o->replace_defaults = 1;
-	free(s);
-	return rc;
-}
-
-static int parse_u64(const char *name, const char *v, uint64_t *out, struct common_err *e)
-{
-	if (common_parse_u64(v, UINT64_MAX, out, e) < 0) {
-		common_err_context(e, "--%s", name);
-		return -1;
-	}
-	return 0;
-}
-
-/* --owner UID:GID: who owns, on the host, what a root invoker's guest writes
- * through rw binds; only root can give files away. */
-static int parse_owner(struct trace_run_opts *o, const char *v, struct common_err *e)
-{
-	uint64_t u, g;
-	char *copy = common_xstrdup(v), *colon = strchr(copy, ':');
-	int rc = -1;
-	if (!colon)
-		common_errf(e, "--owner", "\"%s\" is not UID:GID", v);
-	else if (*colon = 0, common_parse_u64(copy, UINT32_MAX - 1, &u, e) < 0 ||
-		 common_parse_u64(colon + 1, UINT32_MAX - 1, &g, e) < 0)
-		common_err_context(e, "--owner");
-	else if (geteuid() != 0)
-		common_errf(e, "--owner", "only a root invoker chooses who owns files written "
-			    "through binds (they are the invoker's own)");
-	else {
-		o->owner_set = 1;
-		o->owner_uid = (uid_t)u;
-		o->owner_gid = (gid_t)g;
-		rc = 0;
-	}
-	free(copy);
-	return rc;
-}
-
-int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, struct common_err *e)
-{
-	if (strcmp(name, "store") == 0)
-		o->store = v;
-	else if (strcmp(name, "lease") == 0)
-		o->lease = v;
-	else if (strcmp(name, "ephemeral") == 0)
-		o->ephemeral = 1;
-	else if (strcmp(name, "limits") == 0)
-		o->limits = v;
-	else if (strcmp(name, "fees") == 0)
-		o->fees = v;
-	else if (strcmp(name, "principal") == 0)
-		o->principal = v;
-	else if (strcmp(name, "host-program") == 0)
-		o->host_program = v;
-	else if (strcmp(name, "lifetime") == 0)
-		return parse_u64(name, v, &o->lifetime, e) < 0 ? -1 : 1;
-	else if (strcmp(name, "escrow") == 0)
-		return parse_u64(name, v, &o->escrow, e) < 0 ? -1 : 1;
-	else if (strcmp(name, "snapshot-on-exit-signal") == 0)
-		o->snapshot_on_exit_signal = 1;
-	else if (strcmp(name, "snapshot-every-batches") == 0) {
-		if (parse_u64(name, v, &o->snapshot_every, e) < 0)
-			return -1;
-		if (o->snapshot_every < 1)
-			return common_errf(e, "--snapshot-every-batches", "%s: at least 1", v);
-	}
-	else if (strcmp(name, "max-procs") == 0) {
-		if (parse_u64(name, v, &o->max_procs, e) < 0)
-			return -1;
-		if (o->max_procs < 2 || o->max_procs > 1u << 20)
-			return common_errf(e, "--max-procs", "%s: between 2 and 1048576", v);
-	}
-	else if (strcmp(name, "ro") == 0 || strcmp(name, "rw") == 0)
-		return parse_bind(o, v, name[1] == 'w', e) < 0 ? -1 : 1;
-	else if (strcmp(name, "mount") == 0)
-		return parse_mount(o, v, e) < 0 ? -1 : 1;
-	else if (strcmp(name, "owner") == 0)
-		return parse_owner(o, v, e) < 0 ? -1 : 1;
-	else if (strcmp(name, "chdir") == 0) {
-		if (v[0] != '/')
-			return common_errf(e, "--chdir", "\"%s\" is not an absolute path", v);
-		o->chdir = v;
-	} else if (strcmp(name, "socket") == 0) {
-		if (v[0] != '/' || strlen(v) >= sizeof ((struct sockaddr_un *)0)->sun_path)
-			return common_errf(e, "--socket", "\"%s\" is not an absolute socket path "
-					   "(at most 107 bytes)", v);
-		o->sockets = common_xrealloc(o->sockets, (o->nsockets + 1) * sizeof *o->sockets);
-		o->sockets[o->nsockets++] = v;
-	}
-	else if (strcmp(name, "env-clear") == 0)
-		o->env_clear = 1;
-	else if (strcmp(name, "env-inherit") == 0)
-		o->env_clear = -1; /* the whole environment; --env entries add to it */
-	else if (strcmp(name, "env") == 0) {
-		size_t k = strcspn(v, "=");
-		for (size_t i = 0; i < k; i++)
-			if (!(v[i] == '_' || (v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= 'a' && v[i] <= 'z') ||
-			      (i && v[i] >= '0' && v[i] <= '9')))
-				k = 0;
-		if (k == 0)
-			return common_errf(e, "--env", "\"%s\" is not NAME or NAME=VALUE", v);
-		o->env_set = common_xrealloc(o->env_set, (o->nenv_set + 1) * sizeof *o->env_set);
-		o->env_set[o->nenv_set++] = v;
-	} else if (strcmp(name, "trace") == 0)
-		o->trace_path = v;
-	else if (strcmp(name, "deterministic") == 0)
-		o->deterministic = 1; /* SPEC §9: trace/determ/determ.c */
-	else if (strcmp(name, "trace-level") == 0) {
-		enum trace_level l;
-		if (trace_level_parse(v, &l, e) < 0)
-			return -1;
-		o->trace_level = v;
-	} else if (strcmp(name, "result") == 0)
-		o->result_path = v;
-	else if (strcmp(name, "result-fd") == 0) {
-		uint64_t fd;
-		if (parse_u64(name, v, &fd, e) < 0)
-			return -1;
-		if (fd > INT_MAX || fd < 3 || fcntl((int)fd, F_GETFD) < 0)
-			return common_errf(e, "--result-fd", "%s is not an open descriptor above 2", v);
-		o->result_fd = (int)fd;
-	} else
-		return trace_bound_opt(o, name, v, e); /* policy, inspect, state */
-	return 1;
-}
-
 /* PROGRAM as the host resolves it: a path, or a name searched in $PATH. */
 static char *resolve_program(const char *prog, int *exit_code, struct common_err *e)
 {
@@ -564,12 +368,10 @@ static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease
 				    char *const *env, const char *ns, const struct trace_determ *d,
 				    struct common_err *e)
 {
-	enum trace_level lvl = TRACE_LEVEL_FILE;
+	enum trace_level lvl = o->trace_level;
 	uint64_t batch = 0;
 	json_t *mounts = json_array();
 	static const char *const types[] = {"bind", "tmpfs", "proc"};
-	if (o->trace_level && trace_level_parse(o->trace_level, &lvl, e) < 0)
-		return NULL;
 	if (lease_store_batch(s, &batch, e) < 0)
 		return NULL;
 	json_t *det = NULL;
@@ -676,12 +478,6 @@ static int write_result(const struct trace_run_opts *o, struct common_outfile *o
 	return rc;
 }
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	const json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* request, fund, activate: one locked commit, one receipt each */
 /* The image, opened once, above 0-2 (a closed stdin keeps them for what they are). */
 static int open_image(const char *path)
@@ -776,7 +572,7 @@ static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o,
 	if (rc < 0)
 		return -1;
 	json_t *r = json_array_get(made, 0);
-	*id = common_xstrdup(jstr(r, "lease") ? jstr(r, "lease") : "");
+	*id = common_xstrdup(common_jstr(r, "lease", NULL) ? common_jstr(r, "lease", NULL) : "");
 	json_array_extend(receipts, made);
 	*head = json_incref(json_array_get(made, json_array_size(made) - 1));
 	json_decref(made);
@@ -946,8 +742,8 @@ int trace_run_main(struct trace_run_opts *o)
 		if (lease_load(s, id, &rec, &e) < 0)
 			goto fail;
 		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-		const char *state = jstr(l, "state");
-		const char *want = jstr(json_object_get(l, "image"), "sha256");
+		const char *state = common_jstr(l, "state", NULL);
+		const char *want = common_jstr(json_object_get(l, "image"), "sha256", NULL);
 		/* a restore becomes Active once its guest is rebuilt (restore_exec) */
 		const char *need = o->restore_exec ? "Funded" : "Active";
 		if (!state || strcmp(state, need) != 0) {
@@ -962,7 +758,8 @@ int trace_run_main(struct trace_run_opts *o)
 			goto fail;
 		}
 		/* the script the lease names, or none, exactly */
-		const char *wsc = jstr(json_object_get(json_object_get(l, "image"), "script"), "sha256");
+		const json_t *script = json_object_get(json_object_get(l, "image"), "script");
+		const char *wsc = common_jstr(script, "sha256", NULL);
 		if (!wsc != !sc.path || (wsc && strcmp(wsc, sc.sha) != 0)) {
 			common_errf(&e, "image", "%s%s%s is not the script lease %s names (%s)",
 				    sc.path ? sc.path : "no script", sc.path ? " sha256 " : "",
@@ -1025,9 +822,7 @@ int trace_run_main(struct trace_run_opts *o)
 		.store_dir = store_real,
 		.host_signals = 1, /* sbx-run's own process: SIGTERM & co. end the run */
 		.layers = layers,
-		.trace_classes = ctx.rec ? trace_classes(o->trace_level ? (
-			!strcmp(o->trace_level, "exec") ? TRACE_LEVEL_EXEC :
-			!strcmp(o->trace_level, "all") ? TRACE_LEVEL_ALL : TRACE_LEVEL_FILE) : TRACE_LEVEL_FILE) : 0,
+		.trace_classes = ctx.rec ? trace_classes(o->trace_level) : 0,
 	};
 	/* limits -> rlimits, meter/policy/inspect/state hooks */
 	if (trace_bound_attach(bound, s, id, ns, &run_fd, &cfg, &e) < 0) {
@@ -1044,7 +839,7 @@ int trace_run_main(struct trace_run_opts *o)
 	if (ctx.ins && o->restore_exec) /* no observation of a lease still Funded */
 		trace_inspector_hold(ctx.ins, 1);
 	/* level file: readlink need not stop unless an inspector looks at file calls */
-	if (ctx.rec && !(o->trace_level && strcmp(o->trace_level, "file") != 0) &&
+	if (ctx.rec && o->trace_level == TRACE_LEVEL_FILE &&
 	    !(ctx.ins && (trace_inspector_classes(ctx.ins) & TRACE_CLASS_FILE)))
 		cfg.trace_classes |= TRACE_FILTER_NO_READLINK;
 	if (ctx.det) { /* SPEC §9 */

@@ -8,7 +8,7 @@
 #include <linux/filter.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "trace/trace.h"
+#include "sbx.h" /* enum trace_class, struct common_err */
 
 /* Argument kinds, per argument position. */
 enum trace_arg {
