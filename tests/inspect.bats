@@ -161,3 +161,46 @@ SH
 	assert_failure 125
 	assert_output --partial "missing"
 }
+
+# A sibling thread attacks the page holding the decided path (the next page the
+# process maps) by mprotect+write, /proc/self/mem and munmap+mmap MAP_FIXED
+# while the main thread opens an allowed file: no try may open the denied one.
+pathpage_race() {
+	for m in mprotect procmem remap; do
+		run sbx-run --ephemeral --ro "$PWD/src:/src" "$@" --result r.json -- \
+			"$GUESTS/escape_pathpage" "$m" /src/secret.txt "$N"
+		assert_success
+		assert_line "$m: $N of the allowed file, 0 of the denied one, $N tries"
+	done
+}
+
+@test "policy: the decided path's page is out of the guest's reach (mprotect, /proc/self/mem, remap)" {
+	mkdir -p src && echo secret >src/secret.txt
+	cat >p.json <<'JSON'
+{"rules": [{"name": "hide", "class": "file", "path": "/src/secret*", "action": "deny", "errno": "EACCES"}]}
+JSON
+	N=2000 pathpage_race --policy p.json
+	# the remap attempts over a live page were refused and counted
+	[ "$(jq .supervisor.refused r.json)" -gt 1 ]
+}
+
+@test "co-process: the decided path's page is out of the guest's reach (mprotect, /proc/self/mem, remap)" {
+	mkdir -p src && echo secret >src/secret.txt
+	cat >co.py <<'PY'
+import json, sys
+for line in sys.stdin:
+    ev = json.loads(line)
+    deny = any(p == "/src/secret.txt" for p in ev["path"] if isinstance(p, str))
+    out = {"id": ev["id"], "action": "deny" if deny else "allow"}
+    print(json.dumps(out), flush=True)
+PY
+	N=500 pathpage_race --inspect-exec "python3 $PWD/co.py"
+}
+
+@test "a refused clone3 is in the trace and the refusal count; the C library falls back to clone" {
+	run sbx-run --ephemeral --trace t.jsonl --trace-level exec --result r.json -- "$GUESTS/escape_pathpage" mprotect /ns/x 1
+	assert_success
+	run jq -s '[.[] | select(.name == "clone3" and .action == "denied" and .errno == "ENOSYS")] | length' t.jsonl
+	assert_output 1
+	[ "$(jq .supervisor.refused r.json)" -eq 1 ]
+}

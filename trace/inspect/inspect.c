@@ -2,10 +2,10 @@
  * every trapped syscall meets the policy, the co-process and the C callback at its
  * seccomp stop; the meter follows the tree; usage goes to the lease at every tick.
  *
- * Temporary guest memory: an mmap(PROT_READ) injected into the stopped thread,
- * filled through /proc/PID/mem (which may write read-only pages; the guest cannot),
- * and unmapped by a munmap injected at the syscall's exit stop. Host views live in
- * one arena that is PROT_NONE outside callbacks, so a stale view faults. */
+ * Temporary guest memory (the C API's views): an mmap(PROT_READ) injected into the
+ * stopped thread, filled through /proc/PID/mem, unmapped by a munmap injected at the
+ * syscall's exit stop; decided path strings go to sealed pages (pathpage.c). Host
+ * views live in one arena that is PROT_NONE outside callbacks, so a stale view faults. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -22,7 +22,7 @@
 #include <sys/user.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/inspect/inspect.h"
+#include "trace/inspect/inspect-internal.h"
 #include "trace/tracee/tracee.h"
 
 #define ARENA_SIZE (1u << 20)    /* host view bytes per callback */
@@ -43,7 +43,9 @@ struct view { uint8_t *data; uint64_t gaddr; size_t len; };
 struct call_priv {
 	struct trace_inspector *in;
 	struct trace_guest *g;
+	const struct trace_stop *st;
 	pid_t tid;
+	int sealed; /* sealed pages hold its paths (pathpage.c) */
 	struct view v[MAPS_PER_CALL];
 	int nv;
 	int dead; /* the thread died during an injection */
@@ -93,6 +95,7 @@ struct trace_inspector {
 	struct trace_inspector_opts o;
 	struct trace_meter *meter;
 	struct trace_coproc *coproc;
+	struct inspect_pages *pages; /* decided paths' sealed pages */
 	uint64_t limits[TRACE_DIMS];
 	unsigned ncpu;                /* CPUs the tree may burn fuel on at once */
 	int held;                     /* the lease is not Active yet: nothing is observed */
@@ -452,18 +455,21 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	in->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
 	in->vec = common_xcalloc(1, sizeof *in->vec);
+	in->pages = inspect_pages_new();
 	/* storage_write is exact: every call that may store stops (trace/meter/store.c);
 	 * a large read stops, and near its bound every read (load_tick) */
 	in->classes = TRACE_CLASS_STORE | TRACE_CLASS_LOAD;
 	if (o->fn)
 		in->classes |= o->fn_classes ? o->fn_classes : TRACE_CLASS_FILE;
 	if (o->inspect_exec)
-		in->classes |= TRACE_CLASS_FILE;
+		in->classes |= TRACE_CLASS_FILE | TRACE_FILTER_REMAP;
 	if (o->policy) {
 		size_t n = trace_sys_count();
 		for (size_t i = 0; i < n; i++)
 			if (trace_policy_traps(o->policy, trace_sys_at(i)))
 				in->classes |= trace_sys_at(i)->classes & ~TRACE_CLASS_REFUSED;
+		if (trace_policy_has_paths(o->policy))
+			in->classes |= TRACE_FILTER_REMAP;
 	}
 	*out = in;
 	return 0;
@@ -482,6 +488,7 @@ void trace_inspector_free(struct trace_inspector *in)
 	trace_coproc_stop(in->coproc);
 	trace_meter_free(in->meter);
 	free(in->vec);
+	inspect_pages_free(in->pages);
 	munmap(in->arena, ARENA_SIZE);
 	free(in);
 }
@@ -692,6 +699,7 @@ static void inspector_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t ti
 
 	(void)wstatus;
 	trace_meter_task_exit(in->meter, 0, tid);
+	inspect_pages_forget(in->pages, tid);
 	/* a thread that leaves mid-syscall takes its temporary pages with it */
 	void **slot = trace_sv_slot(sv, tid, TRACE_LAYER_INSPECT);
 	if (slot) {
@@ -931,23 +939,15 @@ static int inspector_fd(void *ctx, struct trace_supervisor *sv, int fd)
 	return 0;
 }
 
-/* Write a replacement path into temporary guest memory and point argument i at it. */
+/* The k-th path argument of call pointed at s in a sealed page of the guest. */
 static int rewrite_path(struct sbx_call *call, int k, const char *s)
 {
-	const struct trace_sysinfo *si = trace_sys_by_nr(call->nr);
-	struct sbx_mem m;
-	int seen = 0, r;
+	struct call_priv *c = call->priv;
+	int r = inspect_path_arg(c->in->pages, c->st, call->nr, k, s, call->args);
 
-	for (int i = 0; si && i < 6; i++) {
-		if (si->arg[i] != TRACE_ARG_PATH || seen++ != k)
-			continue;
-		if ((r = sbx_call_map(call, 0, strlen(s) + 1, &m)) < 0)
-			return r;
-		memcpy(m.data, s, strlen(s) + 1);
-		call->args[i] = m.addr;
-		return 0;
-	}
-	return -EINVAL;
+	c->dead |= r == -ESRCH;
+	c->sealed |= r == 0;
+	return r;
 }
 
 static int apply(struct trace_inspector *in, struct sbx_call *call,
@@ -970,9 +970,11 @@ static int apply(struct trace_inspector *in, struct sbx_call *call,
 	return 0;
 }
 
-static void unmap_now(struct trace_guest *g, int at_exit, struct call_priv *c)
+static void unmap_now(struct trace_inspector *in, struct trace_guest *g, int at_exit,
+		      struct call_priv *c)
 {
 	struct pages *pg = *trace_guest_slot(g, TRACE_LAYER_INSPECT);
+	inspect_pages_drop(in->pages, trace_guest_tid(g), at_exit);
 	for (size_t i = 0; pg && i < pg->n; i++) {
 		uint64_t a[6] = {pg->p[i].addr, pg->p[i].len};
 		int64_t ret;
@@ -997,7 +999,7 @@ static int decides_on_paths(const struct trace_inspector *in, const struct trace
 
 static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
 {
-	struct call_priv c = {.in = in, .g = g, .tid = st->tid};
+	struct call_priv c = {.in = in, .g = g, .st = st, .tid = st->tid};
 	struct sbx_call call = {
 		.name = st->sys ? st->sys->name : NULL, .nr = st->nr,
 		.path = {st->path[0], st->path[1]}, .pid = st->pid, .tid = st->tid, .priv = &c,
@@ -1015,6 +1017,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	/* A pending page of this thread belongs to a call that never came back. */
 	if (*trace_guest_slot(g, TRACE_LAYER_INSPECT))
 		pages_of(g)->n = 0;
+	inspect_pages_forget(in->pages, st->tid);
 	in->rewritten[0][0] = in->rewritten[1][0] = 0;
 	in->arena_used = 0;
 	if (in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
@@ -1074,7 +1077,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	if (!inspected)
 		return 0;
 	if (verdict < 0) {
-		unmap_now(g, 0, &c);
+		unmap_now(in, g, 0, &c);
 		/* the call must not run: the guest is stopped, nothing is written back */
 		st->action = TRACE_DENIED;
 		st->deny_errno = EPERM;
@@ -1085,7 +1088,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 		return fail(in, &e);
 	}
 	if (verdict > 0) {
-		unmap_now(g, 0, &c);
+		unmap_now(in, g, 0, &c);
 		st->action = TRACE_DENIED;
 		st->deny_errno = verdict;
 		return 0;
@@ -1101,7 +1104,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 		st->nr = call.nr;
 		memcpy(st->args, call.args, sizeof st->args);
 	}
-	if (c.nv)
+	if (c.nv || c.sealed)
 		st->want_exit = 1;
 	return 0;
 }
@@ -1272,6 +1275,13 @@ static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *
 	trace_meter_vector_take(in->meter, st->tid, &stale);
 	if (inspect_entry(in, g, st) < 0)
 		return -1;
+	int flight = 0, err = inspect_pages_remap_errno(in->pages, st, &flight);
+	if (err) { /* it would take a decided path's page away */
+		st->action = TRACE_DENIED;
+		st->deny_errno = err;
+		return 0;
+	}
+	st->want_exit |= flight; /* in flight until its exit */
 	/* metered as the call that runs: a rule may have changed it, and the kernel
 	 * does not stop it again */
 	now = *st;
@@ -1323,7 +1333,8 @@ static int inspector_exit(void *ctx, struct trace_guest *g, struct trace_stop *s
 	struct trace_stop now;
 	uint64_t u[TRACE_DIMS];
 
-	unmap_now(g, 1, NULL);
+	unmap_now(in, g, 1, NULL);
+	inspect_pages_call_done(in->pages, st->tid);
 	if (vector_exit(in, g, st) < 0)
 		return -1;
 	now = *st; /* with the result the vectored call returns */
@@ -1351,28 +1362,6 @@ int trace_inspector_finish(struct trace_inspector *in, struct common_err *e)
 		*e = in->fail;
 		return -1;
 	}
-	return 0;
-}
-
-int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
-				 uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
-				 struct common_err *e)
-{
-	json_t *rec = NULL, *lim, *use;
-
-	if (lease_load(s, id, &rec, e) < 0)
-		return -1;
-	lim = json_object_get(rec, "limits");
-	use = json_object_get(rec, "usage");
-	for (int d = 0; d < TRACE_DIMS; d++) {
-		const char *n = lease_dim_name((enum lease_dim)d);
-		json_t *l = json_object_get(lim, n), *u = json_object_get(use, n);
-		limits[d] = json_is_integer(l) && json_integer_value(l) >= 0 ?
-			    (uint64_t)json_integer_value(l) : lease_dim_ceiling((enum lease_dim)d);
-		base[d] = json_is_integer(u) && json_integer_value(u) >= 0 ?
-			  (uint64_t)json_integer_value(u) : 0;
-	}
-	json_decref(rec);
 	return 0;
 }
 

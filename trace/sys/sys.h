@@ -57,9 +57,10 @@ enum trace_fact {
 	TRACE_FACT_NEVER_TRAPPED = 1u << 0, /* allowed whatever the plan */
 	TRACE_FACT_EXEC = 1u << 1,          /* always stops, as an exec */
 	TRACE_FACT_AT_EXIT = 1u << 2,       /* always stops: its result is looked at */
-	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS without a stop */
+	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS, each attempt stopped (counted, recorded) */
 	TRACE_FACT_DETERM = 1u << 4,        /* TRACE_FILTER_DETERM traps it beyond its classes */
 	TRACE_FACT_LINK_READ = 1u << 5,     /* TRACE_FILTER_NO_READLINK lets it run */
+	TRACE_FACT_REMAP = 1u << 6,         /* TRACE_FILTER_REMAP traps it (mmap: with MAP_FIXED) */
 };
 unsigned trace_sys_facts(long nr);
 /* Argument rules, on an argument's low 32 bits (trace/sys/facts.def). */
@@ -88,6 +89,9 @@ int trace_sys_rules_errno(long nr, const uint64_t a[6]);
 /* With TRACE_CLASS_LOAD alone, the largest read the filter lets run without a stop. */
 #define TRACE_LOAD_SMALL (128u << 10)
 #define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap TRACE_FACT_DETERM calls */
+/* Filter modifier: calls that can unmap or replace a mapping stop (the inspector
+ * keeps the pages holding decided paths in place). */
+#define TRACE_FILTER_REMAP (1u << 28)
 
 #define TRACE_GUEST_UID 1000      /* uid/gid inside: the only ids a guest may take or give */
 /* open(2) flags that create an inode */
