@@ -204,3 +204,60 @@ PY
 	assert_output 1
 	[ "$(jq .supervisor.refused r.json)" -eq 1 ]
 }
+
+# A co-process that denies /DATA/secret.txt by name, as written or resolved.
+coproc_secret() {
+	mkdir -p data && echo topsecret >data/secret.txt && echo fine >data/fine.txt
+	cat >co.py <<'PY'
+import json, sys
+log = open(sys.argv[1], "a") if len(sys.argv) > 1 else None
+for line in sys.stdin:
+    ev = json.loads(line)
+    if log:
+        print(ev["name"], json.dumps(ev.get("real")), file=log, flush=True)
+    names = [p for p in ev["path"] + ev.get("real", []) if isinstance(p, str)]
+    deny = "/DATA/secret.txt" in names
+    print(json.dumps({"id": ev["id"], "action": "deny" if deny else "allow"}), flush=True)
+PY
+}
+
+@test "co-process: a denied file is not reached by another spelling, a symlink, a dirfd or /proc/self/root" {
+	coproc_secret
+	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --inspect-exec "python3 $PWD/co.py" -- /bin/sh -c '
+		mkdir "$(printf "/tmp/\377")"; ln -s /DATA/secret.txt /tmp/l; ln -s /DATA /tmp/d
+		for p in "$(printf "/tmp/\377")/../../DATA/secret.txt" /tmp/l /tmp/d/secret.txt \
+			/proc/self/root/DATA/secret.txt /proc/self/cwd/../DATA/secret.txt; do
+			cat "$p" 2>/dev/null && echo "ESCAPED: $p"
+		done
+		python3 -c "
+import os
+fd = os.open(\"/tmp\", os.O_RDONLY)
+try:
+    os.open(\"../DATA/secret.txt\", os.O_RDONLY, dir_fd=fd); print(\"ESCAPED: dirfd\")
+except OSError as e:
+    print(\"dirfd:\", e.strerror)
+"
+		cat /DATA/fine.txt /tmp/d/fine.txt; cat /tmp/l/../fine.txt'
+	refute_output --partial ESCAPED
+	assert_line "dirfd: Operation not permitted"
+	assert_line "fine"
+	assert_line --partial "/tmp/l/../fine.txt: Not a directory"
+	[ "$(echo "$output" | grep -c '^fine$')" -eq 2 ]
+}
+
+@test "co-process: --inspect-classes names what it is sent; read events come when asked" {
+	coproc_secret
+	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --inspect-classes file,read \
+		--inspect-exec "python3 $PWD/co.py $PWD/events" -- /bin/cat /DATA/fine.txt
+	assert_success
+	assert_output "fine"
+	run grep -c '^read ' events
+	[ "$output" -ge 1 ]
+	# the resolved form of each path comes with it
+	grep -qx 'openat \["/DATA/fine.txt", null\]' events
+	run sbx-run --ephemeral --inspect-classes file,bogus --inspect-exec cat -- /bin/true
+	assert_failure 125
+	assert_output --partial 'sbx-run: error: --inspect-classes: unknown class "bogus"'
+	run sbx-run --ephemeral --inspect-classes refused --inspect-exec cat -- /bin/true
+	assert_failure 125
+}

@@ -2,6 +2,7 @@
 #ifndef SBX_TRACE_INSPECT_INTERNAL_H
 #define SBX_TRACE_INSPECT_INTERNAL_H
 
+#include <limits.h>
 #include "trace/inspect/inspect.h"
 
 /* Sealed pages (pathpage.c): a decided path string in a memfd sealed against
@@ -21,6 +22,15 @@ int inspect_page_place(struct inspect_pages *r, pid_t tid, uint64_t name_addr, c
  * (inspect_page_place): 0 with args updated, or -errno. */
 int inspect_path_arg(struct inspect_pages *r, const struct trace_stop *st, long nr, int k,
 		     const char *s, uint64_t args[6]);
+/* Each path argument of st resolved inside the guest's root as the kernel
+ * will (trace_path_real, the last component followed as the call follows it);
+ * "" where there is none or it cannot be resolved. ENOTDIR when the kernel
+ * would stop at a component that is no directory, else 0. */
+int inspect_real_paths(const struct trace_stop *st, char real[2][PATH_MAX]);
+/* What the k-th path's sealed page holds: its resolved form, so the call runs on
+ * exactly what was decided, or the guest's own spelling where that form is not
+ * the same file (an exec's, a /proc/PID path, one through a deleted directory). */
+const char *inspect_page_form(const struct trace_stop *st, int k, const char real[2][PATH_MAX]);
 /* tid's live pages unmapped (at its seccomp stop, or at_exit at its exit stop). */
 void inspect_pages_drop(struct inspect_pages *r, pid_t tid, int at_exit);
 /* tid left: its pages are forgotten (what shares its memory may still map them). */

@@ -462,7 +462,8 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	if (o->fn)
 		in->classes |= o->fn_classes ? o->fn_classes : TRACE_CLASS_FILE;
 	if (o->inspect_exec)
-		in->classes |= TRACE_CLASS_FILE | TRACE_FILTER_REMAP;
+		in->classes |= (o->inspect_classes ? o->inspect_classes : TRACE_CLASS_FILE) |
+			       TRACE_FILTER_REMAP;
 	if (o->policy) {
 		size_t n = trace_sys_count();
 		for (size_t i = 0; i < n; i++)
@@ -988,13 +989,42 @@ static void unmap_now(struct trace_inspector *in, struct trace_guest *g, int at_
 }
 
 /* A path policy or a co-process decided on this call's path strings. */
+static unsigned coproc_classes(const struct trace_inspector *in)
+{
+	return in->o.inspect_classes ? in->o.inspect_classes : TRACE_CLASS_FILE;
+}
+
 static int decides_on_paths(const struct trace_inspector *in, const struct trace_stop *st,
 			    unsigned cls)
 {
 	/* only calls some path rule selects: a trace level's other stops pay nothing */
 	return (in->o.policy && st->sys && trace_policy_has_paths(in->o.policy) &&
 		trace_policy_traps(in->o.policy, st->sys)) ||
-	       (in->coproc && (cls & TRACE_CLASS_FILE));
+	       (in->coproc && (cls & coproc_classes(in)));
+}
+
+/* The co-process's decision, applied: a verdict (0 allow, errno, -1 failed: *e). */
+static int coproc_entry(struct trace_inspector *in, struct sbx_call *call, struct trace_stop *st,
+			const char real[2][PATH_MAX], struct common_err *e)
+{
+	const char *rp[2] = {real[0][0] ? real[0] : NULL, real[1][0] ? real[1] : NULL};
+	struct trace_decision d;
+	int verdict = 0, r;
+
+	if (trace_coproc_ask(in->coproc, st, rp, &d, e) < 0) {
+		common_err_context(e, "inspector %s", in->o.inspect_exec);
+		return -1;
+	}
+	if (d.deny_errno) {
+		verdict = d.deny_errno;
+	} else {
+		if (d.record)
+			st->want_exit = st->record = 1;
+		if ((r = apply(in, call, &d)) < 0)
+			verdict = -1, common_errno(e, -r, "inspector %s: rewriting", in->o.inspect_exec);
+	}
+	trace_decision_clear(&d);
+	return verdict;
 }
 
 static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
@@ -1008,9 +1038,14 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	struct common_err e;
 	int verdict = 0, r, inspected = 0;
 	unsigned cls = st->sys ? st->sys->classes : 0;
+	char real[2][PATH_MAX] = {"", ""}; /* what the paths name: decided on, then run */
 
 	if (in->failed)
 		return -1;
+	/* where the kernel would stop at a file, so does the call: the resolved form
+	 * would go on past it */
+	if (decides_on_paths(in, st, cls))
+		inspected = verdict = inspect_real_paths(st, real);
 	trace_meter_task_new(in->meter, st->pid, st->tid);
 	memcpy(call.args, st->args, sizeof call.args);
 	memset(&d, 0, sizeof d);
@@ -1020,7 +1055,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	inspect_pages_forget(in->pages, st->tid);
 	in->rewritten[0][0] = in->rewritten[1][0] = 0;
 	in->arena_used = 0;
-	if (in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
+	if (verdict == 0 && in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
 		inspected = 1;
 		if (d.record)
 			st->want_exit = st->record = 1;
@@ -1031,21 +1066,9 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 						   call.name ? call.name : "syscall");
 	}
 	trace_decision_clear(&d);
-	if (verdict == 0 && in->coproc && (cls & TRACE_CLASS_FILE)) {
+	if (verdict == 0 && in->coproc && (cls & coproc_classes(in))) {
 		inspected = 1;
-		if (trace_coproc_ask(in->coproc, st, &d, &e) < 0) {
-			common_err_context(&e, "inspector %s", in->o.inspect_exec);
-			verdict = -1;
-		} else if (d.deny_errno) {
-			verdict = d.deny_errno;
-		} else {
-			if (d.record)
-				st->want_exit = st->record = 1;
-			if ((r = apply(in, &call, &d)) < 0)
-				verdict = -1, common_errno(&e, -r, "inspector %s: rewriting",
-							   in->o.inspect_exec);
-		}
-		trace_decision_clear(&d);
+		verdict = coproc_entry(in, &call, st, real, &e);
 	}
 	if (verdict == 0 && in->o.fn && (cls & (in->o.fn_classes ? in->o.fn_classes :
 						TRACE_CLASS_FILE))) {
@@ -1063,7 +1086,8 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	if (verdict == 0 && !c.dead && decides_on_paths(in, st, cls)) {
 		inspected = 1;
 		for (int k = 0; k < 2 && verdict == 0; k++)
-			if (!in->rewritten[k][0] && st->raw[k] && (r = rewrite_path(&call, k, st->raw[k])) < 0)
+			if (!in->rewritten[k][0] && st->raw[k] &&
+			    (r = rewrite_path(&call, k, inspect_page_form(st, k, real))) < 0)
 				verdict = -1, common_errno(&e, -r, "keeping the path of %s out of the "
 							   "guest's reach", call.name ? call.name : "a syscall");
 	}

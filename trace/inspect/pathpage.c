@@ -317,3 +317,34 @@ int inspect_path_arg(struct inspect_pages *r, const struct trace_stop *st, long 
 	}
 	return -EINVAL;
 }
+
+int inspect_real_paths(const struct trace_stop *st, char real[2][PATH_MAX])
+{
+	int err = 0;
+
+	for (int k = 0; k < 2; k++) {
+		int r = 0;
+		real[k][0] = 0;
+		if (st->sys && st->path[k] && st->path[k][0])
+			r = trace_path_real(st->tid, st->path[k],
+					    trace_sys_follows_last(st->sys, st->args, k), real[k]);
+		if (r < 0)
+			real[k][0] = 0;
+		if (r == -ENOTDIR)
+			err = ENOTDIR;
+	}
+	return err;
+}
+
+const char *inspect_page_form(const struct trace_stop *st, int k, const char real[2][PATH_MAX])
+{
+	const char *p = st->path[k];
+
+	/* an exec keeps its spelling (a script's $0; the exec event names the file);
+	 * /proc/PID is read as the caller's own by the resolver, and a deleted
+	 * directory has no path left: those keep theirs too */
+	if (!real[k][0] || !st->raw[k][0] || (trace_sys_facts(st->nr) & TRACE_FACT_EXEC) ||
+	    (!strncmp(p, "/proc/", 6) && p[6] >= '0' && p[6] <= '9') || strstr(p, " (deleted)"))
+		return st->raw[k];
+	return real[k];
+}

@@ -20,6 +20,27 @@ struct trace_bound {
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
 };
 
+/* --inspect-classes file,read,...: the classes a co-process is sent (not refused,
+ * store or load: the boundary's and the meter's, never a co-process's). */
+static int inspect_classes(const char *v, unsigned *out, struct common_err *e)
+{
+	char *list = common_xstrdup(v), *save = NULL;
+	int rc = 0;
+
+	*out = 0;
+	for (char *w = strtok_r(list, ",", &save); w && rc == 0; w = strtok_r(NULL, ",", &save)) {
+		unsigned c = trace_class_by_name(w);
+		if (!c || (c & (TRACE_CLASS_REFUSED | TRACE_CLASS_STORE | TRACE_CLASS_LOAD)))
+			rc = common_errf(e, "--inspect-classes", "unknown class \"%s\" (file, read, "
+					 "write, process, net, signal, memory, time, desc)", w);
+		*out |= c;
+	}
+	free(list);
+	if (rc == 0 && !*out)
+		rc = common_errf(e, "--inspect-classes", "expected a list of classes");
+	return rc;
+}
+
 int trace_bound_opt(struct trace_run_opts *o, const char *name, const char *v,
 		    struct common_err *e)
 {
@@ -27,6 +48,8 @@ int trace_bound_opt(struct trace_run_opts *o, const char *name, const char *v,
 		o->policy = v;
 	else if (strcmp(name, "inspect-exec") == 0)
 		o->inspect_exec = v;
+	else if (strcmp(name, "inspect-classes") == 0)
+		return inspect_classes(v, &o->inspect_classes, e) < 0 ? -1 : 1;
 	else if (strcmp(name, "inspect-timeout") == 0) {
 		uint64_t ms;
 		if (common_parse_u64(v, 3600000, &ms, e) < 0 || ms == 0)
@@ -110,6 +133,7 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 	io.policy = b->policy;
 	io.inspect_exec = b->o->inspect_exec;
 	io.inspect_timeout_ms = b->o->inspect_timeout_ms;
+	io.inspect_classes = b->o->inspect_classes;
 	io.relay = b->relay;
 	io.run_claim = *run_claim >= 0 ? run_claim : NULL;
 	if (trace_inspector_new(&io, &b->ins, e) < 0)

@@ -18,7 +18,8 @@ static const struct {
 	{ "result", 1, 1 }, { "result-fd", 1, 1 },
 	{ "max-procs", 1, 1 }, { "snapshot-every-batches", 1, 0 }, { "snapshot-on-exit-signal", 0, 0 },
 	{ "trace", 1, 1 }, { "trace-level", 1, 1 },
-	{ "policy", 1, 1 }, { "inspect-exec", 1, 1 }, { "inspect-timeout", 1, 1 },
+	{ "policy", 1, 1 }, { "inspect-exec", 1, 1 }, { "inspect-classes", 1, 1 },
+	{ "inspect-timeout", 1, 1 },
 	{ "state-in", 1, 0 }, { "state-out", 1, 0 },
 	{ "deterministic", 0, 0 }, { "memory-sampled", 0, 1 }, { "help", 0, 1 },
 };
@@ -30,7 +31,8 @@ const char trace_run_usage[] =
 	"               [--owner UID:GID] [--socket PATH]... [--chdir DIR]\n"
 	"               [--env-clear | --env-inherit] [--env K=V]...\n"
 	"               [--trace FILE|-] [--trace-level exec|file|all]\n"
-	"               [--policy FILE] [--inspect-exec PROG] [--inspect-timeout MS]\n"
+	"               [--policy FILE] [--inspect-exec PROG] [--inspect-classes LIST]\n"
+	"               [--inspect-timeout MS]\n"
 	"               [--state-in FILE] [--state-out FILE]\n"
 	"               [--max-procs N] [--snapshot-every-batches N] [--snapshot-on-exit-signal]\n"
 	"               [--deterministic] [--memory-sampled]\n"

@@ -61,8 +61,12 @@ enum trace_fact {
 	TRACE_FACT_DETERM = 1u << 4,        /* TRACE_FILTER_DETERM traps it beyond its classes */
 	TRACE_FACT_LINK_READ = 1u << 5,     /* TRACE_FILTER_NO_READLINK lets it run */
 	TRACE_FACT_REMAP = 1u << 6,         /* TRACE_FILTER_REMAP traps it (mmap: with MAP_FIXED) */
+	TRACE_FACT_NOFOLLOW = 1u << 7,      /* a symlink last in its paths is not followed */
 };
 unsigned trace_sys_facts(long nr);
+/* Whether the call with args a follows a symlink that is the last component of
+ * its k-th path argument, as the kernel decides (facts, open flags, AT_ flags). */
+int trace_sys_follows_last(const struct trace_sysinfo *s, const uint64_t a[6], int k);
 /* Argument rules, on an argument's low 32 bits (trace/sys/facts.def). */
 enum trace_rule {
 	TRACE_RULE_CLEAR,  /* none of value's bits */
