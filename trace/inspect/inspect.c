@@ -235,38 +235,6 @@ static int failf(struct trace_inspector *in, const char *what, const char *why)
 	return fail(in, &e);
 }
 
-/* One durable observation of u, raised first to what a concurrent run recorded when
- * the lease refuses it as lower; *closed gets the dimension that closed the lease. */
-static int obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIMS],
-		     char closed[32], struct common_err *e)
-{
-	uint64_t lim[TRACE_DIMS], rec_u[TRACE_DIMS];
-	const char *why = NULL;
-	json_t *rec = NULL;
-	int r = lease_observe_usage(s, id, u, &why, &rec, e);
-
-	if (r < 0 && lease_store_unreachable(s)) {
-		/* kept on this host until the store answers; the meter still bounds the guest */
-		why = NULL;
-		r = lease_observe_park(s, id, u, e);
-	} else if (r < 0 && trace_inspector_lease_bounds(s, id, lim, rec_u, NULL) == 0) {
-		/* someone else recorded more meanwhile (a concurrent run): never lower */
-		for (int d = 0; d < TRACE_DIMS; d++)
-			if (rec_u[d] > u[d])
-				u[d] = rec_u[d];
-		json_decref(rec);
-		rec = NULL;
-		r = lease_observe_usage(s, id, u, &why, &rec, e);
-	}
-	json_decref(rec);
-	if (r < 0) {
-		common_err_context(e, "recording usage");
-		return -1;
-	}
-	snprintf(closed, 32, "%s", why ? why : "");
-	return 0;
-}
-
 /* With w->mu held: the newest bound posted, made durable in the run's claim first:
  * a guest may be waiting in a stop for it. */
 static void writer_bound(struct trace_inspector *in, struct obs_writer *w)
@@ -329,7 +297,7 @@ static void *writer_main(void *arg)
 		/* a closed lease takes no more observations; a failure is reported once */
 		if (!w->failed && !w->closed[0]) {
 			pthread_mutex_unlock(&w->mu);
-			rc = obs_write(s, w->lease, u, closed, &e);
+			rc = inspect_obs_write(s, w->lease, u, closed, &e);
 			pthread_mutex_lock(&w->mu);
 			if (rc < 0 && !w->failed) {
 				w->failed = 1;
@@ -819,7 +787,7 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 		if (in->w.started) {
 			writer_post(&in->w, u, force || crossing);
 			return force || crossing ? writer_take(in, sv) : 0;
-		} else if (obs_write(in->o.store, in->o.lease, u, closed, &e) < 0) {
+		} else if (inspect_obs_write(in->o.store, in->o.lease, u, closed, &e) < 0) {
 			return fail(in, &e);
 		}
 	} else if (d >= 0) {
