@@ -167,7 +167,7 @@ SH
 # while the main thread opens an allowed file: no try may open the denied one.
 pathpage_race() {
 	for m in mprotect procmem remap; do
-		run sbx-run --ephemeral --ro "$PWD/src:/src" "$@" --result r.json -- \
+		run ${AS:-} sbx-run --ephemeral --ro "$PWD/src:/src" "$@" --result r.json -- \
 			"$GUESTS/escape_pathpage" "$m" /src/secret.txt "$N"
 		assert_success
 		assert_line "$m: $N of the allowed file, 0 of the denied one, $N tries"
@@ -182,6 +182,12 @@ JSON
 	N=2000 pathpage_race --policy p.json
 	# the remap attempts over a live page were refused and counted
 	[ "$(jq .supervisor.refused r.json)" -gt 1 ]
+	# an unprivileged invoker's run holds the same
+	[ "$(id -u)" = 0 ] || return 0
+	UDIR=$(mktemp -d /tmp/sbx-pathpage.XXXXXX)
+	cp -r src p.json "$UDIR" && chmod -R a+rwX "$UDIR" && cd "$UDIR"
+	AS="$SBX_AS_NOBODY SBX_STORE=$UDIR/store" N=1000 pathpage_race --policy p.json
+	cd / && rm -rf "$UDIR"
 }
 
 @test "co-process: the decided path's page is out of the guest's reach (mprotect, /proc/self/mem, remap)" {
