@@ -267,3 +267,10 @@ except OSError as e:
 	run sbx-run --ephemeral --inspect-classes refused --inspect-exec cat -- /bin/true
 	assert_failure 125
 }
+
+@test "policy: a decided open that a signal interrupts is restarted by the kernel and opens its file" {
+	printf '{"rules": [{"name": "hide", "class": "file", "path": "/src/secret*", "action": "deny"}]}' >p.json
+	run sbx-run --ephemeral --policy p.json -- "$GUESTS/run_fifo_restart"
+	assert_success
+	assert_output "open: ok, read x, handler ran: yes"
+}

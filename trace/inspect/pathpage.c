@@ -40,10 +40,17 @@ struct procmap_query {
 #define PROCMAP_QUERY_VMA_WRITABLE 0x02
 #define PROCMAP_QUERY_VMA_SHARED 0x08
 #endif
+#define ERESTART_FIRST 512 /* ERESTARTSYS ... ERESTART_RESTARTBLOCK (include/linux/errno.h) */
+#define ERESTART_LAST 516
 #define PLACE_TRIES 8 /* pages met by a remap in flight before the call is refused */
 #define SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
-struct range { pid_t tid; uint64_t start, end; };
+struct range {
+	pid_t tid;
+	uint64_t start, end;
+	int arg;       /* the argument register pointed at the page, -1: none */
+	uint64_t orig; /* the guest's own pointer it held */
+};
 struct inspect_pages {
 	struct range *live, *flight; /* placed pages; remap calls let run, not yet back */
 	size_t nlive, nflight, cap_live, cap_flight;
@@ -91,8 +98,29 @@ static void drop(struct range *v, size_t *n, pid_t tid, int unmap, int at_exit)
 	*n = k;
 }
 
+/* A call the kernel will restart (a signal came) reads its path again: the guest's
+ * own pointer goes back, so the restart stops and is decided afresh, not sent to
+ * a page unmapped now. */
+static void restore_args(const struct inspect_pages *r, pid_t tid)
+{
+	struct user_regs_struct g;
+	uint64_t a[6];
+
+	if (trace_regs_get(tid, &g) < 0 || (int64_t)g.rax < -ERESTART_LAST ||
+	    (int64_t)g.rax > -ERESTART_FIRST)
+		return;
+	a[0] = g.rdi, a[1] = g.rsi, a[2] = g.rdx, a[3] = g.r10, a[4] = g.r8, a[5] = g.r9;
+	for (size_t i = 0; i < r->nlive; i++)
+		if (r->live[i].tid == tid && r->live[i].arg >= 0)
+			a[r->live[i].arg] = r->live[i].orig;
+	trace_regs_set_args(&g, a);
+	trace_regs_set(tid, &g);
+}
+
 void inspect_pages_drop(struct inspect_pages *r, pid_t tid, int at_exit)
 {
+	if (at_exit)
+		restore_args(r, tid);
 	drop(r->live, &r->nlive, tid, 1, at_exit);
 }
 
@@ -130,20 +158,20 @@ static int remap_ranges(const struct trace_stop *st, struct range out[2])
 	switch (st->arch_ok ? st->nr : -1) {
 	case TRACE_SYS_munmap:
 	case TRACE_SYS_remap_file_pages:
-		out[n++] = (struct range){st->tid, a[0] & ~4095ull, end_of(a[0], a[1])};
+		out[n++] = (struct range){st->tid, a[0] & ~4095ull, end_of(a[0], a[1]), -1, 0};
 		break;
 	case TRACE_SYS_mmap:
 		if ((uint32_t)a[3] & MAP_FIXED)
-			out[n++] = (struct range){st->tid, a[0] & ~4095ull, end_of(a[0], a[1])};
+			out[n++] = (struct range){st->tid, a[0] & ~4095ull, end_of(a[0], a[1]), -1, 0};
 		break;
 	case TRACE_SYS_mremap:
-		out[n++] = (struct range){st->tid, a[0] & ~4095ull, end_of(a[0], a[1] > a[2] ? a[1] : a[2])};
+		out[n++] = (struct range){st->tid, a[0] & ~4095ull, end_of(a[0], a[1] > a[2] ? a[1] : a[2]), -1, 0};
 		if ((uint32_t)a[3] & MREMAP_FIXED)
-			out[n++] = (struct range){st->tid, a[4] & ~4095ull, end_of(a[4], a[2])};
+			out[n++] = (struct range){st->tid, a[4] & ~4095ull, end_of(a[4], a[2]), -1, 0};
 		break;
 	case TRACE_SYS_shmat: /* the segment's size is not in the call: all above it */
 		if ((uint32_t)a[2] & SHM_REMAP)
-			out[n++] = (struct range){st->tid, a[1] & ~4095ull, UINT64_MAX};
+			out[n++] = (struct range){st->tid, a[1] & ~4095ull, UINT64_MAX, -1, 0};
 		break;
 	}
 	return n;
@@ -271,7 +299,7 @@ static int place_once(struct inspect_pages *r, pid_t tid, uint64_t name_addr, co
 		*hint -= len;
 		goto close_ours;
 	}
-	struct range x = {tid, (uint64_t)got, (uint64_t)got + len};
+	struct range x = {tid, (uint64_t)got, (uint64_t)got + len, -1, 0};
 	/* live from here: a remap stopping now is refused */
 	push(&r->live, &r->nlive, &r->cap_live, x);
 	rc = mapped_is(tid, x.start, len, f);
@@ -313,7 +341,10 @@ int inspect_path_arg(struct inspect_pages *r, const struct trace_stop *st, long 
 			continue;
 		/* memfd_create's name: the NUL ending the guest's own string */
 		uint64_t name = st->args[i] + (st->raw[k] ? strlen(st->raw[k]) : 0);
-		return inspect_page_place(r, st->tid, name, s, &args[i]);
+		int rc = inspect_page_place(r, st->tid, name, s, &args[i]);
+		if (rc == 0) /* placed last: what a restart of the call gets back */
+			r->live[r->nlive - 1].arg = i, r->live[r->nlive - 1].orig = st->args[i];
+		return rc;
 	}
 	return -EINVAL;
 }
