@@ -274,3 +274,22 @@ except OSError as e:
 	assert_success
 	assert_output "open: ok, read x, handler ran: yes"
 }
+
+@test "policy: a guest at its descriptor limit gets EMFILE for a decided call, and the run goes on" {
+	mkdir -p data && echo fine >data/fine.txt
+	printf '{"rules": [{"name": "hide", "class": "file", "path": "/src/secret*", "action": "deny"}]}' >p.json
+	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --policy p.json -- /usr/bin/python3 -c '
+import os, resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+fds = []
+try:
+    while True:
+        fds.append(os.open("/DATA/fine.txt", os.O_RDONLY))
+except OSError as e:
+    print("open at the limit:", e.strerror)
+os.close(fds.pop())
+print("after one close:", os.read(os.open("/DATA/fine.txt", os.O_RDONLY), 10).decode().strip())'
+	assert_success
+	assert_output "open at the limit: Too many open files
+after one close: fine"
+}

@@ -1056,8 +1056,10 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 		for (int k = 0; k < 2 && verdict == 0; k++)
 			if (!in->rewritten[k][0] && st->raw[k] &&
 			    (r = rewrite_path(&call, k, inspect_page_form(st, k, real))) < 0)
-				verdict = -1, common_errno(&e, -r, "keeping the path of %s out of the "
-							   "guest's reach", call.name ? call.name : "a syscall");
+				/* a guest out of descriptors or memory gets that errno for the call */
+				verdict = r == -EMFILE || r == -ENFILE || r == -ENOMEM ? -r : -1,
+				common_errno(&e, -r, "keeping the path of %s out of the guest's reach",
+					     call.name ? call.name : "a syscall");
 	}
 	if (c.dead) {
 		/* killed meanwhile (exit_group of a sibling, a signal): nothing left to decide */
