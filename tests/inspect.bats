@@ -161,3 +161,135 @@ SH
 	assert_failure 125
 	assert_output --partial "missing"
 }
+
+# A sibling thread attacks the page holding the decided path (the next page the
+# process maps) by mprotect+write, /proc/self/mem and munmap+mmap MAP_FIXED
+# while the main thread opens an allowed file: no try may open the denied one.
+pathpage_race() {
+	for m in mprotect procmem remap; do
+		run ${AS:-} sbx-run --ephemeral --ro "$PWD/src:/src" "$@" --result r.json -- \
+			"$GUESTS/escape_pathpage" "$m" /src/secret.txt "$N"
+		assert_success
+		assert_line "$m: $N of the allowed file, 0 of the denied one, $N tries"
+	done
+}
+
+@test "policy: the decided path's page is out of the guest's reach (mprotect, /proc/self/mem, remap)" {
+	mkdir -p src && echo secret >src/secret.txt
+	cat >p.json <<'JSON'
+{"rules": [{"name": "hide", "class": "file", "path": "/src/secret*", "action": "deny", "errno": "EACCES"}]}
+JSON
+	N=2000 pathpage_race --policy p.json
+	# the remap attempts over a live page were refused and counted
+	[ "$(jq .supervisor.refused r.json)" -gt 1 ]
+	# an unprivileged invoker's run holds the same
+	[ "$(id -u)" = 0 ] || return 0
+	UDIR=$(mktemp -d /tmp/sbx-pathpage.XXXXXX)
+	cp -r src p.json "$UDIR" && chmod -R a+rwX "$UDIR" && cd "$UDIR"
+	AS="$SBX_AS_NOBODY SBX_STORE=$UDIR/store" N=1000 pathpage_race --policy p.json
+	cd / && rm -rf "$UDIR"
+}
+
+@test "co-process: the decided path's page is out of the guest's reach (mprotect, /proc/self/mem, remap)" {
+	mkdir -p src && echo secret >src/secret.txt
+	cat >co.py <<'PY'
+import json, sys
+for line in sys.stdin:
+    ev = json.loads(line)
+    deny = any(p == "/src/secret.txt" for p in ev["path"] if isinstance(p, str))
+    out = {"id": ev["id"], "action": "deny" if deny else "allow"}
+    print(json.dumps(out), flush=True)
+PY
+	N=500 pathpage_race --inspect-exec "python3 $PWD/co.py"
+}
+
+@test "a refused clone3 is in the trace and the refusal count; the C library falls back to clone" {
+	run sbx-run --ephemeral --trace t.jsonl --trace-level exec --result r.json -- "$GUESTS/escape_pathpage" mprotect /ns/x 1
+	assert_success
+	run jq -s '[.[] | select(.name == "clone3" and .action == "denied" and .errno == "ENOSYS")] | length' t.jsonl
+	assert_output 1
+	[ "$(jq .supervisor.refused r.json)" -eq 1 ]
+}
+
+# A co-process that denies /DATA/secret.txt by name, as written or resolved.
+coproc_secret() {
+	mkdir -p data && echo topsecret >data/secret.txt && echo fine >data/fine.txt
+	cat >co.py <<'PY'
+import json, sys
+log = open(sys.argv[1], "a") if len(sys.argv) > 1 else None
+for line in sys.stdin:
+    ev = json.loads(line)
+    if log:
+        print(ev["name"], json.dumps(ev.get("real")), file=log, flush=True)
+    names = [p for p in ev["path"] + ev.get("real", []) if isinstance(p, str)]
+    deny = "/DATA/secret.txt" in names
+    print(json.dumps({"id": ev["id"], "action": "deny" if deny else "allow"}), flush=True)
+PY
+}
+
+@test "co-process: a denied file is not reached by another spelling, a symlink, a dirfd or /proc/self/root" {
+	coproc_secret
+	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --inspect-exec "python3 $PWD/co.py" -- /bin/sh -c '
+		mkdir "$(printf "/tmp/\377")"; ln -s /DATA/secret.txt /tmp/l; ln -s /DATA /tmp/d
+		for p in "$(printf "/tmp/\377")/../../DATA/secret.txt" /tmp/l /tmp/d/secret.txt \
+			/proc/self/root/DATA/secret.txt /proc/self/cwd/../DATA/secret.txt; do
+			cat "$p" 2>/dev/null && echo "ESCAPED: $p"
+		done
+		python3 -c "
+import os
+fd = os.open(\"/tmp\", os.O_RDONLY)
+try:
+    os.open(\"../DATA/secret.txt\", os.O_RDONLY, dir_fd=fd); print(\"ESCAPED: dirfd\")
+except OSError as e:
+    print(\"dirfd:\", e.strerror)
+"
+		cat /DATA/fine.txt /tmp/d/fine.txt; cat /tmp/l/../fine.txt'
+	refute_output --partial ESCAPED
+	assert_line "dirfd: Operation not permitted"
+	assert_line "fine"
+	assert_line --partial "/tmp/l/../fine.txt: Not a directory"
+	[ "$(echo "$output" | grep -c '^fine$')" -eq 2 ]
+}
+
+@test "co-process: --inspect-classes names what it is sent; read events come when asked" {
+	coproc_secret
+	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --inspect-classes file,read \
+		--inspect-exec "python3 $PWD/co.py $PWD/events" -- /bin/cat /DATA/fine.txt
+	assert_success
+	assert_output "fine"
+	run grep -c '^read ' events
+	[ "$output" -ge 1 ]
+	# the resolved form of each path comes with it
+	grep -qx 'openat \["/DATA/fine.txt", null\]' events
+	run sbx-run --ephemeral --inspect-classes file,bogus --inspect-exec cat -- /bin/true
+	assert_failure 125
+	assert_output --partial 'sbx-run: error: --inspect-classes: unknown class "bogus"'
+	run sbx-run --ephemeral --inspect-classes refused --inspect-exec cat -- /bin/true
+	assert_failure 125
+}
+
+@test "policy: a decided open that a signal interrupts is restarted by the kernel and opens its file" {
+	printf '{"rules": [{"name": "hide", "class": "file", "path": "/src/secret*", "action": "deny"}]}' >p.json
+	run sbx-run --ephemeral --policy p.json -- "$GUESTS/run_fifo_restart"
+	assert_success
+	assert_output "open: ok, read x, handler ran: yes"
+}
+
+@test "policy: a guest at its descriptor limit gets EMFILE for a decided call, and the run goes on" {
+	mkdir -p data && echo fine >data/fine.txt
+	printf '{"rules": [{"name": "hide", "class": "file", "path": "/src/secret*", "action": "deny"}]}' >p.json
+	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --policy p.json -- /usr/bin/python3 -c '
+import os, resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+fds = []
+try:
+    while True:
+        fds.append(os.open("/DATA/fine.txt", os.O_RDONLY))
+except OSError as e:
+    print("open at the limit:", e.strerror)
+os.close(fds.pop())
+print("after one close:", os.read(os.open("/DATA/fine.txt", os.O_RDONLY), 10).decode().strip())'
+	assert_success
+	assert_output "open at the limit: Too many open files
+after one close: fine"
+}

@@ -127,6 +127,7 @@ struct trace_run_opts {
 	int deterministic;
 	int memory_sampled;           /* --memory-sampled: run without a memory cgroup */
 	int inspect_timeout_ms;       /* --inspect-timeout MS, 0: TRACE_COPROC_TIMEOUT_MS */
+	unsigned inspect_classes;     /* --inspect-classes LIST, 0: file */
 	uint64_t max_procs;           /* --max-procs: per-run process cap, 0 = TRACE_NPROC_DEFAULT */
 	/* sbx-restore: at the guest's exec stop, before its first instruction, rebuild
 	 * it from a snapshot; <0 stops the guest ("restore failed") */

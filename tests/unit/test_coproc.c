@@ -28,7 +28,8 @@ static struct trace_stop openat_stop(void)
 static void test_event(void)
 {
 	struct trace_stop st = openat_stop();
-	char *ev = trace_coproc_event(7, &st);
+	const char *real[2] = {"/src/real.txt", NULL};
+	char *ev = trace_coproc_event(7, &st, real);
 	json_t *j = json_loads(ev, 0, NULL);
 
 	CHECK(j != NULL);
@@ -39,6 +40,9 @@ static void test_event(void)
 	CHECK(strcmp(json_string_value(json_array_get(json_object_get(j, "path"), 0)),
 		     "/src/\"hello\".txt") == 0);
 	CHECK(json_is_null(json_array_get(json_object_get(j, "path"), 1)));
+	CHECK(strcmp(json_string_value(json_array_get(json_object_get(j, "real"), 0)),
+		     "/src/real.txt") == 0);
+	CHECK(json_is_null(json_array_get(json_object_get(j, "real"), 1)));
 	json_decref(j);
 	free(ev);
 }
@@ -112,9 +116,9 @@ static int ask(const char *script, int timeout, struct trace_decision *d, struct
 	memset(d, 0, sizeof *d);
 	if (trace_coproc_start(script, timeout, &c, e) < 0)
 		return -2;
-	r = trace_coproc_ask(c, &st, d, e);
+	r = trace_coproc_ask(c, &st, NULL, d, e);
 	if (r == 0)
-		r = trace_coproc_ask(c, &st, d, e) == 0 ? 0 : -3;
+		r = trace_coproc_ask(c, &st, NULL, d, e) == 0 ? 0 : -3;
 	trace_coproc_stop(c);
 	return r;
 }

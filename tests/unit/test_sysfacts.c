@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include "trace/box/box.h"
 #include "trace/determ/determ.h"
 #include "trace/record/record.h"
@@ -83,8 +84,9 @@ static int agree(uint32_t ret, const struct trace_sysinfo *s, const uint64_t a[6
 		return (int)TAG(ret) == v;
 	if (ACT(ret) != SECCOMP_RET_TRACE)
 		return 0;
-	if (TAG(ret) == TRACE_TAG_REFUSED)
-		return v == s->refuse_errno && v != 0;
+	if (TAG(ret) == TRACE_TAG_REFUSED) /* refused by class, or unsupported: ENOSYS */
+		return v != 0 && (v == s->refuse_errno ||
+				  ((trace_sys_facts(s->nr) & TRACE_FACT_UNSUPPORTED) && v == ENOSYS));
 	/* the default trap: an argument broke a rule; or high bits the kernel ignores
 	 * are set, which libseccomp's EQ (ONE_OF) compares, and the stop allows */
 	if (TAG(ret) == TRACE_TAG_UNKNOWN)
@@ -164,8 +166,9 @@ static void test_filter_is_verdict(void)
 	CHECK(ACT(filter_says(&p, TRACE_SYS_clone, newuser)) == SECCOMP_RET_TRACE);
 	/* the facts the default plan stands on, whatever the table says */
 	uint64_t zero[6] = { 0 };
-	CHECK(filter_says(&p, TRACE_SYS_clone3, zero) == (SECCOMP_RET_ERRNO | ENOSYS));
-	CHECK(filter_says(&p, TRACE_SYS_openat2, zero) == (SECCOMP_RET_ERRNO | ENOSYS));
+	/* refused at a stop, so each attempt is counted and recorded */
+	CHECK(filter_says(&p, TRACE_SYS_clone3, zero) == (SECCOMP_RET_TRACE | TRACE_TAG_REFUSED));
+	CHECK(filter_says(&p, TRACE_SYS_openat2, zero) == (SECCOMP_RET_TRACE | TRACE_TAG_REFUSED));
 	CHECK(filter_says(&p, TRACE_SYS_connect, zero) == (SECCOMP_RET_TRACE | TRACE_TAG_CLASS));
 	CHECK(filter_says(&p, TRACE_SYS_execve, zero) == (SECCOMP_RET_TRACE | TRACE_TAG_EXEC));
 	CHECK(filter_says(&p, TRACE_SYS_execveat, zero) == (SECCOMP_RET_TRACE | TRACE_TAG_EXEC));
@@ -208,6 +211,21 @@ static void test_marked_sets(void)
 		nlink += file[nr] - noreadlink[nr];
 	}
 	CHECK(ndeterm == 7 && nlink == 2);
+	/* TRACE_FILTER_REMAP: what can unmap or replace a page stops; mmap only at a fixed address */
+	struct sock_fprog rp = build(TRACE_CLASS_STORE | TRACE_FILTER_REMAP);
+	uint64_t fixed[6] = { 0x10000, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1ull, 0 };
+	uint64_t anon[6] = { 0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1ull, 0 };
+	CHECK(ACT(filter_says(&rp, TRACE_SYS_mmap, fixed)) == SECCOMP_RET_TRACE);
+	CHECK(ACT(filter_says(&rp, TRACE_SYS_mmap, anon)) == SECCOMP_RET_ALLOW);
+	CHECK(ACT(filter_says(&rp, TRACE_SYS_munmap, anon)) == SECCOMP_RET_TRACE);
+	CHECK(ACT(filter_says(&rp, TRACE_SYS_shmat, anon)) == SECCOMP_RET_TRACE);
+	CHECK(ACT(filter_says(&rp, TRACE_SYS_remap_file_pages, anon)) == SECCOMP_RET_TRACE);
+	CHECK(ACT(filter_says(&rp, TRACE_SYS_mremap, anon)) == SECCOMP_RET_TRACE);
+	free(rp.filter);
+	struct sock_fprog st = build(TRACE_CLASS_STORE);
+	CHECK(ACT(filter_says(&st, TRACE_SYS_mmap, fixed)) == SECCOMP_RET_ALLOW);
+	CHECK(ACT(filter_says(&st, TRACE_SYS_munmap, anon)) == SECCOMP_RET_ALLOW);
+	free(st.filter);
 	struct sock_fprog all = build(trace_classes(TRACE_LEVEL_ALL) | trace_determ_classes());
 	uint64_t any[6] = { ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull };
 	for (size_t i = 0; i < trace_sys_count(); i++) {

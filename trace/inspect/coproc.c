@@ -3,7 +3,8 @@
  * or missing replies are failures: the caller stops the guest and writes nothing back.
  *
  * event:    {"id":N,"pid":P,"tid":T,"name":"openat","nr":257,"args":[6 ints],
- *            "path":["/a",null]}   (args are the registers as signed 64-bit integers)
+ *            "path":["a",null],"real":["/d/a",null]}   (args are the registers as signed
+ *            64-bit integers; real: each path resolved inside the guest's root) 
  * decision: {"id":N,"action":"allow"|"deny"|"record"[,"errno":"EACCES"|13]
  *            [,"nr":N|"name"][,"args":[6 × int|null]][,"path":[2 × string|null]]} */
 #include <errno.h>
@@ -50,18 +51,20 @@ static json_t *path_value(const char *p)
 	return v;
 }
 
-char *trace_coproc_event(uint64_t id, const struct trace_stop *st)
+char *trace_coproc_event(uint64_t id, const struct trace_stop *st, const char *const real[2])
 {
-	json_t *args = json_array(), *paths = json_array(), *o;
+	json_t *args = json_array(), *paths = json_array(), *reals = json_array(), *o;
 	char *s;
 
 	for (int i = 0; i < 6; i++)
 		json_array_append_new(args, json_integer((json_int_t)(int64_t)st->args[i]));
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		json_array_append_new(paths, path_value(st->path[i]));
-	o = json_pack("{sIsisisssIsoso}", "id", (json_int_t)id, "pid", (int)st->pid,
+		json_array_append_new(reals, path_value(real ? real[i] : NULL));
+	}
+	o = json_pack("{sIsisisssIsososo}", "id", (json_int_t)id, "pid", (int)st->pid,
 		      "tid", (int)st->tid, "name", st->sys ? st->sys->name : "",
-		      "nr", (json_int_t)st->nr, "args", args, "path", paths);
+		      "nr", (json_int_t)st->nr, "args", args, "path", paths, "real", reals);
 	if (!o)
 		abort();
 	s = json_dumps(o, JSON_COMPACT);
@@ -336,11 +339,11 @@ static int read_line(struct trace_coproc *c, size_t *linelen, struct common_err 
 	}
 }
 
-int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st,
+int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st, const char *const real[2],
 		     struct trace_decision *d, struct common_err *e)
 {
 	uint64_t id = ++c->next_id;
-	char *ev = trace_coproc_event(id, st);
+	char *ev = trace_coproc_event(id, st, real);
 	size_t n = strlen(ev), linelen = 0;
 	int r;
 

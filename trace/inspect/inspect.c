@@ -2,10 +2,10 @@
  * every trapped syscall meets the policy, the co-process and the C callback at its
  * seccomp stop; the meter follows the tree; usage goes to the lease at every tick.
  *
- * Temporary guest memory: an mmap(PROT_READ) injected into the stopped thread,
- * filled through /proc/PID/mem (which may write read-only pages; the guest cannot),
- * and unmapped by a munmap injected at the syscall's exit stop. Host views live in
- * one arena that is PROT_NONE outside callbacks, so a stale view faults. */
+ * Temporary guest memory (the C API's views): an mmap(PROT_READ) injected into the
+ * stopped thread, filled through /proc/PID/mem, unmapped by a munmap injected at the
+ * syscall's exit stop; decided path strings go to sealed pages (pathpage.c). Host
+ * views live in one arena that is PROT_NONE outside callbacks, so a stale view faults. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -22,7 +22,7 @@
 #include <sys/user.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/inspect/inspect.h"
+#include "trace/inspect/inspect-internal.h"
 #include "trace/tracee/tracee.h"
 
 #define ARENA_SIZE (1u << 20)    /* host view bytes per callback */
@@ -43,7 +43,9 @@ struct view { uint8_t *data; uint64_t gaddr; size_t len; };
 struct call_priv {
 	struct trace_inspector *in;
 	struct trace_guest *g;
+	const struct trace_stop *st;
 	pid_t tid;
+	int sealed; /* sealed pages hold its paths (pathpage.c) */
 	struct view v[MAPS_PER_CALL];
 	int nv;
 	int dead; /* the thread died during an injection */
@@ -93,6 +95,7 @@ struct trace_inspector {
 	struct trace_inspector_opts o;
 	struct trace_meter *meter;
 	struct trace_coproc *coproc;
+	struct inspect_pages *pages; /* decided paths' sealed pages */
 	uint64_t limits[TRACE_DIMS];
 	unsigned ncpu;                /* CPUs the tree may burn fuel on at once */
 	int held;                     /* the lease is not Active yet: nothing is observed */
@@ -233,38 +236,6 @@ static int failf(struct trace_inspector *in, const char *what, const char *why)
 	return fail(in, &e);
 }
 
-/* One durable observation of u, raised first to what a concurrent run recorded when
- * the lease refuses it as lower; *closed gets the dimension that closed the lease. */
-static int obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIMS],
-		     char closed[32], struct common_err *e)
-{
-	uint64_t lim[TRACE_DIMS], rec_u[TRACE_DIMS];
-	const char *why = NULL;
-	json_t *rec = NULL;
-	int r = lease_observe_usage(s, id, u, &why, &rec, e);
-
-	if (r < 0 && lease_store_unreachable(s)) {
-		/* kept on this host until the store answers; the meter still bounds the guest */
-		why = NULL;
-		r = lease_observe_park(s, id, u, e);
-	} else if (r < 0 && trace_inspector_lease_bounds(s, id, lim, rec_u, NULL) == 0) {
-		/* someone else recorded more meanwhile (a concurrent run): never lower */
-		for (int d = 0; d < TRACE_DIMS; d++)
-			if (rec_u[d] > u[d])
-				u[d] = rec_u[d];
-		json_decref(rec);
-		rec = NULL;
-		r = lease_observe_usage(s, id, u, &why, &rec, e);
-	}
-	json_decref(rec);
-	if (r < 0) {
-		common_err_context(e, "recording usage");
-		return -1;
-	}
-	snprintf(closed, 32, "%s", why ? why : "");
-	return 0;
-}
-
 /* With w->mu held: the newest bound posted, made durable in the run's claim first:
  * a guest may be waiting in a stop for it. */
 static void writer_bound(struct trace_inspector *in, struct obs_writer *w)
@@ -327,7 +298,7 @@ static void *writer_main(void *arg)
 		/* a closed lease takes no more observations; a failure is reported once */
 		if (!w->failed && !w->closed[0]) {
 			pthread_mutex_unlock(&w->mu);
-			rc = obs_write(s, w->lease, u, closed, &e);
+			rc = inspect_obs_write(s, w->lease, u, closed, &e);
 			pthread_mutex_lock(&w->mu);
 			if (rc < 0 && !w->failed) {
 				w->failed = 1;
@@ -454,18 +425,22 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 	in->meter = trace_meter_new(o->ns_dir, in->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
 	in->vec = common_xcalloc(1, sizeof *in->vec);
 	in->maps = trace_maps_new();
+	in->pages = inspect_pages_new();
 	/* storage_write is exact: every call that may store stops (trace/meter/store.c);
 	 * a large read stops, and near its bound every read (load_tick) */
 	in->classes = TRACE_CLASS_STORE | TRACE_CLASS_LOAD;
 	if (o->fn)
 		in->classes |= o->fn_classes ? o->fn_classes : TRACE_CLASS_FILE;
 	if (o->inspect_exec)
-		in->classes |= TRACE_CLASS_FILE;
+		in->classes |= (o->inspect_classes ? o->inspect_classes : TRACE_CLASS_FILE) |
+			       TRACE_FILTER_REMAP;
 	if (o->policy) {
 		size_t n = trace_sys_count();
 		for (size_t i = 0; i < n; i++)
 			if (trace_policy_traps(o->policy, trace_sys_at(i)))
 				in->classes |= trace_sys_at(i)->classes & ~TRACE_CLASS_REFUSED;
+		if (trace_policy_has_paths(o->policy))
+			in->classes |= TRACE_FILTER_REMAP;
 	}
 	*out = in;
 	return 0;
@@ -485,6 +460,7 @@ void trace_inspector_free(struct trace_inspector *in)
 	trace_meter_free(in->meter);
 	free(in->vec);
 	trace_maps_free(in->maps);
+	inspect_pages_free(in->pages);
 	munmap(in->arena, ARENA_SIZE);
 	free(in);
 }
@@ -703,6 +679,7 @@ static void inspector_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t ti
 	trace_maps_take(in->maps, tid, &mc);
 	if (tgid && !trace_meter_group_live(in->meter, tgid))
 		trace_maps_forget(in->maps, tgid); /* its last thread: the process's space */
+	inspect_pages_forget(in->pages, tid);
 	/* a thread that leaves mid-syscall takes its temporary pages with it */
 	void **slot = trace_sv_slot(sv, tid, TRACE_LAYER_INSPECT);
 	if (slot) {
@@ -821,7 +798,7 @@ static int observe(struct trace_inspector *in, struct trace_supervisor *sv, int 
 		if (in->w.started) {
 			writer_post(&in->w, u, force || crossing);
 			return force || crossing ? writer_take(in, sv) : 0;
-		} else if (obs_write(in->o.store, in->o.lease, u, closed, &e) < 0) {
+		} else if (inspect_obs_write(in->o.store, in->o.lease, u, closed, &e) < 0) {
 			return fail(in, &e);
 		}
 	} else if (d >= 0) {
@@ -942,23 +919,15 @@ static int inspector_fd(void *ctx, struct trace_supervisor *sv, int fd)
 	return 0;
 }
 
-/* Write a replacement path into temporary guest memory and point argument i at it. */
+/* The k-th path argument of call pointed at s in a sealed page of the guest. */
 static int rewrite_path(struct sbx_call *call, int k, const char *s)
 {
-	const struct trace_sysinfo *si = trace_sys_by_nr(call->nr);
-	struct sbx_mem m;
-	int seen = 0, r;
+	struct call_priv *c = call->priv;
+	int r = inspect_path_arg(c->in->pages, c->st, call->nr, k, s, call->args);
 
-	for (int i = 0; si && i < 6; i++) {
-		if (si->arg[i] != TRACE_ARG_PATH || seen++ != k)
-			continue;
-		if ((r = sbx_call_map(call, 0, strlen(s) + 1, &m)) < 0)
-			return r;
-		memcpy(m.data, s, strlen(s) + 1);
-		call->args[i] = m.addr;
-		return 0;
-	}
-	return -EINVAL;
+	c->dead |= r == -ESRCH;
+	c->sealed |= r == 0;
+	return r;
 }
 
 static int apply(struct trace_inspector *in, struct sbx_call *call,
@@ -981,9 +950,11 @@ static int apply(struct trace_inspector *in, struct sbx_call *call,
 	return 0;
 }
 
-static void unmap_now(struct trace_guest *g, int at_exit, struct call_priv *c)
+static void unmap_now(struct trace_inspector *in, struct trace_guest *g, int at_exit,
+		      struct call_priv *c)
 {
 	struct pages *pg = *trace_guest_slot(g, TRACE_LAYER_INSPECT);
+	inspect_pages_drop(in->pages, trace_guest_tid(g), at_exit);
 	for (size_t i = 0; pg && i < pg->n; i++) {
 		uint64_t a[6] = {pg->p[i].addr, pg->p[i].len};
 		int64_t ret;
@@ -997,18 +968,47 @@ static void unmap_now(struct trace_guest *g, int at_exit, struct call_priv *c)
 }
 
 /* A path policy or a co-process decided on this call's path strings. */
+static unsigned coproc_classes(const struct trace_inspector *in)
+{
+	return in->o.inspect_classes ? in->o.inspect_classes : TRACE_CLASS_FILE;
+}
+
 static int decides_on_paths(const struct trace_inspector *in, const struct trace_stop *st,
 			    unsigned cls)
 {
 	/* only calls some path rule selects: a trace level's other stops pay nothing */
 	return (in->o.policy && st->sys && trace_policy_has_paths(in->o.policy) &&
 		trace_policy_traps(in->o.policy, st->sys)) ||
-	       (in->coproc && (cls & TRACE_CLASS_FILE));
+	       (in->coproc && (cls & coproc_classes(in)));
+}
+
+/* The co-process's decision, applied: a verdict (0 allow, errno, -1 failed: *e). */
+static int coproc_entry(struct trace_inspector *in, struct sbx_call *call, struct trace_stop *st,
+			const char real[2][PATH_MAX], struct common_err *e)
+{
+	const char *rp[2] = {real[0][0] ? real[0] : NULL, real[1][0] ? real[1] : NULL};
+	struct trace_decision d;
+	int verdict = 0, r;
+
+	if (trace_coproc_ask(in->coproc, st, rp, &d, e) < 0) {
+		common_err_context(e, "inspector %s", in->o.inspect_exec);
+		return -1;
+	}
+	if (d.deny_errno) {
+		verdict = d.deny_errno;
+	} else {
+		if (d.record)
+			st->want_exit = st->record = 1;
+		if ((r = apply(in, call, &d)) < 0)
+			verdict = -1, common_errno(e, -r, "inspector %s: rewriting", in->o.inspect_exec);
+	}
+	trace_decision_clear(&d);
+	return verdict;
 }
 
 static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
 {
-	struct call_priv c = {.in = in, .g = g, .tid = st->tid};
+	struct call_priv c = {.in = in, .g = g, .st = st, .tid = st->tid};
 	struct sbx_call call = {
 		.name = st->sys ? st->sys->name : NULL, .nr = st->nr,
 		.path = {st->path[0], st->path[1]}, .pid = st->pid, .tid = st->tid, .priv = &c,
@@ -1017,18 +1017,24 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	struct common_err e;
 	int verdict = 0, r, inspected = 0;
 	unsigned cls = st->sys ? st->sys->classes : 0;
+	char real[2][PATH_MAX] = {"", ""}; /* what the paths name: decided on, then run */
 
 	if (in->failed)
 		return -1;
+	/* where the kernel would stop at a file, so does the call: the resolved form
+	 * would go on past it */
+	if (decides_on_paths(in, st, cls))
+		inspected = verdict = inspect_real_paths(st, real);
 	trace_meter_task_new(in->meter, st->pid, st->tid);
 	memcpy(call.args, st->args, sizeof call.args);
 	memset(&d, 0, sizeof d);
 	/* A pending page of this thread belongs to a call that never came back. */
 	if (*trace_guest_slot(g, TRACE_LAYER_INSPECT))
 		pages_of(g)->n = 0;
+	inspect_pages_forget(in->pages, st->tid);
 	in->rewritten[0][0] = in->rewritten[1][0] = 0;
 	in->arena_used = 0;
-	if (in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
+	if (verdict == 0 && in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
 		inspected = 1;
 		if (d.record)
 			st->want_exit = st->record = 1;
@@ -1039,21 +1045,9 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 						   call.name ? call.name : "syscall");
 	}
 	trace_decision_clear(&d);
-	if (verdict == 0 && in->coproc && (cls & TRACE_CLASS_FILE)) {
+	if (verdict == 0 && in->coproc && (cls & coproc_classes(in))) {
 		inspected = 1;
-		if (trace_coproc_ask(in->coproc, st, &d, &e) < 0) {
-			common_err_context(&e, "inspector %s", in->o.inspect_exec);
-			verdict = -1;
-		} else if (d.deny_errno) {
-			verdict = d.deny_errno;
-		} else {
-			if (d.record)
-				st->want_exit = st->record = 1;
-			if ((r = apply(in, &call, &d)) < 0)
-				verdict = -1, common_errno(&e, -r, "inspector %s: rewriting",
-							   in->o.inspect_exec);
-		}
-		trace_decision_clear(&d);
+		verdict = coproc_entry(in, &call, st, real, &e);
 	}
 	if (verdict == 0 && in->o.fn && (cls & (in->o.fn_classes ? in->o.fn_classes :
 						TRACE_CLASS_FILE))) {
@@ -1071,9 +1065,12 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	if (verdict == 0 && !c.dead && decides_on_paths(in, st, cls)) {
 		inspected = 1;
 		for (int k = 0; k < 2 && verdict == 0; k++)
-			if (!in->rewritten[k][0] && st->raw[k] && (r = rewrite_path(&call, k, st->raw[k])) < 0)
-				verdict = -1, common_errno(&e, -r, "keeping the path of %s out of the "
-							   "guest's reach", call.name ? call.name : "a syscall");
+			if (!in->rewritten[k][0] && st->raw[k] &&
+			    (r = rewrite_path(&call, k, inspect_page_form(st, k, real))) < 0)
+				/* a guest out of descriptors or memory gets that errno for the call */
+				verdict = r == -EMFILE || r == -ENFILE || r == -ENOMEM ? -r : -1,
+				common_errno(&e, -r, "keeping the path of %s out of the guest's reach",
+					     call.name ? call.name : "a syscall");
 	}
 	if (c.dead) {
 		/* killed meanwhile (exit_group of a sibling, a signal): nothing left to decide */
@@ -1085,7 +1082,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	if (!inspected)
 		return 0;
 	if (verdict < 0) {
-		unmap_now(g, 0, &c);
+		unmap_now(in, g, 0, &c);
 		/* the call must not run: the guest is stopped, nothing is written back */
 		st->action = TRACE_DENIED;
 		st->deny_errno = EPERM;
@@ -1096,7 +1093,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 		return fail(in, &e);
 	}
 	if (verdict > 0) {
-		unmap_now(g, 0, &c);
+		unmap_now(in, g, 0, &c);
 		st->action = TRACE_DENIED;
 		st->deny_errno = verdict;
 		return 0;
@@ -1112,7 +1109,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 		st->nr = call.nr;
 		memcpy(st->args, call.args, sizeof st->args);
 	}
-	if (c.nv)
+	if (c.nv || c.sealed)
 		st->want_exit = 1;
 	return 0;
 }
@@ -1540,6 +1537,13 @@ static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *
 	trace_meter_vector_take(in->meter, st->tid, &stale);
 	if (inspect_entry(in, g, st) < 0)
 		return -1;
+	int flight = 0, err = inspect_pages_remap_errno(in->pages, st, &flight);
+	if (err) { /* it would take a decided path's page away */
+		st->action = TRACE_DENIED;
+		st->deny_errno = err;
+		return 0;
+	}
+	st->want_exit |= flight; /* in flight until its exit */
 	/* metered as the call that runs: a rule may have changed it, and the kernel
 	 * does not stop it again */
 	now = *st;
@@ -1591,7 +1595,8 @@ static int inspector_exit(void *ctx, struct trace_guest *g, struct trace_stop *s
 	struct trace_stop now;
 	uint64_t u[TRACE_DIMS];
 
-	unmap_now(g, 1, NULL);
+	unmap_now(in, g, 1, NULL);
+	inspect_pages_call_done(in->pages, st->tid);
 	if (vector_exit(in, g, st) < 0)
 		return -1;
 	now = *st; /* with the result the vectored call returns */
@@ -1620,28 +1625,6 @@ int trace_inspector_finish(struct trace_inspector *in, struct common_err *e)
 		*e = in->fail;
 		return -1;
 	}
-	return 0;
-}
-
-int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
-				 uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
-				 struct common_err *e)
-{
-	json_t *rec = NULL, *lim, *use;
-
-	if (lease_load(s, id, &rec, e) < 0)
-		return -1;
-	lim = json_object_get(rec, "limits");
-	use = json_object_get(rec, "usage");
-	for (int d = 0; d < TRACE_DIMS; d++) {
-		const char *n = lease_dim_name((enum lease_dim)d);
-		json_t *l = json_object_get(lim, n), *u = json_object_get(use, n);
-		limits[d] = json_is_integer(l) && json_integer_value(l) >= 0 ?
-			    (uint64_t)json_integer_value(l) : lease_dim_ceiling((enum lease_dim)d);
-		base[d] = json_is_integer(u) && json_integer_value(u) >= 0 ?
-			  (uint64_t)json_integer_value(u) : 0;
-	}
-	json_decref(rec);
 	return 0;
 }
 

@@ -56,12 +56,13 @@ int trace_policy_has_paths(const struct trace_policy *p);
 struct trace_coproc;
 int trace_coproc_start(const char *prog, int timeout_ms, struct trace_coproc **c,
 		       struct common_err *e);
-/* One round trip. -1 (e filled) for a malformed, late or missing reply. */
-int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st,
+/* One round trip; real: each path argument resolved inside the guest's root, or
+ * NULL (either may be NULL). -1 (e filled) for a malformed, late or missing reply. */
+int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st, const char *const real[2],
 		     struct trace_decision *d, struct common_err *e);
 void trace_coproc_stop(struct trace_coproc *c);
 /* The codec alone (unit tests): an event line without newline (malloc'd), a reply. */
-char *trace_coproc_event(uint64_t id, const struct trace_stop *st);
+char *trace_coproc_event(uint64_t id, const struct trace_stop *st, const char *const real[2]);
 int trace_coproc_parse_reply(const char *line, size_t len, uint64_t id,
 			     struct trace_decision *d, struct common_err *e);
 
@@ -75,6 +76,7 @@ struct trace_inspector_opts {
 	const char *ns_dir;             /* metered as namespace_bytes, NULL: none */
 	const struct trace_policy *policy;
 	const char *inspect_exec;       /* co-process command, NULL: none */
+	unsigned inspect_classes;       /* classes the co-process sees, 0: TRACE_CLASS_FILE */
 	int inspect_timeout_ms;         /* 0: TRACE_COPROC_TIMEOUT_MS */
 	sbx_inspect_fn fn;              /* C callback, NULL: none */
 	void *fn_arg;

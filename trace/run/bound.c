@@ -87,6 +87,7 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 	io.policy = b->policy;
 	io.inspect_exec = b->o->inspect_exec;
 	io.inspect_timeout_ms = b->o->inspect_timeout_ms;
+	io.inspect_classes = b->o->inspect_classes;
 	io.relay = b->relay;
 	io.run_claim = *run_claim >= 0 ? run_claim : NULL;
 	if (trace_inspector_new(&io, &b->ins, e) < 0)

@@ -194,11 +194,35 @@ static int parse_inspect_timeout(const struct common_opt *opt, void *cli, const 
 	return 0;
 }
 
+/* --inspect-classes file,read,...: the classes a co-process is sent (not refused,
+ * store or load: the boundary's and the meter's, never a co-process's). */
+static int parse_inspect_classes(const struct common_opt *opt, void *cli, const char *v,
+				 struct common_err *e)
+{
+	char *list = common_xstrdup(v), *save = NULL;
+	unsigned *out = COMMON_OPT_FIELD(opt, cli, unsigned);
+	int rc = 0;
+
+	*out = 0;
+	for (char *w = strtok_r(list, ",", &save); w && rc == 0; w = strtok_r(NULL, ",", &save)) {
+		unsigned c = trace_class_by_name(w);
+		if (!c || (c & (TRACE_CLASS_REFUSED | TRACE_CLASS_STORE | TRACE_CLASS_LOAD)))
+			rc = common_errf(e, "--inspect-classes", "unknown class \"%s\" (file, read, "
+					 "write, process, net, signal, memory, time, desc)", w);
+		*out |= c;
+	}
+	free(list);
+	if (rc == 0 && !*out)
+		rc = common_errf(e, "--inspect-classes", "expected a list of classes");
+	return rc;
+}
+
 static const struct common_opt_type bind_type = { 1, parse_bind }, mount_type = { 1, parse_mount },
 	owner_type = { 1, parse_owner }, chdir_type = { 1, parse_chdir },
 	socket_type = { 1, parse_socket }, env_type = { 1, parse_env },
 	result_fd_type = { 1, parse_result_fd }, level_type = { 1, parse_level },
-	inspect_timeout_type = { 1, parse_inspect_timeout };
+	inspect_timeout_type = { 1, parse_inspect_timeout },
+	inspect_classes_type = { 1, parse_inspect_classes };
 
 /* Which tool takes a row: sbx-run only, or (0) both it and sbx-restore. */
 enum { RUN = 1u << 0, RESTORE = 1u << 1 };
@@ -232,6 +256,7 @@ static const struct common_opt run_opts[] = {
 	OPT("trace-level", &level_type, trace_level, 0),
 	OPT("policy", &common_opt_str, policy, 0),
 	OPT("inspect-exec", &common_opt_str, inspect_exec, 0),
+	OPT("inspect-classes", &inspect_classes_type, inspect_classes, 0),
 	OPT("inspect-timeout", &inspect_timeout_type, inspect_timeout_ms, 0),
 	OPT("state-in", &common_opt_str, state_in, RUN),
 	OPT("state-out", &common_opt_str, state_out, RUN),
@@ -254,7 +279,8 @@ static const char trace_run_usage[] =
 	"               [--owner UID:GID] [--socket PATH]... [--chdir DIR]\n"
 	"               [--env-clear | --env-inherit] [--env K=V]...\n"
 	"               [--trace FILE|-] [--trace-level exec|file|all]\n"
-	"               [--policy FILE] [--inspect-exec PROG] [--inspect-timeout MS]\n"
+	"               [--policy FILE] [--inspect-exec PROG] [--inspect-classes LIST]\n"
+	"               [--inspect-timeout MS]\n"
 	"               [--state-in FILE] [--state-out FILE]\n"
 	"               [--max-procs N] [--snapshot-every-batches N] [--snapshot-on-exit-signal]\n"
 	"               [--deterministic] [--memory-sampled]\n"

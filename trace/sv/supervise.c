@@ -708,6 +708,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		st->deny_errno = refuse;
 	}
 	if (st->action == TRACE_DENIED) {
+		sv->res->refused += !refuse; /* a layer's refusal counts as the boundary's */
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;
 	} else if (nested == 0) {

@@ -117,8 +117,8 @@ static int fixed_action(const struct trace_sysinfo *s, unsigned facts, uint32_t 
 		*act = SCMP_ACT_TRACE(TRACE_TAG_CLASS);
 	else if (facts & TRACE_FACT_EXEC)
 		*act = SCMP_ACT_TRACE(TRACE_TAG_EXEC);
-	else if (facts & TRACE_FACT_UNSUPPORTED)
-		*act = SCMP_ACT_ERRNO(ENOSYS);
+	else if (facts & TRACE_FACT_UNSUPPORTED) /* the verdict says ENOSYS, at a stop */
+		*act = SCMP_ACT_TRACE(TRACE_TAG_REFUSED);
 	else
 		return 0;
 	return 1;
@@ -200,14 +200,14 @@ static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned c
 	struct scmp_arg_cmp cmp[2];
 	unsigned facts = trace_sys_facts(s->nr);
 	int oflags = trace_sys_arg(s, TRACE_ARG_OFLAGS), mflags = trace_sys_arg(s, TRACE_ARG_MFLAGS);
-	uint32_t act;
+	uint32_t act, fixed = (classes & TRACE_FILTER_REMAP) && (facts & TRACE_FACT_REMAP) ? MAP_FIXED : 0;
 	if (fixed_action(s, facts, &act))
 		return rule(c, act, s->nr, 0, NULL, s->name, e);
 	if (store_only(s, classes) && (oflags >= 0 || mflags >= 0)) {
 		/* only a creating open or a shared mapping may store: the rest runs,
 		 * these fall to the default trap and the storage meter */
 		cmp[0] = oflags >= 0 ? SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0)
-				     : SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_SHARED, 0);
+				     : SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_SHARED | fixed, 0);
 		return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
 	}
 	if (load_only(s, classes)) {
@@ -226,7 +226,7 @@ static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned c
 		cmp[1] = SCMP_CMP64((unsigned)buf, SCMP_CMP_GE, TRACE_MAP_WINDOW_HI);
 		return rule(c, SCMP_ACT_ALLOW, s->nr, 2, cmp, s->name, e);
 	}
-	if (class_trapped(s, facts, classes))
+	if (class_trapped(s, facts, classes) || (fixed && mflags < 0))
 		return rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), s->nr, 0, NULL, s->name, e);
 	if (facts & TRACE_FACT_ADDRESSED) {
 		/* all 64 bits: a pointer above 4 GiB must stop too */
@@ -234,6 +234,10 @@ static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned c
 		if (rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), s->nr, 1, cmp, s->name, e) < 0)
 			return -1;
 		cmp[0] = SCMP_CMP64(4, SCMP_CMP_EQ, 0);
+		return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
+	}
+	if (fixed) { /* TRACE_FILTER_REMAP: a mapping at a fixed address stops */
+		cmp[0] = SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_FIXED, 0);
 		return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
 	}
 	return allow_by_args(c, s, e);

@@ -57,12 +57,17 @@ enum trace_fact {
 	TRACE_FACT_NEVER_TRAPPED = 1u << 0, /* allowed whatever the plan */
 	TRACE_FACT_EXEC = 1u << 1,          /* always stops, as an exec */
 	TRACE_FACT_AT_EXIT = 1u << 2,       /* always stops: the supervisor judges it */
-	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS without a stop */
+	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS, each attempt stopped (counted, recorded) */
 	TRACE_FACT_DETERM = 1u << 4,        /* TRACE_FILTER_DETERM traps it beyond its classes */
 	TRACE_FACT_LINK_READ = 1u << 5,     /* TRACE_FILTER_NO_READLINK lets it run */
 	TRACE_FACT_ADDRESSED = 1u << 6,     /* stops when argument 4 (an address) is not NULL */
+	TRACE_FACT_REMAP = 1u << 7,         /* TRACE_FILTER_REMAP traps it (mmap: with MAP_FIXED) */
+	TRACE_FACT_NOFOLLOW = 1u << 8,      /* a symlink last in its paths is not followed */
 };
 unsigned trace_sys_facts(long nr);
+/* Whether the call with args a follows a symlink that is the last component of
+ * its k-th path argument, as the kernel decides (facts, open flags, AT_ flags). */
+int trace_sys_follows_last(const struct trace_sysinfo *s, const uint64_t a[6], int k);
 /* Argument rules, on an argument's low 32 bits (trace/sys/facts.def). */
 enum trace_rule {
 	TRACE_RULE_CLEAR,  /* none of value's bits */
@@ -94,6 +99,9 @@ int trace_sys_rules_errno(long nr, const uint64_t a[6]);
 #define TRACE_MAP_WINDOW_LO 0x200000000000ull
 #define TRACE_MAP_WINDOW_HI 0x300000000000ull
 #define TRACE_FILTER_DETERM (1u << 29)  /* filter modifier: also trap TRACE_FACT_DETERM calls */
+/* Filter modifier: calls that can unmap or replace a mapping stop (the inspector
+ * keeps the pages holding decided paths in place). */
+#define TRACE_FILTER_REMAP (1u << 28)
 
 #define TRACE_GUEST_UID 1000      /* uid/gid inside: the only ids a guest may take or give */
 /* open(2) flags that create an inode */

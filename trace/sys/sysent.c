@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/fanotify.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include "trace/sys/sys.h"
@@ -106,6 +108,26 @@ static const struct trace_argrule rules[] = {
 unsigned trace_sys_facts(long nr)
 {
 	return nr >= 0 && nr < NR_INDEX ? facts_by_nr[nr] : 0;
+}
+
+int trace_sys_follows_last(const struct trace_sysinfo *s, const uint64_t a[6], int k)
+{
+	int of = trace_sys_arg(s, TRACE_ARG_OFLAGS), fl = trace_sys_arg(s, TRACE_ARG_FLAGS);
+	uint32_t f = fl >= 0 ? (uint32_t)a[fl] : 0;
+
+	if (s->nr == TRACE_SYS_linkat) /* the old path, with AT_SYMLINK_FOLLOW; never the new */
+		return k == 0 && (f & AT_SYMLINK_FOLLOW);
+	if (trace_sys_facts(s->nr) & TRACE_FACT_NOFOLLOW)
+		return 0;
+	if (of >= 0) /* O_CREAT|O_EXCL makes the link itself fail: it is not followed */
+		return !((uint32_t)a[of] & O_NOFOLLOW) &&
+		       ((uint32_t)a[of] & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL);
+	if (s->nr == TRACE_SYS_inotify_add_watch)
+		return !(f & IN_DONT_FOLLOW);
+	if (s->nr == TRACE_SYS_fanotify_mark)
+		return !(f & FAN_MARK_DONT_FOLLOW);
+	/* the *at calls' flags: AT_SYMLINK_NOFOLLOW (AT_EMPTY_PATH paths are empty) */
+	return !(fl >= 0 && trace_sys_arg(s, TRACE_ARG_DIRFD) >= 0 && (f & AT_SYMLINK_NOFOLLOW));
 }
 
 const struct trace_argrule *trace_sys_rules(long nr, size_t *n)

@@ -76,11 +76,14 @@ static int magic_target(pid_t tid, const char *dir, const char *name, char targe
 	if (n <= 0 || target[0] != '/')
 		return -1;
 	target[n] = 0;
+	/* a deleted file or a memfd has no path left: only the link reaches it */
+	if (n > 10 && strcmp(target + n - 10, " (deleted)") == 0)
+		return -1;
 	return 1;
 }
 
 /* A symlink at path in the guest's root: 1 with its target, 0 when path is no
- * symlink, -1 when path is not there. */
+ * symlink (2: nor a directory), -1 when path is not there. */
 static int guest_link(int root, const char *path, char target[PATH_MAX])
 {
 	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
@@ -96,6 +99,8 @@ static int guest_link(int root, const char *path, char target[PATH_MAX])
 			target[n] = 0;
 			rc = 1;
 		}
+	} else if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		rc = 2;
 	}
 	close(fd);
 	return rc;
@@ -108,7 +113,7 @@ int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_
 {
 	char link[64], comp[PATH_MAX], cand[PATH_MAX], target[PATH_MAX], buf[2][2 * PATH_MAX];
 	const char *rest = path;
-	int hops = 0, which = 0, missing = 0, toolong = 0;
+	int hops = 0, which = 0, missing = 0, toolong = 0, notdir = 0;
 
 	snprintf(link, sizeof link, "/proc/%d/root", (int)tid);
 	int root = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -141,8 +146,12 @@ int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_
 				r = guest_link(root, cand, target);
 			if (r < 0)
 				missing = 1; /* not there (a file being made): the rest as written */
+			if (r == 2 && !last) {
+				notdir = 1; /* the kernel stops here: ENOTDIR */
+				break;
+			}
 		}
-		if (r <= 0) {
+		if (r <= 0 || r == 2) {
 			strcpy(out, cand);
 			continue;
 		}
@@ -156,6 +165,8 @@ int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_
 			out[0] = 0;
 	}
 	close(root);
+	if (notdir)
+		return -ENOTDIR;
 	if (hops > HOPS_MAX || toolong)
 		return -1;
 	if (!out[0])

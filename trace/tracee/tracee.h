@@ -119,7 +119,9 @@ int trace_proc_start_brk(pid_t tid, uint64_t *start_brk, struct common_err *e);
 /* Paths as the kernel will resolve them in the guest's view (guestpath.c).
  * fold: "//", "/./" and ".." folded lexically (in absolute). real: every symlink
  * and /proc/self magic link (root, cwd, exe, fd/N) resolved inside tid's root,
- * the last component too when follow_last; 0, or -1 when a link cannot be read. */
+ * the last component too when follow_last; 0, -ENOTDIR when a component before
+ * the last is neither a directory nor a link (the kernel fails there), or -1
+ * when a link cannot be read. */
 void trace_path_fold(const char *in, char out[PATH_MAX]);
 int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_MAX]);
 
