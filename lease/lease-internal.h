@@ -179,6 +179,21 @@ int lease_usage_get(const json_t *usage, uint64_t out[LEASE_DIM_COUNT]);
 json_t *lease_usage_json(const uint64_t v[LEASE_DIM_COUNT]);
 int lease_state_live(enum lease_state s);
 
+/* lifecycle.c, for repair.c and query.c, under the store lock: */
+/* 1 when rec is a one-shot lease (sbx-run --ephemeral) whose run is this host's. */
+int lease_ephemeral_here(const struct lease_store *s, const json_t *rec);
+/* Close what a dead run left of *rec (replaced): Active is settled from the run's
+ * durable bound; a one-shot lease of this host is also expired and destroyed.
+ * *out the committed pair, NULL when nothing was to do. */
+int lease_close_left(struct lease_store *s, json_t **rec, uint64_t batch, json_t **out,
+		     struct common_err *e);
+/* lease_close_left for every lease whose run died on this host (claim unheld). */
+int lease_dead_runs_close(struct lease_store *s, uint64_t batch, struct common_err *e);
+/* Expire *rec (replaced) when its deadline has passed and no run of this host holds
+ * it: 1 expired, 0 not overdue. */
+int lease_expire_overdue(struct lease_store *s, json_t **rec, uint64_t batch,
+			 struct common_err *e);
+
 /* small json helpers */
 int64_t lease_jint(const json_t *o, const char *key); /* -1 when absent / not integer */
 const char *lease_jstr(const json_t *o, const char *key); /* NULL when absent */

@@ -277,6 +277,23 @@ static int cmd_verify(struct lease_cli *c)
 	return ok ? SBX_EXIT_OK : SBX_EXIT_FAIL;
 }
 
+static int cmd_recover(struct lease_cli *c)
+{
+	json_t *rep, *r;
+	size_t i;
+
+	if (open_store(c) < 0 || lease_repair(c->s, &rep, &c->e) < 0)
+		return fail(c);
+	if (c->fmt == COMMON_FMT_JSON)
+		common_json_print(rep, 0);
+	json_array_foreach(json_object_get(rep, "recovered"), i, r)
+		if (c->fmt == COMMON_FMT_TEXT)
+			printf("%s: %s -> %s\n", lease_jstr(r, "lease"), lease_jstr(r, "from"),
+			       lease_jstr(r, "to"));
+	json_decref(rep);
+	return SBX_EXIT_OK;
+}
+
 static int print_clock(struct lease_cli *c, json_t *clk)
 {
 	if (c->fmt == COMMON_FMT_TEXT)
@@ -323,6 +340,7 @@ static int v_show(void *c) { return cmd_show(c); }
 static int v_list(void *c) { return cmd_list(c); }
 static int v_log(void *c) { return cmd_log(c); }
 static int v_verify(void *c) { return cmd_verify(c); }
+static int v_recover(void *c) { return cmd_recover(c); }
 static int v_clock(void *c) { return cmd_clock(c); }
 static int v_tick(void *c) { return cmd_tick(c); }
 
@@ -340,6 +358,7 @@ static const struct common_verb lease_verbs[] = {
 	{ "list", v_list, "list [--principal P] [--state S]", 0, 0 },
 	{ "log", v_log, "log ID", 1, 1 },
 	{ "verify", v_verify, "verify [ID]", 0, 1 },
+	{ "recover", v_recover, "recover", 0, 0 },
 	{ "clock", v_clock, "clock [wall|manual]", 0, 1 },
 	{ "tick", v_tick, "tick [N]", 0, 1 },
 };
@@ -361,6 +380,7 @@ static const struct {
 	{ BIT(O_USAGE) | BIT(O_EVIDENCE), BIT(O_USAGE) },
 	{ BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 },
 	{ 0, 0 }, { BIT(O_PRINCIPAL) | BIT(O_STATE), 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 },
+	{ 0, 0 },
 };
 
 static const struct option opts[] = {

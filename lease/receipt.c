@@ -208,5 +208,7 @@ int lease_record_check(const json_t *rec, const char *name, struct common_err *e
 		return -1;
 	if (!json_is_array(json_object_get(rec, "snapshots")))
 		return field_err(e, name, "snapshots", "an array");
+	if (json_object_get(rec, "ephemeral") && !lease_hex_valid(lease_jstr(rec, "ephemeral"), 64))
+		return field_err(e, name, "ephemeral", "64 hex digits (the key of its run's host)");
 	return 0;
 }

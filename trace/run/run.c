@@ -765,6 +765,7 @@ static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o,
 	req.script_sha256 = sc->path ? sc->sha : NULL;
 	req.lifetime = o->lifetime;
 	req.escrow = o->escrow;
+	req.ephemeral = 1;
 	if (o->limits && lease_parse_limits(o->limits, &req, e) < 0)
 		return -1;
 	if (o->fees && lease_parse_fees(o->fees, &req, e) < 0)
@@ -926,13 +927,16 @@ int trace_run_main(struct trace_run_opts *o)
 	if (lease_image_check_cached_fd(s, image_fd, image, sha, &e) < 0)
 		goto fail;
 	if (o->ephemeral) {
-		if (ephemeral_open(s, o, image, sha, &sc, &id, &head, receipts, &e) < 0) {
-			if (id)
-				have_lease = 1;
+		/* request and claim under one host lock: sbx-lease recover never finds the
+		 * lease unclaimed while this run lives */
+		if (lease_store_lock_host(s, &e) < 0)
 			goto fail;
+		if (ephemeral_open(s, o, image, sha, &sc, &id, &head, receipts, &e) == 0) {
+			have_lease = 1;
+			run_fd = lease_run_claim(s, id, &e);
 		}
-		have_lease = 1;
-		if ((run_fd = lease_run_claim(s, id, &e)) < 0)
+		lease_store_unlock(s);
+		if (run_fd < 0)
 			goto fail;
 	} else {
 		id = common_xstrdup(o->lease);
