@@ -109,6 +109,8 @@ static json_t *fold_request(const json_t *r, struct common_err *e)
 			"deadline", (json_int_t)dl, "escrow_required", (json_int_t)esc,
 			"escrow", (json_int_t)0, "usage", lease_usage_json(zero),
 			"cost", (json_int_t)0, "snapshot_bytes", (json_int_t)0, "snapshots");
+	if (rec && lease_jstr(r, "renter"))
+		json_object_set(rec, "renter", json_object_get(r, "renter"));
 	if (rec && json_object_get(q, "ephemeral"))
 		json_object_set(rec, "ephemeral", json_object_get(q, "ephemeral"));
 	return rec;

@@ -70,6 +70,10 @@ struct lease_store {
 	struct stat cst; /* clock.json behind clk */
 	json_t *clk;
 	char boot[37];   /* "" unread, "-" unknown */
+	char *pkey_file; /* --principal-key FILE, else the principal's own file */
+	struct common_key pkey; /* the caller's key for principal pkey_name */
+	char pkey_name[LEASE_NAME_MAX + 1];
+	int pkey_ok;
 };
 
 /* etcd.c: a v3 client through the HTTP/JSON gateway; keys below the URL's prefix. */
@@ -194,6 +198,16 @@ int lease_dead_runs_close(struct lease_store *s, uint64_t batch, struct common_e
 int lease_expire_overdue(struct lease_store *s, json_t **rec, uint64_t batch,
 			 struct common_err *e);
 
+/* principal.c: sign the edge of receipt r (not sealed yet) as its renter, principal
+ * (rec: the lease before the edge, NULL for a request), and check that signature
+ * against the key the store knows principal by (recorded now at its first use):
+ * r gets "renter" and "renter_sig", or the edge is refused. args may carry a
+ * signature made by the caller of another tool ("renter", "renter_sig"). */
+int lease_renter_sign(struct lease_store *s, const json_t *rec, const char *principal,
+		      json_t *r, const json_t *args, struct common_err *e);
+/* The store's and the caller's private keys wiped (the store is closing). */
+void lease_keys_forget(struct lease_store *s);
+
 /* small json helpers */
 int64_t lease_jint(const json_t *o, const char *key); /* -1 when absent / not integer */
 const char *lease_jstr(const json_t *o, const char *key); /* NULL when absent */
@@ -209,6 +223,7 @@ struct lease_cli {
 	enum common_format fmt;
 	struct lease_request req;
 	const char *amount, *evidence, *usage, *state, *lifetime, *escrow, *limits, *fees;
+	const char *pkey; /* --principal-key */
 	const char *pos[1]; /* the operand after the verb */
 	int npos;
 	unsigned given; /* a bit per option given */

@@ -59,6 +59,14 @@ const char *lease_store_name(const struct lease_store *s);
 int lease_store_sign(const struct lease_store *s, const void *msg, size_t len, uint8_t sig[64],
 		     struct common_err *e);
 void lease_store_pubkey(const struct lease_store *s, uint8_t pub[32]);
+/* Principals (SPEC §3): the caller's key is file (--principal-key) for any
+ * principal it acts as, else (file NULL) $XDG_CONFIG_HOME/sbx/principals/NAME
+ * (~/.config/...), made at a request's first use of NAME. */
+void lease_store_principal_key(struct lease_store *s, const char *file);
+/* The caller's signature (hex) authorizing edge on lease record rec, for a tool that
+ * asks another process to make the edge (sbx-snap take): args "renter", "renter_sig". */
+int lease_renter_presign(struct lease_store *s, const json_t *rec, enum lease_edge edge,
+			 char pub[65], char sig[129], struct common_err *e);
 /* Current batch of the store clock. */
 int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e);
 /* Directory of the lease's namespace storage (mounted at /ns in the guest). */

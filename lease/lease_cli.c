@@ -19,7 +19,10 @@ static int fail(struct lease_cli *c)
 
 static int open_store(struct lease_cli *c)
 {
-	return lease_store_open(c->store, &c->s, &c->e);
+	if (lease_store_open(c->store, &c->s, &c->e) < 0)
+		return -1;
+	lease_store_principal_key(c->s, c->pkey);
+	return 0;
 }
 
 static void fmt_usage(FILE *f, const json_t *u)
@@ -345,15 +348,16 @@ static int v_clock(void *c) { return cmd_clock(c); }
 static int v_tick(void *c) { return cmd_tick(c); }
 
 static const struct common_verb lease_verbs[] = {
-	{ "request", v_request, "request --image PATH [--principal NAME] [--host-program NAME]\n"
+	{ "request", v_request, "request --image PATH [--principal NAME] [--principal-key FILE]\n"
+	  "          [--host-program NAME]\n"
 	  "          [--limits DIM=N[,DIM=N...]] [--lifetime BATCHES] [--escrow N]\n"
 	  "          [--fees DIM=PRICE[,...]]", 0, 0 },
-	{ "fund", v_fund, "fund [ID] --amount N --evidence FILE|-", 0, 1 },
+	{ "fund", v_fund, "fund [ID] --amount N --evidence FILE|- [--principal-key FILE]", 0, 1 },
 	{ "activate", v_activate, "activate [ID] --evidence FILE|-", 0, 1 },
 	{ "observe", v_observe, "observe [ID] --usage DIM=N[,...] --evidence FILE|-", 0, 1 },
-	{ "settle", v_settle, "settle [ID] --evidence FILE|-", 0, 1 },
+	{ "settle", v_settle, "settle [ID] --evidence FILE|- [--principal-key FILE]", 0, 1 },
 	{ "expire", v_expire, "expire [ID] --evidence FILE|-", 0, 1 },
-	{ "destroy", v_destroy, "destroy [ID] --evidence FILE|-", 0, 1 },
+	{ "destroy", v_destroy, "destroy [ID] --evidence FILE|- [--principal-key FILE]", 0, 1 },
 	{ "show", v_show, "show ID", 1, 1 },
 	{ "list", v_list, "list [--principal P] [--state S]", 0, 0 },
 	{ "log", v_log, "log ID", 1, 1 },
@@ -365,7 +369,7 @@ static const struct common_verb lease_verbs[] = {
 #define NVERBS (sizeof lease_verbs / sizeof lease_verbs[0])
 
 enum { O_STORE = 1000, O_FORMAT, O_IMAGE, O_PRINCIPAL, O_HOST, O_LIMITS, O_LIFETIME,
-       O_ESCROW, O_FEES, O_AMOUNT, O_EVIDENCE, O_USAGE, O_STATE };
+       O_ESCROW, O_FEES, O_AMOUNT, O_EVIDENCE, O_USAGE, O_STATE, O_PKEY };
 #define BIT(o) (1u << ((o) - O_STORE))
 
 /* The options each verb takes besides --store and --format, and must be given;
@@ -374,11 +378,12 @@ static const struct {
 	unsigned allowed, required;
 } verb_opts[NVERBS] = {
 	{ BIT(O_IMAGE) | BIT(O_PRINCIPAL) | BIT(O_HOST) | BIT(O_LIMITS) | BIT(O_LIFETIME) |
-	  BIT(O_ESCROW) | BIT(O_FEES), BIT(O_IMAGE) },
-	{ BIT(O_AMOUNT) | BIT(O_EVIDENCE), BIT(O_AMOUNT) },
+	  BIT(O_ESCROW) | BIT(O_FEES) | BIT(O_PKEY), BIT(O_IMAGE) },
+	{ BIT(O_AMOUNT) | BIT(O_EVIDENCE) | BIT(O_PKEY), BIT(O_AMOUNT) },
 	{ BIT(O_EVIDENCE), 0 },
 	{ BIT(O_USAGE) | BIT(O_EVIDENCE), BIT(O_USAGE) },
-	{ BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 }, { BIT(O_EVIDENCE), 0 },
+	{ BIT(O_EVIDENCE) | BIT(O_PKEY), 0 }, { BIT(O_EVIDENCE), 0 },
+	{ BIT(O_EVIDENCE) | BIT(O_PKEY), 0 },
 	{ 0, 0 }, { BIT(O_PRINCIPAL) | BIT(O_STATE), 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 },
 	{ 0, 0 },
 };
@@ -397,6 +402,7 @@ static const struct option opts[] = {
 	{ "evidence", required_argument, NULL, O_EVIDENCE },
 	{ "usage", required_argument, NULL, O_USAGE },
 	{ "state", required_argument, NULL, O_STATE },
+	{ "principal-key", required_argument, NULL, O_PKEY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -417,6 +423,7 @@ static int set_opt(struct lease_cli *c, int o, const char *v, struct common_err 
 	case O_EVIDENCE: c->evidence = v; break;
 	case O_USAGE: c->usage = v; break;
 	case O_STATE: c->state = v; break;
+	case O_PKEY: c->pkey = v; break;
 	}
 	return 0;
 }
@@ -463,7 +470,7 @@ int lease_cli_parse(int argc, char **argv, struct lease_cli *c, struct common_er
 	optind = 0; /* the verb's words, options after operands allowed */
 	if ((rc = scan(c, argc, argv, ":h", verb_opts[k].allowed, e)) != 0)
 		return rc;
-	for (int o = O_IMAGE; o <= O_STATE; o++)
+	for (int o = O_IMAGE; o <= O_PKEY; o++)
 		if ((verb_opts[k].required & BIT(o)) && !(c->given & BIT(o)))
 			return common_errf(e, c->verb->name, "needs --%s", opts[o - O_STORE].name);
 	if (common_verb_args(c->verb, argc - optind, e) < 0)

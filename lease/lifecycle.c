@@ -626,6 +626,14 @@ static int expire_principal_overdue(struct lease_store *s, const char *principal
 	return rc;
 }
 
+/* The edges a renter asks for (SPEC §3): signed by the renter's key. The others are
+ * the runtime's (activate, observe) or the clock's and settlement's (expire). */
+static int renter_asks(enum lease_edge ed)
+{
+	return ed == LEASE_EDGE_FUND || ed == LEASE_EDGE_SNAPSHOT || ed == LEASE_EDGE_SETTLE ||
+	       ed == LEASE_EDGE_DESTROY;
+}
+
 /* One attempt of the write path: request (req) or an existing lease (id, evidence checked when
  * need_ev or given), then the steps, then one commit. *pair_out NULL when every step
  * was optional and skipped. */
@@ -647,7 +655,13 @@ static int apply_once(struct lease_store *s, const struct lease_request *req,
 		goto unlock;
 	if (req) {
 		if (expire_principal_overdue(s, p->principal, batch, e) < 0 ||
-		    request_receipt(s, req, p, batch, &r, e) < 0 || seal_fold(s, &rec, r, rs, e) < 0)
+		    request_receipt(s, req, p, batch, &r, e) < 0)
+			goto unlock;
+		if (lease_renter_sign(s, NULL, p->principal, r, NULL, e) < 0) {
+			json_decref(r);
+			goto unlock;
+		}
+		if (seal_fold(s, &rec, r, rs, e) < 0)
 			goto unlock;
 	} else {
 		if (load_pair(s, id, &pair, e) < 0)
@@ -673,8 +687,14 @@ static int apply_once(struct lease_store *s, const struct lease_request *req,
 			refuse_edge(e, steps[k].edge, rec);
 			goto unlock;
 		}
-		if (edge_receipt(s, rec, steps[k].edge, steps[k].args, batch, &r, e) < 0 ||
-		    seal_fold(s, &rec, r, rs, e) < 0)
+		if (edge_receipt(s, rec, steps[k].edge, steps[k].args, batch, &r, e) < 0)
+			goto unlock;
+		if (renter_asks(steps[k].edge) &&
+		    lease_renter_sign(s, rec, lease_jstr(rec, "principal"), r, steps[k].args, e) < 0) {
+			json_decref(r);
+			goto unlock;
+		}
+		if (seal_fold(s, &rec, r, rs, e) < 0)
 			goto unlock;
 	}
 	if (json_array_size(rs) && commit(s, rs, rec, pair_out, e) < 0)

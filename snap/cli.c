@@ -129,7 +129,12 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 		json_decref(rec);
 		return SBX_EXIT_FAIL;
 	}
+	/* renter-authorized: the run makes the edge, signed here by the renter's key */
+	char pub[65], sig[129];
+	int signed_ok = lease_renter_presign(s, l, LEASE_EDGE_SNAPSHOT, pub, sig, e);
 	json_decref(rec);
+	if (signed_ok < 0)
+		return SBX_EXIT_FAIL;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int n = snprintf(a.sun_path, sizeof a.sun_path, "%s/run/%s.sock", lease_store_dir(s), lease);
 	if (n < 0 || (size_t)n >= sizeof a.sun_path) {
@@ -146,8 +151,9 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 	}
 	struct timeval tv = { .tv_sec = 600 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	char req[64];
-	snprintf(req, sizeof req, "{\"op\":\"snapshot\",\"stop\":%s}\n", stop ? "true" : "false");
+	char req[320];
+	snprintf(req, sizeof req, "{\"op\":\"snapshot\",\"stop\":%s,\"renter\":\"%s\","
+		 "\"renter_sig\":\"%s\"}\n", stop ? "true" : "false", pub, sig);
 	char *buf = common_xmalloc(65536);
 	size_t len = 0;
 	/* a refused peer is answered and closed at once: read that answer all the same
@@ -536,7 +542,8 @@ static int v_import(void *p)
 }
 
 static const struct common_verb snap_verbs[] = {
-	{ "take", v_take, "[--store DIR] [--format json|text] take LEASE [--stop] [--principal NAME]", 1, 1 },
+	{ "take", v_take, "[--store DIR] [--format json|text] take LEASE [--stop] [--principal NAME]\n"
+	  "         [--principal-key FILE]", 1, 1 },
 	{ "list", v_list, "[--store DIR] [--format json|text] list [LEASE]", 0, 1 },
 	{ "show", v_show, "[--store DIR] [--format json|text] show DIGEST", 1, 1 },
 	{ "verify", v_verify, "[--store DIR] [--format json|text] verify DIGEST", 1, 1 },
@@ -547,12 +554,13 @@ static const struct common_verb snap_verbs[] = {
 
 int snap_cli_parse(int argc, char **argv, struct snap_cli *c, struct common_err *e)
 {
-	enum { O_STORE = 1, O_FORMAT, O_OUTPUT, O_PRINCIPAL, O_STOP, O_HELP };
+	enum { O_STORE = 1, O_FORMAT, O_OUTPUT, O_PRINCIPAL, O_STOP, O_HELP, O_PKEY };
 	static const struct option lo[] = {
 		{ "store", required_argument, NULL, O_STORE },
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "output", required_argument, NULL, O_OUTPUT },
 		{ "principal", required_argument, NULL, O_PRINCIPAL },
+		{ "principal-key", required_argument, NULL, O_PKEY },
 		{ "stop", no_argument, NULL, O_STOP },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -571,6 +579,7 @@ int snap_cli_parse(int argc, char **argv, struct snap_cli *c, struct common_err 
 			break;
 		case 'o': case O_OUTPUT: c->out = optarg; break;
 		case O_PRINCIPAL: c->principal = optarg; break;
+		case O_PKEY: c->principal_key = optarg; break;
 		case O_STOP: c->stop = 1; break;
 		case O_HELP: return 1;
 		default: return common_getopt_err(o, argv, e);
@@ -586,6 +595,8 @@ int snap_cli_parse(int argc, char **argv, struct snap_cli *c, struct common_err 
 		return common_errf(e, "export", "needs -o FILE.tar");
 	if (c->stop && c->verb->run != v_take)
 		return common_errf(e, "--stop", "only take takes it");
+	if (c->principal_key && c->verb->run != v_take)
+		return common_errf(e, "--principal-key", "only take takes it");
 	return 0;
 }
 
@@ -605,6 +616,7 @@ int snap_cli_main(int argc, char **argv)
 		common_report(&c.e);
 		return SBX_EXIT_SBX;
 	}
+	lease_store_principal_key(c.s, c.principal_key);
 	c.e.what[0] = 0;
 	rc = c.verb->run(&c);
 	if (rc != SBX_EXIT_OK && c.e.what[0])

@@ -13,6 +13,7 @@ teardown_file() {
 }
 
 setup() {
+	sbx_setup_store
 	export SBX_STORE
 	SBX_STORE=$(sbx_etcd_url "f$BATS_TEST_NUMBER")
 	cd "$BATS_TEST_TMPDIR"

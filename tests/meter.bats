@@ -146,7 +146,7 @@ memcg_or_skip() {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
 	memcg_or_skip
 	as_nobody
-	local nb="setpriv --reuid=65534 --regid=65534 --clear-groups env -u SBX_MEMORY_SAMPLED SBX_STORE=$UDIR/store"
+	local nb="setpriv --reuid=65534 --regid=65534 --clear-groups env -u SBX_MEMORY_SAMPLED SBX_STORE=$UDIR/store XDG_CONFIG_HOME=$SBX_NOBODY_CONFIG"
 	run $nb sbx-run --ephemeral -- /bin/true
 	assert_failure 125
 	assert_output --partial "sbx-run: error: memory: no memory cgroup can be made for the run"

@@ -12,7 +12,7 @@ static const struct {
 } run_options[] = {
 	{ "store", 1, 1 }, { "lease", 1, 1 }, { "ephemeral", 0, 0 },
 	{ "limits", 1, 0 }, { "fees", 1, 0 }, { "lifetime", 1, 0 }, { "escrow", 1, 0 },
-	{ "principal", 1, 0 }, { "host-program", 1, 0 },
+	{ "principal", 1, 0 }, { "principal-key", 1, 0 }, { "host-program", 1, 0 },
 	{ "ro", 1, 1 }, { "rw", 1, 1 }, { "mount", 1, 1 }, { "owner", 1, 1 }, { "socket", 1, 1 },
 	{ "chdir", 1, 1 }, { "env-clear", 0, 1 }, { "env-inherit", 0, 1 }, { "env", 1, 1 },
 	{ "result", 1, 1 }, { "result-fd", 1, 1 },
@@ -36,7 +36,8 @@ const char trace_run_usage[] =
 	"               [--deterministic] [--memory-sampled]\n"
 	"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 	"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
-	"                 [--escrow N] [--principal NAME] [--host-program NAME]\n";
+	"                 [--escrow N] [--principal NAME] [--principal-key FILE]\n"
+	"                 [--host-program NAME]\n";
 
 /* The words after the options: sbx-run's PROGRAM; sbx-restore's one operand,
  * then after "--" its PROGRAM (none: o->argv stays NULL). */

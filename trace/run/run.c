@@ -139,6 +139,8 @@ int trace_run_opt(struct trace_run_opts *o, const char *name, const char *v, str
 		o->fees = v;
 	else if (strcmp(name, "principal") == 0)
 		o->principal = v;
+	else if (strcmp(name, "principal-key") == 0)
+		o->principal_key = v;
 	else if (strcmp(name, "host-program") == 0)
 		o->host_program = v;
 	else if (strcmp(name, "lifetime") == 0)
@@ -318,10 +320,12 @@ static void ctl_close(struct run_ctx *c)
 
 /* A snapshot of guest through the program's snapshot operations; the
  * request carries the supervisor's own state: the trace head, flushed. */
-static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop,
+static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop, const json_t *peer,
 		     struct trace_snap_taken *out, struct common_err *e)
 {
-	struct trace_snap_request rq = { .guest = guest, .stop = stop, .at_stop = at_stop };
+	struct trace_snap_request rq = { .guest = guest, .stop = stop, .at_stop = at_stop,
+					 .renter = json_string_value(json_object_get(peer, "renter")),
+					 .renter_sig = json_string_value(json_object_get(peer, "renter_sig")) };
 	if (!c->opts || !c->opts->snap)
 		return common_errf(e, "snapshot", "this program takes no snapshots");
 	if (c->rec) {
@@ -408,7 +412,10 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 		/* capture at a step boundary, persist, record the receipt */
 		struct trace_snap_taken t;
 		int stop = json_is_true(json_object_get(req, "stop"));
-		int rc = snap_take(c, trace_sv_guest_pid(sv), stop, 0, &t, &e);
+		/* a peer's snapshot is its renter's to authorize, never this run's key */
+		int rc = !json_object_get(req, "renter_sig") ? common_errf(&e, "snapshot", "not signed by the "
+				"lease's renter (sbx-snap take signs it)")
+			: snap_take(c, trace_sv_guest_pid(sv), stop, 0, req, &t, &e);
 		json_decref(rep);
 		rep = snap_reply(c->lease, rc, &t, &e);
 		if (stop && rc == 0)
@@ -535,7 +542,7 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 		c->snap_batch = b;
 		struct trace_snap_taken t;
 		struct common_err e;
-		if (snap_take(c, trace_sv_guest_pid(sv), 0, 0, &t, &e) < 0)
+		if (snap_take(c, trace_sv_guest_pid(sv), 0, 0, NULL, &t, &e) < 0)
 			common_warnf("automatic snapshot: %s: %s", e.what, e.why);
 		else
 			json_decref(t.receipt);
@@ -552,7 +559,7 @@ static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int s
 		return;
 	struct trace_snap_taken t;
 	struct common_err e;
-	if (snap_take(c, tid, 0, 1, &t, &e) < 0)
+	if (snap_take(c, tid, 0, 1, NULL, &t, &e) < 0)
 		common_warnf("snapshot on signal %d: %s: %s", sig, e.what, e.why);
 	else
 		json_decref(t.receipt);
@@ -917,6 +924,7 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 	if (lease_store_open(o->store, &s, &e) < 0)
 		goto fail;
+	lease_store_principal_key(s, o->principal_key);
 	store_real = realpath(lease_store_dir(s), NULL);
 	/* the mount list (a bind that would show the store, say) before any lease moves */
 	struct trace_config pre = { .argv = (const char *const *)o->argv, .image = image,
