@@ -205,6 +205,10 @@ int lease_expire_overdue(struct lease_store *s, json_t **rec, uint64_t batch,
  * signature made by the caller of another tool ("renter", "renter_sig"). */
 int lease_renter_sign(struct lease_store *s, const json_t *rec, const char *principal,
 		      json_t *r, const json_t *args, struct common_err *e);
+/* verify: receipt r's renter signature (rec: the lease before r, NULL for a request)
+ * is by the key recorded for its principal, over what the edge consumed. */
+int lease_renter_check(struct lease_store *s, const json_t *rec, const json_t *r,
+		       struct common_err *e);
 /* The store's and the caller's private keys wiped (the store is closing). */
 void lease_keys_forget(struct lease_store *s);
 

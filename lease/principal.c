@@ -73,17 +73,28 @@ static int key_read(const char *name, const char *path, struct common_key *k, st
 	return 1;
 }
 
-/* The invoker's own key for a name it uses first: 0600 in a 0700 directory, atomic. */
-static int key_make(const char *dir, const char *path, struct common_key *k, struct common_err *e)
+/* The invoker's own key for a name it uses first: 0600 in a 0700 directory, written
+ * whole aside and linked in, so of callers making it at once one key stands: the
+ * one read back. */
+static int key_make(const char *name, const char *dir, const char *path, struct common_key *k,
+		    struct common_err *e)
 {
-	char hex[PKEY_HEX + 2];
+	char hex[PKEY_HEX + 2], *tmp;
+	int r;
 
 	if (common_mkdir_p(dir, 0700, e) < 0 || common_key_generate(k, e) < 0)
 		return -1;
 	common_hex(k->priv, 32, hex);
 	common_hex(k->pub, 32, hex + 64);
 	strcat(hex, "\n");
-	return common_write_atomic(path, hex, strlen(hex), 0600, e);
+	tmp = common_xasprintf("%s.new.%d", path, (int)getpid());
+	r = common_write_atomic(tmp, hex, strlen(hex), 0600, e);
+	if (r == 0 && link(tmp, path) < 0 && errno != EEXIST)
+		r = common_errno(e, errno, "principal %s: key %s", name, path);
+	unlink(tmp);
+	free(tmp);
+	OPENSSL_cleanse(hex, sizeof hex);
+	return r < 0 ? -1 : key_read(name, path, k, e);
 }
 
 /* The caller's key for principal name: --principal-key, else the principal's own
@@ -101,8 +112,8 @@ static int caller_key(struct lease_store *s, const char *name, int create, struc
 	path = s->pkey_file ? common_xstrdup(s->pkey_file) : common_xasprintf("%s/%s", dir, name);
 	r = key_read(name, path, &s->pkey, e);
 	if (r == 0 && create && !s->pkey_file)
-		r = key_make(dir, path, &s->pkey, e) < 0 ? -1 : 1;
-	else if (r == 0)
+		r = key_make(name, dir, path, &s->pkey, e);
+	if (r == 0)
 		r = common_errf(e, what, "not signed by its key (no key %s; give "
 				"--principal-key FILE)", path);
 	free(dir);
@@ -161,9 +172,8 @@ static int register_key(struct lease_store *s, const char *name, const char *hex
 		int64_t rev;
 		p = common_xasprintf("principals/%s", name);
 		json_t *cmp = json_pack("[[s, i]]", p, 0), *puts = json_pack("[[s, s]]", p, val);
+		/* not applied: another caller recorded one first, and that one stands */
 		r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
-		if (r == 0) /* another host recorded one first: that one stands */
-			r = common_errf(e, "principal", "%s: recorded meanwhile by another caller", name);
 		json_decref(cmp);
 		json_decref(puts);
 		json_decref(v);
@@ -255,8 +265,11 @@ int lease_renter_sign(struct lease_store *s, const json_t *rec, const char *prin
 	}
 	if ((reg = registered(s, principal, known, e)) < 0)
 		return -1;
-	if (!reg && (register_key(s, principal, pub, e) < 0 || registered(s, principal, known, e) < 0))
+	if (!reg && (register_key(s, principal, pub, e) < 0 ||
+		     (reg = registered(s, principal, known, e)) < 0))
 		return -1;
+	if (!reg)
+		return common_errf(e, what, "its key was not recorded in store %s", s->name);
 	renter_nonce(rec, ed, nonce, sizeof nonce);
 	msg = renter_message(id, edge, nonce, &len);
 	if (!pre) {
@@ -274,5 +287,37 @@ int lease_renter_sign(struct lease_store *s, const json_t *rec, const char *prin
 				   principal, known);
 	json_object_set_new(r, "renter", json_string(known));
 	json_object_set_new(r, "renter_sig", json_string(sig));
+	return 0;
+}
+
+int lease_renter_check(struct lease_store *s, const json_t *rec, const json_t *r,
+		       struct common_err *e)
+{
+	const char *pub = lease_jstr(r, "renter"), *sig = lease_jstr(r, "renter_sig");
+	const char *who = rec ? lease_jstr(rec, "principal")
+			      : lease_jstr(json_object_get(r, "request"), "principal");
+	char nonce[80], known[65];
+	uint8_t kraw[32], sraw[64];
+	enum lease_edge ed;
+	size_t len;
+	char *msg;
+	int ok, reg;
+
+	if (!who || lease_edge_parse(lease_jstr(r, "edge"), &ed) < 0)
+		return common_errf(e, "receipt", "renter signature on a receipt without principal or edge");
+	if ((reg = registered(s, who, known, e)) < 0)
+		return -1;
+	if (!reg || !pub || strcmp(pub, known) != 0)
+		return common_errf(e, lease_jstr(r, "lease"), "receipt seq %lld names renter key %.16s…, "
+				   "not the key recorded for principal %s", (long long)lease_jint(r, "seq"),
+				   pub ? pub : "(none)", who);
+	renter_nonce(rec, ed, nonce, sizeof nonce);
+	msg = renter_message(lease_jstr(r, "lease"), lease_jstr(r, "edge"), nonce, &len);
+	ok = common_unhex(pub, kraw, 32) == 0 && sig && common_unhex(sig, sraw, 64) == 0 &&
+	     common_key_verify(kraw, msg, len, sraw);
+	free(msg);
+	if (!ok)
+		return common_errf(e, lease_jstr(r, "lease"), "receipt seq %lld: renter signature "
+				   "does not verify", (long long)lease_jint(r, "seq"));
 	return 0;
 }

@@ -427,6 +427,9 @@ static int verify_line(void *arg, const char *name, const char *line, size_t len
 		json_decref(r);
 		return 0;
 	}
+	if (json_object_get(r, "renter_sig") &&
+	    lease_renter_check(c->s, json_object_get(ch, "rec"), r, &e) < 0)
+		problem(c, "%s: %s: %s", name, e.what, e.why);
 	if (lease_fold(json_object_get(ch, "rec"), r, &next, &e) < 0) {
 		problem(c, "%s: %s: %s", name, e.what, e.why);
 		json_object_set_new(ch, "broken", json_true());

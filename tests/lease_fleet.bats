@@ -423,3 +423,47 @@ PY
 	[ ! -e "$SBX_HOST_DIR/parked/$id.json" ]
 	[ -s "$SBX_HOST_DIR/parked/$id.json.bad" ]
 }
+
+# A caller on host $1 with configuration directory cfg$1 (its own principal keys)
+caller_on() {
+	local h=$1
+	shift
+	XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/cfg$h" on_host "$h" "$@"
+}
+
+@test "a principal's key works from every host; a caller without it is refused on every host" {
+	caller_on 0 request --image /bin/true --principal alice --escrow 1 >r.json
+	key=$BATS_TEST_TMPDIR/cfg0/sbx/principals/alice
+	pub=$(cut -c65-128 "$key")
+	# recorded at first use in the shared store, so every host knows it
+	assert_equal "$(sbx_etcdctl get "/f$BATS_TEST_NUMBER/principals/alice" --print-value-only | jq -r .key)" "$pub"
+	for h in 1 2 3; do
+		caller_on "$h" request --image /bin/true --principal "bob$h" >/dev/null
+		run caller_on "$h" fund --amount 1 --evidence r.json
+		assert_failure
+		assert_output --partial "principal alice: not signed by its key"
+		run caller_on "$h" fund --amount 1 --evidence r.json \
+			--principal-key "$BATS_TEST_TMPDIR/cfg$h/sbx/principals/bob$h"
+		assert_failure
+		assert_output --partial "principal alice: not signed by its key"
+	done
+	assert_equal "$(on_host 2 show "$(jq -r .lease.id r.json)" | jq -r .lease.seq)" 0
+	# alice's key, wherever she is, moves her lease from every host
+	caller_on 1 fund --amount 1 --evidence r.json --principal-key "$key" >f.json
+	caller_on 2 activate --evidence f.json >a.json
+	caller_on 3 settle --evidence a.json --principal-key "$key" >s.json
+	caller_on 1 expire --evidence s.json >e.json
+	assert_equal "$(on_host 0 log "$(jq -r .lease.id r.json)" | jq -r 'select(.renter_sig) | .renter' | sort -u)" "$pub"
+	# every host checks every renter signature against the key the store recorded
+	for h in 0 1 2 3; do
+		run on_host $h verify
+		assert_success
+	done
+	for h in 1 2 3; do
+		run caller_on "$h" destroy --evidence e.json
+		assert_failure
+		assert_output --partial "principal alice: not signed by its key"
+	done
+	caller_on 0 destroy --evidence e.json --principal-key "$key" >d.json
+	assert_equal "$(jq -r .lease.state d.json)" Destroyed
+}
