@@ -145,13 +145,16 @@ static int registered(struct lease_store *s, const char *name, char hex[65], str
 	}
 	if (r == 0 && buf && s->etcd)
 		v = common_json_load(buf, len, p, e);
+	if (r == 0 && buf && !s->etcd && len == 65 && buf[64] == '\n')
+		buf[64] = 0; /* the directory store's line */
 	const char *k = s->etcd ? lease_jstr(v, "key") : buf;
 	if (r == 0 && buf) {
-		if (k && strlen(k) >= 64 && (k[64] == 0 || k[64] == '\n') &&
-		    (snprintf(hex, 65, "%.64s", k), lease_hex_valid(hex, 64)))
+		if (k && lease_hex_valid(k, 64)) {
+			memcpy(hex, k, 65);
 			r = 1;
-		else
+		} else {
 			r = common_errf(e, p, "damaged principal record (expected its 64 hex digit key)");
+		}
 	}
 	json_decref(v);
 	free(buf);
