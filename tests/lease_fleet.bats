@@ -28,6 +28,7 @@ own_cluster() {
 }
 
 teardown() {
+	[ -z "${RUN_PID:-}" ] || kill -9 "$RUN_PID" 2>/dev/null || true
 	[ -z "${OWN_ETCD:-}" ] || "$BATS_TEST_DIRNAME/etcd-cluster.sh" stop "$OWN_ETCD"
 }
 
@@ -466,4 +467,32 @@ caller_on() {
 	done
 	caller_on 0 destroy --evidence e.json --principal-key "$key" >d.json
 	assert_equal "$(jq -r .lease.state d.json)" Destroyed
+}
+
+@test "recover on a shared store: a host recovers the one-shot runs it ran, never another host's" {
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1" sbx-run --ephemeral -- /bin/sleep 1000 >run.out 2>run.err &
+	RUN_PID=$!
+	id=""
+	for _ in $(seq 1 600); do
+		id=$(on_host 0 list --state Active | jq -r .id)
+		[ -n "$id" ] && [ -e "$BATS_TEST_TMPDIR/host1/run/$id.lock" ] && break
+		sleep 0.05
+	done
+	[ -n "$id" ]
+	kill -9 "$RUN_PID"
+	wait "$RUN_PID" || true
+	# another host leaves it alone: the lease names the key of the host that ran it
+	on_host 2 recover >r2.json
+	assert_equal "$(jq -c .recovered r2.json)" "[]"
+	assert_equal "$(on_host 2 show "$id" | jq -r .lease.state)" Active
+	run on_host 1 verify
+	assert_failure
+	assert_output --partial "lease $id: its run died without closing it"
+	on_host 1 recover >r1.json
+	assert_equal "$(jq -c .recovered r1.json)" "[{\"from\":\"Active\",\"lease\":\"$id\",\"to\":\"Destroyed\"}]"
+	[ ! -e "$BATS_TEST_TMPDIR/host1/ns/$id" ]
+	for h in 0 1 2; do
+		run on_host $h verify
+		assert_success
+	done
 }
