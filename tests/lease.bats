@@ -609,14 +609,6 @@ as_other() { XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" "$@"; }
 @test "a principal is proven by its key: without it, or with another, nothing of its leases moves" {
 	new_lease --principal alice | sbx-lease fund --amount 0 --evidence - |
 		sbx-lease activate --evidence - >act.json
-	# the key was made at first use, 0600 in a 0700 directory, never in the store
-	[ "$(stat -c %a "$XDG_CONFIG_HOME/sbx/principals")" = 700 ]
-	[ "$(stat -c %a "$XDG_CONFIG_HOME/sbx/principals/alice")" = 600 ]
-	! grep -rqF "$(cut -c1-64 "$XDG_CONFIG_HOME/sbx/principals/alice")" "$LOCAL"
-	pub=$(cut -c65-128 "$XDG_CONFIG_HOME/sbx/principals/alice")
-	# receipts and the record name the renter's public key
-	assert_equal "$(sbx-lease log "$(jq -r .lease.id act.json)" | jq -r .renter | sort -u | grep -v null)" "$pub"
-	assert_equal "$(jq -r .lease.renter act.json)" "$pub"
 	new_lease --principal bob >/dev/null
 	new_lease --principal alice >req2.json
 	before=$(store_sum)
@@ -635,6 +627,14 @@ as_other() { XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" "$@"; }
 	assert_failure
 	assert_output --partial "principal alice: not signed by its key"
 	assert_equal "$(store_sum)" "$before"
+	# the key was made at first use, 0600 in a 0700 directory, never in the store
+	[ "$(stat -c %a "$XDG_CONFIG_HOME/sbx/principals")" = 700 ]
+	[ "$(stat -c %a "$XDG_CONFIG_HOME/sbx/principals/alice")" = 600 ]
+	! grep -rqF "$(cut -c1-64 "$XDG_CONFIG_HOME/sbx/principals/alice")" "$LOCAL"
+	pub=$(cut -c65-128 "$XDG_CONFIG_HOME/sbx/principals/alice")
+	# receipts and the record name the renter's public key
+	assert_equal "$(sbx-lease log "$(jq -r .lease.id act.json)" | jq -r .renter | sort -u | grep -v null)" "$pub"
+	assert_equal "$(jq -r .lease.renter act.json)" "$pub"
 	sbx-lease settle --evidence act.json >set.json
 	sbx-lease expire --evidence set.json >exp.json
 	before=$(store_sum)
