@@ -435,9 +435,6 @@ caller_on() {
 @test "a principal's key works from every host; a caller without it is refused on every host" {
 	caller_on 0 request --image /bin/true --principal alice --escrow 1 >r.json
 	key=$BATS_TEST_TMPDIR/cfg0/sbx/principals/alice
-	pub=$(cut -c65-128 "$key")
-	# recorded at first use in the shared store, so every host knows it
-	assert_equal "$(sbx_etcdctl get "/f$BATS_TEST_NUMBER/principals/alice" --print-value-only | jq -r .key)" "$pub"
 	for h in 1 2 3; do
 		caller_on "$h" request --image /bin/true --principal "bob$h" >/dev/null
 		run caller_on "$h" fund --amount 1 --evidence r.json
@@ -449,6 +446,9 @@ caller_on() {
 		assert_output --partial "principal alice: not signed by its key"
 	done
 	assert_equal "$(on_host 2 show "$(jq -r .lease.id r.json)" | jq -r .lease.seq)" 0
+	# recorded at first use in the shared store, so every host knows it
+	pub=$(cut -c65-128 "$key")
+	assert_equal "$(sbx_etcdctl get "/f$BATS_TEST_NUMBER/principals/alice" --print-value-only | jq -r .key)" "$pub"
 	# alice's key, wherever she is, moves her lease from every host
 	caller_on 1 fund --amount 1 --evidence r.json --principal-key "$key" >f.json
 	caller_on 2 activate --evidence f.json >a.json
