@@ -425,6 +425,9 @@ print(s.recv(65536).decode())' "$SBX_STORE/run/$1.sock" "$2"
 	pub=$(cut -c65-128 "$XDG_CONFIG_HOME/sbx/principals/alice")
 	run ctl "$SRC" "{\"op\":\"snapshot\",\"stop\":false,\"renter\":\"$pub\",\"renter_sig\":\"$(printf '%0128d' 0)\"}"
 	assert_output --partial "principal alice: not signed by its key"
+	# a malformed one is no signature: the run's own key does not stand in for it
+	run ctl "$SRC" "{\"op\":\"snapshot\",\"stop\":false,\"renter\":\"$pub\",\"renter_sig\":\"x\"}"
+	assert_output --partial "principal alice: not signed by its key (a malformed signature)"
 	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
 	# the renter's own take, signed by its key, is made
 	run sbx-snap take "$SRC" --principal alice --stop
