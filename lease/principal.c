@@ -258,7 +258,8 @@ int lease_renter_sign(struct lease_store *s, const json_t *rec, const char *prin
 
 	lease_edge_parse(edge, &ed);
 	snprintf(what, sizeof what, "principal %s", principal);
-	if (!pre && (json_object_get(args, "renter_sig") || json_object_get(args, "renter")))
+	json_t *gs = json_object_get(args, "renter_sig"), *gp = json_object_get(args, "renter");
+	if (!pre && ((gs && !json_is_null(gs)) || (gp && !json_is_null(gp))))
 		return common_errf(e, what, "not signed by its key (a malformed signature)");
 	if (pre) {
 		snprintf(pub, sizeof pub, "%s", gpub); /* signed by the caller of another tool */

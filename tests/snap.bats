@@ -422,6 +422,8 @@ print(s.recv(65536).decode())' "$SBX_STORE/run/$1.sock" "$2"
 	assert_output --partial "sbx-snap: error: principal alice: not signed by its key"
 	run ctl "$SRC" '{"op":"snapshot","stop":false}'
 	assert_output --partial "not signed by the lease's renter"
+	run ctl "$SRC" '{"op":"snapshot","stop":false,"renter_sig":5}'
+	assert_output --partial "not signed by the lease's renter"
 	pub=$(cut -c65-128 "$XDG_CONFIG_HOME/sbx/principals/alice")
 	run ctl "$SRC" "{\"op\":\"snapshot\",\"stop\":false,\"renter\":\"$pub\",\"renter_sig\":\"$(printf '%0128d' 0)\"}"
 	assert_output --partial "principal alice: not signed by its key"

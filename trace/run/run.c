@@ -413,9 +413,10 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 		struct trace_snap_taken t;
 		int stop = json_is_true(json_object_get(req, "stop"));
 		/* a peer's snapshot is its renter's to authorize, never this run's key */
-		int rc = !json_object_get(req, "renter_sig") ? common_errf(&e, "snapshot", "not signed by the "
-				"lease's renter (sbx-snap take signs it)")
-			: snap_take(c, trace_sv_guest_pid(sv), stop, 0, req, &t, &e);
+		int peer_signed = json_is_string(json_object_get(req, "renter_sig"));
+		int rc = peer_signed ? snap_take(c, trace_sv_guest_pid(sv), stop, 0, req, &t, &e)
+			: common_errf(&e, "snapshot", "not signed by the lease's renter (sbx-snap "
+				      "take signs it)");
 		json_decref(rep);
 		rep = snap_reply(c->lease, rc, &t, &e);
 		if (stop && rc == 0)
