@@ -80,11 +80,13 @@ static int repair_once(struct lease_store *s, json_t **report, struct common_err
 	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0 ||
 	    s->be->ids(s, &ids, &n, e) < 0)
 		goto unlock;
-	for (size_t i = 0; i < n; i++) /* states before dead runs are settled */
-		if ((rec = record_of(s, ids[i], e, &rc))) {
-			json_object_set(before, ids[i], json_object_get(rec, "state"));
-			json_decref(rec);
-		}
+	for (size_t i = 0; i < n; i++) { /* states before dead runs are settled */
+		int got;
+		if (!(rec = record_of(s, ids[i], e, &got)))
+			continue; /* a damaged record is verify's to report */
+		json_object_set(before, ids[i], json_object_get(rec, "state"));
+		json_decref(rec);
+	}
 	if (lease_dead_runs_close(s, batch, e) < 0)
 		goto unlock;
 	for (size_t i = 0; i < n; i++)
