@@ -17,7 +17,7 @@ DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev 
             libarchive-dev libssl-dev bats bats-assert bats-support clang \
             libclang-rt-14-dev mandoc strace make util-linux python3 python3-cryptography jq \
             default-jdk-headless etcd-server etcd-client libcurl4-openssl-dev
-BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite
+BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite runsc
 
 LIB_DIRS := libcommon codec lease trace trace/sys trace/tracee trace/box trace/sv trace/meter \
             trace/inspect trace/determ trace/record trace/run trace/call snap

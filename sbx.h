@@ -78,12 +78,26 @@ struct sbx_sandbox {
 	                               * executable): bounds, metering, /ns; NULL: none */
 	const char *store;            /* the lease's store, NULL: the default store */
 	struct common_err *err;       /* filled when sbx_call fails, may be NULL */
+	int warm_isolated;            /* warm sandbox: each call in a fresh fork of the warm
+	                               * guest, seeing no memory the calls before it wrote;
+	                               * 0: every call in the one warm guest process */
 };
 /* Run fn(root) in a fresh guest running this same non-PIE executable, then write
  * the changed graph (described by type) back into the caller's objects. 0, or -1
  * with sb->err filled and nothing written back; fn never runs on the host. */
 int sbx_call(const struct sbx_sandbox *sb, void (*fn)(void *), const struct sbx_type *type,
 	     void *root);
+/* A warm sandbox: one guest kept for many calls (sbx_call(3)). Open starts it
+ * with sb (which, and all it points to, must outlive the sandbox) and returns a
+ * handle >= 0, or -1 with sb->err filled. A call runs fn(root) as sbx_call does;
+ * calls on one sandbox run one at a time. After close (which waits for a call
+ * in progress and ends the guest: 0, or -1 when it ended badly) the handle is
+ * refused. Call and close return 0, or -1 with err (may be NULL) filled. */
+int sbx_sandbox_open(const struct sbx_sandbox *sb);
+int sbx_sandbox_call(int sandbox, void (*fn)(void *), const struct sbx_type *type, void *root,
+		     struct common_err *err);
+int sbx_sandbox_close(int sandbox, struct common_err *err);
+
 /* Typed state for a guest run by sbx-run --state-in/--state-out (the same image
  * format, SPEC §10): decode the input image on fd 3 as type into fresh objects
  * (*g owns them), and later append the graph, same object IDs, as the result.

@@ -5,7 +5,7 @@
 # `sbx-eph`: --ephemeral, i.e. plus the lease's
 # request/fund/activate and settle/expire/destroy), under bwrap with equivalent
 # mounts (read-only /, fresh /proc, private /tmp, the project read-write, all
-# namespaces unshared) and under proot.
+# namespaces unshared), under proot, and under gVisor's runsc where installed.
 # A run in an Active lease starts the guest with address randomisation off (for
 # snapshots, see sbx-run(1)); an ephemeral one keeps it. Randomisation alone
 # changes a build's cost on some machines (page-table work), so `native-R` is the
@@ -37,9 +37,12 @@ SRC="$W/src"
 cp -r "$here/examples/hello" "$SRC"
 make -s -C "$SRC" clean
 
-VARIANTS=${VARIANTS:-"native native-R sbx sbx-file sbx-eph bwrap proot pin-bwrap pin-sbx"}
+# gVisor's runsc (Debian's build, ptrace platform, writing to the host like the
+# others' read-write project) joins where it is installed
+VARIANTS=${VARIANTS:-"native native-R sbx sbx-file sbx-eph bwrap proot pin-bwrap pin-sbx$(
+	command -v runsc >/dev/null 2>&1 && echo ' runsc')"}
 has() { case " $VARIANTS " in *" $1 "*) ;; *) return 1 ;; esac; }
-for v in bwrap proot; do
+for v in bwrap proot runsc; do
 	! has "$v" || command -v "$v" >/dev/null 2>&1 || {
 		echo "bench/run.sh: $v is not installed (make bench-deps)" >&2
 		exit 1
@@ -76,6 +79,8 @@ build() {
 	bwrap) set -- bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$SRC" "$SRC" \
 		--unshare-all --die-with-parent --chdir "$SRC" make -s -C "$SRC" -j2 ;;
 	proot) set -- proot -w "$SRC" make -s -C "$SRC" -j2 ;;
+	runsc) set -- runsc --network=none --platform=ptrace do -force-overlay=false -cwd "$SRC" \
+		-- make -s -C "$SRC" -j2 ;;
 	pin-bwrap) set -- taskset -c 0 bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
 		--bind "$SRC" "$SRC" --unshare-all --die-with-parent --chdir "$SRC" make -s -C "$SRC" -j2 ;;
 	pin-sbx) set -- taskset -c 0 "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" \

@@ -237,6 +237,33 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 	st->regions[st->nregions++] = r;
 }
 
+/* What a snapshot cannot hold, refused while the guest is untouched: a shared
+ * mapping that can be written (or that no file names), a deleted file. A shared
+ * read-only file mapping is held by content and mapped shared again. */
+static int refuse_mappings(pid_t pid, struct common_err *e)
+{
+	struct trace_map *m;
+	size_t n;
+	int rc = 0;
+	if (trace_proc_maps(pid, &m, &n, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		int kind = snap_map_kind(&m[i]);
+		if (kind < 0)
+			continue;
+		if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)"))
+			rc = common_errf(e, "capture", "mapping of deleted file %s is not supported",
+					 m[i].path);
+		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w'))
+			rc = common_errf(e, "capture", "shared %s mapping %#" PRIx64 "-%#" PRIx64
+					 " %s is not supported (only read-only shared file mappings are)",
+					 m[i].perms[1] == 'w' ? "writable" : "anonymous", m[i].start,
+					 m[i].end, m[i].path[0] ? m[i].path : "(anonymous)");
+	}
+	free(m);
+	return rc;
+}
+
 static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *e)
 {
 	struct trace_map *m;
@@ -250,20 +277,11 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 		int kind = snap_map_kind(&m[i]);
 		if (kind < 0)
 			continue;
-		if (m[i].perms[3] == 's') {
-			free(m);
-			return common_errf(e, "capture", "shared mapping %#" PRIx64 "-%#" PRIx64
-					   " %s is not supported", m[i].start, m[i].end, m[i].path);
-		}
-		if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)")) {
-			free(m);
-			return common_errf(e, "capture", "mapping of deleted file %s is not supported",
-					   m[i].path);
-		}
 		struct snap_region r = {
 			.start = m[i].start, .end = m[i].end, .kind = (uint32_t)kind,
 			.prot = (m[i].perms[0] == 'r' ? 1u : 0) | (m[i].perms[1] == 'w' ? 2u : 0) |
-				(m[i].perms[2] == 'x' ? 4u : 0),
+				(m[i].perms[2] == 'x' ? 4u : 0) |
+				(m[i].perms[3] == 's' ? SNAP_PROT_SHARED : 0),
 			.offset = kind == SNAP_REGION_FILE ? m[i].offset : 0,
 		};
 		if (kind != SNAP_REGION_ANON && kind != SNAP_REGION_HEAP) {
@@ -505,10 +523,10 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 {
 	struct snap_state st;
 	struct trace_tracee t = { .memfd = -1 };
-	struct user_regs_struct regs;
+	struct user_regs_struct regs, entry;
 	struct cell_list cells = { 0 };
 	struct fill_ctx fc = { &t, -1, 0 };
-	int rc = -1, err, mask_set = 0;
+	int rc = -1, err, mask_set = 0, touched = 0;
 	memset(&st, 0, sizeof st);
 
 	int nthreads = count_threads(pid, e);
@@ -517,6 +535,11 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	if (nthreads != 1)
 		return common_errf(e, "capture", "guest has %d threads: only single-threaded "
 				   "guests can be snapshotted", nthreads);
+	if (refuse_mappings(pid, e) < 0)
+		return -1;
+	/* a refused snapshot leaves the guest exactly as it was: these go back */
+	if ((err = trace_regs_get(pid, &entry)) < 0)
+		return common_errno(e, -err, "capture registers of %d", (int)pid);
 	st.meta = o->meta;
 	st.meta.lease = common_xstrdup(o->meta.lease ? o->meta.lease : "");
 	st.meta.principal = common_xstrdup(o->meta.principal ? o->meta.principal : "");
@@ -548,6 +571,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		goto out;
 	}
 	mask_set = 1;
+	touched = 1;
 	if (capture_pending(pid, &st, e) < 0)
 		goto out;
 	if (trace_rseq_get(pid, &st.rseq_ptr, &st.rseq_len, &st.rseq_sig) == 0 && st.rseq_len)
@@ -603,6 +627,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 out:
 	if (mask_set)
 		trace_sigmask_set(pid, st.sigmask);
+	if (rc < 0 && touched)
+		trace_regs_set(pid, &entry);
 	if (fc.pagemap >= 0)
 		close(fc.pagemap);
 	trace_tracee_close(&t);

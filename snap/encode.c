@@ -696,8 +696,10 @@ static int decode_regions(struct codec_rd *r, struct snap_state *st)
 		if (g->start >= g->end || g->start % SNAP_PAGE || g->end % SNAP_PAGE ||
 		    g->end > ((uint64_t)1 << 47))
 			return codec_rd_fail(r, "region bounds are not page-aligned user addresses");
-		if (g->prot & ~7u || g->kind > SNAP_REGION_VDSO)
+		if (g->prot & ~15u || g->kind > SNAP_REGION_VDSO)
 			return codec_rd_fail(r, "unknown region protection or kind");
+		if ((g->prot & SNAP_PROT_SHARED) && (g->kind != SNAP_REGION_FILE || (g->prot & 2)))
+			return codec_rd_fail(r, "a shared region is not a read-only file mapping");
 		if ((g->kind == SNAP_REGION_FILE) != (g->path[0] == '/') ||
 		    (g->kind != SNAP_REGION_FILE && g->offset))
 			return codec_rd_fail(r, "region path or offset does not fit its kind");

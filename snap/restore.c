@@ -94,7 +94,8 @@ static int unmap_all(struct rs *s, uint64_t *vdso_start, uint64_t *vdso_end)
 			const struct snap_region *r = &s->st->regions[j];
 			uint64_t a = r->start > m[i].start ? r->start : m[i].start;
 			uint64_t b = r->end < m[i].end ? r->end : m[i].end;
-			if (r->kind != SNAP_REGION_FILE || a >= b || strcmp(r->path, m[i].path) ||
+			if (r->kind != SNAP_REGION_FILE || (r->prot & SNAP_PROT_SHARED) || a >= b ||
+			    strcmp(r->path, m[i].path) ||
 			    m[i].offset + (a - m[i].start) != r->offset + (a - r->start))
 				continue;
 			if (a > at)
@@ -145,7 +146,8 @@ static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
 						   " lies outside the brk area", r->start);
 			continue;
 		}
-		if (r->kind == SNAP_REGION_FILE && kept_bytes(s, r->start, r->end) == len) {
+		if (r->kind == SNAP_REGION_FILE && !(r->prot & SNAP_PROT_SHARED) &&
+		    kept_bytes(s, r->start, r->end) == len) {
 			if (must(s, "mprotect kept file region", SYS_mprotect, r->start, len,
 				 PROT_READ | PROT_WRITE, 0, 0, 0, NULL) < 0)
 				return -1;
@@ -159,8 +161,10 @@ static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
 			    must(s, what, SYS_openat, (uint64_t)AT_FDCWD, s->scratch,
 				 O_RDONLY | O_CLOEXEC, 0, 0, 0, &fd) < 0)
 				return -1;
+			int shared = (r->prot & SNAP_PROT_SHARED) != 0;
 			int rc = must(s, "mmap file region", SYS_mmap, r->start, len,
-				      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, (uint64_t)fd,
+				      shared ? PROT_READ : PROT_READ | PROT_WRITE,
+				      (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED, (uint64_t)fd,
 				      r->offset, &got);
 			int64_t ign;
 			if (call(s, SYS_close, (uint64_t)fd, 0, 0, 0, 0, 0, &ign) < 0 || rc < 0)
@@ -180,6 +184,26 @@ static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
 	return 0;
 }
 
+/* A shared mapping shows the file as it is now: it must be what was recorded
+ * (a page past the end of the file reads as zero at both ends). */
+static int check_shared_region(struct rs *s, const struct snap_region *r)
+{
+	static uint8_t page[SNAP_PAGE];
+	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
+	const uint8_t *src = r->packed;
+	for (uint64_t p = 0; p < pages; p++) {
+		int set = r->bitmap[p / 8] >> (p % 8) & 1;
+		if (trace_tracee_read(&s->t, r->start + p * SNAP_PAGE, page, SNAP_PAGE, NULL) < 0)
+			memset(page, 0, SNAP_PAGE);
+		if (memcmp(page, set ? src : zero_page, SNAP_PAGE))
+			return common_errf(s->e, "restore", "shared mapping of %s: the file changed "
+					   "since the snapshot (page at offset %" PRIu64 " differs)",
+					   r->path, r->offset + p * SNAP_PAGE);
+		src += set ? SNAP_PAGE : 0;
+	}
+	return 0;
+}
+
 static int fill_regions(struct rs *s)
 {
 	const struct snap_state *st = s->st;
@@ -187,6 +211,11 @@ static int fill_regions(struct rs *s)
 		const struct snap_region *r = &st->regions[i];
 		if (r->kind == SNAP_REGION_VDSO)
 			continue;
+		if (r->prot & SNAP_PROT_SHARED) {
+			if (check_shared_region(s, r) < 0)
+				return -1;
+			continue;
+		}
 		uint64_t pages = (r->end - r->start) / SNAP_PAGE;
 		const uint8_t *src = r->packed;
 		uint64_t p = 0;
@@ -219,9 +248,11 @@ static int protect_regions(struct rs *s)
 	const struct snap_state *st = s->st;
 	for (size_t i = 0; i < st->nregions; i++) {
 		const struct snap_region *r = &st->regions[i];
-		if (r->kind == SNAP_REGION_VDSO || r->prot == (PROT_READ | PROT_WRITE))
+		uint32_t prot = r->prot & 7u, mapped = r->prot & SNAP_PROT_SHARED ?
+			PROT_READ : PROT_READ | PROT_WRITE;
+		if (r->kind == SNAP_REGION_VDSO || prot == mapped)
 			continue;
-		if (must(s, "mprotect", SYS_mprotect, r->start, r->end - r->start, r->prot, 0, 0, 0,
+		if (must(s, "mprotect", SYS_mprotect, r->start, r->end - r->start, prot, 0, 0, 0,
 			 NULL) < 0)
 			return -1;
 	}

@@ -48,7 +48,8 @@
  *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
  *         str path, 32 content hash, u64 size},
  *   u32 nregions, region[] sorted by start, adjacent compatible ones merged =
- *         {u64 start, u64 end, u32 prot, u32 kind, u64 offset, str path,
+ *         {u64 start, u64 end, u32 prot (read 1, write 2, exec 4, and 8 for a
+ *          shared read-only file mapping), u32 kind, u64 offset, str path,
  *          content: bitmap of non-zero pages (ceil(pages/8) bytes) + those pages;
  *          none for the vdso, whose address only is recorded},
  *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes}.
@@ -64,6 +65,10 @@ enum snap_fd_kind {
 	SNAP_FD_DIR = 2,
 	SNAP_FD_DEV = 3,    /* character device: reopened by path */
 };
+
+/* a region's prot bit: a read-only file mapping shared with the file's page
+ * cache; restored shared, once its content is seen to be the recorded one */
+#define SNAP_PROT_SHARED 8u
 
 struct snap_region {
 	uint64_t start, end;

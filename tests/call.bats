@@ -232,3 +232,19 @@ as_who() {
 		assert_line --partial "inspector reply: missing"
 	done
 }
+
+@test "a warm sandbox: many calls in one guest, isolated calls, a crash, a closed handle, two threads" {
+	for who in $(invokers); do
+		for mode in calls isolated crash dies closed threads; do
+			run as_who "$who" "$GUESTS/call_warm" "$mode" 20
+			assert_success
+			assert_line "$mode ok"
+		done
+	done
+	run "$GUESTS/call_warm" crash
+	assert_line --partial "killed by signal 6"
+	run "$GUESTS/call_warm" dies
+	assert_line --partial "the warm guest ended"
+	run "$GUESTS/call_warm" closed
+	assert_line --partial "is not an open sandbox"
+}

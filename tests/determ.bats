@@ -62,6 +62,17 @@ tsc_faults() {
 	assert_equal "$(grep '^time' c.out)" "time $(lease_epoch "$id2")"
 }
 
+@test "a plain static guest traces only its own events: no launcher exec, one head for two runs" {
+	id=$(lease_for "$GUESTS/determ_hello_static")
+	sbx-run --lease "$id" --deterministic --trace a.trace -- "$GUESTS/determ_hello_static" >a.out
+	sbx-run --lease "$id" --deterministic --trace b.trace -- "$GUESTS/determ_hello_static" >b.out
+	[ "$(cat a.out)" = hello ]
+	run sbx-trace filter --name execveat a.trace
+	assert_success
+	refute_output --partial '"ev":"sys"'
+	cmp a.trace b.trace
+}
+
 @test "without --deterministic the same guest differs between runs (the check above can fail)" {
 	id=$(lease_for "$GUESTS/determ_clock")
 	sbx-run --lease "$id" --trace a.trace -- "$GUESTS/determ_clock" >a.out

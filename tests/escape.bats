@@ -167,10 +167,165 @@ e=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); e.connect('/ns/d.sock'); e.s
 dg"
 }
 
-@test "ptrace the parent, TRACEME, a sibling" {
-	contained "$GUESTS/escape_ptrace"
-	[ "$(refused)" -eq 3 ]
-	[ "$(count '.action == "denied" and .name == "ptrace"')" -eq 3 ]
+# A server of the run with a blocking accept() in its main thread, a client
+# thread of the same process connecting 100 times; the listener was made by a
+# process that forked it away and exited. Prints "FAM accepted N refused M".
+ACCEPT_PY='import socket, threading, os, sys
+fam, n = sys.argv[1], 100
+r, w = os.pipe()
+if os.fork() > 0:
+    os.close(w); os.wait(); sys.stdout.write(os.read(r, 200).decode()); sys.exit(0)
+os.close(r)
+if fam == "tcp":
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(5); addr = s.getsockname()
+else:
+    addr = "/ns/accept.sock"; s = socket.socket(socket.AF_UNIX); s.bind(addr); s.listen(5)
+if os.fork() > 0:
+    os._exit(0)
+refused = 0
+def client():
+    global refused
+    for i in range(n):
+        c = socket.socket(socket.AF_INET if fam == "tcp" else socket.AF_UNIX)
+        try:
+            c.connect(addr); c.sendall(b"x")
+        except OSError:
+            refused += 1
+        c.close()
+t = threading.Thread(target=client); t.start()
+got = 0
+s.settimeout(30)
+for i in range(n):
+    try:
+        a, _ = s.accept()
+    except OSError:
+        break
+    got += a.recv(1) == b"x"
+    a.close()
+t.join()
+os.write(w, ("%s accepted %d refused %d\n" % (fam, got, refused)).encode())'
+
+@test "a listener of the run is reached whoever holds it: blocking accept, a client thread, its creator gone (TCP, Unix), root or unprivileged" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	UDIR=$(mktemp -d /var/tmp/sbx-accept.XXXXXX)
+	chmod 0777 "$UDIR"
+	for as in "" "$SBX_AS_NOBODY"; do
+		for fam in tcp unix; do
+			run $as env SBX_STORE="$UDIR/store${as:+-nobody}" PATH="$PATH" sbx-run --ephemeral \
+				--result "$UDIR/r.json" -- /usr/bin/python3 -c "$ACCEPT_PY" "$fam"
+			assert_success
+			assert_output "$fam accepted 100 refused 0"
+			[ "$(jq -r .supervisor.refused "$UDIR/r.json")" = 0 ]
+		done
+		# the listener's peer is the guest's own uid and gid
+		run $as env SBX_STORE="$UDIR/store${as:+-nobody}" PATH="$PATH" sbx-run --ephemeral \
+			-- /usr/bin/python3 -c 'import socket, struct, os
+s = socket.socket(socket.AF_UNIX); s.bind("/ns/p.sock"); s.listen()
+c = socket.socket(socket.AF_UNIX); c.connect("/ns/p.sock"); a, _ = s.accept()
+pid, uid, gid = struct.unpack("3i", a.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+print(uid == os.getuid(), gid == os.getgid())'
+		assert_success
+		assert_output "True True"
+	done
+}
+
+# escape_sockrace against a host listener that counts its accepts in $UDIR/accepts,
+# as the invoker $1 ("" or the as-nobody prefix)
+sockrace_run() {
+	local as=$1 sock=$UDIR/host.sock
+	rm -f "$sock" "$UDIR/w/hard.sock" "$UDIR/accepts"
+	python3 -c 'import socket, sys, os
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(128)
+n = 0
+while True:
+    c, _ = s.accept(); n += 1; c.close()
+    open(sys.argv[2], "w").write(str(n))' "$sock" "$UDIR/accepts" &
+	BGPID=$!
+	for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+	ln "$sock" "$UDIR/w/hard.sock"
+	run $as env SBX_STORE="$UDIR-store${as:+-nobody}" PATH="$PATH" sbx-run --ephemeral \
+		--result "$UDIR/w/r.json" --ro "$UDIR:$UDIR" --rw "$UDIR/w:$UDIR/w" -- "$GUESTS/escape_sockrace" "$sock" \
+		"$UDIR/w/hard.sock" 2000
+	kill "$BGPID"
+	wait "$BGPID" 2>/dev/null || true
+	BGPID=
+}
+
+@test "a host listener never sees a connection: directly, a symlink, a hard link in a rw bind, a flipped path, a swapped descriptor, an IP socket swapped for a Unix one (root or unprivileged)" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	UDIR=$(mktemp -d /var/tmp/sbx-sockrace.XXXXXX)
+	mkdir "$UDIR/w"
+	chmod 0777 "$UDIR" "$UDIR/w"
+	for as in "" "$SBX_AS_NOBODY"; do
+		sockrace_run "$as"
+		assert_success
+		assert_line "contained: connect unix $UDIR/host.sock (Connection refused)"
+		assert_line "contained: connect through a symlink (Connection refused)"
+		assert_line "contained: connect through a hard link (Connection refused)"
+		assert_line --regexp '^race: 2000 tries, [0-9]+ connected$'
+		assert_line --regexp '^ip race: 2000 tries, [0-9]+ connected$'
+		assert_line "RESULT: contained"
+		[ ! -e "$UDIR/accepts" ]
+		# every refusal is counted
+		[ "$(jq -r .supervisor.refused "$UDIR/w/r.json")" -ge 3 ]
+	done
+	rm -rf "$UDIR"-store*
+}
+
+@test "a host datagram socket is not reached: connect, sendto, sendmsg, sendmmsg; the run's own is" {
+	UDIR=$(mktemp -d /var/tmp/sbx-dgram.XXXXXX)
+	chmod 0777 "$UDIR"
+	python3 -c 'import socket, sys, os
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777)
+s.settimeout(20)
+try:
+    s.recv(10); open(sys.argv[2], "w").write("got")
+except OSError:
+    pass' "$UDIR/d.sock" "$UDIR/got" &
+	BGPID=$!
+	for i in $(seq 1 50); do [ -S "$UDIR/d.sock" ] && break; sleep 0.1; done
+	run sbx-run --ephemeral --result r.json --rw "$UDIR:$UDIR" -- /usr/bin/python3 -c 'import socket, sys
+host = sys.argv[1]
+def try_(what, f):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        f(c); print("ESCAPED:", what)
+    except OSError as e:
+        print("contained:", what, e.strerror)
+try_("connect", lambda c: (c.connect(host), c.send(b"x")))
+try_("sendto", lambda c: c.sendto(b"x", host))
+try_("sendmsg", lambda c: c.sendmsg([b"x"], [], 0, host))
+try_("sendto a symlink", lambda c: (__import__("os").symlink(host, "/ns/l"), c.sendto(b"x", "/ns/l")))
+own = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); own.bind("/ns/own.sock")
+c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+c.sendto(b"a", "/ns/own.sock"); c.sendmsg([b"b"], [], 0, "/ns/own.sock")
+print("own:", own.recv(1).decode(), own.recv(1).decode())' "$UDIR/d.sock"
+	assert_success
+	assert_line "contained: connect Connection refused"
+	assert_line "contained: sendto Connection refused"
+	assert_line "contained: sendmsg Connection refused"
+	assert_line "contained: sendto a symlink Connection refused"
+	assert_line "own: a b"
+	[ "$(jq -r .supervisor.refused r.json)" -ge 4 ]
+	run sbx-run --ephemeral --rw "$UDIR:$UDIR" -- "$GUESTS/escape_dgram" "$UDIR/d.sock" /ns/own.sock
+	assert_success
+	assert_line "contained: sendmmsg to the host (Connection refused)"
+	assert_line "contained: sendmmsg to the host alone (Connection refused)"
+	assert_line "own: 1"
+	sleep 0.5
+	[ ! -e "$UDIR/got" ]
+}
+
+@test "ptrace the parent, TRACEME, every pid but its own child's, sbx-run's pid" {
+	# sh execs sbx-run: its pid is the supervisor's
+	run sh -c 'exec sbx-run --ephemeral --result r.json -- "$0" "$$" "$1"' "$GUESTS/escape_ptrace" "$$"
+	assert_success
+	assert_line "RESULT: contained"
+	refute_output --partial "ESCAPED"
+	assert_line "contained: ptrace(SEIZE) of 32770 pids"
+	# the control: its own child is served, so the refusals are the boundary's
+	assert_line 'own child: seized, stopped, rip read, memory "in-child", detached'
+	[ "$(refused)" -ge 32772 ]
 }
 
 @test "kill the supervisor's pid, kill(-1), kill init" {
@@ -184,7 +339,8 @@ dg"
 @test "CLONE_UNTRACED, namespace flags, clone3, unshare, setns" {
 	contained "$GUESTS/escape_clone"
 	[ "$(refused)" -ge 8 ]
-	[ "$(count '.action == "denied" and .name == "clone"')" -eq 6 ]
+	# CLONE_UNTRACED is dropped (its child supervised), namespace flags refused
+	[ "$(count '.action == "denied" and .name == "clone"')" -eq 4 ]
 }
 
 @test "int 0x80 from a 64-bit guest, x32 numbers (dynamic and static)" {

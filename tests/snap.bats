@@ -222,6 +222,37 @@ snapshot_mid_run() {
 	wait "$SRC_PID" || true
 }
 
+@test "a refused snapshot harms nothing: the guest runs on to its own output, the lease stays Active" {
+	for mode in shared-rw shared-anon deleted pipe; do
+		want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS" -1 "$mode")
+		SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+		run_bg "$SRC" "$GUESTS/snap_steps" "$STEPS" -1 "$mode"
+		run sbx-snap take "$SRC"
+		assert_failure
+		assert_output --partial "not supported"
+		run sbx-snap take "$SRC" --stop
+		assert_failure
+		[ "$(lease_state "$SRC")" = Active ]
+		wait "$SRC_PID"
+		[ "$(cat "$BATS_TEST_TMPDIR/src.out")" = "$want" ]
+		sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+	done
+}
+
+@test "a read-only shared file mapping is snapshotted by content and mapped shared again" {
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS" -1 shared-ro)
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+	run_bg "$SRC" "$GUESTS/snap_steps" "$STEPS" -1 shared-ro
+	run sbx-snap take "$SRC" --stop
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+	wait "$SRC_PID" || true
+	TGT=$(lease_new "$GUESTS/snap_steps" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	[ "$(printf '%s\n' "$output" | tail -n 1)" = "$want" ]
+}
+
 @test "list, show, export and import; hostile archives are refused" {
 	snapshot_mid_run
 	run sbx-snap list

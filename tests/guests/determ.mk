@@ -2,7 +2,7 @@
 # (the vDSO must be hidden from both).
 DETERM_GUEST_SRC := $(wildcard tests/guests/determ_*.c)
 DETERM_GUESTS := $(patsubst tests/guests/%.c,$(O)/guests/%,$(DETERM_GUEST_SRC)) \
-	$(O)/guests/determ_clock_static
+	$(O)/guests/determ_clock_static $(O)/guests/determ_hello_static
 guests: $(DETERM_GUESTS)
 DETERM_GUEST_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread
 

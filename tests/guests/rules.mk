@@ -4,3 +4,4 @@ include tests/guests/meter.mk
 include tests/guests/call.mk
 include tests/guests/run.mk
 include tests/guests/determ.mk
+include tests/guests/ptrace.mk

@@ -1,20 +1,52 @@
 /* Snapshot guest for whole runs: 60 steps of heap work, each ending with a
  * short sleep and a line appended to /ns/steps.log; the last line of stdout
- * is a digest of everything, the same whether or not it was interrupted. */
+ * is a digest of everything, the same whether or not it was interrupted.
+ * A third argument holds something while it steps: "shared-ro" (its own image
+ * mapped shared read-only, folded into the digest), "shared-rw", "shared-anon",
+ * "deleted" (a mapping of a removed file), "pipe"; or "limits" prints the
+ * bounds it ran under. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+/* what the mode holds; the shared read-only image, or NULL */
+static const uint8_t *hold(const char *mode, const char *self)
+{
+	int fd, p[2];
+	void *m = MAP_FAILED;
+	if (!strcmp(mode, "shared-ro") && (fd = open(self, O_RDONLY)) >= 0)
+		m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	else if (!strcmp(mode, "shared-rw") && (fd = open("shared.dat", O_CREAT | O_RDWR, 0644)) >= 0 &&
+		 ftruncate(fd, 4096) == 0)
+		m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	else if (!strcmp(mode, "shared-anon"))
+		m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	else if (!strcmp(mode, "deleted") && (fd = open("gone.dat", O_CREAT | O_RDWR, 0644)) >= 0 &&
+		 ftruncate(fd, 4096) == 0 && unlink("gone.dat") == 0)
+		m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	else if (!strcmp(mode, "pipe") && pipe(p) == 0)
+		return NULL;
+	else if (!strcmp(mode, "limits"))
+		return NULL;
+	if (m == MAP_FAILED) {
+		perror(mode);
+		exit(3);
+	}
+	return !strcmp(mode, "shared-ro") ? m : NULL;
+}
 
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 60;
 	int die_at = argc > 2 ? atoi(argv[2]) : -1; /* raise SIGTERM there (once) */
+	const uint8_t *image = argc > 3 ? hold(argv[3], argv[0]) : NULL;
 	size_t n = 1 << 16;
 	uint64_t *v = malloc(n * sizeof *v), h = 1469598103934665603ull;
 	int log = open("steps.log", O_CREAT | O_WRONLY | O_APPEND, 0644);
@@ -25,6 +57,8 @@ int main(int argc, char **argv)
 			v[i] ^= v[(i * 7 + (size_t)s) % n] + (uint64_t)s;
 			h = (h ^ v[i]) * 1099511628211ull;
 		}
+		for (size_t i = 0; image && i < 4096; i++)
+			h = (h ^ image[i]) * 1099511628211ull;
 		char line[64];
 		int len = snprintf(line, sizeof line, "step %d %016llx\n", s, (unsigned long long)h);
 		if (write(log, line, (size_t)len) != len)

@@ -531,6 +531,38 @@ static void test_decoder_xstate(const struct snap_image *im)
 	snap_state_free(&s);
 }
 
+/* the shared bit only on a read-only file region; no unknown prot bit */
+static void test_decoder_shared(const struct snap_image *im)
+{
+	struct snap_state s, t;
+	struct snap_image bad;
+	struct common_err e;
+	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
+	size_t f = 0, a = 0;
+	while (f < s.nregions && s.regions[f].kind != SNAP_REGION_FILE)
+		f++;
+	while (a < s.nregions && (s.regions[a].kind == SNAP_REGION_FILE ||
+				  s.regions[a].kind == SNAP_REGION_VDSO))
+		a++;
+	CHECK(f < s.nregions && a < s.nregions);
+	static const struct { int anon; uint32_t prot; const char *why; } bad_prot[] = {
+		{ 0, SNAP_PROT_SHARED | 3, "read-only file" },
+		{ 1, SNAP_PROT_SHARED | 1, "read-only file" },
+		{ 0, 16 | 1, "protection" },
+	};
+	for (size_t i = 0; f < s.nregions && a < s.nregions && i < 3; i++) {
+		struct snap_region *r = &s.regions[bad_prot[i].anon ? a : f];
+		uint32_t keep = r->prot;
+		r->prot = bad_prot[i].prot;
+		CHECK(snap_encode(&s, &bad, &e) == 0);
+		CHECK(snap_decode(bad.bytes, bad.len, "x", &t, &e) < 0);
+		CHECK(strstr(e.why, bad_prot[i].why) != NULL);
+		snap_image_free(&bad);
+		r->prot = keep;
+	}
+	snap_state_free(&s);
+}
+
 /* A snapshot using a register component this CPU lacks is refused by name
  * before the target process is touched. */
 static void test_xstate_refusal(const struct snap_image *im)
@@ -598,6 +630,7 @@ int main(int argc, char **argv)
 	if (im.len) {
 		test_decoder(&im);
 		test_decoder_xstate(&im);
+		test_decoder_shared(&im);
 		test_xstate_refusal(&im);
 		test_store(&im);
 		snap_image_free(&im);

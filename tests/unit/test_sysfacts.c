@@ -243,10 +243,27 @@ static void test_table_shape(void)
 	CHECK(trace_sys_facts(-1) == 0 && trace_sys_facts(1 << 20) == 0);
 }
 
+/* Where a datagram goes is judged: connect, sendmsg and sendmmsg always stop,
+ * sendto only with an address, a pointer above 4 GiB included. */
+static void test_addressed_sends(void)
+{
+	struct sock_fprog p = build(0);
+	uint64_t none[6] = { 3, 0x1000, 1, 0, 0, 0 }, low[6] = { 3, 0x1000, 1, 0, 0x2000, 110 },
+		 high[6] = { 3, 0x1000, 1, 0, 1ull << 32, 110 };
+	CHECK(ACT(filter_says(&p, TRACE_SYS_sendto, none)) == SECCOMP_RET_ALLOW);
+	CHECK(ACT(filter_says(&p, TRACE_SYS_sendto, low)) == SECCOMP_RET_TRACE);
+	CHECK(ACT(filter_says(&p, TRACE_SYS_sendto, high)) == SECCOMP_RET_TRACE);
+	CHECK(ACT(filter_says(&p, TRACE_SYS_sendmsg, none)) == SECCOMP_RET_TRACE);
+	CHECK(ACT(filter_says(&p, TRACE_SYS_sendmmsg, none)) == SECCOMP_RET_TRACE);
+	CHECK(ACT(filter_says(&p, TRACE_SYS_connect, none)) == SECCOMP_RET_TRACE);
+	free(p.filter);
+}
+
 int main(void)
 {
 	test_filter_is_verdict();
 	test_marked_sets();
+	test_addressed_sends();
 	test_table_shape();
 	return unit_finish("test_sysfacts");
 }

@@ -40,8 +40,6 @@ struct trace_config {
 	const struct trace_layer *layers; /* NULL, or TRACE_LAYERS of them (trace/sv/sv.h) */
 };
 #define TRACE_NPROC_DEFAULT 512   /* per-run process cap (RLIMIT_NPROC in the run's user ns) */
-/* 1 when the Unix socket fd is connected to a socket bound at a path named in cfg->sockets. */
-int trace_socket_named(const struct trace_config *cfg, int fd);
 /* Check mount and environment arguments without side effects (run before anything starts). */
 int trace_config_check(const struct trace_config *cfg, struct common_err *e);
 

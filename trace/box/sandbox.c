@@ -183,20 +183,6 @@ static int shows_store(const struct trace_config *cfg, const char *src)
 	return beneath(cfg->store_dir, real) || beneath(real, cfg->store_dir);
 }
 
-int trace_socket_named(const struct trace_config *cfg, int fd)
-{
-	struct sockaddr_un a;
-	socklen_t n = sizeof a;
-	memset(&a, 0, sizeof a);
-	if (getpeername(fd, (struct sockaddr *)&a, &n) < 0 || a.sun_family != AF_UNIX ||
-	    n <= offsetof(struct sockaddr_un, sun_path) || !a.sun_path[0])
-		return 0;
-	for (size_t i = 0; i < cfg->nsockets; i++)
-		if (strncmp(cfg->sockets[i], a.sun_path, sizeof a.sun_path) == 0)
-			return 1;
-	return 0;
-}
-
 int trace_config_check(const struct trace_config *cfg, struct common_err *e)
 {
 	if (!cfg->argv || !cfg->argv[0])

@@ -22,6 +22,7 @@
 #include "lease/lease.h"
 #include "trace/inspect/inspect.h"
 #include "trace/record/record.h"
+#include "trace/call/call-internal.h"
 #include "trace/tracee/tracee.h"
 
 #define CALL_MAGIC "SBXC"
@@ -30,16 +31,6 @@
 
 extern char **environ;
 
-struct elfinfo {
-	int is_exec;
-	uint8_t build_id[64];
-	size_t build_id_len;
-	uint64_t main_addr, main_size;
-	uint64_t *funcs; /* sorted STT_FUNC addresses */
-	size_t nfuncs;
-	uint64_t load_lo[16], load_hi[16];
-	size_t nload;
-};
 
 static int by_u64(const void *a, const void *b)
 {
@@ -180,11 +171,50 @@ static int check_fn(void *arg, uint64_t addr, struct common_err *e)
 			   (unsigned long long)addr);
 }
 
-static __attribute__((noreturn)) void guest_die(const char *what, const char *why)
+__attribute__((noreturn)) void call_guest_die(const char *what, const char *why)
 {
 	fprintf(stderr, "sbx_call guest: error: %s: %s\n", what, why);
 	fflush(stderr);
 	_exit(SBX_EXIT_SBX);
+}
+
+int call_elf_self(struct elfinfo *x, struct common_err *e)
+{
+	return elf_load("/proc/self/exe", x, e);
+}
+
+/* Guest side: decode a request image, call its callback, encode the changed
+ * graph into out. Everything is checked against x, this very executable. */
+int call_run_image(const void *buf, size_t len, const struct elfinfo *x, struct codec_buf *out,
+		   struct common_err *e)
+{
+	struct codec_rd rd;
+	const uint8_t *magic, *bid, *img;
+	uint64_t fn, type;
+	size_t bidlen;
+	void *root;
+	struct codec_graph *g;
+	codec_rd_init(&rd, buf, len);
+	if (codec_get_raw(&rd, &magic, 4) < 0 || memcmp(magic, CALL_MAGIC, 4) != 0 ||
+	    codec_get_u64(&rd, &fn) < 0 || codec_get_u64(&rd, &type) < 0 ||
+	    codec_get_bytes(&rd, &bid, &bidlen, sizeof x->build_id) < 0 ||
+	    codec_get_raw(&rd, &img, len - rd.off) < 0)
+		return common_errf(e, "state input", "not an sbx_call image");
+	if (bidlen != x->build_id_len || memcmp(bid, x->build_id, bidlen) != 0)
+		return common_errf(e, "/proc/self/exe", "build-id differs from the caller's");
+	if (!is_func(x, fn))
+		return common_errf(e, "sbx_call", "callback is not a function symbol of the executable");
+	if (!in_image(x, type, sizeof(struct sbx_type)))
+		return common_errf(e, "sbx_call", "type descriptor outside the executable");
+	struct codec_opts o = { .check_fn = check_fn, .arg = (void *)x };
+	if (codec_decode((const struct sbx_type *)(uintptr_t)type, img,
+			 len - (size_t)(img - (const uint8_t *)buf), &o, &root, &g, e) < 0)
+		return -1;
+	((void (*)(void *))(uintptr_t)fn)(root);
+	codec_buf_init(out);
+	int rc = codec_encode_graph(g, &o, out, e);
+	codec_graph_free(g);
+	return rc;
 }
 
 /* Reached instead of main (same arguments). Never returns into libc's main path. */
@@ -192,44 +222,19 @@ static int call_guest_entry(int argc, char **argv, char **envp)
 {
 	struct common_err e = {0};
 	struct elfinfo x;
-	void *buf, *root;
+	void *buf;
 	size_t len;
-	struct codec_graph *g;
 	struct codec_buf out;
 	(void)argc, (void)argv, (void)envp;
 
 	int r = sbx_state_read_input(&buf, &len);
 	if (r < 0)
-		guest_die("state input (fd 3)", strerror(-r));
-	if (elf_load("/proc/self/exe", &x, &e) < 0)
-		guest_die(e.what, e.why);
-	struct codec_rd rd;
-	const uint8_t *magic, *bid, *img;
-	uint64_t fn, type;
-	size_t bidlen;
-	codec_rd_init(&rd, buf, len);
-	if (codec_get_raw(&rd, &magic, 4) < 0 || memcmp(magic, CALL_MAGIC, 4) != 0 ||
-	    codec_get_u64(&rd, &fn) < 0 || codec_get_u64(&rd, &type) < 0 ||
-	    codec_get_bytes(&rd, &bid, &bidlen, sizeof x.build_id) < 0 ||
-	    codec_get_raw(&rd, &img, len - rd.off) < 0)
-		guest_die("state input", "not an sbx_call image");
-	if (bidlen != x.build_id_len || memcmp(bid, x.build_id, bidlen) != 0)
-		guest_die("/proc/self/exe", "build-id differs from the caller's");
-	if (!is_func(&x, fn))
-		guest_die("sbx_call", "callback is not a function symbol of the executable");
-	if (!in_image(&x, type, sizeof(struct sbx_type)))
-		guest_die("sbx_call", "type descriptor outside the executable");
-	struct codec_opts o = { .check_fn = check_fn, .arg = &x };
-	if (codec_decode((const struct sbx_type *)(uintptr_t)type, img, len - (size_t)(img - (uint8_t *)buf),
-			 &o, &root, &g, &e) < 0)
-		guest_die(e.what, e.why);
+		call_guest_die("state input (fd 3)", strerror(-r));
+	if (elf_load("/proc/self/exe", &x, &e) < 0 || call_run_image(buf, len, &x, &out, &e) < 0)
+		call_guest_die(e.what, e.why);
 	free(buf);
-	((void (*)(void *))(uintptr_t)fn)(root);
-	codec_buf_init(&out);
-	if (codec_encode_graph(g, &o, &out, &e) < 0)
-		guest_die(e.what, e.why);
 	if ((r = sbx_state_write_result(out.p, out.len)) < 0)
-		guest_die("state result (fd 3)", strerror(-r));
+		call_guest_die("state result (fd 3)", strerror(-r));
 	fflush(NULL);
 	exit(0);
 }
@@ -275,6 +280,7 @@ int sbx_state_store(struct codec_graph *g, struct common_err *e)
 
 struct callctx {
 	const struct elfinfo *x;
+	uint64_t entry;           /* what main jumps to in the guest */
 	struct trace_inspector *in;
 	struct trace_rec *rec;
 	int patched;
@@ -292,8 +298,7 @@ static int h_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
 		return 0;
 	c->patched = 1;
 	uint8_t jump[JUMP_LEN] = { 0x48, 0xb8 };
-	uint64_t entry = (uint64_t)(uintptr_t)&call_guest_entry;
-	memcpy(jump + 2, &entry, 8);
+	memcpy(jump + 2, &c->entry, 8);
 	jump[10] = 0xff;
 	jump[11] = 0xe0;
 	ssize_t n = trace_mem_poke(pid, c->x->main_addr, jump, sizeof jump);
@@ -347,10 +352,11 @@ static int state_result(struct trace_state *st, uint8_t **out, size_t *len, stru
 	return 0;
 }
 
-static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct elfinfo *x,
-		     struct trace_state *st, struct common_err *e)
+int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct elfinfo *x,
+		   int state_fd, int serve, struct common_err *e)
 {
-	struct callctx c = { .x = x };
+	struct callctx c = { .x = x, .entry = (uint64_t)(uintptr_t)(serve ? &call_guest_serve :
+								       &call_guest_entry) };
 	struct trace_result res;
 	struct lease_store *s = NULL;
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
@@ -437,7 +443,7 @@ static int run_guest(const struct sbx_sandbox *sb, const char *exe, const struct
 		.rlimit_as = sb->rlimit_as, .rlimit_nofile = sb->rlimit_nofile,
 		.trace_classes = (c.in ? trace_inspector_classes(c.in) : 0) |
 				 (c.rec ? trace_classes(TRACE_LEVEL_FILE) : 0),
-		.state_fd = st->memfd, .no_aslr = 1, .stdout_fd = -1, .stderr_fd = -1,
+		.state_fd = state_fd, .no_aslr = 1, .stdout_fd = -1, .stderr_fd = -1,
 		.filter_cache = filters, .layers = layers,
 	};
 	if (trace_run(&cfg, &res, e) < 0)
@@ -481,93 +487,125 @@ out:
 	return rc;
 }
 
+/* Host side: this executable, as a guest can run it: non-PIE, the file that
+ * runs (same build-id), a main long enough to patch. */
+int call_exe_check(struct call_exe *ce, struct common_err *e)
+{
+	struct elfinfo self = {0};
+	struct elfinfo *x = &ce->x;
+
+	memset(x, 0, sizeof *x);
+	ssize_t n = readlink("/proc/self/exe", ce->exe, sizeof ce->exe - 1);
+	if (n <= 0)
+		return common_errno(e, errno, "sbx_call: /proc/self/exe");
+	ce->exe[n] = '\0';
+	if (n > 10 && strcmp(ce->exe + n - 10, " (deleted)") == 0)
+		return common_errf(e, ce->exe, "the running executable was replaced or deleted on disk");
+	if (elf_load(ce->exe, x, e) < 0)
+		return -1;
+	struct stat a, b;
+	if (!x->is_exec) {
+		common_errf(e, ce->exe, "position-independent executable (ET_DYN): sbx_call needs "
+			    "a non-PIE ET_EXEC image (link with -no-pie)");
+	} else if (stat(ce->exe, &a) == 0 && stat("/proc/self/exe", &b) == 0 &&
+		   a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		/* the very file that is running: same build-id by definition */
+		self.build_id_len = x->build_id_len;
+		memcpy(self.build_id, x->build_id, x->build_id_len);
+	} else if (elf_load("/proc/self/exe", &self, e) < 0) {
+		x->is_exec = 0;
+	}
+	int ok = x->is_exec;
+	if (ok && (!x->build_id_len || x->build_id_len != self.build_id_len ||
+		   memcmp(x->build_id, self.build_id, x->build_id_len) != 0)) {
+		common_errf(e, ce->exe, x->build_id_len ? "build-id differs from the running program "
+			    "(replaced on disk?)" : "no GNU build-id note");
+		ok = 0;
+	}
+	if (ok && (!x->main_addr || x->main_size < JUMP_LEN)) {
+		common_errf(e, ce->exe, "no main symbol of at least %d bytes to patch", JUMP_LEN);
+		ok = 0;
+	}
+	free(self.funcs);
+	if (!ok) {
+		free(x->funcs);
+		x->funcs = NULL;
+	}
+	return ok ? 0 : -1;
+}
+
+/* Host side: check that fn and type belong to the checked executable and encode
+ * the request image (magic, fn, type, build-id, graph) into in; *g is the graph
+ * the result is written back into. */
+int call_request(void (*fn)(void *), const struct sbx_type *type, void *root,
+		 const struct call_exe *ce, struct codec_buf *in, struct codec_graph **g,
+		 struct common_err *e)
+{
+	const struct elfinfo *x = &ce->x;
+	struct codec_buf img;
+
+	*g = NULL;
+	codec_buf_init(in);
+	if (!is_func(x, (uint64_t)(uintptr_t)fn))
+		return common_errf(e, "sbx_call", "callback %p is not a function symbol of %s",
+				   (void *)(uintptr_t)fn, ce->exe);
+	if (!in_image(x, (uint64_t)(uintptr_t)type, sizeof *type))
+		return common_errf(e, "sbx_call", "type descriptor is not part of %s", ce->exe);
+	struct codec_opts o = { .check_fn = check_fn, .arg = (void *)x };
+	codec_buf_init(&img);
+	if (codec_encode(type, root, &o, &img, g, e) < 0) {
+		codec_buf_free(&img);
+		return -1;
+	}
+	codec_put_raw(in, CALL_MAGIC, 4);
+	codec_put_u64(in, (uint64_t)(uintptr_t)fn);
+	codec_put_u64(in, (uint64_t)(uintptr_t)type);
+	codec_put_bytes(in, x->build_id, x->build_id_len);
+	codec_put_raw(in, img.p, img.len);
+	codec_buf_free(&img);
+	return 0;
+}
+
+/* The result image into the caller's objects, checked as the request was. */
+int call_writeback(const struct call_exe *ce, struct codec_graph *g, const uint8_t *res, size_t len,
+		   struct common_err *e)
+{
+	struct codec_opts o = { .check_fn = check_fn, .arg = (void *)&ce->x };
+	return codec_writeback(g, res, len, &o, e);
+}
+
 int sbx_call(const struct sbx_sandbox *sb, void (*fn)(void *), const struct sbx_type *type,
 	     void *root)
 {
 	static const struct sbx_sandbox none;
 	struct common_err scratch, *e = sb && sb->err ? sb->err : &scratch;
-	struct elfinfo x = {0}, self = {0};
-	struct codec_buf img, in;
+	struct call_exe ce;
+	struct codec_buf in;
 	struct codec_graph *g = NULL;
 	struct trace_state st = { .memfd = -1 };
-	char exe[4096];
 	uint8_t *res = NULL;
 	size_t reslen = 0;
 	int rc = -1;
 
 	if (!sb)
 		sb = &none;
-	codec_buf_init(&img);
 	codec_buf_init(&in);
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
-		return common_errno(e, errno, "sbx_call: /proc/self/exe");
-	exe[n] = '\0';
-	if (n > 10 && strcmp(exe + n - 10, " (deleted)") == 0) {
-		common_errf(e, exe, "the running executable was replaced or deleted on disk");
+	if (call_exe_check(&ce, e) < 0)
+		return -1;
+	if (call_request(fn, type, root, &ce, &in, &g, e) < 0)
 		goto out;
-	}
-	if (elf_load(exe, &x, e) < 0)
-		goto out;
-	if (!x.is_exec) {
-		common_errf(e, exe, "position-independent executable (ET_DYN): sbx_call needs "
-			    "a non-PIE ET_EXEC image (link with -no-pie)");
-		goto out;
-	}
-	struct stat a, b;
-	if (stat(exe, &a) == 0 && stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
-	    a.st_ino == b.st_ino) {
-		/* the very file that is running: same build-id by definition */
-		self.build_id_len = x.build_id_len;
-		memcpy(self.build_id, x.build_id, x.build_id_len);
-	} else if (elf_load("/proc/self/exe", &self, e) < 0) {
-		goto out;
-	}
-	if (!x.build_id_len || x.build_id_len != self.build_id_len ||
-	    memcmp(x.build_id, self.build_id, x.build_id_len) != 0) {
-		common_errf(e, exe, x.build_id_len ? "build-id differs from the running program "
-			    "(replaced on disk?)" : "no GNU build-id note");
-		goto out;
-	}
-	if (!is_func(&x, (uint64_t)(uintptr_t)fn)) {
-		common_errf(e, "sbx_call", "callback %p is not a function symbol of %s",
-			    (void *)(uintptr_t)fn, exe);
-		goto out;
-	}
-	if (!x.main_addr || x.main_size < JUMP_LEN) {
-		common_errf(e, exe, "no main symbol of at least %d bytes to patch", JUMP_LEN);
-		goto out;
-	}
-	if (!in_image(&x, (uint64_t)(uintptr_t)type, sizeof *type)) {
-		common_errf(e, "sbx_call", "type descriptor is not part of %s", exe);
-		goto out;
-	}
-	struct codec_opts o = { .check_fn = check_fn, .arg = &x };
-	if (codec_encode(type, root, &o, &img, &g, e) < 0)
-		goto out;
-	codec_put_raw(&in, CALL_MAGIC, 4);
-	codec_put_u64(&in, (uint64_t)(uintptr_t)fn);
-	codec_put_u64(&in, (uint64_t)(uintptr_t)type);
-	codec_put_bytes(&in, x.build_id, x.build_id_len);
-	codec_put_raw(&in, img.p, img.len);
-	codec_buf_free(&img);
 	if (state_input(&st, &in, e) < 0)
 		goto out;
 	codec_buf_free(&in);
-	if (run_guest(sb, exe, &x, &st, e) < 0)
-		goto out;
-	if (state_result(&st, &res, &reslen, e) < 0)
-		goto out;
-	if (codec_writeback(g, res, reslen, &o, e) < 0)
+	if (call_run_guest(sb, ce.exe, &ce.x, st.memfd, 0, e) < 0 ||
+	    state_result(&st, &res, &reslen, e) < 0 || call_writeback(&ce, g, res, reslen, e) < 0)
 		goto out;
 	rc = 0;
 out:
 	free(res);
 	trace_state_close(&st);
 	codec_graph_free(g);
-	codec_buf_free(&img);
 	codec_buf_free(&in);
-	free(x.funcs);
-	free(self.funcs);
+	free(ce.x.funcs);
 	return rc;
 }

@@ -1001,7 +1001,10 @@ static int rec_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 static int rec_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
 		    const char *path)
 {
+	struct pend *p = pend_find(ctx, pid);
 	(void)sv;
+	if (p) /* the exec event stands for the exec call that made it, whose exit never comes */
+		pend_drop(ctx, p);
 	trace_rec_exec(ctx, pid, ppid, *path ? path : NULL, NULL);
 	return 0; /* a write error must not kill the build; sbx-run reports it */
 }

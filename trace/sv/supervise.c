@@ -25,54 +25,12 @@
 #include <unistd.h>
 #include "trace/sv/sv.h"
 #include "trace/tracee/tracee.h"
+#include "trace/sv/sv-internal.h"
 
 #define TICK_MS 250
 #define TICK_MIN_US 1000       /* the shortest tick a hook may ask for */
 #define WAKE_MS 50             /* fds and ticks are looked at least this often */
-#define NBUCKET 256
 #define MAX_WATCH 16
-
-struct tstate {
-	struct tstate *next;
-	pid_t tid, tgid, ppid;
-	int want_exit;
-	int check_peer;           /* a connect: who answered is looked at its exit */
-	struct trace_stop st;     /* the entry stop, kept for on_exit */
-	char path[2][PATH_MAX];
-	char raw[2][PATH_MAX];
-	int announced, held;      /* parent's fork event seen; first stop held until it is */
-	uint64_t held_us;         /* when the hold (or, dead, the wait for the event) began */
-	int dead;                 /* reaped before its parent's fork event: kept for it */
-	int seen;                 /* it stopped here at least once: a guest task */
-	int exit_kept, wstatus;   /* its exit, told to the hooks after its spawn */
-	void *slot[TRACE_LAYERS]; /* each layer's state of this task */
-};
-
-struct trace_supervisor {
-	struct trace_plan *p;
-	const struct trace_layer *l; /* NULL, or TRACE_LAYERS walked in order */
-	int has_entry, has_exit, has_call;
-	struct trace_result *res;
-	pid_t init, guest;
-	int init_gone, guest_gone;
-	struct tstate *bucket[NBUCKET];
-	size_t ntids, nheld, ndead;
-	int watch[MAX_WATCH];
-	size_t nwatch;
-	uint64_t tick_us;         /* the next tick comes this soon (a hook may shorten it) */
-	int every_call;           /* every syscall entry and exit stops (trace_sv_every_call) */
-	int stopping;
-	char reason[64];
-	int sfd;
-	int setup_failed;
-	char setup_what[512], setup_why[512];
-	struct trace_prio *prio;  /* the tracer thread's scheduling, NULL if none */
-};
-
-struct trace_guest {
-	struct trace_supervisor *sv;
-	struct tstate *ts;
-};
 
 /* The walk over the layers in their order (enum trace_layer_slot). */
 #define EACH_LAYER(sv, L) \
@@ -304,7 +262,7 @@ static void waker_stop(struct waker *w)
 	w->started = 0;
 }
 
-static struct tstate *tstate_find(struct trace_supervisor *sv, pid_t tid)
+struct tstate *trace_sv_find(struct trace_supervisor *sv, pid_t tid)
 {
 	for (struct tstate *t = sv->bucket[(unsigned)tid % NBUCKET]; t; t = t->next)
 		if (t->tid == tid)
@@ -316,7 +274,7 @@ static struct tstate *tstate_find(struct trace_supervisor *sv, pid_t tid)
  * children whose fork event has not been seen yet. */
 static struct tstate *tstate_get(struct trace_supervisor *sv, pid_t tid)
 {
-	struct tstate *t = tstate_find(sv, tid);
+	struct tstate *t = trace_sv_find(sv, tid);
 	if (t)
 		return t;
 	t = common_xcalloc(1, sizeof *t);
@@ -334,6 +292,8 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 	for (; *pp; pp = &(*pp)->next) {
 		if ((*pp)->tid == tid) {
 			struct tstate *t = *pp;
+			if (t->nest || t->tracer)
+				trace_nest_forget(sv, t, t->wstatus);
 			*pp = t->next;
 			EACH_LAYER(sv, l)
 				if (t->slot[l - sv->l] && l->slot_free)
@@ -368,6 +328,11 @@ static pid_t tgid_of(struct tstate *t)
 	if (!t->tgid)
 		proc_ids(t);
 	return t->tgid ? t->tgid : t->tid;
+}
+
+pid_t trace_sv_tgid(struct tstate *t)
+{
+	return tgid_of(t);
 }
 
 pid_t trace_guest_tid(const struct trace_guest *g)
@@ -413,7 +378,7 @@ void **trace_guest_slot(struct trace_guest *g, enum trace_layer_slot l)
 
 void **trace_sv_slot(struct trace_supervisor *sv, pid_t tid, enum trace_layer_slot l)
 {
-	struct tstate *t = tstate_find(sv, tid);
+	struct tstate *t = trace_sv_find(sv, tid);
 	return t ? &t->slot[l] : NULL;
 }
 
@@ -548,9 +513,14 @@ static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawn
 	tstate_free(sv, t->tid);
 }
 
-static void resume(const struct trace_supervisor *sv, pid_t tid, int req, int sig)
+void trace_sv_resume(struct trace_supervisor *sv, pid_t tid, int req, int sig)
 {
 	if (req == PTRACE_CONT && sv->every_call)
+		req = PTRACE_SYSCALL;
+	/* a guest tracer's syscalls stop: its waits are served here (nest.c) */
+	struct tstate *t;
+	if (req == PTRACE_CONT && sv->ntracers && (t = trace_sv_find(sv, tid)) &&
+	    trace_nest_syscalls(t))
 		req = PTRACE_SYSCALL;
 	/* ESRCH: the tracee was killed meanwhile; its exit arrives through waitpid */
 	ptrace(req, tid, NULL, (void *)(long)sig);
@@ -570,19 +540,27 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 				t->held = 0;
 				t->announced = 1;
 				sv->nheld--;
-				resume(sv, t->tid, PTRACE_CONT, 0);
+				trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 			}
 		}
 }
 
-static void deny(pid_t tid, int err)
+/* At a seccomp stop: skip the call, which returns rax; or, again, which makes
+ * the thread issue it once more (a call that must wait). */
+static void answer(pid_t tid, long rax, int again)
 {
 	struct user_regs_struct r;
 	if (trace_regs_get(tid, &r) < 0)
 		return;
-	r.orig_rax = (unsigned long long)-1; /* skip the call... */
-	r.rax = (unsigned long long)(long long)-err; /* ...and return -err */
+	r.rax = again ? r.orig_rax : (unsigned long long)rax;
+	r.rip -= again ? 2 : 0; /* back onto the syscall instruction */
+	r.orig_rax = (unsigned long long)-1; /* skip the call */
 	trace_regs_set(tid, &r);
+}
+
+static void deny(pid_t tid, int err)
+{
+	answer(tid, -err, 0);
 }
 
 /* Decode path arguments, absolute in the guest's view (relative ones joined
@@ -628,13 +606,68 @@ static void decode_paths(struct trace_guest *g, struct trace_stop *st)
 	}
 }
 
+/* A connect, judged before the layers see it (a refusal is recorded as one). */
+static int connect_decide(struct trace_supervisor *sv, struct tstate *t, struct trace_conn *c,
+			  const uint64_t a[6], int *answer_errno)
+{
+	int refused = 0;
+	*answer_errno = trace_sock_decide(&sv->diag, sv->p->cfg, t->tid, a, c, &refused);
+	return refused ? *answer_errno : 0;
+}
+
+/* The connect the layers let through: made here for the guest, on the objects
+ * decided (again, when a hook rewrote its arguments), or left to the kernel. */
+static void connect_run(struct trace_supervisor *sv, struct tstate *t, struct trace_conn *c,
+			int err)
+{
+	struct user_regs_struct r;
+	const struct trace_stop *st = &t->st;
+	if (trace_regs_get(t->tid, &r) < 0 || (long)r.orig_rax != TRACE_SYS_connect)
+		return;
+	if (r.rdi != st->args[0] || r.rsi != st->args[1] || r.rdx != st->args[2]) {
+		uint64_t a[6] = { r.rdi, r.rsi, r.rdx, 0, 0, 0 };
+		trace_sock_close(c);
+		if (connect_decide(sv, t, c, a, &err))
+			sv->res->refused++;
+	}
+	int wait = 0;
+	long rc = err ? -err : 0;
+	if (!err && c->sock >= 0) {
+		rc = trace_sock_connect(c, sv->p->host_uid, sv->p->host_gid,
+					t->conn_waits == c->ino, &wait);
+		t->conn_waits = wait ? c->ino : 0;
+	}
+	if (err || c->sock >= 0)
+		answer(t->tid, rc, wait);
+}
+
+static int is_send(long nr)
+{
+	return nr == TRACE_SYS_sendto || nr == TRACE_SYS_sendmsg || nr == TRACE_SYS_sendmmsg;
+}
+
+/* A datagram's addresses, judged before the layers see the call. */
+static int send_decide(struct trace_supervisor *sv, struct tstate *t, const uint64_t a[6],
+		       int *answer_errno)
+{
+	int refused = 0;
+	*answer_errno = trace_sock_send_decide(&sv->diag, sv->p->cfg, t->tid, t->st.nr, a, &refused);
+	return refused ? *answer_errno : 0;
+}
+
 static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 {
 	struct __ptrace_syscall_info info;
 	memset(&info, 0, sizeof info);
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) <= 0 ||
 	    info.op != PTRACE_SYSCALL_INFO_SECCOMP) {
-		resume(sv, t->tid, PTRACE_CONT, 0);
+		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
+		return;
+	}
+	if ((t->tracer || t->nest) && (long)info.seccomp.nr == -1) {
+		/* a call skipped at its entry stop (a wait nest.c answered, or a guest
+		 * tracer's choice): nothing runs, its result stays */
+		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 		return;
 	}
 	sv->res->stops++;
@@ -649,9 +682,18 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	memcpy(st->args, info.seccomp.args, sizeof st->args);
 	st->action = TRACE_ALLOWED;
 	struct trace_guest g = { sv, t };
+	struct trace_conn conn = { .sock = -1, .target = -1 };
+	int conn_err = 0;
 
-	/* the boundary decides from the stopped registers, not from the filter's tag */
-	int refuse = trace_boundary_errno(st->arch_ok, st->nr, st->args);
+	trace_nest_untraced(sv, t, st);
+	/* the boundary decides from the stopped registers, not from the filter's tag;
+	 * a guest tracer's ptrace is served once the inspector let it through */
+	int nested = trace_nest_verdict(sv, t, st);
+	int refuse = nested >= 0 ? nested : trace_boundary_errno(st->arch_ok, st->nr, st->args);
+	if (!refuse && st->arch_ok && st->nr == TRACE_SYS_connect)
+		refuse = connect_decide(sv, t, &conn, st->args, &conn_err);
+	else if (!refuse && st->arch_ok && is_send(st->nr))
+		refuse = send_decide(sv, t, st->args, &conn_err);
 	if (refuse) {
 		sv->res->refused++;
 		st->action = TRACE_DENIED;
@@ -668,56 +710,16 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	if (st->action == TRACE_DENIED) {
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;
+	} else if (nested == 0) {
+		trace_nest_call(sv, t, st);
+	} else if (st->arch_ok && st->nr == TRACE_SYS_connect) {
+		connect_run(sv, t, &conn, conn_err);
+	} else if (conn_err) {
+		answer(t->tid, -conn_err, 0); /* as the kernel would: the path is not there */
 	}
+	trace_sock_close(&conn);
 	t->want_exit = st->want_exit && sv->has_exit;
-	t->check_peer = st->nr == TRACE_SYS_connect && st->action != TRACE_DENIED;
-	resume(sv, t->tid, t->want_exit || t->check_peer ? PTRACE_SYSCALL : PTRACE_CONT, 0);
-}
-
-/* A Unix socket the guest connected to is served by a process of this run, or
- * named with --socket: a host process behind a pathname socket (an agent, a
- * daemon; connect(2) ignores read-only mounts) is cut off, and the call fails
- * with ECONNREFUSED. Decided on the connection made, so no race can move it. */
-static void check_peer(struct trace_supervisor *sv, struct tstate *t, int64_t rval)
-{
-	struct user_regs_struct r;
-	struct ucred cr;
-	socklen_t n = sizeof cr;
-	char a[64], b[64];
-	struct stat sa, sb;
-	int ok = 1;
-
-	if (rval != 0)
-		return;
-	int pfd = (int)syscall(SYS_pidfd_open, t->tid, 0), dom = 0, type = 0;
-	int fd = pfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pfd, (int)t->st.args[0], 0);
-	socklen_t dl = sizeof dom, tl = sizeof type;
-	if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0 || dom != AF_UNIX)) {
-		ok = 1; /* the run's own network namespace: nothing outside to reach */
-	} else if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
-		   type == SOCK_DGRAM) {
-		ok = 1; /* a datagram peer has no credentials to read (documented) */
-	} else if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0 && cr.pid > 0) {
-		snprintf(a, sizeof a, "/proc/%d/ns/pid", (int)cr.pid);
-		snprintf(b, sizeof b, "/proc/%d/ns/pid", (int)t->tid);
-		ok = stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_ino == sb.st_ino &&
-		     sa.st_dev == sb.st_dev;
-		ok = ok || trace_socket_named(sv->p->cfg, fd);
-	} else {
-		ok = 0; /* a socket or a peer we cannot name (closed meanwhile, or outside) */
-	}
-	if (!ok) {
-		shutdown(fd, SHUT_RDWR);
-		if (trace_regs_get(t->tid, &r) == 0) {
-			r.rax = (unsigned long long)(long long)-ECONNREFUSED;
-			trace_regs_set(t->tid, &r);
-		}
-		sv->res->refused++;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (pfd >= 0)
-		close(pfd);
+	trace_sv_resume(sv, t->tid, t->want_exit ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 }
 
 /* A syscall-entry stop, met only in every-call mode: the hook sees the call
@@ -739,7 +741,7 @@ static void on_syscall_entry(struct trace_supervisor *sv, struct tstate *t,
 	if (sv->has_call && t->tid != sv->init && layers_stop(sv, &g, st, HOOK_CALL) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	t->want_exit = st->want_exit && sv->has_exit;
-	resume(sv, t->tid, PTRACE_CONT, 0);
+	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
 static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
@@ -753,14 +755,8 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 			return;
 		}
 	}
-	if (t->check_peer) {
-		struct __ptrace_syscall_info info;
-		memset(&info, 0, sizeof info);
-		t->check_peer = 0;
-		if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) > 0 &&
-		    info.op == PTRACE_SYSCALL_INFO_EXIT)
-			check_peer(sv, t, info.exit.rval);
-	}
+	if (t->tracer && !sv->every_call && trace_nest_tracer_stop(sv, t))
+		return;
 	if (t->want_exit) {
 		struct __ptrace_syscall_info info;
 		memset(&info, 0, sizeof info);
@@ -774,7 +770,9 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 				trace_sv_stop(sv, "inspector failed");
 		}
 	}
-	resume(sv, t->tid, PTRACE_CONT, 0);
+	if (t->nest && trace_nest_task_stop(sv, t, 0, SIGTRAP | 0x80))
+		return; /* a syscall stop its guest tracer asked for, after sbx's own */
+	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
 /* init forks once, so its child is the guest: known from init's fork event or
@@ -816,6 +814,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			kill_all(sv);
 			return;
 		}
+		if (t->nest && trace_nest_event(sv, t, event, 0))
+			return;
 		break;
 	}
 	case PTRACE_EVENT_FORK:
@@ -824,7 +824,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
 		pid_t child = (pid_t)msg;
 		unsigned long flags = SIGCHLD;
-		struct tstate *gone = tstate_find(sv, child);
+		struct tstate *gone = trace_sv_find(sv, child);
 		if (event == PTRACE_EVENT_VFORK)
 			flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 		if (event == PTRACE_EVENT_CLONE) {
@@ -850,10 +850,12 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			forget_dead(sv, gone, t->tid != sv->init);
 			break;
 		}
+		if (t->nest && trace_nest_spawn(sv, t, c, event))
+			return; /* parent and child stop for their guest tracer */
 		if (c->held) { /* the child runs only after this event */
 			c->held = 0;
 			sv->nheld--;
-			resume(sv, child, PTRACE_CONT, 0);
+			trace_sv_resume(sv, child, PTRACE_CONT, 0);
 		}
 		break;
 	}
@@ -865,11 +867,15 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		} else if (t->tid != sv->init) {
 			layers_proc_exit(sv, t->tid, (int)msg);
 		}
+		if (t->nest && trace_nest_event(sv, t, event, msg))
+			return;
 		break;
 	case PTRACE_EVENT_STOP:
+		if (t->nest && trace_nest_task_stop(sv, t, event, sig))
+			return; /* held for its guest tracer */
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 			/* a group-stop: stay stopped until SIGCONT, as without a tracer */
-			resume(sv, t->tid, PTRACE_LISTEN, 0);
+			trace_sv_resume(sv, t->tid, PTRACE_LISTEN, 0);
 			return;
 		}
 		/* a child whose first stop beats its parent's fork event waits for it:
@@ -885,7 +891,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 	default:
 		break;
 	}
-	resume(sv, t->tid, PTRACE_CONT, 0);
+	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 }
 
 static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const struct rusage *ru)
@@ -910,7 +916,7 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 			sv->res->cpu_us = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
 					  (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
 		}
-		struct tstate *d = tstate_find(sv, tid);
+		struct tstate *d = trace_sv_find(sv, tid);
 		if (tid != sv->init && tid != sv->guest && (!d || !d->announced)) {
 			/* its parent's fork event is still to come: keep it for that, briefly */
 			d = d ? d : tstate_get(sv, tid);
@@ -923,12 +929,14 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 			d->held_us = common_mono_us();
 			return;
 		}
+		if (d)
+			d->wstatus = status; /* a guest tracer of it hears it (nest.c) */
 		tstate_free(sv, tid);
 		return;
 	}
 	if (!WIFSTOPPED(status))
 		return;
-	struct tstate *t = tstate_find(sv, tid);
+	struct tstate *t = trace_sv_find(sv, tid);
 	if (t && t->dead) /* a new task with a dead one's tid: the old one is over */
 		forget_dead(sv, t, 0);
 	t = tstate_get(sv, tid);
@@ -942,12 +950,14 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 	else {
 		struct trace_guest g = { sv, t };
 		if (layers_fault(sv, &g, sig)) {
-			resume(sv, tid, PTRACE_CONT, 0); /* handled: not delivered */
+			trace_sv_resume(sv, tid, PTRACE_CONT, 0); /* handled: not delivered */
 			return;
 		}
+		if (t->nest && trace_nest_task_stop(sv, t, 0, sig))
+			return; /* its guest tracer decides whether it is delivered */
 		if (tid == sv->guest)
 			layers_signal(sv, tid, sig);
-		resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
+		trace_sv_resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}
 }
 
@@ -1006,6 +1016,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	}
 	sv.res = res;
 	sv.init = init_pid;
+	sv.diag = -1;
 	tstate_get(&sv, init_pid)->tgid = init_pid;
 
 	sigset_t mask, old, sfmask;
@@ -1116,6 +1127,8 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			tstate_free(&sv, sv.bucket[b]->tid);
 	if (sv.sfd >= 0)
 		close(sv.sfd);
+	if (sv.diag >= 0)
+		close(sv.diag);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (sv.setup_failed)
 		return common_errf(e, sv.setup_what, "%s", sv.setup_why);

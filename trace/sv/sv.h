@@ -4,6 +4,8 @@
 #define SBX_TRACE_SV_H
 
 #include <sched.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include "trace/box/box.h"
 
 enum trace_action { TRACE_ALLOWED, TRACE_DENIED, TRACE_REWRITTEN };
@@ -176,6 +178,41 @@ void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
 void trace_sv_unhurried(struct trace_supervisor *sv, int on);
 /* The tracer thread's scheduling, for its helper threads (trace_prio_join). */
 const struct trace_prio *trace_sv_prio(const struct trace_supervisor *sv);
+
+/* The run's socket rule (trace/sv/sock.c): every connect(2) is made by the
+ * supervisor on the guest's socket object, a Unix one to the socket file it
+ * resolved in the guest's view and found to be the run's (or named with
+ * --socket); IP stays in the run's own network namespace. */
+struct trace_conn {
+	int sock;                 /* the guest's socket object, or -1 */
+	int target;               /* O_PATH of the checked socket file (a pathname), or -1 */
+	union {
+		struct sockaddr_un un;
+		struct sockaddr_storage any;
+	} addr;                   /* the guest's address, read once */
+	socklen_t len;
+	ino_t ino;                /* the socket object's inode */
+};
+/* At connect's entry stop of tid (arguments a): 0 to go on (trace_sock_connect),
+ * or the errno to answer, *refused set when the rule refused it. *diag: the run's
+ * sock_diag socket, made at first use. */
+int trace_sock_decide(int *diag, const struct trace_config *cfg, pid_t tid, const uint64_t a[6],
+		      struct trace_conn *c, int *refused);
+/* The connection made, as the guest's host ids (uid, gid): 0 or -errno for the
+ * guest; *wait when its blocking call must wait longer (a full backlog, a
+ * handshake not done within a few ms) and is to be run again, then with again. */
+long trace_sock_connect(struct trace_conn *c, uid_t uid, gid_t gid, int again, int *wait);
+void trace_sock_close(struct trace_conn *c);
+/* At the entry stop of sendto, sendmsg or sendmmsg (nr) on a Unix datagram
+ * socket: 0, or the errno to answer, *refused set when an address names a socket
+ * not the run's. The kernel reads the addresses again (see sbx-run(1)). */
+int trace_sock_send_decide(int *diag, const struct trace_config *cfg, pid_t tid, long nr,
+			   const uint64_t a[6], int *refused);
+/* A sock_diag socket in tid's network namespace: fd or -errno. */
+int trace_sock_diag_open(pid_t tid);
+/* 1 when a socket of diag's network namespace of type's kind is bound at the file
+ * (dev, ino): a listener for stream and seqpacket, a datagram socket; 0; -errno. */
+int trace_sock_bound_in_run(int diag, int type, dev_t dev, ino_t ino);
 
 /* The supervisor loop: runs until every tracee is gone; pr is the calling thread's
  * scheduling (trace_prio_raise), NULL if none. */

@@ -221,6 +221,14 @@ static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned c
 	}
 	if (class_trapped(s, facts, classes))
 		return rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), s->nr, 0, NULL, s->name, e);
+	if (facts & TRACE_FACT_ADDRESSED) {
+		/* all 64 bits: a pointer above 4 GiB must stop too */
+		cmp[0] = SCMP_CMP64(4, SCMP_CMP_NE, 0);
+		if (rule(c, SCMP_ACT_TRACE(TRACE_TAG_CLASS), s->nr, 1, cmp, s->name, e) < 0)
+			return -1;
+		cmp[0] = SCMP_CMP64(4, SCMP_CMP_EQ, 0);
+		return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
+	}
 	return allow_by_args(c, s, e);
 }
 

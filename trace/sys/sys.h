@@ -56,10 +56,11 @@ int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind);
 enum trace_fact {
 	TRACE_FACT_NEVER_TRAPPED = 1u << 0, /* allowed whatever the plan */
 	TRACE_FACT_EXEC = 1u << 1,          /* always stops, as an exec */
-	TRACE_FACT_AT_EXIT = 1u << 2,       /* always stops: its result is looked at */
+	TRACE_FACT_AT_EXIT = 1u << 2,       /* always stops: the supervisor judges it */
 	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS without a stop */
 	TRACE_FACT_DETERM = 1u << 4,        /* TRACE_FILTER_DETERM traps it beyond its classes */
 	TRACE_FACT_LINK_READ = 1u << 5,     /* TRACE_FILTER_NO_READLINK lets it run */
+	TRACE_FACT_ADDRESSED = 1u << 6,     /* stops when argument 4 (an address) is not NULL */
 };
 unsigned trace_sys_facts(long nr);
 /* Argument rules, on an argument's low 32 bits (trace/sys/facts.def). */

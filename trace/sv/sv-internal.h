@@ -1,0 +1,100 @@
+/* trace/sv private: the supervisor's records, shared by its loop (supervise.c)
+ * and the ptrace it emulates for a guest tracer (nest.c). Never included from
+ * another folder. */
+#ifndef SBX_TRACE_SV_INTERNAL_H
+#define SBX_TRACE_SV_INTERNAL_H
+
+#include <limits.h>
+#include <stdint.h>
+#include "trace/sv/sv.h"
+
+#define NBUCKET 256
+#define MAX_WATCH 16
+
+struct trace_nest_task;
+struct trace_nest_tracer;
+
+struct tstate {
+	struct tstate *next;
+	pid_t tid, tgid, ppid;
+	int want_exit;
+	ino_t conn_waits;         /* the socket its blocking connect waits on, run again */
+	struct trace_stop st;     /* the entry stop, kept for on_exit */
+	char path[2][PATH_MAX];
+	char raw[2][PATH_MAX];
+	int announced, held;      /* parent's fork event seen; first stop held until it is */
+	uint64_t held_us;         /* when the hold (or, dead, the wait for the event) began */
+	int dead;                 /* reaped before its parent's fork event: kept for it */
+	int seen;                 /* it stopped here at least once: a guest task */
+	int exit_kept, wstatus;   /* its exit, told to the hooks after its spawn */
+	void *slot[TRACE_LAYERS]; /* each layer's state of this task */
+	pid_t nspid;              /* its pid in the run's namespace, 0 until looked up */
+	struct trace_nest_task *nest;     /* a guest tracer traces it (nest.c) */
+	struct trace_nest_tracer *tracer; /* it traces tasks of the run (nest.c) */
+};
+
+struct trace_supervisor {
+	struct trace_plan *p;
+	const struct trace_layer *l; /* NULL, or TRACE_LAYERS walked in order */
+	int has_entry, has_exit, has_call;
+	struct trace_result *res;
+	pid_t init, guest;
+	int init_gone, guest_gone;
+	struct tstate *bucket[NBUCKET];
+	size_t ntids, nheld, ndead;
+	int watch[MAX_WATCH];
+	size_t nwatch;
+	uint64_t tick_us;         /* the next tick comes this soon (a hook may shorten it) */
+	int every_call;           /* every syscall entry and exit stops (trace_sv_every_call) */
+	int stopping;
+	char reason[64];
+	int sfd;
+	int setup_failed;
+	char setup_what[512], setup_why[512];
+	struct trace_prio *prio;  /* the tracer thread's scheduling, NULL if none */
+	size_t ntracers;          /* guest tracers (nest.c): 0, no task stops for them */
+	int diag;                 /* sock_diag in the run's network namespace, -1 until needed */
+};
+
+struct trace_guest {
+	struct trace_supervisor *sv;
+	struct tstate *ts;
+};
+
+/* The supervisor's record of a tid of this run, or NULL. */
+struct tstate *trace_sv_find(struct trace_supervisor *sv, pid_t tid);
+/* Resume a stopped tracee with req (PTRACE_CONT becomes PTRACE_SYSCALL for a task
+ * whose syscalls stop: every-call mode, a guest tracer). */
+void trace_sv_resume(struct trace_supervisor *sv, pid_t tid, int req, int sig);
+pid_t trace_sv_tgid(struct tstate *t);
+
+/* ptrace emulated for guest tracers (nest.c). At the seccomp stop of ptrace or
+ * process_vm_readv: -1 when not served (the boundary decides), else the errno
+ * the boundary answers for what the call would reach (0: it is served). */
+int trace_nest_verdict(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st);
+/* Once the inspector let it through: the call served, its result set (the caller
+ * is resumed as any call). */
+void trace_nest_call(struct trace_supervisor *sv, struct tstate *t, const struct trace_stop *st);
+/* At the seccomp stop of a clone with CLONE_UNTRACED: the flag is dropped (its
+ * child is traced as every other); 1 when the arguments changed. */
+int trace_nest_untraced(struct trace_supervisor *sv, struct tstate *t, struct trace_stop *st);
+/* A syscall stop of a guest tracer (its syscalls stop while it traces): 1 when
+ * served (resumed or held for its wait), 0 to go on. */
+int trace_nest_tracer_stop(struct trace_supervisor *sv, struct tstate *t);
+/* A stop of a task a guest tracer traces (event is the ptrace event or 0, sig
+ * the stop signal, SIGTRAP|0x80 at a syscall stop): 1 when it is held for its
+ * tracer. */
+int trace_nest_task_stop(struct trace_supervisor *sv, struct tstate *t, int event, int sig);
+/* A fork, vfork or clone event of a task a guest tracer traces, c its child:
+ * 1 when both are held for the tracer (it asked for the event; the child is
+ * traced too), 0 to go on. */
+int trace_nest_spawn(struct trace_supervisor *sv, struct tstate *t, struct tstate *c, int event);
+/* Its exec or exit event (msg: the exit status): 1 when held for the tracer. */
+int trace_nest_event(struct trace_supervisor *sv, struct tstate *t, int event, unsigned long msg);
+/* Whether t's syscalls stop: it traces, or its guest tracer resumed it with
+ * PTRACE_SYSCALL. */
+int trace_nest_syscalls(const struct tstate *t);
+/* A task is freed: its tracer hears of it, its tracees are let go. */
+void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatus);
+
+#endif
