@@ -63,6 +63,9 @@ void lease_store_pubkey(const struct lease_store *s, uint8_t pub[32]);
  * principal it acts as, else (file NULL) $XDG_CONFIG_HOME/sbx/principals/NAME
  * (~/.config/...), made at a request's first use of NAME. */
 void lease_store_principal_key(struct lease_store *s, const char *file);
+/* 0 when the caller holds the key the store recorded for rec's principal (a run of
+ * the lease spends its escrow), else -1: "principal NAME: not signed by its key". */
+int lease_renter_holds(struct lease_store *s, const json_t *rec, struct common_err *e);
 /* The caller's signature (hex) authorizing edge on lease record rec, for a tool that
  * asks another process to make the edge (sbx-snap take): args "renter", "renter_sig". */
 int lease_renter_presign(struct lease_store *s, const json_t *rec, enum lease_edge edge,

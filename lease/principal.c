@@ -224,6 +224,25 @@ static void renter_nonce(const json_t *rec, enum lease_edge edge, char *out, siz
 		snprintf(out, n, "%s", lease_jstr(rec, "head"));
 }
 
+int lease_renter_holds(struct lease_store *s, const json_t *rec, struct common_err *e)
+{
+	const char *who = lease_jstr(rec, "principal");
+	char pub[65], known[65], what[LEASE_NAME_MAX + 16];
+	int reg;
+
+	if (!who || caller_key(s, who, 0, e) < 0)
+		return -1;
+	if ((reg = registered(s, who, known, e)) < 0)
+		return -1;
+	common_hex(s->pkey.pub, 32, pub);
+	snprintf(what, sizeof what, "principal %s", who);
+	/* a lease from before principals had keys: its first signed use records one */
+	if (reg && strcmp(pub, known) != 0)
+		return common_errf(e, what, "not signed by its key (the store knows %s by key "
+				   "%.16s…)", who, known);
+	return 0;
+}
+
 int lease_renter_presign(struct lease_store *s, const json_t *rec, enum lease_edge edge,
 			 char pub[65], char sig[129], struct common_err *e)
 {

@@ -695,3 +695,15 @@ as_other() { XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" "$@"; }
 	assert_equal "$(jq -r '.receipts[] | select(.edge == "destroy") | .renter' r.json)" \
 		"$(cut -c65-128 "$XDG_CONFIG_HOME/sbx/principals/alice")"
 }
+
+@test "sbx-run --lease of another principal's lease needs its key: a run spends its escrow" {
+	id=$(new_lease --principal alice | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	seq=$(sbx-lease show "$id" | jq -r .lease.seq)
+	run as_other sbx-run --lease "$id" -- /bin/true
+	assert_equal "$status" 125
+	assert_output --partial "sbx-run: error: principal alice: not signed by its key"
+	assert_equal "$(sbx-lease show "$id" | jq -r .lease.seq)" "$seq"
+	as_other sbx-run --lease "$id" --principal-key "$XDG_CONFIG_HOME/sbx/principals/alice" -- /bin/true
+	sbx-run --lease "$id" -- /bin/true
+}

@@ -12,7 +12,7 @@ static const struct {
 } run_options[] = {
 	{ "store", 1, 1 }, { "lease", 1, 1 }, { "ephemeral", 0, 0 },
 	{ "limits", 1, 0 }, { "fees", 1, 0 }, { "lifetime", 1, 0 }, { "escrow", 1, 0 },
-	{ "principal", 1, 0 }, { "principal-key", 1, 0 }, { "host-program", 1, 0 },
+	{ "principal", 1, 0 }, { "principal-key", 1, 1 }, { "host-program", 1, 0 },
 	{ "ro", 1, 1 }, { "rw", 1, 1 }, { "mount", 1, 1 }, { "owner", 1, 1 }, { "socket", 1, 1 },
 	{ "chdir", 1, 1 }, { "env-clear", 0, 1 }, { "env-inherit", 0, 1 }, { "env", 1, 1 },
 	{ "result", 1, 1 }, { "result-fd", 1, 1 },

@@ -959,6 +959,9 @@ int trace_run_main(struct trace_run_opts *o)
 		if (lease_load(s, id, &rec, &e) < 0)
 			goto fail;
 		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+		/* a run spends the renter's escrow: only the holder of its key runs it */
+		if (lease_renter_holds(s, l, &e) < 0)
+			goto fail;
 		const char *state = jstr(l, "state");
 		const char *want = jstr(json_object_get(l, "image"), "sha256");
 		/* a restore becomes Active once its guest is rebuilt (restore_exec) */
