@@ -88,6 +88,10 @@ static json_t *fold_request(const json_t *r, struct common_err *e)
 		bad(e, id, "request", "lifetime, deadline or escrow out of range");
 		return NULL;
 	}
+	if (json_object_get(q, "ephemeral") && !lease_hex_valid(lease_jstr(q, "ephemeral"), 64)) {
+		bad(e, id, "request", "ephemeral is not a host key (64 hex digits)");
+		return NULL;
+	}
 	ns = common_xasprintf("%s/%s", lease_jstr(q, "host_program"), id);
 	ok = lease_jstr(q, "namespace") && strcmp(ns, lease_jstr(q, "namespace")) == 0;
 	free(ns);
@@ -105,6 +109,10 @@ static json_t *fold_request(const json_t *r, struct common_err *e)
 			"deadline", (json_int_t)dl, "escrow_required", (json_int_t)esc,
 			"escrow", (json_int_t)0, "usage", lease_usage_json(zero),
 			"cost", (json_int_t)0, "snapshot_bytes", (json_int_t)0, "snapshots");
+	if (rec && lease_jstr(r, "renter"))
+		json_object_set(rec, "renter", json_object_get(r, "renter"));
+	if (rec && json_object_get(q, "ephemeral"))
+		json_object_set(rec, "ephemeral", json_object_get(q, "ephemeral"));
 	return rec;
 }
 

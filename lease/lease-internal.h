@@ -70,6 +70,10 @@ struct lease_store {
 	struct stat cst; /* clock.json behind clk */
 	json_t *clk;
 	char boot[37];   /* "" unread, "-" unknown */
+	char *pkey_file; /* --principal-key FILE, else the principal's own file */
+	struct common_key pkey; /* the caller's key for principal pkey_name */
+	char pkey_name[LEASE_NAME_MAX + 1];
+	int pkey_ok;
 };
 
 /* etcd.c: a v3 client through the HTTP/JSON gateway; keys below the URL's prefix. */
@@ -165,6 +169,35 @@ int lease_usage_get(const json_t *usage, uint64_t out[LEASE_DIM_COUNT]);
 json_t *lease_usage_json(const uint64_t v[LEASE_DIM_COUNT]);
 int lease_state_live(enum lease_state s);
 
+/* lifecycle.c, for repair.c and query.c, under the store lock: */
+/* 1 when rec is a one-shot lease (sbx-run --ephemeral) whose run is this host's. */
+int lease_ephemeral_here(const struct lease_store *s, const json_t *rec);
+/* Close what a dead run left of *rec (replaced): Active is settled from the run's
+ * durable bound; a one-shot lease of this host is also expired and destroyed.
+ * *out the committed pair, NULL when nothing was to do. */
+int lease_close_left(struct lease_store *s, json_t **rec, uint64_t batch, json_t **out,
+		     struct common_err *e);
+/* lease_close_left for every lease whose run died on this host (claim unheld). */
+int lease_dead_runs_close(struct lease_store *s, uint64_t batch, struct common_err *e);
+/* Expire *rec (replaced) when its deadline has passed and no run of this host holds
+ * it: 1 expired, 0 not overdue. */
+int lease_expire_overdue(struct lease_store *s, json_t **rec, uint64_t batch,
+			 struct common_err *e);
+
+/* principal.c: sign the edge of receipt r (not sealed yet) as its renter, principal
+ * (rec: the lease before the edge, NULL for a request), and check that signature
+ * against the key the store knows principal by (recorded now at its first use):
+ * r gets "renter" and "renter_sig", or the edge is refused. args may carry a
+ * signature made by the caller of another tool ("renter", "renter_sig"). */
+int lease_renter_sign(struct lease_store *s, const json_t *rec, const char *principal,
+		      json_t *r, const json_t *args, struct common_err *e);
+/* verify: receipt r's renter signature (rec: the lease before r, NULL for a request)
+ * is by the key recorded for its principal, over what the edge consumed. */
+int lease_renter_check(struct lease_store *s, const json_t *rec, const json_t *r,
+		       struct common_err *e);
+/* The store's and the caller's private keys wiped (the store is closing). */
+void lease_keys_forget(struct lease_store *s);
+
 /* small json helpers */
 int64_t lease_jint(const json_t *o, const char *key); /* -1 when absent / not integer */
 const char *lease_jstr(const json_t *o, const char *key); /* NULL when absent */
@@ -184,6 +217,7 @@ struct lease_cli {
 	uint64_t usage[LEASE_DIM_COUNT]; /* observe's, where usage_given */
 	int usage_given[LEASE_DIM_COUNT];
 	int state;                  /* list --state, -1: any */
+	const char *pkey;           /* --principal-key */
 	const char *pos[1]; /* the operand after the verb */
 	int npos;
 	struct lease_store *s;

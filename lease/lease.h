@@ -59,10 +59,25 @@ const char *lease_store_name(const struct lease_store *s);
 int lease_store_sign(const struct lease_store *s, const void *msg, size_t len, uint8_t sig[64],
 		     struct common_err *e);
 void lease_store_pubkey(const struct lease_store *s, uint8_t pub[32]);
+/* Principals (SPEC §3): the caller's key is file (--principal-key) for any
+ * principal it acts as, else (file NULL) $XDG_CONFIG_HOME/sbx/principals/NAME
+ * (~/.config/...), made at a request's first use of NAME. */
+void lease_store_principal_key(struct lease_store *s, const char *file);
+/* 0 when the caller holds the key the store recorded for rec's principal (a run of
+ * the lease spends its escrow), else -1: "principal NAME: not signed by its key". */
+int lease_renter_holds(struct lease_store *s, const json_t *rec, struct common_err *e);
+/* The caller's signature (hex) authorizing edge on lease record rec, for a tool that
+ * asks another process to make the edge (sbx-snap take): args "renter", "renter_sig". */
+int lease_renter_presign(struct lease_store *s, const json_t *rec, enum lease_edge edge,
+			 char pub[65], char sig[129], struct common_err *e);
 /* Current batch of the store clock. */
 int lease_store_batch(struct lease_store *s, uint64_t *batch, struct common_err *e);
 /* Directory of the lease's namespace storage (mounted at /ns in the guest). */
 char *lease_ns_dir(const struct lease_store *s, const char *id);
+/* Hold this host's store lock alone across several store calls (they nest in it):
+ * no other process of this host sees what they do half done. */
+int lease_store_lock_host(struct lease_store *s, struct common_err *e);
+void lease_store_unlock(struct lease_store *s);
 /* Claim lease id for one run (a lease is one sandbox): a descriptor to keep
  * open while the run lives, or -1 when another live process holds it. */
 int lease_run_claim(struct lease_store *s, const char *id, struct common_err *e);
@@ -119,6 +134,7 @@ struct lease_request {
 	uint64_t lifetime;          /* batches; 0 = default */
 	uint64_t escrow;
 	uint64_t fees[LEASE_DIM_COUNT]; /* price per unit */
+	int ephemeral;              /* one-shot (sbx-run --ephemeral): recover closes it here */
 };
 /* Parse "dim=N,dim=N" for --limits / --fees into req (suffixes allowed for limits). */
 int lease_parse_limits(const char *s, struct lease_request *req, struct common_err *e);
@@ -183,6 +199,11 @@ int lease_log(struct lease_store *s, const char *id, json_t **receipts, struct c
  * journal's end: the cost follows what was journaled since, not the whole journal. */
 int lease_log_since(struct lease_store *s, const char *id, int64_t after, json_t **receipts,
 		    struct common_err *e);
+/* sbx-lease recover: leases whose run died are settled from their durable bound, a
+ * one-shot lease of this host's runs no live run holds is closed and destroyed, and
+ * a lease past its deadline expires, each through its ordinary edges with receipts.
+ * *report: {"store", "batch", "recovered": [{"lease", "from", "to"}, ...]}. */
+int lease_repair(struct lease_store *s, json_t **report, struct common_err *e);
 /* Re-check chains, signatures, states, slot counts; problems go into *report. */
 int lease_verify(struct lease_store *s, const char *id, json_t **report, struct common_err *e);
 

@@ -20,7 +20,10 @@ static int fail(struct lease_cli *c)
 
 static int open_store(struct lease_cli *c)
 {
-	return lease_store_open(c->store, &c->s, &c->e);
+	if (lease_store_open(c->store, &c->s, &c->e) < 0)
+		return -1;
+	lease_store_principal_key(c->s, c->pkey);
+	return 0;
 }
 
 static void fmt_usage(FILE *f, const json_t *u)
@@ -245,6 +248,23 @@ static int cmd_verify(struct lease_cli *c)
 	return ok ? SBX_EXIT_OK : SBX_EXIT_FAIL;
 }
 
+static int cmd_recover(struct lease_cli *c)
+{
+	json_t *rep, *r;
+	size_t i;
+
+	if (open_store(c) < 0 || lease_repair(c->s, &rep, &c->e) < 0)
+		return fail(c);
+	if (c->fmt == COMMON_FMT_JSON)
+		common_json_print(rep, 0);
+	json_array_foreach(json_object_get(rep, "recovered"), i, r)
+		if (c->fmt == COMMON_FMT_TEXT)
+			printf("%s: %s -> %s\n", lease_jstr(r, "lease"), lease_jstr(r, "from"),
+			       lease_jstr(r, "to"));
+	json_decref(rep);
+	return SBX_EXIT_OK;
+}
+
 static int print_clock(struct lease_cli *c, json_t *clk)
 {
 	if (c->fmt == COMMON_FMT_TEXT)
@@ -291,23 +311,26 @@ static int v_show(void *c) { return cmd_show(c); }
 static int v_list(void *c) { return cmd_list(c); }
 static int v_log(void *c) { return cmd_log(c); }
 static int v_verify(void *c) { return cmd_verify(c); }
+static int v_recover(void *c) { return cmd_recover(c); }
 static int v_clock(void *c) { return cmd_clock(c); }
 static int v_tick(void *c) { return cmd_tick(c); }
 
 static const struct common_verb lease_verbs[] = {
-	{ "request", v_request, "request --image PATH [--principal NAME] [--host-program NAME]\n"
+	{ "request", v_request, "request --image PATH [--principal NAME] [--principal-key FILE]\n"
+	  "          [--host-program NAME]\n"
 	  "          [--limits DIM=N[,DIM=N...]] [--lifetime BATCHES] [--escrow N]\n"
 	  "          [--fees DIM=PRICE[,...]]", 0, 0 },
-	{ "fund", v_fund, "fund [ID] --amount N --evidence FILE|-", 0, 1 },
+	{ "fund", v_fund, "fund [ID] --amount N --evidence FILE|- [--principal-key FILE]", 0, 1 },
 	{ "activate", v_activate, "activate [ID] --evidence FILE|-", 0, 1 },
 	{ "observe", v_observe, "observe [ID] --usage DIM=N[,...] --evidence FILE|-", 0, 1 },
-	{ "settle", v_settle, "settle [ID] --evidence FILE|-", 0, 1 },
+	{ "settle", v_settle, "settle [ID] --evidence FILE|- [--principal-key FILE]", 0, 1 },
 	{ "expire", v_expire, "expire [ID] --evidence FILE|-", 0, 1 },
-	{ "destroy", v_destroy, "destroy [ID] --evidence FILE|-", 0, 1 },
+	{ "destroy", v_destroy, "destroy [ID] --evidence FILE|- [--principal-key FILE]", 0, 1 },
 	{ "show", v_show, "show ID", 1, 1 },
 	{ "list", v_list, "list [--principal P] [--state S]", 0, 0 },
 	{ "log", v_log, "log ID", 1, 1 },
 	{ "verify", v_verify, "verify [ID]", 0, 1 },
+	{ "recover", v_recover, "recover", 0, 0 },
 	{ "clock", v_clock, "clock [wall|manual]", 0, 1 },
 	{ "tick", v_tick, "tick [N]", 0, 1 },
 };
@@ -316,7 +339,7 @@ static const struct common_verb lease_verbs[] = {
 /* A bit per lease_verbs row. */
 enum { REQUEST = 1u << 0, FUND = 1u << 1, ACTIVATE = 1u << 2, OBSERVE = 1u << 3,
        SETTLE = 1u << 4, EXPIRE = 1u << 5, DESTROY = 1u << 6, SHOW = 1u << 7, LIST = 1u << 8,
-       LOG = 1u << 9, VERIFY = 1u << 10, CLOCK = 1u << 11, TICK = 1u << 12 };
+       LOG = 1u << 9, VERIFY = 1u << 10, RECOVER = 1u << 11, CLOCK = 1u << 12, TICK = 1u << 13 };
 #define EDGES (FUND | ACTIVATE | OBSERVE | SETTLE | EXPIRE | DESTROY)
 static int parse_amount(const struct common_opt *o, void *cli, const char *v,
 			struct common_err *e)
@@ -393,6 +416,7 @@ static const struct common_opt lease_opts[] = {
 	OPT("evidence", &common_opt_str, evidence, EDGES),
 	OPT("usage", &usage_type, usage, OBSERVE, .need = OBSERVE),
 	OPT("state", &state_type, state, LIST),
+	OPT("principal-key", &common_opt_str, pkey, REQUEST | FUND | SETTLE | DESTROY),
 };
 
 static const struct common_cli lease_cli = {

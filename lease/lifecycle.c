@@ -196,6 +196,13 @@ static int request_receipt(struct lease_store *s, const struct lease_request *re
 				    json_pack("{s:s, s:s}", "path", p->script, "sha256", p->script_hash));
 	if (!q || (p->script && !json_object_get(json_object_get(q, "image"), "script")))
 		return common_errf(e, "request", "image path is not valid UTF-8");
+	if (req->ephemeral) { /* the host that runs it, the one that may recover it */
+		uint8_t pub[32];
+		char hex[65];
+		lease_store_pubkey(s, pub);
+		common_hex(pub, sizeof pub, hex);
+		json_object_set_new(q, "ephemeral", json_string(hex));
+	}
 	*r = receipt_new(id, 0, LEASE_EDGE_REQUEST, NULL, LEASE_REQUESTED, batch, NULL);
 	json_object_set_new(*r, "request", q);
 	return 0;
@@ -506,6 +513,49 @@ static int dead_run_observe(struct lease_store *s, const char *id, json_t **rec,
 	return rc;
 }
 
+/* 1 when rec is a one-shot lease of this host's runs (sbx-run --ephemeral). */
+int lease_ephemeral_here(const struct lease_store *s, const json_t *rec)
+{
+	uint8_t pub[32];
+	char hex[65];
+
+	lease_store_pubkey(s, pub);
+	common_hex(pub, sizeof pub, hex);
+	return lease_jstr(rec, "ephemeral") && strcmp(lease_jstr(rec, "ephemeral"), hex) == 0;
+}
+
+int lease_close_left(struct lease_store *s, json_t **rec, uint64_t batch, json_t **out,
+		     struct common_err *e)
+{
+	static const enum lease_edge tail[] = { LEASE_EDGE_EXPIRE, LEASE_EDGE_DESTROY };
+	const char *id = lease_jstr(*rec, "id"), *closed = NULL;
+	json_t *rs = json_array(), *r, *args = json_pack("{s:b}", "run_died", 1);
+	int eph = lease_ephemeral_here(s, *rec), rc = -1;
+	enum lease_state st;
+
+	*out = NULL;
+	lease_state_parse(lease_jstr(*rec, "state"), &st);
+	if (st == LEASE_ACTIVE &&
+	    (dead_run_observe(s, id, rec, batch, rs, &closed, e) < 0 ||
+	     (!closed && (edge_receipt(s, *rec, LEASE_EDGE_SETTLE, args, batch, &r, e) < 0 ||
+			  seal_fold(s, rec, r, rs, e) < 0))))
+		goto out;
+	/* one-shot mode never leaves a lease behind: its run would have ended it so */
+	for (size_t k = 0; eph && k < 2; k++) {
+		lease_state_parse(lease_jstr(*rec, "state"), &st);
+		if (!lease_edge_next(tail[k], st, NULL))
+			continue;
+		if (edge_receipt(s, *rec, tail[k], NULL, batch, &r, e) < 0 ||
+		    seal_fold(s, rec, r, rs, e) < 0)
+			goto out;
+	}
+	rc = json_array_size(rs) ? commit(s, rs, *rec, out, e) : 0;
+out:
+	json_decref(args);
+	json_decref(rs);
+	return rc;
+}
+
 /* A run that died (SIGKILL, OOM) left its lease Active: it closes from the bound it
  * left (else its last durable observation), before anything else is decided. */
 static int close_dead_runs(struct lease_store *s, uint64_t batch, struct common_err *e)
@@ -516,39 +566,35 @@ static int close_dead_runs(struct lease_store *s, uint64_t batch, struct common_
 
 	if (lease_run_orphans(s, &ids, &n, e) < 0)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		json_t *pair = NULL, *rec, *rs, *r, *out = NULL, *args;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_t *pair = NULL, *rec, *out = NULL;
 		struct common_err skip;
-		const char *closed = NULL;
-		enum lease_state st;
 		if (load_pair(s, ids[i], &pair, &skip) < 0) {
 			lease_run_forget(s, ids[i]);
 			continue;
 		}
 		rec = json_incref(json_object_get(pair, "lease"));
 		json_decref(pair);
-		lease_state_parse(lease_jstr(rec, "state"), &st);
-		rs = json_array();
-		args = json_pack("{s:b}", "run_died", 1);
-		if (st == LEASE_ACTIVE &&
-		    (dead_run_observe(s, ids[i], &rec, batch, rs, &closed, e) < 0 ||
-		     (!closed && (edge_receipt(s, rec, LEASE_EDGE_SETTLE, args, batch, &r, e) < 0 ||
-				  seal_fold(s, &rec, r, rs, e) < 0)) ||
-		     commit(s, rs, rec, &out, e) < 0))
-			rc = -1;
-		else
+		if ((rc = lease_close_left(s, &rec, batch, &out, e)) == 0)
 			lease_run_forget(s, ids[i]);
-		json_decref(args);
 		json_decref(out);
-		json_decref(rs);
 		json_decref(rec);
-		if (rc < 0)
-			break;
 	}
 	for (size_t i = 0; i < n; i++)
 		free(ids[i]);
 	free(ids);
 	return rc;
+}
+
+int lease_dead_runs_close(struct lease_store *s, uint64_t batch, struct common_err *e)
+{
+	return close_dead_runs(s, batch, e);
+}
+
+int lease_expire_overdue(struct lease_store *s, json_t **rec, uint64_t batch,
+			 struct common_err *e)
+{
+	return expire_if_overdue(s, rec, batch, 1, e);
 }
 
 /* Before a request counts the principal's slots: its overdue leases go. */
@@ -580,6 +626,14 @@ static int expire_principal_overdue(struct lease_store *s, const char *principal
 	return rc;
 }
 
+/* The edges a renter asks for (SPEC §3): signed by the renter's key. The others are
+ * the runtime's (activate, observe) or the clock's and settlement's (expire). */
+static int renter_asks(enum lease_edge ed)
+{
+	return ed == LEASE_EDGE_FUND || ed == LEASE_EDGE_SNAPSHOT || ed == LEASE_EDGE_SETTLE ||
+	       ed == LEASE_EDGE_DESTROY;
+}
+
 /* One attempt of the write path: request (req) or an existing lease (id, evidence checked when
  * need_ev or given), then the steps, then one commit. *pair_out NULL when every step
  * was optional and skipped. */
@@ -601,7 +655,13 @@ static int apply_once(struct lease_store *s, const struct lease_request *req,
 		goto unlock;
 	if (req) {
 		if (expire_principal_overdue(s, p->principal, batch, e) < 0 ||
-		    request_receipt(s, req, p, batch, &r, e) < 0 || seal_fold(s, &rec, r, rs, e) < 0)
+		    request_receipt(s, req, p, batch, &r, e) < 0)
+			goto unlock;
+		if (lease_renter_sign(s, NULL, p->principal, r, NULL, e) < 0) {
+			json_decref(r);
+			goto unlock;
+		}
+		if (seal_fold(s, &rec, r, rs, e) < 0)
 			goto unlock;
 	} else {
 		if (load_pair(s, id, &pair, e) < 0)
@@ -627,8 +687,14 @@ static int apply_once(struct lease_store *s, const struct lease_request *req,
 			refuse_edge(e, steps[k].edge, rec);
 			goto unlock;
 		}
-		if (edge_receipt(s, rec, steps[k].edge, steps[k].args, batch, &r, e) < 0 ||
-		    seal_fold(s, &rec, r, rs, e) < 0)
+		if (edge_receipt(s, rec, steps[k].edge, steps[k].args, batch, &r, e) < 0)
+			goto unlock;
+		if (renter_asks(steps[k].edge) &&
+		    lease_renter_sign(s, rec, lease_jstr(rec, "principal"), r, steps[k].args, e) < 0) {
+			json_decref(r);
+			goto unlock;
+		}
+		if (seal_fold(s, &rec, r, rs, e) < 0)
 			goto unlock;
 	}
 	if (json_array_size(rs) && commit(s, rs, rec, pair_out, e) < 0)
@@ -770,8 +836,13 @@ int lease_observe_usage(struct lease_store *s, const char *id,
 	return rc;
 }
 
-int lease_show(struct lease_store *s, const char *id, json_t **out, struct common_err *e)
+/* The pair of id; sweep: a deadline already passed has decided (SPEC §4.3), so the
+ * lease is expired by it, with its receipt, before it is shown. */
+static int show_once(struct lease_store *s, const char *id, int sweep, json_t **out,
+		     struct common_err *e)
 {
+	json_t *rec;
+	uint64_t batch;
 	int rc;
 
 	if (lease_lock(s, e) < 0)
@@ -779,7 +850,26 @@ int lease_show(struct lease_store *s, const char *id, json_t **out, struct commo
 	rc = lease_recover(s, e);
 	if (rc == 0)
 		rc = load_pair(s, id, out, e);
+	if (rc == 0 && sweep) {
+		rec = json_incref(json_object_get(*out, "lease"));
+		rc = lease_store_batch(s, &batch, e) < 0 ? -1 : expire_if_overdue(s, &rec, batch, 1, e);
+		json_decref(rec);
+		if (rc != 0)
+			json_decref(*out);
+		if (rc == 1)
+			rc = load_pair(s, id, out, e);
+	}
 	lease_unlock(s);
+	return rc;
+}
+
+int lease_show(struct lease_store *s, const char *id, json_t **out, struct common_err *e)
+{
+	unsigned attempt = 0;
+	int rc;
+
+	while ((rc = show_once(s, id, 1, out, e)) < 0 && lease_retry(s, &attempt))
+		;
 	return rc;
 }
 
@@ -787,7 +877,7 @@ int lease_load(struct lease_store *s, const char *id, json_t **record, struct co
 {
 	json_t *pair;
 
-	if (lease_show(s, id, &pair, e) < 0)
+	if (show_once(s, id, 0, &pair, e) < 0)
 		return -1;
 	*record = json_incref(json_object_get(pair, "lease"));
 	json_decref(pair);
@@ -798,7 +888,7 @@ int lease_head(struct lease_store *s, const char *id, json_t **receipt, struct c
 {
 	json_t *pair;
 
-	if (lease_show(s, id, &pair, e) < 0)
+	if (show_once(s, id, 0, &pair, e) < 0)
 		return -1;
 	*receipt = json_incref(json_object_get(pair, "receipt"));
 	json_decref(pair);

@@ -58,41 +58,75 @@ static void ids_free(char **ids, size_t n)
 	free(ids);
 }
 
-int lease_list(struct lease_store *s, const char *principal, int state, json_t **out,
-	       struct common_err *e)
+/* One lease of a listing as its deadline has decided (SPEC §4.3): an overdue lease
+ * is expired, with its receipt, before it is listed. */
+static int list_one(struct lease_store *s, const char *id, uint64_t batch, json_t **rec,
+		    struct common_err *e)
 {
-	char **ids;
-	size_t n;
-	json_t *arr, *pair;
+	json_t *pair;
+	enum lease_state st;
+
+	*rec = NULL;
+	if (lease_pair_read(s, id, &pair, e) < 0)
+		return -1;
+	if (!pair)
+		return 0;
+	*rec = json_incref(json_object_get(pair, "lease"));
+	json_decref(pair);
+	lease_state_parse(lease_jstr(*rec, "state"), &st);
+	if (lease_state_live(st) && batch >= (uint64_t)lease_jint(*rec, "deadline") &&
+	    lease_expire_overdue(s, rec, batch, e) < 0) {
+		json_decref(*rec);
+		*rec = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static int list_once(struct lease_store *s, const char *principal, int state, json_t **out,
+		     struct common_err *e)
+{
+	char **ids = NULL;
+	size_t n = 0;
+	uint64_t batch;
+	json_t *arr = json_array(), *rec;
 	int rc = -1;
 
 	if (lease_lock(s, e) < 0)
-		return -1;
-	if (lease_recover(s, e) < 0 || s->be->ids(s, &ids, &n, e) < 0)
+		goto out;
+	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0 ||
+	    s->be->ids(s, &ids, &n, e) < 0)
 		goto unlock;
-	arr = json_array();
 	for (size_t i = 0; i < n; i++) {
-		json_t *rec;
 		enum lease_state st;
-		if (lease_pair_read(s, ids[i], &pair, e) < 0) {
-			json_decref(arr);
-			ids_free(ids, n);
+		if (list_one(s, ids[i], batch, &rec, e) < 0)
 			goto unlock;
-		}
-		if (!pair)
+		if (!rec)
 			continue;
-		rec = json_object_get(pair, "lease");
 		lease_state_parse(lease_jstr(rec, "state"), &st);
 		if ((!principal || strcmp(principal, lease_jstr(rec, "principal")) == 0) &&
 		    (state < 0 || (int)st == state))
 			json_array_append(arr, rec);
-		json_decref(pair);
+		json_decref(rec);
 	}
-	ids_free(ids, n);
-	*out = arr;
+	*out = json_incref(arr);
 	rc = 0;
 unlock:
 	lease_unlock(s);
+out:
+	ids_free(ids, n);
+	json_decref(arr);
+	return rc;
+}
+
+int lease_list(struct lease_store *s, const char *principal, int state, json_t **out,
+	       struct common_err *e)
+{
+	unsigned attempt = 0;
+	int rc;
+
+	while ((rc = list_once(s, principal, state, out, e)) < 0 && lease_retry(s, &attempt))
+		;
 	return rc;
 }
 
@@ -393,6 +427,9 @@ static int verify_line(void *arg, const char *name, const char *line, size_t len
 		json_decref(r);
 		return 0;
 	}
+	if (json_object_get(r, "renter_sig") &&
+	    lease_renter_check(c->s, json_object_get(ch, "rec"), r, &e) < 0)
+		problem(c, "%s: %s: %s", name, e.what, e.why);
 	if (lease_fold(json_object_get(ch, "rec"), r, &next, &e) < 0) {
 		problem(c, "%s: %s: %s", name, e.what, e.why);
 		json_object_set_new(ch, "broken", json_true());
@@ -500,6 +537,23 @@ static void verify_slots(struct verify_ctx *c)
 	json_decref(live);
 }
 
+/* A one-shot lease of this host that no run holds and is not destroyed: its run
+ * died (before or after it claimed the lease). */
+static void verify_one_shots(struct verify_ctx *c)
+{
+	const char *id;
+	json_t *ch;
+
+	json_object_foreach(c->chains, id, ch) {
+		json_t *rec = json_object_get(ch, "rec");
+		if (rec && lease_ephemeral_here(c->s, rec) &&
+		    strcmp(lease_jstr(rec, "state"), "Destroyed") != 0 && !lease_run_held(c->s, id))
+			problem(c, "lease %s: its run died without closing it (a one-shot lease left "
+				"%s); sbx-lease recover closes and destroys it", id,
+				lease_jstr(rec, "state"));
+	}
+}
+
 /* A run that died holding its lease: reported until a store write closes it. */
 static void verify_dead_runs(struct verify_ctx *c)
 {
@@ -518,14 +572,16 @@ static void verify_dead_runs(struct verify_ctx *c)
 		uint64_t b[LEASE_DIM_COUNT];
 		json_t *pair = NULL;
 		if (lease_pair_read(c->s, ids[i], &pair, &e) == 0 && pair &&
-		    !strcmp(lease_jstr(json_object_get(pair, "lease"), "state"), "Active"))
-			problem(c, "lease %s: its run died without closing it; the next store "
-				"write settles it from %s", ids[i],
+		    !strcmp(lease_jstr(json_object_get(pair, "lease"), "state"), "Active") &&
+		    !lease_ephemeral_here(c->s, json_object_get(pair, "lease")))
+			problem(c, "lease %s: its run died without closing it; sbx-lease recover "
+				"(or the next store write) settles it from %s", ids[i],
 				from[lease_run_bound_read(c->s, ids[i], b) + 1]);
 		json_decref(pair);
 		free(ids[i]);
 	}
 	free(ids);
+	verify_one_shots(c);
 }
 
 int lease_verify(struct lease_store *s, const char *id, json_t **report, struct common_err *e)

@@ -96,6 +96,10 @@ int lease_receipt_check(const json_t *r, const char *name, struct common_err *e)
 		return field_err(e, name, "sig", "128 hex digits");
 	if (json_object_get(r, "signer") && !lease_hex_valid(lease_jstr(r, "signer"), 64))
 		return field_err(e, name, "signer", "64 hex digits (an Ed25519 public key)");
+	if (json_object_get(r, "renter") && !lease_hex_valid(lease_jstr(r, "renter"), 64))
+		return field_err(e, name, "renter", "64 hex digits (the renter's Ed25519 public key)");
+	if (json_object_get(r, "renter_sig") && !lease_hex_valid(lease_jstr(r, "renter_sig"), 128))
+		return field_err(e, name, "renter_sig", "128 hex digits (an Ed25519 signature)");
 	lease_receipt_digest_hex(r, hex);
 	if (strcmp(hex, digest) != 0)
 		return common_errf(e, name, "receipt digest does not match its contents (tampered)");
@@ -209,5 +213,9 @@ int lease_record_check(const json_t *rec, const char *name, struct common_err *e
 		return -1;
 	if (!json_is_array(json_object_get(rec, "snapshots")))
 		return field_err(e, name, "snapshots", "an array");
+	if (json_object_get(rec, "renter") && !lease_hex_valid(lease_jstr(rec, "renter"), 64))
+		return field_err(e, name, "renter", "64 hex digits (the renter's key)");
+	if (json_object_get(rec, "ephemeral") && !lease_hex_valid(lease_jstr(rec, "ephemeral"), 64))
+		return field_err(e, name, "ephemeral", "64 hex digits (the key of its run's host)");
 	return 0;
 }

@@ -362,7 +362,7 @@ void lease_store_close(struct lease_store *s)
 	json_decref(s->reads);
 	json_decref(s->signers);
 	lease_etcd_close(s->etcd);
-	memset(&s->key, 0, sizeof s->key);
+	lease_keys_forget(s);
 	free(s->dir);
 	free(s->snapdir);
 	free(s->name);

@@ -78,6 +78,8 @@ struct common_key {
 	int has_priv;
 };
 int common_key_generate(struct common_key *k, struct common_err *e);
+/* pub from priv (has_priv set): 0, or -1 when priv is no Ed25519 key. */
+int common_key_derive(struct common_key *k);
 int common_key_sign(const struct common_key *k, const void *msg, size_t len,
 		    uint8_t sig[64], struct common_err *e);
 int common_key_verify(const uint8_t pub[32], const void *msg, size_t len,

@@ -29,6 +29,17 @@ int common_key_generate(struct common_key *k, struct common_err *e)
 	return 0;
 }
 
+int common_key_derive(struct common_key *k)
+{
+	EVP_PKEY *pk = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, k->priv, 32);
+	size_t n = 32;
+	int ok = pk && EVP_PKEY_get_raw_public_key(pk, k->pub, &n) == 1 && n == 32;
+
+	EVP_PKEY_free(pk);
+	k->has_priv = ok;
+	return ok ? 0 : -1;
+}
+
 int common_key_sign(const struct common_key *k, const void *msg, size_t len,
 		    uint8_t sig[64], struct common_err *e)
 {

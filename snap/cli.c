@@ -123,7 +123,12 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 		json_decref(rec);
 		return SBX_EXIT_FAIL;
 	}
+	/* renter-authorized: the run makes the edge, signed here by the renter's key */
+	char pub[65], sig[129];
+	int signed_ok = lease_renter_presign(s, l, LEASE_EDGE_SNAPSHOT, pub, sig, e);
 	json_decref(rec);
+	if (signed_ok < 0)
+		return SBX_EXIT_FAIL;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int n = snprintf(a.sun_path, sizeof a.sun_path, "%s/run/%s.sock", lease_store_dir(s), lease);
 	if (n < 0 || (size_t)n >= sizeof a.sun_path) {
@@ -140,8 +145,9 @@ static int cmd_take(struct lease_store *s, const char *lease, int stop, const ch
 	}
 	struct timeval tv = { .tv_sec = 600 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	char req[64];
-	snprintf(req, sizeof req, "{\"op\":\"snapshot\",\"stop\":%s}\n", stop ? "true" : "false");
+	char req[320];
+	snprintf(req, sizeof req, "{\"op\":\"snapshot\",\"stop\":%s,\"renter\":\"%s\","
+		 "\"renter_sig\":\"%s\"}\n", stop ? "true" : "false", pub, sig);
 	char *buf = common_xmalloc(65536);
 	size_t len = 0;
 	/* a refused peer is answered and closed at once: read that answer all the same
@@ -530,7 +536,8 @@ static int v_import(void *p)
 }
 
 static const struct common_verb snap_verbs[] = {
-	{ "take", v_take, "take [--store DIR] [--format json|text] [--stop] [--principal NAME] LEASE", 1, 1 },
+	{ "take", v_take, "take [--store DIR] [--format json|text] [--stop] [--principal NAME]\n"
+	  "         [--principal-key FILE] LEASE", 1, 1 },
 	{ "list", v_list, "list [--store DIR] [--format json|text] [LEASE]", 0, 1 },
 	{ "show", v_show, "show [--store DIR] [--format json|text] DIGEST", 1, 1 },
 	{ "verify", v_verify, "verify [--store DIR] [--format json|text] DIGEST", 1, 1 },
@@ -550,6 +557,7 @@ static const struct common_opt snap_opts[] = {
 	OPT("output", &common_opt_str, out, EXPORT, .letter = 'o'),
 	OPT("principal", &common_opt_str, principal, TAKE),
 	OPT("stop", &common_opt_flag, stop, TAKE),
+	OPT("principal-key", &common_opt_str, principal_key, TAKE),
 };
 
 static const struct common_cli snap_cli = {
@@ -589,6 +597,7 @@ int snap_cli_main(int argc, char **argv)
 		common_report(&c.e);
 		return SBX_EXIT_SBX;
 	}
+	lease_store_principal_key(c.s, c.principal_key);
 	c.e.what[0] = 0;
 	rc = c.verb->run(&c);
 	if (rc != SBX_EXIT_OK && c.e.what[0])

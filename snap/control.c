@@ -230,7 +230,8 @@ static int snap_take(struct lease_store *s, const char *lease, const struct trac
 		goto fail;
 	if (lease_head(s, lease, &head, &e) < 0)
 		goto fail;
-	json_t *args = json_pack("{s:s,s:I}", "snapshot", hex, "bytes", (json_int_t)persist);
+	json_t *args = json_pack("{s:s,s:I,s:s?,s:s?}", "snapshot", hex, "bytes", (json_int_t)persist,
+				 "renter", rq->renter, "renter_sig", rq->renter_sig);
 	rc = lease_transition(s, lease, LEASE_EDGE_SNAPSHOT, head, args, &out, &e);
 	json_decref(args);
 	if (rc < 0)

@@ -232,6 +232,7 @@ int snap_register(struct lease_store *s, const json_t *meta, const struct snap_m
 struct snap_cli {
 	const struct common_verb *verb;
 	const char *store, *out, *principal;
+	const char *principal_key; /* --principal-key FILE */
 	enum common_format fmt;
 	int stop;
 	const char *pos[1];

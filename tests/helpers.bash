@@ -46,8 +46,13 @@ esac
 # here, and a run without one must be asked for (sbx-run --memory-sampled); the
 # test of that refusal runs without it.
 # (An unprivileged make check is nobody already.)
+# Nobody's principal keys (sbx-lease(1), PRINCIPALS) live in a directory of its
+# own, never the invoker's configuration.
 if [ "$(id -u)" = 0 ]; then
-	SBX_AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_MEMORY_SAMPLED=1"
+	SBX_NOBODY_CONFIG=/var/tmp/sbx-nobody-config
+	[ -d "$SBX_NOBODY_CONFIG" ] || { mkdir -p -m 700 "$SBX_NOBODY_CONFIG" &&
+		chown 65534:65534 "$SBX_NOBODY_CONFIG"; }
+	SBX_AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_MEMORY_SAMPLED=1 XDG_CONFIG_HOME=$SBX_NOBODY_CONFIG"
 else
 	SBX_AS_NOBODY=env
 fi
@@ -82,6 +87,7 @@ sbx_memcg || export SBX_MEMORY_SAMPLED=1
 
 sbx_setup_store() {
 	export SBX_STORE="$BATS_TEST_TMPDIR/store"
+	export XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config" # principal keys: never the user's
 	unset XDG_STATE_HOME
 }
 

@@ -630,3 +630,108 @@ redigest_in() {
 	assert_failure 1
 	assert_output --partial "not a lease id"
 }
+
+# A caller of its own: another configuration directory, so none of the test's keys.
+as_other() { XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" "$@"; }
+
+@test "a principal is proven by its key: without it, or with another, nothing of its leases moves" {
+	new_lease --principal alice | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - >act.json
+	new_lease --principal bob >/dev/null
+	new_lease --principal alice >req2.json
+	before=$(store_sum)
+	for how in "" "--principal-key $XDG_CONFIG_HOME/sbx/principals/bob"; do
+		# shellcheck disable=SC2086
+		run as_other sbx-lease settle --evidence act.json $how
+		assert_failure
+		assert_output --partial "sbx-lease: error: principal alice: not signed by its key"
+		# shellcheck disable=SC2086
+		run as_other sbx-lease fund --amount 1 --evidence req2.json $how
+		assert_failure
+		assert_output --partial "sbx-lease: error: principal alice: not signed by its key"
+	done
+	# a request in alice's name by a caller with another key is refused too
+	run as_other sbx-lease request --image /bin/true --principal alice
+	assert_failure
+	assert_output --partial "principal alice: not signed by its key"
+	assert_equal "$(store_sum)" "$before"
+	# the key was made at first use, 0600 in a 0700 directory, never in the store
+	[ "$(stat -c %a "$XDG_CONFIG_HOME/sbx/principals")" = 700 ]
+	[ "$(stat -c %a "$XDG_CONFIG_HOME/sbx/principals/alice")" = 600 ]
+	! grep -rqF "$(cut -c1-64 "$XDG_CONFIG_HOME/sbx/principals/alice")" "$LOCAL"
+	pub=$(cut -c65-128 "$XDG_CONFIG_HOME/sbx/principals/alice")
+	# receipts and the record name the renter's public key
+	assert_equal "$(sbx-lease log "$(jq -r .lease.id act.json)" | jq -r .renter | sort -u | grep -v null)" "$pub"
+	assert_equal "$(jq -r .lease.renter act.json)" "$pub"
+	sbx-lease settle --evidence act.json >set.json
+	sbx-lease expire --evidence set.json >exp.json
+	before=$(store_sum)
+	run as_other sbx-lease destroy --evidence exp.json
+	assert_failure
+	assert_output --partial "principal alice: not signed by its key"
+	assert_equal "$(store_sum)" "$before"
+	# the key itself, named with --principal-key, works from anywhere
+	as_other sbx-lease destroy --evidence exp.json \
+		--principal-key "$XDG_CONFIG_HOME/sbx/principals/alice" >/dev/null
+	sbx-lease verify
+}
+
+@test "a damaged, truncated or mismatched principal key file is refused clearly, nothing changes" {
+	new_lease --principal alice | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - >act.json
+	key=$XDG_CONFIG_HOME/sbx/principals/alice
+	head -c 50 "$key" >trunc.key
+	{ cut -c1-64 "$key" | tr -d '\n'; cut -c1-64 "$key"; } >mismatch.key
+	printf 'zz%s' "$(cut -c3-128 "$key")" >junk.key
+	: >empty.key
+	head -c 100000 /dev/zero >huge.key
+	before=$(store_sum)
+	for k in trunc mismatch junk empty huge; do
+		run sbx-lease settle --evidence act.json --principal-key "$k.key"
+		assert_failure
+		assert_output --regexp "^sbx-lease: error: principal alice: "
+		[[ $output == *"damaged"* || $output == *"larger than"* ]] || {
+			echo "$k: $output"; false; }
+	done
+	run sbx-lease settle --evidence act.json --principal-key missing.key
+	assert_failure
+	assert_output --partial "principal alice: not signed by its key (no key missing.key"
+	assert_equal "$(store_sum)" "$before"
+}
+
+@test "verify checks every renter signature against the key recorded for the principal" {
+	[ -z "${SBX_TEST_ETCD:-}" ] || skip "the directory store's record of a principal"
+	new_lease --principal alice | sbx-lease fund --amount 0 --evidence - >/dev/null
+	new_lease --principal bob >/dev/null
+	sbx-lease verify
+	# a principal's record replaced behind the store's back
+	cp "$LOCAL/principals/bob.pub" "$LOCAL/principals/alice.pub"
+	run sbx-lease verify
+	assert_failure
+	assert_output --partial "not the key recorded for principal alice"
+}
+
+@test "sbx-run --ephemeral in another principal's name needs its key: refused, nothing requested" {
+	new_lease --principal alice >/dev/null
+	n=$(sbx-lease list | wc -l)
+	run as_other sbx-run --ephemeral --principal alice -- /bin/true
+	assert_equal "$status" 125
+	assert_output --partial "sbx-run: error: principal alice: not signed by its key"
+	assert_equal "$(sbx-lease list | wc -l)" "$n"
+	as_other sbx-run --ephemeral --principal alice \
+		--principal-key "$XDG_CONFIG_HOME/sbx/principals/alice" --result r.json -- /bin/true
+	assert_equal "$(jq -r '.receipts[] | select(.edge == "destroy") | .renter' r.json)" \
+		"$(cut -c65-128 "$XDG_CONFIG_HOME/sbx/principals/alice")"
+}
+
+@test "sbx-run --lease of another principal's lease needs its key: a run spends its escrow" {
+	id=$(new_lease --principal alice | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	seq=$(sbx-lease show "$id" | jq -r .lease.seq)
+	run as_other sbx-run --lease "$id" -- /bin/true
+	assert_equal "$status" 125
+	assert_output --partial "sbx-run: error: principal alice: not signed by its key"
+	assert_equal "$(sbx-lease show "$id" | jq -r .lease.seq)" "$seq"
+	as_other sbx-run --lease "$id" --principal-key "$XDG_CONFIG_HOME/sbx/principals/alice" -- /bin/true
+	sbx-run --lease "$id" -- /bin/true
+}

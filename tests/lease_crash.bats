@@ -32,6 +32,10 @@ crash_walk() {
 	WALK=$((${WALK:-0} + 1))
 	PRINCIPAL=crash$WALK
 	rm -f head.json
+	# the principal's first use (its key made, then recorded in the store: atomic
+	# writes of their own before the journal) comes first, in a lease of its own
+	local warm
+	warm=$(sbx-lease request --image /bin/true --principal "$PRINCIPAL" | jq -r .lease.id)
 	for e in $EDGES; do
 		[ "$e" = expire ] && sbx-lease tick >/dev/null
 		if [ "${crash#* $e }" = "$crash" ]; then
@@ -48,7 +52,7 @@ crash_walk() {
 		[ "$rc" -eq 137 ] || { echo "$e/$fault: rc=$rc, not killed: $(cat err.txt)"; return 1; }
 		run sbx-lease verify
 		[ "$status" -eq 0 ] || { echo "after $fault in $e: $output"; return 1; }
-		[ -n "$id" ] || id=$(sbx-lease list --principal "$PRINCIPAL" | jq -r .id)
+		[ -n "$id" ] || id=$(sbx-lease list --principal "$PRINCIPAL" | jq -r .id | grep -vx "$warm")
 		[ -n "$id" ] || { echo "$e/$fault: lost the request receipt"; return 1; }
 		sbx-lease log "$id" >log.json
 		# every fault point is after the journal append: the receipt is there (verify
@@ -144,7 +148,116 @@ crash_walk() {
 			[ "$n" -ge 6 ]
 			closed=$pass
 		fi
+		# the operator's way back: the lease closed and destroyed, the store clean
+		sbx-lease recover >/dev/null
+		sbx-lease verify >/dev/null || { echo "pass $pass: not clean after recover"; return 1; }
+		assert_equal "$(sbx-lease show "$id" | jq -r .lease.state)" Destroyed
 		pass=$((pass + 1))
 	done
 	[ -n "$closed" ] && [ "$closed" -ge 2 ]
+}
+
+# a background run a failed test left is ended (its guest dies with it)
+teardown() {
+	[ -z "${RUN_PID:-}" ] || kill -9 "$RUN_PID" 2>/dev/null || true
+}
+
+# sbx-run --ephemeral in the background until its lease is Active and claimed (the
+# request and the claim are one step under the host lock): sets RUN_PID and ID.
+run_bg() {
+	sbx-run "$@" >run.out 2>run.err &
+	RUN_PID=$!
+	ID=""
+	for _ in $(seq 1 500); do
+		ID=$(sbx-lease list --state Active | jq -r .id)
+		[ -n "$ID" ] && [ -e "$SBX_STORE/run/$ID.lock" ] && return 0
+		kill -0 "$RUN_PID" 2>/dev/null || { cat run.err; return 1; }
+		sleep 0.05
+	done
+	return 1
+}
+
+@test "recover: a SIGKILLed sbx-run --ephemeral is settled, expired and destroyed" {
+	run_bg --ephemeral -- /bin/sleep 1000
+	kill -9 "$RUN_PID"
+	wait "$RUN_PID" || true
+	[ -d "$SBX_STORE/ns/$ID" ]
+	run sbx-lease verify
+	assert_failure
+	assert_output --partial "lease $ID: its run died without closing it"
+	assert_output --partial "sbx-lease recover"
+	sbx-lease recover >rec.json
+	assert_equal "$(jq -c '.recovered' rec.json)" "[{\"from\":\"Active\",\"lease\":\"$ID\",\"to\":\"Destroyed\"}]"
+	sbx-lease verify
+	[ ! -e "$SBX_STORE/ns/$ID" ]
+	[ ! -e "$SBX_STORE/run/$ID.lock" ] && [ ! -e "$SBX_STORE/run/$ID.sock" ]
+	# through the ordinary edges, each with its receipt, from the run's durable bound
+	assert_equal "$(sbx-lease log "$ID" | jq -r .edge | tail -3 | tr '\n' ' ')" "settle expire destroy "
+	assert_equal "$(sbx-lease log "$ID" | jq -r 'select(.edge == "settle") | .reason')" run-died
+	# idempotent
+	n=$(sbx-lease log "$ID" | wc -l)
+	sbx-lease recover >rec2.json
+	assert_equal "$(jq -c .recovered rec2.json)" "[]"
+	assert_equal "$(sbx-lease log "$ID" | wc -l)" "$n"
+	sbx-lease verify
+}
+
+@test "recover: a one-shot lease killed after its request, before its run claimed it" {
+	# the request journal append is the first fault point of sbx-run --ephemeral
+	run env SBX_FAULT=lease-after-journal:1 sbx-run --ephemeral -- /bin/true
+	assert_equal "$status" 137
+	id=$(sbx-lease list | jq -r .id)
+	run sbx-lease verify
+	assert_failure
+	assert_output --partial "lease $id: its run died without closing it"
+	sbx-lease recover >/dev/null
+	sbx-lease verify
+	assert_equal "$(sbx-lease show "$id" | jq -r .lease.state)" Destroyed
+	[ ! -e "$SBX_STORE/ns/$id" ]
+}
+
+@test "recover leaves a live run alone, and its run still closes the lease" {
+	run_bg --ephemeral -- /bin/sleep 1000
+	sbx-lease recover >rec.json
+	assert_equal "$(jq -c .recovered rec.json)" "[]"
+	assert_equal "$(sbx-lease show "$ID" | jq -r .lease.state)" Active
+	[ -d "$SBX_STORE/ns/$ID" ]
+	kill -TERM "$RUN_PID"
+	wait "$RUN_PID" || true
+	assert_equal "$(sbx-lease show "$ID" | jq -r .lease.state)" Destroyed
+	assert_equal "$(sbx-lease log "$ID" | jq -r 'select(.edge == "settle") | .reason')" caller
+	sbx-lease verify
+}
+
+@test "recover settles a leased run that died; the lease stays the renter's to expire" {
+	id=$(sbx-lease request --image /bin/sleep | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	sbx-run --lease "$id" -- /bin/sleep 1000 >run.out 2>run.err &
+	RUN_PID=$!
+	for _ in $(seq 1 500); do
+		[ -e "$SBX_STORE/run/$id.lock" ] && break
+		sleep 0.05
+	done
+	kill -9 "$RUN_PID"
+	wait "$RUN_PID" || true
+	run sbx-lease verify
+	assert_failure
+	sbx-lease recover >rec.json
+	assert_equal "$(jq -c .recovered rec.json)" "[{\"from\":\"Active\",\"lease\":\"$id\",\"to\":\"Settling\"}]"
+	sbx-lease verify
+	[ -d "$SBX_STORE/ns/$id" ]
+}
+
+@test "show and list report what a passed deadline decided, without a request" {
+	r=$(sbx-lease request --image /bin/true --lifetime 2 | jq -r .lease.id)
+	a=$(sbx-lease request --image /bin/true --lifetime 2 | sbx-lease fund --amount 0 --evidence - |
+		sbx-lease activate --evidence - | jq -r .lease.id)
+	sbx-lease tick 2 >/dev/null
+	assert_equal "$(sbx-lease show "$r" | jq -r .lease.state)" Expired
+	assert_equal "$(sbx-lease list | jq -r 'select(.id == "'"$a"'") | .state')" Expired
+	assert_equal "$(sbx-lease list --state Active | wc -l)" 0
+	# by the ordinary edge, with its receipt
+	assert_equal "$(sbx-lease log "$a" | tail -1 | jq -r '.edge + " " + .from')" "expire Active"
+	assert_equal "$(sbx-lease show "$r" | jq -r .receipt.edge)" expire
+	sbx-lease verify
 }

@@ -13,6 +13,7 @@ teardown_file() {
 }
 
 setup() {
+	sbx_setup_store
 	export SBX_STORE
 	SBX_STORE=$(sbx_etcd_url "f$BATS_TEST_NUMBER")
 	cd "$BATS_TEST_TMPDIR"
@@ -27,6 +28,7 @@ own_cluster() {
 }
 
 teardown() {
+	[ -z "${RUN_PID:-}" ] || kill -9 "$RUN_PID" 2>/dev/null || true
 	[ -z "${OWN_ETCD:-}" ] || "$BATS_TEST_DIRNAME/etcd-cluster.sh" stop "$OWN_ETCD"
 }
 
@@ -421,4 +423,76 @@ PY
 	assert_equal "$(jq -r .lease.usage.fuel <<<"$output")" 0
 	[ ! -e "$SBX_HOST_DIR/parked/$id.json" ]
 	[ -s "$SBX_HOST_DIR/parked/$id.json.bad" ]
+}
+
+# A caller on host $1 with configuration directory cfg$1 (its own principal keys)
+caller_on() {
+	local h=$1
+	shift
+	XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/cfg$h" on_host "$h" "$@"
+}
+
+@test "a principal's key works from every host; a caller without it is refused on every host" {
+	caller_on 0 request --image /bin/true --principal alice --escrow 1 >r.json
+	key=$BATS_TEST_TMPDIR/cfg0/sbx/principals/alice
+	for h in 1 2 3; do
+		caller_on "$h" request --image /bin/true --principal "bob$h" >/dev/null
+		run caller_on "$h" fund --amount 1 --evidence r.json
+		assert_failure
+		assert_output --partial "principal alice: not signed by its key"
+		run caller_on "$h" fund --amount 1 --evidence r.json \
+			--principal-key "$BATS_TEST_TMPDIR/cfg$h/sbx/principals/bob$h"
+		assert_failure
+		assert_output --partial "principal alice: not signed by its key"
+	done
+	assert_equal "$(on_host 2 show "$(jq -r .lease.id r.json)" | jq -r .lease.seq)" 0
+	# recorded at first use in the shared store, so every host knows it
+	pub=$(cut -c65-128 "$key")
+	assert_equal "$(sbx_etcdctl get "/f$BATS_TEST_NUMBER/principals/alice" --print-value-only | jq -r .key)" "$pub"
+	# alice's key, wherever she is, moves her lease from every host
+	caller_on 1 fund --amount 1 --evidence r.json --principal-key "$key" >f.json
+	caller_on 2 activate --evidence f.json >a.json
+	caller_on 3 settle --evidence a.json --principal-key "$key" >s.json
+	caller_on 1 expire --evidence s.json >e.json
+	assert_equal "$(on_host 0 log "$(jq -r .lease.id r.json)" | jq -r 'select(.renter_sig) | .renter' | sort -u)" "$pub"
+	# every host checks every renter signature against the key the store recorded
+	for h in 0 1 2 3; do
+		run on_host $h verify
+		assert_success
+	done
+	for h in 1 2 3; do
+		run caller_on "$h" destroy --evidence e.json
+		assert_failure
+		assert_output --partial "principal alice: not signed by its key"
+	done
+	caller_on 0 destroy --evidence e.json --principal-key "$key" >d.json
+	assert_equal "$(jq -r .lease.state d.json)" Destroyed
+}
+
+@test "recover on a shared store: a host recovers the one-shot runs it ran, never another host's" {
+	SBX_HOST_DIR="$BATS_TEST_TMPDIR/host1" sbx-run --ephemeral -- /bin/sleep 1000 >run.out 2>run.err &
+	RUN_PID=$!
+	id=""
+	for _ in $(seq 1 600); do
+		id=$(on_host 0 list --state Active | jq -r .id)
+		[ -n "$id" ] && [ -e "$BATS_TEST_TMPDIR/host1/run/$id.lock" ] && break
+		sleep 0.05
+	done
+	[ -n "$id" ]
+	kill -9 "$RUN_PID"
+	wait "$RUN_PID" || true
+	# another host leaves it alone: the lease names the key of the host that ran it
+	on_host 2 recover >r2.json
+	assert_equal "$(jq -c .recovered r2.json)" "[]"
+	assert_equal "$(on_host 2 show "$id" | jq -r .lease.state)" Active
+	run on_host 1 verify
+	assert_failure
+	assert_output --partial "lease $id: its run died without closing it"
+	on_host 1 recover >r1.json
+	assert_equal "$(jq -c .recovered r1.json)" "[{\"from\":\"Active\",\"lease\":\"$id\",\"to\":\"Destroyed\"}]"
+	[ ! -e "$BATS_TEST_TMPDIR/host1/ns/$id" ]
+	for h in 0 1 2; do
+		run on_host $h verify
+		assert_success
+	done
 }

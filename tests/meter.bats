@@ -146,7 +146,7 @@ memcg_or_skip() {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
 	memcg_or_skip
 	as_nobody
-	local nb="setpriv --reuid=65534 --regid=65534 --clear-groups env -u SBX_MEMORY_SAMPLED SBX_STORE=$UDIR/store"
+	local nb="setpriv --reuid=65534 --regid=65534 --clear-groups env -u SBX_MEMORY_SAMPLED SBX_STORE=$UDIR/store XDG_CONFIG_HOME=$SBX_NOBODY_CONFIG"
 	run $nb sbx-run --ephemeral -- /bin/true
 	assert_failure 125
 	assert_output --partial "sbx-run: error: memory: no memory cgroup can be made for the run"
@@ -402,7 +402,8 @@ new_active() {
 	[ ! -e "$SBX_STORE/run/$id.sock" ] && [ ! -e "$SBX_STORE/run/$id.lock" ]
 	run sbx-lease verify
 	assert_success
-	# a one-shot run killed the same way is closed by the next write too
+	# a one-shot run killed the same way is closed by the next write too, to the end
+	# (settled from its bound, expired, destroyed: one-shot mode leaves no lease)
 	sbx-run --ephemeral --result r.json -- "$GUESTS/meter_hog" fuel &
 	pid=$!
 	for _ in $(seq 1 100); do
@@ -413,7 +414,9 @@ new_active() {
 	kill -9 "$pid"
 	wait "$pid" || true
 	sbx-lease request --image /bin/true >/dev/null
-	assert_equal "$(sbx-lease show "$eph" | jq -r .lease.state)" Settling
+	assert_equal "$(sbx-lease show "$eph" | jq -r .lease.state)" Destroyed
+	assert_equal "$(sbx-lease log "$eph" | jq -r 'select(.edge == "settle") | .reason')" run-died
+	[ ! -e "$SBX_STORE/ns/$eph" ]
 	run sbx-lease verify
 	assert_success
 }
@@ -586,9 +589,9 @@ le64() {
 	head -c 4300 claim >"$SBX_STORE/run/$d.lock" # torn
 	run sbx-lease verify
 	assert_failure
-	assert_output --partial "lease $a: its run died without closing it; the next store write settles it from the bound its run kept"
+	assert_output --partial "lease $a: its run died without closing it; sbx-lease recover (or the next store write) settles it from the bound its run kept"
 	for l in "$b" "$c" "$d"; do
-		assert_output --partial "lease $l: its run died without closing it; the next store write settles it from its last observation (the bound in its claim is torn or damaged: ignored)"
+		assert_output --partial "lease $l: its run died without closing it; sbx-lease recover (or the next store write) settles it from its last observation (the bound in its claim is torn or damaged: ignored)"
 	done
 	sbx-lease request --image /bin/true >/dev/null
 	[ "$(sbx-lease log "$a" | tail -n1 | jq -r .usage.fuel)" -gt 100000 ]

@@ -473,3 +473,37 @@ EOF
 	assert_failure 2
 	assert_line --index 0 "sbx-snap: error: -o: needs a value"
 }
+
+# a control request straight to the run's socket, past sbx-snap; prints the reply
+ctl() {
+	python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+print(s.recv(65536).decode())' "$SBX_STORE/run/$1.sock" "$2"
+}
+
+@test "a snapshot is the renter's: without its key, unsigned or forged, it is refused and nothing is taken" {
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M --principal alice)
+	run_bg "$SRC" "$GUESTS/snap_steps" 1000
+	run env XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" sbx-snap take "$SRC" --principal alice
+	assert_failure
+	assert_output --partial "sbx-snap: error: principal alice: not signed by its key"
+	run ctl "$SRC" '{"op":"snapshot","stop":false}'
+	assert_output --partial "not signed by the lease's renter"
+	run ctl "$SRC" '{"op":"snapshot","stop":false,"renter_sig":5}'
+	assert_output --partial "not signed by the lease's renter"
+	pub=$(cut -c65-128 "$XDG_CONFIG_HOME/sbx/principals/alice")
+	run ctl "$SRC" "{\"op\":\"snapshot\",\"stop\":false,\"renter\":\"$pub\",\"renter_sig\":\"$(printf '%0128d' 0)\"}"
+	assert_output --partial "principal alice: not signed by its key"
+	# a malformed one is no signature: the run's own key does not stand in for it
+	run ctl "$SRC" "{\"op\":\"snapshot\",\"stop\":false,\"renter\":\"$pub\",\"renter_sig\":\"x\"}"
+	assert_output --partial "principal alice: not signed by its key (a malformed signature)"
+	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+	# the renter's own take, signed by its key, is made
+	run sbx-snap take "$SRC" --principal alice --stop
+	assert_success
+	assert_equal "$(printf '%s' "$output" | jq -r .receipt.renter)" "$pub"
+	wait "$SRC_PID" || true
+	assert_equal "$(sbx-lease log "$SRC" | jq -r .edge | grep -cx snapshot)" 1
+}

@@ -92,6 +92,7 @@ struct trace_snap_request {
 	int at_stop;                  /* the guest is in a ptrace stop: take it as it stands */
 	uint8_t trace_head[32];       /* the recorder's chain head (zeros: no trace) */
 	uint64_t trace_seq;           /* events the recorder wrote so far */
+	const char *renter, *renter_sig; /* a peer renter's signature (sbx-snap take), or NULL */
 };
 struct trace_snap_taken {
 	char digest[65];
@@ -112,6 +113,7 @@ struct trace_run_opts {
 	const char *lease;            /* --lease ID, or NULL with ephemeral */
 	int ephemeral;
 	const char *limits, *fees, *principal, *host_program;
+	const char *principal_key;    /* --principal-key FILE: the renter's key */
 	uint64_t lifetime, escrow;
 	struct trace_mount *mounts; size_t nmounts; int replace_defaults;
 	int owner_set; uid_t owner_uid; gid_t owner_gid; /* --owner UID:GID */

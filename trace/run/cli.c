@@ -237,6 +237,7 @@ static const struct common_opt run_opts[] = {
 	OPT("lifetime", &common_opt_u64, lifetime, RUN),
 	OPT("escrow", &common_opt_u64, escrow, RUN),
 	OPT("principal", &common_opt_str, principal, RUN),
+	OPT("principal-key", &common_opt_str, principal_key, 0), /* restore spends escrow too */
 	OPT("host-program", &common_opt_str, host_program, RUN),
 	OPT("ro", &bind_type, mounts, 0),
 	OPT("rw", &bind_type, mounts, 0, .flag = 1),
@@ -286,7 +287,8 @@ static const char trace_run_usage[] =
 	"               [--deterministic] [--memory-sampled]\n"
 	"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 	"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
-	"                 [--escrow N] [--principal NAME] [--host-program NAME]\n"
+	"                 [--escrow N] [--principal NAME] [--principal-key FILE]\n"
+	"                 [--host-program NAME]\n"
 	"options end at PROGRAM or --\n";
 
 /* sbx-run's PROGRAM; sbx-restore's one operand, and after "--" its PROGRAM (none:

@@ -122,10 +122,12 @@ static void ctl_close(struct run_ctx *c)
 
 /* A snapshot of guest through the program's snapshot operations; the
  * request carries the supervisor's own state: the trace head, flushed. */
-static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop,
+static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop, const json_t *peer,
 		     struct trace_snap_taken *out, struct common_err *e)
 {
-	struct trace_snap_request rq = { .guest = guest, .stop = stop, .at_stop = at_stop };
+	struct trace_snap_request rq = { .guest = guest, .stop = stop, .at_stop = at_stop,
+					 .renter = json_string_value(json_object_get(peer, "renter")),
+					 .renter_sig = json_string_value(json_object_get(peer, "renter_sig")) };
 	if (!c->opts || !c->opts->snap)
 		return common_errf(e, "snapshot", "this program takes no snapshots");
 	if (c->rec) {
@@ -212,7 +214,11 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 		/* capture at a step boundary, persist, record the receipt */
 		struct trace_snap_taken t;
 		int stop = json_is_true(json_object_get(req, "stop"));
-		int rc = snap_take(c, trace_sv_guest_pid(sv), stop, 0, &t, &e);
+		/* a peer's snapshot is its renter's to authorize, never this run's key */
+		int peer_signed = json_is_string(json_object_get(req, "renter_sig"));
+		int rc = peer_signed ? snap_take(c, trace_sv_guest_pid(sv), stop, 0, req, &t, &e)
+			: common_errf(&e, "snapshot", "not signed by the lease's renter (sbx-snap "
+				      "take signs it)");
 		json_decref(rep);
 		rep = snap_reply(c->lease, rc, &t, &e);
 		if (stop && rc == 0)
@@ -339,7 +345,7 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 		c->snap_batch = b;
 		struct trace_snap_taken t;
 		struct common_err e;
-		if (snap_take(c, trace_sv_guest_pid(sv), 0, 0, &t, &e) < 0)
+		if (snap_take(c, trace_sv_guest_pid(sv), 0, 0, NULL, &t, &e) < 0)
 			common_warnf("automatic snapshot: %s: %s", e.what, e.why);
 		else
 			json_decref(t.receipt);
@@ -356,7 +362,7 @@ static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int s
 		return;
 	struct trace_snap_taken t;
 	struct common_err e;
-	if (snap_take(c, tid, 0, 1, &t, &e) < 0)
+	if (snap_take(c, tid, 0, 1, NULL, &t, &e) < 0)
 		common_warnf("snapshot on signal %d: %s: %s", sig, e.what, e.why);
 	else
 		json_decref(t.receipt);
@@ -561,6 +567,7 @@ static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o,
 	req.script_sha256 = sc->path ? sc->sha : NULL;
 	req.lifetime = o->lifetime;
 	req.escrow = o->escrow;
+	req.ephemeral = 1;
 	if (o->limits && lease_parse_limits(o->limits, &req, e) < 0)
 		return -1;
 	if (o->fees && lease_parse_fees(o->fees, &req, e) < 0)
@@ -712,6 +719,7 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 	if (lease_store_open(o->store, &s, &e) < 0)
 		goto fail;
+	lease_store_principal_key(s, o->principal_key);
 	store_real = realpath(lease_store_dir(s), NULL);
 	/* the mount list (a bind that would show the store, say) before any lease moves */
 	struct trace_config pre = { .argv = (const char *const *)o->argv, .image = image,
@@ -722,13 +730,16 @@ int trace_run_main(struct trace_run_opts *o)
 	if (lease_image_check_cached_fd(s, image_fd, image, sha, &e) < 0)
 		goto fail;
 	if (o->ephemeral) {
-		if (ephemeral_open(s, o, image, sha, &sc, &id, &head, receipts, &e) < 0) {
-			if (id)
-				have_lease = 1;
+		/* request and claim under one host lock: sbx-lease recover never finds the
+		 * lease unclaimed while this run lives */
+		if (lease_store_lock_host(s, &e) < 0)
 			goto fail;
+		if (ephemeral_open(s, o, image, sha, &sc, &id, &head, receipts, &e) == 0) {
+			have_lease = 1;
+			run_fd = lease_run_claim(s, id, &e);
 		}
-		have_lease = 1;
-		if ((run_fd = lease_run_claim(s, id, &e)) < 0)
+		lease_store_unlock(s);
+		if (run_fd < 0)
 			goto fail;
 	} else {
 		id = common_xstrdup(o->lease);
@@ -742,6 +753,9 @@ int trace_run_main(struct trace_run_opts *o)
 		if (lease_load(s, id, &rec, &e) < 0)
 			goto fail;
 		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+		/* a run spends the renter's escrow: only the holder of its key runs it */
+		if (lease_renter_holds(s, l, &e) < 0)
+			goto fail;
 		const char *state = common_jstr(l, "state", NULL);
 		const char *want = common_jstr(json_object_get(l, "image"), "sha256", NULL);
 		/* a restore becomes Active once its guest is rebuilt (restore_exec) */
