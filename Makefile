@@ -20,7 +20,8 @@ DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev 
 BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite runsc
 
 LIB_DIRS := libcommon codec lease trace trace/sys trace/tracee trace/box trace/sv trace/meter \
-            trace/inspect trace/determ trace/record trace/run trace/call snap
+            trace/inspect trace/determ trace/record trace/record/reader trace/record/cmd \
+            trace/run trace/call snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(patsubst %.c,$(O)/obj/%.o,$(LIB_SRC))
 LIB_HDR  := sbx.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)) $(wildcard trace/sys/*.def)

@@ -41,7 +41,7 @@ int trace_cmd_files(const char *path, enum trace_fmt f, int hash_inputs, struct 
 /* HTML (TRACE_FMT_TEXT) or Chrome trace-event JSON (TRACE_FMT_CHROME) to out ("-": stdout). */
 int trace_cmd_timeline(const char *path, const char *out, enum trace_fmt f, struct common_err *e);
 /* sbx-trace provenance: the build record as a DSSE-signed in-toto statement
- * (trace/record/provenance.c); result: NULL or the run's result record; out "-": stdout. */
+ * (trace/record/cmd/provenance.c); result: NULL or the run's result record; out "-": stdout. */
 int trace_cmd_provenance(const char *trace, const char *result, const char *store,
 			 const char *out, struct common_err *e);
 /* sbx-trace verify-provenance: the envelope's signature by the store's key. */
@@ -62,7 +62,7 @@ struct trace_adj_opts {
 };
 int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e);
 
-/* sbx-trace's command line, parsed (trace/record/cli.c). */
+/* sbx-trace's command line, parsed (trace/record/cmd/cli.c). */
 #define TRACE_CLI_ENV_MAX 256
 struct trace_cli {
 	const struct common_verb *verb;

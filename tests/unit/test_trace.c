@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "trace/record/reader/reader.h"
 #include "trace/record/record.h"
 #include "tests/unit/unit.h"
 

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "trace/determ/determ.h"
+#include "trace/record/record-internal.h"
 #include "trace/record/record.h"
 #include "trace/tracee/tracee.h"
 
@@ -26,12 +27,6 @@
 #define REC_HASH_MAX (1ull << 30)   /* larger inputs are not hashed */
 #define REC_CMDLINE_MAX (64u << 10)
 #define REC_ARGV_MAX (32u << 10)    /* argv bytes recorded per exec */
-
-struct sb {
-	char *p;
-	size_t n, cap;
-	int first;
-};
 
 struct pend {
 	pid_t tid;
@@ -61,142 +56,6 @@ struct trace_rec {
 	struct { pid_t pid, ppid; } *par; /* parents learned from /proc (see real_ppid) */
 	size_t npar, cappar;
 };
-
-static void sb_grow(struct sb *b, size_t more)
-{
-	if (b->n + more + 1 > b->cap) {
-		size_t c = b->cap ? b->cap : 1024;
-		while (c < b->n + more + 1)
-			c *= 2;
-		b->p = common_xrealloc(b->p, c);
-		b->cap = c;
-	}
-}
-
-static void sb_raw(struct sb *b, const char *s, size_t n)
-{
-	sb_grow(b, n);
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = 0;
-}
-
-static void sb_cstr(struct sb *b, const char *s)
-{
-	sb_raw(b, s, strlen(s));
-}
-
-static void sb_begin(struct sb *b)
-{
-	b->n = 0;
-	b->first = 1;
-	sb_grow(b, 0);
-	b->p[0] = 0;
-}
-
-/* Length of one valid UTF-8 sequence at s (jansson's rules), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned c = s[0], cp;
-	size_t n, i;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
-/* A JSON string as jansson dumps it; invalid UTF-8 bytes become U+FFFD.
- * Runs of plain ASCII are copied at once (this is the writer's hot loop). */
-static void sb_str(struct sb *b, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	char esc[8];
-
-	sb_raw(b, "\"", 1);
-	while (*s) {
-		const unsigned char *run = s;
-		while (*s >= 0x20 && *s < 0x80 && *s != '"' && *s != '\\')
-			s++;
-		if (s > run)
-			sb_raw(b, (const char *)run, (size_t)(s - run));
-		if (!*s)
-			break;
-		size_t n = utf8_len(s);
-		if (n == 0) {
-			sb_raw(b, "\xef\xbf\xbd", 3);
-			s++;
-			continue;
-		}
-		if (n > 1) {
-			sb_raw(b, (const char *)s, n);
-			s += n;
-			continue;
-		}
-		switch (*s) {
-		case '"': sb_raw(b, "\\\"", 2); break;
-		case '\\': sb_raw(b, "\\\\", 2); break;
-		case '\b': sb_raw(b, "\\b", 2); break;
-		case '\f': sb_raw(b, "\\f", 2); break;
-		case '\n': sb_raw(b, "\\n", 2); break;
-		case '\r': sb_raw(b, "\\r", 2); break;
-		case '\t': sb_raw(b, "\\t", 2); break;
-		default:
-			snprintf(esc, sizeof esc, "\\u%04X", *s);
-			sb_raw(b, esc, 6);
-		}
-		s++;
-	}
-	sb_raw(b, "\"", 1);
-}
-
-static void sb_key(struct sb *b, const char *k)
-{
-	sb_raw(b, b->first ? "{\"" : ",\"", 2);
-	b->first = 0;
-	sb_cstr(b, k);
-	sb_raw(b, "\":", 2);
-}
-
-static void sb_int(struct sb *b, long long v)
-{
-	char num[24], *p = num + sizeof num;
-	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-
-	do
-		*--p = (char)('0' + u % 10);
-	while (u /= 10);
-	if (v < 0)
-		*--p = '-';
-	sb_raw(b, p, (size_t)(num + sizeof num - p));
-}
-
-static void kv_int(struct sb *b, const char *k, long long v)
-{
-	sb_key(b, k);
-	sb_int(b, v);
-}
-
-static void kv_str(struct sb *b, const char *k, const char *v)
-{
-	sb_key(b, k);
-	sb_str(b, v);
-}
 
 static int rec_fail(struct trace_rec *r, int err, const char *what)
 {
@@ -254,7 +113,7 @@ static int rec_emit(struct trace_rec *r)
 static void rec_time(struct trace_rec *r, struct sb *b, const char *k, uint64_t us)
 {
 	if (!r->deterministic)
-		kv_int(b, k, (long long)us);
+		trace_kv_int(b, k, (long long)us);
 }
 
 uint64_t trace_rec_bytes(const struct trace_rec *r)
@@ -538,51 +397,51 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 		}
 	}
 	sb_begin(b);
-	kv_str(b, "action", action_name(s->action));
-	sb_key(b, "args");
+	trace_kv_str(b, "action", action_name(s->action));
+	trace_sb_key(b, "args");
 	sb_raw(b, "[", 1);
 	for (int i = 0; i < nargs(s->sys); i++) {
 		if (i)
 			sb_raw(b, ",", 1);
-		sb_int(b, (long long)s->args[i]);
+		trace_sb_int(b, (long long)s->args[i]);
 	}
 	sb_raw(b, "]", 1);
 	if (opened && existed == 0)
 		sb_cstr(b, ",\"created\":true");
 	if (has_result && !r->deterministic)
-		kv_int(b, "dt", (long long)(t1 - t0));
+		trace_kv_int(b, "dt", (long long)(t1 - t0));
 	if (has_result && result < 0 && result > -4096) {
 		const char *en = strerrorname_np((int)-result);
 		if (!en) {
 			snprintf(name, sizeof name, "E%lld", (long long)-result);
 			en = name;
 		}
-		kv_str(b, "errno", en);
+		trace_kv_str(b, "errno", en);
 	}
-	kv_str(b, "ev", "sys");
+	trace_kv_str(b, "ev", "sys");
 	if (exists >= 0)
 		sb_cstr(b, exists ? ",\"exists\":true" : ",\"exists\":false");
 	if (opened)
-		kv_int(b, "fd", (long long)result);
-	kv_str(b, "name", s->sys ? s->sys->name : "unknown");
-	kv_int(b, "nr", s->nr);
+		trace_kv_int(b, "fd", (long long)result);
+	trace_kv_str(b, "name", s->sys ? s->sys->name : "unknown");
+	trace_kv_int(b, "nr", s->nr);
 	if (s->path[0] && *s->path[0]) /* "" is an fd operation (AT_EMPTY_PATH) */
-		kv_str(b, "path", s->path[0]);
+		trace_kv_str(b, "path", s->path[0]);
 	if (s->path[1] && *s->path[1])
-		kv_str(b, "path2", s->path[1]);
-	kv_int(b, "pid", rpid(r, s->pid));
-	kv_int(b, "ppid", rpid(r, real_ppid(r, s->pid, s->ppid)));
+		trace_kv_str(b, "path2", s->path[1]);
+	trace_kv_int(b, "pid", rpid(r, s->pid));
+	trace_kv_int(b, "ppid", rpid(r, real_ppid(r, s->pid, s->ppid)));
 	if (has_result)
-		kv_int(b, "result", (long long)result);
+		trace_kv_int(b, "result", (long long)result);
 	if (s->action == TRACE_REWRITTEN && s->rewrite[0])
-		kv_str(b, "rewrite", s->rewrite[0]);
+		trace_kv_str(b, "rewrite", s->rewrite[0]);
 	if (s->action == TRACE_REWRITTEN && s->rewrite[1])
-		kv_str(b, "rewrite2", s->rewrite[1]);
-	kv_int(b, "seq", (long long)r->seq);
+		trace_kv_str(b, "rewrite2", s->rewrite[1]);
+	trace_kv_int(b, "seq", (long long)r->seq);
 	if (hashed)
-		kv_str(b, "sha256", hex);
+		trace_kv_str(b, "sha256", hex);
 	rec_time(r, b, "t", t0);
-	kv_int(b, "tid", rpid(r, s->tid));
+	trace_kv_int(b, "tid", rpid(r, s->tid));
 	return rec_emit(r);
 }
 
@@ -679,7 +538,7 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
 		cmd = read_small(proc, REC_CMDLINE_MAX, &len);
 	}
 	sb_begin(b);
-	sb_key(b, "argv");
+	trace_sb_key(b, "argv");
 	sb_raw(b, "[", 1);
 	/* bounded, so the line stays under TRACE_LINE_MAX even when every byte
 	 * needs a 6-byte escape */
@@ -688,32 +547,32 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
 		if (i)
 			sb_raw(b, ",", 1);
 		if ((used += strlen(argv[i]) + 3) > REC_ARGV_MAX) {
-			sb_str(b, "[argv truncated]");
+			trace_sb_str(b, "[argv truncated]");
 			break;
 		}
-		sb_str(b, argv[i]);
+		trace_sb_str(b, argv[i]);
 	}
 	for (size_t i = 0; cmd && i < len;) {
 		if (i)
 			sb_raw(b, ",", 1);
 		if ((used += strlen(cmd + i) + 3) > REC_ARGV_MAX) {
-			sb_str(b, "[argv truncated]");
+			trace_sb_str(b, "[argv truncated]");
 			break;
 		}
-		sb_str(b, cmd + i);
+		trace_sb_str(b, cmd + i);
 		i += strlen(cmd + i) + 1;
 	}
 	sb_raw(b, "]", 1);
 	free(cmd);
-	kv_str(b, "ev", "exec");
-	kv_str(b, "path", path);
-	kv_int(b, "pid", rpid(r, pid));
-	kv_int(b, "ppid", rpid(r, real_ppid(r, pid, ppid)));
-	kv_int(b, "seq", (long long)r->seq);
+	trace_kv_str(b, "ev", "exec");
+	trace_kv_str(b, "path", path);
+	trace_kv_int(b, "pid", rpid(r, pid));
+	trace_kv_int(b, "ppid", rpid(r, real_ppid(r, pid, ppid)));
+	trace_kv_int(b, "seq", (long long)r->seq);
 	if (hashed)
-		kv_str(b, "sha256", hex);
+		trace_kv_str(b, "sha256", hex);
 	rec_time(r, b, "t", rec_now(r));
-	kv_int(b, "tid", rpid(r, pid));
+	trace_kv_int(b, "tid", rpid(r, pid));
 	if (rec_emit(r) < 0)
 		return -1;
 	return trace_rec_flush(r); /* process events are few: a killed run keeps them */
@@ -726,11 +585,11 @@ int trace_rec_spawn(struct trace_rec *r, pid_t parent, pid_t child, const char *
 	if (r->failed)
 		return -1;
 	sb_begin(b);
-	kv_int(b, "child", rpid(r, child));
-	kv_str(b, "ev", "spawn");
-	kv_str(b, "kind", kind);
-	kv_int(b, "pid", rpid(r, parent));
-	kv_int(b, "seq", (long long)r->seq);
+	trace_kv_int(b, "child", rpid(r, child));
+	trace_kv_str(b, "ev", "spawn");
+	trace_kv_str(b, "kind", kind);
+	trace_kv_int(b, "pid", rpid(r, parent));
+	trace_kv_int(b, "seq", (long long)r->seq);
 	rec_time(r, b, "t", rec_now(r));
 	return rec_emit(r);
 }
@@ -739,9 +598,9 @@ static void kv_status(struct sb *b, int ws, int before_seq)
 {
 	/* "exit" sorts before "seq", "signal" after it */
 	if (before_seq && WIFEXITED(ws))
-		kv_int(b, "exit", WEXITSTATUS(ws));
+		trace_kv_int(b, "exit", WEXITSTATUS(ws));
 	if (!before_seq && WIFSIGNALED(ws))
-		kv_int(b, "signal", WTERMSIG(ws));
+		trace_kv_int(b, "signal", WTERMSIG(ws));
 }
 
 int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
@@ -769,13 +628,13 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
 		pend_drop(r, p);
 	}
 	sb_begin(b);
-	kv_str(b, "ev", "exit");
+	trace_kv_str(b, "ev", "exit");
 	kv_status(b, wstatus, 1);
-	kv_int(b, "pid", rpid(r, pid));
-	kv_int(b, "seq", (long long)r->seq);
+	trace_kv_int(b, "pid", rpid(r, pid));
+	trace_kv_int(b, "seq", (long long)r->seq);
 	kv_status(b, wstatus, 0);
 	rec_time(r, b, "t", now);
-	kv_int(b, "tid", rpid(r, tid));
+	trace_kv_int(b, "tid", rpid(r, tid));
 	if (rec_emit(r) < 0)
 		return -1;
 	return trace_rec_flush(r);
@@ -799,26 +658,6 @@ static void free_rec(struct trace_rec *r)
 	free(r);
 }
 
-/* s with each invalid UTF-8 byte replaced by U+FFFD (malloc'd). */
-static char *utf8_lossy(const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	struct sb b = {0};
-
-	sb_begin(&b);
-	while (*s) {
-		size_t n = utf8_len(s);
-		if (n == 0) {
-			sb_raw(&b, "\xef\xbf\xbd", 3);
-			s++;
-		} else {
-			sb_raw(&b, (const char *)s, n);
-			s += n;
-		}
-	}
-	return b.p;
-}
-
 static json_t *strv_json(char *const *v)
 {
 	json_t *a = json_array();
@@ -829,7 +668,7 @@ static json_t *strv_json(char *const *v)
 			json_array_append_new(a, json_string("[argv truncated]"));
 			break;
 		}
-		char *u = utf8_lossy(*v);
+		char *u = trace_utf8_lossy(*v);
 		json_array_append_new(a, json_string(u));
 		free(u);
 	}
@@ -846,7 +685,7 @@ static json_t *header_json(const struct trace_rec_info *in)
 	json_object_set_new(h, "sbx_trace", json_integer(TRACE_FORMAT));
 	json_object_set_new(h, "lease", in->lease ? json_string(in->lease) : json_null());
 	if (in->image_path) {
-		char *u = utf8_lossy(in->image_path);
+		char *u = trace_utf8_lossy(in->image_path);
 		json_object_set_new(img, "path", json_string(u));
 		free(u);
 	} else {
@@ -879,7 +718,7 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	json_t *hj;
 	char *canon;
 	struct common_sha256 c;
-	static const char domain[] = "sbx/trace/v1"; /* hashed with its NUL */
+	static const char domain[] = TRACE_DOMAIN;
 
 	if (path && strcmp(path, "-") != 0) {
 		/* opened before the guest starts; a symlink there (a guest's, from an
@@ -952,10 +791,10 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 			pend_drop(r, p);
 		}
 		sb_begin(b);
-		kv_str(b, "ev", "end");
-		kv_int(b, "events", (long long)r->seq);
+		trace_kv_str(b, "ev", "end");
+		trace_kv_int(b, "events", (long long)r->seq);
 		kv_status(b, wstatus, 1);
-		kv_int(b, "seq", (long long)r->seq);
+		trace_kv_int(b, "seq", (long long)r->seq);
 		kv_status(b, wstatus, 0);
 		rec_time(r, b, "t", rec_now(r));
 		rec_emit(r);

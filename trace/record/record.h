@@ -1,5 +1,5 @@
-/* trace/record: trace records (SPEC §7): the recorder, the reader, the build
- * record, and the sbx-trace commands over them. */
+/* trace/record: the recorder, which writes a trace (SPEC §7), and the trace
+ * format it shares with the reader (trace/record/reader/reader.h). */
 #ifndef SBX_TRACE_RECORD_H
 #define SBX_TRACE_RECORD_H
 
@@ -11,6 +11,7 @@
  * H0 = SHA-256("sbx/trace/v1\0" || canonical(header without h)) and
  * H_i = SHA-256(H_{i-1} || canonical(event_i without h)). */
 #define TRACE_FORMAT 1
+#define TRACE_DOMAIN "sbx/trace/v1" /* hashed with its NUL */
 #define TRACE_LINE_MAX (256u << 10)      /* longest accepted line */
 #define TRACE_EVENTS_MAX (8u << 20)      /* most events a reader accepts */
 /* Classes the seccomp filter must trap for a level (exec: none; execs, forks
@@ -59,26 +60,7 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 /* Frees without an end event (the trace stays a truncated prefix). */
 void trace_rec_abort(struct trace_rec *r);
 
-/* Reader: bytes -> lines -> checked events, verifying the chain. */
-struct trace_reader;
-struct trace_event {           /* one checked line; valid until the next call */
-	uint64_t line;
-	json_t *ev;                /* the parsed event (header for line 1) */
-	uint8_t h[32];
-	const char *kind;          /* "header", "sys", "exec", "spawn", "exit", "end" */
-	const char *canon;         /* the hashed bytes: canonical event without h */
-	size_t canon_len;
-};
-struct trace_reader *trace_reader_open(const char *path, struct common_err *e);
-/* 1 event read, 0 end of input, -1 error (chain, type, length...). */
-int trace_reader_next(struct trace_reader *t, struct trace_event *out, struct common_err *e);
-const json_t *trace_reader_header(const struct trace_reader *t);
-int trace_reader_complete(const struct trace_reader *t); /* saw the end event */
-void trace_reader_close(struct trace_reader *t);
-
-/* The build record of a trace as JSON (new reference), or NULL. */
-json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);
-/* Events a recorder has written after its header (trace/record/record.c). */
+/* Events a recorder has written after its header. */
 uint64_t trace_rec_events(const struct trace_rec *r);
 /* Bytes of trace written so far (the lease meters them as storage_write). */
 uint64_t trace_rec_bytes(const struct trace_rec *r);

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "trace/record/record.h"
+#include "trace/record/cmd/cmd-internal.h"
 #include "trace/tracee/tracee.h"
 
 #define PAYLOAD_TYPE "application/vnd.in-toto+json"

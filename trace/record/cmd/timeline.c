@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "trace/record/record.h"
+#include "trace/record/cmd/cmd-internal.h"
 
 static void esc(FILE *f, const char *str)
 {

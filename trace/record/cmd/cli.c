@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include "trace/trace.h"
+#include "trace/record/cmd/cmd-internal.h"
 
 /* A command's 0 / -1 (e) as the exit status; its error printed once. */
 static int status(struct trace_cli *c, int rc)

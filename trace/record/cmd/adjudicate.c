@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
+#include "trace/record/cmd/cmd-internal.h"
 #include "trace/record/record.h"
 
 #define ADJ_TIMEOUT_MS 60000

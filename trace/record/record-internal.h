@@ -1,0 +1,58 @@
+/* trace/record: the event line the recorder builds by hand in canonical JSON
+ * (record.c says why), shared by record.c and line.c. */
+#ifndef SBX_TRACE_RECORD_INTERNAL_H
+#define SBX_TRACE_RECORD_INTERNAL_H
+
+#include <string.h>
+#include "libcommon/common.h"
+
+struct sb {
+	char *p;
+	size_t n, cap;
+	int first;
+};
+
+/* Inline: appending bytes is the writer's hot path. */
+static inline void sb_grow(struct sb *b, size_t more)
+{
+	if (b->n + more + 1 > b->cap) {
+		size_t c = b->cap ? b->cap : 1024;
+		while (c < b->n + more + 1)
+			c *= 2;
+		b->p = common_xrealloc(b->p, c);
+		b->cap = c;
+	}
+}
+
+static inline void sb_raw(struct sb *b, const char *s, size_t n)
+{
+	sb_grow(b, n);
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = 0;
+}
+
+static inline void sb_cstr(struct sb *b, const char *s)
+{
+	sb_raw(b, s, strlen(s));
+}
+
+static inline void sb_begin(struct sb *b)
+{
+	b->n = 0;
+	b->first = 1;
+	sb_grow(b, 0);
+	b->p[0] = 0;
+}
+
+/* A JSON string as jansson dumps it; invalid UTF-8 bytes become U+FFFD. */
+void trace_sb_str(struct sb *b, const char *str);
+/* The next key of an object, opening it first. */
+void trace_sb_key(struct sb *b, const char *k);
+void trace_sb_int(struct sb *b, long long v);
+void trace_kv_int(struct sb *b, const char *k, long long v);
+void trace_kv_str(struct sb *b, const char *k, const char *v);
+/* s with each invalid UTF-8 byte replaced by U+FFFD (malloc'd). */
+char *trace_utf8_lossy(const char *str);
+
+#endif
