@@ -1,6 +1,6 @@
-/* Object graphs: encode from a root with object IDs (root = 1), a work queue
- * and a host-address index; decode with typed allocation per ID before any
- * content; write-back checked in scratch storage, then applied in place. */
+/* Object graphs, encoding: from a root with object IDs (root = 1), a work
+ * queue and a host-address index (decode.c reads them back, writeback.c
+ * applies an image in place). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,27 +9,7 @@
 #include "codec/codec-internal.h"
 
 #define NONE UINT32_MAX
-#define MAX_STEPS (2 * CODEC_MAX_DEPTH + 2)
-#define MAX_STRING (1u << 30)
-#define MAX_OBJECTS (1u << 31)
-#define DEFAULT_BUDGET (2ull << 30)
 #define PATH_REGIONS 64 /* an error path shows at most this many hops */
-
-struct gobj {
-	uint8_t *base;
-	struct tinfo *ti;
-	size_t count;
-};
-
-struct codec_graph {
-	struct ttable tt;
-	struct gobj *obj;
-	size_t nobj;
-	void *root;
-	uint32_t root_id; /* 1-based */
-	size_t root_off;
-	bool owned;       /* storage came from codec_decode */
-};
 
 /* A run of count elements of ti at start, reached through some pointer. */
 struct region {
@@ -67,7 +47,7 @@ struct enc {
 /* Large tables on huge pages: random probes into them are TLB-bound, and
  * much more so under paging-based virtualization. */
 #define BIG (4u << 20)
-static void *big_zalloc(size_t n)
+void *codec_big_zalloc(size_t n)
 {
 	if (n < BIG)
 		return common_xcalloc(1, n);
@@ -84,7 +64,7 @@ static void *big_grow(void *old, size_t oldn, size_t n)
 {
 	if (n < BIG)
 		return common_xrealloc(old, n);
-	void *p = big_zalloc(n);
+	void *p = codec_big_zalloc(n);
 	if (oldn)
 		memcpy(p, old, oldn);
 	free(old);
@@ -158,7 +138,7 @@ static uint32_t add_region_at(struct enc *x, uintptr_t a, struct tinfo *ti, size
 	if ((x->nr + 1) * 2 > x->hcap) {
 		size_t cap = x->hcap ? x->hcap * 2 : 512;
 		free(x->hash);
-		x->hash = big_zalloc(cap * sizeof *x->hash);
+		x->hash = codec_big_zalloc(cap * sizeof *x->hash);
 		x->hcap = cap;
 		for (uint32_t i = 0; i < x->nr; i++)
 			hash_put(x, i);
@@ -198,7 +178,7 @@ static int offset_path(struct tinfo *ti, size_t count, size_t off, const struct 
 	for (;;) {
 		/* element level: pick the element */
 		size_t sz = ti->t->size, idx = off / sz, rem = off % sz;
-		if (idx >= len || ns >= MAX_STEPS)
+		if (idx >= len || ns >= CODEC_MAX_STEPS)
 			return -1;
 		steps[ns++] = idx;
 		if (rem == 0 && ti == target)
@@ -211,7 +191,7 @@ static int offset_path(struct tinfo *ti, size_t count, size_t off, const struct 
 				off = rem;
 				break;
 			}
-			if (ti->t->kind != SBX_K_STRUCT || ns >= MAX_STEPS)
+			if (ti->t->kind != SBX_K_STRUCT || ns >= CODEC_MAX_STEPS)
 				return -1;
 			const struct sbx_type *t = ti->t;
 			size_t j;
@@ -238,7 +218,7 @@ static void inner_path(char *buf, size_t cap, struct tinfo *ti, size_t count, si
 	size_t n = strlen(buf);
 	size_t len = count;
 
-	for (int guard = 0; guard < MAX_STEPS && n + 1 < cap; guard++) {
+	for (int guard = 0; guard < CODEC_MAX_STEPS && n + 1 < cap; guard++) {
 		size_t sz = ti->t->size;
 		if (!sz || len == 0)
 			return;
@@ -323,8 +303,8 @@ static int reference(struct enc *x, uint32_t reg, const uint8_t *p, uintptr_t q,
 	uint32_t k = lookup_slot(x, q, ti, count, &slot);
 	if (!x->emitting) {
 		if (k == NONE) {
-			if (x->nr >= MAX_OBJECTS)
-				return refuse(x, reg, p, "more than %u objects", MAX_OBJECTS);
+			if (x->nr >= CODEC_MAX_OBJECTS)
+				return refuse(x, reg, p, "more than %u objects", CODEC_MAX_OBJECTS);
 			k = add_region_at(x, q, ti, count, slot);
 			x->r[k].parent = reg;
 			x->r[k].poff = (size_t)((uintptr_t)p - x->r[reg].start);
@@ -332,7 +312,7 @@ static int reference(struct enc *x, uint32_t reg, const uint8_t *p, uintptr_t q,
 		}
 		return 0;
 	}
-	uint64_t steps[MAX_STEPS];
+	uint64_t steps[CODEC_MAX_STEPS];
 	const struct region *t = &x->r[x->r[k].top];
 	int ns = offset_path(t->ti, t->ocount, q - t->start, ti, count, steps);
 	if (ns < 0)
@@ -344,7 +324,7 @@ static int reference(struct enc *x, uint32_t reg, const uint8_t *p, uintptr_t q,
 	return 0;
 }
 
-static const struct sbx_field *union_member(const struct sbx_type *t, int64_t tag)
+const struct sbx_field *codec_union_member(const struct sbx_type *t, int64_t tag)
 {
 	for (size_t i = 0; i < t->nfields; i++)
 		if (t->fields[i].tag == tag)
@@ -353,6 +333,89 @@ static const struct sbx_field *union_member(const struct sbx_type *t, int64_t ta
 }
 
 static int walk(struct enc *x, uint32_t reg, const uint8_t *p, struct tinfo *ti, size_t n);
+
+static int walk_string(struct enc *x, uint32_t reg, const uint8_t *p)
+{
+	const char *s;
+
+	memcpy(&s, p, sizeof s);
+	if (!x->emitting)
+		return 0;
+	if (!s) {
+		codec_put_u8(x->out, 0);
+		return 0;
+	}
+	size_t len = strlen(s);
+	if (len > CODEC_MAX_STRING)
+		return refuse(x, reg, p, "string longer than %u bytes", CODEC_MAX_STRING);
+	codec_put_u8(x->out, 1);
+	codec_put_bytes(x->out, s, len);
+	return 0;
+}
+
+/* A function pointer, written only when the caller's check_fn knows it. */
+static int walk_func(struct enc *x, uint32_t reg, const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	if (!x->emitting)
+		return 0;
+	if (v) {
+		if (!x->o || !x->o->check_fn)
+			return refuse(x, reg, p, "function pointer cannot be verified");
+		if (x->o->check_fn(x->o->arg, v, x->e) < 0) {
+			char why[sizeof x->e->why];
+			snprintf(why, sizeof why, "%s", x->e->why);
+			return refuse(x, reg, p, "%s", why);
+		}
+	}
+	codec_put_u64(x->out, v);
+	return 0;
+}
+
+static int walk_slice(struct enc *x, uint32_t reg, const uint8_t *p, struct tinfo *ti)
+{
+	struct codec_buf *b = x->out;
+	struct sbx_slice s;
+
+	memcpy(&s, p, sizeof s);
+	if (!s.ptr) {
+		if (s.len || s.cap)
+			return refuse(x, reg, p, "NULL slice with len %zu cap %zu", s.len, s.cap);
+		if (x->emitting)
+			codec_put_u8(b, 0);
+		return 0;
+	}
+	if (s.len > s.cap)
+		return refuse(x, reg, p, "slice len %zu exceeds cap %zu", s.len, s.cap);
+	if (x->emitting) {
+		codec_put_u8(b, 1);
+		codec_put_uvarint(b, s.len);
+		codec_put_uvarint(b, s.cap);
+	}
+	return reference(x, reg, p, (uintptr_t)s.ptr, ti->elem, s.cap, true);
+}
+
+static int walk_union(struct enc *x, uint32_t reg, const uint8_t *p, struct tinfo *ti)
+{
+	const struct sbx_type *t = ti->t;
+	int64_t tag = codec_load_int(p + t->tag_offset, t->tag->kind);
+	const struct sbx_field *m = codec_union_member(t, tag);
+
+	if (!m)
+		return refuse(x, reg, p, "tag %lld selects no member of %s", (long long)tag,
+			      t->name);
+	if (x->emitting) {
+		if (codec_is_signed(t->tag->kind))
+			codec_put_svarint(x->out, tag);
+		else
+			codec_put_uvarint(x->out, (uint64_t)tag);
+	}
+	if (!m->type)
+		return 0;
+	return walk(x, reg, p + m->offset, ti->fields[m - t->fields], 1);
+}
 
 static int walk_value(struct enc *x, uint32_t reg, const uint8_t *p, struct tinfo *ti)
 {
@@ -388,39 +451,10 @@ static int walk_value(struct enc *x, uint32_t reg, const uint8_t *p, struct tinf
 			codec_put_u64(b, v);
 		return 0;
 	}
-	case SBX_K_STRING: {
-		const char *s;
-		memcpy(&s, p, sizeof s);
-		if (!x->emitting)
-			return 0;
-		if (!s) {
-			codec_put_u8(b, 0);
-			return 0;
-		}
-		size_t len = strlen(s);
-		if (len > MAX_STRING)
-			return refuse(x, reg, p, "string longer than %u bytes", MAX_STRING);
-		codec_put_u8(b, 1);
-		codec_put_bytes(b, s, len);
-		return 0;
-	}
-	case SBX_K_FUNC: {
-		uint64_t v;
-		memcpy(&v, p, 8);
-		if (!x->emitting)
-			return 0;
-		if (v) {
-			if (!x->o || !x->o->check_fn)
-				return refuse(x, reg, p, "function pointer cannot be verified");
-			if (x->o->check_fn(x->o->arg, v, x->e) < 0) {
-				char why[sizeof x->e->why];
-				snprintf(why, sizeof why, "%s", x->e->why);
-				return refuse(x, reg, p, "%s", why);
-			}
-		}
-		codec_put_u64(b, v);
-		return 0;
-	}
+	case SBX_K_STRING:
+		return walk_string(x, reg, p);
+	case SBX_K_FUNC:
+		return walk_func(x, reg, p);
 	case SBX_K_OPAQUE: {
 		void *q;
 		memcpy(&q, p, sizeof q);
@@ -437,25 +471,8 @@ static int walk_value(struct enc *x, uint32_t reg, const uint8_t *p, struct tinf
 			codec_put_u8(b, q ? 1 : 0);
 		return q ? reference(x, reg, p, q, ti->elem, 1, false) : 0;
 	}
-	case SBX_K_SLICE: {
-		struct sbx_slice s;
-		memcpy(&s, p, sizeof s);
-		if (!s.ptr) {
-			if (s.len || s.cap)
-				return refuse(x, reg, p, "NULL slice with len %zu cap %zu", s.len, s.cap);
-			if (x->emitting)
-				codec_put_u8(b, 0);
-			return 0;
-		}
-		if (s.len > s.cap)
-			return refuse(x, reg, p, "slice len %zu exceeds cap %zu", s.len, s.cap);
-		if (x->emitting) {
-			codec_put_u8(b, 1);
-			codec_put_uvarint(b, s.len);
-			codec_put_uvarint(b, s.cap);
-		}
-		return reference(x, reg, p, (uintptr_t)s.ptr, ti->elem, s.cap, true);
-	}
+	case SBX_K_SLICE:
+		return walk_slice(x, reg, p, ti);
 	case SBX_K_ARRAY:
 		return walk(x, reg, p, ti->elem, t->count);
 	case SBX_K_STRUCT:
@@ -463,22 +480,8 @@ static int walk_value(struct enc *x, uint32_t reg, const uint8_t *p, struct tinf
 			if (walk(x, reg, p + t->fields[i].offset, ti->fields[i], 1) < 0)
 				return -1;
 		return 0;
-	case SBX_K_UNION: {
-		int64_t tag = codec_load_int(p + t->tag_offset, t->tag->kind);
-		const struct sbx_field *m = union_member(t, tag);
-		if (!m)
-			return refuse(x, reg, p, "tag %lld selects no member of %s", (long long)tag,
-				      t->name);
-		if (x->emitting) {
-			if (codec_is_signed(t->tag->kind))
-				codec_put_svarint(b, tag);
-			else
-				codec_put_uvarint(b, (uint64_t)tag);
-		}
-		if (!m->type)
-			return 0;
-		return walk(x, reg, p + m->offset, ti->fields[m - t->fields], 1);
-	}
+	case SBX_K_UNION:
+		return walk_union(x, reg, p, ti);
 	}
 	return refuse(x, reg, p, "unknown kind");
 }
@@ -575,7 +578,7 @@ static void sort_keys(struct skey *k, size_t n)
 
 static bool holds(const struct region *c, const struct region *r)
 {
-	uint64_t steps[MAX_STEPS];
+	uint64_t steps[CODEC_MAX_STEPS];
 	return offset_path(c->ti, c->ocount, r->start - c->start, r->ti, r->count, steps) >= 0;
 }
 
@@ -673,7 +676,7 @@ static int encode_core(struct enc *x, uintptr_t root, struct tinfo *root_ti, str
 	codec_put_raw(b, x->tt->bytes.p, x->tt->bytes.len);
 	x->emitting = true;
 	/* the root reference */
-	uint64_t steps[MAX_STEPS];
+	uint64_t steps[CODEC_MAX_STEPS];
 	const struct region *rt = &x->r[x->r[rootk].top];
 	int ns = offset_path(rt->ti, rt->ocount, root - rt->start, root_ti, 1, steps);
 	if (ns < 0)
@@ -761,589 +764,3 @@ int codec_encode_graph(struct codec_graph *g, const struct codec_opts *o,
 	return rc;
 }
 
-struct dec {
-	struct codec_rd r;
-	struct codec_graph *g;
-	const struct codec_opts *o;
-	uint64_t budget; /* bytes of storage still allowed */
-	struct common_err fnerr;
-};
-
-/* Resolve a reference to need elements of target; NULL with r failed. */
-static uint8_t *resolve(struct dec *d, const struct tinfo *target, size_t need)
-{
-	uint64_t id, ns;
-	struct codec_rd *r = &d->r;
-
-	if (codec_get_uvarint(r, &id) < 0 || codec_get_uvarint(r, &ns) < 0)
-		return NULL;
-	if (id == 0 || id > d->g->nobj)
-		return codec_rd_fail(r, "reference to an unknown object"), NULL;
-	if (ns == 0 || ns > MAX_STEPS)
-		return codec_rd_fail(r, "reference path length out of range"), NULL;
-	const struct gobj *ob = &d->g->obj[id - 1];
-	struct tinfo *ti = ob->ti;
-	uint8_t *p = ob->base;
-	size_t len = ob->count;
-	bool element = true; /* the next step indexes len elements of ti */
-	for (uint64_t i = 0; i < ns; i++) {
-		uint64_t s;
-		if (codec_get_uvarint(r, &s) < 0)
-			return NULL;
-		bool last = i + 1 == ns;
-		if (element) {
-			if (len == 0 ? (s != 0 || need != 0 || !last) : s >= len)
-				return codec_rd_fail(r, "reference index out of range"), NULL;
-			if (last && ti == target && (need > len || s > len - need))
-				return codec_rd_fail(r, "reference range exceeds its array"), NULL;
-			p += s * ti->t->size;
-			element = false;
-		} else if (ti->t->kind == SBX_K_STRUCT) {
-			if (s >= ti->t->nfields)
-				return codec_rd_fail(r, "reference field out of range"), NULL;
-			p += ti->t->fields[s].offset;
-			ti = ti->fields[s];
-			if (last && need > 1)
-				return codec_rd_fail(r, "reference range exceeds a field"), NULL;
-		} else {
-			return codec_rd_fail(r, "reference path enters a non-aggregate"), NULL;
-		}
-		if (!element && ti->t->kind == SBX_K_ARRAY && !last) {
-			len = ti->t->count;
-			ti = ti->elem;
-			element = true;
-		}
-	}
-	if (ti != target || element)
-		return codec_rd_fail(r, "reference has the wrong type"), NULL;
-	return p;
-}
-
-static int fill(struct dec *d, uint8_t *p, struct tinfo *ti, size_t n);
-
-static int fill_value(struct dec *d, uint8_t *p, struct tinfo *ti)
-{
-	const struct sbx_type *t = ti->t;
-	struct codec_rd *r = &d->r;
-
-	switch (t->kind) {
-	case SBX_K_BOOL: {
-		uint8_t v;
-		if (codec_get_u8(r, &v) < 0)
-			return -1;
-		if (v > 1)
-			return codec_rd_fail(r, "bool is not 0 or 1");
-		*p = v;
-		return 0;
-	}
-	case SBX_K_I8: case SBX_K_I16: case SBX_K_I32: case SBX_K_I64: {
-		int64_t v;
-		size_t at = r->off;
-		if (codec_get_svarint(r, &v) < 0)
-			return -1;
-		if (!codec_int_fits(t->kind, v, 0)) {
-			r->off = at;
-			return codec_rd_fail(r, "integer does not fit its field");
-		}
-		codec_store_int(p, t->kind, v);
-		return 0;
-	}
-	case SBX_K_U8: case SBX_K_U16: case SBX_K_U32: case SBX_K_U64: {
-		uint64_t v;
-		size_t at = r->off;
-		if (codec_get_uvarint(r, &v) < 0)
-			return -1;
-		if (!codec_int_fits(t->kind, 0, v)) {
-			r->off = at;
-			return codec_rd_fail(r, "integer does not fit its field");
-		}
-		codec_store_int(p, t->kind, (int64_t)v);
-		return 0;
-	}
-	case SBX_K_F32: {
-		uint32_t v;
-		if (codec_get_u32(r, &v) < 0)
-			return -1;
-		memcpy(p, &v, 4);
-		return 0;
-	}
-	case SBX_K_F64: {
-		uint64_t v;
-		if (codec_get_u64(r, &v) < 0)
-			return -1;
-		memcpy(p, &v, 8);
-		return 0;
-	}
-	case SBX_K_STRING: {
-		uint8_t tag;
-		const uint8_t *s;
-		size_t len;
-		if (codec_get_u8(r, &tag) < 0)
-			return -1;
-		if (tag > 1)
-			return codec_rd_fail(r, "bad string tag");
-		if (tag == 0)
-			return 0;
-		if (codec_get_bytes(r, &s, &len, MAX_STRING) < 0)
-			return -1;
-		if (memchr(s, 0, len))
-			return codec_rd_fail(r, "string holds a NUL byte");
-		if (len + 1 > d->budget)
-			return codec_rd_fail(r, "storage budget exhausted");
-		d->budget -= len + 1;
-		char *c = common_xmalloc(len + 1);
-		memcpy(c, s, len);
-		c[len] = '\0';
-		memcpy(p, &c, sizeof c);
-		return 0;
-	}
-	case SBX_K_FUNC: {
-		uint64_t v;
-		size_t at = r->off;
-		if (codec_get_u64(r, &v) < 0)
-			return -1;
-		if (v && (!d->o || !d->o->check_fn || d->o->check_fn(d->o->arg, v, &d->fnerr) < 0)) {
-			r->off = at;
-			return codec_rd_fail(r, "function pointer is not a function of this executable");
-		}
-		memcpy(p, &v, 8);
-		return 0;
-	}
-	case SBX_K_OPAQUE: {
-		uint8_t v;
-		if (codec_get_u8(r, &v) < 0)
-			return -1;
-		return v ? codec_rd_fail(r, "opaque pointer is not NULL") : 0;
-	}
-	case SBX_K_PTR: {
-		uint8_t tag;
-		if (codec_get_u8(r, &tag) < 0)
-			return -1;
-		if (tag > 1)
-			return codec_rd_fail(r, "bad pointer tag");
-		uint8_t *q = NULL;
-		if (tag && !(q = resolve(d, ti->elem, 1)))
-			return -1;
-		memcpy(p, &q, sizeof q);
-		return 0;
-	}
-	case SBX_K_SLICE: {
-		uint8_t tag;
-		struct sbx_slice s = {0};
-		if (codec_get_u8(r, &tag) < 0)
-			return -1;
-		if (tag > 1)
-			return codec_rd_fail(r, "bad slice tag");
-		if (tag) {
-			uint64_t len, cap;
-			if (codec_get_uvarint(r, &len) < 0 || codec_get_uvarint(r, &cap) < 0)
-				return -1;
-			if (len > cap || cap > SIZE_MAX / ti->elem->t->size)
-				return codec_rd_fail(r, "slice len exceeds cap");
-			if (!(s.ptr = resolve(d, ti->elem, (size_t)cap)))
-				return -1;
-			s.len = (size_t)len;
-			s.cap = (size_t)cap;
-		}
-		memcpy(p, &s, sizeof s);
-		return 0;
-	}
-	case SBX_K_ARRAY:
-		return fill(d, p, ti->elem, t->count);
-	case SBX_K_STRUCT:
-		for (size_t i = 0; i < t->nfields; i++)
-			if (fill(d, p + t->fields[i].offset, ti->fields[i], 1) < 0)
-				return -1;
-		return 0;
-	case SBX_K_UNION: {
-		int64_t tag;
-		size_t at = r->off;
-		if (codec_is_signed(t->tag->kind)) {
-			if (codec_get_svarint(r, &tag) < 0)
-				return -1;
-		} else {
-			uint64_t u;
-			if (codec_get_uvarint(r, &u) < 0)
-				return -1;
-			tag = (int64_t)u;
-		}
-		const struct sbx_field *m = union_member(t, tag);
-		if (!m || !codec_int_fits(t->tag->kind, tag, (uint64_t)tag)) {
-			r->off = at;
-			return codec_rd_fail(r, "union tag selects no member");
-		}
-		codec_store_int(p + t->tag_offset, t->tag->kind, tag);
-		return m->type ? fill(d, p + m->offset, ti->fields[m - t->fields], 1) : 0;
-	}
-	}
-	return codec_rd_fail(r, "unknown kind");
-}
-
-static int fill(struct dec *d, uint8_t *p, struct tinfo *ti, size_t n)
-{
-	if (ti->bulk && n >= CODEC_BULK_MIN) {
-		const uint8_t *src;
-		if (codec_get_raw(&d->r, &src, n * ti->t->size) < 0)
-			return -1;
-		memcpy(p, src, n * ti->t->size);
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (fill_value(d, p + i * ti->t->size, ti) < 0)
-			return -1;
-	return 0;
-}
-
-/* Free the strings held inline in n elements of ti at p. */
-static void free_strings(uint8_t *p, const struct tinfo *ti, size_t n)
-{
-	const struct sbx_type *t = ti->t;
-	if (!ti->strings)
-		return;
-	for (size_t i = 0; i < n; i++, p += t->size) {
-		if (t->kind == SBX_K_STRING) {
-			char *s;
-			memcpy(&s, p, sizeof s);
-			free(s);
-			memset(p, 0, sizeof s);
-		} else if (t->kind == SBX_K_ARRAY) {
-			free_strings(p, ti->elem, t->count);
-		} else if (t->kind == SBX_K_STRUCT) {
-			for (size_t j = 0; j < t->nfields; j++)
-				free_strings(p + t->fields[j].offset, ti->fields[j], 1);
-		} else if (t->kind == SBX_K_UNION) {
-			const struct sbx_field *m =
-				union_member(t, codec_load_int(p + t->tag_offset, t->tag->kind));
-			if (m && m->type)
-				free_strings(p + m->offset, ti->fields[m - t->fields], 1);
-		}
-	}
-}
-
-static void free_storage(struct codec_graph *g, size_t from)
-{
-	for (size_t i = from; i < g->nobj; i++) {
-		if (!g->obj[i].base)
-			continue;
-		free_strings(g->obj[i].base, g->obj[i].ti, g->obj[i].count);
-		free(g->obj[i].base);
-		g->obj[i].base = NULL;
-	}
-}
-
-/* Decode img against the table tt (borrowed into g->tt by the caller). */
-static int decode_core(struct codec_graph *g, const void *img, size_t len,
-		       const struct codec_opts *o, struct common_err *e)
-{
-	struct dec d = { .g = g, .o = o };
-	struct codec_rd *r = &d.r;
-	const uint8_t *magic, *tab;
-	uint8_t ver;
-
-	d.budget = o && o->max_alloc ? o->max_alloc : DEFAULT_BUDGET;
-	if (len < 5 + COMMON_SHA256_LEN)
-		return common_errf(e, "state image", "%zu bytes is too short", len);
-	uint8_t dg[COMMON_SHA256_LEN];
-	len -= COMMON_SHA256_LEN;
-	common_sha256(img, len, dg);
-	if (memcmp(dg, (const uint8_t *)img + len, sizeof dg) != 0)
-		return common_errf(e, "state image", "digest mismatch (truncated or corrupted)");
-	codec_rd_init(r, img, len);
-	if (codec_get_raw(r, &magic, 4) < 0 || codec_get_u8(r, &ver) < 0)
-		return codec_rd_err(r, "state image", e);
-	if (memcmp(magic, CODEC_MAGIC, 4) != 0) {
-		r->off = 0;
-		codec_rd_fail(r, "not an sbx object-graph image");
-		return codec_rd_err(r, "state image", e);
-	}
-	if (ver != CODEC_VERSION) {
-		r->off = 4;
-		codec_rd_fail(r, "unsupported image version");
-		return codec_rd_err(r, "state image", e);
-	}
-	size_t tlen = g->tt.bytes.len;
-	if (r->len - r->off < tlen || memcmp(r->p + r->off, g->tt.bytes.p, tlen) != 0) {
-		size_t i = 0;
-		while (i < tlen && r->off + i < r->len && r->p[r->off + i] == g->tt.bytes.p[i])
-			i++;
-		r->off += i;
-		codec_rd_fail(r, r->off == r->len ? "truncated type table"
-				 : "type table differs from this program's descriptors");
-		return codec_rd_err(r, "state image", e);
-	}
-	(void)codec_get_raw(r, &tab, tlen);
-
-	/* root reference, read now and resolved once storage exists */
-	size_t root_at = r->off;
-	uint64_t rid, rns, step;
-	if (codec_get_uvarint(r, &rid) < 0 || codec_get_uvarint(r, &rns) < 0)
-		return codec_rd_err(r, "state image", e);
-	if (rns == 0 || rns > MAX_STEPS) {
-		codec_rd_fail(r, "root path length out of range");
-		return codec_rd_err(r, "state image", e);
-	}
-	for (uint64_t i = 0; i < rns; i++)
-		if (codec_get_uvarint(r, &step) < 0)
-			return codec_rd_err(r, "state image", e);
-
-	uint64_t nobj;
-	if (codec_get_uvarint(r, &nobj) < 0)
-		return codec_rd_err(r, "state image", e);
-	if (nobj == 0 || nobj > MAX_OBJECTS || nobj > (r->len - r->off) / 2) {
-		codec_rd_fail(r, "object count out of range");
-		return codec_rd_err(r, "state image", e);
-	}
-	g->obj = common_xcalloc((size_t)nobj, sizeof *g->obj);
-	g->nobj = (size_t)nobj;
-	uint64_t minbytes = 0, storage = 0;
-	for (size_t i = 0; i < g->nobj; i++) {
-		uint64_t ti, count;
-		if (codec_get_uvarint(r, &ti) < 0 || codec_get_uvarint(r, &count) < 0)
-			goto bad;
-		if (ti >= g->tt.n) {
-			codec_rd_fail(r, "object type out of range");
-			goto bad;
-		}
-		struct tinfo *t = g->tt.v[ti];
-		uint64_t sz = t->t->size;
-		/* every element costs at least minenc bytes: bounds storage by the image */
-		uint64_t per = t->bulk && count >= CODEC_BULK_MIN ? sz : t->minenc;
-		if (count > len || (per && count > (len - minbytes) / per)) {
-			codec_rd_fail(r, "object larger than the image can hold");
-			goto bad;
-		}
-		minbytes += count * per;
-		if (count > d.budget / sz || storage + count * sz > d.budget) {
-			codec_rd_fail(r, "storage budget exhausted");
-			goto bad;
-		}
-		storage += count * sz;
-		g->obj[i].ti = t;
-		g->obj[i].count = (size_t)count;
-	}
-	if (minbytes > r->len - r->off) {
-		codec_rd_fail(r, "objects larger than the image can hold");
-		goto bad;
-	}
-	d.budget -= storage;
-	for (size_t i = 0; i < g->nobj; i++) {
-		size_t sz = g->obj[i].count * g->obj[i].ti->t->size;
-		g->obj[i].base = big_zalloc(sz ? sz : 1);
-	}
-	size_t content_at = r->off;
-	r->off = root_at;
-	uint8_t *root = resolve(&d, g->tt.v[0], 1);
-	if (!root)
-		goto bad;
-	g->root = root;
-	g->root_id = (uint32_t)rid;
-	g->root_off = (size_t)(root - g->obj[rid - 1].base);
-	r->off = content_at;
-	for (size_t i = 0; i < g->nobj; i++)
-		if (fill(&d, g->obj[i].base, g->obj[i].ti, g->obj[i].count) < 0)
-			goto bad;
-	if (codec_rd_end(r) < 0)
-		goto bad;
-	g->owned = true;
-	return 0;
-bad:
-	free_storage(g, 0);
-	free(g->obj);
-	g->obj = NULL;
-	g->nobj = 0;
-	codec_rd_err(r, "state image", e);
-	if (e && d.fnerr.why[0] && r->why && strstr(r->why, "function")) {
-		size_t n = strlen(e->why);
-		snprintf(e->why + n, sizeof e->why - n, " (%s)", d.fnerr.why);
-	}
-	return -1;
-}
-
-int codec_decode(const struct sbx_type *t, const void *img, size_t len,
-		 const struct codec_opts *o, void **root, struct codec_graph **gp,
-		 struct common_err *e)
-{
-	struct codec_graph *g = common_xcalloc(1, sizeof *g);
-
-	*gp = NULL;
-	if (codec_ttable_build(t, &g->tt, e) < 0) {
-		free(g);
-		return -1;
-	}
-	if (decode_core(g, img, len, o, e) < 0) {
-		codec_graph_free(g);
-		return -1;
-	}
-	*root = g->root;
-	*gp = g;
-	return 0;
-}
-
-struct span {
-	uintptr_t base;
-	size_t size;
-	uint32_t k;
-};
-
-static int by_base(const void *a, const void *b)
-{
-	uintptr_t x = ((const struct span *)a)->base, y = ((const struct span *)b)->base;
-	return x < y ? -1 : x > y;
-}
-
-struct wb {
-	struct codec_graph *host, *scr;
-	struct span *spans;
-};
-
-/* Scratch address -> final address: into a host object, or unchanged for a new one. */
-static uintptr_t relocate(const struct wb *w, uintptr_t q)
-{
-	size_t lo = 0, hi = w->scr->nobj;
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (w->spans[mid].base <= q)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	const struct span *s = &w->spans[lo];
-	if (q < s->base || q > s->base + s->size || s->k >= w->host->nobj)
-		return q;
-	return (uintptr_t)w->host->obj[s->k].base + (q - s->base);
-}
-
-static void translate(const struct wb *w, uint8_t *p, const struct tinfo *ti, size_t n)
-{
-	const struct sbx_type *t = ti->t;
-	if (!ti->refs)
-		return;
-	for (size_t i = 0; i < n; i++, p += t->size) {
-		if (t->kind == SBX_K_PTR || t->kind == SBX_K_SLICE) {
-			uintptr_t q;
-			memcpy(&q, p, sizeof q);
-			if (q) {
-				q = relocate(w, q);
-				memcpy(p, &q, sizeof q);
-			}
-		} else if (t->kind == SBX_K_ARRAY) {
-			translate(w, p, ti->elem, t->count);
-		} else if (t->kind == SBX_K_STRUCT) {
-			for (size_t j = 0; j < t->nfields; j++)
-				translate(w, p + t->fields[j].offset, ti->fields[j], 1);
-		} else if (t->kind == SBX_K_UNION) {
-			const struct sbx_field *m =
-				union_member(t, codec_load_int(p + t->tag_offset, t->tag->kind));
-			if (m && m->type)
-				translate(w, p + m->offset, ti->fields[m - t->fields], 1);
-		}
-	}
-}
-
-/* Copy n checked scratch elements s over host elements h. Strings move:
- * an unchanged one keeps the host pointer, a changed one takes the scratch copy. */
-static void apply(uint8_t *h, uint8_t *s, const struct tinfo *ti, size_t n)
-{
-	const struct sbx_type *t = ti->t;
-	if (ti->plain) {
-		memcpy(h, s, n * t->size);
-		return;
-	}
-	for (size_t i = 0; i < n; i++, h += t->size, s += t->size) {
-		switch (t->kind) {
-		case SBX_K_STRING: {
-			char *hs, *ss;
-			memcpy(&hs, h, sizeof hs);
-			memcpy(&ss, s, sizeof ss);
-			if ((!hs && !ss) || (hs && ss && strcmp(hs, ss) == 0))
-				free(ss);
-			else
-				memcpy(h, &ss, sizeof ss);
-			memset(s, 0, sizeof ss);
-			break;
-		}
-		case SBX_K_ARRAY:
-			apply(h, s, ti->elem, t->count);
-			break;
-		case SBX_K_STRUCT:
-			for (size_t j = 0; j < t->nfields; j++)
-				apply(h + t->fields[j].offset, s + t->fields[j].offset, ti->fields[j], 1);
-			break;
-		case SBX_K_UNION: {
-			int64_t ht = codec_load_int(h + t->tag_offset, t->tag->kind);
-			int64_t st = codec_load_int(s + t->tag_offset, t->tag->kind);
-			if (ht != st) {
-				/* the old member's bytes go; bytes outside tag and members stay */
-				for (size_t j = 0; j < t->nfields; j++)
-					memset(h + t->fields[j].offset, 0, t->fields[j].size);
-				codec_store_int(h + t->tag_offset, t->tag->kind, st);
-			}
-			const struct sbx_field *m = union_member(t, st);
-			if (m && m->type)
-				apply(h + m->offset, s + m->offset, ti->fields[m - t->fields], 1);
-			break;
-		}
-		default:
-			memcpy(h, s, t->size);
-			break;
-		}
-	}
-}
-
-int codec_writeback(struct codec_graph *g, const void *img, size_t len,
-		    const struct codec_opts *o, struct common_err *e)
-{
-	struct codec_graph s = { .tt = g->tt };
-
-	/* scratch decode against the host's own type table */
-	if (decode_core(&s, img, len, o, e) < 0)
-		return -1;
-	int rc = 0;
-	if (s.nobj < g->nobj) {
-		rc = common_errf(e, "state result", "%zu objects, the call sent %zu", s.nobj, g->nobj);
-		goto out;
-	}
-	for (size_t i = 0; i < g->nobj; i++) {
-		if (s.obj[i].ti != g->obj[i].ti || s.obj[i].count != g->obj[i].count) {
-			rc = common_errf(e, "state result", "object %zu changed type or length", i + 1);
-			goto out;
-		}
-	}
-	if (s.root_id != g->root_id || s.root_off != g->root_off) {
-		rc = common_errf(e, "state result", "root moved to another object");
-		goto out;
-	}
-	/* everything checked: nothing below can fail */
-	struct wb w = { .host = g, .scr = &s };
-	w.spans = common_xmalloc(s.nobj * sizeof *w.spans);
-	for (size_t i = 0; i < s.nobj; i++)
-		w.spans[i] = (struct span){ (uintptr_t)s.obj[i].base,
-					    s.obj[i].count * s.obj[i].ti->t->size, (uint32_t)i };
-	qsort(w.spans, s.nobj, sizeof *w.spans, by_base);
-	for (size_t i = 0; i < s.nobj; i++)
-		translate(&w, s.obj[i].base, s.obj[i].ti, s.obj[i].count);
-	free(w.spans);
-	for (size_t i = 0; i < g->nobj; i++) {
-		apply(g->obj[i].base, s.obj[i].base, g->obj[i].ti, g->obj[i].count);
-		free(s.obj[i].base);
-		s.obj[i].base = NULL;
-	}
-	/* objects the guest created now belong to the host */
-	for (size_t i = g->nobj; i < s.nobj; i++)
-		s.obj[i].base = NULL;
-out:
-	free_storage(&s, 0);
-	free(s.obj);
-	return rc;
-}
-
-void codec_graph_free(struct codec_graph *g)
-{
-	if (!g)
-		return;
-	if (g->owned)
-		free_storage(g, 0);
-	free(g->obj);
-	codec_ttable_free(&g->tt);
-	free(g);
-}
