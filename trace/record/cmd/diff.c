@@ -63,6 +63,29 @@ static void spool_close(struct spool *sp)
 	sp->fd = -1;
 }
 
+typedef int compare_fn(const char *a, const char *b, enum trace_fmt f, struct common_err *e);
+
+/* cmp over traces a and b, of which one at most may be "-" (spooled first). */
+static int compare_spooled(const char *what, compare_fn *cmp, const char *a, const char *b,
+			   enum trace_fmt f, struct common_err *e)
+{
+	struct spool sa, sb;
+	const char *pa, *pb;
+	int rc = -1;
+
+	if (!strcmp(a, "-") && !strcmp(b, "-"))
+		return common_errf(e, what, "only one of the traces can be standard input");
+	pa = spool_open(a, &sa, e);
+	pb = pa ? spool_open(b, &sb, e) : NULL;
+	if (pa && pb)
+		rc = cmp(pa, pb, f, e);
+	if (pa)
+		spool_close(&sa);
+	if (pb)
+		spool_close(&sb);
+	return rc;
+}
+
 /* Two runs of one build interleave their processes differently and get other
  * host pids, so diff compares per process: a process is named by its place
  * in the tree ("r1" the first root, "r1.3" its third child, in the parent's
@@ -325,21 +348,7 @@ static int diff_paths(const char *a, const char *b, enum trace_fmt f, struct com
 
 int trace_cmd_diff(const char *a, const char *b, enum trace_fmt f, struct common_err *e)
 {
-	struct spool sa, sb;
-	const char *pa, *pb;
-	int rc = -1;
-
-	if (!strcmp(a, "-") && !strcmp(b, "-"))
-		return common_errf(e, "diff", "only one of the traces can be standard input");
-	pa = spool_open(a, &sa, e);
-	pb = pa ? spool_open(b, &sb, e) : NULL;
-	if (pa && pb)
-		rc = diff_paths(pa, pb, f, e);
-	if (pa)
-		spool_close(&sa);
-	if (pb)
-		spool_close(&sb);
-	return rc;
+	return compare_spooled("diff", diff_paths, a, b, f, e);
 }
 
 /* Process streams in one trace and not the other go to only_a and only_b;
@@ -542,21 +551,7 @@ static int bisect_paths(const char *a, const char *b, enum trace_fmt f, struct c
 
 int trace_cmd_bisect(const char *a, const char *b, enum trace_fmt f, struct common_err *e)
 {
-	struct spool sa, sb;
-	const char *pa, *pb;
-	int rc = -1;
-
-	if (!strcmp(a, "-") && !strcmp(b, "-"))
-		return common_errf(e, "bisect", "only one of the traces can be standard input");
-	pa = spool_open(a, &sa, e);
-	pb = pa ? spool_open(b, &sb, e) : NULL;
-	if (pa && pb)
-		rc = bisect_paths(pa, pb, f, e);
-	if (pa)
-		spool_close(&sa);
-	if (pb)
-		spool_close(&sb);
-	return rc;
+	return compare_spooled("bisect", bisect_paths, a, b, f, e);
 }
 
 static int bisect_paths(const char *a, const char *b, enum trace_fmt f, struct common_err *e)
