@@ -266,6 +266,46 @@ static json_t *event_json(const struct tr *t, size_t i)
 	return j ? j : json_null();
 }
 
+/* The header's argv as a NULL-terminated vector (*out), or -1. */
+static int header_argv(const json_t *av, char ***out, struct common_err *e)
+{
+	const json_t *v;
+	size_t i;
+	char **argv;
+
+	if (!json_array_size(av) || json_array_size(av) > 65536)
+		return common_errf(e, "trace header", "argv must hold 1 to 65536 strings");
+	argv = common_xcalloc(json_array_size(av) + 1, sizeof *argv);
+	json_array_foreach(av, i, v) {
+		if (!json_is_string(v)) {
+			trace_env_free(argv);
+			return common_errf(e, "trace header", "argv[%zu] is not a string", i);
+		}
+		argv[i] = common_xstrdup(json_string_value(v));
+	}
+	*out = argv;
+	return 0;
+}
+
+/* The re-execution's environment must be the one the header's digest binds. */
+static int check_env(char **env, const char *env_want, struct common_err *e)
+{
+	struct common_sha256 c;
+	uint8_t d[32];
+	char hex[COMMON_SHA256_HEX];
+
+	common_sha256_init(&c);
+	for (char **p = env; *p; p++)
+		common_sha256_update(&c, *p, strlen(*p) + 1);
+	common_sha256_final(&c, d);
+	common_hex(d, 32, hex);
+	if (strcmp(hex, env_want))
+		return common_errf(e, "environment",
+				   "digest %s is not the trace header's env_sha256 %s; give the run's "
+				   "environment with --env-clear/--env K=V", hex, env_want);
+	return 0;
+}
+
 /* Run the header's guest into replay_path. */
 static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep_readlink,
 		     uint64_t stop_after, const char *scratch_ns, const char *replay_path,
@@ -287,35 +327,11 @@ static int reexecute(const struct trace_adj_opts *o, const json_t *hdr, int keep
 		return common_errf(e, "trace header", "lease, image, level and env_sha256 are required");
 	if (trace_level_parse(lvl_s, &lvl, e) < 0)
 		return -1;
-	const json_t *av = json_object_get(hdr, "argv"), *v;
-	size_t i;
-	if (!json_array_size(av) || json_array_size(av) > 65536)
-		return common_errf(e, "trace header", "argv must hold 1 to 65536 strings");
-	argv = common_xcalloc(json_array_size(av) + 1, sizeof *argv);
-	json_array_foreach(av, i, v) {
-		if (!json_is_string(v)) {
-			common_errf(e, "trace header", "argv[%zu] is not a string", i);
-			goto out;
-		}
-		argv[i] = common_xstrdup(json_string_value(v));
-	}
+	if (header_argv(json_object_get(hdr, "argv"), &argv, e) < 0)
+		return -1;
 	env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
-	{
-		struct common_sha256 c;
-		uint8_t d[32];
-		char hex[COMMON_SHA256_HEX];
-		common_sha256_init(&c);
-		for (char **p = env; *p; p++)
-			common_sha256_update(&c, *p, strlen(*p) + 1);
-		common_sha256_final(&c, d);
-		common_hex(d, 32, hex);
-		if (strcmp(hex, env_want)) {
-			common_errf(e, "environment",
-				    "digest %s is not the trace header's env_sha256 %s; give the run's "
-				    "environment with --env-clear/--env K=V", hex, env_want);
-			goto out;
-		}
-	}
+	if (check_env(env, env_want, e) < 0)
+		goto out;
 	if (header_mounts(json_object_get(hdr, "mounts"), o->allow_rw, &mounts, &nm, &replace, e) < 0)
 		goto out;
 	/* the run's clock started at its lease's request time, which the header names */
@@ -448,6 +464,35 @@ out:
 	return rc;
 }
 
+/* Which trace the re-execution r bears out, as TRACE_ADJ_* and *verdict;
+ * ra and rb: how far r agrees with a and with b, lo: the disputed index. */
+static int judge(const struct tr *a, const struct tr *b, const struct tr *r, size_t ra,
+		 size_t rb, size_t lo, int identical, const char **verdict)
+{
+	int a_ok, b_ok;
+
+	if (identical) {
+		a_ok = b_ok = ra == a->n && r->n == a->n;
+	} else {
+		/* right through the disputed step: the re-execution agrees with the trace
+		 * at every index up to lo, or both end right there */
+		a_ok = ra > lo || (ra == lo && lo == a->n && lo == r->n);
+		b_ok = rb > lo || (rb == lo && lo == b->n && lo == r->n);
+	}
+	if (a_ok && b_ok) {
+		*verdict = "both";
+		return TRACE_ADJ_BOTH;
+	} else if (a_ok) {
+		*verdict = "a";
+		return TRACE_ADJ_A;
+	} else if (b_ok) {
+		*verdict = "b";
+		return TRACE_ADJ_B;
+	}
+	*verdict = "neither";
+	return TRACE_ADJ_NEITHER;
+}
+
 int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e)
 {
 	struct tr a, b, r;
@@ -501,29 +546,8 @@ int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e)
 		goto out;
 
 	size_t ra = first_diff(&r, &a), rb = first_diff(&r, &b);
-	int a_ok, b_ok;
 	const char *verdict;
-	if (identical) {
-		a_ok = b_ok = ra == a.n && r.n == a.n;
-	} else {
-		/* right through the disputed step: the re-execution agrees with the trace
-		 * at every index up to lo, or both end right there */
-		a_ok = ra > lo || (ra == lo && lo == a.n && lo == r.n);
-		b_ok = rb > lo || (rb == lo && lo == b.n && lo == r.n);
-	}
-	if (a_ok && b_ok) {
-		verdict = "both";
-		rc = TRACE_ADJ_BOTH;
-	} else if (a_ok) {
-		verdict = "a";
-		rc = TRACE_ADJ_A;
-	} else if (b_ok) {
-		verdict = "b";
-		rc = TRACE_ADJ_B;
-	} else {
-		verdict = "neither";
-		rc = TRACE_ADJ_NEITHER;
-	}
+	rc = judge(&a, &b, &r, ra, rb, lo, identical, &verdict);
 	json_t *out = json_pack("{s:s, s:b, s:I, s:I, s:o, s:o, s:o}", "verdict", verdict,
 				"identical", identical, "disputed_line", (json_int_t)(lo + 1),
 				"agreed_events", (json_int_t)(lo ? lo - 1 : 0),
