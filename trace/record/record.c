@@ -84,9 +84,21 @@ int trace_rec_flush(struct trace_rec *r)
 }
 
 /* Close the event in r->line: chain it, append ,"h":"..."} and queue it. */
-static int rec_emit(struct trace_rec *r)
+/* The line built (an object without its closing brace) and its chain hash,
+ * into the pending output. */
+static void rec_append_line(struct trace_rec *r)
 {
 	char hex[COMMON_SHA256_HEX];
+
+	common_hex(r->h, sizeof r->h, hex);
+	sb_raw(&r->out, r->line.p, r->line.n);
+	sb_raw(&r->out, ",\"h\":\"", 6);
+	sb_raw(&r->out, hex, 64);
+	sb_raw(&r->out, "\"}\n", 3);
+}
+
+static int rec_emit(struct trace_rec *r)
+{
 	uint64_t now;
 	unsigned int hl = 0;
 
@@ -97,12 +109,8 @@ static int rec_emit(struct trace_rec *r)
 	    !EVP_DigestUpdate(r->md, r->h, sizeof r->h) ||
 	    !EVP_DigestUpdate(r->md, r->line.p, r->line.n) || !EVP_DigestFinal_ex(r->md, r->h, &hl))
 		abort();
-	common_hex(r->h, sizeof r->h, hex);
 	r->line.n--; /* drop the "}" again */
-	sb_raw(&r->out, r->line.p, r->line.n);
-	sb_raw(&r->out, ",\"h\":\"", 6);
-	sb_raw(&r->out, hex, 64);
-	sb_raw(&r->out, "\"}\n", 3);
+	rec_append_line(r);
 	r->seq++;
 	now = common_mono_us();
 	if (r->out.n >= REC_BUF_FLUSH || now - r->last_flush >= REC_FLUSH_US)
@@ -757,14 +765,7 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	sb_cstr(&r->line, canon);
 	free(canon);
 	r->line.n--; /* reopen the object to append h */
-	{
-		char hex[COMMON_SHA256_HEX];
-		common_hex(r->h, 32, hex);
-		sb_raw(&r->out, r->line.p, r->line.n);
-		sb_raw(&r->out, ",\"h\":\"", 6);
-		sb_raw(&r->out, hex, 64);
-		sb_raw(&r->out, "\"}\n", 3);
-	}
+	rec_append_line(r);
 	if (trace_rec_flush(r) < 0) {
 		if (e)
 			*e = r->err;
