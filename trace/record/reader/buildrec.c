@@ -206,6 +206,52 @@ static const char *const write_calls[] = {
 	"lremovexattr", NULL,
 };
 
+/* A successful open of path by its flags: a read, a write, both, or a lookup. */
+static void on_open(struct br *b, struct proc *p, const json_t *o, const char *n,
+		    const char *path)
+{
+	json_t *args = json_object_get(o, "args");
+	long long fl = 0;
+
+	if (!strcmp(n, "open"))
+		fl = json_integer_value(json_array_get(args, 1));
+	else if (!strcmp(n, "openat"))
+		fl = json_integer_value(json_array_get(args, 2));
+	else if (!strcmp(n, "creat"))
+		fl = O_WRONLY | O_CREAT | O_TRUNC;
+	if (fl & O_PATH) {
+		fget(b, path)->flags |= P_OK;
+		return;
+	}
+	if (fl & O_DIRECTORY) {
+		fget(b, path)->flags |= P_DIR | P_OK;
+		return;
+	}
+	int created = json_is_true(json_object_get(o, "created")) ||
+		      (fl & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
+	/* O_RDWR of a file the call creates or truncates reads nothing old */
+	if ((fl & O_ACCMODE) != O_WRONLY && !(fl & O_TRUNC) && !created)
+		on_read(b, p, path, common_jstr(o, "sha256", NULL));
+	if ((fl & O_ACCMODE) != O_RDONLY || (fl & O_TRUNC) || created)
+		on_write(b, p, path, created ? P_CREATED : 0);
+}
+
+static void on_rename(struct br *b, struct proc *p, const char *p1, const char *p2)
+{
+	struct fent *src = fget(b, p1);
+	int was_ours = (src->flags & P_TOUCHED) != 0;
+	char *from = common_xstrdup(src->from ? src->from : p1);
+
+	src->flags |= P_DELETED | P_OK;
+	on_write(b, p, p2, P_RENAMED);
+	struct fent *dst = fget(b, p2);
+	free(dst->from);
+	dst->from = from;
+	if (!was_ours)
+		src->flags |= P_TOUCHED; /* moving a pre-existing file away changes it */
+	plist(p->out, p1);
+}
+
 static void on_sys(struct br *b, const json_t *o)
 {
 	const char *n = common_jstr(o, "name", NULL), *p1 = common_jstr(o, "path", NULL);
@@ -239,45 +285,12 @@ static void on_sys(struct br *b, const json_t *o)
 	}
 	if (!strcmp(n, "open") || !strcmp(n, "openat") || !strcmp(n, "creat") ||
 	    !strcmp(n, "openat2")) {
-		json_t *args = json_object_get(o, "args");
-		long long fl = 0;
-		if (!strcmp(n, "open"))
-			fl = json_integer_value(json_array_get(args, 1));
-		else if (!strcmp(n, "openat"))
-			fl = json_integer_value(json_array_get(args, 2));
-		else if (!strcmp(n, "creat"))
-			fl = O_WRONLY | O_CREAT | O_TRUNC;
-		if (fl & O_PATH) {
-			fget(b, p1)->flags |= P_OK;
-			return;
-		}
-		if (fl & O_DIRECTORY) {
-			fget(b, p1)->flags |= P_DIR | P_OK;
-			return;
-		}
-		int created = json_is_true(json_object_get(o, "created")) ||
-			      (fl & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
-		/* O_RDWR of a file the call creates or truncates reads nothing old */
-		if ((fl & O_ACCMODE) != O_WRONLY && !(fl & O_TRUNC) && !created)
-			on_read(b, p, p1, common_jstr(o, "sha256", NULL));
-		if ((fl & O_ACCMODE) != O_RDONLY || (fl & O_TRUNC) || created)
-			on_write(b, p, p1, created ? P_CREATED : 0);
+		on_open(b, p, o, n, p1);
 		return;
 	}
 	if (!strcmp(n, "rename") || !strcmp(n, "renameat") || !strcmp(n, "renameat2")) {
-		if (!p2)
-			return;
-		struct fent *src = fget(b, p1);
-		int was_ours = (src->flags & P_TOUCHED) != 0;
-		char *from = common_xstrdup(src->from ? src->from : p1);
-		src->flags |= P_DELETED | P_OK;
-		on_write(b, p, p2, P_RENAMED);
-		struct fent *dst = fget(b, p2);
-		free(dst->from);
-		dst->from = from;
-		if (!was_ours)
-			src->flags |= P_TOUCHED; /* moving a pre-existing file away changes it */
-		plist(p->out, p1);
+		if (p2)
+			on_rename(b, p, p1, p2);
 		return;
 	}
 	if (!strcmp(n, "unlink") || !strcmp(n, "unlinkat") || !strcmp(n, "rmdir")) {
