@@ -4,7 +4,10 @@
 # trace), compared case by case.
 # - CPython's regression tests (Debian's libpython3.11-testsuite, `make
 #   bench-deps`): processes, signals, pipes, ptys, the file system, mmap,
-#   rlimits and loopback HTTP servers.
+#   rlimits, loopback HTTP servers, and the socket-, ssl-, asyncio- and
+#   multiprocessing-heavy modules (servers in threads, fork/forkserver/spawn
+#   over Unix sockets). One run per module, each ended after COMPAT_TIMEOUT
+#   seconds (default 1200; a hang loses that module's remaining cases only).
 # - A JVM: javac compiles a small multi-class project and java runs it.
 # - libuv's test suite (processes, signals, pipes, ptys, loopback TCP/UDP,
 #   multicast, the file system, threads), one case per run with a timeout.
@@ -14,7 +17,8 @@
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
 # and every case that passes natively but not under sbx, with its first error.
 # Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
-# COMPAT_SUITES picks from "cpython jvm libuv"). Run it un-niced: a root
+# COMPAT_SUITES picks from "cpython jvm libuv"; COMPAT_MODULES overrides the
+# CPython module list). Run it un-niced: a root
 # invoker may lower a niceness natively, a guest (no CAP_SYS_NICE) may not.
 set -eu
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
@@ -26,10 +30,13 @@ chmod 755 "$W"
 trap 'rm -rf "$W"' EXIT
 export SBX_STORE="$W/store"
 PY=/usr/bin/python3
-MODULES="test_os test_subprocess test_signal test_pty test_shutil test_tempfile test_posix
-test_fcntl test_select test_selectors test_pathlib test_mmap test_resource test_httpservers
-test_urllib2_localnet"
+: "${COMPAT_MODULES:=test_os test_subprocess test_signal test_pty test_shutil test_tempfile
+test_posix test_fcntl test_select test_selectors test_pathlib test_mmap test_resource
+test_httpservers test_urllib2_localnet test_socket test_socketserver test_ssl test_logging
+test_asyncio test_multiprocessing_fork test_multiprocessing_forkserver
+test_multiprocessing_spawn}"
 : "${COMPAT_SUITES:=cpython jvm libuv}" "${UV_RUN_TESTS:=}" "${UV_TIMEOUT:=120}"
+: "${COMPAT_TIMEOUT:=1200}"
 suite() { case " $COMPAT_SUITES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if suite cpython && ! [ -f /usr/lib/python3.11/test/test_os.py ]; then
 	echo "compat: no CPython test suite (make bench-deps)" >&2; exit 1
@@ -54,6 +61,30 @@ fi
 cases() {
 	sed -n 's/^\(test[^ ]* ([^)]*)\) \.\.\. \(ok\|FAIL\|ERROR\|skipped\|expected failure\).*/\1 \2/p' "$W/$1.out" |
 		sort -u
+}
+
+# py VARIANT RUN...: each CPython module in a run of its own (a run's fuel
+# bound is the suite's, and a hang ends one module); "MODULE<TAB>why" into
+# VARIANT.mods for a module that timed out
+py() {
+	v=$1
+	shift
+	: >"$W/$v.out"
+	for m in $COMPAT_MODULES; do
+		rc=0
+		timeout -k 30 "$COMPAT_TIMEOUT" "$@" $PY -m test -u network -v "$m" >>"$W/$v.out" 2>&1 </dev/null || rc=$?
+		[ $rc -ne 124 ] && [ $rc -ne 137 ] || printf '%s\ttimed out after %s s\n' "$m" "$COMPAT_TIMEOUT" >>"$W/$v.mods"
+	done
+}
+
+# pywhy VARIANT: "case<TAB>last line of its traceback" for each ERROR/FAIL
+pywhy() {
+	awk -v dash="$(printf '%070d' 0 | tr 0 -)" -v eq="$(printf '%070d' 0 | tr 0 =)" '
+	/^(ERROR|FAIL): test[^ ]* \([^)]*\)/ { sub(/^(ERROR|FAIL): /, ""); cur = $0; tb = 0; last = ""; next }
+	cur != "" && !tb && $0 == dash { tb = 1; next }
+	cur != "" && ($0 == dash || $0 == eq) { print cur "\t" last; cur = ""; next }
+	cur != "" && tb && NF { last = $0 }
+	END { if (cur != "") print cur "\t" last }' "$W/$1.out"
 }
 
 # uv VARIANT RUN...: each libuv case by itself; "libuv NAME status" lines, and
@@ -96,10 +127,11 @@ run_variant() {
 	cd "$W"
 	: >"$W/$v.cases"
 	: >"$W/$v.why"
+	: >"$W/$v.mods"
 	case $v in
 	native)
 		if suite cpython; then
-			HOME=$W $PY -m test -v $MODULES >"$W/$v.out" 2>&1 || true
+			py "$v" env HOME="$W"
 		fi
 		if suite jvm; then
 			sh -c "$(jvm | sed "s|/j|$W/j|g")" >"$W/$v.jvm" 2>&1 || true
@@ -111,7 +143,7 @@ run_variant() {
 		set -- "$SBX_BUILD/bin/sbx-run" --ephemeral --env HOME=/tmp
 		[ "$v" = sbx ] || set -- "$@" --trace "$W/t.jsonl" --trace-level file
 		if suite cpython; then
-			"$@" -- $PY -m test -v $MODULES >"$W/$v.out" 2>&1 || true
+			py "$v" "$@" --
 		fi
 		if suite jvm; then
 			"$@" --rw "$W/j:/j" -- /bin/sh -c "$(jvm)" >"$W/$v.jvm" 2>&1 || true
@@ -123,6 +155,7 @@ run_variant() {
 	esac
 	if suite cpython; then
 		cases "$v" >>"$W/$v.cases"
+		pywhy "$v" >>"$W/$v.why"
 	fi
 	if suite jvm; then
 		if grep -qx "sum 5" "$W/$v.jvm"; then echo "jvm-javac-java (A) ok"; else echo "jvm-javac-java (A) FAIL"; fi >>"$W/$v.cases"
@@ -143,6 +176,10 @@ for v in sbx sbx-trace; do
 	echo "compat ($v): $n of $m native-passing cases pass under sbx"
 	comm -23 "$W/native.ok" "$W/$v.ok" | while IFS= read -r c; do
 		why=$(awk -F '\t' -v c="$c" '$1 == c { print "  (" $2 ")"; exit }' "$W/$v.why")
+		# a case the run never reported: its module timed out, or the run ended
+		[ -n "$why" ] || why=$(echo "$c" | sed -n 's/.*(test\.\([^.]*\).*/\1/p' | {
+			read -r m && awk -F '\t' -v m="$m" '$1 == m { print "  (" $2 ")"; exit }' "$W/$v.mods"; } || true)
+		why=${why:-  (not reported)}
 		echo "  not under $v: $c$why"
 	done
 done
