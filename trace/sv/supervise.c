@@ -37,6 +37,8 @@ struct tstate {
 	pid_t tid, tgid, ppid;
 	int want_exit;
 	int check_peer;           /* a connect: who answered is looked at its exit */
+	int sgid, sgid_fd;        /* a chmod g+s of a directory: the directory, O_PATH */
+	unsigned sgid_mode;       /* the mode it asked for, given at the exit */
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
 	char raw[2][PATH_MAX];
@@ -335,6 +337,8 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 		if ((*pp)->tid == tid) {
 			struct tstate *t = *pp;
 			*pp = t->next;
+			if (t->sgid)
+				close(t->sgid_fd);
 			EACH_LAYER(sv, l)
 				if (t->slot[l - sv->l] && l->slot_free)
 					l->slot_free(l->ctx, t->slot[l - sv->l]);
@@ -628,6 +632,84 @@ static void decode_paths(struct trace_guest *g, struct trace_stop *st)
 	}
 }
 
+static void sgid_drop(struct tstate *t)
+{
+	if (t->sgid)
+		close(t->sgid_fd);
+	t->sgid = 0;
+}
+
+/* A chmod asking S_ISGID: the object it names, opened now (its type cannot
+ * change under us). 0 when it is a directory, kept for sgid_exit; -1 when it is
+ * anything else or cannot be named, and the boundary's refusal stands. */
+static int sgid_entry(struct tstate *t, const struct trace_stop *st)
+{
+	int path = trace_sys_arg(st->sys, TRACE_ARG_PATH), dir = trace_sys_arg(st->sys, TRACE_ARG_DIRFD);
+	int flags = st->nr == TRACE_SYS_fchmodat2 ? (int)st->args[3] : 0, fd;
+	struct stat sb;
+
+	if (path < 0)
+		fd = trace_fd_open(t->tid, (int)st->args[0]);
+	else if (!st->raw[0] || !st->path[0])
+		fd = -EFAULT;
+	else if (!st->raw[0][0])
+		fd = flags & AT_EMPTY_PATH ? trace_fd_open(t->tid, dir < 0 ? AT_FDCWD : (int)st->args[dir])
+					   : -ENOENT;
+	else
+		fd = trace_path_open(t->tid, st->path[0], !(flags & AT_SYMLINK_NOFOLLOW));
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+		close(fd);
+		return -1;
+	}
+	t->sgid = 1;
+	t->sgid_fd = fd;
+	return 0;
+}
+
+/* The call runs without S_ISGID, so whatever its path names by then (a guest
+ * may swap a file in) gets no setgid bit; 0 or -errno. */
+static int sgid_strip(struct tstate *t, const struct trace_stop *st, int mode_arg)
+{
+	struct user_regs_struct r;
+	uint64_t a[6];
+	int rc = trace_regs_get(t->tid, &r);
+	if (rc < 0)
+		return rc;
+	memcpy(a, st->args, sizeof a);
+	a[mode_arg] &= ~(uint64_t)S_ISGID;
+	t->sgid_mode = (unsigned)st->args[mode_arg] & 07777;
+	trace_regs_set_args(&r, a);
+	return trace_regs_set(t->tid, &r);
+}
+
+/* The call ran: the directory named at its entry takes the mode asked for when
+ * the guest could give it natively, its owner and group being the guest's own
+ * (the kernel drops S_ISGID for another group). */
+static void sgid_exit(struct tstate *t, int64_t rval)
+{
+	struct trace_status s;
+	struct stat sb;
+	struct user_regs_struct r;
+	unsigned long long u = 0, g = 0;
+	char link[64];
+	int ok = 0;
+
+	if (rval == 0 && fstat(t->sgid_fd, &sb) == 0 && trace_status_read(t->tid, &s) == 0) {
+		const char *uid = trace_status_field(&s, "Uid"), *gid = trace_status_field(&s, "Gid");
+		ok = uid && gid && sscanf(uid, "%*u %*u %*u %llu", &u) == 1 &&
+		     sscanf(gid, "%*u %*u %*u %llu", &g) == 1 && sb.st_uid == u && sb.st_gid == g;
+		trace_status_free(&s);
+	}
+	snprintf(link, sizeof link, "/proc/self/fd/%d", t->sgid_fd);
+	if (ok && chmod(link, t->sgid_mode) < 0 && trace_regs_get(t->tid, &r) == 0) {
+		r.rax = (unsigned long long)(long long)-errno;
+		trace_regs_set(t->tid, &r);
+	}
+	sgid_drop(t);
+}
+
 static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 {
 	struct __ptrace_syscall_info info;
@@ -652,26 +734,35 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 
 	/* the boundary decides from the stopped registers, not from the filter's tag */
 	int refuse = trace_boundary_errno(st->arch_ok, st->nr, st->args);
+	int dir_mode = refuse == EPERM ? trace_boundary_dir_mode(st->nr, st->args) : -1;
+	sgid_drop(t);
+	if ((sv->has_entry || dir_mode >= 0) && st->sys)
+		decode_paths(&g, st);
+	if (dir_mode >= 0 && sgid_entry(t, st) == 0)
+		refuse = 0; /* a directory: S_ISGID is given at the call's exit */
 	if (refuse) {
 		sv->res->refused++;
 		st->action = TRACE_DENIED;
 		st->deny_errno = refuse;
 	}
-	if (sv->has_entry && st->sys)
-		decode_paths(&g, st);
 	if (sv->has_entry && layers_stop(sv, &g, st, HOOK_ENTRY) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	if (refuse) {
 		st->action = TRACE_DENIED; /* a hook cannot lift the boundary's refusal */
 		st->deny_errno = refuse;
 	}
+	if (t->sgid && st->action != TRACE_DENIED && sgid_strip(t, st, dir_mode) < 0) {
+		st->action = TRACE_DENIED;
+		st->deny_errno = EPERM;
+	}
 	if (st->action == TRACE_DENIED) {
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;
+		sgid_drop(t);
 	}
 	t->want_exit = st->want_exit && sv->has_exit;
 	t->check_peer = st->nr == TRACE_SYS_connect && st->action != TRACE_DENIED;
-	resume(sv, t->tid, t->want_exit || t->check_peer ? PTRACE_SYSCALL : PTRACE_CONT, 0);
+	resume(sv, t->tid, t->want_exit || t->check_peer || t->sgid ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 }
 
 /* A Unix socket the guest connected to is served by a process of this run, or
@@ -753,13 +844,17 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 			return;
 		}
 	}
-	if (t->check_peer) {
+	if (t->check_peer || t->sgid) {
 		struct __ptrace_syscall_info info;
 		memset(&info, 0, sizeof info);
-		t->check_peer = 0;
-		if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) > 0 &&
-		    info.op == PTRACE_SYSCALL_INFO_EXIT)
+		int exit = ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) > 0 &&
+			   info.op == PTRACE_SYSCALL_INFO_EXIT;
+		if (t->check_peer && exit)
 			check_peer(sv, t, info.exit.rval);
+		if (t->sgid && exit)
+			sgid_exit(t, info.exit.rval);
+		t->check_peer = 0;
+		sgid_drop(t);
 	}
 	if (t->want_exit) {
 		struct __ptrace_syscall_info info;

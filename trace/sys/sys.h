@@ -60,6 +60,7 @@ enum trace_fact {
 	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS without a stop */
 	TRACE_FACT_DETERM = 1u << 4,        /* TRACE_FILTER_DETERM traps it beyond its classes */
 	TRACE_FACT_LINK_READ = 1u << 5,     /* TRACE_FILTER_NO_READLINK lets it run */
+	TRACE_FACT_CHMOD = 1u << 6,         /* changes an existing object's mode */
 };
 unsigned trace_sys_facts(long nr);
 /* Argument rules, on an argument's low 32 bits (trace/sys/facts.def). */
@@ -104,6 +105,10 @@ enum {
 /* The boundary's own verdict on a trapped syscall (trace/sys/filter.c): 0 allow,
  * else the errno. */
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
+/* A refusal the object may lift: S_ISGID without S_ISUID asked of an existing
+ * object (TRACE_FACT_CHMOD), which a directory may carry (its new entries take
+ * its group; binds are nosuid). The mode's argument index, or -1. */
+int trace_boundary_dir_mode(long nr, const uint64_t args[6]);
 /* The seccomp program for classes into *prog (malloc'd filter). */
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
 /* The same written to fd (tests and sbx-run --print-filter). */
