@@ -43,8 +43,8 @@ case "$GUESTS" in
 esac
 
 # Tools run as nobody (the unprivileged tests). Nobody cannot make a memory cgroup
-# here, and a run without one must be asked for (sbx-run --memory-sampled); the
-# test of that refusal runs without it.
+# here, and a run without one is held by samples with a warning that
+# SBX_MEMORY_SAMPLED=1 quiets; the test of that warning runs without it.
 # (An unprivileged make check is nobody already.)
 if [ "$(id -u)" = 0 ]; then
 	SBX_AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups env SBX_MEMORY_SAMPLED=1"

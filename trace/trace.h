@@ -120,7 +120,8 @@ struct trace_run_opts {
 	char *const *argv;            /* PROGRAM ARG… */
 	const char *policy, *inspect_exec, *trace_path, *trace_level, *state_in, *state_out;
 	int deterministic;
-	int memory_sampled;           /* --memory-sampled: run without a memory cgroup */
+	int memory_sampled;           /* --memory-sampled: run without a memory cgroup, unremarked */
+	int memory_exact;             /* --memory-exact: refused where no memory cgroup can be made */
 	int inspect_timeout_ms;       /* --inspect-timeout MS, 0: TRACE_COPROC_TIMEOUT_MS */
 	uint64_t max_procs;           /* --max-procs: per-run process cap, 0 = TRACE_NPROC_DEFAULT */
 	/* sbx-restore: at the guest's exec stop, before its first instruction, rebuild

@@ -20,7 +20,8 @@ static const struct {
 	{ "trace", 1, 1 }, { "trace-level", 1, 1 },
 	{ "policy", 1, 1 }, { "inspect-exec", 1, 1 }, { "inspect-timeout", 1, 1 },
 	{ "state-in", 1, 0 }, { "state-out", 1, 0 },
-	{ "deterministic", 0, 0 }, { "memory-sampled", 0, 1 }, { "help", 0, 1 },
+	{ "deterministic", 0, 0 }, { "memory-sampled", 0, 1 }, { "memory-exact", 0, 1 },
+	{ "help", 0, 1 },
 };
 #define NOPTIONS (sizeof run_options / sizeof run_options[0])
 
@@ -33,7 +34,7 @@ const char trace_run_usage[] =
 	"               [--policy FILE] [--inspect-exec PROG] [--inspect-timeout MS]\n"
 	"               [--state-in FILE] [--state-out FILE]\n"
 	"               [--max-procs N] [--snapshot-every-batches N] [--snapshot-on-exit-signal]\n"
-	"               [--deterministic] [--memory-sampled]\n"
+	"               [--deterministic] [--memory-sampled | --memory-exact]\n"
 	"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 	"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
 	"                 [--escrow N] [--principal NAME] [--host-program NAME]\n";
