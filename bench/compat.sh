@@ -227,7 +227,7 @@ run_variant() {
 			(cd "$W/uv" && uv "$v" "$@" --rw "$W/uv:$W/uv" --env UV_RUN_AS_ROOT=1 --) >>"$W/$v.cases"
 		fi
 		if suite git; then
-			gitsuite "$v" "$@" --rw "$W/gt:$W/gt" -- >>"$W/$v.cases"
+			gitsuite "$v" "$@" --rw "$W/gt:$W/gt" --chdir "$GIT_SRC/t" -- >>"$W/$v.cases"
 		fi ;;
 	esac
 	if suite cpython; then
