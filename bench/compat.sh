@@ -44,7 +44,7 @@ test_asyncio test_multiprocessing_fork test_multiprocessing_forkserver
 test_multiprocessing_spawn}"
 : "${COMPAT_SUITES:=cpython jvm libuv git}" "${UV_RUN_TESTS:=}" "${UV_TIMEOUT:=120}"
 : "${GIT_SRC:=}" "${GIT_TIMEOUT:=600}" "${COMPAT_CACHE:=/var/tmp/sbx-bench-compat-cache}"
-: "${GIT_TESTS:=t0000 t0052 t0301 t1300 t2200 t3200 t3400 t3903 t4013 t5300 t5510 t6300 t7001
+: "${GIT_TESTS:=t0000 t0052 t0301 t1300 t1301 t2200 t3200 t3400 t3903 t4013 t5300 t5510 t6300 t7001
 t7003 t7508 t7810}"
 : "${COMPAT_TIMEOUT:=1200}"
 suite() { case " $COMPAT_SUITES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
