@@ -820,16 +820,43 @@ setid_run() {
 		assert_line "contained: chmod 4755 (Operation not permitted)"
 		assert_line "contained: open O_CREAT 4755 (Operation not permitted)"
 		assert_line "contained: openat2 O_CREAT 4755 (Function not implemented)"
+		assert_line "contained: chmod 4755 of a directory (Operation not permitted)"
+		assert_line "directory g+s: ok"
 		assert_line "RESULT: contained"
 		refute_output --partial ESCAPED
-		[ -z "$(find w -perm /6000)" ]
+		[ -z "$(find w ! -type d -perm /6000)" ]
+		[ -z "$(find w -perm /4000)" ]
+		[ "$(stat -c %a w/shared)" = 2775 ]
 		# the same calls stopped by a trace go through the same verdict
+		rm -rf w/*
 		run $as env SBX_STORE="$UDIR/store" sbx-run --ephemeral --rw "$UDIR/w:/w" \
 			--trace t.jsonl --trace-level all -- "$GUESTS/escape_setid" /w
 		assert_success
+		assert_line "directory g+s: ok"
 		assert_line "RESULT: contained"
-		[ -z "$(find w -perm /6000)" ]
+		[ -z "$(find w ! -type d -perm /6000)" ]
 		cd "$BATS_TEST_TMPDIR"
+		rm -rf "$UDIR"
+	done
+}
+
+@test "a directory keeps a shared group: chmod g+s and git init --shared in a --rw bind, root or unprivileged" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	command -v git >/dev/null || skip "no git"
+	for as in "" "$SBX_AS_NOBODY"; do
+		UDIR=$(mktemp -d /tmp/sbx-sgid.XXXXXX)
+		chmod 0777 "$UDIR"
+		mkdir "$UDIR/w" && chmod 0777 "$UDIR/w"
+		run $as env SBX_STORE="$UDIR/store" PATH="$PATH" sbx-run --ephemeral --rw "$UDIR/w:/w" \
+			--env HOME=/tmp -- /bin/sh -c \
+			'cd /w && mkdir d && chmod g+s d && stat -c %A d && touch f && chmod g+s f; git init -q --shared=group repo && echo git: ok'
+		assert_success
+		assert_line drwxr-sr-x
+		assert_line --partial "chmod: changing permissions of 'f': Operation not permitted"
+		assert_line "git: ok"
+		[ "$(stat -c %a "$UDIR/w/f")" = 644 ]
+		[ -n "$(find "$UDIR/w/repo/.git" -maxdepth 0 -perm -2000)" ]
+		[ -z "$(find "$UDIR/w" ! -type d -perm /6000)" ]
 		rm -rf "$UDIR"
 	done
 }

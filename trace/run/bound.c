@@ -20,6 +20,34 @@ struct trace_bound {
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
 };
 
+static int env_is_1(const char *name)
+{
+	const char *v = getenv(name);
+	return v && strcmp(v, "1") == 0;
+}
+
+/* Who holds memory: the run's cgroup, or where none can be made (an unprivileged
+ * invoker on cgroup v1, a v2 cgroup not delegated) the meter's samples, where a
+ * fast allocator may pass the bound between two samples. A first run must run:
+ * sampled is the default there, said once; --memory-exact (SBX_MEMORY_EXACT=1)
+ * refuses instead, --memory-sampled (SBX_MEMORY_SAMPLED=1) asks for it. */
+static int memory_hold(const struct trace_run_opts *o, struct trace_bound *b, struct common_err *e)
+{
+	struct common_err ce;
+	if (o->memory_exact && o->memory_sampled)
+		return common_errf(e, "--memory-exact", "conflicts with --memory-sampled");
+	int exact = o->memory_exact || (!o->memory_sampled && env_is_1("SBX_MEMORY_EXACT"));
+	int asked = o->memory_sampled || env_is_1("SBX_MEMORY_SAMPLED");
+	if ((b->cg = trace_cgroup_open(&ce)))
+		return 0;
+	if (exact)
+		return common_errf(e, "--memory-exact", "%s: %s", ce.what, ce.why);
+	if (!asked)
+		common_warnf("memory: held by samples, not by a cgroup (memory_held_by: samples; "
+			     "--memory-exact refuses instead): %s", ce.why);
+	return 0;
+}
+
 int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **out,
 		     struct common_err *e)
 {
@@ -36,16 +64,7 @@ int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **out,
 	/* the result is copied out at the end, beneath the directory opened now */
 	if (o->state_out && trace_state_output(&b->state, o->state_out, e) < 0)
 		return -1;
-	/* without a cgroup a fast allocator passes the bound between two samples: only
-	 * an invoker who says so runs that way */
-	const char *env = getenv("SBX_MEMORY_SAMPLED");
-	int sampled = o->memory_sampled || (env && strcmp(env, "1") == 0);
-	struct common_err ce;
-	if (!(b->cg = trace_cgroup_open(&ce)) && !sampled) {
-		*e = ce;
-		return -1;
-	}
-	return 0;
+	return memory_hold(o, b, e);
 }
 
 
