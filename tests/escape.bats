@@ -211,11 +211,14 @@ os.write(w, ("%s accepted %d refused %d\n" % (fam, got, refused)).encode())'
 	chmod 0777 "$UDIR"
 	for as in "" "$SBX_AS_NOBODY"; do
 		for fam in tcp unix; do
+			rm -f "$UDIR/t.jsonl"
 			run $as env SBX_STORE="$UDIR/store${as:+-nobody}" PATH="$PATH" sbx-run --ephemeral \
-				--result "$UDIR/r.json" -- /usr/bin/python3 -c "$ACCEPT_PY" "$fam"
+				--trace "$UDIR/t.jsonl" -- /usr/bin/python3 -c "$ACCEPT_PY" "$fam"
 			assert_success
 			assert_output "$fam accepted 100 refused 0"
-			[ "$(jq -r .supervisor.refused "$UDIR/r.json")" = 0 ]
+			# no connect refused (glibc's clone3 at each thread start is, and is counted)
+			[ "$(jq -s '[.[] | select(.name == "connect" and .action == "denied")] | length' \
+				"$UDIR/t.jsonl")" = 0 ]
 		done
 		# the listener's peer is the guest's own uid and gid
 		run $as env SBX_STORE="$UDIR/store${as:+-nobody}" PATH="$PATH" sbx-run --ephemeral \
