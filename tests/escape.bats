@@ -629,8 +629,9 @@ pgrp_run() {
 	assert_equal "$status" 124
 	assert_line "forkrace: 4000 rounds"
 	[ "$(jq -r .closed r.json)" = output_bytes ]
+	# signal 0 sends nothing (the cgroup sweep probes other runs' pids with it)
 	run grep -E '^(kill|tkill|tgkill)\(' s.log
-	assert_failure
+	refute_output --partial ', SIG'
 	grep -q '^pidfd_send_signal(' s.log
 }
 
