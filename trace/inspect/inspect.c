@@ -342,6 +342,102 @@ static int coproc_entry(struct trace_inspector *in, struct sbx_call *call, struc
 	return verdict;
 }
 
+/* The policy's decision, applied: a verdict (0 allow, errno, -1 failed: *e); *inspected
+ * set when a rule matched. */
+static int policy_entry(struct trace_inspector *in, struct sbx_call *call, struct trace_stop *st,
+			int *inspected, struct common_err *e)
+{
+	struct trace_decision d;
+	int verdict = 0, r;
+
+	memset(&d, 0, sizeof d);
+	if (trace_policy_decide(in->o.policy, st, &d) == 1) {
+		*inspected = 1;
+		if (d.record)
+			st->want_exit = st->record = 1;
+		if (d.deny_errno)
+			verdict = d.deny_errno;
+		else if ((r = apply(in, call, &d)) < 0)
+			verdict = -1, common_errno(e, -r, "policy rule %s: rewriting %s", d.rule,
+						   call->name ? call->name : "syscall");
+	}
+	trace_decision_clear(&d);
+	return verdict;
+}
+
+/* The C callback's verdict (0 allow, errno, -1 failed: *e). */
+static int callback_entry(struct trace_inspector *in, struct sbx_call *call, struct common_err *e)
+{
+	int verdict = in->o.fn(call, in->o.fn_arg);
+
+	if (verdict < 0)
+		common_errf(e, "inspector", "the callback failed on %s",
+			    call->name ? call->name : "a syscall");
+	return verdict > 4095 ? EINVAL : verdict;
+}
+
+/* The policy, the co-process and the callback in turn, while each allows: the
+ * verdict; *inspected set when one of them saw the call. */
+static int inspect_decide(struct trace_inspector *in, struct sbx_call *call, struct trace_stop *st,
+			  const char real[2][PATH_MAX], int *inspected, struct common_err *e)
+{
+	unsigned cls = st->sys ? st->sys->classes : 0;
+	int verdict = 0;
+
+	if (in->o.policy)
+		verdict = policy_entry(in, call, st, inspected, e);
+	if (verdict == 0 && in->coproc && (cls & coproc_classes(in))) {
+		*inspected = 1;
+		verdict = coproc_entry(in, call, st, real, e);
+	}
+	if (verdict == 0 && in->o.fn && (cls & (in->o.fn_classes ? in->o.fn_classes :
+						TRACE_CLASS_FILE))) {
+		*inspected = 1;
+		verdict = callback_entry(in, call, e);
+	}
+	return verdict;
+}
+
+/* The verdict carried out at st, c's stop: denied (-1: the inspector failed, *e), or
+ * the call as decided (ruled: a rule changed it; flushed: the views' copy, -errno). */
+static int inspect_settle(struct call_priv *c, struct trace_stop *st, const struct sbx_call *call,
+			  int verdict, int flushed, int ruled, struct common_err *e)
+{
+	struct trace_inspector *in = c->in;
+
+	if (verdict < 0) {
+		unmap_now(in, c->g, 0, c);
+		/* the call must not run: the guest is stopped, nothing is written back */
+		st->action = TRACE_DENIED;
+		st->deny_errno = EPERM;
+		return fail(in, e);
+	}
+	if (flushed < 0) {
+		common_errno(e, -flushed, "writing temporary guest memory");
+		return fail(in, e);
+	}
+	if (verdict > 0) {
+		unmap_now(in, c->g, 0, c);
+		st->action = TRACE_DENIED;
+		st->deny_errno = verdict;
+		return 0;
+	}
+	if (call->nr != st->nr || memcmp(call->args, st->args, sizeof call->args) != 0) {
+		if (trace_guest_set_syscall(c->g, call->nr, call->args) < 0)
+			return failf(in, "inspector", "could not change the syscall");
+	}
+	if (ruled) {
+		st->action = TRACE_REWRITTEN;
+		for (int k = 0; k < 2; k++)
+			st->rewrite[k] = in->rewritten[k][0] ? in->rewritten[k] : NULL;
+		st->nr = call->nr;
+		memcpy(st->args, call->args, sizeof st->args);
+	}
+	if (c->nv || c->sealed)
+		st->want_exit = 1;
+	return 0;
+}
+
 static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, struct trace_stop *st)
 {
 	struct call_priv c = {.in = in, .g = g, .st = st, .tid = st->tid};
@@ -349,7 +445,6 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 		.name = st->sys ? st->sys->name : NULL, .nr = st->nr,
 		.path = {st->path[0], st->path[1]}, .pid = st->pid, .tid = st->tid, .priv = &c,
 	};
-	struct trace_decision d;
 	struct common_err e;
 	int verdict = 0, r, inspected = 0;
 	unsigned cls = st->sys ? st->sys->classes : 0;
@@ -362,38 +457,14 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	if (decides_on_paths(in, st, cls))
 		inspected = verdict = inspect_real_paths(st, real);
 	memcpy(call.args, st->args, sizeof call.args);
-	memset(&d, 0, sizeof d);
 	/* A pending page of this thread belongs to a call that never came back. */
 	if (*trace_guest_slot(g, TRACE_LAYER_INSPECT))
 		pages_of(g)->n = 0;
 	inspect_pages_forget(in->pages, st->tid);
 	in->rewritten[0][0] = in->rewritten[1][0] = 0;
 	in->arena_used = 0;
-	if (verdict == 0 && in->o.policy && trace_policy_decide(in->o.policy, st, &d) == 1) {
-		inspected = 1;
-		if (d.record)
-			st->want_exit = st->record = 1;
-		if (d.deny_errno)
-			verdict = d.deny_errno;
-		else if ((r = apply(in, &call, &d)) < 0)
-			verdict = -1, common_errno(&e, -r, "policy rule %s: rewriting %s", d.rule,
-						   call.name ? call.name : "syscall");
-	}
-	trace_decision_clear(&d);
-	if (verdict == 0 && in->coproc && (cls & coproc_classes(in))) {
-		inspected = 1;
-		verdict = coproc_entry(in, &call, st, real, &e);
-	}
-	if (verdict == 0 && in->o.fn && (cls & (in->o.fn_classes ? in->o.fn_classes :
-						TRACE_CLASS_FILE))) {
-		inspected = 1;
-		verdict = in->o.fn(&call, in->o.fn_arg);
-		if (verdict < 0)
-			common_errf(&e, "inspector", "the callback failed on %s",
-				    call.name ? call.name : "a syscall");
-		if (verdict > 4095)
-			verdict = EINVAL;
-	}
+	if (verdict == 0)
+		verdict = inspect_decide(in, &call, st, real, &inspected, &e);
 	int ruled = call.nr != st->nr || memcmp(call.args, st->args, sizeof call.args) != 0;
 	/* what was decided on stays so: the strings go to read-only guest memory,
 	 * where a racing thread cannot change them before the kernel reads them */
@@ -416,37 +487,7 @@ static int inspect_entry(struct trace_inspector *in, struct trace_guest *g, stru
 	arena_open(in, 0); /* from here on a kept view faults */
 	if (!inspected)
 		return 0;
-	if (verdict < 0) {
-		unmap_now(in, g, 0, &c);
-		/* the call must not run: the guest is stopped, nothing is written back */
-		st->action = TRACE_DENIED;
-		st->deny_errno = EPERM;
-		return fail(in, &e);
-	}
-	if (r < 0) {
-		common_errno(&e, -r, "writing temporary guest memory");
-		return fail(in, &e);
-	}
-	if (verdict > 0) {
-		unmap_now(in, g, 0, &c);
-		st->action = TRACE_DENIED;
-		st->deny_errno = verdict;
-		return 0;
-	}
-	if (call.nr != st->nr || memcmp(call.args, st->args, sizeof call.args) != 0) {
-		if (trace_guest_set_syscall(g, call.nr, call.args) < 0)
-			return failf(in, "inspector", "could not change the syscall");
-	}
-	if (ruled) {
-		st->action = TRACE_REWRITTEN;
-		for (int k = 0; k < 2; k++)
-			st->rewrite[k] = in->rewritten[k][0] ? in->rewritten[k] : NULL;
-		st->nr = call.nr;
-		memcpy(st->args, call.args, sizeof st->args);
-	}
-	if (c.nv || c.sealed)
-		st->want_exit = 1;
-	return 0;
+	return inspect_settle(&c, st, &call, verdict, r, ruled, &e);
 }
 
 static int inspector_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)

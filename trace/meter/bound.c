@@ -147,7 +147,6 @@ static int close_run(struct trace_metering *mt, struct trace_supervisor *sv, con
 	return 1;
 }
 
-/* The first dimension past its bound, or -1. */
 int meter_crossed(const struct trace_metering *mt, const uint64_t u[TRACE_DIMS])
 {
 	for (int d = 0; d < TRACE_DIMS; d++)
@@ -159,7 +158,7 @@ int meter_crossed(const struct trace_metering *mt, const uint64_t u[TRACE_DIMS])
 /* The tree burns at most one CPU second per second on each online CPU (it may
  * widen its affinity to all of them): the next tick comes before it can cross. */
 void meter_fuel_tick(const struct trace_metering *mt, struct trace_supervisor *sv,
-		      const uint64_t u[TRACE_DIMS])
+		     const uint64_t u[TRACE_DIMS])
 {
 	uint64_t lim = mt->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
 	/* the run's bound is renewed before the tree can burn past it */
@@ -175,7 +174,7 @@ void meter_fuel_tick(const struct trace_metering *mt, struct trace_supervisor *s
  * it every read stops (trace_sv_every_call) and is held to the bound by load_entry.
  * The margin also takes the small reads each task may have in flight unseen. */
 void meter_load_tick(const struct trace_metering *mt, struct trace_supervisor *sv,
-		      const uint64_t u[TRACE_DIMS])
+		     const uint64_t u[TRACE_DIMS])
 {
 	uint64_t lim = mt->limits[LEASE_DIM_STORAGE_READ], used = u[LEASE_DIM_STORAGE_READ];
 	uint64_t rate = LOAD_RATE * mt->ncpu;
@@ -190,7 +189,6 @@ void meter_load_tick(const struct trace_metering *mt, struct trace_supervisor *s
 		trace_sv_tick_within(sv, (lim - used - margin) / (rate / 1000000));
 }
 
-/* Take up what the writer met: -1 failed, 1 closed, 0 neither. */
 int meter_writer_take(struct trace_metering *mt, struct trace_supervisor *sv)
 {
 	char closed[32];

@@ -91,7 +91,7 @@ int meter_map_fault(void *ctx, struct trace_guest *g, int sig)
  * run of it charged and opened first, as the kernel's store would fail (EFAULT)
  * where the guest's own would fault. */
 int meter_map_store_range(struct trace_metering *mt, struct trace_guest *g, uint64_t addr,
-			   uint64_t len)
+			  uint64_t len)
 {
 	uint64_t end = addr + len, at = addr & ~4095ull, next;
 
@@ -206,7 +206,7 @@ static int map_protect(struct trace_metering *mt, struct trace_guest *g, struct 
 
 /* The mapping calls, at their seccomp stop (trace/meter/mapping.c). */
 int meter_map_entry(struct trace_metering *mt, struct trace_guest *g, struct trace_stop *st,
-		     const struct trace_store_call *c)
+		    const struct trace_store_call *c)
 {
 	const struct trace_sysinfo *s = st->sys;
 	int prot = trace_sys_arg(s, TRACE_ARG_PROT);

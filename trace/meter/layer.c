@@ -123,7 +123,7 @@ static int metering_start(void *ctx, struct trace_supervisor *sv)
 }
 
 static void metering_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t child,
-			    unsigned long flags)
+			   unsigned long flags)
 {
 	struct trace_metering *mt = ctx;
 
@@ -135,7 +135,7 @@ static void metering_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent,
 }
 
 static int metering_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
-			  const char *path)
+			 const char *path)
 {
 	struct trace_metering *mt = ctx;
 

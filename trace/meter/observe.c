@@ -8,8 +8,8 @@
 #include "trace/meter/meter-internal.h"
 
 int trace_metering_lease_bounds(struct lease_store *s, const char *id,
-				 uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
-				 struct common_err *e)
+				uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
+				struct common_err *e)
 {
 	json_t *rec = NULL, *lim, *use;
 
@@ -30,7 +30,7 @@ int trace_metering_lease_bounds(struct lease_store *s, const char *id,
 }
 
 int meter_obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIMS],
-		      char closed[32], struct common_err *e)
+		    char closed[32], struct common_err *e)
 {
 	uint64_t lim[TRACE_DIMS], rec_u[TRACE_DIMS];
 	const char *why = NULL;
@@ -140,7 +140,6 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Without the thread (it could not start) observations are written inline. */
 void meter_writer_start(struct trace_metering *mt)
 {
 	struct obs_writer *w = &mt->w;
@@ -162,7 +161,6 @@ void meter_writer_start(struct trace_metering *mt)
 	}
 }
 
-/* Writes what is still posted, then ends the thread. */
 void meter_writer_stop(struct obs_writer *w)
 {
 	if (!w->started)
@@ -181,7 +179,6 @@ void meter_writer_stop(struct obs_writer *w)
 	w->started = 0;
 }
 
-/* The writer's verdict so far: -1 failed (*e), else 0 with closed[] set or empty. */
 int meter_writer_result(struct obs_writer *w, char closed[32], struct common_err *e)
 {
 	int failed;
@@ -197,7 +194,6 @@ int meter_writer_result(struct obs_writer *w, char closed[32], struct common_err
 	return failed ? -1 : 0;
 }
 
-/* Hand u to the writer; with wait, return once it is in the lease (or refused). */
 void meter_writer_post(struct obs_writer *w, const uint64_t u[TRACE_DIMS], int wait)
 {
 	uint64_t gen;
@@ -211,8 +207,6 @@ void meter_writer_post(struct obs_writer *w, const uint64_t u[TRACE_DIMS], int w
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* Hand the run's bound b to the writer; return once every dimension of most is
- * within the durable one (a guest may be past it only by what it is allowed). */
 void meter_writer_post_bound(struct obs_writer *w, const uint64_t b[TRACE_DIMS],
 			     const uint64_t most[TRACE_DIMS])
 {
