@@ -134,7 +134,6 @@ const struct common_err *trace_metering_failure(const struct trace_metering *mt)
 	return mt->failed ? &mt->fail : NULL;
 }
 
-
 /* The lease closed (or a lease-less bound broke): stop the tree. */
 static int close_run(struct trace_metering *mt, struct trace_supervisor *sv, const char *closed)
 {
@@ -280,4 +279,3 @@ void trace_metering_cgroup(struct trace_metering *mt, const struct trace_cgroup 
 	trace_metering_usage(mt, u); /* the lease's usage before the run: exact */
 	meter_fuel_hold(mt, u);
 }
-

@@ -234,5 +234,3 @@ void meter_map_exit(struct trace_metering *mt, const struct trace_stop *st)
 	else if (mc.kind == TRACE_MAP_PROTECT)
 		trace_maps_protect(mt->maps, st->pid, mc.addr, mc.len, mc.prot);
 }
-
-

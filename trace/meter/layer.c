@@ -49,14 +49,14 @@ struct trace_metering *trace_metering_new(const struct trace_metering_opts *o)
 	mt->meter = trace_meter_new(o->ns_dir, mt->limits[LEASE_DIM_NAMESPACE_BYTES], o->relay);
 	mt->vec = common_xcalloc(1, sizeof *mt->vec);
 	mt->maps = trace_maps_new();
-	/* storage_write is exact: every call that may store stops (trace/meter/store.c);
-	 * a large read stops, and near its bound every read (load_tick) */
 	return mt;
 }
 
 unsigned trace_metering_classes(const struct trace_metering *mt)
 {
 	(void)mt;
+	/* storage_write is exact: every call that may store stops (trace/meter/store.c);
+	 * a large read stops, and near its bound every read (load_tick) */
 	return TRACE_CLASS_STORE | TRACE_CLASS_LOAD;
 }
 
@@ -85,7 +85,6 @@ void trace_metering_usage(const struct trace_metering *mt, uint64_t u[TRACE_DIMS
 			u[d] = mt->base[d] + run[d];
 	}
 }
-
 
 static int metering_start(void *ctx, struct trace_supervisor *sv)
 {
@@ -151,12 +150,11 @@ static void metering_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid
 	struct trace_map_call mc;
 	pid_t tgid = trace_meter_task_tgid(mt->meter, tid);
 
-	(void)wstatus;
+	(void)sv, (void)wstatus;
 	trace_meter_task_exit(mt->meter, 0, tid);
 	trace_maps_take(mt->maps, tid, &mc);
 	if (tgid && !trace_meter_group_live(mt->meter, tgid))
 		trace_maps_forget(mt->maps, tgid); /* its last thread: the process's space */
-	(void)sv;
 }
 
 void trace_metering_host_write(struct trace_metering *mt, uint64_t bytes)
@@ -361,7 +359,6 @@ static int metering_call(void *ctx, struct trace_guest *g, struct trace_stop *st
 	trace_meter_task_new(mt->meter, st->pid, st->tid);
 	return load_entry(mt, g, st, 0);
 }
-
 
 /* A call that moves bytes from one descriptor into a file (sendfile, splice,
  * copy_file_range) asks for at most its count, and cp asks ~2^63 and lets the kernel
