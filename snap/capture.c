@@ -237,6 +237,27 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 	st->regions[st->nregions++] = r;
 }
 
+/* A shared mapping that may be made writable (VmFlags "mw": its file is open for
+ * writing), such as one the storage meter holds read-only until a page is charged. */
+static int shared_may_write(pid_t pid, uint64_t start, struct common_err *e)
+{
+	char p[64], *buf, *at, head[32];
+	size_t len;
+	snprintf(p, sizeof p, "/proc/%d/smaps", (int)pid);
+	if (common_read_file(p, (size_t)64 << 20, &buf, &len, e) < 0)
+		return -1;
+	snprintf(head, sizeof head, "\n%" PRIx64 "-", start);
+	int mw = 1; /* not found: refused, never guessed */
+	if ((at = strstr(buf, head)) || (!strncmp(buf, head + 1, strlen(head + 1)) && (at = buf))) {
+		char *flags = strstr(at, "\nVmFlags:"), *eol = flags ? strchr(flags + 1, '\n') : NULL;
+		if (eol)
+			*eol = 0;
+		mw = !flags || strstr(flags, " mw") != NULL;
+	}
+	free(buf);
+	return mw;
+}
+
 /* What a snapshot cannot hold, refused while the guest is untouched: a shared
  * mapping that can be written (or that no file names), a deleted file. A shared
  * read-only file mapping is held by content and mapped shared again. */
@@ -254,10 +275,11 @@ static int refuse_mappings(pid_t pid, struct common_err *e)
 		if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)"))
 			rc = common_errf(e, "capture", "mapping of deleted file %s is not supported",
 					 m[i].path);
-		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w'))
+		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w' ||
+						  shared_may_write(pid, m[i].start, e) != 0))
 			rc = common_errf(e, "capture", "shared %s mapping %#" PRIx64 "-%#" PRIx64
 					 " %s is not supported (only read-only shared file mappings are)",
-					 m[i].perms[1] == 'w' ? "writable" : "anonymous", m[i].start,
+					 kind != SNAP_REGION_FILE ? "anonymous" : "writable", m[i].start,
 					 m[i].end, m[i].path[0] ? m[i].path : "(anonymous)");
 	}
 	free(m);

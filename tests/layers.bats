@@ -78,17 +78,17 @@ obj() { # obj DIR NAME C-SOURCE
 	run "$GUESTS/layer_host" walk /bin/sh -c '/bin/true & wait'
 	assert_success
 	for p in start entry exec spawn proc_exit tick; do
-		assert_line "$p: CIDSRA" # control, inspect, determ, restore, record, after
+		assert_line "$p: CIMDSRA" # control, inspect, meter, determ, restore, record, after
 	done
-	# the child's six slots: half freed by their layers at its exit, half by the supervisor
-	assert_line "slots: set 6, freed at exit 3, freed by the supervisor 3, mismatched 0"
+	# the child's seven slots: the even ones freed by their layers at its exit, the rest by the supervisor
+	assert_line "slots: set 7, freed at exit 4, freed by the supervisor 3, mismatched 0"
 	assert_line "stopped: no"
 }
 
 @test "a layer failing at entry ends the walk there and stops the guest" {
 	run "$GUESTS/layer_host" refuse /bin/sh -c '/bin/true & wait'
 	assert_success
-	assert_line "entry: CID"
+	assert_line "entry: CIMD"
 	assert_line "exec: "
 	assert_line "stopped: inspector failed"
 }

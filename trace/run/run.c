@@ -63,7 +63,8 @@ struct run_ctx {
 	struct trace_result *res;
 	struct trace_supervisor *sv;
 	struct trace_rec *rec;        /* --trace */
-	struct trace_inspector *ins;  /* metering, closure, policy, co-process */
+	struct trace_inspector *ins;  /* policy, co-process */
+	struct trace_metering *meter; /* metering, closure */
 	struct lease_store *store;    /* snapshots persist into the store */
 	const struct trace_run_opts *opts;
 	int restored;                 /* the restore hook ran */
@@ -311,8 +312,8 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 		trace_sv_kill_now(sv, "restore failed");
 		return -1;
 	}
-	if (c->ins) /* the lease is Active now: its usage may be observed */
-		trace_inspector_hold(c->ins, 0);
+	if (c->meter) /* the lease is Active now: its usage may be observed */
+		trace_metering_hold(c->meter, 0);
 	return 0;
 }
 
@@ -321,7 +322,7 @@ static int hook_recorded(void *ctx, struct trace_guest *g, struct trace_stop *st
 {
 	struct run_ctx *c = ctx;
 	(void)g, (void)st;
-	return trace_inspector_trace_grew(c->ins, trace_rec_bytes(c->rec));
+	return trace_metering_trace_grew(c->meter, trace_rec_bytes(c->rec));
 }
 
 static int hook_recorded_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
@@ -334,9 +335,9 @@ static int hook_recorded_exec(void *ctx, struct trace_supervisor *sv, pid_t pid,
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct run_ctx *c = ctx;
-	if (c->rec && c->ins) { /* the trace grows with the guest: it is the guest's storage */
+	if (c->rec && c->meter) { /* the trace grows with the guest: it is the guest's storage */
 		trace_rec_flush(c->rec);
-		trace_inspector_host_write(c->ins, trace_rec_bytes(c->rec));
+		trace_metering_host_write(c->meter, trace_rec_bytes(c->rec));
 	}
 	uint64_t b = 0;
 	/* --snapshot-every-batches, taken like sbx-snap take */
@@ -846,12 +847,14 @@ int trace_run_main(struct trace_run_opts *o)
 		goto fail;
 	}
 	ctx.ins = trace_bound_inspector(bound);
+	ctx.meter = trace_bound_metering(bound);
 	layers[TRACE_LAYER_INSPECT] = trace_inspector_layer(ctx.ins);
-	if (ctx.rec && ctx.ins)
+	layers[TRACE_LAYER_METER] = trace_meter_layer(ctx.meter);
+	if (ctx.rec && ctx.meter)
 		layers[TRACE_LAYER_AFTER] = (struct trace_layer){ .ctx = &ctx, .on_entry = hook_recorded,
 			.on_exit = hook_recorded, .on_exec = hook_recorded_exec };
-	if (ctx.ins && o->restore_exec) /* no observation of a lease still Funded */
-		trace_inspector_hold(ctx.ins, 1);
+	if (ctx.meter && o->restore_exec) /* no observation of a lease still Funded */
+		trace_metering_hold(ctx.meter, 1);
 	/* level file: readlink need not stop unless an inspector looks at file calls */
 	if (ctx.rec && o->trace_level == TRACE_LEVEL_FILE &&
 	    !(ctx.ins && (trace_inspector_classes(ctx.ins) & TRACE_CLASS_FILE)))
@@ -861,9 +864,9 @@ int trace_run_main(struct trace_run_opts *o)
 		cfg.tsc_sigsegv = trace_tsc_probe();
 	}
 	int rc = trace_run(&cfg, &res, &e);
-	if (ctx.rec && ctx.ins) {
+	if (ctx.rec && ctx.meter) {
 		trace_rec_flush(ctx.rec);
-		trace_inspector_host_write(ctx.ins, trace_rec_bytes(ctx.rec));
+		trace_metering_host_write(ctx.meter, trace_rec_bytes(ctx.rec));
 	}
 	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
 		rc = -1;

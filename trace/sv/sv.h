@@ -35,10 +35,12 @@ struct user_regs_struct;
  * enum and the walk in trace/sv/supervise.c, nowhere else. */
 enum trace_layer_slot {
 	/* the tool's own, first: its exec check precedes every feature, and its
-	 * tick feeds the trace's bytes to the inspector before the bounds are read */
+	 * tick feeds the trace's bytes to the meter before the bounds are read */
 	TRACE_LAYER_CONTROL,
-	/* decides each call: policy, co-process, callback, metering and bounds */
+	/* decides each call: policy, co-process, callback */
 	TRACE_LAYER_INSPECT,
+	/* meters the call the inspector let through and holds it to the bounds */
+	TRACE_LAYER_METER,
 	/* answers from virtual state what the inspector let through */
 	TRACE_LAYER_DETERM,
 	/* rebuilds a restored guest at its first exec, once determinism rewrote the auxv */
