@@ -1,24 +1,98 @@
-/* Snapshot guest: a second thread exists, so a v1 snapshot must be refused. */
+/* Snapshot guest with threads: main and two workers take turns (one mutex,
+ * one condition variable) for N turns in all; each turn folds the turn number
+ * into a shared digest, the thread's own thread-local and floating-point
+ * state, then sleeps a little and appends a line to /ns/steps.log. main joins
+ * the workers (the kernel's clear_child_tid wake-up) and prints the digest,
+ * the same whether or not the run was snapshotted and restored. Nothing
+ * printed depends on a tid. "spin" as a second argument: a worker spins
+ * (never makes a syscall) while the others take turns. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NTHREADS 3
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int turn, steps;
+static uint64_t digest = 1469598103934665603ull;
+static __thread uint64_t mine;
+static volatile int spinning = 1;
+static double fpsum[NTHREADS];
+
+static void nap(void)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static void step(int self, double *acc)
+{
+	mine = mine * 31 + (uint64_t)turn;
+	*acc = *acc * 1.0000001 + (double)turn / 7.0;
+	digest = (digest ^ (uint64_t)turn ^ ((uint64_t)self << 40) ^ mine) * 1099511628211ull;
+	FILE *f = fopen("steps.log", "a");
+	if (f) {
+		fprintf(f, "turn %d by %d\n", turn, self);
+		fclose(f);
+	}
+	nap();
+}
+
+static void *take_turns(void *arg)
+{
+	int self = (int)(intptr_t)arg;
+	double acc = self;
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		while (turn < steps && turn % NTHREADS != self)
+			pthread_cond_wait(&cv, &mu);
+		if (turn >= steps)
+			break;
+		step(self, &acc);
+		turn++;
+		pthread_cond_broadcast(&cv);
+	}
+	pthread_mutex_unlock(&mu);
+	fpsum[self] = acc;
+	return (void *)(uintptr_t)mine;
+}
 
 static void *spin(void *arg)
 {
-	(void)arg;
-	for (;;)
-		sleep(1);
+	volatile uint64_t *n = arg;
+	while (spinning)
+		(*n)++;
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	pthread_t t;
-	pthread_create(&t, NULL, spin, NULL);
-	FILE *f = fopen("ready", "w");
-	if (f)
-		fclose(f);
-	sleep(5);
-	puts("thread guest done");
+	pthread_t t[NTHREADS], sp;
+	static uint64_t spun;
+	steps = argc > 1 ? atoi(argv[1]) : 30;
+	int with_spin = argc > 2 && !strcmp(argv[2], "spin");
+	if (with_spin)
+		pthread_create(&sp, NULL, spin, &spun);
+	for (int i = 1; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, take_turns, (void *)(intptr_t)i);
+	void *own = take_turns((void *)0);
+	uint64_t sum = (uint64_t)(uintptr_t)own;
+	for (int i = 1; i < NTHREADS; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		sum = sum * 131 + (uint64_t)(uintptr_t)r;
+	}
+	if (with_spin) {
+		spinning = 0;
+		pthread_join(sp, NULL);
+	}
+	printf("threads %d turns %d digest %016llx sum %016llx fp %.6f %.6f %.6f\n", NTHREADS,
+	       turn, (unsigned long long)digest, (unsigned long long)sum, fpsum[0], fpsum[1],
+	       fpsum[2]);
 	return 0;
 }
