@@ -11,6 +11,7 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "codec/codec.h"
 #include "snap/snap-internal.h"
@@ -19,6 +20,7 @@
 /* the smallest encoded thread: everything fixed, no component, no signal */
 #define THREAD_MIN_BYTES (4 + 8 * 4 + 8 * SNAP_NREGS + SNAP_XLEGACY + 8 + 20 + 4 + 16)
 #define SNAP_REG_RSP 19 /* struct user_regs_struct */
+#define SNAP_BURN_MAX 4096 /* tids used up to reach one thread's */
 
 static void put_pending(struct codec_buf *b, const struct snap_sigpend *p, size_t n)
 {
@@ -358,7 +360,8 @@ static pid_t host_tid(pid_t leader, uint32_t ns, struct common_err *e)
 	return found ? found : -1;
 }
 
-/* What the thread registers itself: robust list, altstack, rseq. */
+/* What the thread registers itself: clear_child_tid, robust list, altstack,
+ * rseq. */
 static int thread_registrations(struct trace_tracee *tt, uint64_t scratch,
 				const struct snap_thread *th, struct common_err *e)
 {
@@ -368,6 +371,8 @@ static int thread_registrations(struct trace_tracee *tt, uint64_t scratch,
 	memcpy(ss, &th->ss_sp, 8);
 	memcpy(ss + 8, &fl, 4);
 	memcpy(ss + 16, &th->ss_size, 8);
+	if (inject(tt, "set_tid_address", SYS_set_tid_address, th->ctid, 0, 0, 0, NULL, e) < 0)
+		return -1;
 	if (th->robust && inject(tt, "set_robust_list", SYS_set_robust_list, th->robust,
 				 th->robust_len, 0, 0, NULL, e) < 0)
 		return -1;
@@ -404,24 +409,69 @@ static int thread_cpu(pid_t tid, const struct snap_thread *th, const struct snap
 	return 0;
 }
 
-/* One thread: cloned from the leader (which runs with every signal blocked,
- * so the child starts so too), stopped by its automatic attach, then set. */
+/* A thread cloned from the leader (which runs with every signal blocked, so
+ * the child starts so too) and stopped by its automatic attach: its host tid,
+ * *ns its id in the guest's namespace. */
+static pid_t clone_stopped(struct trace_tracee *lead, uint64_t fl, uint64_t sp, uint64_t ctid,
+			   int64_t *ns, struct common_err *e)
+{
+	int status, err;
+	if (inject(lead, "clone a thread", SYS_clone, fl, sp, 0, ctid, ns, e) < 0)
+		return -1;
+	pid_t tid = *ns > 0 ? host_tid(lead->tid, (uint32_t)*ns, e) : -1;
+	if (tid > 0 && (err = trace_wait_stop(tid, &status)) < 0)
+		return common_errno(e, -err, "wait for the new thread %d", (int)tid);
+	return tid;
+}
+
+/* A thread made only to use up a tid the snapshot's process had let go of:
+ * it exits at once and is reaped here, so the supervisor never meets it. */
+static int burn_thread(struct trace_tracee *lead, pid_t tid, struct common_err *e)
+{
+	struct user_regs_struct r;
+	int st, err;
+	if ((err = trace_regs_get(tid, &r)) < 0)
+		return common_errno(e, -err, "PTRACE_GETREGS of %d", (int)tid);
+	r.rip = lead->insn;
+	r.rax = SYS_exit;
+	r.orig_rax = (uint64_t)-1;
+	r.rdi = 0;
+	if ((err = trace_regs_set(tid, &r)) < 0 || ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+		return common_errno(e, err < 0 ? -err : errno, "let thread %d exit", (int)tid);
+	for (;;) {
+		if (waitpid(tid, &st, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return common_errno(e, errno, "reap thread %d", (int)tid);
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return 0;
+		ptrace(PTRACE_CONT, tid, 0, 0); /* its exit stop */
+	}
+}
+
+/* One thread, with its own tid: the namespace hands tids out in order, so the
+ * ones the process let go of before the snapshot are used up first. */
 static int restore_thread(struct trace_tracee *lead, uint64_t scratch, int64_t tgid,
 			  const struct snap_thread *th, const struct snap_xlayout *xl,
 			  struct common_err *e)
 {
 	uint64_t fl = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-		      CLONE_SYSVSEM | (th->ctid ? CLONE_CHILD_CLEARTID : 0);
+		      CLONE_SYSVSEM;
 	int64_t got;
-	int status, err;
-	if (inject(lead, "clone a thread", SYS_clone, fl, th->regs[SNAP_REG_RSP], 0, th->ctid, &got,
-		   e) < 0)
-		return -1;
-	pid_t tid = got > 0 ? host_tid(lead->tid, (uint32_t)got, e) : -1;
-	if (tid < 0)
-		return -1;
-	if ((err = trace_wait_stop(tid, &status)) < 0)
-		return common_errno(e, -err, "wait for the new thread %d", (int)tid);
+	pid_t tid;
+	for (int burnt = 0;; burnt++) {
+		int last = burnt == SNAP_BURN_MAX;
+		/* no CLONE_CHILD_CLEARTID: a thread used up would clear the word
+		 * on its exit; the kept one calls set_tid_address itself */
+		tid = clone_stopped(lead, fl, th->regs[SNAP_REG_RSP], 0, &got, e);
+		if (tid < 0)
+			return -1;
+		if ((uint64_t)got >= th->tid || last)
+			break;
+		if (burn_thread(lead, tid, e) < 0)
+			return -1;
+	}
 	if ((uint64_t)got != th->tid)
 		return common_errf(e, "restore", "thread %u was recreated as tid %lld: the run's "
 				   "PID namespace hands out tids in order, and choosing one needs "

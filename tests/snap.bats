@@ -206,7 +206,7 @@ snapshot_mid_run() {
 }
 
 @test "a threaded guest snapshotted with --stop at a random point finishes identically after restore" {
-	for mode in turns spin; do
+	for mode in turns spin gap; do
 		want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_thread" 30 "$mode")
 		SRC=$(lease_new "$GUESTS/snap_thread" active --limits namespace_bytes=64M)
 		run_bg "$SRC" "$GUESTS/snap_thread" 30 "$mode"
@@ -225,6 +225,21 @@ snapshot_mid_run() {
 		assert_output "$want"
 		[ "$(wc -l <"$SBX_STORE/ns/$TGT/steps.log")" -eq 30 ]
 	done
+}
+
+@test "a refused snapshot of a threaded guest harms nothing: every thread runs on" {
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_thread" 30 pipe)
+	SRC=$(lease_new "$GUESTS/snap_thread" active --limits namespace_bytes=64M)
+	run_bg "$SRC" "$GUESTS/snap_thread" 30 pipe
+	run sbx-snap take "$SRC"
+	assert_failure
+	assert_output --partial "not supported"
+	run sbx-snap take "$SRC" --stop
+	assert_failure
+	[ "$(lease_state "$SRC")" = Active ]
+	wait "$SRC_PID"
+	[ "$(cat "$BATS_TEST_TMPDIR/src.out")" = "$want" ]
+	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
 }
 
 @test "a threaded guest snapshotted without --stop runs on to its own output" {

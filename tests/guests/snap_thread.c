@@ -4,14 +4,17 @@
  * state, then sleeps a little and appends a line to /ns/steps.log. main joins
  * the workers (the kernel's clear_child_tid wake-up) and prints the digest,
  * the same whether or not the run was snapshotted and restored. Nothing
- * printed depends on a tid. "spin" as a second argument: a worker spins
- * (never makes a syscall) while the others take turns. */
+ * printed depends on a tid. A second argument adds: "spin", a worker that
+ * spins (never makes a syscall) while the others take turns; "gap", a thread
+ * that has come and gone before the others start (its tid is not reused);
+ * "pipe", a pipe held open (a snapshot is refused). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NTHREADS 3
 
@@ -75,7 +78,16 @@ int main(int argc, char **argv)
 	pthread_t t[NTHREADS], sp;
 	static uint64_t spun;
 	steps = argc > 1 ? atoi(argv[1]) : 30;
-	int with_spin = argc > 2 && !strcmp(argv[2], "spin");
+	const char *mode = argc > 2 ? argv[2] : "";
+	int with_spin = !strcmp(mode, "spin"), p[2];
+	if (!strcmp(mode, "gap")) {
+		pthread_create(&sp, NULL, spin, &spun);
+		spinning = 0;
+		pthread_join(sp, NULL);
+		spinning = 1;
+	}
+	if (!strcmp(mode, "pipe") && pipe(p) < 0)
+		return 3;
 	if (with_spin)
 		pthread_create(&sp, NULL, spin, &spun);
 	for (int i = 1; i < NTHREADS; i++)
