@@ -7,13 +7,15 @@
  * printed depends on a tid. A second argument adds: "spin", a worker that
  * spins (never makes a syscall) while the others take turns; "gap", a thread
  * that has come and gone before the others start (its tid is not reused);
- * "pipe", a pipe held open (a snapshot is refused). */
+ * "pipe", a pipe held open; "child", a child process forked by a worker
+ * thread, waited for by it (both refused). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NTHREADS 3
@@ -65,6 +67,20 @@ static void *take_turns(void *arg)
 	return (void *)(uintptr_t)mine;
 }
 
+static void *fork_child(void *arg)
+{
+	(void)arg;
+	pid_t c = fork();
+	if (c == 0) {
+		struct timespec ts = { 2, 0 };
+		nanosleep(&ts, NULL);
+		_exit(0);
+	}
+	if (c > 0)
+		waitpid(c, NULL, 0);
+	return NULL;
+}
+
 static void *spin(void *arg)
 {
 	volatile uint64_t *n = arg;
@@ -88,6 +104,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "pipe") && pipe(p) < 0)
 		return 3;
+	pthread_t forker;
+	if (!strcmp(mode, "child"))
+		pthread_create(&forker, NULL, fork_child, NULL);
 	if (with_spin)
 		pthread_create(&sp, NULL, spin, &spun);
 	for (int i = 1; i < NTHREADS; i++)
@@ -99,6 +118,8 @@ int main(int argc, char **argv)
 		pthread_join(t[i], &r);
 		sum = sum * 131 + (uint64_t)(uintptr_t)r;
 	}
+	if (!strcmp(mode, "child"))
+		pthread_join(forker, NULL);
 	if (with_spin) {
 		spinning = 0;
 		pthread_join(sp, NULL);
