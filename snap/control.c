@@ -118,10 +118,11 @@ int snap_signal_fatal(pid_t pid, int sig)
 	return !((cgt | ign) >> (sig - 1) & 1);
 }
 
-/* Every thread of the guest but the leader stopped at a step boundary, before
- * anything is read; threads started meanwhile are caught by the next pass.
- * *ids lists the ones stopped here, for resume_threads. */
-static int stop_threads(pid_t guest, pid_t **ids, size_t *n, struct common_err *e)
+/* Every thread of the guest but the leader (and held, a thread already in the
+ * loop's stop) stopped at a step boundary, before anything is read; threads
+ * started meanwhile are caught by the next pass. *ids lists the ones stopped
+ * here, for resume_threads. */
+static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct common_err *e)
 {
 	*ids = NULL;
 	*n = 0;
@@ -134,7 +135,7 @@ static int stop_threads(pid_t guest, pid_t **ids, size_t *n, struct common_err *
 			size_t j = 0;
 			while (j < *n && (*ids)[j] != now[i])
 				j++;
-			if (j < *n)
+			if (j < *n || now[i] == held)
 				continue;
 			if (trace_tracee_interrupt(now[i], e) < 0) {
 				free(now);
@@ -155,6 +156,18 @@ static void resume_threads(const pid_t *ids, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		ptrace(PTRACE_CONT, ids[i], 0, 0); /* ESRCH: it exited meanwhile */
+}
+
+/* The thread-group leader of tid (tid itself when unknown). */
+static pid_t leader_of(pid_t tid)
+{
+	struct trace_status s;
+	unsigned long long v = 0;
+	if (trace_status_read(tid, &s) < 0)
+		return tid;
+	int rc = trace_status_num(&s, "Tgid", 10, &v);
+	trace_status_free(&s);
+	return rc == 0 && v > 0 ? (pid_t)v : tid;
 }
 
 struct admit_ctx {
@@ -210,7 +223,7 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 			    "Active", lease, jstr(l, "state"));
 		goto fail;
 	}
-	if (has_children(guest)) {
+	if (has_children(leader_of(guest))) {
 		common_errf(&e, "snapshot", "the guest has child processes: only a single process "
 			    "can be snapshotted");
 		goto fail;
@@ -236,19 +249,23 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	if (rc < 0)
 		goto fail;
 	common_rm_rf(tmp, NULL);
-	if (!at_stop && trace_tracee_interrupt(guest, &e) < 0)
+	/* a thread met at its signal stop (at_stop) stays there, the loop's; the
+	 * snapshot is the leader's process */
+	pid_t leader = leader_of(guest), held = at_stop ? guest : 0;
+	int interrupt = !at_stop || leader != guest;
+	if (interrupt && trace_tracee_interrupt(leader, &e) < 0)
 		goto fail;
 	pid_t *threads;
 	size_t nthreads;
-	rc = stop_threads(guest, &threads, &nthreads, &e);
+	rc = stop_threads(leader, held, &threads, &nthreads, &e);
 	/* streamed into chunks as it is read: no image-sized buffer */
 	if (rc == 0)
-		rc = snap_capture_store(guest, &o, tmp, &man, &e);
+		rc = snap_capture_store(leader, &o, tmp, &man, &e);
 	if (!stop || rc < 0)
 		resume_threads(threads, nthreads);
 	free(threads);
-	if (!at_stop && (!stop || rc < 0))
-		ptrace(PTRACE_CONT, guest, 0, 0);
+	if (interrupt && (!stop || rc < 0))
+		ptrace(PTRACE_CONT, leader, 0, 0);
 	if (rc < 0)
 		goto fail;
 

@@ -402,6 +402,23 @@ EOF
 	[ "$(wc -l <"$SBX_STORE/ns/$TGT/steps.log")" -eq "$STEPS" ]
 }
 
+@test "sbx-run --snapshot-on-exit-signal saves a threaded guest whose worker is about to die" {
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_thread" 30)
+	SRC=$(lease_new "$GUESTS/snap_thread" active --limits namespace_bytes=64M)
+	# a worker thread sends itself SIGTERM (uncaught) at turn 10
+	run sbx-run --lease "$SRC" --snapshot-on-exit-signal -- "$GUESTS/snap_thread" 30 term
+	assert_failure 143
+	DIGEST=$(sbx-snap list "$SRC" | jq -r '.[0].digest')
+	[ -n "$DIGEST" ] && [ "$DIGEST" != null ]
+	[ "$(wc -l <"$SBX_STORE/ns/$SRC/steps.log")" -eq 11 ]
+	[ "$(sbx-snap show "$DIGEST" | jq -r .threads)" -eq 3 ]
+	TGT=$(lease_new "$GUESTS/snap_thread" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	assert_output "$want"
+	[ "$(wc -l <"$SBX_STORE/ns/$TGT/steps.log")" -eq 30 ]
+}
+
 @test "restore continues under the target's bounds; a state that cannot fit is refused by dimension" {
 	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS" -1 limits | head -n 1)
 	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M,memory=1G,table_elements=4096)

@@ -8,8 +8,12 @@
  * spins (never makes a syscall) while the others take turns; "gap", a thread
  * that has come and gone before the others start (its tid is not reused);
  * "pipe", a pipe held open; "child", a child process forked by a worker
- * thread, waited for by it (both refused). */
+ * thread, waited for by it (both refused); "term", the first worker sends
+ * itself SIGTERM (uncaught) at turn 10 unless /ns/died exists, which it
+ * makes first. */
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,7 @@ static int turn, steps;
 static uint64_t digest = 1469598103934665603ull;
 static __thread uint64_t mine;
 static volatile int spinning = 1;
+static int term;
 static double fpsum[NTHREADS];
 
 static void nap(void)
@@ -59,6 +64,10 @@ static void *take_turns(void *arg)
 		if (turn >= steps)
 			break;
 		step(self, &acc);
+		if (term && self == 1 && turn == 10 && access("died", F_OK) != 0) {
+			close(open("died", O_CREAT | O_WRONLY, 0644));
+			raise(SIGTERM);
+		}
 		turn++;
 		pthread_cond_broadcast(&cv);
 	}
@@ -96,6 +105,7 @@ int main(int argc, char **argv)
 	steps = argc > 1 ? atoi(argv[1]) : 30;
 	const char *mode = argc > 2 ? argv[2] : "";
 	int with_spin = !strcmp(mode, "spin"), p[2];
+	term = !strcmp(mode, "term");
 	if (!strcmp(mode, "gap")) {
 		pthread_create(&sp, NULL, spin, &spun);
 		spinning = 0;

@@ -979,7 +979,7 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		}
 		if (t->nest && trace_nest_task_stop(sv, t, 0, sig))
 			return; /* its guest tracer decides whether it is delivered */
-		if (tid == sv->guest)
+		if (tid == sv->guest || (sv->guest && tgid_of(t) == sv->guest))
 			layers_signal(sv, tid, sig);
 		trace_sv_resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}

@@ -86,8 +86,9 @@ struct trace_layer {
 	/* an fd registered with trace_sv_watch() is readable (a layer ignores fds not
 	 * its own); <0 stops the guest */
 	int (*on_fd)(void *ctx, struct trace_supervisor *sv, int fd);
-	/* the guest's main thread is in a signal-delivery stop for sig, which is
-	 * passed on afterwards (the hook may inject syscalls; it must not resume it) */
+	/* a thread of the guest's process (its main thread or another) is in a
+	 * signal-delivery stop for sig, which is passed on afterwards (the hook
+	 * may inject syscalls; it must not resume it) */
 	void (*on_signal)(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig);
 	/* any thread's signal-delivery stop, before on_signal: 1 when the hook handled
 	 * the signal (it is then not delivered), 0 to deliver it */
