@@ -170,6 +170,29 @@ static pid_t leader_of(pid_t tid)
 	return rc == 0 && v > 0 ? (pid_t)v : tid;
 }
 
+/* Every thread stopped at a step boundary, the leader's process captured into
+ * dir, and every thread resumed unless stop (at_stop: guest is a thread met at
+ * its signal stop, which stays there, the loop's). */
+static int capture_guest(pid_t guest, int stop, int at_stop, const struct snap_capture_opts *o,
+			 const char *dir, struct snap_manifest *man, struct common_err *e)
+{
+	pid_t leader = leader_of(guest), held = at_stop ? guest : 0, *threads;
+	size_t nthreads;
+	int interrupt = !at_stop || leader != guest;
+	if (interrupt && trace_tracee_interrupt(leader, e) < 0)
+		return -1;
+	int rc = stop_threads(leader, held, &threads, &nthreads, e);
+	/* streamed into chunks as it is read: no image-sized buffer */
+	if (rc == 0)
+		rc = snap_capture_store(leader, o, dir, man, e);
+	if (!stop || rc < 0)
+		resume_threads(threads, nthreads);
+	free(threads);
+	if (interrupt && (!stop || rc < 0))
+		ptrace(PTRACE_CONT, leader, 0, 0);
+	return rc;
+}
+
 struct admit_ctx {
 	struct lease_store *s;
 	const char *lease;
@@ -249,24 +272,7 @@ int snap_take(struct lease_store *s, const char *lease, const struct trace_snap_
 	if (rc < 0)
 		goto fail;
 	common_rm_rf(tmp, NULL);
-	/* a thread met at its signal stop (at_stop) stays there, the loop's; the
-	 * snapshot is the leader's process */
-	pid_t leader = leader_of(guest), held = at_stop ? guest : 0;
-	int interrupt = !at_stop || leader != guest;
-	if (interrupt && trace_tracee_interrupt(leader, &e) < 0)
-		goto fail;
-	pid_t *threads;
-	size_t nthreads;
-	rc = stop_threads(leader, held, &threads, &nthreads, &e);
-	/* streamed into chunks as it is read: no image-sized buffer */
-	if (rc == 0)
-		rc = snap_capture_store(leader, &o, tmp, &man, &e);
-	if (!stop || rc < 0)
-		resume_threads(threads, nthreads);
-	free(threads);
-	if (interrupt && (!stop || rc < 0))
-		ptrace(PTRACE_CONT, leader, 0, 0);
-	if (rc < 0)
+	if (capture_guest(guest, stop, at_stop, &o, tmp, &man, &e) < 0)
 		goto fail;
 
 	uint64_t persist = adm.persist;
