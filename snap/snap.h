@@ -1,5 +1,5 @@
-/* snap: checkpoint and restore of a stopped single-threaded tracee, the canonical
- * snapshot encoding and its chunked persistence (SPEC §8). */
+/* snap: checkpoint and restore of a stopped tracee process with all its threads,
+ * the canonical snapshot encoding and its chunked persistence (SPEC §8). */
 #ifndef SBX_SNAP_H
 #define SBX_SNAP_H
 
@@ -213,10 +213,13 @@ int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct sna
 
 /* Rebuild pid, a fresh exec of the same image (ADDR_NO_RANDOMIZE, same rlimits)
  * stopped by ptrace before its first instruction, into st: address space by
- * injected syscalls, memory, brk, signal actions, altstack, files, cwd, umask,
- * rlimits, sigmask, XSAVE and registers. Namespace cells must already be in
- * place (snap_cells_write). Afterwards pid is in a ptrace stop; resume it
- * with signal 0. */
+ * injected syscalls, memory, brk, signal actions, altstack, files, the other
+ * threads (injected clones, each with the tid it had: tids the process had let
+ * go of are used up by threads that exit at once), cwd, umask, rlimits,
+ * sigmask, XSAVE and registers. Namespace cells must already be in place
+ * (snap_cells_write). Afterwards pid and its new threads are in ptrace stops
+ * nobody has waited for (the supervisor adopts them: trace_sv_adopt_threads);
+ * resume them with signal 0. */
 int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e);
 /* snap_restore, then capture pid again and require the same digest. The
  * rlimits sbx-run derives from the target lease (RLIMIT_AS, RLIMIT_NOFILE,
