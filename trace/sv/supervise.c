@@ -2,6 +2,7 @@
  * of this thread (another thread's run, or the host's children, are not ours), one place
  * where a thread's state is created (tstate_get) and one where it is freed
  * (tstate_free), separate entry and exit handlers. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -477,6 +478,29 @@ void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid)
 {
 	if (sv->every_call)
 		ptrace(PTRACE_INTERRUPT, tid, 0, 0); /* ESRCH: its exit comes through the loop */
+}
+
+void trace_sv_adopt_threads(struct trace_supervisor *sv, pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	struct tstate *lead = trace_sv_find(sv, pid);
+	while (d && (de = readdir(d))) {
+		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (tid <= 0 || tid == pid || trace_sv_find(sv, tid))
+			continue;
+		struct tstate *c = tstate_get(sv, tid);
+		c->announced = 1;
+		c->tgid = pid;
+		c->ppid = lead ? lead->ppid : 0;
+		layers_spawn(sv, pid, tid, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+			     CLONE_THREAD | CLONE_SYSVSEM);
+		trace_sv_resume(sv, tid, PTRACE_CONT, 0);
+	}
+	if (d)
+		closedir(d);
 }
 
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)
@@ -1053,7 +1077,7 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		}
 		if (t->nest && trace_nest_task_stop(sv, t, 0, sig))
 			return; /* its guest tracer decides whether it is delivered */
-		if (tid == sv->guest)
+		if (tid == sv->guest || (sv->guest && tgid_of(t) == sv->guest))
 			layers_signal(sv, tid, sig);
 		trace_sv_resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}
