@@ -2,7 +2,7 @@
  * crash recovery and verify all derive records here, so they cannot disagree. */
 #include <stdio.h>
 #include <string.h>
-#include "lease/lease-internal.h"
+#include "lease/backend/backend.h"
 
 uint64_t lease_cost(const json_t *usage, const json_t *fees)
 {

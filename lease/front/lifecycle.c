@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 #define DEFAULT_LIFETIME 3600u
 

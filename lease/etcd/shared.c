@@ -6,12 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/etcd/etcd.h"
 
-#define RETRY_MAX 400
 #define KEY_MAX 160
 
 /* What a transition read: the revision its commit compares. */
@@ -351,20 +348,6 @@ static int shared_snap_all(struct lease_store *s, json_t **recs, struct common_e
 	return 0;
 }
 
-const struct lease_backend lease_etcd_backend = {
-	.pair_read = shared_pair_read,
-	.slots_read = shared_slots_read,
-	.commit = shared_commit,
-	.clock_read = shared_clock_read,
-	.clock_write = shared_clock_write,
-	.ids = shared_ids,
-	.receipts = shared_receipts,
-	.snap_get = shared_snap_get,
-	.snap_put = shared_snap_put,
-	.snap_del = shared_snap_del,
-	.snap_all = shared_snap_all,
-};
-
 /* Put key = val unless key exists. A read first: opening a store is common and a
  * write would cost a round of consensus each time. */
 static int ensure(struct lease_store *s, const char *key, const json_t *val, struct common_err *e)
@@ -407,7 +390,8 @@ int lease_shared_open(struct lease_store *s, struct common_err *e)
 	return r;
 }
 
-int lease_signer_known(struct lease_store *s, const char *pubhex, struct common_err *e)
+/* 1 when pubhex is a key registered in the store (receipts name their signer) */
+static int signer_known(struct lease_store *s, const char *pubhex, struct common_err *e)
 {
 	char key[KEY_MAX], *val;
 	int64_t rev;
@@ -424,21 +408,17 @@ int lease_signer_known(struct lease_store *s, const char *pubhex, struct common_
 	return 1;
 }
 
-int lease_retry(struct lease_store *s, unsigned *attempt)
-{
-	unsigned cap = *attempt < 6 ? 1u << *attempt : 64, r = 0;
-	struct timespec ts;
-
-	if (!s->conflict)
-		return 0;
-	s->conflict = 0;
-	if (++*attempt > RETRY_MAX)
-		return 0;
-	/* a random pause spreads the losers of one race over the next rounds */
-	if (getrandom(&r, sizeof r, 0) < 0)
-		r = (unsigned)getpid();
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)(r % (cap * 1000)) * 1000L;
-	nanosleep(&ts, NULL);
-	return 1;
-}
+const struct lease_backend lease_etcd_backend = {
+	.pair_read = shared_pair_read,
+	.slots_read = shared_slots_read,
+	.commit = shared_commit,
+	.clock_read = shared_clock_read,
+	.clock_write = shared_clock_write,
+	.ids = shared_ids,
+	.receipts = shared_receipts,
+	.snap_get = shared_snap_get,
+	.snap_put = shared_snap_put,
+	.snap_del = shared_snap_del,
+	.snap_all = shared_snap_all,
+	.signer_known = signer_known,
+};

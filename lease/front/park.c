@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 #define PARKED_MAX 4096
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <openssl/crypto.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 #define PKEY_HEX 128          /* private then public key, hex */
 #define PKEY_FILE_MAX 4096
