@@ -17,6 +17,7 @@
 #define LEASE_AMOUNT_MAX 1000000000000000ull /* escrow, fund amounts */
 #define LEASE_FEE_MAX 1000000ull       /* price per unit */
 #define LEASE_USAGE_MAX (1ull << 62)   /* an observed total */
+#define LEASE_PKEY_FILE_MAX 4096       /* a principal's key file, or its record */
 
 /* A receipt or other stored line met in order; name places it in messages. */
 typedef int (*lease_line_fn)(void *arg, const char *name, const char *line, size_t len);
@@ -51,6 +52,10 @@ struct lease_backend {
 	int (*snap_del)(struct lease_store *s, const char *hex, struct common_err *e);
 	/* Every record, by digest */
 	int (*snap_all)(struct lease_store *s, json_t **recs, struct common_err *e);
+	/* Set up once the store key is loaded (NULL: nothing to set up) */
+	int (*open)(struct lease_store *s, struct common_err *e);
+	/* Let go of what the back end holds (NULL: nothing) */
+	void (*close)(struct lease_store *s);
 	/* The first lock of a process with the store key: what the store derives is
 	 * checked against its truth after a crash of the machine (NULL: nothing derived) */
 	int (*boot_check)(struct lease_store *s, struct common_err *e);
@@ -59,6 +64,16 @@ struct lease_backend {
 	/* 1 when pubhex is a key registered in the store (receipts name their signer;
 	 * NULL: only the store key signs) */
 	int (*signer_known)(struct lease_store *s, const char *pubhex, struct common_err *e);
+	/* The key recorded for principal name: 1 with *key, the record's text (NULL when
+	 * it holds none), 0 none recorded; *where names the record in messages either way */
+	int (*principal_get)(struct lease_store *s, const char *name, char **key, char **where,
+			     struct common_err *e);
+	/* Record name's key at its first use: create-only, durable before the edge it
+	 * signs (when another caller recorded one first, that one stands) */
+	int (*principal_put)(struct lease_store *s, const char *name, const char *hex,
+			     struct common_err *e);
+	/* 1 when the last request found the store unreachable (NULL: it is always there) */
+	int (*unreachable)(const struct lease_store *s);
 };
 
 struct lease_etcd;

@@ -6,8 +6,6 @@
 #include "lease/backend/backend.h"
 
 extern const struct lease_backend lease_etcd_backend;
-/* shared.c: the etcd back end's store set-up (host key registered, clock created) */
-int lease_shared_open(struct lease_store *s, struct common_err *e);
 
 /* etcd.c: a v3 client through the HTTP/JSON gateway; keys below the URL's prefix. */
 int lease_etcd_url(const char *url); /* 1 for etcd://… and etcds://… */

@@ -365,7 +365,8 @@ static int ensure(struct lease_store *s, const char *key, const json_t *val, str
 	return r < 0 ? -1 : 0;
 }
 
-int lease_shared_open(struct lease_store *s, struct common_err *e)
+/* The host key registered, the clock created. */
+static int shared_open(struct lease_store *s, struct common_err *e)
 {
 	char pub[65], key[KEY_MAX], host[256] = "";
 	json_t *v;
@@ -408,6 +409,57 @@ static int signer_known(struct lease_store *s, const char *pubhex, struct common
 	return 1;
 }
 
+/* PREFIX/principals/NAME: {"key", "principal"} */
+static int principal_get(struct lease_store *s, const char *name, char **key, char **where,
+			 struct common_err *e)
+{
+	char *p = common_xasprintf("principals/%s", name), *buf = NULL;
+	int64_t rev = 0;
+	json_t *v;
+	int r = lease_etcd_get(s->etcd, p, &buf, &rev, e);
+
+	*key = NULL;
+	*where = p;
+	if (r < 0 || !buf) {
+		free(buf);
+		return r < 0 ? r : 0;
+	}
+	v = common_json_load(buf, strlen(buf), p, e);
+	if (lease_jstr(v, "key"))
+		*key = common_xstrdup(lease_jstr(v, "key"));
+	json_decref(v);
+	free(buf);
+	return 1;
+}
+
+static int principal_put(struct lease_store *s, const char *name, const char *hex,
+			 struct common_err *e)
+{
+	json_t *v = json_pack("{s:s, s:s}", "key", hex, "principal", name);
+	char *val = common_json_canonical(v), *p = common_xasprintf("principals/%s", name);
+	json_t *cmp = json_pack("[[s, i]]", p, 0), *puts = json_pack("[[s, s]]", p, val);
+	int64_t rev;
+	/* not applied: another caller recorded one first, and that one stands */
+	int r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+
+	json_decref(cmp);
+	json_decref(puts);
+	json_decref(v);
+	free(val);
+	free(p);
+	return r < 0 ? -1 : 0;
+}
+
+static void shared_close(struct lease_store *s)
+{
+	lease_etcd_close(s->etcd);
+}
+
+static int unreachable(const struct lease_store *s)
+{
+	return lease_etcd_unreachable(s->etcd);
+}
+
 const struct lease_backend lease_etcd_backend = {
 	.pair_read = shared_pair_read,
 	.slots_read = shared_slots_read,
@@ -420,5 +472,10 @@ const struct lease_backend lease_etcd_backend = {
 	.snap_put = shared_snap_put,
 	.snap_del = shared_snap_del,
 	.snap_all = shared_snap_all,
+	.open = shared_open,
+	.close = shared_close,
 	.signer_known = signer_known,
+	.principal_get = principal_get,
+	.principal_put = principal_put,
+	.unreachable = unreachable,
 };

@@ -35,6 +35,12 @@ int lease_file_ids(struct lease_store *s, char ***ids, size_t *n, struct common_
 int lease_file_receipts(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
 			void *arg, struct common_err *e);
 
+/* principal.c */
+int lease_file_principal_get(struct lease_store *s, const char *name, char **key, char **where,
+			     struct common_err *e);
+int lease_file_principal_put(struct lease_store *s, const char *name, const char *hex,
+			     struct common_err *e);
+
 /* snapshot.c: no snapshot records (see lease_backend) */
 int lease_file_snap_get(struct lease_store *s, const char *hex, json_t **rec, struct common_err *e);
 int lease_file_snap_put(struct lease_store *s, const char *hex, const json_t *rec,

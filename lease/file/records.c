@@ -266,4 +266,6 @@ const struct lease_backend lease_file_backend = {
 	.snap_all = lease_file_snap_all,
 	.boot_check = lease_file_boot_check,
 	.recover = lease_file_recover,
+	.principal_get = lease_file_principal_get,
+	.principal_put = lease_file_principal_put,
 };

@@ -15,7 +15,7 @@
 
 int lease_store_unreachable(const struct lease_store *s)
 {
-	return s->etcd && lease_etcd_unreachable(s->etcd);
+	return s->be->unreachable && s->be->unreachable(s);
 }
 
 /* parked/.lock: parking waits for it; a replay already under way elsewhere is left alone */

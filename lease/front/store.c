@@ -225,8 +225,8 @@ int lease_store_open(const char *dir, struct lease_store **out, struct common_er
 	if (r == 0)
 		r = load_key(s, kp, e);
 	free(kp);
-	if (r == 0 && s->etcd)
-		r = lease_shared_open(s, e);
+	if (r == 0 && s->be->open)
+		r = s->be->open(s, e);
 	if (r < 0)
 		goto fail;
 	lease_parked_replay(s);
@@ -249,7 +249,8 @@ void lease_store_close(struct lease_store *s)
 	json_decref(s->clk);
 	json_decref(s->reads);
 	json_decref(s->signers);
-	lease_etcd_close(s->etcd);
+	if (s->be->close)
+		s->be->close(s);
 	lease_keys_forget(s);
 	free(s->dir);
 	free(s->snapdir);
