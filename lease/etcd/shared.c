@@ -2,7 +2,7 @@
  * clock and registered host keys in one cluster; every transition is one etcd
  * transaction over the revisions it read, run again when another client won.
  * Keys under PREFIX: lease/ID, receipt/ID/SEQ (20 digits), slots/PRINCIPAL,
- * clock, keys/PUBHEX, snapshot/HEX (snapshot.c). */
+ * clock, keys/PUBHEX, snapshot/HEX (lease/front/snapshot.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

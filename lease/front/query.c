@@ -1,5 +1,4 @@
 /* Reading the store: list, log, and verify (every chain, signature, state, slot). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
