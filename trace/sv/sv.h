@@ -110,6 +110,8 @@ struct trace_result {
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
 	uint64_t refused;             /* syscalls the boundary refused */
+	int serial;                   /* the tree ran one task at a time (trace_sv_serial) */
+	uint64_t unscheduled;         /* serial: waits outside the schedule (tasks let loose) */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
 	enum trace_priority priority; /* the tracer's scheduling (trace/sv/prio.c) */
@@ -167,6 +169,9 @@ void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
+/* From on_start: the guest tree runs one task at a time, switching at its stops
+ * by a rule of what it did, not of timing (trace/sv/sched.c). */
+void trace_sv_serial(struct trace_supervisor *sv);
 /* From now on every syscall of the tree stops at its entry and exit (on_call). */
 void trace_sv_every_call(struct trace_supervisor *sv);
 int trace_sv_every_call_on(const struct trace_supervisor *sv);
