@@ -77,6 +77,20 @@ char trace_sv_task_state(pid_t tid)
 	return proc_state(tid);
 }
 
+int trace_sv_parent_alive(pid_t tid)
+{
+	struct trace_status s;
+	unsigned long long pp = 0;
+	if (trace_status_read(tid, &s) < 0)
+		return 0;
+	int ok = trace_status_num(&s, "PPid", 10, &pp) == 0 && pp > 0;
+	trace_status_free(&s);
+	if (!ok)
+		return 0;
+	char st = proc_state((pid_t)pp);
+	return st != 'Z' && st != 'X';
+}
+
 /* wait4/waitid without WNOHANG: a child it may reap is a zombie, or it has
  * none (ECHILD at once). want: a namespace pid, or 0 for any. */
 static int child_ready(pid_t tid, pid_t want)

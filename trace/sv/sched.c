@@ -32,6 +32,7 @@ struct sent {
 	uint64_t args[6];
 	pid_t vfork_child; /* parked at its vfork event until this child execs or exits */
 	uint64_t since_us; /* running or expected since */
+	int asleep;        /* ticks it was found asleep in flight, in a row */
 };
 
 struct trace_sched {
@@ -89,6 +90,7 @@ static void go(struct sent *e)
 {
 	e->state = S_RUNNING;
 	e->at_call = 0;
+	e->asleep = 0;
 	e->since_us = common_mono_us();
 	ptrace(e->req, e->tid, NULL, (void *)(long)e->sig);
 }
@@ -184,7 +186,13 @@ void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us)
 		struct sent *e = &s->v[i];
 		if ((e->state != S_RUNNING && e->state != S_EXPECTED) || now_us - e->since_us < after_us)
 			continue;
-		if (trace_sv_task_state(e->tid) != 'S')
+		/* asleep at two ticks in a row: a brief sleep (a page of a file
+		 * read, the output relay behind) is not a wait for another task */
+		if (trace_sv_task_state(e->tid) != 'S') {
+			e->asleep = 0;
+			continue;
+		}
+		if (!e->asleep++)
 			continue;
 		e->state = S_LOOSE;
 		s->loose++;

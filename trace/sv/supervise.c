@@ -557,7 +557,11 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 			next = t->next;
 			if (t->dead && now - t->held_us >= TICK_MS * 1000)
 				forget_dead(sv, t, 0);
-			else if (t->held && now - t->held_us >= TICK_MS * 1000) {
+			else if (t->held && now - t->held_us >= TICK_MS * 1000 &&
+				 !(sv->sched && trace_sv_parent_alive(t->tid))) {
+				/* under the serial schedule a held child waits for its
+				 * creator however loaded the host: released by a clock,
+				 * it would take a place in the schedule by timing */
 				t->held = 0;
 				t->announced = 1;
 				sv->nheld--;

@@ -89,6 +89,8 @@ uint64_t trace_sched_loose(const struct trace_sched *s);
  * another task; a task's state letter from /proc/TID/stat ('X' if gone). */
 int trace_sv_call_ready(pid_t tid, long nr, const uint64_t a[6]);
 char trace_sv_task_state(pid_t tid);
+/* 1 when tid's parent is alive (neither a zombie nor gone). */
+int trace_sv_parent_alive(pid_t tid);
 
 /* ptrace emulated for guest tracers (nest.c). At the seccomp stop of ptrace or
  * process_vm_readv: -1 when not served (the boundary decides), else the errno
