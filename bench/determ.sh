@@ -5,10 +5,13 @@
 # syscall); a shell step (date, ls, uuid, urandom) with and without it; and
 # sbx-trace adjudicate of two diverging traces of that step.
 # Prints medians of ROUNDS runs (wall seconds) and µs per emulated call.
-# Usage: bench/determ.sh [ROUNDS] [N]   (defaults 5, 20000; SBX_BUILD defaults to ./build)
+# Then make -j2 of a 12-module project, MK rounds interleaved (native, pinned,
+# sbx-run, --deterministic), and how many trace heads the deterministic runs wrote.
+# Usage: bench/determ.sh [ROUNDS] [N] [MK]   (defaults 5, 20000, 20; SBX_BUILD defaults to ./build)
 set -eu
 ROUNDS=${1:-5}
 N=${2:-20000}
+MK=${3:-20}
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${SBX_BUILD:=$here/build}"
 W=$(mktemp -d /tmp/sbx-bench-determ.XXXXXX)
@@ -90,7 +93,7 @@ build() {
 	cat "$W/t" >>"$out"
 }
 i=0
-while [ $i -lt "$ROUNDS" ]; do
+while [ $i -lt "$MK" ]; do
 	build "$W/mk.native" make -C "$W/src" -j2
 	build "$W/mk.pinned" taskset -c 0 make -C "$W/src" -j2
 	build "$W/mk.run" "$B/sbx-run" --lease "$LM" --rw "$W/src:/src" -- make -C /src -j2
@@ -103,9 +106,9 @@ med() {
 	sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 mn=$(med "$W/mk.native")
-echo "make -j2, 12 modules ($ROUNDS rounds interleaved; $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs):"
+echo "make -j2, 12 modules ($MK rounds interleaved; $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs):"
 for m in native pinned run det; do
 	v=$(med "$W/mk.$m")
 	awk -v m="$m" -v v="$v" -v n="$mn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
 done
-echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $ROUNDS runs"
+echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $MK runs"

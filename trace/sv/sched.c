@@ -55,11 +55,6 @@ void trace_sched_free(struct trace_sched *s)
 	}
 }
 
-uint64_t trace_sched_loose(const struct trace_sched *s)
-{
-	return s ? s->loose : 0;
-}
-
 static struct sent *find(struct trace_sched *s, pid_t tid)
 {
 	for (size_t i = 0; i < s->n; i++)
@@ -209,4 +204,20 @@ void trace_sched_release(struct trace_sched *s)
 		if (s->v[i].state == S_PARKED)
 			ptrace(s->v[i].req, s->v[i].tid, NULL, (void *)(long)s->v[i].sig);
 	s->n = 0;
+}
+
+void trace_sv_serial(struct trace_supervisor *sv)
+{
+	if (!sv->sched)
+		sv->sched = trace_sched_new();
+}
+
+void trace_sched_off(struct trace_supervisor *sv)
+{
+	if (!sv->sched)
+		return;
+	sv->res->unscheduled = sv->sched->loose;
+	trace_sched_release(sv->sched);
+	trace_sched_free(sv->sched);
+	sv->sched = NULL;
 }

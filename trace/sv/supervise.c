@@ -513,24 +513,6 @@ static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawn
 	tstate_free(sv, t->tid);
 }
 
-void trace_sv_serial(struct trace_supervisor *sv)
-{
-	if (!sv->sched)
-		sv->sched = trace_sched_new();
-	sv->res->serial = 1;
-}
-
-/* The run is ending (or ended): parked tasks go, the count is kept. */
-static void serial_off(struct trace_supervisor *sv)
-{
-	if (!sv->sched)
-		return;
-	sv->res->unscheduled = trace_sched_loose(sv->sched);
-	trace_sched_release(sv->sched);
-	trace_sched_free(sv->sched);
-	sv->sched = NULL;
-}
-
 void trace_sv_resume(struct trace_supervisor *sv, pid_t tid, int req, int sig)
 {
 	if (req == PTRACE_CONT && sv->every_call)
@@ -1090,7 +1072,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 
 	for (;;) {
 		if ((sv.stopping || sv.setup_failed) && !killed) {
-			serial_off(&sv);
+			trace_sched_off(&sv);
 			kill_all(&sv);
 			killed = 1;
 		}
@@ -1152,7 +1134,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			break;
 	}
 	waker_stop(&wk);
-	serial_off(&sv);
+	trace_sched_off(&sv);
 	if (errfd >= 0) {
 		while (errfd >= 0)
 			read_setup_pipe(&sv, &errfd);

@@ -84,7 +84,8 @@ void trace_sched_exec(struct trace_sched *s, pid_t tid);
 void trace_sched_gone(struct trace_sched *s, pid_t tid);
 void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us);
 void trace_sched_release(struct trace_sched *s);
-uint64_t trace_sched_loose(const struct trace_sched *s);
+/* The run is ending (or ended): parked tasks go, the count goes to the result. */
+void trace_sched_off(struct trace_supervisor *sv);
 /* ready.c: 1 unless the call nr (arguments a) of the stopped tid would wait for
  * another task; a task's state letter from /proc/TID/stat ('X' if gone). */
 int trace_sv_call_ready(pid_t tid, long nr, const uint64_t a[6]);

@@ -110,8 +110,7 @@ struct trace_result {
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
 	uint64_t refused;             /* syscalls the boundary refused */
-	int serial;                   /* the tree ran one task at a time (trace_sv_serial) */
-	uint64_t unscheduled;         /* serial: waits outside the schedule (tasks let loose) */
+	uint64_t unscheduled;         /* trace_sv_serial: waits outside the schedule (tasks let loose) */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
 	enum trace_priority priority; /* the tracer's scheduling (trace/sv/prio.c) */
