@@ -86,12 +86,6 @@ void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us)
 void trace_sched_release(struct trace_sched *s);
 /* The run is ending (or ended): parked tasks go, the count goes to the result. */
 void trace_sched_off(struct trace_supervisor *sv);
-/* ready.c: 1 unless the call nr (arguments a) of the stopped tid would wait for
- * another task; a task's state letter from /proc/TID/stat ('X' if gone). */
-int trace_sv_call_ready(pid_t tid, long nr, const uint64_t a[6]);
-char trace_sv_task_state(pid_t tid);
-/* 1 when tid's parent is alive (neither a zombie nor gone). */
-int trace_sv_parent_alive(pid_t tid);
 
 /* ptrace emulated for guest tracers (nest.c). At the seccomp stop of ptrace or
  * process_vm_readv: -1 when not served (the boundary decides), else the errno
