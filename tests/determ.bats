@@ -355,3 +355,25 @@ make_run() {
 	assert_output 300000
 	jq -e '.determinism.unscheduled >= 1' r.json
 }
+
+@test "bisect and adjudicate on make -j2: the first divergent step is the changed module's read; the re-executed build says which is right" {
+	gen_project proj
+	cp -a proj projb
+	sed -i 's/\* 5;/* 50;/' projb/m5.c
+	id=$(lease_for "$(command -v make)")
+	make_run a.trace
+	rm -rf proj && mv projb proj
+	make_run b.trace
+	run sbx-trace bisect a.trace b.trace
+	assert_failure 1
+	jq -e '.identical == false and .a.path == "/src/m5.c" and .b.path == "/src/m5.c" and
+		.a.sha256 != .b.sha256 and .a.seq == .b.seq' <<<"$output"
+	line=$(jq .first_divergent_line <<<"$output")
+	cmp <(head -n $((line - 1)) a.trace) <(head -n $((line - 1)) b.trace)
+	# the sources are B's again, unbuilt: the parallel build re-executed agrees with B
+	rm -rf src
+	cp -a proj src
+	run sbx-trace adjudicate --allow-rw a.trace b.trace
+	assert_failure 11
+	jq -e '.verdict == "b" and .b.path == "/src/m5.c" and .replay.stopped == "disputed step reached"' <<<"$output"
+}
