@@ -185,10 +185,10 @@ int trace_sv_call_ready(pid_t tid, long nr, const uint64_t a[6])
 	case TRACE_SYS_recvmsg:
 	case TRACE_SYS_accept:
 	case TRACE_SYS_accept4:
-		return signal_ready(tid, 0) || fd_ready(tid, (int)a[0], POLLIN, 1);
+		return fd_ready(tid, (int)a[0], POLLIN, 1) || signal_ready(tid, 0);
 	case TRACE_SYS_wait4:
-		return (a[2] & WNOHANG) || signal_ready(tid, 0) ||
-		       child_ready(tid, (pid_t)a[0] > 0 ? (pid_t)a[0] : 0);
+		return (a[2] & WNOHANG) || child_ready(tid, (pid_t)a[0] > 0 ? (pid_t)a[0] : 0) ||
+		       signal_ready(tid, 0);
 	case TRACE_SYS_waitid:
 		return (a[3] & WNOHANG) || signal_ready(tid, 0) ||
 		       child_ready(tid, a[0] == P_PID ? (pid_t)a[1] : 0);

@@ -2,10 +2,11 @@
  * tree runs at a time, and the supervisor decides which at each of its stops, by
  * a rule that reads only what the guest did, never when it did it.
  *
- * Every stopped task the loop would resume is parked instead. Once no task is
- * in flight (running, or a new child or a vfork parent still to report its
- * stop), the oldest parked task (by spawn order, itself decided by the
- * schedule) whose call would not wait (ready.c) is resumed. So the trace's
+ * Every stopped task the loop would resume is parked instead. The task that
+ * held the turn goes on unless its call would wait (ready.c) or it is a vfork
+ * parent; else, once no task is in flight (running, or a new child still to
+ * report its first stop), the oldest parked task (by spawn order, itself
+ * decided by the schedule) whose call would not wait is resumed. So the trace's
  * order, the namespace pids, which child a wait reports, how many bytes a pipe
  * read returns and where a signal arrives follow from the schedule alone.
  *
@@ -139,6 +140,7 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
 	 * exec would wake it beside the schedule */
 	e->vfork_child = t->sched_vfork;
 	t->sched_vfork = 0;
+	int was_running = e->state == S_RUNNING;
 	e->state = S_PARKED;
 	e->at_call = t->sched_call;
 	if (e->at_call) {
@@ -146,7 +148,13 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
 		memcpy(e->args, t->st.args, sizeof e->args);
 	}
 	t->sched_call = 0;
-	pick(s);
+	/* the task that held the turn keeps it until its call would wait: asking
+	 * the others at each of its stops would cost more than the stop */
+	if (was_running && !e->vfork_child &&
+	    (!e->at_call || trace_sv_call_ready(e->tid, e->nr, e->args)))
+		go(e);
+	else
+		pick(s);
 	return 1;
 }
 
