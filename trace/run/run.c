@@ -923,6 +923,9 @@ int trace_run_main(struct trace_run_opts *o)
 		if (d) {
 			json_object_set_new(d, "emulated",
 					    json_integer((json_int_t)trace_determ_emulated(ctx.det)));
+			/* waits the serial schedule did not model: each a run of a task
+			 * beside the schedule, where timing could show */
+			json_object_set_new(d, "unscheduled", json_integer((json_int_t)res.unscheduled));
 			json_object_set_new(result, "determinism", d);
 		}
 	}

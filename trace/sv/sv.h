@@ -113,6 +113,7 @@ struct trace_result {
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
 	uint64_t refused;             /* syscalls the boundary refused */
+	uint64_t unscheduled;         /* trace_sv_serial: waits outside the schedule (tasks let loose) */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
 	enum trace_priority priority; /* the tracer's scheduling (trace/sv/prio.c) */
@@ -170,6 +171,18 @@ void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
+/* From on_start: the guest tree runs one task at a time, switching at its stops
+ * by a rule of what it did, not of timing (trace/sv/sched.c). */
+void trace_sv_serial(struct trace_supervisor *sv);
+/* What the serial schedule reads of a task (trace/sv/ready.c): 1 unless the call
+ * nr (arguments a) of the stopped tid would wait for another task (a blocking
+ * descriptor with nothing to read, a wait with no reapable child, select/poll
+ * with nothing ready, pause/sigsuspend; a pending caught signal ends any);
+ * its state letter from /proc/TID/stat ('X' if gone); 1 when its parent is
+ * alive (neither a zombie nor gone). */
+int trace_sv_call_ready(pid_t tid, long nr, const uint64_t a[6]);
+char trace_sv_task_state(pid_t tid);
+int trace_sv_parent_alive(pid_t tid);
 /* From now on every syscall of the tree stops at its entry and exit (on_call). */
 void trace_sv_every_call(struct trace_supervisor *sv);
 int trace_sv_every_call_on(const struct trace_supervisor *sv);
