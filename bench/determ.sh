@@ -5,10 +5,13 @@
 # syscall); a shell step (date, ls, uuid, urandom) with and without it; and
 # sbx-trace adjudicate of two diverging traces of that step.
 # Prints medians of ROUNDS runs (wall seconds) and µs per emulated call.
-# Usage: bench/determ.sh [ROUNDS] [N]   (defaults 5, 20000; SBX_BUILD defaults to ./build)
+# Then make -j2 of a 12-module project, MK rounds interleaved (native, pinned,
+# sbx-run, --deterministic), and how many trace heads the deterministic runs wrote.
+# Usage: bench/determ.sh [ROUNDS] [N] [MK]   (defaults 5, 20000, 20; SBX_BUILD defaults to ./build)
 set -eu
 ROUNDS=${1:-5}
 N=${2:-20000}
+MK=${3:-20}
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${SBX_BUILD:=$here/build}"
 W=$(mktemp -d /tmp/sbx-bench-determ.XXXXXX)
@@ -62,3 +65,50 @@ echo "shell step (date, ls, uuid, urandom, cat), traced at level file:"
 echo "  sbx-run       ${s_run} s"
 echo "  deterministic ${s_det} s"
 echo "  adjudicate    ${adj} s  ($(wc -l <"$W/a.trace") trace lines)"
+
+# make -j2 of a generated 12-module project: native, native pinned to one CPU
+# (what one-at-a-time costs without any tracer), sbx-run, and sbx-run
+# --deterministic (the serial schedule); rounds interleaved, medians, ratios to
+# native, and whether every deterministic run wrote one trace head.
+P="$W/proj"
+mkdir "$P"
+i=1
+while [ $i -le 12 ]; do
+	printf 'int f%d(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * %d; return s; }\n' \
+		$i $i >"$P/m$i.c"
+	i=$((i + 1))
+done
+printf 'int main(void) { return 0; }\n' >"$P/main.c"
+printf 'OBJ = main.o m1.o m2.o m3.o m4.o m5.o m6.o m7.o m8.o m9.o m10.o m11.o m12.o\nprog: $(OBJ)\n\tcc -o $@ $(OBJ)\n%%.o: %%.c\n\tcc -O1 -c $< -o $@\n' >"$P/Makefile"
+sleep 1 # the sources lie in the lease's past
+LM=$(lease "$(command -v make)")
+: >"$W/mk.native"; : >"$W/mk.pinned"; : >"$W/mk.run"; : >"$W/mk.det"; : >"$W/mk.heads"
+# one timed build of a fresh copy of the project at one path; $1 the times file
+build() {
+	out=$1
+	shift
+	rm -rf "$W/src"
+	cp -a "$P" "$W/src"
+	/usr/bin/time -f %e -o "$W/t" "$@" >/dev/null 2>&1
+	cat "$W/t" >>"$out"
+}
+i=0
+while [ $i -lt "$MK" ]; do
+	build "$W/mk.native" make -C "$W/src" -j2
+	build "$W/mk.pinned" taskset -c 0 make -C "$W/src" -j2
+	build "$W/mk.run" "$B/sbx-run" --lease "$LM" --rw "$W/src:/src" -- make -C /src -j2
+	build "$W/mk.det" "$B/sbx-run" --lease "$LM" --deterministic --rw "$W/src:/src" \
+		--trace "$W/mk.trace" -- make -C /src -j2
+	tail -n 1 "$W/mk.trace" | jq -r .h >>"$W/mk.heads"
+	i=$((i + 1))
+done
+med() {
+	sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+mn=$(med "$W/mk.native")
+echo "make -j2, 12 modules ($MK rounds interleaved; $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs):"
+for m in native pinned run det; do
+	v=$(med "$W/mk.$m")
+	awk -v m="$m" -v v="$v" -v n="$mn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
+done
+echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $MK runs"

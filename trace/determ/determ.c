@@ -20,8 +20,11 @@
  *   directories getdents64 entries sorted by name within each call
  *   /ns times   stat/lstat/fstat/newfstatat/statx of objects under /ns report
  *               every timestamp as the epoch
- *   threads     clone(CLONE_THREAD) refused with EAGAIN: scheduling is not
- *               controlled, so only single-threaded processes run
+ *   schedule    one process of the tree runs at a time, switched at its
+ *               stops by a rule of what it did (trace/sv/sched.c): the
+ *               trace's order, pids, wait results and pipe read sizes follow
+ *   threads     clone(CLONE_THREAD) refused with EAGAIN: a thread's stops
+ *               are not yet scheduled, so only single-threaded processes run
  * What cannot be controlled here is named in the trace header
  * ("determinism"."uncontrolled"), never silently allowed. */
 #include <errno.h>
@@ -85,7 +88,6 @@ struct trace_determ {
 
 static const char *const uncontrolled[] = {
 	"cpuid",                /* no CPUID faulting */
-	"concurrent processes", /* processes running at once interleave freely */
 	"timers",               /* alarm/setitimer/timer_* fire in real time */
 	"proc and sys files",   /* other than those served above */
 	"uname",                /* the host's kernel release and machine */
@@ -203,6 +205,14 @@ static void determ_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, 
 	free(c);
 }
 
+/* one task runs at a time, switched at its stops (trace/sv/sched.c) */
+static int determ_start(void *ctx, struct trace_supervisor *sv)
+{
+	(void)ctx;
+	trace_sv_serial(sv);
+	return 0;
+}
+
 static void determ_slot_free(void *ctx, void *slot)
 {
 	(void)ctx;
@@ -226,6 +236,7 @@ json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 	json_object_set_new(h, "rdtsc", json_string(d->tsc ? "controlled" : "uncontrolled"));
 	json_object_set_new(h, "refused", json_pack("[s,s,s]", "threads", "rseq", "PR_SET_TSC"));
 	json_object_set_new(h, "seed", json_string("lease"));
+	json_object_set_new(h, "schedule", json_string("serial"));
 	json_object_set_new(h, "epoch", json_integer((json_int_t)d->epoch));
 	json_object_set_new(h, "step_ns", json_integer(TRACE_DETERM_STEP_NS));
 	if (ns_dir) {
@@ -872,7 +883,7 @@ struct trace_layer trace_determ_layer(struct trace_determ *d)
 	if (!d)
 		return (struct trace_layer){ 0 };
 	return (struct trace_layer){
-		.ctx = d, .on_entry = determ_entry, .on_exit = determ_exit, .on_exec = determ_exec,
+		.ctx = d, .on_start = determ_start, .on_entry = determ_entry, .on_exit = determ_exit, .on_exec = determ_exec,
 		.on_spawn = determ_spawn, .on_proc_exit = determ_proc_exit, .on_fault = determ_fault,
 		.slot_free = determ_slot_free,
 	};

@@ -296,7 +296,13 @@ static int guest_exists(struct trace_rec *r, pid_t tid, const char *path, int no
 		if (r->rootfd < 0)
 			return -1;
 	}
-	fd = (int)syscall(SYS_openat2, r->rootfd, path, &how, sizeof how);
+	/* a ".." step fails with EAGAIN when any rename or mount on the host races
+	 * it (openat2(2)): tried again, or the answer would follow the host's load */
+	for (int i = 0; i < 1000; i++) {
+		fd = (int)syscall(SYS_openat2, r->rootfd, path, &how, sizeof how);
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
 	if (fd >= 0) {
 		close(fd);
 		return 1;

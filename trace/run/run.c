@@ -142,8 +142,13 @@ static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop, cons
 	if (c->sv)
 		trace_sv_unhurried(c->sv, 0);
 	/* the snapshot resumed the guest with PTRACE_CONT */
-	if (!at_stop && (!stop || rc < 0) && c->sv)
-		trace_sv_every_call_rearm(c->sv, guest);
+	if ((!stop || rc < 0) && c->sv) {
+		pid_t tids[1024];
+		size_t n = trace_sv_pids(c->sv, tids, 1024);
+		for (size_t i = 0; i < n; i++)
+			if (tids[i] != guest || !at_stop)
+				trace_sv_every_call_rearm(c->sv, tids[i]);
+	}
 	return rc;
 }
 
@@ -312,6 +317,8 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 		trace_sv_kill_now(sv, "restore failed");
 		return -1;
 	}
+	/* the snapshot's other threads, made by the restore, run from now on */
+	trace_sv_adopt_threads(sv, pid);
 	if (c->meter) /* the lease is Active now: its usage may be observed */
 		trace_metering_hold(c->meter, 0);
 	return 0;
@@ -916,6 +923,9 @@ int trace_run_main(struct trace_run_opts *o)
 		if (d) {
 			json_object_set_new(d, "emulated",
 					    json_integer((json_int_t)trace_determ_emulated(ctx.det)));
+			/* waits the serial schedule did not model: each a run of a task
+			 * beside the schedule, where timing could show */
+			json_object_set_new(d, "unscheduled", json_integer((json_int_t)res.unscheduled));
 			json_object_set_new(result, "determinism", d);
 		}
 	}

@@ -2,6 +2,7 @@
  * of this thread (another thread's run, or the host's children, are not ours), one place
  * where a thread's state is created (tstate_get) and one where it is freed
  * (tstate_free), separate entry and exit handlers. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -479,6 +480,29 @@ void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid)
 		ptrace(PTRACE_INTERRUPT, tid, 0, 0); /* ESRCH: its exit comes through the loop */
 }
 
+void trace_sv_adopt_threads(struct trace_supervisor *sv, pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	struct tstate *lead = trace_sv_find(sv, pid);
+	while (d && (de = readdir(d))) {
+		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (tid <= 0 || tid == pid || trace_sv_find(sv, tid))
+			continue;
+		struct tstate *c = tstate_get(sv, tid);
+		c->announced = 1;
+		c->tgid = pid;
+		c->ppid = lead ? lead->ppid : 0;
+		layers_spawn(sv, pid, tid, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+			     CLONE_THREAD | CLONE_SYSVSEM);
+		trace_sv_resume(sv, tid, PTRACE_CONT, 0);
+	}
+	if (d)
+		closedir(d);
+}
+
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)
 {
 	return sv->res->maxrss;
@@ -524,6 +548,9 @@ void trace_sv_resume(struct trace_supervisor *sv, pid_t tid, int req, int sig)
 	if (req == PTRACE_CONT && sv->ntracers && (t = trace_sv_find(sv, tid)) &&
 	    trace_nest_syscalls(t))
 		req = PTRACE_SYSCALL;
+	if (sv->sched && tid != sv->init && (t = trace_sv_find(sv, tid)) &&
+	    trace_sched_resume(sv->sched, t, req, sig))
+		return;
 	/* ESRCH: the tracee was killed meanwhile; its exit arrives through waitpid */
 	ptrace(req, tid, NULL, (void *)(long)sig);
 }
@@ -538,7 +565,11 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 			next = t->next;
 			if (t->dead && now - t->held_us >= TICK_MS * 1000)
 				forget_dead(sv, t, 0);
-			else if (t->held && now - t->held_us >= TICK_MS * 1000) {
+			else if (t->held && now - t->held_us >= TICK_MS * 1000 &&
+				 !(sv->sched && trace_sv_parent_alive(t->tid))) {
+				/* under the serial schedule a held child waits for its
+				 * creator however loaded the host: released by a clock,
+				 * it would take a place in the schedule by timing */
 				t->held = 0;
 				t->announced = 1;
 				sv->nheld--;
@@ -809,6 +840,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	}
 	trace_sock_close(&conn);
 	t->want_exit = st->want_exit && sv->has_exit;
+	t->sched_call = st->action == TRACE_ALLOWED && st->arch_ok && nested != 0;
 	trace_sv_resume(sv, t->tid, t->want_exit || t->sgid ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 }
 
@@ -900,6 +932,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		if (!t->ppid)
 			proc_ids(t);
 		t->tgid = t->tid;
+		if (sv->sched)
+			trace_sched_exec(sv->sched, t->tid);
 		if (sv->l) {
 			char link[64], exe[PATH_MAX];
 			snprintf(link, sizeof link, "/proc/%d/exe", (int)t->tid);
@@ -942,6 +976,10 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		}
 		if (t->tid == sv->init)
 			note_guest(sv, child);
+		if (sv->sched && !gone)
+			trace_sched_spawn(sv->sched, child);
+		if (event == PTRACE_EVENT_VFORK)
+			t->sched_vfork = child;
 		if (t->tid != sv->init)
 			layers_spawn(sv, ptgid, child, flags);
 		if (gone && gone->dead) {
@@ -996,6 +1034,8 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 {
 	note_guest(sv, tid);
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (sv->sched) /* reaped: its parent may wait for it now */
+			trace_sched_gone(sv->sched, tid);
 		/* the reaped task's peak resident set (do_exit folded it into ru_maxrss):
 		 * cheaper than reading /proc/TID/status at every exit stop */
 		if ((uint64_t)ru->ru_maxrss * 1024 > sv->res->maxrss)
@@ -1053,7 +1093,7 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		}
 		if (t->nest && trace_nest_task_stop(sv, t, 0, sig))
 			return; /* its guest tracer decides whether it is delivered */
-		if (tid == sv->guest)
+		if (tid == sv->guest || (sv->guest && tgid_of(t) == sv->guest))
 			layers_signal(sv, tid, sig);
 		trace_sv_resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}
@@ -1154,6 +1194,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 
 	for (;;) {
 		if ((sv.stopping || sv.setup_failed) && !killed) {
+			trace_sched_off(&sv);
 			kill_all(&sv);
 			killed = 1;
 		}
@@ -1165,6 +1206,8 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 				trace_sv_stop(&sv, NULL);
 			if (sv.nheld || sv.ndead)
 				release_orphans(&sv, now);
+			if (sv.sched)
+				trace_sched_tick(sv.sched, now, TICK_MS * 1000);
 			/* counted from the tick's end, and the fds and waits come next: a
 			 * tick longer than the period cannot starve the loop */
 			next_tick = common_mono_us() + sv.tick_us;
@@ -1213,6 +1256,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			break;
 	}
 	waker_stop(&wk);
+	trace_sched_off(&sv);
 	if (errfd >= 0) {
 		while (errfd >= 0)
 			read_setup_pipe(&sv, &errfd);

@@ -88,8 +88,9 @@ struct trace_layer {
 	/* an fd registered with trace_sv_watch() is readable (a layer ignores fds not
 	 * its own); <0 stops the guest */
 	int (*on_fd)(void *ctx, struct trace_supervisor *sv, int fd);
-	/* the guest's main thread is in a signal-delivery stop for sig, which is
-	 * passed on afterwards (the hook may inject syscalls; it must not resume it) */
+	/* a thread of the guest's process (its main thread or another) is in a
+	 * signal-delivery stop for sig, which is passed on afterwards (the hook
+	 * may inject syscalls; it must not resume it) */
 	void (*on_signal)(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig);
 	/* any thread's signal-delivery stop, before on_signal: 1 when the hook handled
 	 * the signal (it is then not delivered), 0 to deliver it */
@@ -112,6 +113,7 @@ struct trace_result {
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
 	uint64_t refused;             /* syscalls the boundary refused */
+	uint64_t unscheduled;         /* trace_sv_serial: waits outside the schedule (tasks let loose) */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
 	enum trace_priority priority; /* the tracer's scheduling (trace/sv/prio.c) */
@@ -169,12 +171,27 @@ void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
+/* From on_start: the guest tree runs one task at a time, switching at its stops
+ * by a rule of what it did, not of timing (trace/sv/sched.c). */
+void trace_sv_serial(struct trace_supervisor *sv);
+/* What the serial schedule reads of a task (trace/sv/ready.c): 1 unless the call
+ * nr (arguments a) of the stopped tid would wait for another task (a blocking
+ * descriptor with nothing to read, a wait with no reapable child, select/poll
+ * with nothing ready, pause/sigsuspend; a pending caught signal ends any);
+ * its state letter from /proc/TID/stat ('X' if gone); 1 when its parent is
+ * alive (neither a zombie nor gone). */
+int trace_sv_call_ready(pid_t tid, long nr, const uint64_t a[6]);
+char trace_sv_task_state(pid_t tid);
+int trace_sv_parent_alive(pid_t tid);
 /* From now on every syscall of the tree stops at its entry and exit (on_call). */
 void trace_sv_every_call(struct trace_supervisor *sv);
 int trace_sv_every_call_on(const struct trace_supervisor *sv);
 /* A task resumed outside the loop (by a snapshot) stops once more, so the loop
  * resumes it in every-call mode. */
 void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
+/* Threads of pid made outside the loop (a restore's injected clones), each in
+ * a ptrace stop the loop never saw: known from now on and resumed. */
+void trace_sv_adopt_threads(struct trace_supervisor *sv, pid_t pid);
 /* Long host-side work in a hook (a snapshot) runs at the invoker's priority: on, then
  * off once done. */
 void trace_sv_unhurried(struct trace_supervisor *sv, int on);
