@@ -1,13 +1,11 @@
-/* sbx-run's orchestration: options, the lease checks and transitions, the control
- * socket, the features' hooks and the result record (SPEC §6.5, §6.6). */
+/* sbx-run's run as its steps (trace_run_main): plan, set up, compose the
+ * features' layers, supervise, close; the lease's checks and transitions, the
+ * control socket, the run's own hooks and the result record (SPEC §6.5, §6.6). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
