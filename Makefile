@@ -19,7 +19,7 @@ DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev 
             default-jdk-headless etcd-server etcd-client libcurl4-openssl-dev
 BENCH_PKGS := proot bubblewrap criu hyperfine libpython3.11-testsuite runsc
 
-LIB_DIRS := libcommon codec lease trace trace/sys trace/tracee trace/box trace/sv trace/meter \
+LIB_DIRS := libcommon codec lease lease/backend lease/file lease/etcd lease/front trace trace/sys trace/tracee trace/box trace/sv trace/meter \
             trace/inspect trace/determ trace/record trace/run trace/call snap
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(patsubst %.c,$(O)/obj/%.o,$(LIB_SRC))

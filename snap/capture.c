@@ -21,22 +21,6 @@
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
 
-static int count_threads(pid_t pid, struct common_err *e)
-{
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
-	DIR *d = opendir(p);
-	if (!d)
-		return common_errno(e, errno, "open %s", p);
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
 int snap_map_kind(const struct trace_map *m)
 {
 	if (!strcmp(m->path, "[vvar]") || !strcmp(m->path, "[vvar_vclock]") ||
@@ -56,7 +40,7 @@ int snap_map_kind(const struct trace_map *m)
 /* Registers in canonical form: never inside a syscall (orig_rax = -1); a
  * syscall caught at entry or interrupted for a restart runs again from its
  * instruction. */
-static int canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *e)
+int snap_canon_regs(pid_t pid, struct user_regs_struct *r, struct common_err *e)
 {
 	int rc = trace_regs_get(pid, r);
 	if (rc < 0)
@@ -237,6 +221,27 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 	st->regions[st->nregions++] = r;
 }
 
+/* A shared mapping that may be made writable (VmFlags "mw": its file is open for
+ * writing), such as one the storage meter holds read-only until a page is charged. */
+static int shared_may_write(pid_t pid, uint64_t start, struct common_err *e)
+{
+	char p[64], *buf, *at, head[32];
+	size_t len;
+	snprintf(p, sizeof p, "/proc/%d/smaps", (int)pid);
+	if (common_read_file(p, (size_t)64 << 20, &buf, &len, e) < 0)
+		return -1;
+	snprintf(head, sizeof head, "\n%" PRIx64 "-", start);
+	int mw = 1; /* not found: refused, never guessed */
+	if ((at = strstr(buf, head)) || (!strncmp(buf, head + 1, strlen(head + 1)) && (at = buf))) {
+		char *flags = strstr(at, "\nVmFlags:"), *eol = flags ? strchr(flags + 1, '\n') : NULL;
+		if (eol)
+			*eol = 0;
+		mw = !flags || strstr(flags, " mw") != NULL;
+	}
+	free(buf);
+	return mw;
+}
+
 /* What a snapshot cannot hold, refused while the guest is untouched: a shared
  * mapping that can be written (or that no file names), a deleted file. A shared
  * read-only file mapping is held by content and mapped shared again. */
@@ -254,10 +259,11 @@ static int refuse_mappings(pid_t pid, struct common_err *e)
 		if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)"))
 			rc = common_errf(e, "capture", "mapping of deleted file %s is not supported",
 					 m[i].path);
-		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w'))
+		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w' ||
+						  shared_may_write(pid, m[i].start, e) != 0))
 			rc = common_errf(e, "capture", "shared %s mapping %#" PRIx64 "-%#" PRIx64
 					 " %s is not supported (only read-only shared file mappings are)",
-					 m[i].perms[1] == 'w' ? "writable" : "anonymous", m[i].start,
+					 kind != SNAP_REGION_FILE ? "anonymous" : "writable", m[i].start,
 					 m[i].end, m[i].path[0] ? m[i].path : "(anonymous)");
 	}
 	free(m);
@@ -314,7 +320,7 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 struct fill_ctx {
 	struct trace_tracee *t;
 	int pagemap;
-	uint64_t rseq;   /* the rseq area, or 0 */
+	const struct snap_state *st; /* its threads' rseq areas */
 };
 
 /* The words of the rseq area the kernel writes on its own (cpu_id_start,
@@ -376,7 +382,9 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 		i = j;
 	}
 	free(pm);
-	canon_rseq(c->rseq, r->start, dst, pages * SNAP_PAGE);
+	canon_rseq(c->st->rseq_len ? c->st->rseq_ptr : 0, r->start, dst, pages * SNAP_PAGE);
+	for (size_t k = 0; k < c->st->nthreads; k++)
+		canon_rseq(c->st->threads[k].rseq_ptr, r->start, dst, pages * SNAP_PAGE);
 	return 0;
 }
 
@@ -470,15 +478,22 @@ static int cmp_cell(const void *a, const void *b)
 
 /* Injected queries: brk(0), every signal action, the altstack. A scratch
  * spot in a writable mapping receives the answers and is put back after. */
+static const struct snap_region *scratch_region(const struct snap_state *st,
+						 struct common_err *e)
+{
+	for (size_t i = 0; i < st->nregions; i++)
+		if ((st->regions[i].prot & 2) && st->regions[i].kind != SNAP_REGION_VDSO)
+			return &st->regions[i];
+	common_errf(e, "capture", "no writable mapping for injected queries");
+	return NULL;
+}
+
 static int query_kernel_state(struct trace_tracee *t, struct snap_state *st,
 			      struct common_err *e)
 {
-	const struct snap_region *w = NULL;
-	for (size_t i = 0; i < st->nregions && !w; i++)
-		if ((st->regions[i].prot & 2) && st->regions[i].kind != SNAP_REGION_VDSO)
-			w = &st->regions[i];
+	const struct snap_region *w = scratch_region(st, e);
 	if (!w)
-		return common_errf(e, "capture", "no writable mapping for injected queries");
+		return -1;
 	uint8_t saved[64], buf[32];
 	if (trace_tracee_read(t, w->start, saved, sizeof saved, e) < 0)
 		return -1;
@@ -518,6 +533,22 @@ static int query_kernel_state(struct trace_tracee *t, struct snap_state *st,
 	return rc;
 }
 
+/* The snapshot is taken from the thread-group leader, whose tid is the pid. */
+static int leader_only(pid_t pid, struct common_err *e)
+{
+	struct trace_status s;
+	unsigned long long tgid = 0;
+	int rc = trace_status_read(pid, &s);
+	if (rc < 0)
+		return common_errno(e, -rc, "/proc/%d/status", (int)pid);
+	rc = trace_status_num(&s, "Tgid", 10, &tgid);
+	trace_status_free(&s);
+	if (rc < 0 || tgid != (unsigned long long)pid)
+		return common_errf(e, "capture", "thread %d is not its process's leader: a "
+				   "snapshot is taken from the leader", (int)pid);
+	return 0;
+}
+
 static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
 		       const char *dir, struct snap_manifest *m, struct common_err *e)
 {
@@ -525,27 +556,24 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	struct trace_tracee t = { .memfd = -1 };
 	struct user_regs_struct regs, entry;
 	struct cell_list cells = { 0 };
-	struct fill_ctx fc = { &t, -1, 0 };
+	struct fill_ctx fc = { &t, -1, &st };
 	int rc = -1, err, mask_set = 0, touched = 0;
 	memset(&st, 0, sizeof st);
 
-	int nthreads = count_threads(pid, e);
-	if (nthreads < 0)
+	if (leader_only(pid, e) < 0)
 		return -1;
-	if (nthreads != 1)
-		return common_errf(e, "capture", "guest has %d threads: only single-threaded "
-				   "guests can be snapshotted", nthreads);
 	if (refuse_mappings(pid, e) < 0)
 		return -1;
 	/* a refused snapshot leaves the guest exactly as it was: these go back */
 	if ((err = trace_regs_get(pid, &entry)) < 0)
 		return common_errno(e, -err, "capture registers of %d", (int)pid);
 	st.meta = o->meta;
+	st.version = o->version ? o->version : SNAP_VERSION;
 	st.meta.lease = common_xstrdup(o->meta.lease ? o->meta.lease : "");
 	st.meta.principal = common_xstrdup(o->meta.principal ? o->meta.principal : "");
 	st.meta.host_program = common_xstrdup(o->meta.host_program ? o->meta.host_program : "");
 	st.meta.ns_prefix = common_xstrdup(o->meta.ns_prefix ? o->meta.ns_prefix : "");
-	if (canon_regs(pid, &regs, e) < 0)
+	if (snap_canon_regs(pid, &regs, e) < 0)
 		goto out;
 	memcpy(st.regs, &regs, sizeof st.regs);
 
@@ -574,8 +602,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	touched = 1;
 	if (capture_pending(pid, &st, e) < 0)
 		goto out;
-	if (trace_rseq_get(pid, &st.rseq_ptr, &st.rseq_len, &st.rseq_sig) == 0 && st.rseq_len)
-		fc.rseq = st.rseq_ptr;
+	if (trace_rseq_get(pid, &st.rseq_ptr, &st.rseq_len, &st.rseq_sig) < 0 || !st.rseq_len)
+		st.rseq_ptr = st.rseq_len = st.rseq_sig = 0;
 	for (int i = 0; i < SNAP_NRLIMIT; i++) {
 		struct rlimit rl;
 		if ((err = trace_prlimit(pid, i, NULL, &rl)) < 0) {
@@ -602,6 +630,9 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		goto out;
 	st.brk = (uint64_t)brk;
 	if (capture_regions(pid, &st, e) < 0 || query_kernel_state(&t, &st, e) < 0)
+		goto out;
+	const struct snap_region *w = scratch_region(&st, e);
+	if (!w || snap_threads_capture(&t, w->start, &st, e) < 0)
 		goto out;
 	/* leave the tracee at the canonical boundary the snapshot describes */
 	mask_set = 0;

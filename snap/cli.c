@@ -269,6 +269,8 @@ static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 		json_object_set_new(j, "fds", fds);
 		json_object_set_new(j, "cells", json_integer((json_int_t)st.ncells));
 		json_object_set_new(j, "cwd", json_string(st.cwd));
+		json_object_set_new(j, "version", json_integer((json_int_t)st.version));
+		json_object_set_new(j, "threads", json_integer((json_int_t)st.nthreads + 1));
 		json_object_set_new(j, "rip", json_sprintf("%#llx", (unsigned long long)st.regs[16]));
 		/* the supervisor's state: its trace head and how many events led to it */
 		char th[COMMON_SHA256_HEX];

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
-#include "snap/snap.h"
+#include "snap/snap-internal.h"
 #include "trace/tracee/tracee.h"
 
 /* The directory a new snapshot hex goes into (malloc'd); hex is checked. */
@@ -69,15 +69,29 @@ static uint64_t jnum(const json_t *o, const char *k)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-static int has_children(pid_t pid)
+static int task_has_children(pid_t pid, pid_t tid)
 {
 	char p[64], *buf = NULL;
 	size_t len = 0;
-	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)pid, (int)tid);
 	if (common_read_file(p, 65536, &buf, &len, NULL) < 0)
 		return 0;
 	int kids = len > 0 && buf[0] != '\n';
 	free(buf);
+	return kids;
+}
+
+/* children of any of its threads */
+static int has_children(pid_t pid)
+{
+	pid_t *ids;
+	size_t n;
+	int kids = task_has_children(pid, pid);
+	if (!kids && snap_thread_ids(pid, &ids, &n, NULL) == 0) {
+		for (size_t i = 0; i < n && !kids; i++)
+			kids = task_has_children(pid, ids[i]);
+		free(ids);
+	}
 	return kids;
 }
 
@@ -100,6 +114,81 @@ static int snap_signal_fatal(pid_t pid, int sig)
 	trace_status_num(&s, "SigIgn", 16, &ign);
 	trace_status_free(&s);
 	return !((cgt | ign) >> (sig - 1) & 1);
+}
+
+/* Every thread of the guest but the leader (and held, a thread already in the
+ * loop's stop) stopped at a step boundary, before anything is read; threads
+ * started meanwhile are caught by the next pass. *ids lists the ones stopped
+ * here, for resume_threads. */
+static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct common_err *e)
+{
+	*ids = NULL;
+	*n = 0;
+	for (int pass = 0; pass < 16; pass++) {
+		pid_t *now;
+		size_t k, fresh = 0;
+		if (snap_thread_ids(guest, &now, &k, e) < 0)
+			return -1;
+		for (size_t i = 0; i < k; i++) {
+			size_t j = 0;
+			while (j < *n && (*ids)[j] != now[i])
+				j++;
+			if (j < *n || now[i] == held)
+				continue;
+			if (trace_tracee_interrupt(now[i], e) < 0) {
+				free(now);
+				return -1;
+			}
+			*ids = common_xrealloc(*ids, (*n + 1) * sizeof **ids);
+			(*ids)[(*n)++] = now[i];
+			fresh++;
+		}
+		free(now);
+		if (!fresh)
+			return 0;
+	}
+	return common_errf(e, "snapshot", "the guest keeps starting threads");
+}
+
+static void resume_threads(const pid_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ptrace(PTRACE_CONT, ids[i], 0, 0); /* ESRCH: it exited meanwhile */
+}
+
+/* The thread-group leader of tid (tid itself when unknown). */
+static pid_t leader_of(pid_t tid)
+{
+	struct trace_status s;
+	unsigned long long v = 0;
+	if (trace_status_read(tid, &s) < 0)
+		return tid;
+	int rc = trace_status_num(&s, "Tgid", 10, &v);
+	trace_status_free(&s);
+	return rc == 0 && v > 0 ? (pid_t)v : tid;
+}
+
+/* Every thread stopped at a step boundary, the leader's process captured into
+ * dir, and every thread resumed unless stop (at_stop: guest is a thread met at
+ * its signal stop, which stays there, the loop's). */
+static int capture_guest(pid_t guest, int stop, int at_stop, const struct snap_capture_opts *o,
+			 const char *dir, struct snap_manifest *man, struct common_err *e)
+{
+	pid_t leader = leader_of(guest), held = at_stop ? guest : 0, *threads;
+	size_t nthreads;
+	int interrupt = !at_stop || leader != guest;
+	if (interrupt && trace_tracee_interrupt(leader, e) < 0)
+		return -1;
+	int rc = stop_threads(leader, held, &threads, &nthreads, e);
+	/* streamed into chunks as it is read: no image-sized buffer */
+	if (rc == 0)
+		rc = snap_capture_store(leader, o, dir, man, e);
+	if (!stop || rc < 0)
+		resume_threads(threads, nthreads);
+	free(threads);
+	if (interrupt && (!stop || rc < 0))
+		ptrace(PTRACE_CONT, leader, 0, 0);
+	return rc;
 }
 
 struct admit_ctx {
@@ -160,7 +249,7 @@ static int snap_take(struct lease_store *s, const char *lease, const struct trac
 			    "Active", lease, common_jstr(l, "state", ""));
 		goto fail;
 	}
-	if (has_children(guest)) {
+	if (has_children(leader_of(guest))) {
 		common_errf(&e, "snapshot", "the guest has child processes: only a single process "
 			    "can be snapshotted");
 		goto fail;
@@ -186,13 +275,7 @@ static int snap_take(struct lease_store *s, const char *lease, const struct trac
 	if (rc < 0)
 		goto fail;
 	common_rm_rf(tmp, NULL);
-	if (!at_stop && trace_tracee_interrupt(guest, &e) < 0)
-		goto fail;
-	/* streamed into chunks as it is read: no image-sized buffer */
-	rc = snap_capture_store(guest, &o, tmp, &man, &e);
-	if (!at_stop && (!stop || rc < 0))
-		ptrace(PTRACE_CONT, guest, 0, 0);
-	if (rc < 0)
+	if (capture_guest(guest, stop, at_stop, &o, tmp, &man, &e) < 0)
 		goto fail;
 
 	uint64_t persist = adm.persist;

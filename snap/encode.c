@@ -356,12 +356,23 @@ static int put_region_runs(struct snap_out *o, const struct snap_region *r, cons
 	return 0;
 }
 
+void snap_put_xstate(struct codec_buf *b, uint64_t features, const uint8_t *xstate)
+{
+	codec_put_raw(b, xstate, SNAP_XLEGACY);
+	for (int i = 2; i < SNAP_XCOMP; i++)
+		if (features & (1ull << i)) {
+			codec_put_u32(b, snap_xcomp_len(i));
+			codec_put_raw(b, xstate + snap_xcomp_off(i), snap_xcomp_len(i));
+		}
+}
+
 static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 		       struct snap_out *o, struct common_err *e)
 {
 	struct codec_buf *b = &o->b;
 	put_str(b, SNAP_DOMAIN);
-	codec_put_u32(b, SNAP_VERSION);
+	uint32_t ver = st->version ? st->version : SNAP_VERSION;
+	codec_put_u32(b, ver);
 	put_str(b, st->meta.lease);
 	put_str(b, st->meta.principal);
 	put_str(b, st->meta.host_program);
@@ -374,12 +385,7 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	codec_put_u64(b, st->xfeatures);
 	for (int i = 0; i < SNAP_NREGS; i++)
 		codec_put_u64(b, st->regs[i]);
-	codec_put_raw(b, st->xstate, SNAP_XLEGACY);
-	for (int i = 2; i < SNAP_XCOMP; i++)
-		if (st->xfeatures & (1ull << i)) {
-			codec_put_u32(b, snap_xcomp_len(i));
-			codec_put_raw(b, st->xstate + snap_xcomp_off(i), snap_xcomp_len(i));
-		}
+	snap_put_xstate(b, st->xfeatures, st->xstate);
 	codec_put_u64(b, st->sigmask);
 	for (int i = 0; i < SNAP_NSIG; i++) {
 		codec_put_u64(b, st->sigact[i].handler);
@@ -399,6 +405,8 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	codec_put_u64(b, st->rseq_ptr);
 	codec_put_u32(b, st->rseq_len);
 	codec_put_u32(b, st->rseq_sig);
+	if (ver >= 3)
+		snap_threads_put(b, st);
 	codec_put_u64(b, st->start_brk);
 	codec_put_u64(b, st->brk);
 	codec_put_u32(b, st->umask);
@@ -644,21 +652,23 @@ static int get_fixed(struct codec_rd *r, uint8_t *dst, size_t n)
 
 /* the legacy area, then each used component: its architectural size, and not
  * all zero (an unused component is left out, never written as its init value) */
-static int get_xstate(struct codec_rd *r, struct snap_state *st)
+int snap_get_xstate(struct codec_rd *r, uint64_t features, uint8_t *xstate)
 {
-	if (get_fixed(r, st->xstate, SNAP_XLEGACY) < 0)
+	if ((features & 3) != 3 || features & ~SNAP_XKNOWN)
+		return codec_rd_fail(r, "unknown XSAVE features");
+	if (get_fixed(r, xstate, SNAP_XLEGACY) < 0)
 		return -1;
-	if (st->xstate[5])
+	if (xstate[5])
 		return codec_rd_fail(r, "XSAVE legacy reserved byte set");
 	for (int i = 2; i < SNAP_XCOMP; i++) {
 		uint32_t len, nz = 0;
-		if (!(st->xfeatures & (1ull << i)))
+		if (!(features & (1ull << i)))
 			continue;
 		if (codec_get_u32(r, &len) < 0)
 			return -1;
 		if (len != snap_xcomp_len(i))
 			return codec_rd_fail(r, "XSAVE component size");
-		uint8_t *dst = st->xstate + snap_xcomp_off(i);
+		uint8_t *dst = xstate + snap_xcomp_off(i);
 		if (get_fixed(r, dst, len) < 0)
 			return -1;
 		for (uint32_t k = 0; k < len; k++)
@@ -746,10 +756,11 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 	free(dom);
 	if (codec_get_u32(&r, &ver) < 0)
 		goto bad;
-	if (ver != SNAP_VERSION) {
+	if (ver != 2 && ver != SNAP_VERSION) {
 		codec_rd_fail(&r, "unsupported snapshot version");
 		goto bad;
 	}
+	st->version = ver;
 	if (get_str(&r, &st->meta.lease) < 0 || get_str(&r, &st->meta.principal) < 0 ||
 	    get_str(&r, &st->meta.host_program) < 0 || get_str(&r, &st->meta.ns_prefix) < 0 ||
 	    get_fixed(&r, st->meta.image, 32) < 0 || codec_get_u64(&r, &st->meta.step) < 0 ||
@@ -768,7 +779,8 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 		if (codec_get_u64(&r, &st->regs[i]) < 0)
 			goto bad;
 	st->xstate = common_xcalloc(1, SNAP_XCANON_SIZE);
-	if (get_xstate(&r, st) < 0 || codec_get_u64(&r, &st->sigmask) < 0)
+	if (snap_get_xstate(&r, st->xfeatures, st->xstate) < 0 ||
+	    codec_get_u64(&r, &st->sigmask) < 0)
 		goto bad;
 	for (int i = 0; i < SNAP_NSIG; i++)
 		if (codec_get_u64(&r, &st->sigact[i].handler) < 0 ||
@@ -805,6 +817,8 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 		codec_rd_fail(&r, "rseq registration out of range");
 		goto bad;
 	}
+	if (ver >= 3 && snap_threads_get(&r, st) < 0)
+		goto bad;
 	if (codec_get_u64(&r, &st->start_brk) < 0 ||
 	    codec_get_u64(&r, &st->brk) < 0 || codec_get_u32(&r, &st->umask) < 0 ||
 	    get_str(&r, &st->cwd) < 0)
@@ -889,6 +903,11 @@ void snap_state_free(struct snap_state *st)
 	free(st->meta.ns_prefix);
 	free(st->xstate);
 	free(st->pending);
+	for (size_t i = 0; i < st->nthreads; i++) {
+		free(st->threads[i].xstate);
+		free(st->threads[i].pending);
+	}
+	free(st->threads);
 	free(st->cwd);
 	for (size_t i = 0; i < st->nfds; i++)
 		free(st->fds[i].path);

@@ -454,8 +454,8 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 	    must(&s, "rseq registration", SYS_rseq, st->rseq_ptr, st->rseq_len, 0, st->rseq_sig,
 		 0, 0, NULL) < 0)
 		goto out;
-	if (restore_fds(&s) < 0 ||
-	    restore_signals(&s) < 0)
+	if (restore_fds(&s) < 0 || restore_signals(&s) < 0 ||
+	    snap_threads_restore(&s.t, s.scratch, st, &xl, e) < 0)
 		goto out;
 	if (put_path(&s, st->cwd) < 0 ||
 	    must(&s, "chdir", SYS_chdir, s.scratch, 0, 0, 0, 0, 0, NULL) < 0 ||
@@ -538,7 +538,7 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 	if (snap_restore(pid, &bounded, e) < 0)
 		return -1;
 	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir, .rlim_mask = mask,
-				       .rlim = st->rlim };
+				       .rlim = st->rlim, .version = st->version };
 	struct snap_manifest m;
 	/* the digest alone, streamed: no image-sized buffer */
 	if (snap_capture_digest(pid, &o, &m, e) < 0) {

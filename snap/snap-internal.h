@@ -50,6 +50,30 @@ uint32_t snap_xcomp_off(int i);
 const char *snap_xcomp_name(int i);
 
 
+struct codec_buf;
+struct codec_rd;
+/* An XSAVE area in the canonical encoding (legacy area, used components). */
+void snap_put_xstate(struct codec_buf *b, uint64_t features, const uint8_t *xstate);
+int snap_get_xstate(struct codec_rd *r, uint64_t features, uint8_t *xstate);
+/* Version 3's thread section (threads.c), from the leader's tid on. */
+void snap_threads_put(struct codec_buf *b, const struct snap_state *st);
+int snap_threads_get(struct codec_rd *r, struct snap_state *st);
+
+/* Registers of a stopped thread in canonical form (capture.c). */
+int snap_canon_regs(pid_t tid, struct user_regs_struct *r, struct common_err *e);
+/* Every thread of pid but pid, ascending (malloc'd). */
+int snap_thread_ids(pid_t pid, pid_t **out, size_t *n, struct common_err *e);
+/* Capture: the leader's clear_child_tid and robust list, then every other
+ * thread's state, each by injection through t (the leader's, at insn) with
+ * scratch (64 bytes, saved and put back). Threads are left as they were. */
+int snap_threads_capture(struct trace_tracee *t, uint64_t scratch, struct snap_state *st,
+			 struct common_err *e);
+/* Restore: the leader's registrations, then each thread created by an
+ * injected clone from the leader (t) and set to its state; scratch is a page
+ * of the leader's. New threads are left in a ptrace stop. */
+int snap_threads_restore(struct trace_tracee *t, uint64_t scratch, const struct snap_state *st,
+			 const struct snap_xlayout *xl, struct common_err *e);
+
 /* The signal mask while syscalls are injected: everything blocked but SIGTRAP
  * (the kernel resets the action of a blocked SIGTRAP it forces). */
 #define SNAP_INJECT_MASK (~0ull & ~(1ull << 4))

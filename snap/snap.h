@@ -1,5 +1,5 @@
-/* snap: checkpoint and restore of a stopped single-threaded tracee, the canonical
- * snapshot encoding and its chunked persistence (SPEC §8). */
+/* snap: checkpoint and restore of a stopped tracee process with all its threads,
+ * the canonical snapshot encoding and its chunked persistence (SPEC §8). */
 #ifndef SBX_SNAP_H
 #define SBX_SNAP_H
 
@@ -10,7 +10,8 @@
 #include "trace/trace.h"
 
 #define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
-#define SNAP_VERSION 2u
+#define SNAP_VERSION 3u          /* 2 still decodes and restores: no thread list */
+#define SNAP_THREADS_MAX 1024u   /* decoder bound: threads besides the leader */
 #define SNAP_CHUNK_MAX 65536u
 #define SNAP_MANIFEST_LEN 44u
 #define SNAP_NSIG 64
@@ -43,6 +44,13 @@
  *   rseq registration {u64 area, u32 length, u32 signature} (zeros: none; the
  *         kernel-written cpu/node/cid words of the area are encoded as
  *         0, 0xffffffff, 0, 0),
+ *   version 3 only: u32 leader tid, u64 clear_child_tid, u64 robust list head,
+ *         u64 robust list length, u32 nthreads, thread[] sorted by tid (every
+ *         other thread of the process, tids distinct from the leader's) =
+ *         {u32 tid, u64 clear_child_tid, u64 robust head, u64 robust length,
+ *          u64 xfeatures, u64 regs[27], xstate as above, u64 sigmask,
+ *          altstack {u64 sp, u32 flags, u64 size}, u32 npending, pending[]
+ *          (thread-directed only, shared = 0), rseq {u64, u32, u32}},
  *   u64 start_brk, u64 brk, u32 umask,
  *   str cwd, rlimit[16] = {u64 cur, max},
  *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
@@ -93,6 +101,24 @@ struct snap_sigact { uint64_t handler, flags, restorer, mask; };
 #define SNAP_PENDING_MAX 4096
 struct snap_sigpend { uint32_t sig, shared; uint8_t info[128]; };
 
+/* A thread besides the leader: its own CPU state, mask, queued signals and
+ * kernel registrations; everything else it shares with the leader. */
+struct snap_thread {
+	uint32_t tid;
+	uint64_t ctid;             /* clear_child_tid (set_tid_address), 0: none */
+	uint64_t robust, robust_len; /* set_robust_list */
+	uint64_t xfeatures;
+	uint64_t regs[SNAP_NREGS];
+	uint8_t *xstate;           /* SNAP_XCANON_SIZE bytes */
+	uint64_t sigmask;
+	uint64_t ss_sp, ss_size;
+	uint32_t ss_flags;
+	struct snap_sigpend *pending;
+	size_t npending;
+	uint64_t rseq_ptr;
+	uint32_t rseq_len, rseq_sig;
+};
+
 struct snap_meta {
 	char *lease, *principal, *host_program, *ns_prefix;
 	uint8_t image[32];
@@ -116,6 +142,11 @@ struct snap_state {
 	size_t npending;
 	uint64_t rseq_ptr;            /* rseq registration, re-registered on restore */
 	uint32_t rseq_len, rseq_sig;
+	uint32_t version;             /* 2 or 3: what the bytes were (encode writes it) */
+	uint32_t tid;                 /* v3: the leader's tid, clear_child_tid, robust list */
+	uint64_t ctid, robust, robust_len;
+	struct snap_thread *threads;  /* v3: the other threads, by tid */
+	size_t nthreads;
 	uint64_t start_brk, brk;
 	uint32_t umask;
 	char *cwd;
@@ -155,9 +186,12 @@ struct snap_capture_opts {
 	 * restore's re-check, where the target's bounds replace the snapshot's */
 	uint32_t rlim_mask;
 	const uint64_t (*rlim)[2];
+	/* the encoding to write: 0 for SNAP_VERSION; 2 for restore's re-check of
+	 * a version 2 image (a process with threads is then refused) */
+	uint32_t version;
 };
-/* Capture the tracee pid, which must be in a ptrace stop and alone in its
- * thread group. Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
+/* Capture the tracee pid (a thread-group leader) and every other thread of
+ * its process, each in a ptrace stop (snap_threads_interrupt). Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
  * `syscall` instruction already in its text; guest memory is left unchanged.
  * Afterwards the tracee is in a SIGTRAP signal-delivery stop with its registers
  * in canonical form: when it was stopped at a syscall entry, it now stands just
@@ -179,10 +213,13 @@ int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct sna
 
 /* Rebuild pid, a fresh exec of the same image (ADDR_NO_RANDOMIZE, same rlimits)
  * stopped by ptrace before its first instruction, into st: address space by
- * injected syscalls, memory, brk, signal actions, altstack, files, cwd, umask,
- * rlimits, sigmask, XSAVE and registers. Namespace cells must already be in
- * place (snap_cells_write). Afterwards pid is in a ptrace stop; resume it
- * with signal 0. */
+ * injected syscalls, memory, brk, signal actions, altstack, files, the other
+ * threads (injected clones, each with the tid it had: tids the process had let
+ * go of are used up by threads that exit at once), cwd, umask, rlimits,
+ * sigmask, XSAVE and registers. Namespace cells must already be in place
+ * (snap_cells_write). Afterwards pid and its new threads are in ptrace stops
+ * nobody has waited for (the supervisor adopts them: trace_sv_adopt_threads);
+ * resume them with signal 0. */
 int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e);
 /* snap_restore, then capture pid again and require the same digest. The
  * rlimits sbx-run derives from the target lease (RLIMIT_AS, RLIMIT_NOFILE,

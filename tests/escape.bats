@@ -211,11 +211,14 @@ os.write(w, ("%s accepted %d refused %d\n" % (fam, got, refused)).encode())'
 	chmod 0777 "$UDIR"
 	for as in "" "$SBX_AS_NOBODY"; do
 		for fam in tcp unix; do
+			rm -f "$UDIR/t.jsonl"
 			run $as env SBX_STORE="$UDIR/store${as:+-nobody}" PATH="$PATH" sbx-run --ephemeral \
-				--result "$UDIR/r.json" -- /usr/bin/python3 -c "$ACCEPT_PY" "$fam"
+				--trace "$UDIR/t.jsonl" -- /usr/bin/python3 -c "$ACCEPT_PY" "$fam"
 			assert_success
 			assert_output "$fam accepted 100 refused 0"
-			[ "$(jq -r .supervisor.refused "$UDIR/r.json")" = 0 ]
+			# no connect refused (glibc's clone3 at each thread start is, and is counted)
+			[ "$(jq -s '[.[] | select(.name == "connect" and .action == "denied")] | length' \
+				"$UDIR/t.jsonl")" = 0 ]
 		done
 		# the listener's peer is the guest's own uid and gid
 		run $as env SBX_STORE="$UDIR/store${as:+-nobody}" PATH="$PATH" sbx-run --ephemeral \
@@ -626,8 +629,9 @@ pgrp_run() {
 	assert_equal "$status" 124
 	assert_line "forkrace: 4000 rounds"
 	[ "$(jq -r .closed r.json)" = output_bytes ]
+	# signal 0 sends nothing (the cgroup sweep probes other runs' pids with it)
 	run grep -E '^(kill|tkill|tgkill)\(' s.log
-	assert_failure
+	refute_output --partial ', SIG'
 	grep -q '^pidfd_send_signal(' s.log
 }
 
@@ -820,16 +824,43 @@ setid_run() {
 		assert_line "contained: chmod 4755 (Operation not permitted)"
 		assert_line "contained: open O_CREAT 4755 (Operation not permitted)"
 		assert_line "contained: openat2 O_CREAT 4755 (Function not implemented)"
+		assert_line "contained: chmod 4755 of a directory (Operation not permitted)"
+		assert_line "directory g+s: ok"
 		assert_line "RESULT: contained"
 		refute_output --partial ESCAPED
-		[ -z "$(find w -perm /6000)" ]
+		[ -z "$(find w ! -type d -perm /6000)" ]
+		[ -z "$(find w -perm /4000)" ]
+		[ "$(stat -c %a w/shared)" = 2775 ]
 		# the same calls stopped by a trace go through the same verdict
+		rm -rf w/*
 		run $as env SBX_STORE="$UDIR/store" sbx-run --ephemeral --rw "$UDIR/w:/w" \
 			--trace t.jsonl --trace-level all -- "$GUESTS/escape_setid" /w
 		assert_success
+		assert_line "directory g+s: ok"
 		assert_line "RESULT: contained"
-		[ -z "$(find w -perm /6000)" ]
+		[ -z "$(find w ! -type d -perm /6000)" ]
 		cd "$BATS_TEST_TMPDIR"
+		rm -rf "$UDIR"
+	done
+}
+
+@test "a directory keeps a shared group: chmod g+s and git init --shared in a --rw bind, root or unprivileged" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	command -v git >/dev/null || skip "no git"
+	for as in "" "$SBX_AS_NOBODY"; do
+		UDIR=$(mktemp -d /tmp/sbx-sgid.XXXXXX)
+		chmod 0777 "$UDIR"
+		mkdir "$UDIR/w" && chmod 0777 "$UDIR/w"
+		run $as env SBX_STORE="$UDIR/store" PATH="$PATH" sbx-run --ephemeral --rw "$UDIR/w:/w" \
+			--env HOME=/tmp -- /bin/sh -c \
+			'cd /w && mkdir d && chmod g+s d && stat -c %A d && touch f && chmod g+s f; git init -q --shared=group repo && echo git: ok'
+		assert_success
+		assert_line drwxr-sr-x
+		assert_line --partial "chmod: changing permissions of 'f': Operation not permitted"
+		assert_line "git: ok"
+		[ "$(stat -c %a "$UDIR/w/f")" = 644 ]
+		[ -n "$(find "$UDIR/w/repo/.git" -maxdepth 0 -perm -2000)" ]
+		[ -z "$(find "$UDIR/w" ! -type d -perm /6000)" ]
 		rm -rf "$UDIR"
 	done
 }

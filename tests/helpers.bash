@@ -43,8 +43,8 @@ case "$GUESTS" in
 esac
 
 # Tools run as nobody (the unprivileged tests). Nobody cannot make a memory cgroup
-# here, and a run without one must be asked for (sbx-run --memory-sampled); the
-# test of that refusal runs without it.
+# here, and a run without one is held by samples with a warning that
+# SBX_MEMORY_SAMPLED=1 quiets; the test of that warning runs without it.
 # (An unprivileged make check is nobody already.)
 # Nobody's principal keys (sbx-lease(1), PRINCIPALS) live in a directory of its
 # own, never the invoker's configuration.

@@ -14,12 +14,12 @@ obj() { # obj DIR NAME C-SOURCE
 }
 
 @test "a lower layer calling a higher one is named and fails the check" {
-	obj lease store 'int lease_open(void) { return 1; }'
+	obj lease/front store 'int lease_open(void) { return 1; }'
 	obj libcommon err 'int lease_open(void); int common_x(void) { return lease_open(); }'
 	obj snap cli 'int lease_open(void); int snap_y(void) { return lease_open(); }'
 	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
 	assert_failure
-	assert_output --partial 'layers: libcommon/err.o uses lease_open of lease, a layer above libcommon'
+	assert_output --partial 'layers: libcommon/err.o uses lease_open of lease/front, a layer above libcommon'
 	assert_output --partial 'layers: 2 passed, 1 failed'
 }
 
@@ -30,6 +30,17 @@ obj() { # obj DIR NAME C-SOURCE
 	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
 	assert_failure
 	assert_output --partial 'layers: trace/tracee/mem.o uses trace_run_main of trace/run, a layer above trace/tracee'
+	assert_output --partial 'layers: 2 passed, 1 failed'
+}
+
+@test "a lease back end calls neither the front nor the other back end" {
+	obj lease/front lifecycle 'int lease_transition(void) { return 1; }'
+	obj lease/etcd shared 'int lease_etcd_x(void) { return 1; }'
+	obj lease/file records 'int lease_transition(void); int lease_etcd_x(void); int lease_file_y(void) { return lease_transition() + lease_etcd_x(); }'
+	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
+	assert_failure
+	assert_output --partial 'layers: lease/file/records.o uses lease_transition of lease/front, a layer above lease/file'
+	assert_output --partial 'layers: lease/file/records.o uses lease_etcd_x of lease/etcd, beside lease/file in one layer'
 	assert_output --partial 'layers: 2 passed, 1 failed'
 }
 
@@ -51,7 +62,7 @@ obj() { # obj DIR NAME C-SOURCE
 }
 
 @test "an object in no listed layer fails; one whose source is gone is not checked" {
-	obj lease store 'int lease_open(void) { return 1; }'
+	obj lease/front store 'int lease_open(void) { return 1; }'
 	obj bin sbx-run 'int main(void) { return 0; }'
 	obj trace gone 'int lease_open(void); int trace_gone(void) { return lease_open(); }'
 	run "$BATS_TEST_DIRNAME/layers.sh" "$BATS_TEST_TMPDIR/b"
@@ -78,17 +89,17 @@ obj() { # obj DIR NAME C-SOURCE
 	run "$GUESTS/layer_host" walk /bin/sh -c '/bin/true & wait'
 	assert_success
 	for p in start entry exec spawn proc_exit tick; do
-		assert_line "$p: CIDSRA" # control, inspect, determ, restore, record, after
+		assert_line "$p: CIMDSRA" # control, inspect, meter, determ, restore, record, after
 	done
-	# the child's six slots: half freed by their layers at its exit, half by the supervisor
-	assert_line "slots: set 6, freed at exit 3, freed by the supervisor 3, mismatched 0"
+	# the child's seven slots: the even ones freed by their layers at its exit, the rest by the supervisor
+	assert_line "slots: set 7, freed at exit 4, freed by the supervisor 3, mismatched 0"
 	assert_line "stopped: no"
 }
 
 @test "a layer failing at entry ends the walk there and stops the guest" {
 	run "$GUESTS/layer_host" refuse /bin/sh -c '/bin/true & wait'
 	assert_success
-	assert_line "entry: CID"
+	assert_line "entry: CIMD"
 	assert_line "exec: "
 	assert_line "stopped: inspector failed"
 }

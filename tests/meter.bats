@@ -142,35 +142,53 @@ memcg_or_skip() {
 	done
 }
 
-@test "without a memory cgroup a run is refused unless a sampled bound is asked for; nothing moves" {
+@test "without a memory cgroup a run is held by samples and says so once; --memory-exact is refused and nothing moves" {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
 	memcg_or_skip
 	as_nobody
-	local nb="setpriv --reuid=65534 --regid=65534 --clear-groups env -u SBX_MEMORY_SAMPLED SBX_STORE=$UDIR/store XDG_CONFIG_HOME=$SBX_NOBODY_CONFIG"
-	run $nb sbx-run --ephemeral -- /bin/true
+	local nb="setpriv --reuid=65534 --regid=65534 --clear-groups env -u SBX_MEMORY_SAMPLED -u SBX_MEMORY_EXACT SBX_STORE=$UDIR/store XDG_CONFIG_HOME=$SBX_NOBODY_CONFIG"
+	# a first run runs: sampled, said once on stderr and in the result
+	run $nb sbx-run --ephemeral --result r0.json -- /bin/true
+	assert_success
+	assert_output --partial "sbx-run: warning: memory: held by samples, not by a cgroup (memory_held_by: samples; --memory-exact refuses instead): no memory cgroup can be made for the run"
+	assert_equal "$(grep -c warning <<<"$output")" 1
+	assert_equal "$(jq -r .memory_held_by r0.json)" samples
+	rm -rf "$UDIR/store"
+	# a caller who would rather be refused is, before the store is opened
+	run $nb sbx-run --ephemeral --memory-exact -- /bin/true
 	assert_failure 125
-	assert_output --partial "sbx-run: error: memory: no memory cgroup can be made for the run"
-	assert_output --partial "or accept a sampled bound with --memory-sampled"
-	[ ! -e "$UDIR/store" ] # refused before the store was opened
+	assert_output --partial "sbx-run: error: --memory-exact: memory: no memory cgroup can be made for the run"
+	[ ! -e "$UDIR/store" ]
+	run $nb SBX_MEMORY_EXACT=1 sbx-run --ephemeral -- /bin/true
+	assert_failure 125
+	assert_output --partial "sbx-run: error: --memory-exact: memory: no memory cgroup can be made"
+	run $nb sbx-run --ephemeral --memory-exact --memory-sampled -- /bin/true
+	assert_failure 125
+	assert_output --partial "sbx-run: error: --memory-exact: conflicts with --memory-sampled"
 	id=$($nb sbx-lease request --image /bin/true | $nb sbx-lease fund --amount 0 --evidence - |
 		$nb sbx-lease activate --evidence - | jq -r .lease.id)
 	before=$($nb sbx-lease log "$id")
-	run $nb sbx-run --lease "$id" -- /bin/true
+	run $nb sbx-run --memory-exact --lease "$id" -- /bin/true
 	assert_failure 125
 	assert_output --partial "no memory cgroup can be made"
 	assert_equal "$($nb sbx-lease log "$id")" "$before"
 	assert_equal "$($nb sbx-lease show "$id" | jq -r .lease.state)" Active
-	# asked for, by option or environment: it runs and says how memory was held
+	# asked for, by option or environment: it runs without a word and says how memory was held
 	run $nb sbx-run --memory-sampled --lease "$id" --result r.json -- /bin/true
 	assert_success
+	refute_output --partial warning
 	assert_equal "$(jq -r .memory_held_by r.json)" samples
 	run $nb SBX_MEMORY_SAMPLED=1 sbx-run --ephemeral --result r2.json -- /bin/true
 	assert_success
+	refute_output --partial warning
 	assert_equal "$(jq -r .memory_held_by r2.json)" samples
-	# where a cgroup can be made it holds memory, asked or not
+	# where a cgroup can be made it holds memory, asked or not, exact or not
 	run sbx-run --memory-sampled --ephemeral --result r3.json -- /bin/true
 	assert_success
 	assert_equal "$(jq -r .memory_held_by r3.json)" cgroup
+	run sbx-run --memory-exact --ephemeral --result r4.json -- /bin/true
+	assert_success
+	assert_equal "$(jq -r .memory_held_by r4.json)" cgroup
 }
 
 @test "a memory hog is stopped by memory" {

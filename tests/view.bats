@@ -56,8 +56,11 @@ look='cat "$H/.ssh/id_rsa" 2>&1; echo "list: $(ls -A "$H" | tr "\n" " ")"; cat "
 	chown -R "$VUSER:" "$H" && chmod 0700 "$H" "$H/.ssh" && chmod 0600 "$H/.ssh/id_rsa"
 	UDIR=$(mktemp -d /var/tmp/sbx-view.XXXXXX)
 	chmod 0777 "$UDIR"
+	# its principal's key is made in a configuration directory of its own
+	mkdir -m 0700 "$UDIR/config" && chown "$VUSER:" "$UDIR/config"
 	for home in /tmp "$H"; do
 		run setpriv --reuid="$VUSER" --regid="$VUSER" --clear-groups env HOME="$home" \
+			XDG_CONFIG_HOME="$UDIR/config" \
 			SBX_MEMORY_SAMPLED=1 SBX_STORE="$UDIR/store-${home//\//}" PATH="$PATH" \
 			sbx-run --ephemeral --env "H=$H" --ro "$H/src:$H/src" -- /bin/sh -c "$look"
 		assert_success

@@ -127,7 +127,8 @@ struct trace_run_opts {
 	const char *policy, *inspect_exec, *trace_path, *state_in, *state_out;
 	enum trace_level trace_level; /* --trace-level */
 	int deterministic;
-	int memory_sampled;           /* --memory-sampled: run without a memory cgroup */
+	int memory_sampled;           /* --memory-sampled: run without a memory cgroup, unremarked */
+	int memory_exact;             /* --memory-exact: refused where no memory cgroup can be made */
 	int inspect_timeout_ms;       /* --inspect-timeout MS, 0: TRACE_COPROC_TIMEOUT_MS */
 	unsigned inspect_classes;     /* --inspect-classes LIST, 0: file */
 	uint64_t max_procs;           /* --max-procs: per-run process cap, 0 = TRACE_NPROC_DEFAULT */

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lease/lease-internal.h"
+#include "lease/etcd/etcd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,9 @@
 /* Leave a setuid or setgid file behind in a directory (argv[1], a --rw bind):
- * through every call that gives a file a mode. Each attempt must be refused,
- * and nothing in the directory may carry the bits afterwards. */
+ * through every call that gives a file a mode, and by swapping a file in for a
+ * directory that may take S_ISGID while its chmod is judged. Each attempt must
+ * be refused, and no file in the directory may carry the bits afterwards. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -35,10 +37,42 @@ static const char *plain(const char *dir, const char *name)
 	return path;
 }
 
+static char swap_a[4096], swap_b[4096];
+static volatile int swapping = 1;
+
+/* a directory and a file trade names as fast as they can */
+static void *swapper(void *unused)
+{
+	(void)unused;
+	while (swapping)
+		syscall(SYS_renameat2, AT_FDCWD, swap_a, AT_FDCWD, swap_b, RENAME_EXCHANGE);
+	return NULL;
+}
+
+/* chmod g+s on a name that is a directory one moment and a file the next:
+ * how many calls the directory took (the file must take none) */
+static int chmod_race(const char *d, int tries)
+{
+	pthread_t t;
+	int took = 0;
+	snprintf(swap_a, sizeof swap_a, "%s/swap", d);
+	snprintf(swap_b, sizeof swap_b, "%s/swap-file", d);
+	plain(d, "swap-file");
+	if (mkdir(swap_a, 0755) < 0 || pthread_create(&t, NULL, swapper, NULL)) {
+		printf("cannot set up the swap: %s\n", strerror(errno));
+		exit(2);
+	}
+	for (int i = 0; i < tries; i++)
+		took += chmod(swap_a, 02775) == 0;
+	swapping = 0;
+	pthread_join(t, NULL);
+	return took;
+}
+
 static void check_mode(const char *dir, const char *name)
 {
 	struct stat st;
-	if (stat(at(dir, name), &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
+	if (stat(at(dir, name), &st) == 0 && !S_ISDIR(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID))) {
 		printf("ESCAPED: %s has mode %o\n", path, (unsigned)st.st_mode & 07777);
 		escaped = 1;
 	}
@@ -85,8 +119,25 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	close(fd);
+	/* a directory may keep a shared group: S_ISGID, never S_ISUID */
+	struct stat st;
+	if (mkdir(at(d, "shared"), 0755) < 0 || chmod(path, 02775) < 0 || stat(path, &st) < 0 ||
+	    (st.st_mode & 07777) != 02775) {
+		printf("chmod g+s of a directory refused: %s\n", strerror(errno));
+		return 2;
+	}
+	expect_errno("chmod 4755 of a directory", chmod(path, 04775), EPERM, 0);
+	fd = open(path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 || fchmod(fd, 02770) < 0 || fchmodat(AT_FDCWD, path, 02775, 0) < 0) {
+		printf("fchmod/fchmodat g+s of a directory refused: %s\n", strerror(errno));
+		return 2;
+	}
+	close(fd);
+	printf("directory g+s: ok\n");
+	int took = chmod_race(d, 2000);
+	printf("chmod g+s while a file swaps in: %s\n", took > 0 ? "directory took it" : "none took");
 	const char *names[] = { "chmod", "chmod-g", "fchmod", "fchmodat", "fchmodat2", "open",
-				"openat", "creat", "mknod", "mknodat", "openat2" };
+				"openat", "creat", "mknod", "mknodat", "openat2", "swap", "swap-file" };
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		check_mode(d, names[i]);
 	return finish();

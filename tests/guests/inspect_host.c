@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "trace/inspect/inspect.h"
+#include "trace/meter/meter.h"
 
 extern char **environ;
 
@@ -98,6 +99,8 @@ int main(int argc, char **argv)
 {
 	struct trace_inspector_opts o = {0};
 	struct trace_inspector *in;
+	struct trace_metering_opts mo = {0};
+	struct trace_metering *mt = trace_metering_new(&mo);
 	struct trace_result res;
 	struct common_err e = {0};
 	char ns[] = "/tmp/inspect_host.XXXXXX", img[4096];
@@ -113,20 +116,24 @@ int main(int argc, char **argv)
 	o.fn_classes = strcmp(mode, "writev") == 0 ? TRACE_CLASS_WRITE : TRACE_CLASS_FILE;
 	if (!mkdtemp(ns) || trace_inspector_new(&o, &in, &e) < 0)
 		common_die(SBX_EXIT_SBX, &e);
-	struct trace_layer layers[TRACE_LAYERS] = { [TRACE_LAYER_INSPECT] = trace_inspector_layer(in) };
+	struct trace_layer layers[TRACE_LAYERS] = {
+		[TRACE_LAYER_INSPECT] = trace_inspector_layer(in),
+		[TRACE_LAYER_METER] = trace_meter_layer(mt),
+	};
 	struct trace_config cfg = {
 		.argv = (const char *const *)argv + 2, .envp = (const char *const *)environ,
 		.image = find_image(argv[2], img, sizeof img), .ns_dir = ns,
-		.trace_classes = trace_inspector_classes(in), .state_fd = -1,
+		.trace_classes = trace_inspector_classes(in) | trace_metering_classes(mt), .state_fd = -1,
 		.stdout_fd = -1, .stderr_fd = -1, .layers = layers,
 	};
 	if (trace_run(&cfg, &res, &e) < 0)
 		common_die(SBX_EXIT_SBX, &e);
-	if (trace_inspector_finish(in, &e) < 0)
+	if (trace_metering_finish(mt, &e) < 0)
 		common_report(&e);
 	code = trace_result_exit_code(&res);
-	if (trace_inspector_failure(in)) {
-		common_report(trace_inspector_failure(in));
+	const struct common_err *f = trace_inspector_failure(in);
+	if (f || (f = trace_metering_failure(mt))) {
+		common_report(f);
 		code = SBX_EXIT_SBX;
 	}
 	fprintf(stderr, "inspect_host: calls=%lu threads=%d\n", calls, ntids);
@@ -142,6 +149,7 @@ int main(int argc, char **argv)
 			WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV ? "faults" : "did not fault");
 	}
 	trace_inspector_free(in);
+	trace_metering_free(mt);
 	common_rm_rf(ns, NULL);
 	return code;
 }

@@ -11,7 +11,7 @@
 
 extern char **environ;
 
-static const char names[TRACE_LAYERS + 1] = "CIDSRA"; /* one letter per slot */
+static const char names[TRACE_LAYERS + 1] = "CIMDSRA"; /* one letter per slot */
 static const char *mode;
 static char seen[8][TRACE_LAYERS + 1]; /* per hook point: the slots of its first walk */
 static int closed[8];                 /* that walk is over: the control layer came again */
@@ -83,7 +83,7 @@ static void on_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_t
 	}
 }
 
-/* Half the layers free their slot at the task's exit; the supervisor frees the rest. */
+/* The even slots free theirs at the task's exit; the supervisor frees the rest. */
 static void on_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	struct lay *l = ctx;

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 #include "snap/snap.h"
 #include "trace/trace.h"
 #include "tests/unit/unit.h"

@@ -73,6 +73,27 @@ static void test_verdicts(void)
 	CHECK(trace_boundary_errno(1, TRACE_SYS_chmod, m) == EPERM, "chmod 4755");
 	CHECK(trace_boundary_errno(1, TRACE_SYS_fchmod, m) == EPERM, "fchmod 4755");
 	CHECK(trace_boundary_errno(1, TRACE_SYS_creat, m) == EPERM, "creat 4755");
+	/* S_ISGID alone on an existing object is judged on it; never S_ISUID */
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_chmod, m) == -1, "chmod 4755: no directory may");
+	m[1] = 02775;
+	CHECK(trace_boundary_errno(1, TRACE_SYS_chmod, m) == EPERM, "chmod 2775 by the numbers");
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_chmod, m) == 1, "chmod 2775: a directory may");
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_fchmod, m) == 1, "fchmod 2775: a directory may");
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_creat, m) == -1, "creat 2775 makes a file");
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_mknod, m) == -1, "mknod 2775 makes a file");
+	m[1] = 06775;
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_chmod, m) == -1, "chmod 6775");
+	m[1] = 0775;
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_chmod, m) == -1, "chmod 775 is not refused at all");
+	m[1] = 0;
+	m[2] = 02775;
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_fchmodat, m) == 2, "fchmodat 2775");
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_fchmodat2, m) == 2, "fchmodat2 2775");
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_mknodat, m) == -1, "mknodat 2775");
+	m[1] = O_WRONLY | O_CREAT;
+	CHECK(trace_boundary_dir_mode(TRACE_SYS_open, m) == -1, "open O_CREAT 2775");
+	m[1] = 04755;
+	m[2] = 0;
 	m[1] = 01777;
 	CHECK(trace_boundary_errno(1, TRACE_SYS_chmod, m) == 0, "chmod 1777");
 	m[1] = O_WRONLY;

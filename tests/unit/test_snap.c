@@ -200,7 +200,8 @@ static long count_steps(const char *guest, const char *dir)
 
 /* Run to syscall entry number step, capture there, kill the source; restore
  * into a fresh exec; the guest's whole output must equal want. */
-static int roundtrip(const char *guest, const char *dir, long step, const char *want)
+static int roundtrip(const char *guest, const char *dir, long step, const char *want,
+		     uint32_t ver)
 {
 	struct common_err e = { "", "" };
 	int fd, st, ok = 0;
@@ -250,6 +251,18 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 		fprintf(stderr, "%s step %ld: encode(decode(x)) != x\n", guest, step);
 		goto out_state;
 	}
+	if (ver == 2) { /* the same state as a version 2 image: it restores too */
+		struct snap_state v2;
+		struct snap_image im2;
+		s.version = 2;
+		CHECK(snap_encode(&s, &im2, &e) == 0); /* s points into im: encode first */
+		snap_image_free(&again);
+		again = im;
+		im = im2;
+		CHECK(snap_decode(im.bytes, im.len, "v2", &v2, &e) == 0);
+		CHECK(v2.version == 2 && v2.nthreads == 0 && v2.tid == 0);
+		snap_state_free(&v2);
+	}
 	wipe(dir);
 	if (snap_cells_write(&s, dir, &e) < 0)
 		goto out_state;
@@ -266,7 +279,7 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 	/* snapshot → restore → snapshot again: nothing ran, so the same digest,
 	 * here through the streamed capture that sbx-snap take uses */
 	struct snap_image third = { 0 };
-	struct snap_capture_opts o3 = { .meta = s.meta, .ns_dir = dir };
+	struct snap_capture_opts o3 = { .meta = s.meta, .ns_dir = dir, .version = ver };
 	struct snap_manifest m3;
 	char sdir[4300];
 	snprintf(sdir, sizeof sdir, "%s.snap", dir);
@@ -366,9 +379,11 @@ static void guest_rounds(const char *guest, unsigned *seed, int rounds)
 		long step = 1 + (long)(rand_r(seed) % (unsigned long)steps);
 		if (i == 0)
 			step = getenv("SBX_SNAP_STEP") ? atol(getenv("SBX_SNAP_STEP")) : steps / 2;
-		int ok = roundtrip(guest, dir, step, want);
+		uint32_t ver = i == 1 ? 2 : SNAP_VERSION;
+		int ok = roundtrip(guest, dir, step, want, ver);
 		if (!ok)
-			fprintf(stderr, "  (guest %s, step %ld of %ld)\n", guest, step, steps);
+			fprintf(stderr, "  (guest %s, step %ld of %ld, version %u)\n", guest, step,
+				steps, ver);
 		CHECK(ok);
 	}
 	free(want);
@@ -531,6 +546,89 @@ static void test_decoder_xstate(const struct snap_image *im)
 	snap_state_free(&s);
 }
 
+/* One mutation of a two-thread state, refused by the decoder with why. */
+static void thread_refused(struct snap_state *s, const char *why)
+{
+	struct snap_state t;
+	struct snap_image bad;
+	struct common_err e = { "", "" };
+	CHECK(snap_encode(s, &bad, &e) == 0);
+	CHECK(snap_decode(bad.bytes, bad.len, "x", &t, &e) < 0);
+	if (!strstr(e.why, why))
+		fprintf(stderr, "thread_refused: want \"%s\", got \"%s\"\n", why, e.why);
+	CHECK(strstr(e.why, why) != NULL);
+	snap_image_free(&bad);
+}
+
+/* Version 3's thread list: threads round-trip, hostile thread fields are
+ * refused by name, and a version 2 image still decodes, without a list. */
+static void test_decoder_threads(const struct snap_image *im)
+{
+	struct snap_state s, t;
+	struct snap_image a, b;
+	struct snap_thread th[2];
+	struct snap_sigpend pend = { 10, 0, { 10 } };
+	struct common_err e;
+	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
+	CHECK(s.version == SNAP_VERSION && s.tid > 0 && s.nthreads == 0);
+	memset(th, 0, sizeof th);
+	for (int i = 0; i < 2; i++) {
+		th[i].tid = s.tid + 1 + (uint32_t)i;
+		th[i].xfeatures = s.xfeatures;
+		memcpy(th[i].regs, s.regs, sizeof th[i].regs);
+		th[i].xstate = s.xstate;
+		th[i].sigmask = 0x1234u + (uint64_t)i;
+		th[i].ctid = 0x7000010 + 64 * (uint64_t)i;
+	}
+	th[1].pending = &pend;
+	th[1].npending = 1;
+	s.threads = th;
+	s.nthreads = 2;
+	CHECK(snap_encode(&s, &a, &e) == 0);
+	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
+	CHECK(t.nthreads == 2 && t.threads[1].tid == s.tid + 2 && t.threads[0].sigmask == 0x1234 &&
+	      t.threads[1].npending == 1 && t.threads[1].pending[0].sig == 10 &&
+	      t.threads[1].ctid == 0x7000050);
+	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
+	snap_state_free(&t);
+	snap_image_free(&b);
+	for (size_t cut = a.len - 1; cut > a.len - 12000 && cut > 0; cut -= 97)
+		CHECK(snap_decode(a.bytes, cut, "x", &t, &e) < 0);
+	snap_image_free(&a);
+	th[1].tid = th[0].tid;
+	thread_refused(&s, "distinct and sorted");
+	th[1].tid = s.tid;
+	thread_refused(&s, "distinct and sorted");
+	th[1].tid = s.tid + 2;
+	th[0].regs[15] = 0;
+	thread_refused(&s, "inside a syscall");
+	th[0].regs[15] = (uint64_t)-1;
+	pend.shared = 1;
+	thread_refused(&s, "process-wide");
+	pend.shared = 0;
+	th[0].rseq_len = 7;
+	thread_refused(&s, "rseq");
+	th[0].rseq_len = 0;
+	th[0].xfeatures = 1;
+	thread_refused(&s, "XSAVE features");
+	th[0].xfeatures = s.xfeatures;
+	th[0].ctid = (uint64_t)1 << 50;
+	thread_refused(&s, "registration address");
+	/* version 2: no leader tid, no thread list */
+	s.nthreads = 0;
+	s.threads = NULL;
+	s.version = 2;
+	CHECK(snap_encode(&s, &a, &e) == 0);
+	CHECK(a.len == im->len - 32);
+	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
+	CHECK(t.version == 2 && t.tid == 0 && t.nthreads == 0);
+	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
+	snap_state_free(&t);
+	snap_image_free(&a);
+	snap_image_free(&b);
+	snap_state_free(&s);
+}
+
 /* the shared bit only on a read-only file region; no unknown prot bit */
 static void test_decoder_shared(const struct snap_image *im)
 {
@@ -631,6 +729,7 @@ int main(int argc, char **argv)
 		test_decoder(&im);
 		test_decoder_xstate(&im);
 		test_decoder_shared(&im);
+		test_decoder_threads(&im);
 		test_xstate_refusal(&im);
 		test_store(&im);
 		snap_image_free(&im);

@@ -246,9 +246,9 @@ struct trace_cgroup *trace_cgroup_open(struct common_err *e)
 	}
 	free(cg);
 	common_errf(e, "memory", "no memory cgroup can be made for the run (cgroup v2: %s; "
-		    "v1: %s), so its bound could only be sampled: run as root, in a cgroup v2 "
-		    "with the memory controller delegated (systemd-run --user --scope -p "
-		    "Delegate=yes ...), or accept a sampled bound with --memory-sampled", why2, why1);
+		    "v1: %s), so its bound can only be sampled; for a cgroup run as root, or in "
+		    "a cgroup v2 with the memory controller delegated (systemd-run --user --scope "
+		    "-p Delegate=yes ...)", why2, why1);
 	return NULL;
 }
 

@@ -21,6 +21,7 @@
 #include "codec/codec.h"
 #include "lease/lease.h"
 #include "trace/inspect/inspect.h"
+#include "trace/meter/meter.h"
 #include "trace/record/record.h"
 #include "trace/call/call-internal.h"
 #include "trace/tracee/tracee.h"
@@ -282,6 +283,7 @@ struct callctx {
 	const struct elfinfo *x;
 	uint64_t entry;           /* what main jumps to in the guest */
 	struct trace_inspector *in;
+	struct trace_metering *meter;
 	struct trace_rec *rec;
 	int patched;
 	char patch_err[256];
@@ -377,13 +379,15 @@ static int call_verdict(const struct callctx *c, const struct trace_result *res,
 {
 	const struct common_err *f = c->in ? trace_inspector_failure(c->in) : NULL;
 
+	if (!f && c->meter)
+		f = trace_metering_failure(c->meter);
 	if (c->patch_err[0])
 		return common_errf(e, "sbx_call", "%s", c->patch_err);
 	if (f)
 		return common_errf(e, "sbx_call: inspector", "%s: %s", f->what, f->why);
-	if (c->in && trace_inspector_closed(c->in))
+	if (c->meter && trace_metering_closed(c->meter))
 		return common_errf(e, "sbx_call", "a bound closed the call: %s",
-				   trace_inspector_closed(c->in));
+				   trace_metering_closed(c->meter));
 	if (res->exec_failed)
 		return common_errno(e, res->exec_failed, "sbx_call: executing %s", exe);
 	if (res->stop_reason[0])
@@ -409,9 +413,9 @@ int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct e
 	struct trace_policy *pol = NULL;
 	int rc = -1;
 	struct trace_inspector_opts io = {
-		.fn = sb->inspect, .fn_arg = sb->inspect_arg,
-		.fn_classes = sb->inspect_classes, .limits = sb->limits, .ns_dir = sb->ns_dir,
+		.fn = sb->inspect, .fn_arg = sb->inspect_arg, .fn_classes = sb->inspect_classes,
 	};
+	struct trace_metering_opts mo = { .limits = sb->limits, .ns_dir = sb->ns_dir };
 
 	if (sb->policy) {
 		if (trace_policy_load(sb->policy, &pol, e) < 0)
@@ -439,7 +443,7 @@ int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct e
 				    sb->lease);
 			goto out;
 		}
-		if (trace_inspector_lease_bounds(s, sb->lease, limits, base, e) < 0)
+		if (trace_metering_lease_bounds(s, sb->lease, limits, base, e) < 0)
 			goto out;
 		if (sb->limits) /* the caller may only narrow the lease's bounds */
 			for (int d = 0; d < TRACE_DIMS; d++)
@@ -449,13 +453,14 @@ int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct e
 		if (common_mkdir_p(ns, 0700, e) < 0)
 			goto out;
 		filters = common_xasprintf("%s/filters", lease_store_dir(s));
-		io.store = s;
-		io.lease = sb->lease;
-		io.limits = limits;
-		io.base = base;
-		io.ns_dir = ns;
+		mo.store = s;
+		mo.lease = sb->lease;
+		mo.limits = limits;
+		mo.base = base;
+		mo.ns_dir = ns;
 	}
-	if (io.fn || io.limits || io.policy || io.inspect_exec) {
+	if (io.fn || mo.limits || io.policy || io.inspect_exec) {
+		c.meter = trace_metering_new(&mo);
 		if (trace_inspector_new(&io, &c.in, e) < 0)
 			goto out;
 	}
@@ -465,6 +470,7 @@ int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct e
 		goto out;
 	struct trace_layer layers[TRACE_LAYERS] = {
 		[TRACE_LAYER_INSPECT] = trace_inspector_layer(c.in),
+		[TRACE_LAYER_METER] = trace_meter_layer(c.meter),
 		[TRACE_LAYER_RECORD] = trace_rec_layer(c.rec),
 		[TRACE_LAYER_AFTER] = { .ctx = &c, .on_exec = h_exec }, /* patched once recorded */
 	};
@@ -474,13 +480,14 @@ int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct e
 		.replace_defaults = sb->replace_defaults, .ns_dir = ns ? ns : sb->ns_dir,
 		.rlimit_as = sb->rlimit_as, .rlimit_nofile = sb->rlimit_nofile,
 		.trace_classes = (c.in ? trace_inspector_classes(c.in) : 0) |
+				 (c.meter ? trace_metering_classes(c.meter) : 0) |
 				 (c.rec ? trace_classes(TRACE_LEVEL_FILE) : 0),
 		.state_fd = state_fd, .no_aslr = 1, .stdout_fd = -1, .stderr_fd = -1,
 		.filter_cache = filters, .layers = layers,
 	};
 	if (trace_run(&cfg, &res, e) < 0)
 		goto out;
-	if (c.in && trace_inspector_finish(c.in, e) < 0)
+	if (c.meter && trace_metering_finish(c.meter, e) < 0)
 		goto out;
 	if (c.rec) {
 		struct trace_rec *r = c.rec;
@@ -493,6 +500,7 @@ out:
 	if (c.rec)
 		trace_rec_abort(c.rec);
 	trace_inspector_free(c.in);
+	trace_metering_free(c.meter);
 	trace_policy_free(pol);
 	json_decref(rec);
 	free(ns);

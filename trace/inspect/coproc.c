@@ -97,12 +97,95 @@ static int reply_errno(const json_t *v, int *out)
 	return -1;
 }
 
+/* The reply's "action" and "errno": allow, record, or deny with an errno (EPERM). */
+static int reply_action(json_t *o, struct trace_decision *d, struct common_err *e)
+{
+	json_t *v = json_object_get(o, "action");
+	const char *act = json_is_string(v) ? json_string_value(v) : "";
+
+	if (strcmp(act, "deny") == 0) {
+		d->deny_errno = EPERM;
+		if ((v = json_object_get(o, "errno")) && reply_errno(v, &d->deny_errno) < 0)
+			return bad(e, "malformed: field \"%s\" is not an errno name or 1..4095", "errno");
+	} else if (strcmp(act, "record") == 0) {
+		d->record = 1;
+	} else if (strcmp(act, "allow") != 0) {
+		return bad(e, "malformed: field \"%s\" must be allow, deny or record", "action");
+	}
+	if (!d->deny_errno && json_object_get(o, "errno"))
+		return bad(e, "malformed: field \"%s\" belongs to a deny", "errno");
+	return 0;
+}
+
+/* The reply's "nr": a syscall by number or name, run instead. */
+static int reply_nr(json_t *o, struct trace_decision *d, struct common_err *e)
+{
+	json_t *v = json_object_get(o, "nr");
+	const struct trace_sysinfo *si = NULL;
+
+	if (!v)
+		return 0;
+	if (json_is_integer(v))
+		si = trace_sys_by_nr((long)json_integer_value(v));
+	else if (json_is_string(v))
+		si = trace_sys_by_name(json_string_value(v));
+	if (!si)
+		return bad(e, "malformed: field \"%s\" names no known syscall", "nr");
+	d->set_nr = 1;
+	d->nr = si->nr;
+	return 0;
+}
+
+/* The reply's "args": six entries, null for an argument left as it is. */
+static int reply_args(json_t *o, struct trace_decision *d, struct common_err *e)
+{
+	json_t *v = json_object_get(o, "args");
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) != 6)
+		return bad(e, "malformed: field \"%s\" must hold 6 entries", "args");
+	for (unsigned i = 0; i < 6; i++) {
+		json_t *a = json_array_get(v, i);
+		if (json_is_null(a))
+			continue;
+		if (!json_is_integer(a))
+			return bad(e, "malformed: field \"%s\" holds a non-integer", "args");
+		d->set_args |= 1u << i;
+		d->args[i] = (uint64_t)(int64_t)json_integer_value(a);
+	}
+	return 0;
+}
+
+/* The reply's "path": one or two strings replacing the path arguments, null for one
+ * left as it is. */
+static int reply_paths(json_t *o, struct trace_decision *d, struct common_err *e)
+{
+	json_t *v = json_object_get(o, "path");
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > 2)
+		return bad(e, "malformed: field \"%s\" must hold 1 or 2 entries", "path");
+	for (unsigned i = 0; i < json_array_size(v); i++) {
+		json_t *p = json_array_get(v, i);
+		if (json_is_null(p))
+			continue;
+		if (!json_is_string(p) || json_string_length(p) == 0 ||
+		    json_string_length(p) >= PATH_MAX_REPLY ||
+		    strlen(json_string_value(p)) != json_string_length(p))
+			return bad(e, "malformed: field \"%s\" holds a bad path", "path");
+		d->path[i] = common_xstrdup(json_string_value(p));
+	}
+	return 0;
+}
+
 int trace_coproc_parse_reply(const char *line, size_t len, uint64_t id,
 			     struct trace_decision *d, struct common_err *e)
 {
 	json_error_t je;
 	json_t *o, *v;
-	const char *key, *act;
+	const char *key;
 	int rc = -1;
 
 	memset(d, 0, sizeof *d);
@@ -126,73 +209,9 @@ int trace_coproc_parse_reply(const char *line, size_t len, uint64_t id,
 			    "being answered", (unsigned long long)id);
 		goto out;
 	}
-	v = json_object_get(o, "action");
-	act = json_is_string(v) ? json_string_value(v) : "";
-	if (strcmp(act, "deny") == 0) {
-		d->deny_errno = EPERM;
-		if ((v = json_object_get(o, "errno")) && reply_errno(v, &d->deny_errno) < 0) {
-			bad(e, "malformed: field \"%s\" is not an errno name or 1..4095", "errno");
-			goto out;
-		}
-	} else if (strcmp(act, "record") == 0) {
-		d->record = 1;
-	} else if (strcmp(act, "allow") != 0) {
-		bad(e, "malformed: field \"%s\" must be allow, deny or record", "action");
-		goto out;
-	}
-	if (!d->deny_errno && json_object_get(o, "errno")) {
-		bad(e, "malformed: field \"%s\" belongs to a deny", "errno");
-		goto out;
-	}
-	if ((v = json_object_get(o, "nr"))) {
-		const struct trace_sysinfo *si = NULL;
-		if (json_is_integer(v))
-			si = trace_sys_by_nr((long)json_integer_value(v));
-		else if (json_is_string(v))
-			si = trace_sys_by_name(json_string_value(v));
-		if (!si) {
-			bad(e, "malformed: field \"%s\" names no known syscall", "nr");
-			goto out;
-		}
-		d->set_nr = 1;
-		d->nr = si->nr;
-	}
-	if ((v = json_object_get(o, "args"))) {
-		if (!json_is_array(v) || json_array_size(v) != 6) {
-			bad(e, "malformed: field \"%s\" must hold 6 entries", "args");
-			goto out;
-		}
-		for (unsigned i = 0; i < 6; i++) {
-			json_t *a = json_array_get(v, i);
-			if (json_is_null(a))
-				continue;
-			if (!json_is_integer(a)) {
-				bad(e, "malformed: field \"%s\" holds a non-integer", "args");
-				goto out;
-			}
-			d->set_args |= 1u << i;
-			d->args[i] = (uint64_t)(int64_t)json_integer_value(a);
-		}
-	}
-	if ((v = json_object_get(o, "path"))) {
-		if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > 2) {
-			bad(e, "malformed: field \"%s\" must hold 1 or 2 entries", "path");
-			goto out;
-		}
-		for (unsigned i = 0; i < json_array_size(v); i++) {
-			json_t *p = json_array_get(v, i);
-			if (json_is_null(p))
-				continue;
-			if (!json_is_string(p) || json_string_length(p) == 0 ||
-			    json_string_length(p) >= PATH_MAX_REPLY ||
-			    strlen(json_string_value(p)) != json_string_length(p)) {
-				bad(e, "malformed: field \"%s\" holds a bad path", "path");
-				goto out;
-			}
-			d->path[i] = common_xstrdup(json_string_value(p));
-		}
-	}
-	rc = 0;
+	if (reply_action(o, d, e) == 0 && reply_nr(o, d, e) == 0 && reply_args(o, d, e) == 0 &&
+	    reply_paths(o, d, e) == 0)
+		rc = 0;
 out:
 	if (rc < 0)
 		trace_decision_clear(d);

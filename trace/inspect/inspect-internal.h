@@ -5,12 +5,6 @@
 #include <limits.h>
 #include "trace/inspect/inspect.h"
 
-/* One durable observation of usage u in lease id (bounds.c): raised first to what
- * a concurrent run recorded when the lease refuses it as lower; closed gets the
- * dimension that closed the lease ("" if none). 0, or -1 with e filled. */
-int inspect_obs_write(struct lease_store *s, const char *id, uint64_t u[TRACE_DIMS],
-		      char closed[32], struct common_err *e);
-
 /* Sealed pages (pathpage.c): a decided path string in a memfd sealed against
  * every write and mapped shared and read-only into the guest, so no thread of
  * it can change the bytes before the kernel reads them; while one is live, a

@@ -1,9 +1,10 @@
-/* trace/inspect: the inspector (SPEC §6.3, §4.3): policy rules, the co-process,
- * the C callback, metering and closure at every stop; state transport. */
+/* trace/inspect: the inspector (SPEC §6.3): policy rules, the co-process and the
+ * C callback at every stop; state transport. */
 #ifndef SBX_TRACE_INSPECT_H
 #define SBX_TRACE_INSPECT_H
 
-#include "trace/meter/meter.h"
+#include "trace/sv/sv.h"
+#include "trace/trace.h"
 
 /* State transport, host side (SPEC §6.4): a memfd at guest fd TRACE_STATE_FD. */
 #define TRACE_STATE_MAX (1ull << 30) /* largest input or result image, bytes */
@@ -66,14 +67,9 @@ char *trace_coproc_event(uint64_t id, const struct trace_stop *st, const char *c
 int trace_coproc_parse_reply(const char *line, size_t len, uint64_t id,
 			     struct trace_decision *d, struct common_err *e);
 
-/* The inspector, a layer of the supervisor: metering, usage observations and
- * automatic closure, --policy, --inspect-exec and the C callback. */
+/* The inspector, a layer of the supervisor: --policy, --inspect-exec and the C
+ * callback. */
 struct trace_inspector_opts {
-	struct lease_store *store;      /* with lease: observe usage there (closure) */
-	const char *lease;
-	const uint64_t *limits;         /* TRACE_DIMS bounds, NULL: none */
-	const uint64_t *base;           /* TRACE_DIMS usage already recorded, NULL: zero */
-	const char *ns_dir;             /* metered as namespace_bytes, NULL: none */
 	const struct trace_policy *policy;
 	const char *inspect_exec;       /* co-process command, NULL: none */
 	unsigned inspect_classes;       /* classes the co-process sees, 0: TRACE_CLASS_FILE */
@@ -81,9 +77,6 @@ struct trace_inspector_opts {
 	sbx_inspect_fn fn;              /* C callback, NULL: none */
 	void *fn_arg;
 	unsigned fn_classes;            /* classes the callback sees, 0: TRACE_CLASS_FILE */
-	struct trace_relay *relay;      /* output relay (started by on_start), NULL: none */
-	const int *run_claim;           /* the run's claim (lease_run_claim): the bound of
-					 * what its guest may have used is kept there, NULL: none */
 };
 struct trace_inspector;
 int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspector **in,
@@ -91,28 +84,9 @@ int trace_inspector_new(const struct trace_inspector_opts *o, struct trace_inspe
 void trace_inspector_free(struct trace_inspector *in);
 /* Classes the filter must trap for it (add to trace_config.trace_classes). */
 unsigned trace_inspector_classes(const struct trace_inspector *in);
-/* Limits and recorded usage of a lease, for trace_inspector_opts. */
-int trace_inspector_lease_bounds(struct lease_store *s, const char *id,
-				 uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
-				 struct common_err *e);
 /* The inspector as the layer TRACE_LAYER_INSPECT (a zeroed layer for NULL). */
 struct trace_layer trace_inspector_layer(struct trace_inspector *in);
-/* memory also from the run's cgroup */
-void trace_inspector_cgroup(struct trace_inspector *in, const struct trace_cgroup *cg);
-/* held: the lease is not Active yet (a restore): usage is not observed */
-void trace_inspector_hold(struct trace_inspector *in, int held);
-/* The run's trace bytes so far, metered as storage_write from the next sample. */
-void trace_inspector_host_write(struct trace_inspector *in, uint64_t bytes);
-/* The same while the guest runs, after each recorded event: a trace that takes
- * storage_write past its bound stops the guest there (<0: the inspector failed). */
-int trace_inspector_trace_grew(struct trace_inspector *in, uint64_t bytes);
-/* After the guest tree is gone: drain the relay, final sample and observation. */
-int trace_inspector_finish(struct trace_inspector *in, struct common_err *e);
-/* The dimension that closed the lease ("fuel", ..., "lifetime", "escrow"), or NULL. */
-const char *trace_inspector_closed(const struct trace_inspector *in);
 /* An inspector failure (policy rewrite, co-process, callback), or NULL. */
 const struct common_err *trace_inspector_failure(const struct trace_inspector *in);
-/* Usage totals of the lease including this run (monotonic). */
-void trace_inspector_usage(const struct trace_inspector *in, uint64_t usage[TRACE_DIMS]);
 
 #endif

@@ -234,14 +234,94 @@ static int valid_abs_path(const char *s)
 	       !(n >= 3 && strcmp(s + n - 3, "/..") == 0);
 }
 
+/* A rule's "path": an absolute glob, compiled. */
+static int rule_glob(const json_t *v, size_t i, const char *file, struct rule *r,
+		     struct common_err *e)
+{
+	const char *why = NULL;
+	char re[4 * MAX_PATTERN + 16];
+
+	if (!json_is_string(v) || json_string_length(v) == 0 ||
+	    json_string_length(v) > MAX_PATTERN ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return rule_err(e, file, i, r->name, "field \"path\": expected a glob "
+				"of 1 to %d bytes", MAX_PATTERN);
+	if (json_string_value(v)[0] != '/')
+		return rule_err(e, file, i, r->name, "field \"path\": glob \"%s\" is not "
+				"absolute", json_string_value(v));
+	if (glob_to_regex(json_string_value(v), re, sizeof re, &why) < 0)
+		return rule_err(e, file, i, r->name, "field \"path\": %s", why);
+	if (regcomp(&r->glob, re, REG_EXTENDED | REG_NOSUB) != 0)
+		return rule_err(e, file, i, r->name, "field \"path\": bad glob \"%s\"",
+				json_string_value(v));
+	r->has_glob = 1;
+	return 0;
+}
+
+/* A rule's "action", and the "errno" a deny has (EPERM when it names none). */
+static int rule_action(const json_t *o, size_t i, const char *file, struct rule *r,
+		       struct common_err *e)
+{
+	json_t *v = json_object_get(o, "action");
+	const char *act;
+
+	if (!v || !json_is_string(v))
+		return rule_err(e, file, i, r->name, "field \"action\": expected one of allow, "
+				"deny, rewrite, record");
+	act = json_string_value(v);
+	if (strcmp(act, "allow") == 0)
+		r->act = ACT_ALLOW;
+	else if (strcmp(act, "deny") == 0)
+		r->act = ACT_DENY;
+	else if (strcmp(act, "rewrite") == 0)
+		r->act = ACT_REWRITE;
+	else if (strcmp(act, "record") == 0)
+		r->act = ACT_RECORD;
+	else
+		return rule_err(e, file, i, r->name, "field \"action\": unknown action \"%s\"",
+				act);
+	v = json_object_get(o, "errno");
+	if (v && r->act != ACT_DENY)
+		return rule_err(e, file, i, r->name, "field \"errno\": only a deny rule has one");
+	r->err = EPERM;
+	if (v && parse_errno(v, &r->err) < 0)
+		return rule_err(e, file, i, r->name, "field \"errno\": expected an errno name "
+				"(\"EACCES\") or a number from 1 to 4095");
+	return 0;
+}
+
+/* A rewrite's "from" and "to": absolute paths, from without its trailing slashes. */
+static int rule_rewrite(const json_t *o, size_t i, const char *file, struct rule *r,
+			struct common_err *e)
+{
+	json_t *f = json_object_get(o, "from"), *t = json_object_get(o, "to");
+
+	if ((f || t) && r->act != ACT_REWRITE)
+		return rule_err(e, file, i, r->name, "fields \"from\"/\"to\": only a rewrite "
+				"rule has them");
+	if (r->act != ACT_REWRITE)
+		return 0;
+	if (!f || !t || !json_is_string(f) || !json_is_string(t) ||
+	    strlen(json_string_value(f)) != json_string_length(f) ||
+	    strlen(json_string_value(t)) != json_string_length(t) ||
+	    !valid_abs_path(json_string_value(f)) || !valid_abs_path(json_string_value(t)))
+		return rule_err(e, file, i, r->name, "a rewrite needs \"from\" and \"to\": "
+				"absolute paths without \"..\"");
+	r->from = common_xstrdup(json_string_value(f));
+	r->to = common_xstrdup(json_string_value(t));
+	r->fromlen = strlen(r->from);
+	while (r->fromlen > 1 && r->from[r->fromlen - 1] == '/')
+		r->from[--r->fromlen] = 0;
+	return 0;
+}
+
 static int parse_rule(const json_t *o, size_t i, const char *file, struct rule *r,
 		      struct common_err *e)
 {
 	static const char *const keys[] = {"name", "syscall", "class", "path", "action",
 					   "errno", "from", "to", NULL};
-	const char *key, *act, *bad, *why = NULL;
+	const char *key, *bad;
 	json_t *v;
-	char re[4 * MAX_PATTERN + 16];
 
 	if (!json_is_object(o))
 		return rule_err(e, file, i, NULL, "expected a JSON object");
@@ -272,62 +352,12 @@ static int parse_rule(const json_t *o, size_t i, const char *file, struct rule *
 		return rule_err(e, file, i, r->name, bad ? "field \"class\": unknown class "
 				"\"%s\"" : "field \"class\": expected a name or a non-empty "
 				"array of names%s", bad ? bad : "");
-	if ((v = json_object_get(o, "path"))) {
-		if (!json_is_string(v) || json_string_length(v) == 0 ||
-		    json_string_length(v) > MAX_PATTERN ||
-		    strlen(json_string_value(v)) != json_string_length(v))
-			return rule_err(e, file, i, r->name, "field \"path\": expected a glob "
-					"of 1 to %d bytes", MAX_PATTERN);
-		if (json_string_value(v)[0] != '/')
-			return rule_err(e, file, i, r->name, "field \"path\": glob \"%s\" is not "
-					"absolute", json_string_value(v));
-		if (glob_to_regex(json_string_value(v), re, sizeof re, &why) < 0)
-			return rule_err(e, file, i, r->name, "field \"path\": %s", why);
-		if (regcomp(&r->glob, re, REG_EXTENDED | REG_NOSUB) != 0)
-			return rule_err(e, file, i, r->name, "field \"path\": bad glob \"%s\"",
-					json_string_value(v));
-		r->has_glob = 1;
-	}
-	v = json_object_get(o, "action");
-	if (!v || !json_is_string(v))
-		return rule_err(e, file, i, r->name, "field \"action\": expected one of allow, "
-				"deny, rewrite, record");
-	act = json_string_value(v);
-	if (strcmp(act, "allow") == 0)
-		r->act = ACT_ALLOW;
-	else if (strcmp(act, "deny") == 0)
-		r->act = ACT_DENY;
-	else if (strcmp(act, "rewrite") == 0)
-		r->act = ACT_REWRITE;
-	else if (strcmp(act, "record") == 0)
-		r->act = ACT_RECORD;
-	else
-		return rule_err(e, file, i, r->name, "field \"action\": unknown action \"%s\"",
-				act);
-	v = json_object_get(o, "errno");
-	if (v && r->act != ACT_DENY)
-		return rule_err(e, file, i, r->name, "field \"errno\": only a deny rule has one");
-	r->err = EPERM;
-	if (v && parse_errno(v, &r->err) < 0)
-		return rule_err(e, file, i, r->name, "field \"errno\": expected an errno name "
-				"(\"EACCES\") or a number from 1 to 4095");
-	if ((json_object_get(o, "from") || json_object_get(o, "to")) && r->act != ACT_REWRITE)
-		return rule_err(e, file, i, r->name, "fields \"from\"/\"to\": only a rewrite "
-				"rule has them");
-	if (r->act == ACT_REWRITE) {
-		json_t *f = json_object_get(o, "from"), *t = json_object_get(o, "to");
-		if (!f || !t || !json_is_string(f) || !json_is_string(t) ||
-		    strlen(json_string_value(f)) != json_string_length(f) ||
-		    strlen(json_string_value(t)) != json_string_length(t) ||
-		    !valid_abs_path(json_string_value(f)) || !valid_abs_path(json_string_value(t)))
-			return rule_err(e, file, i, r->name, "a rewrite needs \"from\" and \"to\": "
-					"absolute paths without \"..\"");
-		r->from = common_xstrdup(json_string_value(f));
-		r->to = common_xstrdup(json_string_value(t));
-		r->fromlen = strlen(r->from);
-		while (r->fromlen > 1 && r->from[r->fromlen - 1] == '/')
-			r->from[--r->fromlen] = 0;
-	}
+	if ((v = json_object_get(o, "path")) && rule_glob(v, i, file, r, e) < 0)
+		return -1;
+	if (rule_action(o, i, file, r, e) < 0)
+		return -1;
+	if (rule_rewrite(o, i, file, r, e) < 0)
+		return -1;
 	if ((r->act == ACT_REWRITE || r->has_glob) && !rule_can_see_paths(r))
 		return rule_err(e, file, i, r->name, "%s, but none of its syscalls takes a path",
 				r->act == ACT_REWRITE ? "it rewrites a path" : "it matches a path");

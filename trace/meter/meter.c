@@ -4,7 +4,7 @@
  * shared inside the tree counted once; VmHWM at exit), storage_read from the kernel's
  * per-task I/O accounting (rchar of /proc/TID/task/TID/io, sampled while a task lives
  * and taken at its exit event), storage_write exactly from the calls that store (the
- * inspector reports each at its stops: trace/meter/store.c), table_elements as the peak
+ * metering layer reports each at its stops: trace/meter/store.c), table_elements as the peak
  * of open fds, namespace_bytes from the ns directory (one it cannot measure completely
  * counts as one byte past its bound). Output comes from the relay.
  * Every value is kept monotonic. A task sampled at a tick keeps its schedstat and io

@@ -198,4 +198,47 @@ const char *trace_meter_over(const struct trace_meter *m, const uint64_t limits[
 /* A namespace's bytes (lease_ns_digest's walk); -1 when it cannot be measured completely. */
 int trace_meter_ns_bytes(const char *dir, uint64_t *bytes);
 
+/* Metering, a layer of the supervisor (trace/meter/layer.c): the meter follows
+ * the tree, every storing or reading call is held to its bound at its stop, usage
+ * goes to the lease (observations, the run's durable bound) and a crossing
+ * closes the run. */
+struct trace_metering_opts {
+	struct lease_store *store;      /* with lease: observe usage there (closure) */
+	const char *lease;
+	const uint64_t *limits;         /* TRACE_DIMS bounds, NULL: none */
+	const uint64_t *base;           /* TRACE_DIMS usage already recorded, NULL: zero */
+	const char *ns_dir;             /* metered as namespace_bytes, NULL: none */
+	struct trace_relay *relay;      /* output relay (started by on_start), NULL: none */
+	const int *run_claim;           /* the run's claim (lease_run_claim): the bound of
+					 * what its guest may have used is kept there, NULL: none */
+};
+struct trace_metering;
+struct trace_metering *trace_metering_new(const struct trace_metering_opts *o);
+void trace_metering_free(struct trace_metering *mt);
+/* Classes the filter must trap for it (add to trace_config.trace_classes). */
+unsigned trace_metering_classes(const struct trace_metering *mt);
+/* Limits and recorded usage of a lease, for trace_metering_opts. */
+int trace_metering_lease_bounds(struct lease_store *s, const char *id,
+				uint64_t limits[TRACE_DIMS], uint64_t base[TRACE_DIMS],
+				struct common_err *e);
+/* Metering as the layer TRACE_LAYER_METER (a zeroed layer for NULL). */
+struct trace_layer trace_meter_layer(struct trace_metering *mt);
+/* memory also from the run's cgroup */
+void trace_metering_cgroup(struct trace_metering *mt, const struct trace_cgroup *cg);
+/* held: the lease is not Active yet (a restore): usage is not observed */
+void trace_metering_hold(struct trace_metering *mt, int held);
+/* The run's trace bytes so far, metered as storage_write from the next sample. */
+void trace_metering_host_write(struct trace_metering *mt, uint64_t bytes);
+/* The same while the guest runs, after each recorded event: a trace that takes
+ * storage_write past its bound stops the guest there (<0: metering failed). */
+int trace_metering_trace_grew(struct trace_metering *mt, uint64_t bytes);
+/* After the guest tree is gone: drain the relay, final sample and observation. */
+int trace_metering_finish(struct trace_metering *mt, struct common_err *e);
+/* The dimension that closed the lease ("fuel", ..., "lifetime", "escrow"), or NULL. */
+const char *trace_metering_closed(const struct trace_metering *mt);
+/* A metering failure (the lease, a call it could not hold), or NULL. */
+const struct common_err *trace_metering_failure(const struct trace_metering *mt);
+/* Usage totals of the lease including this run (monotonic). */
+void trace_metering_usage(const struct trace_metering *mt, uint64_t usage[TRACE_DIMS]);
+
 #endif

@@ -1,6 +1,6 @@
 /* sbx-run's bounded, inspected runs: --policy, --inspect-exec, --inspect-timeout,
  * --state-in and --state-out, the lease's limits, the output relay, the memory
- * cgroup and the inspector wired into one run (SPEC §4.3, §6.3, §6.4). */
+ * cgroup, metering and the inspector wired into one run (SPEC §4.3, §6.3, §6.4). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -15,10 +15,39 @@ struct trace_bound {
 	struct trace_policy *policy;
 	struct trace_relay *relay;
 	struct trace_inspector *ins;
+	struct trace_metering *meter;
 	struct trace_state state;
 	struct trace_cgroup *cg;
 	uint64_t limits[TRACE_DIMS], base[TRACE_DIMS];
 };
+
+static int env_is_1(const char *name)
+{
+	const char *v = getenv(name);
+	return v && strcmp(v, "1") == 0;
+}
+
+/* Who holds memory: the run's cgroup, or where none can be made (an unprivileged
+ * invoker on cgroup v1, a v2 cgroup not delegated) the meter's samples, where a
+ * fast allocator may pass the bound between two samples. A first run must run:
+ * sampled is the default there, said once; --memory-exact (SBX_MEMORY_EXACT=1)
+ * refuses instead, --memory-sampled (SBX_MEMORY_SAMPLED=1) asks for it. */
+static int memory_hold(const struct trace_run_opts *o, struct trace_bound *b, struct common_err *e)
+{
+	struct common_err ce;
+	if (o->memory_exact && o->memory_sampled)
+		return common_errf(e, "--memory-exact", "conflicts with --memory-sampled");
+	int exact = o->memory_exact || (!o->memory_sampled && env_is_1("SBX_MEMORY_EXACT"));
+	int asked = o->memory_sampled || env_is_1("SBX_MEMORY_SAMPLED");
+	if ((b->cg = trace_cgroup_open(&ce)))
+		return 0;
+	if (exact)
+		return common_errf(e, "--memory-exact", "%s: %s", ce.what, ce.why);
+	if (!asked)
+		common_warnf("memory: held by samples, not by a cgroup (memory_held_by: samples; "
+			     "--memory-exact refuses instead): %s", ce.why);
+	return 0;
+}
 
 int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **out,
 		     struct common_err *e)
@@ -36,16 +65,7 @@ int trace_bound_open(const struct trace_run_opts *o, struct trace_bound **out,
 	/* the result is copied out at the end, beneath the directory opened now */
 	if (o->state_out && trace_state_output(&b->state, o->state_out, e) < 0)
 		return -1;
-	/* without a cgroup a fast allocator passes the bound between two samples: only
-	 * an invoker who says so runs that way */
-	const char *env = getenv("SBX_MEMORY_SAMPLED");
-	int sampled = o->memory_sampled || (env && strcmp(env, "1") == 0);
-	struct common_err ce;
-	if (!(b->cg = trace_cgroup_open(&ce)) && !sampled) {
-		*e = ce;
-		return -1;
-	}
-	return 0;
+	return memory_hold(o, b, e);
 }
 
 
@@ -73,30 +93,32 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 		       struct common_err *e)
 {
 	struct trace_inspector_opts io = {0};
+	struct trace_metering_opts mo = {0};
 
-	if (trace_inspector_lease_bounds(s, id, b->limits, b->base, e) < 0)
+	if (trace_metering_lease_bounds(s, id, b->limits, b->base, e) < 0)
 		return -1;
 	if (trace_relay_open(&b->relay, 1, 2, b->limits[LEASE_DIM_OUTPUT_BYTES],
 			     b->limits[LEASE_DIM_OUTPUT_VALUES], e) < 0)
 		return -1;
-	io.store = s;
-	io.lease = id;
-	io.limits = b->limits;
-	io.base = b->base;
-	io.ns_dir = ns;
+	mo.store = s;
+	mo.lease = id;
+	mo.limits = b->limits;
+	mo.base = b->base;
+	mo.ns_dir = ns;
+	mo.relay = b->relay;
+	mo.run_claim = *run_claim >= 0 ? run_claim : NULL;
+	b->meter = trace_metering_new(&mo);
 	io.policy = b->policy;
 	io.inspect_exec = b->o->inspect_exec;
 	io.inspect_timeout_ms = b->o->inspect_timeout_ms;
 	io.inspect_classes = b->o->inspect_classes;
-	io.relay = b->relay;
-	io.run_claim = *run_claim >= 0 ? run_claim : NULL;
 	if (trace_inspector_new(&io, &b->ins, e) < 0)
 		return -1;
 	/* the kernel holds memory in the run's cgroup (none: --memory-sampled) */
 	if (b->cg) {
 		if (trace_cgroup_limit(b->cg, b->limits[LEASE_DIM_MEMORY], e) < 0)
 			return -1;
-		trace_inspector_cgroup(b->ins, b->cg);
+		trace_metering_cgroup(b->meter, b->cg);
 		cfg->cgroup = b->cg;
 	}
 	trace_relay_child_fds(b->relay, &cfg->stdout_fd, &cfg->stderr_fd);
@@ -115,18 +137,26 @@ struct trace_inspector *trace_bound_inspector(const struct trace_bound *b)
 	return b ? b->ins : NULL;
 }
 
+struct trace_metering *trace_bound_metering(const struct trace_bound *b)
+{
+	return b ? b->meter : NULL;
+}
+
 int trace_bound_finish(struct trace_bound *b, const struct trace_result *res,
 		       const char **closed, struct common_err *e)
 {
 	const struct common_err *f;
 
 	*closed = NULL;
-	if (!b->ins)
+	if (!b->meter)
 		return 0;
-	if (trace_inspector_finish(b->ins, e) < 0)
+	if (trace_metering_finish(b->meter, e) < 0) {
+		if ((f = trace_inspector_failure(b->ins)))
+			*e = *f; /* the inspector's failed the run first */
 		return -1;
-	*closed = trace_inspector_closed(b->ins);
-	if ((f = trace_inspector_failure(b->ins))) {
+	}
+	*closed = trace_metering_closed(b->meter);
+	if ((f = trace_inspector_failure(b->ins)) || (f = trace_metering_failure(b->meter))) {
 		*e = *f;
 		return -1;
 	}
@@ -142,9 +172,9 @@ void trace_bound_result(const struct trace_bound *b, json_t *result)
 	json_t *u = json_object_get(result, "usage");
 	uint64_t v[TRACE_DIMS];
 
-	if (!b || !b->ins || !json_is_object(u))
+	if (!b || !b->meter || !json_is_object(u))
 		return;
-	trace_inspector_usage(b->ins, v);
+	trace_metering_usage(b->meter, v);
 	for (int d = 0; d < TRACE_DIMS; d++)
 		json_object_set_new(u, lease_dim_name((enum lease_dim)d), json_integer((json_int_t)v[d]));
 	json_object_set_new(result, "memory_held_by", json_string(b->cg ? "cgroup" : "samples"));
@@ -157,6 +187,7 @@ void trace_bound_free(struct trace_bound *b)
 	if (!b)
 		return;
 	trace_inspector_free(b->ins);
+	trace_metering_free(b->meter);
 	trace_cgroup_free(b->cg);
 	trace_relay_free(b->relay);
 	trace_policy_free(b->policy);

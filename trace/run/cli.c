@@ -263,6 +263,7 @@ static const struct common_opt run_opts[] = {
 	OPT("state-out", &common_opt_str, state_out, RUN),
 	OPT("deterministic", &common_opt_flag, deterministic, RUN), /* SPEC §9: trace/determ/ */
 	OPT("memory-sampled", &common_opt_flag, memory_sampled, 0),
+	OPT("memory-exact", &common_opt_flag, memory_exact, 0),
 };
 
 static const struct common_cli run_cli = {
@@ -284,7 +285,7 @@ static const char trace_run_usage[] =
 	"               [--inspect-timeout MS]\n"
 	"               [--state-in FILE] [--state-out FILE]\n"
 	"               [--max-procs N] [--snapshot-every-batches N] [--snapshot-on-exit-signal]\n"
-	"               [--deterministic] [--memory-sampled]\n"
+	"               [--deterministic] [--memory-sampled | --memory-exact]\n"
 	"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 	"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
 	"                 [--escrow N] [--principal NAME] [--principal-key FILE]\n"

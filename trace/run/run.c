@@ -43,7 +43,8 @@ struct run {
 	char *ctl_path;
 	struct trace_determ *det;     /* --deterministic */
 	struct trace_rec *rec;        /* --trace */
-	struct trace_inspector *ins;  /* the bound's */
+	struct trace_inspector *ins;  /* the bound's: policy, co-process */
+	struct trace_metering *meter; /* the bound's: metering, closure */
 	struct trace_layer layers[TRACE_LAYERS]; /* compose */
 	struct trace_config cfg;
 	struct trace_supervisor *sv;  /* supervise */
@@ -121,8 +122,13 @@ static int request_snapshot(struct run *r, pid_t guest, int stop, int at_stop,
 	if (r->sv)
 		trace_sv_unhurried(r->sv, 0);
 	/* the snapshot resumed the guest with PTRACE_CONT */
-	if (!at_stop && (!stop || rc < 0) && r->sv)
-		trace_sv_every_call_rearm(r->sv, guest);
+	if ((!stop || rc < 0) && r->sv) {
+		pid_t tids[1024];
+		size_t n = trace_sv_pids(r->sv, tids, 1024);
+		for (size_t i = 0; i < n; i++)
+			if (tids[i] != guest || !at_stop)
+				trace_sv_every_call_rearm(r->sv, tids[i]);
+	}
 	return rc;
 }
 
@@ -291,8 +297,10 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 		trace_sv_kill_now(sv, "restore failed");
 		return -1;
 	}
-	if (r->ins) /* the lease is Active now: its usage may be observed */
-		trace_inspector_hold(r->ins, 0);
+	/* the snapshot's other threads, made by the restore, run from now on */
+	trace_sv_adopt_threads(sv, pid);
+	if (r->meter) /* the lease is Active now: its usage may be observed */
+		trace_metering_hold(r->meter, 0);
 	return 0;
 }
 
@@ -301,7 +309,7 @@ static int hook_recorded(void *ctx, struct trace_guest *g, struct trace_stop *st
 {
 	struct run *r = ctx;
 	(void)g, (void)st;
-	return trace_inspector_trace_grew(r->ins, trace_rec_bytes(r->rec));
+	return trace_metering_trace_grew(r->meter, trace_rec_bytes(r->rec));
 }
 
 static int hook_recorded_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
@@ -314,9 +322,9 @@ static int hook_recorded_exec(void *ctx, struct trace_supervisor *sv, pid_t pid,
 /* The trace grows with the guest: flushed, it is held like a write to its storage. */
 static void hold_trace(struct run *r)
 {
-	if (r->rec && r->ins) {
+	if (r->rec && r->meter) {
 		trace_rec_flush(r->rec);
-		trace_inspector_host_write(r->ins, trace_rec_bytes(r->rec));
+		trace_metering_host_write(r->meter, trace_rec_bytes(r->rec));
 	}
 }
 
@@ -710,8 +718,9 @@ static int features_open(struct run *r)
 	if (trace_bound_attach(r->bound, r->store, r->id, r->ns, &r->run_fd, &r->cfg, &r->e) < 0)
 		return -1;
 	r->ins = trace_bound_inspector(r->bound);
-	if (r->ins && o->restore_exec) /* no observation of a lease still Funded */
-		trace_inspector_hold(r->ins, 1);
+	r->meter = trace_bound_metering(r->bound);
+	if (r->meter && o->restore_exec) /* no observation of a lease still Funded */
+		trace_metering_hold(r->meter, 1);
 	return 0;
 }
 
@@ -751,7 +760,8 @@ static int run_setup(struct run *r)
 /* The calls the filter stops: those each feature says it needs. */
 static unsigned compose_classes(const struct run *r)
 {
-	unsigned c = 0, inspected = r->ins ? trace_inspector_classes(r->ins) : 0;
+	unsigned c = trace_metering_classes(r->meter);
+	unsigned inspected = r->ins ? trace_inspector_classes(r->ins) : 0;
 
 	if (r->rec)
 		c |= trace_classes(r->opts->trace_level);
@@ -774,10 +784,11 @@ static void run_compose(struct run *r)
 		.on_fd = hook_fd, .on_exec = hook_exec, .on_tick = hook_tick,
 		.on_signal = hook_signal };
 	l[TRACE_LAYER_INSPECT] = trace_inspector_layer(r->ins);
+	l[TRACE_LAYER_METER] = trace_meter_layer(r->meter);
 	l[TRACE_LAYER_DETERM] = trace_determ_layer(r->det);
 	l[TRACE_LAYER_RESTORE] = (struct trace_layer){ .ctx = r, .on_exec = hook_restore };
 	l[TRACE_LAYER_RECORD] = trace_rec_layer(r->rec);
-	if (r->rec && r->ins)
+	if (r->rec && r->meter)
 		l[TRACE_LAYER_AFTER] = (struct trace_layer){ .ctx = r, .on_entry = hook_recorded,
 			.on_exit = hook_recorded, .on_exec = hook_recorded_exec };
 	r->cfg.trace_classes = compose_classes(r);

@@ -163,8 +163,11 @@ static void *relay_main(void *arg)
 	while (r->s[0].open || r->s[1].open) {
 		struct pollfd p[4];
 		int n = 0, idx[4];
-		/* the last drain, the guest gone, is not held: the final observation follows */
-		size_t can = stopping ? sizeof r->buf : room(r);
+		/* the last drain, the guest gone, is not held: the final observation follows;
+		 * only a round that began stopping drains (the stop may come with output
+		 * this round only asked an allowance for) */
+		int draining = stopping;
+		size_t can = draining ? sizeof r->buf : room(r);
 		/* with no allowance the streams are watched until one has output, not read */
 		int watch = can || !atomic_load(&r->waiting);
 
@@ -230,7 +233,7 @@ static void *relay_main(void *arg)
 		}
 		/* After the guest is gone, drain what is buffered, then stop even if a
 		 * stray holder of the write end remains. */
-		if (stopping && !any && (reading || atomic_load(&r->over)))
+		if (draining && !any && (reading || atomic_load(&r->over)))
 			break;
 	}
 	return NULL;

@@ -2,6 +2,7 @@
  * of this thread (another thread's run, or the host's children, are not ours), one place
  * where a thread's state is created (tstate_get) and one where it is freed
  * (tstate_free), separate entry and exit handlers. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -147,6 +148,8 @@ static void tstate_free(struct trace_supervisor *sv, pid_t tid)
 			if (t->nest || t->tracer)
 				trace_nest_forget(sv, t, t->wstatus);
 			*pp = t->next;
+			if (t->sgid)
+				close(t->sgid_fd);
 			EACH_LAYER(sv, l)
 				if (t->slot[l - sv->l] && l->slot_free)
 					l->slot_free(l->ctx, t->slot[l - sv->l]);
@@ -274,6 +277,29 @@ void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid)
 {
 	if (sv->every_call)
 		ptrace(PTRACE_INTERRUPT, tid, 0, 0); /* ESRCH: its exit comes through the loop */
+}
+
+void trace_sv_adopt_threads(struct trace_supervisor *sv, pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	struct tstate *lead = trace_sv_find(sv, pid);
+	while (d && (de = readdir(d))) {
+		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (tid <= 0 || tid == pid || trace_sv_find(sv, tid))
+			continue;
+		struct tstate *c = tstate_get(sv, tid);
+		c->announced = 1;
+		c->tgid = pid;
+		c->ppid = lead ? lead->ppid : 0;
+		layers_spawn(sv, pid, tid, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+			     CLONE_THREAD | CLONE_SYSVSEM);
+		trace_sv_resume(sv, tid, PTRACE_CONT, 0);
+	}
+	if (d)
+		closedir(d);
 }
 
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)
@@ -454,6 +480,84 @@ static int send_decide(struct trace_supervisor *sv, struct tstate *t, const uint
 	return refused ? *answer_errno : 0;
 }
 
+static void sgid_drop(struct tstate *t)
+{
+	if (t->sgid)
+		close(t->sgid_fd);
+	t->sgid = 0;
+}
+
+/* A chmod asking S_ISGID: the object it names, opened now (its type cannot
+ * change under us). 0 when it is a directory, kept for sgid_exit; -1 when it is
+ * anything else or cannot be named, and the boundary's refusal stands. */
+static int sgid_entry(struct tstate *t, const struct trace_stop *st)
+{
+	int path = trace_sys_arg(st->sys, TRACE_ARG_PATH), dir = trace_sys_arg(st->sys, TRACE_ARG_DIRFD);
+	int flags = st->nr == TRACE_SYS_fchmodat2 ? (int)st->args[3] : 0, fd;
+	struct stat sb;
+
+	if (path < 0)
+		fd = trace_fd_open(t->tid, (int)st->args[0]);
+	else if (!st->raw[0] || !st->path[0])
+		fd = -EFAULT;
+	else if (!st->raw[0][0])
+		fd = flags & AT_EMPTY_PATH ? trace_fd_open(t->tid, dir < 0 ? AT_FDCWD : (int)st->args[dir])
+					   : -ENOENT;
+	else
+		fd = trace_path_open(t->tid, st->path[0], !(flags & AT_SYMLINK_NOFOLLOW));
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+		close(fd);
+		return -1;
+	}
+	t->sgid = 1;
+	t->sgid_fd = fd;
+	return 0;
+}
+
+/* The call runs without S_ISGID, so whatever its path names by then (a guest
+ * may swap a file in) gets no setgid bit; 0 or -errno. */
+static int sgid_strip(struct tstate *t, const struct trace_stop *st, int mode_arg)
+{
+	struct user_regs_struct r;
+	uint64_t a[6];
+	int rc = trace_regs_get(t->tid, &r);
+	if (rc < 0)
+		return rc;
+	memcpy(a, st->args, sizeof a);
+	a[mode_arg] &= ~(uint64_t)S_ISGID;
+	t->sgid_mode = (unsigned)st->args[mode_arg] & 07777;
+	trace_regs_set_args(&r, a);
+	return trace_regs_set(t->tid, &r);
+}
+
+/* The call ran: the directory named at its entry takes the mode asked for when
+ * the guest could give it natively, its owner and group being the guest's own
+ * (the kernel drops S_ISGID for another group). */
+static void sgid_exit(struct tstate *t, int64_t rval)
+{
+	struct trace_status s;
+	struct stat sb;
+	struct user_regs_struct r;
+	unsigned long long u = 0, g = 0;
+	char link[64];
+	int ok = 0;
+
+	if (rval == 0 && fstat(t->sgid_fd, &sb) == 0 && trace_status_read(t->tid, &s) == 0) {
+		const char *uid = trace_status_field(&s, "Uid"), *gid = trace_status_field(&s, "Gid");
+		ok = uid && gid && sscanf(uid, "%*u %*u %*u %llu", &u) == 1 &&
+		     sscanf(gid, "%*u %*u %*u %llu", &g) == 1 && sb.st_uid == u && sb.st_gid == g;
+		trace_status_free(&s);
+	}
+	snprintf(link, sizeof link, "/proc/self/fd/%d", t->sgid_fd);
+	if (ok && chmod(link, t->sgid_mode) < 0 && trace_regs_get(t->tid, &r) == 0) {
+		r.rax = (unsigned long long)(long long)-errno;
+		trace_regs_set(t->tid, &r);
+	}
+	sgid_drop(t);
+}
+
 static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 {
 	struct __ptrace_syscall_info info;
@@ -489,6 +593,12 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	 * a guest tracer's ptrace is served once the inspector let it through */
 	int nested = trace_nest_verdict(sv, t, st);
 	int refuse = nested >= 0 ? nested : trace_boundary_errno(st->arch_ok, st->nr, st->args);
+	int dir_mode = refuse == EPERM && nested < 0 ? trace_boundary_dir_mode(st->nr, st->args) : -1;
+	sgid_drop(t);
+	if ((sv->has_entry || dir_mode >= 0) && st->sys)
+		decode_paths(&g, st);
+	if (dir_mode >= 0 && sgid_entry(t, st) == 0)
+		refuse = 0; /* a directory: S_ISGID is given at the call's exit */
 	if (!refuse && st->arch_ok && st->nr == TRACE_SYS_connect)
 		refuse = connect_decide(sv, t, &conn, st->args, &conn_err);
 	else if (!refuse && st->arch_ok && is_send(st->nr))
@@ -498,18 +608,21 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		st->action = TRACE_DENIED;
 		st->deny_errno = refuse;
 	}
-	if (sv->has_entry && st->sys)
-		decode_paths(&g, st);
 	if (sv->has_entry && layers_stop(sv, &g, st, HOOK_ENTRY) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	if (refuse) {
 		st->action = TRACE_DENIED; /* a hook cannot lift the boundary's refusal */
 		st->deny_errno = refuse;
 	}
+	if (t->sgid && st->action != TRACE_DENIED && sgid_strip(t, st, dir_mode) < 0) {
+		st->action = TRACE_DENIED;
+		st->deny_errno = EPERM;
+	}
 	if (st->action == TRACE_DENIED) {
 		sv->res->refused += !refuse; /* a layer's refusal counts as the boundary's */
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;
+		sgid_drop(t);
 	} else if (nested == 0) {
 		trace_nest_call(sv, t, st);
 	} else if (st->arch_ok && st->nr == TRACE_SYS_connect) {
@@ -519,7 +632,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	}
 	trace_sock_close(&conn);
 	t->want_exit = st->want_exit && sv->has_exit;
-	trace_sv_resume(sv, t->tid, t->want_exit ? PTRACE_SYSCALL : PTRACE_CONT, 0);
+	trace_sv_resume(sv, t->tid, t->want_exit || t->sgid ? PTRACE_SYSCALL : PTRACE_CONT, 0);
 }
 
 /* A syscall-entry stop, met only in every-call mode: the hook sees the call
@@ -557,6 +670,14 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 	}
 	if (t->tracer && !sv->every_call && trace_nest_tracer_stop(sv, t))
 		return;
+	if (t->sgid) {
+		struct __ptrace_syscall_info info;
+		memset(&info, 0, sizeof info);
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof info, &info) > 0 &&
+		    info.op == PTRACE_SYSCALL_INFO_EXIT)
+			sgid_exit(t, info.exit.rval);
+		sgid_drop(t);
+	}
 	if (t->want_exit) {
 		struct __ptrace_syscall_info info;
 		memset(&info, 0, sizeof info);
@@ -755,7 +876,7 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		}
 		if (t->nest && trace_nest_task_stop(sv, t, 0, sig))
 			return; /* its guest tracer decides whether it is delivered */
-		if (tid == sv->guest)
+		if (tid == sv->guest || (sv->guest && tgid_of(t) == sv->guest))
 			layers_signal(sv, tid, sig);
 		trace_sv_resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}

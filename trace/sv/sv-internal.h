@@ -21,6 +21,8 @@ struct tstate {
 	pid_t tid, tgid, ppid;
 	int want_exit;
 	ino_t conn_waits;         /* the socket its blocking connect waits on, run again */
+	int sgid, sgid_fd;        /* a chmod g+s of a directory: the directory, O_PATH */
+	unsigned sgid_mode;       /* the mode it asked for, given at the exit */
 	struct trace_stop st;     /* the entry stop, kept for on_exit */
 	char path[2][PATH_MAX];
 	char raw[2][PATH_MAX];

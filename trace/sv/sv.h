@@ -35,10 +35,12 @@ struct user_regs_struct;
  * enum and the walk in trace/sv/supervise.c, nowhere else. */
 enum trace_layer_slot {
 	/* the tool's own, first: its exec check precedes every feature, and its
-	 * tick feeds the trace's bytes to the inspector before the bounds are read */
+	 * tick feeds the trace's bytes to the meter before the bounds are read */
 	TRACE_LAYER_CONTROL,
-	/* decides each call: policy, co-process, callback, metering and bounds */
+	/* decides each call: policy, co-process, callback */
 	TRACE_LAYER_INSPECT,
+	/* meters the call the inspector let through and holds it to the bounds */
+	TRACE_LAYER_METER,
 	/* answers from virtual state what the inspector let through */
 	TRACE_LAYER_DETERM,
 	/* rebuilds a restored guest at its first exec, once determinism rewrote the auxv */
@@ -86,8 +88,9 @@ struct trace_layer {
 	/* an fd registered with trace_sv_watch() is readable (a layer ignores fds not
 	 * its own); <0 stops the guest */
 	int (*on_fd)(void *ctx, struct trace_supervisor *sv, int fd);
-	/* the guest's main thread is in a signal-delivery stop for sig, which is
-	 * passed on afterwards (the hook may inject syscalls; it must not resume it) */
+	/* a thread of the guest's process (its main thread or another) is in a
+	 * signal-delivery stop for sig, which is passed on afterwards (the hook
+	 * may inject syscalls; it must not resume it) */
 	void (*on_signal)(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig);
 	/* any thread's signal-delivery stop, before on_signal: 1 when the hook handled
 	 * the signal (it is then not delivered), 0 to deliver it */
@@ -173,6 +176,9 @@ int trace_sv_every_call_on(const struct trace_supervisor *sv);
 /* A task resumed outside the loop (by a snapshot) stops once more, so the loop
  * resumes it in every-call mode. */
 void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
+/* Threads of pid made outside the loop (a restore's injected clones), each in
+ * a ptrace stop the loop never saw: known from now on and resumed. */
+void trace_sv_adopt_threads(struct trace_supervisor *sv, pid_t pid);
 /* Long host-side work in a hook (a snapshot) runs at the invoker's priority: on, then
  * off once done. */
 void trace_sv_unhurried(struct trace_supervisor *sv, int on);

@@ -53,6 +53,16 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t a[6])
 	return trace_sys_rules_errno(nr, a);
 }
 
+int trace_boundary_dir_mode(long nr, const uint64_t a[6])
+{
+	const struct trace_sysinfo *s = trace_sys_by_nr(nr);
+	int mode, oflags;
+	if (!s || !(trace_sys_facts(nr) & TRACE_FACT_CHMOD))
+		return -1;
+	fmode_args(s, &mode, &oflags);
+	return mode >= 0 && ((uint32_t)a[mode] & ID_BITS) == S_ISGID ? mode : -1;
+}
+
 static int rule(scmp_filter_ctx c, uint32_t act, int nr, unsigned n, struct scmp_arg_cmp *cmp,
 		const char *name, struct common_err *e)
 {

@@ -63,6 +63,7 @@ enum trace_fact {
 	TRACE_FACT_ADDRESSED = 1u << 6,     /* stops when argument 4 (an address) is not NULL */
 	TRACE_FACT_REMAP = 1u << 7,         /* TRACE_FILTER_REMAP traps it (mmap: with MAP_FIXED) */
 	TRACE_FACT_NOFOLLOW = 1u << 8,      /* a symlink last in its paths is not followed */
+	TRACE_FACT_CHMOD = 1u << 9,         /* changes an existing object's mode */
 };
 unsigned trace_sys_facts(long nr);
 /* Whether the call with args a follows a symlink that is the last component of
@@ -118,6 +119,10 @@ enum {
 /* The boundary's own verdict on a trapped syscall (trace/sys/filter.c): 0 allow,
  * else the errno. */
 int trace_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
+/* A refusal the object may lift: S_ISGID without S_ISUID asked of an existing
+ * object (TRACE_FACT_CHMOD), which a directory may carry (its new entries take
+ * its group; binds are nosuid). The mode's argument index, or -1. */
+int trace_boundary_dir_mode(long nr, const uint64_t args[6]);
 /* The seccomp program for classes into *prog (malloc'd filter). */
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
 /* The same written to fd (tests and sbx-run --print-filter). */

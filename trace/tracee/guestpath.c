@@ -173,3 +173,32 @@ int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_
 		strcpy(out, "/");
 	return 0;
 }
+
+int trace_path_open(pid_t tid, const char *path, int follow_last)
+{
+	char link[64], real[PATH_MAX];
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (follow_last ? 0 : O_NOFOLLOW),
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+
+	if (trace_path_real(tid, path, follow_last, real) < 0)
+		return -ELOOP;
+	snprintf(link, sizeof link, "/proc/%d/root", (int)tid);
+	int root = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -errno;
+	int fd = (int)syscall(SYS_openat2, root, real, &how, sizeof how);
+	int err = errno;
+	close(root);
+	return fd < 0 ? -err : fd;
+}
+
+int trace_fd_open(pid_t tid, int fd)
+{
+	char link[64];
+	if (fd == AT_FDCWD)
+		snprintf(link, sizeof link, "/proc/%d/cwd", (int)tid);
+	else
+		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)tid, fd);
+	int o = open(link, O_PATH | O_CLOEXEC);
+	return o < 0 ? -errno : o;
+}

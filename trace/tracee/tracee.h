@@ -124,5 +124,10 @@ int trace_proc_start_brk(pid_t tid, uint64_t *start_brk, struct common_err *e);
  * when a link cannot be read. */
 void trace_path_fold(const char *in, char out[PATH_MAX]);
 int trace_path_real(pid_t tid, const char *path, int follow_last, char out[PATH_MAX]);
+/* The object an absolute guest path names (as trace_path_real resolves it), or
+ * the one tid's descriptor fd (AT_FDCWD: its cwd) holds, as an O_PATH
+ * descriptor of ours: its type and owner no longer move. fd or -errno. */
+int trace_path_open(pid_t tid, const char *path, int follow_last);
+int trace_fd_open(pid_t tid, int fd);
 
 #endif

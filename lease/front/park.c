@@ -9,13 +9,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 #define PARKED_MAX 4096
 
 int lease_store_unreachable(const struct lease_store *s)
 {
-	return s->etcd && lease_etcd_unreachable(s->etcd);
+	return s->be->unreachable && s->be->unreachable(s);
 }
 
 /* parked/.lock: parking waits for it; a replay already under way elsewhere is left alone */

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 static char *run_lock_path(const struct lease_store *s, const char *id)
 {

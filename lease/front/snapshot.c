@@ -7,37 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 #define HOST_MAX 255
 #define MANIFEST_HEX 88 /* the 44-byte manifest */
-
-int lease_file_snap_get(struct lease_store *s, const char *hex, json_t **rec, struct common_err *e)
-{
-	(void)s, (void)hex, (void)e;
-	*rec = NULL;
-	return 0;
-}
-
-int lease_file_snap_put(struct lease_store *s, const char *hex, const json_t *rec,
-			struct common_err *e)
-{
-	(void)s, (void)hex, (void)rec, (void)e;
-	return 1;
-}
-
-int lease_file_snap_del(struct lease_store *s, const char *hex, struct common_err *e)
-{
-	(void)s, (void)hex, (void)e;
-	return 0;
-}
-
-int lease_file_snap_all(struct lease_store *s, json_t **recs, struct common_err *e)
-{
-	(void)s, (void)e;
-	*recs = json_array();
-	return 0;
-}
 
 const char *lease_snapshot_top(const struct lease_store *s)
 {

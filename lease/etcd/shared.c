@@ -2,16 +2,13 @@
  * clock and registered host keys in one cluster; every transition is one etcd
  * transaction over the revisions it read, run again when another client won.
  * Keys under PREFIX: lease/ID, receipt/ID/SEQ (20 digits), slots/PRINCIPAL,
- * clock, keys/PUBHEX, snapshot/HEX (snapshot.c). */
+ * clock, keys/PUBHEX, snapshot/HEX (lease/front/snapshot.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/etcd/etcd.h"
 
-#define RETRY_MAX 400
 #define KEY_MAX 160
 
 /* What a transition read: the revision its commit compares. */
@@ -351,20 +348,6 @@ static int shared_snap_all(struct lease_store *s, json_t **recs, struct common_e
 	return 0;
 }
 
-const struct lease_backend lease_etcd_backend = {
-	.pair_read = shared_pair_read,
-	.slots_read = shared_slots_read,
-	.commit = shared_commit,
-	.clock_read = shared_clock_read,
-	.clock_write = shared_clock_write,
-	.ids = shared_ids,
-	.receipts = shared_receipts,
-	.snap_get = shared_snap_get,
-	.snap_put = shared_snap_put,
-	.snap_del = shared_snap_del,
-	.snap_all = shared_snap_all,
-};
-
 /* Put key = val unless key exists. A read first: opening a store is common and a
  * write would cost a round of consensus each time. */
 static int ensure(struct lease_store *s, const char *key, const json_t *val, struct common_err *e)
@@ -382,7 +365,8 @@ static int ensure(struct lease_store *s, const char *key, const json_t *val, str
 	return r < 0 ? -1 : 0;
 }
 
-int lease_shared_open(struct lease_store *s, struct common_err *e)
+/* The host key registered, the clock created. */
+static int shared_open(struct lease_store *s, struct common_err *e)
 {
 	char pub[65], key[KEY_MAX], host[256] = "";
 	json_t *v;
@@ -407,7 +391,8 @@ int lease_shared_open(struct lease_store *s, struct common_err *e)
 	return r;
 }
 
-int lease_signer_known(struct lease_store *s, const char *pubhex, struct common_err *e)
+/* 1 when pubhex is a key registered in the store (receipts name their signer) */
+static int signer_known(struct lease_store *s, const char *pubhex, struct common_err *e)
 {
 	char key[KEY_MAX], *val;
 	int64_t rev;
@@ -424,21 +409,73 @@ int lease_signer_known(struct lease_store *s, const char *pubhex, struct common_
 	return 1;
 }
 
-int lease_retry(struct lease_store *s, unsigned *attempt)
+/* PREFIX/principals/NAME: {"key", "principal"} */
+static int principal_get(struct lease_store *s, const char *name, char **key, char **where,
+			 struct common_err *e)
 {
-	unsigned cap = *attempt < 6 ? 1u << *attempt : 64, r = 0;
-	struct timespec ts;
+	char *p = common_xasprintf("principals/%s", name), *buf = NULL;
+	int64_t rev = 0;
+	json_t *v;
+	int r = lease_etcd_get(s->etcd, p, &buf, &rev, e);
 
-	if (!s->conflict)
-		return 0;
-	s->conflict = 0;
-	if (++*attempt > RETRY_MAX)
-		return 0;
-	/* a random pause spreads the losers of one race over the next rounds */
-	if (getrandom(&r, sizeof r, 0) < 0)
-		r = (unsigned)getpid();
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)(r % (cap * 1000)) * 1000L;
-	nanosleep(&ts, NULL);
+	*key = NULL;
+	*where = p;
+	if (r < 0 || !buf) {
+		free(buf);
+		return r < 0 ? r : 0;
+	}
+	v = common_json_load(buf, strlen(buf), p, e);
+	if (lease_jstr(v, "key"))
+		*key = common_xstrdup(lease_jstr(v, "key"));
+	json_decref(v);
+	free(buf);
 	return 1;
 }
+
+static int principal_put(struct lease_store *s, const char *name, const char *hex,
+			 struct common_err *e)
+{
+	json_t *v = json_pack("{s:s, s:s}", "key", hex, "principal", name);
+	char *val = common_json_canonical(v), *p = common_xasprintf("principals/%s", name);
+	json_t *cmp = json_pack("[[s, i]]", p, 0), *puts = json_pack("[[s, s]]", p, val);
+	int64_t rev;
+	/* not applied: another caller recorded one first, and that one stands */
+	int r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+
+	json_decref(cmp);
+	json_decref(puts);
+	json_decref(v);
+	free(val);
+	free(p);
+	return r < 0 ? -1 : 0;
+}
+
+static void shared_close(struct lease_store *s)
+{
+	lease_etcd_close(s->etcd);
+}
+
+static int unreachable(const struct lease_store *s)
+{
+	return lease_etcd_unreachable(s->etcd);
+}
+
+const struct lease_backend lease_etcd_backend = {
+	.pair_read = shared_pair_read,
+	.slots_read = shared_slots_read,
+	.commit = shared_commit,
+	.clock_read = shared_clock_read,
+	.clock_write = shared_clock_write,
+	.ids = shared_ids,
+	.receipts = shared_receipts,
+	.snap_get = shared_snap_get,
+	.snap_put = shared_snap_put,
+	.snap_del = shared_snap_del,
+	.snap_all = shared_snap_all,
+	.open = shared_open,
+	.close = shared_close,
+	.signer_known = signer_known,
+	.principal_get = principal_get,
+	.principal_put = principal_put,
+	.unreachable = unreachable,
+};

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include "lease/lease-internal.h"
+#include "lease/backend/backend.h"
 
 static const char *const dim_names[LEASE_DIM_COUNT] = {
 	"fuel", "memory", "storage_read", "storage_write",
@@ -323,4 +323,15 @@ int lease_parse_amount(const char *what, const char *s, uint64_t *out, struct co
 	if (!s || parse_value(s, 0, LEASE_AMOUNT_MAX, out, why, sizeof why) < 0)
 		return common_errf(e, what, "%s", s ? why : "missing value");
 	return 0;
+}
+
+/* Equal in canonical form (what a record or receipt is compared by). */
+int lease_json_same(const json_t *a, const json_t *b)
+{
+	char *x = common_json_canonical(a), *y = common_json_canonical(b);
+	int r = strcmp(x, y) == 0;
+
+	free(x);
+	free(y);
+	return r;
 }

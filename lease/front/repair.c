@@ -5,7 +5,7 @@
  * ordinary transition with its receipt, so recovering twice changes nothing. */
 #include <stdlib.h>
 #include <string.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 int lease_store_lock_host(struct lease_store *s, struct common_err *e)
 {

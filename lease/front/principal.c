@@ -11,10 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <openssl/crypto.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 #define PKEY_HEX 128          /* private then public key, hex */
-#define PKEY_FILE_MAX 4096
 #define RENTER_DOMAIN "sbx/renter/v1"
 
 void lease_keys_forget(struct lease_store *s)
@@ -57,7 +56,7 @@ static int key_read(const char *name, const char *path, struct common_key *k, st
 	snprintf(what, sizeof what, "principal %s", name);
 	if (access(path, F_OK) < 0 && errno == ENOENT)
 		return 0;
-	if (common_read_file(path, PKEY_FILE_MAX, &buf, &len, e) < 0) {
+	if (common_read_file(path, LEASE_PKEY_FILE_MAX, &buf, &len, e) < 0) {
 		common_err_context(e, "%s: key", what);
 		return -1;
 	}
@@ -128,71 +127,15 @@ static int caller_key(struct lease_store *s, const char *name, int create, struc
 /* The key the store knows name by: 1 with hex, 0 none yet. */
 static int registered(struct lease_store *s, const char *name, char hex[65], struct common_err *e)
 {
-	char *buf = NULL, *p;
-	size_t len = 0;
-	int64_t rev = 0;
-	json_t *v = NULL;
-	int r;
+	char *key = NULL, *where = NULL;
+	int r = s->be->principal_get(s, name, &key, &where, e);
 
-	if (s->etcd) {
-		p = common_xasprintf("principals/%s", name);
-		r = lease_etcd_get(s->etcd, p, &buf, &rev, e);
-		len = buf ? strlen(buf) : 0;
-	} else {
-		p = lease_path(s, "principals/%s.pub", name);
-		r = access(p, F_OK) < 0 && errno == ENOENT ? 0
-			: common_read_file(p, PKEY_FILE_MAX, &buf, &len, e);
-	}
-	if (r == 0 && buf && s->etcd)
-		v = common_json_load(buf, len, p, e);
-	if (r == 0 && buf && !s->etcd && len == 65 && buf[64] == '\n')
-		buf[64] = 0; /* the directory store's line */
-	const char *k = s->etcd ? lease_jstr(v, "key") : buf;
-	if (r == 0 && buf) {
-		if (k && lease_hex_valid(k, 64)) {
-			memcpy(hex, k, 65);
-			r = 1;
-		} else {
-			r = common_errf(e, p, "damaged principal record (expected its 64 hex digit key)");
-		}
-	}
-	json_decref(v);
-	free(buf);
-	free(p);
-	return r;
-}
-
-/* Record name's key at its first use: create-only, durable before the edge it signs. */
-static int register_key(struct lease_store *s, const char *name, const char *hex,
-			struct common_err *e)
-{
-	char *p, line[66];
-	int r;
-
-	if (s->etcd) {
-		json_t *v = json_pack("{s:s, s:s}", "key", hex, "principal", name);
-		char *val = common_json_canonical(v);
-		int64_t rev;
-		p = common_xasprintf("principals/%s", name);
-		json_t *cmp = json_pack("[[s, i]]", p, 0), *puts = json_pack("[[s, s]]", p, val);
-		/* not applied: another caller recorded one first, and that one stands */
-		r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
-		json_decref(cmp);
-		json_decref(puts);
-		json_decref(v);
-		free(val);
-		free(p);
-		return r < 0 ? -1 : 0;
-	}
-	p = lease_path(s, "principals");
-	r = common_mkdir_p(p, 0700, e);
-	free(p);
-	if (r < 0)
-		return -1;
-	snprintf(line, sizeof line, "%s\n", hex);
-	p = lease_path(s, "principals/%s.pub", name);
-	r = common_write_atomic(p, line, strlen(line), 0644, e);
-	free(p);
+	if (r > 0 && key && lease_hex_valid(key, 64))
+		memcpy(hex, key, 65);
+	else if (r > 0)
+		r = common_errf(e, where, "damaged principal record (expected its 64 hex digit key)");
+	free(key);
+	free(where);
 	return r;
 }
 
@@ -290,7 +233,7 @@ int lease_renter_sign(struct lease_store *s, const json_t *rec, const char *prin
 	}
 	if ((reg = registered(s, principal, known, e)) < 0)
 		return -1;
-	if (!reg && (register_key(s, principal, pub, e) < 0 ||
+	if (!reg && (s->be->principal_put(s, principal, pub, e) < 0 ||
 		     (reg = registered(s, principal, known, e)) < 0))
 		return -1;
 	if (!reg)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/file/file-internal.h"
 
 struct rebuild {
 	struct lease_store *s;
@@ -56,7 +56,7 @@ static int rebuild_record(struct rebuild *b, const char *id, json_t *ch, struct 
 	size_t i;
 	int rc = 0;
 
-	if (lease_pair_read(b->s, id, &pair, NULL) == 0 && pair &&
+	if (lease_file_pair_read(b->s, id, &pair, NULL) == 0 && pair &&
 	    lease_json_same(json_object_get(pair, "lease"), rec) &&
 	    lease_json_same(json_object_get(pair, "receipt"), last)) {
 		json_decref(pair);
@@ -118,7 +118,7 @@ static int rebuild_effects(struct rebuild *b, struct common_err *e)
 			json_object_set_new(live, pr, l = json_array());
 		json_array_append_new(l, json_string(id));
 	}
-	if (lease_slots_read(b->s, NULL, &slots, NULL) == 0 && lease_json_same(slots, live)) {
+	if (lease_file_slots_read(b->s, NULL, &slots, NULL) == 0 && lease_json_same(slots, live)) {
 		rc = 0;
 		goto out;
 	}
@@ -136,7 +136,7 @@ out:
 	return rc;
 }
 
-int lease_rebuild(struct lease_store *s, struct common_err *e)
+int lease_file_rebuild(struct lease_store *s, struct common_err *e)
 {
 	struct rebuild b = { s, json_object() };
 	const char *id;
@@ -144,7 +144,7 @@ int lease_rebuild(struct lease_store *s, struct common_err *e)
 	char *p;
 	int rc = -1;
 
-	if (lease_journal_each(s, rebuild_line, &b, e) < 0)
+	if (lease_file_journal_each(s, rebuild_line, &b, e) < 0)
 		goto out;
 	json_object_foreach(b.chains, id, ch)
 		if (json_object_get(ch, "rec") && !json_object_get(ch, "broken") &&

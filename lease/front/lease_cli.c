@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 #define EVIDENCE_MAX (1u << 20)
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 /* What the bounded walk has counted. */
 struct tally {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "lease/lease-internal.h"
+#include "lease/etcd/etcd.h"
 
 #define ENDPOINTS_MAX 16
 #define REPLY_MAX LEASE_JOURNAL_MAX

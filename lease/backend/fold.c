@@ -2,7 +2,7 @@
  * crash recovery and verify all derive records here, so they cannot disagree. */
 #include <stdio.h>
 #include <string.h>
-#include "lease/lease-internal.h"
+#include "lease/backend/backend.h"
 
 uint64_t lease_cost(const json_t *usage, const json_t *fees)
 {
@@ -145,13 +145,66 @@ static int valid_reason(const char *s)
 		     !strcmp(s, "escrow") || !strcmp(s, "caller") || !strcmp(s, "run-died"));
 }
 
+/* Receipt r follows cur: same lease, next seq, prev is cur's head, the batch never
+ * goes back, and its edge is declared from cur's state (*from) to r's. */
+static int fold_link(const json_t *cur, const json_t *r, enum lease_edge ed, enum lease_state to,
+		     enum lease_state *from, struct common_err *e)
+{
+	const char *id = lease_jstr(r, "lease"), *edge = lease_jstr(r, "edge");
+	enum lease_state want;
+
+	if (strcmp(id, lease_jstr(cur, "id")) != 0)
+		return bad(e, id, edge, "receipt names another lease");
+	if (lease_jint(r, "seq") != lease_jint(cur, "seq") + 1)
+		return bad(e, id, edge, "sequence number is not the next one");
+	if (strcmp(lease_jstr(r, "prev"), lease_jstr(cur, "head")) != 0)
+		return bad(e, id, edge, "prev is not the previous receipt's digest");
+	if (lease_jint(r, "batch") < lease_jint(cur, "batch"))
+		return bad(e, id, edge, "batch went backwards");
+	lease_state_parse(lease_jstr(cur, "state"), from);
+	if (strcmp(lease_jstr(r, "from"), lease_state_name(*from)) != 0)
+		return bad(e, id, edge, "from does not match the lease state");
+	if (!lease_edge_next(ed, *from, &want) || want != to)
+		return bad(e, id, edge, "undeclared edge for this state");
+	return 0;
+}
+
+/* snapshot and restore: the bytes they add, and which snapshot (and for a restore,
+ * from which lease). */
+static int fold_snapshot(json_t *rec, const json_t *cur, const json_t *r, enum lease_edge ed,
+			 struct common_err *e)
+{
+	const char *id = lease_jstr(r, "lease"), *edge = lease_jstr(r, "edge");
+	int64_t bytes = json_object_get(r, "bytes") ? lease_jint(r, "bytes") : 0;
+
+	if (!lease_hex_valid(lease_jstr(r, "snapshot"), 64) || bytes < 0 ||
+	    (uint64_t)bytes > lease_dim_ceiling(LEASE_DIM_NAMESPACE_BYTES) ||
+	    (ed == LEASE_EDGE_RESTORE && !lease_id_valid(lease_jstr(r, "source"))))
+		return bad(e, id, edge, "missing snapshot digest, bytes or source");
+	json_object_set_new(rec, "snapshot_bytes",
+			    json_integer(lease_jint(cur, "snapshot_bytes") + bytes));
+	if (ed == LEASE_EDGE_SNAPSHOT)
+		json_array_append_new(json_object_get(rec, "snapshots"),
+				      json_pack("{s:O, s:I, s:O}", "digest",
+						json_object_get(r, "snapshot"), "bytes",
+						(json_int_t)bytes, "batch",
+						json_object_get(r, "batch")));
+	else
+		json_object_set_new(rec, "restored",
+				    json_pack("{s:O, s:O, s:I}", "snapshot",
+					      json_object_get(r, "snapshot"), "source",
+					      json_object_get(r, "source"), "bytes",
+					      (json_int_t)bytes));
+	return 0;
+}
+
 int lease_fold(const json_t *cur, const json_t *r, json_t **out, struct common_err *e)
 {
 	const char *id = lease_jstr(r, "lease"), *edge = lease_jstr(r, "edge");
 	enum lease_edge ed;
-	enum lease_state from, to, want;
+	enum lease_state from, to;
 	json_t *rec;
-	int64_t v, esc, cost, bytes;
+	int64_t v, esc, cost;
 
 	if (lease_receipt_check(r, "receipt", e) < 0)
 		return -1;
@@ -166,19 +219,8 @@ int lease_fold(const json_t *cur, const json_t *r, json_t **out, struct common_e
 			return -1;
 		goto done;
 	}
-	if (strcmp(id, lease_jstr(cur, "id")) != 0)
-		return bad(e, id, edge, "receipt names another lease");
-	if (lease_jint(r, "seq") != lease_jint(cur, "seq") + 1)
-		return bad(e, id, edge, "sequence number is not the next one");
-	if (strcmp(lease_jstr(r, "prev"), lease_jstr(cur, "head")) != 0)
-		return bad(e, id, edge, "prev is not the previous receipt's digest");
-	if (lease_jint(r, "batch") < lease_jint(cur, "batch"))
-		return bad(e, id, edge, "batch went backwards");
-	lease_state_parse(lease_jstr(cur, "state"), &from);
-	if (strcmp(lease_jstr(r, "from"), lease_state_name(from)) != 0)
-		return bad(e, id, edge, "from does not match the lease state");
-	if (!lease_edge_next(ed, from, &want) || want != to)
-		return bad(e, id, edge, "undeclared edge for this state");
+	if (fold_link(cur, r, ed, to, &from, e) < 0)
+		return -1;
 	rec = json_deep_copy(cur);
 	switch (ed) {
 	case LEASE_EDGE_REQUEST:
@@ -202,27 +244,10 @@ int lease_fold(const json_t *cur, const json_t *r, json_t **out, struct common_e
 		break;
 	case LEASE_EDGE_SNAPSHOT:
 	case LEASE_EDGE_RESTORE:
-		bytes = json_object_get(r, "bytes") ? lease_jint(r, "bytes") : 0;
-		if (!lease_hex_valid(lease_jstr(r, "snapshot"), 64) || bytes < 0 ||
-		    (uint64_t)bytes > lease_dim_ceiling(LEASE_DIM_NAMESPACE_BYTES) ||
-		    (ed == LEASE_EDGE_RESTORE && !lease_id_valid(lease_jstr(r, "source")))) {
+		if (fold_snapshot(rec, cur, r, ed, e) < 0) {
 			json_decref(rec);
-			return bad(e, id, edge, "missing snapshot digest, bytes or source");
+			return -1;
 		}
-		json_object_set_new(rec, "snapshot_bytes",
-				    json_integer(lease_jint(cur, "snapshot_bytes") + bytes));
-		if (ed == LEASE_EDGE_SNAPSHOT)
-			json_array_append_new(json_object_get(rec, "snapshots"),
-					      json_pack("{s:O, s:I, s:O}", "digest",
-							json_object_get(r, "snapshot"), "bytes",
-							(json_int_t)bytes, "batch",
-							json_object_get(r, "batch")));
-		else
-			json_object_set_new(rec, "restored",
-					    json_pack("{s:O, s:O, s:I}", "snapshot",
-						      json_object_get(r, "snapshot"), "source",
-						      json_object_get(r, "source"), "bytes",
-						      (json_int_t)bytes));
 		break;
 	case LEASE_EDGE_SETTLE:
 		if (!valid_reason(lease_jstr(r, "reason")) || fold_usage(rec, r, edge, e) < 0) {

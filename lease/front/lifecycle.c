@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
-#include "lease/lease-internal.h"
+#include "lease/front/front-internal.h"
 
 #define DEFAULT_LIFETIME 3600u
 
@@ -345,16 +345,62 @@ static int u64_arg(const json_t *args, const char *key, int need, uint64_t max, 
 	return 0;
 }
 
+/* snapshot and restore: the digest, bytes within the namespace_bytes left, and for a
+ * restore a source lease of the same principal, host program and image. */
+static int snapshot_args(struct lease_store *s, const json_t *rec, enum lease_edge ed,
+			 const json_t *args, const char *what, json_t *r, struct common_err *e)
+{
+	const char *snap = lease_jstr(args, "snapshot"), *src;
+	const char *f[] = { "principal", "host_program" };
+	uint64_t v, bytes, lim;
+	json_t *src_pair = NULL, *sr;
+	int rc = -1;
+
+	if (!lease_hex_valid(snap, 64))
+		return common_errf(e, what, "snapshot digest must be 64 lowercase hex digits");
+	if (u64_arg(args, "bytes", ed == LEASE_EDGE_SNAPSHOT, LEASE_USAGE_MAX, &bytes, e) < 0)
+		return -1;
+	v = (uint64_t)lease_jint(json_object_get(rec, "usage"), "namespace_bytes") +
+	    (uint64_t)lease_jint(rec, "snapshot_bytes");
+	lim = (uint64_t)lease_jint(json_object_get(rec, "limits"), "namespace_bytes");
+	if (v > lim || bytes > lim - v)
+		return common_errf(e, what, "%llu snapshot bytes exceed the namespace_bytes left (%llu used of %llu)",
+				   (unsigned long long)bytes, (unsigned long long)v,
+				   (unsigned long long)lim);
+	json_object_set_new(r, "snapshot", json_string(snap));
+	json_object_set_new(r, "bytes", json_integer((json_int_t)bytes));
+	if (ed == LEASE_EDGE_SNAPSHOT)
+		return 0;
+	src = lease_jstr(args, "source");
+	if (load_pair(s, src ? src : "(none)", &src_pair, e) < 0)
+		goto out;
+	sr = json_object_get(src_pair, "lease");
+	for (size_t i = 0; i < 2; i++)
+		if (strcmp(lease_jstr(sr, f[i]), lease_jstr(rec, f[i])) != 0) {
+			common_errf(e, what, "source lease %s has another %s (%s, not %s)",
+				    src, f[i], lease_jstr(sr, f[i]), lease_jstr(rec, f[i]));
+			goto out;
+		}
+	if (strcmp(lease_jstr(json_object_get(sr, "image"), "sha256"),
+		   lease_jstr(json_object_get(rec, "image"), "sha256")) != 0) {
+		common_errf(e, what, "source lease %s ran another image", src);
+		goto out;
+	}
+	json_object_set_new(r, "source", json_string(src));
+	rc = 0;
+out:
+	json_decref(src_pair);
+	return rc;
+}
+
 /* Edge-specific evidence for an edge already allowed from the record's state. */
 static int edge_receipt(struct lease_store *s, const json_t *rec, enum lease_edge ed,
 			const json_t *args, uint64_t batch, json_t **r, struct common_err *e)
 {
 	const char *id = lease_jstr(rec, "id"), *closed;
-	uint64_t v, esc, cost, charge, cells, bytes, lim;
+	uint64_t v, esc, cost, charge, cells, bytes;
 	enum lease_state from, to;
 	char what[128], hex[COMMON_SHA256_HEX];
-	const char *snap, *src;
-	json_t *src_pair = NULL;
 	char *ns;
 	int rc;
 
@@ -381,45 +427,8 @@ static int edge_receipt(struct lease_store *s, const json_t *rec, enum lease_edg
 		break;
 	case LEASE_EDGE_SNAPSHOT:
 	case LEASE_EDGE_RESTORE:
-		snap = lease_jstr(args, "snapshot");
-		if (!lease_hex_valid(snap, 64)) {
-			common_errf(e, what, "snapshot digest must be 64 lowercase hex digits");
+		if (snapshot_args(s, rec, ed, args, what, *r, e) < 0)
 			goto fail;
-		}
-		if (u64_arg(args, "bytes", ed == LEASE_EDGE_SNAPSHOT, LEASE_USAGE_MAX, &bytes, e) < 0)
-			goto fail;
-		v = (uint64_t)lease_jint(json_object_get(rec, "usage"), "namespace_bytes") +
-		    (uint64_t)lease_jint(rec, "snapshot_bytes");
-		lim = (uint64_t)lease_jint(json_object_get(rec, "limits"), "namespace_bytes");
-		if (v > lim || bytes > lim - v) {
-			common_errf(e, what, "%llu snapshot bytes exceed the namespace_bytes left (%llu used of %llu)",
-				    (unsigned long long)bytes, (unsigned long long)v,
-				    (unsigned long long)lim);
-			goto fail;
-		}
-		json_object_set_new(*r, "snapshot", json_string(snap));
-		json_object_set_new(*r, "bytes", json_integer((json_int_t)bytes));
-		if (ed == LEASE_EDGE_SNAPSHOT)
-			break;
-		src = lease_jstr(args, "source");
-		if (load_pair(s, src ? src : "(none)", &src_pair, e) < 0)
-			goto fail;
-		{
-			json_t *sr = json_object_get(src_pair, "lease");
-			const char *f[] = { "principal", "host_program" };
-			for (size_t i = 0; i < 2; i++)
-				if (strcmp(lease_jstr(sr, f[i]), lease_jstr(rec, f[i])) != 0) {
-					common_errf(e, what, "source lease %s has another %s (%s, not %s)",
-						    src, f[i], lease_jstr(sr, f[i]), lease_jstr(rec, f[i]));
-					goto fail;
-				}
-			if (strcmp(lease_jstr(json_object_get(sr, "image"), "sha256"),
-				   lease_jstr(json_object_get(rec, "image"), "sha256")) != 0) {
-				common_errf(e, what, "source lease %s ran another image", src);
-				goto fail;
-			}
-		}
-		json_object_set_new(*r, "source", json_string(src));
 		break;
 	case LEASE_EDGE_SETTLE:
 		json_object_set(*r, "usage", json_object_get(rec, "usage"));
@@ -453,10 +462,8 @@ static int edge_receipt(struct lease_store *s, const json_t *rec, enum lease_edg
 	default:
 		break;
 	}
-	json_decref(src_pair);
 	return 0;
 fail:
-	json_decref(src_pair);
 	json_decref(*r);
 	*r = NULL;
 	return -1;

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lease/lease-internal.h"
+#include "lease/backend/backend.h"
 
 /* The digest domain: receipts can never be confused with any other signed bytes. */
 static const char receipt_domain[] = "sbx/receipt/v1";
@@ -120,7 +120,7 @@ int lease_receipt_verify(struct lease_store *s, const json_t *r, const char *nam
 	if (s->etcd && !signer)
 		return common_errf(e, name, "receipt names no signer: not made by a host of this store (forged)");
 	if (signer && strcmp(signer, own) != 0) {
-		known = s->etcd ? lease_signer_known(s, signer, e) : 0;
+		known = s->be->signer_known ? s->be->signer_known(s, signer, e) : 0;
 		if (known < 0)
 			return -1;
 		if (!known)

@@ -1,0 +1,51 @@
+/* The directory back end's files (lease/file/) share these; the front sees file.h. */
+#ifndef SBX_LEASE_FILE_INTERNAL_H
+#define SBX_LEASE_FILE_INTERNAL_H
+
+#include "lease/file/file.h"
+
+/* records.c */
+/* leases/ID.json holds {"lease": RECORD, "receipt": HEAD}; *pair NULL when absent. */
+int lease_file_pair_read(struct lease_store *s, const char *id, json_t **pair,
+			 struct common_err *e);
+int lease_file_pair_write(struct lease_store *s, const char *id, const json_t *pair,
+			  struct common_err *e);
+int lease_file_slots_read(struct lease_store *s, const char *principal, json_t **slots,
+			  struct common_err *e);
+/* The idempotent side effects of a record's state: ns dir, slot index. */
+int lease_file_effects(struct lease_store *s, const json_t *rec, struct common_err *e);
+/* Remember the journal as a complete commit left it (lease_file_recover skips then). */
+void lease_file_journal_note(struct lease_store *s);
+
+/* recover.c */
+int lease_file_boot_check(struct lease_store *s, struct common_err *e);
+/* Roll the last journal receipt forward into its record (under the lock). */
+int lease_file_recover(struct lease_store *s, struct common_err *e);
+
+/* rebuild.c: after a crash of the machine (another boot id), rewrite every record
+ * and the slot index from the journal, durably. */
+int lease_file_rebuild(struct lease_store *s, struct common_err *e);
+
+/* journal.c */
+/* Call fn for every journal line (1-based lineno); stops when fn returns < 0. */
+int lease_file_journal_each(struct lease_store *s,
+			    int (*fn)(void *, size_t, const char *, size_t), void *arg,
+			    struct common_err *e);
+int lease_file_ids(struct lease_store *s, char ***ids, size_t *n, struct common_err *e);
+int lease_file_receipts(struct lease_store *s, const char *id, int64_t after, lease_line_fn fn,
+			void *arg, struct common_err *e);
+
+/* principal.c */
+int lease_file_principal_get(struct lease_store *s, const char *name, char **key, char **where,
+			     struct common_err *e);
+int lease_file_principal_put(struct lease_store *s, const char *name, const char *hex,
+			     struct common_err *e);
+
+/* snapshot.c: no snapshot records (see lease_backend) */
+int lease_file_snap_get(struct lease_store *s, const char *hex, json_t **rec, struct common_err *e);
+int lease_file_snap_put(struct lease_store *s, const char *hex, const json_t *rec,
+			struct common_err *e);
+int lease_file_snap_del(struct lease_store *s, const char *hex, struct common_err *e);
+int lease_file_snap_all(struct lease_store *s, json_t **recs, struct common_err *e);
+
+#endif
