@@ -788,8 +788,3 @@ int snap_restore_main(int argc, char **argv)
 	free(image);
 	return code;
 }
-
-int sbx_run(int argc, char **argv)
-{
-	return trace_run_cli(argc, argv, &snap_ops);
-}

@@ -1,5 +1,6 @@
-/* trace/run/run.c, trace/box/sandbox.c: option parsing, config checks, the boundary's
- * verdicts, the seccomp program and exit statuses, without running a guest. */
+/* trace/run, trace/box/plan.c and filtercache.c: option parsing, config checks,
+ * the boundary's verdicts, the seccomp program and exit statuses, without running
+ * a guest. */
 #include <fcntl.h>
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,5 @@
-/* trace/box private: what sandbox.c asks of view.c, the guest's default view. */
+/* trace/box private: what sandbox.c asks of view.c (the guest's default view)
+ * and of plan.c (the mount plan). */
 #ifndef SBX_TRACE_BOX_INTERNAL_H
 #define SBX_TRACE_BOX_INTERNAL_H
 
@@ -36,5 +37,14 @@ uid_t trace_view_guest_id(void);
 /* clone(flags, pidfd) with this thread's euid set to owner meanwhile (a root
  * caller): as clone, 0 in the child, the child's pid or -1 with errno. */
 pid_t trace_view_clone(uid_t owner, long flags, int *pidfd);
+
+/* Where the child builds the guest's tree, and where the host's tree stays
+ * reachable meanwhile (the plan's sources and targets are beneath them). */
+#define NEWROOT "/newroot"
+#define OLDROOT "/oldroot"
+/* s written to the file at path (a /proc map, say); 0 or -1 with e. */
+int trace_box_write(const char *path, const char *s, struct common_err *e);
+/* Closes *fd when open, and marks it closed. */
+void trace_box_close(int *fd);
 
 #endif

@@ -354,6 +354,52 @@ static int state_result(struct trace_state *st, uint8_t **out, size_t *len, stru
 	return 0;
 }
 
+/* --trace of a call: at level file, its header naming this executable by hash. */
+static struct trace_rec *call_rec_open(const char *path, const char *exe, const char **argv,
+				       const char *const *envp, struct common_err *e)
+{
+	struct trace_rec_info ri = {
+		.image_path = exe, .image_sha256 = "", .argv = (char *const *)argv,
+		.envp = (char *const *)envp, .level = TRACE_LEVEL_FILE,
+	};
+	uint8_t dg[COMMON_SHA256_LEN];
+	char hex[COMMON_SHA256_HEX];
+
+	if (common_sha256_file(exe, dg, e) < 0)
+		return NULL;
+	common_hex(dg, sizeof dg, hex);
+	ri.image_sha256 = hex;
+	return trace_rec_open(path, -1, &ri, e);
+}
+
+/* How the call ended, as its error: a failed patch, the inspector's failure, a
+ * closing bound, then the guest's own end; 0 for a guest that exited with 0. */
+static int call_verdict(const struct callctx *c, const struct trace_result *res,
+			const char *exe, struct common_err *e)
+{
+	const struct common_err *f = c->in ? trace_inspector_failure(c->in) : NULL;
+
+	if (!f && c->meter)
+		f = trace_metering_failure(c->meter);
+	if (c->patch_err[0])
+		return common_errf(e, "sbx_call", "%s", c->patch_err);
+	if (f)
+		return common_errf(e, "sbx_call: inspector", "%s: %s", f->what, f->why);
+	if (c->meter && trace_metering_closed(c->meter))
+		return common_errf(e, "sbx_call", "a bound closed the call: %s",
+				   trace_metering_closed(c->meter));
+	if (res->exec_failed)
+		return common_errno(e, res->exec_failed, "sbx_call: executing %s", exe);
+	if (res->stop_reason[0])
+		return common_errf(e, "sbx_call", "guest stopped: %s", res->stop_reason);
+	if (!res->exited)
+		return common_errf(e, "sbx_call", "guest killed by signal %d (%s)", res->signal,
+				   strsignal(res->signal));
+	if (res->status != 0)
+		return common_errf(e, "sbx_call", "guest exited with status %d", res->status);
+	return 0;
+}
+
 int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct elfinfo *x,
 		   int state_fd, int serve, struct common_err *e)
 {
@@ -420,20 +466,8 @@ int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct e
 	}
 	const char *argv[] = { exe, NULL };
 	const char *const *envp = sb->envp ? sb->envp : (const char *const *)environ;
-	if (sb->trace_path) {
-		struct trace_rec_info ri = {
-			.image_path = exe, .image_sha256 = "", .argv = (char *const *)argv,
-			.envp = (char *const *)envp, .level = TRACE_LEVEL_FILE,
-		};
-		uint8_t dg[COMMON_SHA256_LEN];
-		char hex[COMMON_SHA256_HEX];
-		if (common_sha256_file(exe, dg, e) < 0)
-			goto out;
-		common_hex(dg, sizeof dg, hex);
-		ri.image_sha256 = hex;
-		if (!(c.rec = trace_rec_open(sb->trace_path, -1, &ri, e)))
-			goto out;
-	}
+	if (sb->trace_path && !(c.rec = call_rec_open(sb->trace_path, exe, argv, envp, e)))
+		goto out;
 	struct trace_layer layers[TRACE_LAYERS] = {
 		[TRACE_LAYER_INSPECT] = trace_inspector_layer(c.in),
 		[TRACE_LAYER_METER] = trace_meter_layer(c.meter),
@@ -461,26 +495,7 @@ int call_run_guest(const struct sbx_sandbox *sb, const char *exe, const struct e
 		if (trace_rec_close(r, res.wstatus, NULL, e) < 0)
 			goto out;
 	}
-	const struct common_err *f = c.in ? trace_inspector_failure(c.in) : NULL;
-	if (!f && c.meter)
-		f = trace_metering_failure(c.meter);
-	if (c.patch_err[0])
-		common_errf(e, "sbx_call", "%s", c.patch_err);
-	else if (f)
-		common_errf(e, "sbx_call: inspector", "%s: %s", f->what, f->why);
-	else if (c.meter && trace_metering_closed(c.meter))
-		common_errf(e, "sbx_call", "a bound closed the call: %s", trace_metering_closed(c.meter));
-	else if (res.exec_failed)
-		common_errno(e, res.exec_failed, "sbx_call: executing %s", exe);
-	else if (res.stop_reason[0])
-		common_errf(e, "sbx_call", "guest stopped: %s", res.stop_reason);
-	else if (!res.exited)
-		common_errf(e, "sbx_call", "guest killed by signal %d (%s)", res.signal,
-			    strsignal(res.signal));
-	else if (res.status != 0)
-		common_errf(e, "sbx_call", "guest exited with status %d", res.status);
-	else
-		rc = 0;
+	rc = call_verdict(&c, &res, exe, e);
 out:
 	if (c.rec)
 		trace_rec_abort(c.rec);

@@ -122,7 +122,6 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 		cfg->cgroup = b->cg;
 	}
 	trace_relay_child_fds(b->relay, &cfg->stdout_fd, &cfg->stderr_fd);
-	cfg->trace_classes |= trace_metering_classes(b->meter) | trace_inspector_classes(b->ins);
 	cfg->state_fd = b->state.memfd;
 	/* memory is held on the pages really used (the meter), never on address space:
 	 * JVMs, sanitizers, Go and V8 reserve far more than they touch; a tmpfs of the

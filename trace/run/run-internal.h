@@ -1,9 +1,29 @@
-/* trace/run private: what run.c asks of bound.c. */
+/* trace/run private: what run.c asks of program.c and bound.c. */
 #ifndef SBX_TRACE_RUN_INTERNAL_H
 #define SBX_TRACE_RUN_INTERNAL_H
 
 #include "trace/inspect/inspect.h"
 #include "trace/meter/meter.h"
+
+/* sbx-run's program (trace/run/program.c). */
+struct stat;
+/* PROGRAM as the host resolves it: a path, or a name searched in $PATH; NULL with
+ * e and *exit_code (SBX_EXIT_NOTFOUND, SBX_EXIT_NOEXEC) when there is none. */
+char *trace_program_resolve(const char *prog, int *exit_code, struct common_err *e);
+/* The image, opened once, above 0-2 (a closed stdin keeps them for what they are). */
+int trace_image_open(const char *path);
+/* A #! script named as the program (what the kernel would do on its exec). */
+struct trace_script {
+	char *path;                  /* its host path, NULL when the program is an ELF */
+	char sha[COMMON_SHA256_HEX];
+	char **argv;                 /* interpreter, its argument, the script, the arguments */
+};
+/* When *image_fd is a script: hash it, and make its interpreter the image
+ * (*image, *image_fd, *st) and argv the interpreter's; 0 (also for an ELF), or
+ * -1 with e set. */
+int trace_script_open(struct trace_script *sc, char **image, int *image_fd, struct stat *st,
+		      char *const *argv, struct common_err *e);
+void trace_script_free(struct trace_script *sc);
 
 /* sbx-run's bound, inspected runs (trace/run/bound.c): --policy, --inspect-exec,
  * --inspect-timeout, --state-in, --state-out, metering and closure of the lease. */

@@ -1,13 +1,11 @@
-/* sbx-run's orchestration: options, the lease checks and transitions, the control
- * socket, the features' hooks and the result record (SPEC §6.5, §6.6). */
+/* sbx-run's run as its steps (trace_run_main): plan, set up, compose the
+ * features' layers, supervise, close; the lease's checks and transitions, the
+ * control socket, the run's own hooks and the result record (SPEC §6.5, §6.6). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -17,137 +15,119 @@
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
 
-/* PROGRAM as the host resolves it: a path, or a name searched in $PATH. */
-static char *resolve_program(const char *prog, int *exit_code, struct common_err *e)
-{
-	char buf[PATH_MAX];
-	*exit_code = SBX_EXIT_NOTFOUND;
-	if (strchr(prog, '/')) {
-		if (!realpath(prog, buf)) {
-			common_errno(e, errno, "program %s", prog);
-			return NULL;
-		}
-		if (access(buf, X_OK) < 0) {
-			*exit_code = SBX_EXIT_NOEXEC;
-			common_errno(e, errno, "program %s", prog);
-			return NULL;
-		}
-		return common_xstrdup(buf);
-	}
-	const char *path = getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	char *dup = common_xstrdup(path), *save = NULL;
-	for (char *d = strtok_r(dup, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-		snprintf(buf, sizeof buf, "%s/%s", *d ? d : ".", prog);
-		struct stat st;
-		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) {
-			char real[PATH_MAX];
-			free(dup);
-			return common_xstrdup(realpath(buf, real) ? real : buf);
-		}
-	}
-	free(dup);
-	common_errf(e, prog, "command not found in PATH");
-	return NULL;
-}
-
-/* One owner-only Unix socket per run, STORE/run/LEASE.sock (directory 0700):
- * a client writes one JSON request line, reads one JSON reply line.
- * {"op":"status"} -> {"lease","pid","guest_pid","stops","refused","running"}.
- * Snapshots and observations add their ops here. */
-struct run_ctx {
-	const char *lease;
-	int ctl_fd;
-	char *ctl_path;
-	struct trace_result *res;
-	struct trace_supervisor *sv;
-	struct trace_rec *rec;        /* --trace */
-	struct trace_inspector *ins;  /* policy, co-process */
-	struct trace_metering *meter; /* metering, closure */
-	struct lease_store *store;    /* snapshots persist into the store */
-	const struct trace_run_opts *opts;
-	int restored;                 /* the restore hook ran */
-	uint64_t snap_batch;          /* batch of the last automatic snapshot */
-	struct trace_determ *det;     /* --deterministic */
+/* One run's state from its plan to its close; each layer's hooks get it as ctx. */
+struct run {
+	struct trace_run_opts *opts;
+	struct common_err e;          /* why the run failed */
+	int code;                     /* its exit status (SPEC §6.6) */
+	struct common_outfile result_out; /* --result, opened before anything moves */
+	char *image;                  /* plan: the program as checked and hashed */
+	char sha[COMMON_SHA256_HEX];
 	int image_fd;                 /* the image as opened, checked and hashed */
 	struct stat image_st;         /* its identity then */
-	const char *image, *image_sha;
 	int image_seen;               /* the guest's first exec came */
+	struct trace_script sc;
+	struct trace_bound *bound;    /* metering, closure, policy, state */
+	struct lease_store *store;    /* set up: the lease, claimed; snapshots persist here */
+	char *store_real, *id, *ns, *filters, *wd;
+	char **env;
+	json_t *lease_rec, *head, *receipts;
+	json_int_t start_seq;         /* --lease: the head the run started with */
+	int have_lease;               /* --ephemeral: a lease this run must close */
+	int run_fd;                   /* lease_run_claim's */
+	/* One owner-only Unix socket per run, STORE/run/LEASE.sock (directory 0700):
+	 * a client writes one JSON request line, reads one JSON reply line.
+	 * {"op":"status"} -> {"lease","pid","guest_pid","stops","refused","running"}.
+	 * Snapshots and observations add their ops here. */
+	int ctl_fd;
+	char *ctl_path;
+	struct trace_determ *det;     /* --deterministic */
+	struct trace_rec *rec;        /* --trace */
+	struct trace_inspector *ins;  /* the bound's: policy, co-process */
+	struct trace_metering *meter; /* the bound's: metering, closure */
+	struct trace_layer layers[TRACE_LAYERS]; /* compose */
+	struct trace_config cfg;
+	struct trace_supervisor *sv;  /* supervise */
+	int restored;                 /* the restore hook ran */
+	uint64_t snap_batch;          /* batch of the last automatic snapshot */
 	int failed;                   /* the run ends with fail, an sbx error (125) */
 	struct common_err fail;
+	struct trace_result res;      /* close */
+	const char *closed;           /* the dimension that closed the lease */
+	json_t *trace_j, *result;
 };
 
-static int ctl_open(struct run_ctx *c, const char *store_dir, const char *lease, struct common_err *e)
+static int ctl_open(struct run *r, const char *store_dir, const char *lease, struct common_err *e)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/run", store_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return common_errno(e, errno, "control socket directory %s", dir);
-	c->ctl_path = common_xasprintf("%s/%s.sock", dir, lease);
+	r->ctl_path = common_xasprintf("%s/%s.sock", dir, lease);
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	if (strlen(c->ctl_path) >= sizeof a.sun_path) {
-		common_errf(e, "control socket", "path %s is too long", c->ctl_path);
-		free(c->ctl_path);
-		c->ctl_path = NULL;
+	if (strlen(r->ctl_path) >= sizeof a.sun_path) {
+		common_errf(e, "control socket", "path %s is too long", r->ctl_path);
+		free(r->ctl_path);
+		r->ctl_path = NULL;
 		return -1;
 	}
-	strcpy(a.sun_path, c->ctl_path);
-	unlink(c->ctl_path);
-	c->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	strcpy(a.sun_path, r->ctl_path);
+	unlink(r->ctl_path);
+	r->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	mode_t old = umask(077);
-	int rc = c->ctl_fd < 0 ? -1 : bind(c->ctl_fd, (struct sockaddr *)&a, sizeof a);
+	int rc = r->ctl_fd < 0 ? -1 : bind(r->ctl_fd, (struct sockaddr *)&a, sizeof a);
 	umask(old);
-	if (rc < 0 || listen(c->ctl_fd, 8) < 0) {
-		common_errno(e, errno, "control socket %s", c->ctl_path);
-		if (c->ctl_fd >= 0)
-			close(c->ctl_fd);
-		c->ctl_fd = -1;
-		free(c->ctl_path);
-		c->ctl_path = NULL;
+	if (rc < 0 || listen(r->ctl_fd, 8) < 0) {
+		common_errno(e, errno, "control socket %s", r->ctl_path);
+		if (r->ctl_fd >= 0)
+			close(r->ctl_fd);
+		r->ctl_fd = -1;
+		free(r->ctl_path);
+		r->ctl_path = NULL;
 		return -1;
 	}
 	return 0;
 }
 
-static void ctl_close(struct run_ctx *c)
+static void ctl_close(struct run *r)
 {
-	if (c->ctl_fd >= 0)
-		close(c->ctl_fd);
-	if (c->ctl_path)
-		unlink(c->ctl_path);
-	free(c->ctl_path);
-	c->ctl_fd = -1;
-	c->ctl_path = NULL;
+	if (r->ctl_fd >= 0)
+		close(r->ctl_fd);
+	if (r->ctl_path)
+		unlink(r->ctl_path);
+	free(r->ctl_path);
+	r->ctl_fd = -1;
+	r->ctl_path = NULL;
 }
 
-/* A snapshot of guest through the program's snapshot operations; the
- * request carries the supervisor's own state: the trace head, flushed. */
-static int snap_take(struct run_ctx *c, pid_t guest, int stop, int at_stop, const json_t *peer,
-		     struct trace_snap_taken *out, struct common_err *e)
+/* A snapshot of guest, asked of the program's snapshot operation (opts->snap,
+ * snap/ plugged in from above); the request carries the supervisor's own state:
+ * the trace head, flushed. */
+static int request_snapshot(struct run *r, pid_t guest, int stop, int at_stop,
+			    const json_t *peer, struct trace_snap_taken *out, struct common_err *e)
 {
 	struct trace_snap_request rq = { .guest = guest, .stop = stop, .at_stop = at_stop,
 					 .renter = json_string_value(json_object_get(peer, "renter")),
 					 .renter_sig = json_string_value(json_object_get(peer, "renter_sig")) };
-	if (!c->opts || !c->opts->snap)
+	if (!r->opts || !r->opts->snap)
 		return common_errf(e, "snapshot", "this program takes no snapshots");
-	if (c->rec) {
-		trace_rec_flush(c->rec);
-		trace_rec_head(c->rec, rq.trace_head);
-		rq.trace_seq = trace_rec_events(c->rec);
+	if (r->rec) {
+		trace_rec_flush(r->rec);
+		trace_rec_head(r->rec, rq.trace_head);
+		rq.trace_seq = trace_rec_events(r->rec);
 	}
-	if (c->sv)
-		trace_sv_unhurried(c->sv, 1);
-	int rc = c->opts->snap->take(c->store, c->lease, &rq, out, e);
-	if (c->sv)
-		trace_sv_unhurried(c->sv, 0);
+	if (r->sv)
+		trace_sv_unhurried(r->sv, 1);
+	int rc = r->opts->snap->take(r->store, r->id, &rq, out, e);
+	if (r->sv)
+		trace_sv_unhurried(r->sv, 0);
 	/* the snapshot resumed the guest with PTRACE_CONT */
-	if ((!stop || rc < 0) && c->sv) {
+	if ((!stop || rc < 0) && r->sv) {
 		pid_t tids[1024];
-		size_t n = trace_sv_pids(c->sv, tids, 1024);
+		size_t n = trace_sv_pids(r->sv, tids, 1024);
 		for (size_t i = 0; i < n; i++)
 			if (tids[i] != guest || !at_stop)
-				trace_sv_every_call_rearm(c->sv, tids[i]);
+				trace_sv_every_call_rearm(r->sv, tids[i]);
 	}
 	return rc;
 }
@@ -178,9 +158,9 @@ static int ctl_peer_ok(int fd)
 	       a.st_dev == b.st_dev;
 }
 
-static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
+static void ctl_serve(struct run *r, struct trace_supervisor *sv)
 {
-	int fd = accept4(c->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = accept4(r->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (!ctl_peer_ok(fd)) {
@@ -210,11 +190,11 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 	if (!req || common_json_str(req, "op", &op, "control request", &e) < 0) {
 		json_object_set_new(rep, "error", json_string(e.why));
 	} else if (strcmp(op, "status") == 0) {
-		json_object_set_new(rep, "lease", c->lease ? json_string(c->lease) : json_null());
+		json_object_set_new(rep, "lease", r->id ? json_string(r->id) : json_null());
 		json_object_set_new(rep, "pid", json_integer(getpid()));
 		json_object_set_new(rep, "guest_pid", json_integer(trace_sv_guest_pid(sv)));
-		json_object_set_new(rep, "stops", json_integer((json_int_t)c->res->stops));
-		json_object_set_new(rep, "refused", json_integer((json_int_t)c->res->refused));
+		json_object_set_new(rep, "stops", json_integer((json_int_t)r->res.stops));
+		json_object_set_new(rep, "refused", json_integer((json_int_t)r->res.refused));
 		json_object_set_new(rep, "running", json_true());
 	} else if (strcmp(op, "snapshot") == 0) {
 		/* capture at a step boundary, persist, record the receipt */
@@ -222,11 +202,11 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 		int stop = json_is_true(json_object_get(req, "stop"));
 		/* a peer's snapshot is its renter's to authorize, never this run's key */
 		int peer_signed = json_is_string(json_object_get(req, "renter_sig"));
-		int rc = peer_signed ? snap_take(c, trace_sv_guest_pid(sv), stop, 0, req, &t, &e)
+		int rc = peer_signed ? request_snapshot(r, trace_sv_guest_pid(sv), stop, 0, req, &t, &e)
 			: common_errf(&e, "snapshot", "not signed by the lease's renter (sbx-snap "
 				      "take signs it)");
 		json_decref(rep);
-		rep = snap_reply(c->lease, rc, &t, &e);
+		rep = snap_reply(r->id, rc, &t, &e);
 		if (stop && rc == 0)
 			trace_sv_stop(sv, "snapshot --stop");
 	} else {
@@ -245,40 +225,40 @@ static void ctl_serve(struct run_ctx *c, struct trace_supervisor *sv)
 
 static int hook_start(void *ctx, struct trace_supervisor *sv)
 {
-	struct run_ctx *c = ctx;
-	c->sv = sv;
-	if (c->ctl_fd >= 0)
-		trace_sv_watch(sv, c->ctl_fd);
-	if (c->opts && c->opts->snapshot_every && c->store)
-		lease_store_batch(c->store, &c->snap_batch, NULL);
+	struct run *r = ctx;
+	r->sv = sv;
+	if (r->ctl_fd >= 0)
+		trace_sv_watch(sv, r->ctl_fd);
+	if (r->opts && r->opts->snapshot_every && r->store)
+		lease_store_batch(r->store, &r->snap_batch, NULL);
 	return 0;
 }
 
 static int hook_fd(void *ctx, struct trace_supervisor *sv, int fd)
 {
-	struct run_ctx *c = ctx;
-	if (fd == c->ctl_fd)
-		ctl_serve(c, sv);
+	struct run *r = ctx;
+	if (fd == r->ctl_fd)
+		ctl_serve(r, sv);
 	return 0;
 }
 
 /* The image once the guest has exec'd it, when the kernel refuses writes to it:
  * the same identity as when it was hashed, or else the same bytes, or the run
  * stops (a writer changing the file in place between hash and exec). */
-static int image_unchanged(struct run_ctx *c)
+static int image_unchanged(struct run *r)
 {
 	struct stat now;
 	uint8_t d[COMMON_SHA256_LEN];
 	char hex[COMMON_SHA256_HEX];
-	if (fstat(c->image_fd, &now) == 0 && common_same_file(&c->image_st, &now))
+	if (fstat(r->image_fd, &now) == 0 && common_same_file(&r->image_st, &now))
 		return 1;
-	if (common_sha256_fd(c->image_fd, c->image, d, &c->fail) < 0)
+	if (common_sha256_fd(r->image_fd, r->image, d, &r->fail) < 0)
 		return 0;
 	common_hex(d, sizeof d, hex);
-	if (strcmp(hex, c->image_sha) == 0)
+	if (strcmp(hex, r->sha) == 0)
 		return 1;
-	common_errf(&c->fail, "image", "%s changed between its hash (sha256 %s) and its exec "
-		    "(now sha256 %s): the run is stopped", c->image, c->image_sha, hex);
+	common_errf(&r->fail, "image", "%s changed between its hash (sha256 %s) and its exec "
+		    "(now sha256 %s): the run is stopped", r->image, r->sha, hex);
 	return 0;
 }
 
@@ -286,16 +266,16 @@ static int image_unchanged(struct run_ctx *c)
 static int hook_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
 		     const char *path)
 {
-	struct run_ctx *c = ctx;
+	struct run *r = ctx;
 	(void)pid;
 	(void)ppid;
 	(void)path;
-	if (c->image_seen)
+	if (r->image_seen)
 		return 0;
-	c->image_seen = 1;
-	if (image_unchanged(c))
+	r->image_seen = 1;
+	if (image_unchanged(r))
 		return 0;
-	c->failed = 1;
+	r->failed = 1;
 	trace_sv_stop(sv, "image changed before its exec");
 	return -1;
 }
@@ -304,32 +284,32 @@ static int hook_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t pp
 static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
 			const char *path)
 {
-	struct run_ctx *c = ctx;
+	struct run *r = ctx;
 	struct common_err e;
 	(void)ppid;
 	(void)path;
-	if (!c->opts || !c->opts->restore_exec || c->restored)
+	if (!r->opts || !r->opts->restore_exec || r->restored)
 		return 0;
-	c->restored = 1;
-	if (c->opts->restore_exec(c->opts->restore_ctx, pid, &e) < 0) {
-		c->fail = e;
-		c->failed = 1;
+	r->restored = 1;
+	if (r->opts->restore_exec(r->opts->restore_ctx, pid, &e) < 0) {
+		r->fail = e;
+		r->failed = 1;
 		trace_sv_kill_now(sv, "restore failed");
 		return -1;
 	}
 	/* the snapshot's other threads, made by the restore, run from now on */
 	trace_sv_adopt_threads(sv, pid);
-	if (c->meter) /* the lease is Active now: its usage may be observed */
-		trace_metering_hold(c->meter, 0);
+	if (r->meter) /* the lease is Active now: its usage may be observed */
+		trace_metering_hold(r->meter, 0);
 	return 0;
 }
 
 /* After the recorder: the trace it wrote is the guest's storage, held like a write. */
 static int hook_recorded(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
-	struct run_ctx *c = ctx;
+	struct run *r = ctx;
 	(void)g, (void)st;
-	return trace_metering_trace_grew(c->meter, trace_rec_bytes(c->rec));
+	return trace_metering_trace_grew(r->meter, trace_rec_bytes(r->rec));
 }
 
 static int hook_recorded_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppid,
@@ -339,21 +319,27 @@ static int hook_recorded_exec(void *ctx, struct trace_supervisor *sv, pid_t pid,
 	return hook_recorded(ctx, NULL, NULL);
 }
 
+/* The trace grows with the guest: flushed, it is held like a write to its storage. */
+static void hold_trace(struct run *r)
+{
+	if (r->rec && r->meter) {
+		trace_rec_flush(r->rec);
+		trace_metering_host_write(r->meter, trace_rec_bytes(r->rec));
+	}
+}
+
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
 {
-	struct run_ctx *c = ctx;
-	if (c->rec && c->meter) { /* the trace grows with the guest: it is the guest's storage */
-		trace_rec_flush(c->rec);
-		trace_metering_host_write(c->meter, trace_rec_bytes(c->rec));
-	}
+	struct run *r = ctx;
+	hold_trace(r);
 	uint64_t b = 0;
 	/* --snapshot-every-batches, taken like sbx-snap take */
-	if (c->opts && c->opts->snapshot_every && c->store && c->lease &&
-	    lease_store_batch(c->store, &b, NULL) == 0 && b >= c->snap_batch + c->opts->snapshot_every) {
-		c->snap_batch = b;
+	if (r->opts && r->opts->snapshot_every && r->store && r->id &&
+	    lease_store_batch(r->store, &b, NULL) == 0 && b >= r->snap_batch + r->opts->snapshot_every) {
+		r->snap_batch = b;
 		struct trace_snap_taken t;
 		struct common_err e;
-		if (snap_take(c, trace_sv_guest_pid(sv), 0, 0, NULL, &t, &e) < 0)
+		if (request_snapshot(r, trace_sv_guest_pid(sv), 0, 0, NULL, &t, &e) < 0)
 			common_warnf("automatic snapshot: %s: %s", e.what, e.why);
 		else
 			json_decref(t.receipt);
@@ -363,25 +349,24 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 
 static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig)
 {
-	struct run_ctx *c = ctx;
+	struct run *r = ctx;
 	(void)sv;
-	if (!c->opts || !c->opts->snapshot_on_exit_signal || !c->opts->snap || !c->store ||
-	    !c->lease || !c->opts->snap->signal_fatal(tid, sig))
+	if (!r->opts || !r->opts->snapshot_on_exit_signal || !r->opts->snap || !r->store ||
+	    !r->id || !r->opts->snap->signal_fatal(tid, sig))
 		return;
 	struct trace_snap_taken t;
 	struct common_err e;
-	if (snap_take(c, tid, 0, 1, NULL, &t, &e) < 0)
+	if (request_snapshot(r, tid, 0, 1, NULL, &t, &e) < 0)
 		common_warnf("snapshot on signal %d: %s: %s", sig, e.what, e.why);
 	else
 		json_decref(t.receipt);
 }
 
 /* --trace: the header binds lease, image, argv, mounts, environment, start batch. */
-static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease_store *s,
-				    const char *id, const char *image, const char *sha,
-				    char *const *env, const char *ns, const struct trace_determ *d,
-				    struct common_err *e)
+static struct trace_rec *recorder_open(const struct run *r, struct common_err *e)
 {
+	const struct trace_run_opts *o = r->opts;
+	struct lease_store *s = r->store;
 	enum trace_level lvl = o->trace_level;
 	uint64_t batch = 0;
 	json_t *mounts = json_array();
@@ -391,7 +376,7 @@ static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease
 	json_t *det = NULL;
 	if (o->deterministic) {
 		batch = 0; /* the run's batch is in the lease's receipts, not in the chain */
-		if (!(det = trace_determ_header(d, ns, e)))
+		if (!(det = trace_determ_header(r->det, r->ns, e)))
 			return NULL;
 	}
 	for (size_t i = 0; i < o->nmounts; i++) {
@@ -402,15 +387,15 @@ static struct trace_rec *trace_open(const struct trace_run_opts *o, struct lease
 	/* exec hashes persist in the store: each run need not hash cc1 again */
 	char *hcache = common_xasprintf("%s/exec-hashes", lease_store_dir(s));
 	struct trace_rec_info in = {
-		.lease = id, .image_path = image, .image_sha256 = sha, .argv = o->argv,
-		.envp = env, .mounts = mounts, .start_batch = batch, .level = lvl,
+		.lease = r->id, .image_path = r->image, .image_sha256 = r->sha, .argv = o->argv,
+		.envp = r->env, .mounts = mounts, .start_batch = batch, .level = lvl,
 		.deterministic = o->deterministic, .determinism = det, .hash_cache = hcache,
 	};
-	struct trace_rec *r = trace_rec_open(o->trace_path, -1, &in, e);
+	struct trace_rec *rec = trace_rec_open(o->trace_path, -1, &in, e);
 	free(hcache);
 	json_decref(mounts);
 	json_decref(det);
-	return r;
+	return rec;
 }
 
 /* --deterministic (SPEC §9): seeded by the lease; its clock starts when the
@@ -493,76 +478,8 @@ static int write_result(const struct trace_run_opts *o, struct common_outfile *o
 }
 
 /* request, fund, activate: one locked commit, one receipt each */
-/* The image, opened once, above 0-2 (a closed stdin keeps them for what they are). */
-static int open_image(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && fd <= 2) {
-		int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3), err = errno;
-		close(fd);
-		fd = hi;
-		errno = err;
-	}
-	return fd;
-}
-
-/* A #! script named as the program (what the kernel would do on its exec). */
-struct script {
-	char *path;                  /* its host path, NULL when the program is an ELF */
-	char sha[COMMON_SHA256_HEX];
-	char **argv;                 /* interpreter, its argument, the script, the arguments */
-};
-
-/* When *image_fd is a script: hash it, and make its interpreter the image
- * (*image, *image_fd, *st) and argv the interpreter's, as execve(2) builds it.
- * The script is named as given when it has a slash (the guest resolves it in
- * its working directory), else by its host path. 0, or -1 with e set. */
-static int script_open(struct script *sc, char **image, int *image_fd, struct stat *st,
-		       char *const *argv, struct common_err *e)
-{
-	char interp[LEASE_INTERP_MAX], arg[LEASE_INTERP_MAX];
-	uint8_t d[COMMON_SHA256_LEN];
-	size_t n = 0, k = 0;
-	int r = lease_image_interp(*image_fd, *image, interp, arg, e);
-
-	if (r <= 0)
-		return r;
-	if (common_sha256_fd(*image_fd, *image, d, e) < 0)
-		return -1;
-	common_hex(d, sizeof d, sc->sha);
-	sc->path = *image;
-	while (argv[n])
-		n++;
-	sc->argv = common_xcalloc(n + 3, sizeof *sc->argv);
-	sc->argv[k++] = common_xstrdup(interp);
-	if (arg[0])
-		sc->argv[k++] = common_xstrdup(arg);
-	sc->argv[k++] = common_xstrdup(strchr(argv[0], '/') ? argv[0] : sc->path);
-	for (size_t i = 1; i < n; i++)
-		sc->argv[k++] = common_xstrdup(argv[i]);
-	char real[PATH_MAX];
-	*image = common_xstrdup(realpath(interp, real) ? real : interp);
-	close(*image_fd);
-	*image_fd = open_image(*image);
-	if (*image_fd < 0 || fstat(*image_fd, st) < 0)
-		return common_errno(e, errno, "interpreter %s of %s", *image, sc->path);
-	if (lease_image_validate_fd(*image_fd, *image, e) < 0) {
-		common_err_context(e, "interpreter of %s", sc->path);
-		return -1;
-	}
-	return 0;
-}
-
-static void script_free(struct script *sc)
-{
-	free(sc->path);
-	for (size_t i = 0; sc->argv && sc->argv[i]; i++)
-		free(sc->argv[i]);
-	free(sc->argv);
-}
-
 static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o, const char *image,
-			  const char *sha, const struct script *sc, char **id, json_t **head,
+			  const char *sha, const struct trace_script *sc, char **id, json_t **head,
 			  json_t *receipts, struct common_err *e)
 {
 	struct lease_request req;
@@ -673,163 +590,104 @@ static void run_receipts(struct lease_store *s, const char *id, json_int_t start
 	json_decref(all);
 }
 
-int trace_run_main(struct trace_run_opts *o)
+/* Plan: the program resolved, opened once (what is checked, hashed and named in
+ * receipts is what runs), and every input refused before the store is opened. */
+static int run_plan(struct run *r)
 {
-	struct common_err e;
-	struct lease_store *s = NULL;
-	json_t *rec = NULL, *head = NULL, *receipts = json_array(), *result = NULL;
-	char *image = NULL, *id = NULL, *ns = NULL, *filters = NULL, *store_real = NULL, *wd = NULL;
-	char **env = NULL;
-	char sha[COMMON_SHA256_HEX] = "";
-	int image_fd = -1, run_fd = -1;
-	struct stat image_st;
-	struct script sc = { 0 };
-	struct common_outfile result_out = { .dirfd = -1 };
-	int code = SBX_EXIT_SBX, have_lease = 0;
-	const char *closed = NULL;
-	struct trace_result res;
-	json_int_t start_seq = -1;
-	struct trace_bound *bound = NULL;
-	struct trace_determ *det = NULL;
-	memset(&res, 0, sizeof res);
-	memset(&e, 0, sizeof e);
+	struct trace_run_opts *o = r->opts;
 
-	if (o->result_path && common_outfile_open(&result_out, o->result_path, &e) < 0) {
-		common_err_context(&e, "--result %s", o->result_path);
-		goto fail;
+	if (o->result_path && common_outfile_open(&r->result_out, o->result_path, &r->e) < 0) {
+		common_err_context(&r->e, "--result %s", o->result_path);
+		return -1;
 	}
-	if (!o->argv || !o->argv[0]) {
-		common_errf(&e, "usage", "no program given (sbx-run … -- PROGRAM [ARG…])");
-		goto fail;
-	}
-	if (!!o->lease == !!o->ephemeral) {
-		common_errf(&e, "usage", "give exactly one of --lease ID and --ephemeral");
-		goto fail;
-	}
-	image = resolve_program(o->argv[0], &code, &e);
-	if (!image)
-		goto fail;
-	code = SBX_EXIT_NOEXEC; /* checked before the store is opened (or created) */
-	/* opened once: what is checked, hashed and named in receipts is what runs */
-	image_fd = open_image(image);
-	if (image_fd < 0 || fstat(image_fd, &image_st) < 0) {
-		common_errno(&e, errno, "image %s", image);
-		goto fail;
-	}
-	if (script_open(&sc, &image, &image_fd, &image_st, o->argv, &e) < 0)
-		goto fail;
-	if (sc.argv)
-		o->argv = sc.argv;
-	else if (lease_image_validate_fd(image_fd, image, &e) < 0)
-		goto fail;
-	code = SBX_EXIT_SBX;
-	if (trace_bound_open(o, &bound, &e) < 0) /* a bad policy or state input: nothing moved */
-		goto fail;
-	if (lease_store_open(o->store, &s, &e) < 0)
-		goto fail;
-	lease_store_principal_key(s, o->principal_key);
-	store_real = realpath(lease_store_dir(s), NULL);
-	/* the mount list (a bind that would show the store, say) before any lease moves */
-	struct trace_config pre = { .argv = (const char *const *)o->argv, .image = image,
-				    .mounts = o->mounts, .nmounts = o->nmounts,
-				    .replace_defaults = o->replace_defaults, .store_dir = store_real };
-	if (trace_config_check(&pre, &e) < 0)
-		goto fail;
-	if (lease_image_check_cached_fd(s, image_fd, image, sha, &e) < 0)
-		goto fail;
-	if (o->ephemeral) {
-		/* request and claim under one host lock: sbx-lease recover never finds the
-		 * lease unclaimed while this run lives */
-		if (lease_store_lock_host(s, &e) < 0)
-			goto fail;
-		if (ephemeral_open(s, o, image, sha, &sc, &id, &head, receipts, &e) == 0) {
-			have_lease = 1;
-			run_fd = lease_run_claim(s, id, &e);
-		}
-		lease_store_unlock(s);
-		if (run_fd < 0)
-			goto fail;
-	} else {
-		id = common_xstrdup(o->lease);
-		/* before anything of the lease is touched: its control socket, its usage */
-		if (!lease_id_valid(id)) {
-			common_errf(&e, id, "not a lease id (expected L followed by 16 hex digits)");
-			goto fail;
-		}
-		if ((run_fd = lease_run_claim(s, id, &e)) < 0)
-			goto fail;
-		if (lease_load(s, id, &rec, &e) < 0)
-			goto fail;
-		json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-		/* a run spends the renter's escrow: only the holder of its key runs it */
-		if (lease_renter_holds(s, l, &e) < 0)
-			goto fail;
-		const char *state = common_jstr(l, "state", NULL);
-		const char *want = common_jstr(json_object_get(l, "image"), "sha256", NULL);
-		/* a restore becomes Active once its guest is rebuilt (restore_exec) */
-		const char *need = o->restore_exec ? "Funded" : "Active";
-		if (!state || strcmp(state, need) != 0) {
-			common_errf(&e, "lease", "cannot run lease %s: state is %s, run needs %s", id,
-				    state ? state : "unknown", need);
-			goto fail;
-		}
-		start_seq = json_integer_value(json_object_get(l, "seq"));
-		if (!want || strcmp(want, sha) != 0) {
-			common_errf(&e, "image", "%s (sha256 %s) is not lease %s's image (sha256 %s)",
-				    image, sha, id, want ? want : "unknown");
-			goto fail;
-		}
-		/* the script the lease names, or none, exactly */
-		const json_t *script = json_object_get(json_object_get(l, "image"), "script");
-		const char *wsc = common_jstr(script, "sha256", NULL);
-		if (!wsc != !sc.path || (wsc && strcmp(wsc, sc.sha) != 0)) {
-			common_errf(&e, "image", "%s%s%s is not the script lease %s names (%s)",
-				    sc.path ? sc.path : "no script", sc.path ? " sha256 " : "",
-				    sc.path ? sc.sha : "", id, wsc ? wsc : "none");
-			goto fail;
-		}
-	}
-	ns = lease_ns_dir(s, id);
-	if (common_mkdir_p(ns, 0700, &e) < 0)
-		goto fail;
+	if (!o->argv || !o->argv[0])
+		return common_errf(&r->e, "usage", "no program given (sbx-run … -- PROGRAM [ARG…])");
+	if (!!o->lease == !!o->ephemeral)
+		return common_errf(&r->e, "usage", "give exactly one of --lease ID and --ephemeral");
+	if (!(r->image = trace_program_resolve(o->argv[0], &r->code, &r->e)))
+		return -1;
+	r->code = SBX_EXIT_NOEXEC; /* checked before the store is opened (or created) */
+	r->image_fd = trace_image_open(r->image);
+	if (r->image_fd < 0 || fstat(r->image_fd, &r->image_st) < 0)
+		return common_errno(&r->e, errno, "image %s", r->image);
+	if (trace_script_open(&r->sc, &r->image, &r->image_fd, &r->image_st, o->argv, &r->e) < 0)
+		return -1;
+	if (r->sc.argv)
+		o->argv = r->sc.argv;
+	else if (lease_image_validate_fd(r->image_fd, r->image, &r->e) < 0)
+		return -1;
+	r->code = SBX_EXIT_SBX;
+	return trace_bound_open(o, &r->bound, &r->e); /* a bad policy or state input */
+}
 
-	env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
-	filters = common_xasprintf("%s/filters", lease_store_dir(s));
-	wd = start_dir(o);
-	struct run_ctx ctx = { .lease = id, .ctl_fd = -1, .res = &res, .store = s, .opts = o,
-			       .image_fd = image_fd, .image_st = image_st, .image = image,
-			       .image_sha = sha };
-	if (ctl_open(&ctx, lease_store_dir(s), id, &e) < 0)
-		goto fail;
-	if (o->deterministic && !(ctx.det = det = determ_open(s, id, rec, receipts, &e))) {
-		ctl_close(&ctx);
-		goto fail;
+/* --ephemeral: request and claim under one host lock: sbx-lease recover never
+ * finds the lease unclaimed while this run lives */
+static int lease_ephemeral(struct run *r)
+{
+	if (lease_store_lock_host(r->store, &r->e) < 0)
+		return -1;
+	if (ephemeral_open(r->store, r->opts, r->image, r->sha, &r->sc, &r->id, &r->head,
+			   r->receipts, &r->e) == 0) {
+		r->have_lease = 1;
+		r->run_fd = lease_run_claim(r->store, r->id, &r->e);
 	}
-	if (o->trace_path) {
-		ctx.rec = trace_open(o, s, id, image, sha, env, ns, ctx.det, &e);
-		if (!ctx.rec) {
-			ctl_close(&ctx);
-			goto fail;
-		}
-	}
-	struct trace_layer layers[TRACE_LAYERS] = {
-		[TRACE_LAYER_CONTROL] = { .ctx = &ctx, .on_start = hook_start, .on_fd = hook_fd,
-					  .on_exec = hook_exec, .on_tick = hook_tick,
-					  .on_signal = hook_signal },
-		[TRACE_LAYER_DETERM] = trace_determ_layer(ctx.det),
-		[TRACE_LAYER_RESTORE] = { .ctx = &ctx, .on_exec = hook_restore },
-		[TRACE_LAYER_RECORD] = trace_rec_layer(ctx.rec),
-	};
-	struct trace_config cfg = {
+	lease_store_unlock(r->store);
+	return r->run_fd < 0 ? -1 : 0;
+}
+
+/* --lease ID: claimed, the renter's, in the state the run needs, naming this
+ * image and this script (or none) exactly */
+static int lease_given(struct run *r)
+{
+	struct common_err *e = &r->e;
+	const struct trace_script *sc = &r->sc;
+
+	r->id = common_xstrdup(r->opts->lease);
+	/* before anything of the lease is touched: its control socket, its usage */
+	if (!lease_id_valid(r->id))
+		return common_errf(e, r->id, "not a lease id (expected L followed by 16 hex digits)");
+	if ((r->run_fd = lease_run_claim(r->store, r->id, e)) < 0)
+		return -1;
+	if (lease_load(r->store, r->id, &r->lease_rec, e) < 0)
+		return -1;
+	json_t *l = json_object_get(r->lease_rec, "lease") ? json_object_get(r->lease_rec, "lease")
+							    : r->lease_rec;
+	/* a run spends the renter's escrow: only the holder of its key runs it */
+	if (lease_renter_holds(r->store, l, e) < 0)
+		return -1;
+	const char *state = common_jstr(l, "state", NULL);
+	const char *want = common_jstr(json_object_get(l, "image"), "sha256", NULL);
+	/* a restore becomes Active once its guest is rebuilt (restore_exec) */
+	const char *need = r->opts->restore_exec ? "Funded" : "Active";
+	if (!state || strcmp(state, need) != 0)
+		return common_errf(e, "lease", "cannot run lease %s: state is %s, run needs %s",
+				   r->id, state ? state : "unknown", need);
+	r->start_seq = json_integer_value(json_object_get(l, "seq"));
+	if (!want || strcmp(want, r->sha) != 0)
+		return common_errf(e, "image", "%s (sha256 %s) is not lease %s's image (sha256 %s)",
+				   r->image, r->sha, r->id, want ? want : "unknown");
+	const json_t *script = json_object_get(json_object_get(l, "image"), "script");
+	const char *wsc = common_jstr(script, "sha256", NULL);
+	if (!wsc != !sc->path || (wsc && strcmp(wsc, sc->sha) != 0))
+		return common_errf(e, "image", "%s%s%s is not the script lease %s names (%s)",
+				   sc->path ? sc->path : "no script", sc->path ? " sha256 " : "",
+				   sc->path ? sc->sha : "", r->id, wsc ? wsc : "none");
+	return 0;
+}
+
+/* The sandbox as the options and the image ask for it; the lease's namespace,
+ * the environment and the start directory come once the lease is held. */
+static void config_init(struct run *r)
+{
+	const struct trace_run_opts *o = r->opts;
+
+	r->cfg = (struct trace_config){
 		.argv = (const char *const *)o->argv,
-		.envp = (const char *const *)env,
-		.image = image,
-		.image_fd = image_fd,
+		.image = r->image,
+		.image_fd = r->image_fd,
 		.mounts = o->mounts,
 		.nmounts = o->nmounts,
 		.replace_defaults = o->replace_defaults,
-		.ns_dir = ns,
-		.cwd = wd,
 		.sockets = o->sockets,
 		.nsockets = o->nsockets,
 		.owner_set = o->owner_set,
@@ -840,145 +698,257 @@ int trace_run_main(struct trace_run_opts *o)
 		.stdout_fd = -1,
 		.stderr_fd = -1,
 		.no_aslr = !o->ephemeral || o->deterministic, /* snapshots; SPEC §9 */
-		.filter_cache = filters,
-		.store_dir = store_real,
+		.store_dir = r->store_real,
 		.host_signals = 1, /* sbx-run's own process: SIGTERM & co. end the run */
-		.layers = layers,
-		.trace_classes = ctx.rec ? trace_classes(o->trace_level) : 0,
+		.layers = r->layers,
 	};
-	/* limits -> rlimits, meter/policy/inspect/state hooks */
-	if (trace_bound_attach(bound, s, id, ns, &run_fd, &cfg, &e) < 0) {
-		ctl_close(&ctx);
-		if (ctx.rec)
-			trace_rec_abort(ctx.rec);
-		goto fail;
-	}
-	ctx.ins = trace_bound_inspector(bound);
-	ctx.meter = trace_bound_metering(bound);
-	layers[TRACE_LAYER_INSPECT] = trace_inspector_layer(ctx.ins);
-	layers[TRACE_LAYER_METER] = trace_meter_layer(ctx.meter);
-	if (ctx.rec && ctx.meter)
-		layers[TRACE_LAYER_AFTER] = (struct trace_layer){ .ctx = &ctx, .on_entry = hook_recorded,
-			.on_exit = hook_recorded, .on_exec = hook_recorded_exec };
-	if (ctx.meter && o->restore_exec) /* no observation of a lease still Funded */
-		trace_metering_hold(ctx.meter, 1);
+}
+
+/* The features the options ask for, each opened by its room: determinism, the
+ * recorder, then the bound (limits, relay, inspector, state fd) into the config. */
+static int features_open(struct run *r)
+{
+	const struct trace_run_opts *o = r->opts;
+
+	if (o->deterministic &&
+	    !(r->det = determ_open(r->store, r->id, r->lease_rec, r->receipts, &r->e)))
+		return -1;
+	if (o->trace_path && !(r->rec = recorder_open(r, &r->e)))
+		return -1;
+	if (trace_bound_attach(r->bound, r->store, r->id, r->ns, &r->run_fd, &r->cfg, &r->e) < 0)
+		return -1;
+	r->ins = trace_bound_inspector(r->bound);
+	r->meter = trace_bound_metering(r->bound);
+	if (r->meter && o->restore_exec) /* no observation of a lease still Funded */
+		trace_metering_hold(r->meter, 1);
+	return 0;
+}
+
+/* Set up: the store, the mount list checked before any lease moves (a bind that
+ * would show the store, say), the lease held, the guest's namespace, environment
+ * and start directory, the control socket, the features. */
+static int run_setup(struct run *r)
+{
+	const struct trace_run_opts *o = r->opts;
+
+	if (lease_store_open(o->store, &r->store, &r->e) < 0)
+		return -1;
+	lease_store_principal_key(r->store, o->principal_key);
+	r->store_real = realpath(lease_store_dir(r->store), NULL);
+	config_init(r);
+	if (trace_config_check(&r->cfg, &r->e) < 0)
+		return -1;
+	if (lease_image_check_cached_fd(r->store, r->image_fd, r->image, r->sha, &r->e) < 0)
+		return -1;
+	if ((o->ephemeral ? lease_ephemeral(r) : lease_given(r)) < 0)
+		return -1;
+	r->ns = lease_ns_dir(r->store, r->id);
+	if (common_mkdir_p(r->ns, 0700, &r->e) < 0)
+		return -1;
+	r->env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
+	r->filters = common_xasprintf("%s/filters", lease_store_dir(r->store));
+	r->wd = start_dir(o);
+	r->cfg.envp = (const char *const *)r->env;
+	r->cfg.ns_dir = r->ns;
+	r->cfg.cwd = r->wd;
+	r->cfg.filter_cache = r->filters;
+	if (ctl_open(r, lease_store_dir(r->store), r->id, &r->e) < 0)
+		return -1;
+	return features_open(r);
+}
+
+/* The calls the filter stops: those each feature says it needs. */
+static unsigned compose_classes(const struct run *r)
+{
+	unsigned c = trace_metering_classes(r->meter);
+	unsigned inspected = r->ins ? trace_inspector_classes(r->ins) : 0;
+
+	if (r->rec)
+		c |= trace_classes(r->opts->trace_level);
+	c |= inspected;
+	if (r->det) /* SPEC §9 */
+		c |= trace_determ_classes();
 	/* level file: readlink need not stop unless an inspector looks at file calls */
-	if (ctx.rec && o->trace_level == TRACE_LEVEL_FILE &&
-	    !(ctx.ins && (trace_inspector_classes(ctx.ins) & TRACE_CLASS_FILE)))
-		cfg.trace_classes |= TRACE_FILTER_NO_READLINK;
-	if (ctx.det) { /* SPEC §9 */
-		cfg.trace_classes |= trace_determ_classes();
-		cfg.tsc_sigsegv = trace_tsc_probe();
-	}
-	int rc = trace_run(&cfg, &res, &e);
-	if (ctx.rec && ctx.meter) {
-		trace_rec_flush(ctx.rec);
-		trace_metering_host_write(ctx.meter, trace_rec_bytes(ctx.rec));
-	}
-	if (rc == 0 && trace_bound_finish(bound, &res, &closed, &e) < 0)
+	if (r->rec && r->opts->trace_level == TRACE_LEVEL_FILE && !(inspected & TRACE_CLASS_FILE))
+		c |= TRACE_FILTER_NO_READLINK;
+	return c;
+}
+
+/* Compose: each feature brings its own layer; the run adds its own hooks (the
+ * control socket, the restore, the trace held as the guest's storage). */
+static void run_compose(struct run *r)
+{
+	struct trace_layer *l = r->layers;
+
+	l[TRACE_LAYER_CONTROL] = (struct trace_layer){ .ctx = r, .on_start = hook_start,
+		.on_fd = hook_fd, .on_exec = hook_exec, .on_tick = hook_tick,
+		.on_signal = hook_signal };
+	l[TRACE_LAYER_INSPECT] = trace_inspector_layer(r->ins);
+	l[TRACE_LAYER_METER] = trace_meter_layer(r->meter);
+	l[TRACE_LAYER_DETERM] = trace_determ_layer(r->det);
+	l[TRACE_LAYER_RESTORE] = (struct trace_layer){ .ctx = r, .on_exec = hook_restore };
+	l[TRACE_LAYER_RECORD] = trace_rec_layer(r->rec);
+	if (r->rec && r->meter)
+		l[TRACE_LAYER_AFTER] = (struct trace_layer){ .ctx = r, .on_entry = hook_recorded,
+			.on_exit = hook_recorded, .on_exec = hook_recorded_exec };
+	r->cfg.trace_classes = compose_classes(r);
+	if (r->det)
+		r->cfg.tsc_sigsegv = trace_tsc_probe();
+}
+
+/* The trace closed into its head, named in the result record. */
+static int recorder_close(struct run *r, struct common_err *e)
+{
+	uint8_t h[32];
+	char hex[COMMON_SHA256_HEX];
+	int rc = trace_rec_close(r->rec, r->res.wstatus, h, e);
+
+	r->rec = NULL;
+	common_hex(h, 32, hex);
+	r->trace_j = json_pack("{s:s,s:s}", "path", r->opts->trace_path, "head", hex);
+	return rc;
+}
+
+/* Supervise: the guest runs under the composed layers; then the bound's last
+ * observation, sbx's own reason to stop it, the trace closed. */
+static int run_supervise(struct run *r)
+{
+	struct common_err te;
+	int rc = trace_run(&r->cfg, &r->res, &r->e);
+
+	hold_trace(r);
+	if (rc == 0 && trace_bound_finish(r->bound, &r->res, &r->closed, &r->e) < 0)
 		rc = -1;
-	if (rc == 0 && ctx.failed) { /* sbx stopped the guest for its own reason */
-		e = ctx.fail;
+	if (rc == 0 && r->failed) { /* sbx stopped the guest for its own reason */
+		r->e = r->fail;
 		rc = -1;
 	}
-	ctl_close(&ctx);
-	json_t *trace_j = NULL;
-	if (ctx.rec) {
-		uint8_t h[32];
-		char hex[COMMON_SHA256_HEX];
-		struct common_err te;
-		int trc = trace_rec_close(ctx.rec, res.wstatus, h, &te);
-		ctx.rec = NULL;
-		common_hex(h, 32, hex);
-		trace_j = json_pack("{s:s,s:s}", "path", o->trace_path, "head", hex);
-		if (trc < 0 && rc == 0) {
-			e = te;
-			rc = -1;
-		}
+	ctl_close(r);
+	if (r->rec && recorder_close(r, &te) < 0 && rc == 0) {
+		r->e = te;
+		rc = -1;
 	}
-	if (rc < 0) {
-		json_decref(trace_j);
-		goto fail;
-	}
-	code = trace_result_exit_code(&res);
-	if (closed)
-		code = SBX_EXIT_BOUND;
-	if (o->ephemeral) {
-		if (ephemeral_close(s, id, receipts, &e) < 0) {
-			have_lease = 0;
-			code = SBX_EXIT_SBX;
-			goto fail;
-		}
-		have_lease = 0;
-	} else {
-		run_receipts(s, id, start_seq, receipts);
-	}
-	result = result_json(id, image, sha, o->argv, &res, code, closed, receipts);
-	if (sc.path)
-		json_object_set_new(result, "script", json_pack("{s:s,s:s}", "path", sc.path,
-								 "sha256", sc.sha));
-	trace_bound_result(bound, result);
-	if (ctx.det) { /* what was answered, and what no run controls (SPEC §9) */
-		json_t *d = trace_determ_header(ctx.det, NULL, &e);
+	return rc;
+}
+
+/* The result record of a run that finished: what ran, how it ended, its usage,
+ * its receipts, what determinism answered, the trace. */
+static void result_build(struct run *r)
+{
+	r->result = result_json(r->id, r->image, r->sha, r->opts->argv, &r->res, r->code,
+				r->closed, r->receipts);
+	if (r->sc.path)
+		json_object_set_new(r->result, "script", json_pack("{s:s,s:s}", "path", r->sc.path,
+								    "sha256", r->sc.sha));
+	trace_bound_result(r->bound, r->result);
+	if (r->det) { /* what was answered, and what no run controls (SPEC §9) */
+		json_t *d = trace_determ_header(r->det, NULL, &r->e);
 		if (d) {
 			json_object_set_new(d, "emulated",
-					    json_integer((json_int_t)trace_determ_emulated(ctx.det)));
+					    json_integer((json_int_t)trace_determ_emulated(r->det)));
 			/* waits the serial schedule did not model: each a run of a task
 			 * beside the schedule, where timing could show */
-			json_object_set_new(d, "unscheduled", json_integer((json_int_t)res.unscheduled));
-			json_object_set_new(result, "determinism", d);
+			json_object_set_new(d, "unscheduled", json_integer((json_int_t)r->res.unscheduled));
+			json_object_set_new(r->result, "determinism", d);
 		}
 	}
-	if (trace_j)
-		json_object_set_new(result, "trace", trace_j);
-	if (write_result(o, &result_out, result, &e) < 0) {
-		common_report(&e);
-		code = SBX_EXIT_SBX;
-	} else if (closed && !o->result_path && o->result_fd < 0) {
-		fprintf(stderr, "sbx-run: lease %s closed: %s\n", id, closed);
+	if (r->trace_j)
+		json_object_set_new(r->result, "trace", r->trace_j);
+	r->trace_j = NULL;
+}
+
+/* Close: the exit status, the lease's receipts (an ephemeral lease settled and
+ * destroyed), the result record; -1 when the ephemeral lease would not close. */
+static int run_close(struct run *r)
+{
+	const struct trace_run_opts *o = r->opts;
+
+	r->code = r->closed ? SBX_EXIT_BOUND : trace_result_exit_code(&r->res);
+	if (o->ephemeral) {
+		r->have_lease = 0;
+		if (ephemeral_close(r->store, r->id, r->receipts, &r->e) < 0) {
+			r->code = SBX_EXIT_SBX;
+			return -1;
+		}
+	} else {
+		run_receipts(r->store, r->id, r->start_seq, r->receipts);
 	}
-	goto out;
-fail:
-	common_report(&e);
-	if (code == 0)
-		code = SBX_EXIT_SBX;
-	if (have_lease && s && id) {
-		/* one-shot mode never leaves a lease behind, even when the run failed */
-		struct common_err e2;
-		if (ephemeral_close(s, id, receipts, &e2) < 0)
-			common_report(&e2);
+	result_build(r);
+	if (write_result(o, &r->result_out, r->result, &r->e) < 0) {
+		common_report(&r->e);
+		r->code = SBX_EXIT_SBX;
+	} else if (r->closed && !o->result_path && o->result_fd < 0) {
+		fprintf(stderr, "sbx-run: lease %s closed: %s\n", r->id, r->closed);
 	}
-	if (o->result_path || o->result_fd >= 0) {
-		result = result_json(id, image ? image : o->argv && o->argv[0] ? o->argv[0] : "",
-				     sha, o->argv ? o->argv : (char *const[]){ NULL }, &res, code, NULL,
-				     receipts);
-		json_object_set_new(result, "error", json_sprintf("%s: %s", e.what, e.why));
-		struct common_err e3;
-		if (write_result(o, &result_out, result, &e3) < 0)
-			common_report(&e3);
+	return 0;
+}
+
+/* A run that failed at any step: the error reported, an ephemeral lease closed
+ * all the same (one-shot mode never leaves one behind), the result says why. */
+static void run_fail(struct run *r)
+{
+	const struct trace_run_opts *o = r->opts;
+	struct common_err e2;
+
+	ctl_close(r);
+	if (r->rec)
+		trace_rec_abort(r->rec);
+	r->rec = NULL;
+	common_report(&r->e);
+	if (r->code == 0)
+		r->code = SBX_EXIT_SBX;
+	if (r->have_lease && r->store && r->id && ephemeral_close(r->store, r->id, r->receipts, &e2) < 0)
+		common_report(&e2);
+	if (!o->result_path && o->result_fd < 0)
+		return;
+	r->result = result_json(r->id, r->image ? r->image : o->argv && o->argv[0] ? o->argv[0] : "",
+				r->sha, o->argv ? o->argv : (char *const[]){ NULL }, &r->res, r->code,
+				NULL, r->receipts);
+	json_object_set_new(r->result, "error", json_sprintf("%s: %s", r->e.what, r->e.why));
+	if (write_result(o, &r->result_out, r->result, &e2) < 0)
+		common_report(&e2);
+}
+
+/* Everything the run held, released; returns its exit status. */
+static int run_free(struct run *r)
+{
+	trace_bound_free(r->bound); /* its writer keeps the run's bound in the claim */
+	if (r->run_fd >= 0)
+		lease_run_release(r->store, r->id, r->run_fd);
+	trace_determ_free(r->det);
+	json_decref(r->result);
+	json_decref(r->trace_j);
+	json_decref(r->receipts);
+	json_decref(r->head);
+	json_decref(r->lease_rec);
+	trace_env_free(r->env);
+	if (r->image_fd >= 0)
+		close(r->image_fd);
+	if (r->result_out.path)
+		common_outfile_close(&r->result_out);
+	free(r->image);
+	free(r->id);
+	free(r->ns);
+	free(r->filters);
+	free(r->store_real);
+	free(r->wd);
+	trace_script_free(&r->sc);
+	lease_store_close(r->store);
+	trace_run_opts_free(r->opts);
+	return r->code;
+}
+
+int trace_run_main(struct trace_run_opts *o)
+{
+	struct run r = { .opts = o, .code = SBX_EXIT_SBX, .result_out = { .dirfd = -1 },
+			 .image_fd = -1, .run_fd = -1, .ctl_fd = -1, .start_seq = -1,
+			 .receipts = json_array() };
+
+	if (run_plan(&r) == 0 && run_setup(&r) == 0) {
+		run_compose(&r);
+		if (run_supervise(&r) == 0 && run_close(&r) == 0)
+			return run_free(&r);
 	}
-out:
-	trace_bound_free(bound); /* its writer keeps the run's bound in the claim */
-	if (run_fd >= 0)
-		lease_run_release(s, id, run_fd);
-	trace_determ_free(det);
-	json_decref(result);
-	json_decref(receipts);
-	json_decref(head);
-	json_decref(rec);
-	trace_env_free(env);
-	if (image_fd >= 0)
-		close(image_fd);
-	if (result_out.path)
-		common_outfile_close(&result_out);
-	free(image);
-	free(id);
-	free(ns);
-	free(filters);
-	free(store_real);
-	free(wd);
-	script_free(&sc);
-	lease_store_close(s);
-	trace_run_opts_free(o);
-	return code;
+	run_fail(&r);
+	return run_free(&r);
 }

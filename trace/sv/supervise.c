@@ -30,8 +30,6 @@
 
 #define TICK_MS 250
 #define TICK_MIN_US 1000       /* the shortest tick a hook may ask for */
-#define WAKE_MS 50             /* fds and ticks are looked at least this often */
-#define MAX_WATCH 16
 
 /* The walk over the layers in their order (enum trace_layer_slot). */
 #define EACH_LAYER(sv, L) \
@@ -117,152 +115,6 @@ static int layers_fault(struct trace_supervisor *sv, struct trace_guest *g, int 
 	return 0;
 }
 
-/* The tracer thread blocks in waitpid itself, so a stop costs one waitpid and the
- * ptrace calls, nothing else (no poll, no signalfd reads, no extra waitpid). Every
- * WAKE_MS a helper thread interrupts that waitpid with a signal whose handler has no
- * SA_RESTART, and the loop then looks at its fds, signals and tick. The signal is
- * only sent while the tracer sits in (or is about to enter) that waitpid, so no other
- * call of the tracer thread ever sees EINTR from it; one sent just before the
- * waitpid is taken at the next round, WAKE_MS later. */
-struct waker {
-	pthread_t thread;
-	pid_t tracer;            /* the tracer thread's tid */
-	int sig;
-	_Atomic int in_wait;
-	uint64_t due_us;         /* the next tick, monotonic µs: waited for if sooner */
-	const struct trace_prio *prio; /* the tracer's: the waker is on its wake-up path */
-	int stop, started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-};
-
-/* per thread: a signal interrupts only the tracer it was sent to */
-static __thread volatile sig_atomic_t woken;
-
-static void on_wake(int sig)
-{
-	(void)sig;
-	woken = 1;
-}
-
-/* The handler is process-wide: the first of concurrent supervisors installs it,
- * the last puts back what the host had. */
-static pthread_mutex_t wake_mu = PTHREAD_MUTEX_INITIALIZER;
-static int wake_users;
-static struct sigaction wake_saved;
-
-static int wake_handler_get(int sig)
-{
-	struct sigaction sa;
-	int rc = 0;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_wake; /* no SA_RESTART: it must interrupt waitpid */
-	sigemptyset(&sa.sa_mask);
-	pthread_mutex_lock(&wake_mu);
-	if (wake_users == 0 && sigaction(sig, &sa, &wake_saved) < 0)
-		rc = -errno;
-	else
-		wake_users++;
-	pthread_mutex_unlock(&wake_mu);
-	return rc;
-}
-
-static void wake_handler_put(int sig)
-{
-	pthread_mutex_lock(&wake_mu);
-	if (--wake_users == 0)
-		sigaction(sig, &wake_saved, NULL);
-	pthread_mutex_unlock(&wake_mu);
-}
-
-static void *waker_main(void *arg)
-{
-	struct waker *w = arg;
-	pid_t pid = getpid();
-	uint64_t sent = 0; /* the tick already signalled: once each, or a late tracer is flooded */
-
-	struct trace_prio pr; /* its wake-up is on the tracer's path; the guest cannot make it busy */
-
-	pthread_setname_np(pthread_self(), "sbx-waker");
-	(void)trace_prio_join(&pr, w->prio);
-	pthread_mutex_lock(&w->mu);
-	while (!w->stop) {
-		uint64_t at = common_mono_us() + WAKE_MS * 1000;
-		int for_tick = w->due_us && w->due_us != sent && w->due_us < at;
-		if (for_tick)
-			at = w->due_us;
-		struct timespec ts = { .tv_sec = (time_t)(at / 1000000),
-				       .tv_nsec = (long)(at % 1000000) * 1000 };
-		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-		/* woken early (a sooner tick was set): wait again for the new time */
-		if (w->stop || common_mono_us() < at)
-			continue;
-		if (for_tick)
-			sent = at;
-		if (atomic_load(&w->in_wait))
-			syscall(SYS_tgkill, pid, w->tracer, w->sig);
-	}
-	pthread_mutex_unlock(&w->mu);
-	return NULL;
-}
-
-/* The tracer's next tick: the waker interrupts its wait then if that is sooner. */
-static void waker_due(struct waker *w, uint64_t due_us)
-{
-	if (!w->started)
-		return;
-	pthread_mutex_lock(&w->mu);
-	w->due_us = due_us;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
-static int waker_start(struct waker *w)
-{
-	pthread_condattr_t ca;
-	sigset_t all, old, one;
-	int err;
-
-	w->sig = SIGRTMIN + 6;
-	w->tracer = (pid_t)syscall(SYS_gettid);
-	if ((err = wake_handler_get(w->sig)) < 0)
-		return err;
-	sigemptyset(&one);
-	sigaddset(&one, w->sig);
-	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old); /* the helper takes no signal */
-	err = pthread_create(&w->thread, NULL, waker_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		wake_handler_put(w->sig);
-		return -err;
-	}
-	w->started = 1;
-	return 0;
-}
-
-static void waker_stop(struct waker *w)
-{
-	if (!w->started)
-		return;
-	pthread_mutex_lock(&w->mu);
-	w->stop = 1;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-	pthread_join(w->thread, NULL);
-	pthread_cond_destroy(&w->cv);
-	pthread_mutex_destroy(&w->mu);
-	wake_handler_put(w->sig);
-	w->started = 0;
-}
-
 struct tstate *trace_sv_find(struct trace_supervisor *sv, pid_t tid)
 {
 	for (struct tstate *t = sv->bucket[(unsigned)tid % NBUCKET]; t; t = t->next)
@@ -338,62 +190,9 @@ pid_t trace_sv_tgid(struct tstate *t)
 	return tgid_of(t);
 }
 
-pid_t trace_guest_tid(const struct trace_guest *g)
-{
-	return g->ts->tid;
-}
-
-pid_t trace_guest_pid(const struct trace_guest *g)
-{
-	return tgid_of(g->ts);
-}
-
-ssize_t trace_guest_read(struct trace_guest *g, uint64_t addr, void *buf, size_t len)
-{
-	return trace_mem_read(g->ts->tid, addr, buf, len);
-}
-
-ssize_t trace_guest_write(struct trace_guest *g, uint64_t addr, const void *buf, size_t len)
-{
-	/* through page protections: scratch pages the guest cannot touch */
-	return trace_mem_poke(g->ts->tid, addr, buf, len);
-}
-
 static ssize_t trace_guest_read_str(struct trace_guest *g, uint64_t addr, char *buf, size_t max)
 {
 	return trace_mem_read_str(g->ts->tid, addr, buf, max);
-}
-
-int trace_guest_get_regs(struct trace_guest *g, struct user_regs_struct *r)
-{
-	return trace_regs_get(g->ts->tid, r);
-}
-
-int trace_guest_set_regs(struct trace_guest *g, const struct user_regs_struct *r)
-{
-	return trace_regs_set(g->ts->tid, r);
-}
-
-void **trace_guest_slot(struct trace_guest *g, enum trace_layer_slot l)
-{
-	return &g->ts->slot[l];
-}
-
-void **trace_sv_slot(struct trace_supervisor *sv, pid_t tid, enum trace_layer_slot l)
-{
-	struct tstate *t = trace_sv_find(sv, tid);
-	return t ? &t->slot[l] : NULL;
-}
-
-int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t a[6])
-{
-	struct user_regs_struct r;
-	int rc = trace_guest_get_regs(g, &r);
-	if (rc < 0)
-		return rc;
-	r.orig_rax = (unsigned long long)nr;
-	trace_regs_set_args(&r, a);
-	return trace_guest_set_regs(g, &r);
 }
 
 int trace_sv_watch(struct trace_supervisor *sv, int fd)
@@ -1139,6 +938,49 @@ static void on_signal(struct trace_supervisor *sv)
 	}
 }
 
+/* The host's signals, the set-up pipe and the layers' watched fds, read when the
+ * waker said so; without the waker (it failed to start), this poll paces the loop. */
+static void poll_fds(struct trace_supervisor *sv, const struct trace_waker *wk, int *errfd)
+{
+	struct pollfd pf[2 + MAX_WATCH];
+	nfds_t n = 0;
+	trace_sv_woken = 0;
+	pf[n++] = (struct pollfd){ .fd = sv->sfd, .events = POLLIN };
+	pf[n++] = (struct pollfd){ .fd = *errfd, .events = POLLIN };
+	for (size_t i = 0; i < sv->nwatch; i++)
+		pf[n++] = (struct pollfd){ .fd = sv->watch[i], .events = POLLIN };
+	if (poll(pf, n, wk->started ? 0 : WAKE_MS) <= 0)
+		return;
+	if (pf[0].revents)
+		on_signal(sv);
+	if (pf[1].revents)
+		read_setup_pipe(sv, errfd);
+	for (nfds_t i = 2; i < n; i++)
+		if (pf[i].revents && layers_fd(sv, pf[i].fd) < 0)
+			trace_sv_stop(sv, "control failed");
+}
+
+/* One stop waited for and handled (the waker interrupts a blocking wait at the
+ * next tick); 0 once no child is left. */
+static int wait_stop(struct trace_supervisor *sv, struct trace_waker *wk)
+{
+	int status, err = 0;
+	struct rusage ru;
+	pid_t w;
+	if (wk->started) {
+		atomic_store(&wk->in_wait, 1);
+		w = trace_sv_woken ? 0 : wait4(-1, &status, __WALL | __WNOTHREAD, &ru);
+		err = errno;
+		atomic_store(&wk->in_wait, 0);
+	} else {
+		w = wait4(-1, &status, __WALL | __WNOTHREAD | WNOHANG, &ru);
+		err = errno;
+	}
+	if (w > 0)
+		on_wait(sv, w, status, &ru);
+	return w < 0 && err == ECHILD ? 0 : 1;
+}
+
 int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *res,
 		    struct trace_prio *pr, struct common_err *e)
 {
@@ -1173,10 +1015,10 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		common_errno(e, errno, "signalfd");
 		trace_sandbox_kill(p);
 	}
-	struct waker wk;
+	struct trace_waker wk;
 	memset(&wk, 0, sizeof wk);
 	wk.prio = pr;
-	int werr = waker_start(&wk);
+	int werr = trace_sv_waker_start(&wk);
 	if (werr < 0) {
 		common_errno(e, -werr, "supervisor wake-up thread");
 		trace_sandbox_kill(p);
@@ -1188,9 +1030,9 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	int errfd = p->err_fd[0];
 	p->err_fd[0] = -1;
 	uint64_t next_tick = common_mono_us() + sv.tick_us;
-	waker_due(&wk, next_tick);
+	trace_sv_waker_due(&wk, next_tick);
 	int killed = 0;
-	woken = 1; /* look at the fds once before the first wait */
+	trace_sv_woken = 1; /* look at the fds once before the first wait */
 
 	for (;;) {
 		if ((sv.stopping || sv.setup_failed) && !killed) {
@@ -1211,51 +1053,20 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			/* counted from the tick's end, and the fds and waits come next: a
 			 * tick longer than the period cannot starve the loop */
 			next_tick = common_mono_us() + sv.tick_us;
-			waker_due(&wk, next_tick);
-			woken = 1;
+			trace_sv_waker_due(&wk, next_tick);
+			trace_sv_woken = 1;
 			if ((sv.stopping || sv.setup_failed) && !killed)
 				continue;
 		}
-		if (woken || !wk.started) {
-			struct pollfd pf[2 + MAX_WATCH];
-			nfds_t n = 0;
-			woken = 0;
-			pf[n++] = (struct pollfd){ .fd = sv.sfd, .events = POLLIN };
-			pf[n++] = (struct pollfd){ .fd = errfd, .events = POLLIN };
-			for (size_t i = 0; i < sv.nwatch; i++)
-				pf[n++] = (struct pollfd){ .fd = sv.watch[i], .events = POLLIN };
-			/* without the waker (it failed to start), this poll paces the loop */
-			int timeout = wk.started ? 0 : WAKE_MS;
-			if (poll(pf, n, timeout) > 0) {
-				if (pf[0].revents)
-					on_signal(&sv);
-				if (pf[1].revents)
-					read_setup_pipe(&sv, &errfd);
-				for (nfds_t i = 2; i < n; i++)
-					if (pf[i].revents && layers_fd(&sv, pf[i].fd) < 0)
-						trace_sv_stop(&sv, "control failed");
-			}
+		if (trace_sv_woken || !wk.started) {
+			poll_fds(&sv, &wk, &errfd);
 			if ((sv.stopping || sv.setup_failed) && !killed)
 				continue;
 		}
-		int status, err = 0;
-		struct rusage ru;
-		pid_t w;
-		if (wk.started) {
-			atomic_store(&wk.in_wait, 1);
-			w = woken ? 0 : wait4(-1, &status, __WALL | __WNOTHREAD, &ru);
-			err = errno;
-			atomic_store(&wk.in_wait, 0);
-		} else {
-			w = wait4(-1, &status, __WALL | __WNOTHREAD | WNOHANG, &ru);
-			err = errno;
-		}
-		if (w > 0)
-			on_wait(&sv, w, status, &ru);
-		else if (w < 0 && err == ECHILD)
+		if (wait_stop(&sv, &wk) == 0)
 			break;
 	}
-	waker_stop(&wk);
+	trace_sv_waker_stop(&wk);
 	trace_sched_off(&sv);
 	if (errfd >= 0) {
 		while (errfd >= 0)

@@ -1,10 +1,12 @@
-/* trace/sv private: the supervisor's records, shared by its loop (supervise.c)
- * and the ptrace it emulates for a guest tracer (nest.c). Never included from
- * another folder. */
+/* trace/sv private: the supervisor's records, shared by its loop (supervise.c),
+ * its waker (waker.c), a guest's accessors (guest.c) and the ptrace it emulates
+ * for a guest tracer (nest.c). Never included from another folder. */
 #ifndef SBX_TRACE_SV_INTERNAL_H
 #define SBX_TRACE_SV_INTERNAL_H
 
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include "trace/sv/sv.h"
 
@@ -117,5 +119,33 @@ int trace_nest_event(struct trace_supervisor *sv, struct tstate *t, int event, u
 int trace_nest_syscalls(const struct tstate *t);
 /* A task is freed: its tracer hears of it, its tracees are let go. */
 void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatus);
+
+/* The waker (trace/sv/waker.c). */
+#define WAKE_MS 50             /* fds and ticks are looked at least this often */
+/* The tracer thread blocks in waitpid itself, so a stop costs one waitpid and the
+ * ptrace calls, nothing else (no poll, no signalfd reads, no extra waitpid). Every
+ * WAKE_MS a helper thread interrupts that waitpid with a signal whose handler has no
+ * SA_RESTART, and the loop then looks at its fds, signals and tick. The signal is
+ * only sent while the tracer sits in (or is about to enter) that waitpid, so no other
+ * call of the tracer thread ever sees EINTR from it; one sent just before the
+ * waitpid is taken at the next round, WAKE_MS later. */
+struct trace_waker {
+	pthread_t thread;
+	pid_t tracer;            /* the tracer thread's tid */
+	int sig;
+	_Atomic int in_wait;
+	uint64_t due_us;         /* the next tick, monotonic µs: waited for if sooner */
+	const struct trace_prio *prio; /* the tracer's: the waker is on its wake-up path */
+	int stop, started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+/* per thread: a signal interrupts only the tracer it was sent to */
+extern __thread volatile sig_atomic_t trace_sv_woken;
+/* 0, or -errno when no waker runs (the loop's poll then paces it). */
+int trace_sv_waker_start(struct trace_waker *w);
+/* The tracer's next tick: the waker interrupts its wait then if that is sooner. */
+void trace_sv_waker_due(struct trace_waker *w, uint64_t due_us);
+void trace_sv_waker_stop(struct trace_waker *w);
 
 #endif
