@@ -374,17 +374,15 @@ static int member_kind(const char *name, char hex[65], uint32_t *chunk)
 	return -1;
 }
 
-static int cmd_import(struct lease_store *s, const char *file, struct common_err *e)
+/* The archive's members, each checked (name, type, size, a bound on the whole),
+ * into the fresh directory tmp; hex names the snapshot. 0 or -1 (e). */
+static int import_unpack(const char *file, const char *tmp, char hex[65], struct common_err *e)
 {
 	struct archive *a = archive_read_new();
 	archive_read_support_format_tar(a);
 	archive_read_support_format_gnutar(a);
-	char hex[65] = "";
-	char *top = common_xstrdup(lease_snapshot_top(s));
-	char *tmp = snap_tmp_name(top, "import");
 	int rc = 0, have_manifest = 0, have_meta = 0;
 	uint64_t total = 0;
-	common_rm_rf(tmp, NULL);
 	if (common_mkdir_p(tmp, 0700, e) < 0)
 		rc = -1;
 	else if (archive_read_open_filename(a, file, 65536) != ARCHIVE_OK)
@@ -447,6 +445,16 @@ static int cmd_import(struct lease_store *s, const char *file, struct common_err
 	archive_read_free(a);
 	if (rc == 0 && (!have_manifest || !have_meta))
 		rc = common_errf(e, file, "archive lacks the %s", have_manifest ? "meta.json" : "manifest");
+	return rc;
+}
+
+static int cmd_import(struct lease_store *s, const char *file, struct common_err *e)
+{
+	char hex[65] = "";
+	char *top = common_xstrdup(lease_snapshot_top(s));
+	char *tmp = snap_tmp_name(top, "import");
+	common_rm_rf(tmp, NULL);
+	int rc = import_unpack(file, tmp, hex, e);
 	struct snap_image im = { 0 };
 	struct snap_state st;
 	if (rc == 0 && snap_store_read(tmp, &im, e) < 0)

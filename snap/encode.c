@@ -735,6 +735,79 @@ static int decode_regions(struct codec_rd *r, struct snap_state *st)
 	return 0;
 }
 
+/* pending[n], the thread's then the process's, in queue order */
+static int decode_pending(struct codec_rd *r, struct snap_state *st, uint32_t n)
+{
+	if (n > SNAP_PENDING_MAX || (uint64_t)n * 136 > r->len - r->off)
+		return codec_rd_fail(r, "pending signal count out of range");
+	st->pending = common_xcalloc(n ? n : 1, sizeof *st->pending);
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_sigpend *q = &st->pending[i];
+		st->npending = i + 1;
+		if (codec_get_u32(r, &q->sig) < 0 || codec_get_u32(r, &q->shared) < 0 ||
+		    get_fixed(r, q->info, 128) < 0)
+			return -1;
+		if (q->sig < 1 || q->sig > SNAP_NSIG || q->shared > 1 ||
+		    (i && q->shared < st->pending[i - 1].shared))
+			return codec_rd_fail(r, "pending signal invalid or out of order");
+	}
+	return 0;
+}
+
+/* u32 nfds, fd[] sorted by number */
+static int decode_fds(struct codec_rd *r, struct snap_state *st)
+{
+	uint32_t n;
+	if (codec_get_u32(r, &n) < 0)
+		return -1;
+	if ((uint64_t)n * 60 > r->len - r->off)
+		return codec_rd_fail(r, "fd count exceeds the input");
+	st->fds = common_xcalloc(n ? n : 1, sizeof *st->fds);
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_fd *f = &st->fds[i];
+		st->nfds = i + 1;
+		if (codec_get_u32(r, &f->fd) < 0 || codec_get_u32(r, &f->kind) < 0 ||
+		    codec_get_u32(r, &f->flags) < 0 || codec_get_u64(r, &f->pos) < 0 ||
+		    get_str(r, &f->path) < 0 || get_fixed(r, f->hash, 32) < 0 ||
+		    codec_get_u64(r, &f->size) < 0)
+			return -1;
+		if (i && f->fd <= st->fds[i - 1].fd)
+			return codec_rd_fail(r, "descriptors are not sorted");
+		if (f->kind > SNAP_FD_DEV || f->fd > (1u << 20) ||
+		    (f->kind == SNAP_FD_STREAM) != (f->path[0] == 0) ||
+		    (f->kind != SNAP_FD_STREAM && f->path[0] != '/') ||
+		    (f->kind == SNAP_FD_STREAM && f->fd > 2))
+			return codec_rd_fail(r, "descriptor kind, number or path invalid");
+	}
+	return 0;
+}
+
+/* u32 ncells, cell[] sorted by key */
+static int decode_cells(struct codec_rd *r, struct snap_state *st)
+{
+	uint32_t n;
+	if (codec_get_u32(r, &n) < 0)
+		return -1;
+	if ((uint64_t)n * 12 > r->len - r->off)
+		return codec_rd_fail(r, "cell count exceeds the input");
+	st->cells = common_xcalloc(n ? n : 1, sizeof *st->cells);
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_cell *c = &st->cells[i];
+		st->ncells = i + 1;
+		if (get_str(r, &c->key) < 0 || codec_get_u64(r, &c->len) < 0)
+			return -1;
+		if (!snap_valid_key(c->key))
+			return codec_rd_fail(r, "cell key is not a plain relative path");
+		if (i && strcmp(st->cells[i - 1].key, c->key) >= 0)
+			return codec_rd_fail(r, "cells are not in key order");
+		if (c->len > r->len - r->off)
+			return codec_rd_fail(r, "cell value exceeds the input");
+		if (codec_get_raw(r, &c->val, (size_t)c->len) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_state *st,
 		struct common_err *e)
 {
@@ -791,23 +864,8 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 	if (codec_get_u64(&r, &st->ss_sp) < 0 || codec_get_u32(&r, &st->ss_flags) < 0 ||
 	    codec_get_u64(&r, &st->ss_size) < 0 || codec_get_u32(&r, &n) < 0)
 		goto bad;
-	if (n > SNAP_PENDING_MAX || (uint64_t)n * 136 > r.len - r.off) {
-		codec_rd_fail(&r, "pending signal count out of range");
+	if (decode_pending(&r, st, n) < 0)
 		goto bad;
-	}
-	st->pending = common_xcalloc(n ? n : 1, sizeof *st->pending);
-	for (uint32_t i = 0; i < n; i++) {
-		struct snap_sigpend *q = &st->pending[i];
-		st->npending = i + 1;
-		if (codec_get_u32(&r, &q->sig) < 0 || codec_get_u32(&r, &q->shared) < 0 ||
-		    get_fixed(&r, q->info, 128) < 0)
-			goto bad;
-		if (q->sig < 1 || q->sig > SNAP_NSIG || q->shared > 1 ||
-		    (i && q->shared < st->pending[i - 1].shared)) {
-			codec_rd_fail(&r, "pending signal invalid or out of order");
-			goto bad;
-		}
-	}
 	if (codec_get_u64(&r, &st->rseq_ptr) < 0 || codec_get_u32(&r, &st->rseq_len) < 0 ||
 	    codec_get_u32(&r, &st->rseq_sig) < 0)
 		goto bad;
@@ -830,62 +888,8 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 	for (int i = 0; i < SNAP_NRLIMIT; i++)
 		if (codec_get_u64(&r, &st->rlim[i][0]) < 0 || codec_get_u64(&r, &st->rlim[i][1]) < 0)
 			goto bad;
-	if (codec_get_u32(&r, &n) < 0)
+	if (decode_fds(&r, st) < 0 || decode_regions(&r, st) < 0 || decode_cells(&r, st) < 0)
 		goto bad;
-	if ((uint64_t)n * 60 > r.len - r.off) {
-		codec_rd_fail(&r, "fd count exceeds the input");
-		goto bad;
-	}
-	st->fds = common_xcalloc(n ? n : 1, sizeof *st->fds);
-	for (uint32_t i = 0; i < n; i++) {
-		struct snap_fd *f = &st->fds[i];
-		st->nfds = i + 1;
-		if (codec_get_u32(&r, &f->fd) < 0 || codec_get_u32(&r, &f->kind) < 0 ||
-		    codec_get_u32(&r, &f->flags) < 0 || codec_get_u64(&r, &f->pos) < 0 ||
-		    get_str(&r, &f->path) < 0 || get_fixed(&r, f->hash, 32) < 0 ||
-		    codec_get_u64(&r, &f->size) < 0)
-			goto bad;
-		if (i && f->fd <= st->fds[i - 1].fd) {
-			codec_rd_fail(&r, "descriptors are not sorted");
-			goto bad;
-		}
-		if (f->kind > SNAP_FD_DEV || f->fd > (1u << 20) ||
-		    (f->kind == SNAP_FD_STREAM) != (f->path[0] == 0) ||
-		    (f->kind != SNAP_FD_STREAM && f->path[0] != '/') ||
-		    (f->kind == SNAP_FD_STREAM && f->fd > 2)) {
-			codec_rd_fail(&r, "descriptor kind, number or path invalid");
-			goto bad;
-		}
-	}
-	if (decode_regions(&r, st) < 0)
-		goto bad;
-	if (codec_get_u32(&r, &n) < 0)
-		goto bad;
-	if ((uint64_t)n * 12 > r.len - r.off) {
-		codec_rd_fail(&r, "cell count exceeds the input");
-		goto bad;
-	}
-	st->cells = common_xcalloc(n ? n : 1, sizeof *st->cells);
-	for (uint32_t i = 0; i < n; i++) {
-		struct snap_cell *c = &st->cells[i];
-		st->ncells = i + 1;
-		if (get_str(&r, &c->key) < 0 || codec_get_u64(&r, &c->len) < 0)
-			goto bad;
-		if (!snap_valid_key(c->key)) {
-			codec_rd_fail(&r, "cell key is not a plain relative path");
-			goto bad;
-		}
-		if (i && strcmp(st->cells[i - 1].key, c->key) >= 0) {
-			codec_rd_fail(&r, "cells are not in key order");
-			goto bad;
-		}
-		if (c->len > r.len - r.off) {
-			codec_rd_fail(&r, "cell value exceeds the input");
-			goto bad;
-		}
-		if (codec_get_raw(&r, &c->val, (size_t)c->len) < 0)
-			goto bad;
-	}
 	if (codec_rd_end(&r) < 0)
 		goto bad;
 	return 0;

@@ -310,6 +310,50 @@ static int clock_ok(long clk)
 	return (clk >= 0 && clk <= 11 && clk != 10) || (clk < 0 && clk > -(1l << 30));
 }
 
+/* nanosleep, clock_nanosleep: sleeps pass in virtual time only; 0 or -errno */
+static long long sleep_virtual(struct trace_determ *d, struct trace_guest *g,
+			       const struct trace_stop *st, struct proc *p)
+{
+	const uint64_t *a = st->args;
+	int abs = st->nr == TRACE_SYS_clock_nanosleep && (a[1] & TIMER_ABSTIME);
+	uint64_t at = st->nr == TRACE_SYS_nanosleep ? a[0] : a[2];
+	int64_t req[2];
+	if (trace_guest_read(g, at, req, sizeof req) != (ssize_t)sizeof req)
+		return -EFAULT;
+	if (req[0] < 0 || req[1] < 0 || req[1] >= 1000000000)
+		return -EINVAL;
+	uint64_t want = (uint64_t)req[0] * 1000000000ull + (uint64_t)req[1];
+	if (abs) {
+		uint64_t now = clock_ns(d, p, (long)(int)a[0]), base = now - p->ns;
+		if (want > now)
+			p->ns = want - base;
+	} else {
+		p->ns += want;
+	}
+	return 0;
+}
+
+/* struct sysinfo: uptime, loads[3], totalram, freeram, sharedram, bufferram,
+ * totalswap, freeswap, procs (u16), pad, totalhigh, freehigh, mem_unit (u32):
+ * 112 bytes, from the virtual clock and fixed figures */
+static int sysinfo_virtual(struct trace_guest *g, uint64_t addr, struct proc *p)
+{
+	uint8_t si[112];
+	uint64_t v;
+	uint16_t procs = 1;
+	uint32_t unit = 1;
+	memset(si, 0, sizeof si);
+	v = 1 + tick(p) / 1000000000ull;
+	memcpy(si, &v, 8);
+	v = 1ull << 32;
+	memcpy(si + 32, &v, 8);  /* totalram: 4 GiB */
+	v = 1ull << 31;
+	memcpy(si + 40, &v, 8);  /* freeram: 2 GiB */
+	memcpy(si + 80, &procs, 2);
+	memcpy(si + 104, &unit, 4);
+	return put(g, addr, si, sizeof si);
+}
+
 static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st)
 {
 	const uint64_t *a = st->args;
@@ -352,30 +396,9 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		return 1;
 	}
 	case TRACE_SYS_nanosleep:
-	case TRACE_SYS_clock_nanosleep: {
-		/* sleeps pass in virtual time only */
-		int abs = st->nr == TRACE_SYS_clock_nanosleep && (a[1] & TIMER_ABSTIME);
-		uint64_t at = st->nr == TRACE_SYS_nanosleep ? a[0] : a[2];
-		int64_t req[2];
-		if (trace_guest_read(g, at, req, sizeof req) != (ssize_t)sizeof req) {
-			answer(d, g, st, -EFAULT);
-			return 1;
-		}
-		if (req[0] < 0 || req[1] < 0 || req[1] >= 1000000000) {
-			answer(d, g, st, -EINVAL);
-			return 1;
-		}
-		uint64_t want = (uint64_t)req[0] * 1000000000ull + (uint64_t)req[1];
-		if (abs) {
-			uint64_t now = clock_ns(d, p, (long)(int)a[0]), base = now - p->ns;
-			if (want > now)
-				p->ns = want - base;
-		} else {
-			p->ns += want;
-		}
-		answer(d, g, st, 0);
+	case TRACE_SYS_clock_nanosleep:
+		answer(d, g, st, sleep_virtual(d, g, st, p));
 		return 1;
-	}
 	case TRACE_SYS_times: {
 		uint64_t ns = tick(p);
 		int64_t tms[4] = { 0, 0, 0, 0 };
@@ -391,26 +414,9 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		answer(d, g, st, put(g, a[1], ru, sizeof ru));
 		return 1;
 	}
-	case TRACE_SYS_sysinfo: {
-		/* struct sysinfo: uptime, loads[3], totalram, freeram, sharedram,
-		 * bufferram, totalswap, freeswap, procs (u16), pad, totalhigh,
-		 * freehigh, mem_unit (u32) — 112 bytes */
-		uint8_t si[112];
-		uint64_t v;
-		uint16_t procs = 1;
-		uint32_t unit = 1;
-		memset(si, 0, sizeof si);
-		v = 1 + tick(p) / 1000000000ull;
-		memcpy(si, &v, 8);
-		v = 1ull << 32;
-		memcpy(si + 32, &v, 8);  /* totalram: 4 GiB */
-		v = 1ull << 31;
-		memcpy(si + 40, &v, 8);  /* freeram: 2 GiB */
-		memcpy(si + 80, &procs, 2);
-		memcpy(si + 104, &unit, 4);
-		answer(d, g, st, put(g, a[0], si, sizeof si));
+	case TRACE_SYS_sysinfo:
+		answer(d, g, st, sysinfo_virtual(g, a[0], p));
 		return 1;
-	}
 	case TRACE_SYS_getcpu: {
 		uint32_t z = 0;
 		int rc = a[0] ? put(g, a[0], &z, 4) : 0;

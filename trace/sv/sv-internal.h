@@ -148,4 +148,24 @@ int trace_sv_waker_start(struct trace_waker *w);
 void trace_sv_waker_due(struct trace_waker *w, uint64_t due_us);
 void trace_sv_waker_stop(struct trace_waker *w);
 
+/* supervise.c: at a seccomp stop, skip the call with result rax, or (again) have
+ * the thread issue it once more. */
+void trace_sv_answer(pid_t tid, long rax, int again);
+/* decide.c: a connect and a datagram's address, judged before the layers (the
+ * refusal's errno, 0 to go on; *answer_errno: what the call then returns); the
+ * connect made for the guest on the objects judged. */
+int trace_sv_connect_decide(struct trace_supervisor *sv, struct tstate *t, struct trace_conn *c,
+			    const uint64_t a[6], int *answer_errno);
+void trace_sv_connect_run(struct trace_supervisor *sv, struct tstate *t, struct trace_conn *c,
+			  int err);
+int trace_sv_is_send(long nr);
+int trace_sv_send_decide(struct trace_supervisor *sv, struct tstate *t, const uint64_t a[6],
+			 int *answer_errno);
+/* decide.c: chmod g+s of a directory, decided on the object: opened at entry (0 for
+ * a directory), the call run without S_ISGID, the mode given at its exit. */
+void trace_sv_sgid_drop(struct tstate *t);
+int trace_sv_sgid_entry(struct tstate *t, const struct trace_stop *st);
+int trace_sv_sgid_strip(struct tstate *t, const struct trace_stop *st, int mode_arg);
+void trace_sv_sgid_exit(struct tstate *t, int64_t rval);
+
 #endif
