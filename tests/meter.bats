@@ -329,9 +329,13 @@ destroyed_cells() { jq -r '.receipts[] | select(.edge == "destroy") | .cells' r.
 
 @test "a namespace nested deeper than the walk goes counts as full" {
 	# 70 directories, 2 MiB at the bottom: closed while it waits, and when it exits at once
-	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nsdeep 70
+	hog namespace_bytes --limits namespace_bytes=1M --trace t.jsonl -- "$GUESTS/meter_hog" nsdeep 70
 	assert_equal "$(usage_of namespace_bytes)" $(((1 << 20) + 1))
-	assert_equal "$(destroyed_cells)" 1
+	# the destroy digests the cell below the walk's depth, when the guest made it before
+	# a tick's walk found the tree too deep and closed the lease
+	made=$(jq -s '[.[] | select(.name == "openat" and ((.path // "") | endswith("/big")) and
+		(.result // -1) >= 0)] | length' t.jsonl)
+	assert_equal "$(destroyed_cells)" "$made"
 	hog namespace_bytes --limits namespace_bytes=1M -- "$GUESTS/meter_hog" nsdeep 65 exit
 	# on a lease of its own too
 	hog namespace_bytes --lease "$(new_active --limits namespace_bytes=1M)" -- \
