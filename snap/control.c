@@ -5,11 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/user.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "snap/snap-internal.h"
@@ -153,7 +151,7 @@ static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct 
 static void resume_threads(const pid_t *ids, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		ptrace(PTRACE_CONT, ids[i], 0, 0); /* ESRCH: it exited meanwhile */
+		trace_tracee_resume(ids[i]); /* ESRCH: it exited meanwhile */
 }
 
 /* The thread-group leader of tid (tid itself when unknown). */
@@ -187,7 +185,7 @@ static int capture_guest(pid_t guest, int stop, int at_stop, const struct snap_c
 		resume_threads(threads, nthreads);
 	free(threads);
 	if (interrupt && (!stop || rc < 0))
-		ptrace(PTRACE_CONT, leader, 0, 0);
+		trace_tracee_resume(leader);
 	return rc;
 }
 

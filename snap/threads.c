@@ -8,10 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "codec/codec.h"
 #include "snap/snap-internal.h"
@@ -429,25 +427,16 @@ static pid_t clone_stopped(struct trace_tracee *lead, uint64_t fl, uint64_t sp, 
 static int burn_thread(struct trace_tracee *lead, pid_t tid, struct common_err *e)
 {
 	struct user_regs_struct r;
-	int st, err;
+	int err;
 	if ((err = trace_regs_get(tid, &r)) < 0)
 		return common_errno(e, -err, "PTRACE_GETREGS of %d", (int)tid);
 	r.rip = lead->insn;
 	r.rax = SYS_exit;
 	r.orig_rax = (uint64_t)-1;
 	r.rdi = 0;
-	if ((err = trace_regs_set(tid, &r)) < 0 || ptrace(PTRACE_CONT, tid, 0, 0) < 0)
-		return common_errno(e, err < 0 ? -err : errno, "let thread %d exit", (int)tid);
-	for (;;) {
-		if (waitpid(tid, &st, __WALL) < 0) {
-			if (errno == EINTR)
-				continue;
-			return common_errno(e, errno, "reap thread %d", (int)tid);
-		}
-		if (WIFEXITED(st) || WIFSIGNALED(st))
-			return 0;
-		ptrace(PTRACE_CONT, tid, 0, 0); /* its exit stop */
-	}
+	if ((err = trace_regs_set(tid, &r)) < 0 || (err = trace_tracee_reap(tid)) < 0)
+		return common_errno(e, -err, "let thread %d exit", (int)tid);
+	return 0;
 }
 
 /* One thread, with its own tid: the namespace hands tids out in order, so the

@@ -73,6 +73,11 @@ int trace_tracee_find_syscall(struct trace_tracee *t, struct common_err *e);
  * its seccomp stop on the way is rewound to run (and be supervised) again after;
  * signals met are delivered. */
 int trace_tracee_interrupt(pid_t tid, struct common_err *e);
+/* Let a stopped tid run on, no signal delivered: 0 or -errno (ESRCH: it is gone). */
+int trace_tracee_resume(pid_t tid);
+/* Let a stopped tid run to its end through the stops on the way, and reap it
+ * (the caller is its tracer and set it to exit): 0 or -errno. */
+int trace_tracee_reap(pid_t tid);
 /* The kind of syscall stop tid is in (PTRACE_SYSCALL_INFO_*): op or -errno. */
 int trace_syscall_op(pid_t tid);
 /* The off-th signal queued for tid (shared: for its process), its raw 128-byte

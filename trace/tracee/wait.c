@@ -244,6 +244,28 @@ static void rewind_syscall(pid_t tid)
 	}
 }
 
+int trace_tracee_resume(pid_t tid)
+{
+	return ptrace(PTRACE_CONT, tid, 0, 0) < 0 ? -errno : 0;
+}
+
+int trace_tracee_reap(pid_t tid)
+{
+	int st;
+	if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+		return -errno;
+	for (;;) {
+		if (waitpid(tid, &st, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return 0;
+		ptrace(PTRACE_CONT, tid, 0, 0); /* its exit stop */
+	}
+}
+
 int trace_tracee_interrupt(pid_t tid, struct common_err *e)
 {
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
