@@ -603,9 +603,15 @@ pgrp_run() {
 		done
 		[ -n "$gpid" ]
 		decoy=$(cat decoy)
-		sv=$(pgrep -f "^sbx-run --ephemeral --result r.json -- .*escape_pgrp stop" | head -1)
+		# the invoker's sbx-run: retried, as a loaded host's /proc read can miss it
+		for i in $(seq 1 50); do
+			sv=$(pgrep -f "^sbx-run --ephemeral --result r.json -- .*escape_pgrp stop" | head -1)
+			svstate=$(pstate "$sv")
+			[ -n "$svstate" ] && break
+			sleep 0.1
+		done
 		dstate=$(pstate "$decoy")
-		svstate=$(pstate "$sv")
+		echo "sbx-run pid '$sv' state '$svstate'; host: $(ps -eo pid,stat,args | grep -E 'sbx-run|escape_pgrp' | grep -v grep)"
 		kill -CONT "$decoy" "$sv" 2>/dev/null || true
 		kill "$decoy"
 		[ "$dstate" = S ]
