@@ -1001,7 +1001,7 @@ while IFS= read -r l; do
 done
 SH
 	chmod +x co.sh
-	run sbx-run --ephemeral --inspect-exec ./co.sh -- /bin/sh -c 'echo x > "$(printf "/ns/\377")"'
+	run sbx-run --ephemeral --inspect-timeout 60000 --inspect-exec ./co.sh -- /bin/sh -c 'echo x > "$(printf "/ns/\377")"'
 	assert_failure
 	assert_output --partial "Permission denied"
 }

@@ -139,7 +139,7 @@ SH
 @test "co-process: JSON-lines events in, decisions out (rewrite and deny)" {
 	policy_setup
 	coproc_script
-	run sbx-run --ephemeral --ro "$PWD/src:/src" --inspect-exec ./co.sh -- cat /src/hello.txt /deny/x
+	run sbx-run --ephemeral --ro "$PWD/src:/src" --inspect-timeout 60000 --inspect-exec ./co.sh -- cat /src/hello.txt /deny/x
 	assert_failure 1
 	assert_line "other contents"
 	assert_line "cat: /deny/x: Permission denied"
@@ -200,7 +200,7 @@ for line in sys.stdin:
     out = {"id": ev["id"], "action": "deny" if deny else "allow"}
     print(json.dumps(out), flush=True)
 PY
-	N=500 pathpage_race --inspect-exec "python3 $PWD/co.py"
+	N=500 pathpage_race --inspect-timeout 60000 --inspect-exec "python3 $PWD/co.py"
 }
 
 @test "a refused clone3 is in the trace and the refusal count; the C library falls back to clone" {
@@ -229,7 +229,7 @@ PY
 
 @test "co-process: a denied file is not reached by another spelling, a symlink, a dirfd or /proc/self/root" {
 	coproc_secret
-	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --inspect-exec "python3 $PWD/co.py" -- /bin/sh -c '
+	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --inspect-timeout 60000 --inspect-exec "python3 $PWD/co.py" -- /bin/sh -c '
 		mkdir "$(printf "/tmp/\377")"; ln -s /DATA/secret.txt /tmp/l; ln -s /DATA /tmp/d
 		for p in "$(printf "/tmp/\377")/../../DATA/secret.txt" /tmp/l /tmp/d/secret.txt \
 			/proc/self/root/DATA/secret.txt /proc/self/cwd/../DATA/secret.txt; do
@@ -254,7 +254,7 @@ except OSError as e:
 @test "co-process: --inspect-classes names what it is sent; read events come when asked" {
 	coproc_secret
 	run sbx-run --ephemeral --ro "$PWD/data:/DATA" --inspect-classes file,read \
-		--inspect-exec "python3 $PWD/co.py $PWD/events" -- /bin/cat /DATA/fine.txt
+		--inspect-timeout 60000 --inspect-exec "python3 $PWD/co.py $PWD/events" -- /bin/cat /DATA/fine.txt
 	assert_success
 	assert_output "fine"
 	run grep -c '^read ' events
