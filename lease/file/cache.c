@@ -1,0 +1,51 @@
+/* What this process last wrote or read of the directory store's derived files
+ * (records, the slot index), kept in memory while the journal is exactly as this
+ * process's last complete commit left it (s->jst): every commit appends to the
+ * journal before it touches a derived file, so an unchanged journal means no other
+ * process has changed one since. A transition then reads nothing back from disk. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include "lease/file/file-internal.h"
+
+int lease_file_cache_fresh(struct lease_store *s)
+{
+	struct stat st;
+	char *p;
+	int same;
+
+	if (!s->fcache)
+		s->fcache = json_object();
+	if (!s->jst_ok)
+		return 0;
+	p = lease_path(s, "journal.jsonl");
+	same = stat(p, &st) == 0 && common_same_file(&st, &s->jst);
+	free(p);
+	if (!same)
+		json_object_clear(s->fcache);
+	return same;
+}
+
+json_t *lease_file_cache_get(struct lease_store *s, const char *key)
+{
+	json_t *v = s->fcache ? json_object_get(s->fcache, key) : NULL;
+
+	return v ? json_deep_copy(v) : NULL;
+}
+
+void lease_file_cache_put(struct lease_store *s, const char *key, const json_t *v)
+{
+	if (s->jst_ok && s->fcache)
+		json_object_set_new(s->fcache, key, json_deep_copy(v));
+}
+
+void lease_file_journal_forget(struct lease_store *s)
+{
+	s->jst_ok = 0;
+	json_object_clear(s->fcache);
+}
+
+void lease_file_close(struct lease_store *s)
+{
+	json_decref(s->fcache);
+	s->fcache = NULL;
+}
