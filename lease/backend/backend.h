@@ -56,6 +56,9 @@ struct lease_backend {
 	int (*open)(struct lease_store *s, struct common_err *e);
 	/* Let go of what the back end holds (NULL: nothing) */
 	void (*close)(struct lease_store *s);
+	/* Drop what the back end keeps in memory of the store: the next reads see it as
+	 * it is stored, hand-edits included (NULL: it keeps nothing) */
+	void (*forget)(struct lease_store *s);
 	/* The first lock of a process with the store key: what the store derives is
 	 * checked against its truth after a crash of the machine (NULL: nothing derived) */
 	int (*boot_check)(struct lease_store *s, struct common_err *e);

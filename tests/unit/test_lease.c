@@ -454,12 +454,64 @@ static void test_run_bound(void)
 	unlink(path);
 }
 
+/* Two handles on one store, as two processes: each sees what the other committed
+ * (records are kept in memory only while the journal is as a handle's own last
+ * commit left it), and verify reads the files as they are, not as remembered. */
+static void test_store_cache(void)
+{
+	char dir[] = "/tmp/test_lease.XXXXXX", *p;
+	struct lease_store *s1, *s2;
+	struct common_err e;
+	struct lease_request req;
+	json_t *r = NULL, *f, *a, *o = NULL, *st, *rep, *rs;
+	uint64_t usage[LEASE_DIM_COUNT] = { 0 };
+	const char *closed, *id;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(lease_store_open(dir, &s1, &e) == 0 && lease_store_open(dir, &s2, &e) == 0);
+	memset(&req, 0, sizeof req);
+	req.image = "/bin/true";
+	req.principal = "unit";
+	req.fees[LEASE_DIM_FUEL] = 1;
+	CHECK(lease_request(s1, &req, &r, &e) == 0);
+	f = step(s1, LEASE_EDGE_FUND, r, json_pack("{s:i}", "amount", 10), &e);
+	a = f ? step(s2, LEASE_EDGE_ACTIVATE, f, NULL, &e) : NULL;
+	CHECK(f && a);
+	id = json_string_value(json_object_get(json_object_get(r, "lease"), "id"));
+	/* s1 last wrote the record as Funded: it must see s2's Active */
+	usage[LEASE_DIM_FUEL] = 2;
+	CHECK(lease_observe_usage(s1, id, usage, &closed, &rs, &e) == 0 && json_array_size(rs) == 1);
+	json_decref(rs);
+	/* s2 last wrote it at seq 2: the head is s1's observation, not a replay */
+	CHECK(lease_head(s1, id, &o, &e) == 0 && json_integer_value(json_object_get(o, "seq")) == 3);
+	st = step(s2, LEASE_EDGE_SETTLE, o, NULL, &e);
+	CHECK(st && !strcmp(json_string_value(json_object_get(json_object_get(st, "lease"), "state")),
+			    "Settling"));
+	CHECK(lease_verify(s1, NULL, &rep, &e) == 0 && json_is_true(json_object_get(rep, "ok")));
+	json_decref(rep);
+	/* a hand-edited record is verify's to report, whatever s2 last wrote */
+	p = common_xasprintf("%s/leases/%s.json", dir, id);
+	CHECK(common_write_atomic(p, "{}\n", 3, 0600, &e) == 0);
+	free(p);
+	CHECK(lease_verify(s2, NULL, &rep, &e) == 0 && json_is_false(json_object_get(rep, "ok")));
+	json_decref(rep);
+	json_decref(st);
+	json_decref(o);
+	json_decref(a);
+	json_decref(f);
+	json_decref(r);
+	lease_store_close(s1);
+	lease_store_close(s2);
+	common_rm_rf(dir, &e);
+}
+
 int main(void)
 {
 	test_table();
 	test_limits();
 	test_receipt_digest();
 	test_store();
+	test_store_cache();
 	test_snapshot_restore();
 	test_image();
 	test_ns_digest();
