@@ -30,17 +30,6 @@ int common_key_generate(struct common_key *k, struct common_err *e)
 	return 0;
 }
 
-int common_key_derive(struct common_key *k)
-{
-	EVP_PKEY *pk = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, k->priv, 32);
-	size_t n = 32;
-	int ok = pk && EVP_PKEY_get_raw_public_key(pk, k->pub, &n) == 1 && n == 32;
-
-	EVP_PKEY_free(pk);
-	k->has_priv = ok;
-	return ok ? 0 : -1;
-}
-
 /* Keys made once per process: an EVP_PKEY built from raw bytes derives the public
  * point (as costly as a signature) and looks up the provider's methods each time. */
 #define KEY_CACHE 4
@@ -72,6 +61,20 @@ static EVP_PKEY *key_cached(const uint8_t raw[32], int priv)
 	key_cache[i].priv = priv;
 	key_cache[i].pk = pk;
 	return pk;
+}
+
+int common_key_derive(struct common_key *k)
+{
+	EVP_PKEY *pk;
+	size_t n = 32;
+	int ok;
+
+	pthread_mutex_lock(&key_lock);
+	pk = key_cached(k->priv, 1); /* the key that will sign */
+	ok = pk && EVP_PKEY_get_raw_public_key(pk, k->pub, &n) == 1 && n == 32;
+	pthread_mutex_unlock(&key_lock);
+	k->has_priv = ok;
+	return ok ? 0 : -1;
 }
 
 int common_key_sign(const struct common_key *k, const void *msg, size_t len,
