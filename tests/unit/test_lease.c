@@ -505,6 +505,60 @@ static void test_store_cache(void)
 	common_rm_rf(dir, &e);
 }
 
+/* This process's read calls so far (/proc/self/io), -1 when the kernel keeps none. */
+static long read_calls(void)
+{
+	char *buf = NULL, *at;
+	size_t len;
+	long n = -1;
+
+	if (common_read_file("/proc/self/io", 4096, &buf, &len, NULL) == 0 &&
+	    (at = strstr(buf, "syscr: ")))
+		n = strtol(at + 7, NULL, 10);
+	free(buf);
+	return n;
+}
+
+/* A transition reads nothing back of what this process wrote: the record and the
+ * slot index are kept while the journal is as its last commit left it. */
+static void test_store_reads(void)
+{
+	char dir[] = "/tmp/test_lease.XXXXXX";
+	struct lease_store *s;
+	struct common_err e;
+	struct lease_request req;
+	json_t *r = NULL, *f, *a, *rs;
+	uint64_t usage[LEASE_DIM_COUNT] = { 0 };
+	const char *closed, *id;
+	long before, after;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(lease_store_open(dir, &s, &e) == 0);
+	memset(&req, 0, sizeof req);
+	req.image = "/bin/true";
+	req.principal = "unit";
+	req.fees[LEASE_DIM_FUEL] = 1;
+	CHECK(lease_request(s, &req, &r, &e) == 0);
+	f = step(s, LEASE_EDGE_FUND, r, json_pack("{s:i}", "amount", 100), &e);
+	a = f ? step(s, LEASE_EDGE_ACTIVATE, f, NULL, &e) : NULL;
+	CHECK(a != NULL);
+	id = json_string_value(json_object_get(json_object_get(r, "lease"), "id"));
+	before = read_calls();
+	for (int i = 1; i <= 20; i++) {
+		usage[LEASE_DIM_FUEL] = (uint64_t)i;
+		CHECK(lease_observe_usage(s, id, usage, &closed, &rs, &e) == 0 && json_array_size(rs) == 1);
+		json_decref(rs);
+	}
+	after = read_calls();
+	/* the record and the slot index read back each time: 4 reads a transition */
+	CHECK(before < 0 || after - before < 20);
+	json_decref(a);
+	json_decref(f);
+	json_decref(r);
+	lease_store_close(s);
+	common_rm_rf(dir, &e);
+}
+
 int main(void)
 {
 	test_table();
@@ -512,6 +566,7 @@ int main(void)
 	test_receipt_digest();
 	test_store();
 	test_store_cache();
+	test_store_reads();
 	test_snapshot_restore();
 	test_image();
 	test_ns_digest();
