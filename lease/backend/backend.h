@@ -97,7 +97,8 @@ struct lease_store {
 	int boot_ok;    /* derived files were checked against the journal this boot */
 	int jst_ok;     /* jst: the journal as this process's last complete commit left it */
 	struct stat jst;
-	json_t *fcache;  /* directory back end: derived files as of jst (lease/file/cache.c) */
+	json_t *fcache;  /* what the back end keeps in memory: the directory's derived files
+			  * as of jst (lease/file/cache.c), principals' keys */
 	struct stat cst; /* clock.json behind clk */
 	json_t *clk;
 	char boot[37];   /* "" unread, "-" unknown */

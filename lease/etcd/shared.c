@@ -409,24 +409,35 @@ static int signer_known(struct lease_store *s, const char *pubhex, struct common
 	return 1;
 }
 
-/* PREFIX/principals/NAME: {"key", "principal"} */
+/* PREFIX/principals/NAME: {"key", "principal"}. Created once and never changed: a
+ * key read stands for this process (s->fcache) until the back end forgets. */
 static int principal_get(struct lease_store *s, const char *name, char **key, char **where,
 			 struct common_err *e)
 {
 	char *p = common_xasprintf("principals/%s", name), *buf = NULL;
+	const char *known = json_string_value(json_object_get(s->fcache, p));
 	int64_t rev = 0;
 	json_t *v;
-	int r = lease_etcd_get(s->etcd, p, &buf, &rev, e);
+	int r;
 
 	*key = NULL;
 	*where = p;
-	if (r < 0 || !buf) {
+	if (known) {
+		*key = common_xstrdup(known);
+		return 1;
+	}
+	if ((r = lease_etcd_get(s->etcd, p, &buf, &rev, e)) < 0 || !buf) {
 		free(buf);
 		return r < 0 ? r : 0;
 	}
 	v = common_json_load(buf, strlen(buf), p, e);
 	if (lease_jstr(v, "key"))
 		*key = common_xstrdup(lease_jstr(v, "key"));
+	if (*key && lease_hex_valid(*key, 64)) {
+		if (!s->fcache)
+			s->fcache = json_object();
+		json_object_set_new(s->fcache, p, json_string(*key));
+	}
 	json_decref(v);
 	free(buf);
 	return 1;
@@ -450,8 +461,15 @@ static int principal_put(struct lease_store *s, const char *name, const char *he
 	return r < 0 ? -1 : 0;
 }
 
+static void shared_forget(struct lease_store *s)
+{
+	json_object_clear(s->fcache);
+}
+
 static void shared_close(struct lease_store *s)
 {
+	json_decref(s->fcache);
+	s->fcache = NULL;
 	lease_etcd_close(s->etcd);
 }
 
@@ -474,6 +492,7 @@ const struct lease_backend lease_etcd_backend = {
 	.snap_all = shared_snap_all,
 	.open = shared_open,
 	.close = shared_close,
+	.forget = shared_forget,
 	.signer_known = signer_known,
 	.principal_get = principal_get,
 	.principal_put = principal_put,
