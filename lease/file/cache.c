@@ -21,7 +21,7 @@ int lease_file_cache_fresh(struct lease_store *s)
 	same = stat(p, &st) == 0 && common_same_file(&st, &s->jst);
 	free(p);
 	if (!same)
-		json_object_clear(s->fcache);
+		lease_file_journal_forget(s);
 	return same;
 }
 
@@ -38,10 +38,37 @@ void lease_file_cache_put(struct lease_store *s, const char *key, const json_t *
 		json_object_set_new(s->fcache, key, json_deep_copy(v));
 }
 
+/* The derived files go; principals' keys (written once, never changed) stay. */
 void lease_file_journal_forget(struct lease_store *s)
+{
+	json_t *keys = json_incref(json_object_get(s->fcache, "principals"));
+
+	s->jst_ok = 0;
+	json_object_clear(s->fcache);
+	if (keys)
+		json_object_set_new(s->fcache, "principals", keys);
+}
+
+void lease_file_forget(struct lease_store *s)
 {
 	s->jst_ok = 0;
 	json_object_clear(s->fcache);
+}
+
+const char *lease_file_cache_principal(struct lease_store *s, const char *name)
+{
+	return json_string_value(json_object_get(json_object_get(s->fcache, "principals"), name));
+}
+
+void lease_file_cache_principal_put(struct lease_store *s, const char *name, const char *hex)
+{
+	json_t *keys;
+
+	if (!s->fcache)
+		s->fcache = json_object();
+	if (!(keys = json_object_get(s->fcache, "principals")))
+		json_object_set_new(s->fcache, "principals", keys = json_object());
+	json_object_set_new(keys, name, json_string(hex));
 }
 
 void lease_file_close(struct lease_store *s)

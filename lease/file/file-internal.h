@@ -26,8 +26,14 @@ json_t *lease_file_cache_get(struct lease_store *s, const char *key);
 /* Keep v (copied) as key's content on disk: written or read while the journal was
  * as s->jst says (ignored between a forget and the next note). */
 void lease_file_cache_put(struct lease_store *s, const char *key, const json_t *v);
-/* The journal may change under this process (a commit starts, a recovery runs). */
+/* The journal may change under this process (a commit starts, a recovery runs):
+ * the derived files kept go. */
 void lease_file_journal_forget(struct lease_store *s);
+/* Everything kept goes (verify reads the store as stored). */
+void lease_file_forget(struct lease_store *s);
+/* A principal's recorded key, written once and never changed: NULL when not kept. */
+const char *lease_file_cache_principal(struct lease_store *s, const char *name);
+void lease_file_cache_principal_put(struct lease_store *s, const char *name, const char *hex);
 void lease_file_close(struct lease_store *s);
 
 /* recover.c */

@@ -6,30 +6,18 @@
 #include <unistd.h>
 #include "lease/file/file-internal.h"
 
-/* A principal's record is written once, at its first use, and never changed: one
- * read (or write) of it stands for this process until the back end forgets. */
-static void principal_remember(struct lease_store *s, const char *name, const char *hex)
-{
-	char k[LEASE_NAME_MAX + 16];
-
-	if (!s->fcache)
-		s->fcache = json_object();
-	snprintf(k, sizeof k, "principal/%s", name);
-	json_object_set_new(s->fcache, k, json_string(hex));
-}
-
 int lease_file_principal_get(struct lease_store *s, const char *name, char **key, char **where,
 			     struct common_err *e)
 {
-	char *p = lease_path(s, "principals/%s.pub", name), *buf = NULL, k[LEASE_NAME_MAX + 16];
+	char *p = lease_path(s, "principals/%s.pub", name), *buf = NULL;
 	const char *known;
 	size_t len = 0;
 	int r;
 
 	*key = NULL;
 	*where = p;
-	snprintf(k, sizeof k, "principal/%s", name);
-	if (lease_name_valid(name) && (known = json_string_value(json_object_get(s->fcache, k)))) {
+	/* written once, at the principal's first use, and never changed: read once */
+	if (lease_name_valid(name) && (known = lease_file_cache_principal(s, name))) {
 		*key = common_xstrdup(known);
 		return 1;
 	}
@@ -40,7 +28,7 @@ int lease_file_principal_get(struct lease_store *s, const char *name, char **key
 	if (len == 65 && buf[64] == '\n')
 		buf[64] = 0; /* the directory store's line */
 	if (lease_name_valid(name) && lease_hex_valid(buf, 64))
-		principal_remember(s, name, buf);
+		lease_file_cache_principal_put(s, name, buf);
 	*key = buf;
 	return 1;
 }

@@ -298,5 +298,5 @@ const struct lease_backend lease_file_backend = {
 	.principal_get = lease_file_principal_get,
 	.principal_put = lease_file_principal_put,
 	.close = lease_file_close,
-	.forget = lease_file_journal_forget,
+	.forget = lease_file_forget,
 };
