@@ -32,21 +32,33 @@ json_t *lease_file_cache_get(struct lease_store *s, const char *key)
 	return v ? json_deep_copy(v) : NULL;
 }
 
+#define CACHE_MAX 64 /* records kept: a process that touches more starts over */
+
+/* Drop every kept derived file, principals' keys aside. */
+static void cache_drop(struct lease_store *s)
+{
+	json_t *keys = json_incref(json_object_get(s->fcache, "principals"));
+
+	json_object_clear(s->fcache);
+	if (json_object_size(keys) <= CACHE_MAX * 4)
+		json_object_set(s->fcache, "principals", keys);
+	json_decref(keys);
+}
+
 void lease_file_cache_put(struct lease_store *s, const char *key, const json_t *v)
 {
-	if (s->jst_ok && s->fcache)
-		json_object_set_new(s->fcache, key, json_deep_copy(v));
+	if (!s->jst_ok || !s->fcache)
+		return;
+	if (json_object_size(s->fcache) > CACHE_MAX)
+		cache_drop(s);
+	json_object_set_new(s->fcache, key, json_deep_copy(v));
 }
 
 /* The derived files go; principals' keys (written once, never changed) stay. */
 void lease_file_journal_forget(struct lease_store *s)
 {
-	json_t *keys = json_incref(json_object_get(s->fcache, "principals"));
-
 	s->jst_ok = 0;
-	json_object_clear(s->fcache);
-	if (keys)
-		json_object_set_new(s->fcache, "principals", keys);
+	cache_drop(s);
 }
 
 void lease_file_forget(struct lease_store *s)

@@ -552,6 +552,32 @@ static void test_store_reads(void)
 	after = read_calls();
 	/* the record and the slot index read back each time: 4 reads a transition */
 	CHECK(before < 0 || after - before < 20);
+	/* more leases than a process keeps: each still moves from its own record */
+	json_t *many[70], *clk;
+	CHECK(lease_clock_set_mode(s, "manual", &clk, &e) == 0);
+	json_decref(clk);
+	for (int i = 0; i < 70; i++) {
+		req.lifetime = i % 7 == 0 ? 0 : 1;
+		CHECK(lease_request(s, &req, &many[i], &e) == 0);
+		if (i % 7 == 0) /* 10 kept live: the principal has 32 slots */
+			continue;
+		CHECK(lease_clock_tick(s, 1, &clk, &e) == 0);
+		json_decref(clk);
+		json_t *x = step(s, LEASE_EDGE_EXPIRE, many[i], NULL, &e);
+		json_t *d = x ? step(s, LEASE_EDGE_DESTROY, x, NULL, &e) : NULL;
+		CHECK(d != NULL);
+		json_decref(x);
+		json_decref(d);
+	}
+	for (int i = 0; i < 70; i += 7) {
+		json_t *g = step(s, LEASE_EDGE_FUND, many[i], json_pack("{s:i}", "amount", 1), &e);
+		CHECK(g && json_integer_value(json_object_get(json_object_get(g, "receipt"), "seq")) == 1);
+		json_decref(g);
+	}
+	for (int i = 0; i < 70; i++)
+		json_decref(many[i]);
+	CHECK(lease_verify(s, NULL, &rs, &e) == 0 && json_is_true(json_object_get(rs, "ok")));
+	json_decref(rs);
 	json_decref(a);
 	json_decref(f);
 	json_decref(r);
