@@ -172,6 +172,10 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 	snprintf(sk, sizeof sk, "slots/%s", pr);
 	lease_state_parse(lease_jstr(rec, "state"), &st);
 	json_array_append_new(cmp, json_pack("[s, I]", lk, (json_int_t)noted_rev(s, lk)));
+	/* the batch the receipts name is the clock's as read (maybe kept): still so */
+	if (json_object_get(s->reads, "clock"))
+		json_array_append_new(cmp, json_pack("[s, I]", "clock",
+						     (json_int_t)noted_rev(s, "clock")));
 	json_array_foreach(rs, i, r) {
 		snprintf(rk, sizeof rk, "receipt/%s/%020lld", id, (long long)lease_jint(r, "seq"));
 		json_array_append_new(puts, put_json(rk, r));
@@ -201,8 +205,9 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 		goto out;
 	if (done == 0) {
 		s->conflict = 1;
-		common_errf(e, "store", "lease %s or the slots of %s changed meanwhile in %s", id, pr,
-			    s->name);
+		json_object_del(s->fcache, "clock");
+		common_errf(e, "store", "lease %s, the slots of %s or the clock changed meanwhile "
+			    "in %s", id, pr, s->name);
 		goto out;
 	}
 	note(s, lk, rev, pair);
@@ -217,12 +222,26 @@ out:
 	return rc;
 }
 
+/* The clock changes only by tick and set-mode, so the one last read is used again
+ * (s->fcache: [revision, clock]); every commit compares its revision, and a
+ * transition that used a clock changed since runs again with the new one. */
 static int shared_clock_read(struct lease_store *s, json_t **clk, struct common_err *e)
 {
+	json_t *kept = json_object_get(s->fcache, "clock");
+
+	if (kept) {
+		note(s, "clock", json_integer_value(json_array_get(kept, 0)), json_array_get(kept, 1));
+		*clk = json_deep_copy(json_array_get(kept, 1));
+		return 0;
+	}
 	if (get_json(s, "clock", clk, e) < 0)
 		return -1;
 	if (!*clk)
 		return common_errf(e, "clock", "store %s has no clock", s->name);
+	if (!s->fcache)
+		s->fcache = json_object();
+	json_object_set_new(s->fcache, "clock", json_pack("[I, o]", (json_int_t)noted_rev(s, "clock"),
+							  json_deep_copy(*clk)));
 	return 0;
 }
 
@@ -233,6 +252,7 @@ static int shared_clock_write(struct lease_store *s, const json_t *clk, struct c
 	int64_t rev;
 	int done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
 
+	json_object_del(s->fcache, "clock"); /* changed, or not as this process read it */
 	json_decref(cmp);
 	json_decref(puts);
 	if (done == 0) {
