@@ -585,14 +585,52 @@ static void test_store_reads(void)
 	common_rm_rf(dir, &e);
 }
 
+/* The clock one handle read is not used once another moved it: a tick past a
+ * lease's deadline decides its next edge (store: a directory made here, else
+ * $SBX_TEST_STORE, an etcd URL when lease_etcd.bats runs this). */
+static void test_store_clock(const char *url)
+{
+	char dir[] = "/tmp/test_lease.XXXXXX";
+	const char *where = url ? url : mkdtemp(dir);
+	struct lease_store *s1, *s2;
+	struct common_err e;
+	struct lease_request req;
+	json_t *r = NULL, *clk, *f;
+
+	CHECK(where && lease_store_open(where, &s1, &e) == 0 && lease_store_open(where, &s2, &e) == 0);
+	CHECK(lease_clock_set_mode(s1, "manual", &clk, &e) == 0);
+	json_decref(clk);
+	memset(&req, 0, sizeof req);
+	req.image = "/bin/true";
+	req.principal = "unit";
+	req.lifetime = 5;
+	CHECK(lease_request(s1, &req, &r, &e) == 0);
+	CHECK(lease_clock_tick(s2, 10, &clk, &e) == 0);
+	json_decref(clk);
+	/* s1 read the clock before the tick: with it, the lease would still be funded */
+	f = step(s1, LEASE_EDGE_FUND, r, json_pack("{s:i}", "amount", 1), &e);
+	CHECK(!f && strstr(e.why, "Expired"));
+	json_decref(f);
+	json_decref(r);
+	lease_store_close(s1);
+	lease_store_close(s2);
+	if (!url)
+		common_rm_rf(dir, &e);
+}
+
 int main(void)
 {
+	if (getenv("SBX_TEST_STORE")) {
+		test_store_clock(getenv("SBX_TEST_STORE"));
+		return unit_finish("test_lease (clock)");
+	}
 	test_table();
 	test_limits();
 	test_receipt_digest();
 	test_store();
 	test_store_cache();
 	test_store_reads();
+	test_store_clock(NULL);
 	test_snapshot_restore();
 	test_image();
 	test_ns_digest();
