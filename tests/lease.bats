@@ -735,3 +735,11 @@ as_other() { XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" "$@"; }
 	as_other sbx-run --lease "$id" --principal-key "$XDG_CONFIG_HOME/sbx/principals/alice" -- /bin/true
 	sbx-run --lease "$id" -- /bin/true
 }
+
+@test "a clock moved by another client decides the next edge of a process that read it before" {
+	# two handles in one process (tests/unit/test_lease.c, test_store_clock): the
+	# first requests, the second ticks past the deadline, the first's fund is refused
+	SBX_TEST_STORE=$SBX_STORE run "$SBX_BUILD/tests/test_lease"
+	assert_success
+	assert_output --partial "0 failed"
+}

@@ -56,6 +56,9 @@ struct lease_backend {
 	int (*open)(struct lease_store *s, struct common_err *e);
 	/* Let go of what the back end holds (NULL: nothing) */
 	void (*close)(struct lease_store *s);
+	/* Drop what the back end keeps in memory of the store: the next reads see it as
+	 * it is stored, hand-edits included (NULL: it keeps nothing) */
+	void (*forget)(struct lease_store *s);
 	/* The first lock of a process with the store key: what the store derives is
 	 * checked against its truth after a crash of the machine (NULL: nothing derived) */
 	int (*boot_check)(struct lease_store *s, struct common_err *e);
@@ -94,6 +97,8 @@ struct lease_store {
 	int boot_ok;    /* derived files were checked against the journal this boot */
 	int jst_ok;     /* jst: the journal as this process's last complete commit left it */
 	struct stat jst;
+	json_t *fcache;  /* what the back end keeps in memory: the directory's derived files
+			  * as of jst (lease/file/cache.c), principals' keys */
 	struct stat cst; /* clock.json behind clk */
 	json_t *clk;
 	char boot[37];   /* "" unread, "-" unknown */

@@ -172,6 +172,10 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 	snprintf(sk, sizeof sk, "slots/%s", pr);
 	lease_state_parse(lease_jstr(rec, "state"), &st);
 	json_array_append_new(cmp, json_pack("[s, I]", lk, (json_int_t)noted_rev(s, lk)));
+	/* the batch the receipts name is the clock's as read (maybe kept): still so */
+	if (json_object_get(s->reads, "clock"))
+		json_array_append_new(cmp, json_pack("[s, I]", "clock",
+						     (json_int_t)noted_rev(s, "clock")));
 	json_array_foreach(rs, i, r) {
 		snprintf(rk, sizeof rk, "receipt/%s/%020lld", id, (long long)lease_jint(r, "seq"));
 		json_array_append_new(puts, put_json(rk, r));
@@ -201,8 +205,9 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 		goto out;
 	if (done == 0) {
 		s->conflict = 1;
-		common_errf(e, "store", "lease %s or the slots of %s changed meanwhile in %s", id, pr,
-			    s->name);
+		json_object_del(s->fcache, "clock");
+		common_errf(e, "store", "lease %s, the slots of %s or the clock changed meanwhile "
+			    "in %s", id, pr, s->name);
 		goto out;
 	}
 	note(s, lk, rev, pair);
@@ -217,12 +222,26 @@ out:
 	return rc;
 }
 
+/* The clock changes only by tick and set-mode, so the one last read is used again
+ * (s->fcache: [revision, clock]); every commit compares its revision, and a
+ * transition that used a clock changed since runs again with the new one. */
 static int shared_clock_read(struct lease_store *s, json_t **clk, struct common_err *e)
 {
+	json_t *kept = json_object_get(s->fcache, "clock");
+
+	if (kept) {
+		note(s, "clock", json_integer_value(json_array_get(kept, 0)), json_array_get(kept, 1));
+		*clk = json_deep_copy(json_array_get(kept, 1));
+		return 0;
+	}
 	if (get_json(s, "clock", clk, e) < 0)
 		return -1;
 	if (!*clk)
 		return common_errf(e, "clock", "store %s has no clock", s->name);
+	if (!s->fcache)
+		s->fcache = json_object();
+	json_object_set_new(s->fcache, "clock", json_pack("[I, o]", (json_int_t)noted_rev(s, "clock"),
+							  json_deep_copy(*clk)));
 	return 0;
 }
 
@@ -233,6 +252,7 @@ static int shared_clock_write(struct lease_store *s, const json_t *clk, struct c
 	int64_t rev;
 	int done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
 
+	json_object_del(s->fcache, "clock"); /* changed, or not as this process read it */
 	json_decref(cmp);
 	json_decref(puts);
 	if (done == 0) {
@@ -409,24 +429,35 @@ static int signer_known(struct lease_store *s, const char *pubhex, struct common
 	return 1;
 }
 
-/* PREFIX/principals/NAME: {"key", "principal"} */
+/* PREFIX/principals/NAME: {"key", "principal"}. Created once and never changed: a
+ * key read stands for this process (s->fcache) until the back end forgets. */
 static int principal_get(struct lease_store *s, const char *name, char **key, char **where,
 			 struct common_err *e)
 {
 	char *p = common_xasprintf("principals/%s", name), *buf = NULL;
+	const char *known = json_string_value(json_object_get(s->fcache, p));
 	int64_t rev = 0;
 	json_t *v;
-	int r = lease_etcd_get(s->etcd, p, &buf, &rev, e);
+	int r;
 
 	*key = NULL;
 	*where = p;
-	if (r < 0 || !buf) {
+	if (known) {
+		*key = common_xstrdup(known);
+		return 1;
+	}
+	if ((r = lease_etcd_get(s->etcd, p, &buf, &rev, e)) < 0 || !buf) {
 		free(buf);
 		return r < 0 ? r : 0;
 	}
 	v = common_json_load(buf, strlen(buf), p, e);
 	if (lease_jstr(v, "key"))
 		*key = common_xstrdup(lease_jstr(v, "key"));
+	if (*key && lease_hex_valid(*key, 64)) {
+		if (!s->fcache)
+			s->fcache = json_object();
+		json_object_set_new(s->fcache, p, json_string(*key));
+	}
 	json_decref(v);
 	free(buf);
 	return 1;
@@ -450,8 +481,15 @@ static int principal_put(struct lease_store *s, const char *name, const char *he
 	return r < 0 ? -1 : 0;
 }
 
+static void shared_forget(struct lease_store *s)
+{
+	json_object_clear(s->fcache);
+}
+
 static void shared_close(struct lease_store *s)
 {
+	json_decref(s->fcache);
+	s->fcache = NULL;
 	lease_etcd_close(s->etcd);
 }
 
@@ -474,6 +512,7 @@ const struct lease_backend lease_etcd_backend = {
 	.snap_all = shared_snap_all,
 	.open = shared_open,
 	.close = shared_close,
+	.forget = shared_forget,
 	.signer_known = signer_known,
 	.principal_get = principal_get,
 	.principal_put = principal_put,

@@ -17,6 +17,25 @@ int lease_file_effects(struct lease_store *s, const json_t *rec, struct common_e
 /* Remember the journal as a complete commit left it (lease_file_recover skips then). */
 void lease_file_journal_note(struct lease_store *s);
 
+/* cache.c: the derived files as this process last wrote or read them, kept while
+ * the journal is as s->jst says (no other process has committed since) */
+/* 1 when the cache holds (stat of the journal); else it is emptied. */
+int lease_file_cache_fresh(struct lease_store *s);
+/* A copy of key's content ("lease/ID", "slots"), NULL when not kept. */
+json_t *lease_file_cache_get(struct lease_store *s, const char *key);
+/* Keep v (copied) as key's content on disk: written or read while the journal was
+ * as s->jst says (ignored between a forget and the next note). */
+void lease_file_cache_put(struct lease_store *s, const char *key, const json_t *v);
+/* The journal may change under this process (a commit starts, a recovery runs):
+ * the derived files kept go. */
+void lease_file_journal_forget(struct lease_store *s);
+/* Everything kept goes (verify reads the store as stored). */
+void lease_file_forget(struct lease_store *s);
+/* A principal's recorded key, written once and never changed: NULL when not kept. */
+const char *lease_file_cache_principal(struct lease_store *s, const char *name);
+void lease_file_cache_principal_put(struct lease_store *s, const char *name, const char *hex);
+void lease_file_close(struct lease_store *s);
+
 /* recover.c */
 int lease_file_boot_check(struct lease_store *s, struct common_err *e);
 /* Roll the last journal receipt forward into its record (under the lock). */

@@ -10,16 +10,25 @@ int lease_file_principal_get(struct lease_store *s, const char *name, char **key
 			     struct common_err *e)
 {
 	char *p = lease_path(s, "principals/%s.pub", name), *buf = NULL;
+	const char *known;
 	size_t len = 0;
-	int r = access(p, F_OK) < 0 && errno == ENOENT ? 0
-		: common_read_file(p, LEASE_PKEY_FILE_MAX, &buf, &len, e);
+	int r;
 
 	*key = NULL;
 	*where = p;
+	/* written once, at the principal's first use, and never changed: read once */
+	if (lease_name_valid(name) && (known = lease_file_cache_principal(s, name))) {
+		*key = common_xstrdup(known);
+		return 1;
+	}
+	r = access(p, F_OK) < 0 && errno == ENOENT ? 0
+		: common_read_file(p, LEASE_PKEY_FILE_MAX, &buf, &len, e);
 	if (r < 0 || !buf)
 		return r;
 	if (len == 65 && buf[64] == '\n')
 		buf[64] = 0; /* the directory store's line */
+	if (lease_name_valid(name) && lease_hex_valid(buf, 64))
+		lease_file_cache_principal_put(s, name, buf);
 	*key = buf;
 	return 1;
 }

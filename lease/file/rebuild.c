@@ -156,7 +156,7 @@ int lease_file_rebuild(struct lease_store *s, struct common_err *e)
 	p = lease_ns_dir(s, "");
 	rc = common_fsync_dir(p, e);
 	free(p);
-	s->jst_ok = 0;
+	lease_file_journal_forget(s);
 out:
 	if (rc < 0)
 		common_err_context(e, "rebuilding the store from its journal");

@@ -83,11 +83,16 @@ static int file_clock_write(struct lease_store *s, const json_t *clk, struct com
 int lease_file_pair_read(struct lease_store *s, const char *id, json_t **pair,
 			  struct common_err *e)
 {
-	char *p = lease_path(s, "leases/%s.json", id), *buf;
+	char *p, *buf, key[LEASE_ID_LEN + 8];
+	int fresh = lease_id_valid(id) && lease_file_cache_fresh(s);
 	size_t len;
 	json_t *j;
 
+	snprintf(key, sizeof key, "lease/%s", id);
+	if (fresh && (*pair = lease_file_cache_get(s, key)))
+		return 0;
 	*pair = NULL;
+	p = lease_path(s, "leases/%s.json", id);
 	if (access(p, F_OK) < 0 && errno == ENOENT) {
 		free(p);
 		return 0;
@@ -115,6 +120,8 @@ int lease_file_pair_read(struct lease_store *s, const char *id, json_t **pair,
 		return -1;
 	}
 	free(p);
+	if (fresh)
+		lease_file_cache_put(s, key, j);
 	*pair = j;
 	return 0;
 }
@@ -132,40 +139,46 @@ int lease_file_pair_write(struct lease_store *s, const char *id, const json_t *p
 int lease_file_slots_read(struct lease_store *s, const char *principal, json_t **slots,
 			   struct common_err *e)
 {
-	char *p = lease_path(s, "slots.json");
-
-	(void)principal;
+	int fresh = lease_file_cache_fresh(s);
+	char *p;
 	json_t *j;
 
-	if (access(p, F_OK) < 0 && errno == ENOENT) {
-		free(p);
-		*slots = json_object();
+	(void)principal;
+	if (fresh && (*slots = lease_file_cache_get(s, "slots")))
 		return 0;
-	}
-	j = common_json_load_file(p, COMMON_JSON_MAX, e);
-	if (j && !json_is_object(j)) {
-		json_decref(j);
-		j = NULL;
-		common_errf(e, p, "expected an object of principal: [lease ids]");
+	p = lease_path(s, "slots.json");
+	if (access(p, F_OK) < 0 && errno == ENOENT) {
+		j = json_object();
+	} else {
+		j = common_json_load_file(p, COMMON_JSON_MAX, e);
+		if (j && !json_is_object(j)) {
+			json_decref(j);
+			j = NULL;
+			common_errf(e, p, "expected an object of principal: [lease ids]");
+		}
 	}
 	free(p);
 	if (!j)
 		return -1;
+	if (fresh)
+		lease_file_cache_put(s, "slots", j);
 	*slots = j;
 	return 0;
 }
 
-/* Make the slot index agree with the record: id listed under its principal iff live. */
+/* Make the slot index agree with the record: id listed under its principal iff live.
+ * *slots: the index as it is (NULL: read it), then as it is left. */
 static int slots_sync(struct lease_store *s, const char *principal, const char *id, int live,
-		      struct common_err *e)
+		      json_t **slots_io, struct common_err *e)
 {
-	json_t *slots, *list;
+	json_t *slots = *slots_io, *list;
 	size_t i, found = (size_t)-1;
 	char *p;
 	int r = 0;
 
-	if (lease_file_slots_read(s, NULL, &slots, e) < 0)
+	if (!slots && lease_file_slots_read(s, NULL, &slots, e) < 0)
 		return -1;
+	*slots_io = slots;
 	list = json_object_get(slots, principal);
 	if (!json_is_array(list)) {
 		list = json_array();
@@ -188,11 +201,12 @@ static int slots_sync(struct lease_store *s, const char *principal, const char *
 	r = write_derived_json(s, p, slots, e);
 	free(p);
 out:
-	json_decref(slots);
 	return r;
 }
 
-int lease_file_effects(struct lease_store *s, const json_t *rec, struct common_err *e)
+/* The effects with the slot index as *slots says (NULL: read it), left in *slots. */
+static int effects_with(struct lease_store *s, const json_t *rec, json_t **slots,
+			struct common_err *e)
 {
 	enum lease_state state;
 
@@ -200,7 +214,16 @@ int lease_file_effects(struct lease_store *s, const json_t *rec, struct common_e
 		return -1;
 	lease_state_parse(lease_jstr(rec, "state"), &state);
 	return slots_sync(s, lease_jstr(rec, "principal"), lease_jstr(rec, "id"),
-			  lease_state_live(state), e);
+			  lease_state_live(state), slots, e);
+}
+
+int lease_file_effects(struct lease_store *s, const json_t *rec, struct common_err *e)
+{
+	json_t *slots = NULL;
+	int r = effects_with(s, rec, &slots, e);
+
+	json_decref(slots);
+	return r;
 }
 
 /* Remember the journal as a complete commit left it (lease_file_recover skips then). */
@@ -219,10 +242,10 @@ void lease_file_journal_note(struct lease_store *s)
 static int file_commit(struct lease_store *s, const json_t *rs, const json_t *rec,
 		       struct common_err *e)
 {
-	char *c, *jp, *buf = NULL;
+	char *c, *jp, *buf = NULL, key[LEASE_ID_LEN + 8];
 	size_t len = 0, i;
-	json_t *pair, *r;
-	int rc;
+	json_t *pair = NULL, *r, *slots;
+	int rc = -1;
 
 	json_array_foreach(rs, i, r) {
 		c = common_json_canonical(r);
@@ -230,26 +253,32 @@ static int file_commit(struct lease_store *s, const json_t *rs, const json_t *re
 		len += (size_t)sprintf(buf + len, "%s\n", c);
 		free(c);
 	}
-	s->jst_ok = 0;
+	/* under the store lock: what the cache says is on disk stays so until we write */
+	slots = lease_file_cache_fresh(s) ? lease_file_cache_get(s, "slots") : NULL;
+	lease_file_journal_forget(s);
 	jp = lease_path(s, "journal.jsonl");
 	rc = common_append_durable(jp, buf, len, e);
 	free(jp);
 	free(buf);
 	if (rc < 0)
-		return -1;
+		goto out;
 	common_fault_point("lease-after-journal");
 	r = json_array_get(rs, json_array_size(rs) - 1);
 	pair = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
-	rc = lease_file_pair_write(s, lease_jstr(r, "lease"), pair, e);
-	json_decref(pair);
-	if (rc < 0)
-		return -1;
+	if ((rc = lease_file_pair_write(s, lease_jstr(r, "lease"), pair, e)) < 0)
+		goto out;
 	common_fault_point("lease-after-record");
-	if (lease_file_effects(s, rec, e) < 0)
-		return -1;
+	if ((rc = effects_with(s, rec, &slots, e)) < 0)
+		goto out;
 	common_fault_point("lease-after-effects");
 	lease_file_journal_note(s);
-	return 0;
+	snprintf(key, sizeof key, "lease/%s", lease_jstr(r, "lease"));
+	lease_file_cache_put(s, key, pair);
+	lease_file_cache_put(s, "slots", slots);
+out:
+	json_decref(slots);
+	json_decref(pair);
+	return rc < 0 ? -1 : 0;
 }
 
 const struct lease_backend lease_file_backend = {
@@ -268,4 +297,6 @@ const struct lease_backend lease_file_backend = {
 	.recover = lease_file_recover,
 	.principal_get = lease_file_principal_get,
 	.principal_put = lease_file_principal_put,
+	.close = lease_file_close,
+	.forget = lease_file_forget,
 };

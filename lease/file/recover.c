@@ -176,7 +176,7 @@ int lease_file_recover(struct lease_store *s, struct common_err *e)
 	free(p);
 	if (same)
 		return 0;
-	s->jst_ok = 0;
+	lease_file_journal_forget(s);
 again:
 	if (journal_window(s, want, &buf, &len, &from_start, e) < 0)
 		return -1;

@@ -248,7 +248,9 @@ int lease_renter_sign(struct lease_store *s, const json_t *rec, const char *prin
 		common_hex(sraw, 64, sig);
 	}
 	common_unhex(known, kraw, 32);
-	ok = common_unhex(sig, sraw, 64) == 0 && common_key_verify(kraw, msg, len, sraw);
+	/* what the caller's own key just signed holds iff that key is the one recorded */
+	ok = pre ? common_unhex(sig, sraw, 64) == 0 && common_key_verify(kraw, msg, len, sraw)
+		 : strcmp(pub, known) == 0;
 	free(msg);
 	if (!ok)
 		return common_errf(e, what, "not signed by its key (the store knows %s by key %.16s…)",

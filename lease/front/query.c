@@ -495,6 +495,8 @@ int lease_verify(struct lease_store *s, const char *id, json_t **report, struct 
 	}
 	if (lease_lock(s, e) < 0)
 		goto out;
+	if (s->be->forget) /* verify reads what is stored, not what this process remembers */
+		s->be->forget(s);
 	if (lease_recover(s, e) < 0 || s->be->receipts(s, id, -1, verify_line, &c, e) < 0 ||
 	    s->be->ids(s, &ids, &n, e) < 0)
 		goto unlock;

@@ -36,6 +36,23 @@ static void test_sign(void)
 	CHECK(common_key_verify(k.pub, "msh", 3, sig) == 0);
 	sig[10] ^= 1;
 	CHECK(common_key_verify(k.pub, "msg", 3, sig) == 0);
+
+	/* more keys than a process keeps made: each signs as itself, in any order */
+	struct common_key ks[7];
+	uint8_t first[7][64], again[64];
+	for (int i = 0; i < 7; i++) {
+		CHECK(common_key_generate(&ks[i], NULL) == 0);
+		CHECK(common_key_sign(&ks[i], "msg", 3, first[i], NULL) == 0);
+	}
+	for (int i = 6; i >= 0; i--) {
+		struct common_key d = { .has_priv = 0 };
+		memcpy(d.priv, ks[i].priv, 32);
+		CHECK(common_key_derive(&d) == 0 && memcmp(d.pub, ks[i].pub, 32) == 0);
+		CHECK(common_key_sign(&ks[i], "msg", 3, again, NULL) == 0);
+		CHECK(memcmp(again, first[i], 64) == 0); /* Ed25519 is deterministic */
+		CHECK(common_key_verify(ks[i].pub, "msg", 3, again) == 1);
+		CHECK(common_key_verify(ks[(i + 1) % 7].pub, "msg", 3, again) == 0);
+	}
 }
 
 static void test_numbers(void)

@@ -454,12 +454,183 @@ static void test_run_bound(void)
 	unlink(path);
 }
 
+/* Two handles on one store, as two processes: each sees what the other committed
+ * (records are kept in memory only while the journal is as a handle's own last
+ * commit left it), and verify reads the files as they are, not as remembered. */
+static void test_store_cache(void)
+{
+	char dir[] = "/tmp/test_lease.XXXXXX", *p;
+	struct lease_store *s1, *s2;
+	struct common_err e;
+	struct lease_request req;
+	json_t *r = NULL, *f, *a, *o = NULL, *st, *rep, *rs;
+	uint64_t usage[LEASE_DIM_COUNT] = { 0 };
+	const char *closed, *id;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(lease_store_open(dir, &s1, &e) == 0 && lease_store_open(dir, &s2, &e) == 0);
+	memset(&req, 0, sizeof req);
+	req.image = "/bin/true";
+	req.principal = "unit";
+	req.fees[LEASE_DIM_FUEL] = 1;
+	CHECK(lease_request(s1, &req, &r, &e) == 0);
+	f = step(s1, LEASE_EDGE_FUND, r, json_pack("{s:i}", "amount", 10), &e);
+	a = f ? step(s2, LEASE_EDGE_ACTIVATE, f, NULL, &e) : NULL;
+	CHECK(f && a);
+	id = json_string_value(json_object_get(json_object_get(r, "lease"), "id"));
+	/* s1 last wrote the record as Funded: it must see s2's Active */
+	usage[LEASE_DIM_FUEL] = 2;
+	CHECK(lease_observe_usage(s1, id, usage, &closed, &rs, &e) == 0 && json_array_size(rs) == 1);
+	json_decref(rs);
+	/* s2 last wrote it at seq 2: the head is s1's observation, not a replay */
+	CHECK(lease_head(s1, id, &o, &e) == 0 && json_integer_value(json_object_get(o, "seq")) == 3);
+	st = step(s2, LEASE_EDGE_SETTLE, o, NULL, &e);
+	CHECK(st && !strcmp(json_string_value(json_object_get(json_object_get(st, "lease"), "state")),
+			    "Settling"));
+	CHECK(lease_verify(s1, NULL, &rep, &e) == 0 && json_is_true(json_object_get(rep, "ok")));
+	json_decref(rep);
+	/* a hand-edited record is verify's to report, whatever s2 last wrote */
+	p = common_xasprintf("%s/leases/%s.json", dir, id);
+	CHECK(common_write_atomic(p, "{}\n", 3, 0600, &e) == 0);
+	free(p);
+	CHECK(lease_verify(s2, NULL, &rep, &e) == 0 && json_is_false(json_object_get(rep, "ok")));
+	json_decref(rep);
+	json_decref(st);
+	json_decref(o);
+	json_decref(a);
+	json_decref(f);
+	json_decref(r);
+	lease_store_close(s1);
+	lease_store_close(s2);
+	common_rm_rf(dir, &e);
+}
+
+/* This process's read calls so far (/proc/self/io), -1 when the kernel keeps none. */
+static long read_calls(void)
+{
+	char *buf = NULL, *at;
+	size_t len;
+	long n = -1;
+
+	if (common_read_file("/proc/self/io", 4096, &buf, &len, NULL) == 0 &&
+	    (at = strstr(buf, "syscr: ")))
+		n = strtol(at + 7, NULL, 10);
+	free(buf);
+	return n;
+}
+
+/* A transition reads nothing back of what this process wrote: the record and the
+ * slot index are kept while the journal is as its last commit left it. */
+static void test_store_reads(void)
+{
+	char dir[] = "/tmp/test_lease.XXXXXX";
+	struct lease_store *s;
+	struct common_err e;
+	struct lease_request req;
+	json_t *r = NULL, *f, *a, *rs;
+	uint64_t usage[LEASE_DIM_COUNT] = { 0 };
+	const char *closed, *id;
+	long before, after;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(lease_store_open(dir, &s, &e) == 0);
+	memset(&req, 0, sizeof req);
+	req.image = "/bin/true";
+	req.principal = "unit";
+	req.fees[LEASE_DIM_FUEL] = 1;
+	CHECK(lease_request(s, &req, &r, &e) == 0);
+	f = step(s, LEASE_EDGE_FUND, r, json_pack("{s:i}", "amount", 100), &e);
+	a = f ? step(s, LEASE_EDGE_ACTIVATE, f, NULL, &e) : NULL;
+	CHECK(a != NULL);
+	id = json_string_value(json_object_get(json_object_get(r, "lease"), "id"));
+	before = read_calls();
+	for (int i = 1; i <= 20; i++) {
+		usage[LEASE_DIM_FUEL] = (uint64_t)i;
+		CHECK(lease_observe_usage(s, id, usage, &closed, &rs, &e) == 0 && json_array_size(rs) == 1);
+		json_decref(rs);
+	}
+	after = read_calls();
+	/* the record and the slot index read back each time: 4 reads a transition */
+	CHECK(before < 0 || after - before < 20);
+	/* more leases than a process keeps: each still moves from its own record */
+	json_t *many[70], *clk;
+	CHECK(lease_clock_set_mode(s, "manual", &clk, &e) == 0);
+	json_decref(clk);
+	for (int i = 0; i < 70; i++) {
+		req.lifetime = i % 7 == 0 ? 0 : 1;
+		CHECK(lease_request(s, &req, &many[i], &e) == 0);
+		if (i % 7 == 0) /* 10 kept live: the principal has 32 slots */
+			continue;
+		CHECK(lease_clock_tick(s, 1, &clk, &e) == 0);
+		json_decref(clk);
+		json_t *x = step(s, LEASE_EDGE_EXPIRE, many[i], NULL, &e);
+		json_t *d = x ? step(s, LEASE_EDGE_DESTROY, x, NULL, &e) : NULL;
+		CHECK(d != NULL);
+		json_decref(x);
+		json_decref(d);
+	}
+	for (int i = 0; i < 70; i += 7) {
+		json_t *g = step(s, LEASE_EDGE_FUND, many[i], json_pack("{s:i}", "amount", 1), &e);
+		CHECK(g && json_integer_value(json_object_get(json_object_get(g, "receipt"), "seq")) == 1);
+		json_decref(g);
+	}
+	for (int i = 0; i < 70; i++)
+		json_decref(many[i]);
+	CHECK(lease_verify(s, NULL, &rs, &e) == 0 && json_is_true(json_object_get(rs, "ok")));
+	json_decref(rs);
+	json_decref(a);
+	json_decref(f);
+	json_decref(r);
+	lease_store_close(s);
+	common_rm_rf(dir, &e);
+}
+
+/* The clock one handle read is not used once another moved it: a tick past a
+ * lease's deadline decides its next edge (store: a directory made here, else
+ * $SBX_TEST_STORE, an etcd URL when lease_etcd.bats runs this). */
+static void test_store_clock(const char *url)
+{
+	char dir[] = "/tmp/test_lease.XXXXXX";
+	const char *where = url ? url : mkdtemp(dir);
+	struct lease_store *s1, *s2;
+	struct common_err e;
+	struct lease_request req;
+	json_t *r = NULL, *clk, *f;
+
+	CHECK(where && lease_store_open(where, &s1, &e) == 0 && lease_store_open(where, &s2, &e) == 0);
+	CHECK(lease_clock_set_mode(s1, "manual", &clk, &e) == 0);
+	json_decref(clk);
+	memset(&req, 0, sizeof req);
+	req.image = "/bin/true";
+	req.principal = "unit";
+	req.lifetime = 5;
+	CHECK(lease_request(s1, &req, &r, &e) == 0);
+	CHECK(lease_clock_tick(s2, 10, &clk, &e) == 0);
+	json_decref(clk);
+	/* s1 read the clock before the tick: with it, the lease would still be funded */
+	f = step(s1, LEASE_EDGE_FUND, r, json_pack("{s:i}", "amount", 1), &e);
+	CHECK(!f && strstr(e.why, "Expired"));
+	json_decref(f);
+	json_decref(r);
+	lease_store_close(s1);
+	lease_store_close(s2);
+	if (!url)
+		common_rm_rf(dir, &e);
+}
+
 int main(void)
 {
+	if (getenv("SBX_TEST_STORE")) {
+		test_store_clock(getenv("SBX_TEST_STORE"));
+		return unit_finish("test_lease (clock)");
+	}
 	test_table();
 	test_limits();
 	test_receipt_digest();
 	test_store();
+	test_store_cache();
+	test_store_reads();
+	test_store_clock(NULL);
 	test_snapshot_restore();
 	test_image();
 	test_ns_digest();
