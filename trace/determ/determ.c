@@ -567,6 +567,17 @@ static int fd_in_ns(pid_t tid, int fd)
 	return in_ns_path(target);
 }
 
+/* A connect the supervisor makes to a host socket named with --socket: what
+ * the peer says is not the run's to answer. Named with its path. */
+static void outside_peer(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st)
+{
+	char a[2 + 108 + 1] = { 0 };
+	size_t n = st->args[2] < sizeof a - 1 ? (size_t)st->args[2] : sizeof a - 1;
+	if (n <= 2 || trace_guest_read(g, st->args[1], a, n) != (ssize_t)n)
+		a[2] = 0;
+	fell_back(d, st, "socket to a peer outside the run", a[2] ? a + 2 : NULL);
+}
+
 static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_determ *d = ctx;
@@ -621,7 +632,7 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	}
 	case TRACE_SYS_connect:
 		if (st->outside)
-			fell_back(d, st, "socket to a peer outside the run", st->path[0]);
+			outside_peer(d, g, st);
 		break;
 	case TRACE_SYS_getdents64: {
 		char link[64], target[64];
