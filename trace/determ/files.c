@@ -13,7 +13,9 @@
  *               moved to at least it (a file is never in a reader's future);
  *               an older time (the inputs') is kept as the mtime; atime and
  *               birth time are the mtime, ctime is the mtime unless the run
- *               changed it. Objects under /ns report the epoch (lease storage).
+ *               changed it. Objects under /ns (lease storage) and what is not a
+ *               file, directory or symlink (pipes, sockets, devices) report the
+ *               epoch.
  *   mount ids   statx's stx_mnt_id is cleared from its mask and zeroed
  * The serial schedule makes the order of these first sights the same in every
  * run, so the numbers are. */
@@ -48,9 +50,17 @@ struct trace_determ_files {
 struct trace_determ_files *trace_determ_files_new(void)
 {
 	struct trace_determ_files *f = common_xcalloc(1, sizeof *f);
-	struct timespec ts;
-	/* coarse: file systems stamp from the coarse clock, at or after this */
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	struct timespec t0, ts, nap = { 0, 250000 };
+	/* File systems stamp from the coarse clock (or a finer one, never behind
+	 * it): the run starts at its next tick, so a file written before sbx-run
+	 * began (its standard output, say) is never taken for one the run wrote. */
+	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
+	for (int i = 0; i < 400; i++) {
+		clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+		if (ts.tv_sec != t0.tv_sec || ts.tv_nsec != t0.tv_nsec)
+			break;
+		nanosleep(&nap, NULL);
+	}
 	f->start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	return f;
 }
@@ -187,10 +197,12 @@ static int run_time(struct trace_determ_files *f, const struct trace_determ_view
 
 /* mtime, ctime as the run tells them; atime and btime are the mtime */
 static void answer_times(struct trace_determ_files *f, const struct trace_determ_view *v,
-			 uint64_t dev, uint64_t ino, struct vtime *m, struct vtime *c)
+			 uint32_t mode, uint64_t dev, uint64_t ino, struct vtime *m, struct vtime *c)
 {
 	struct timespec now;
-	if (v->in_ns) {
+	/* pipes, sockets, devices, /proc's links: stamped at every write, in the
+	 * host's clock ticks, and no build's input */
+	if (v->in_ns || !(S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))) {
 		m->sec = c->sec = v->epoch;
 		m->nsec = c->nsec = 0;
 		return;
@@ -228,14 +240,14 @@ static void put32(uint8_t *b, size_t off, uint32_t x)
 	memcpy(b + off, &x, 4);
 }
 
-/* struct stat (x86-64, 144 bytes): st_dev 0, st_ino 8, st_atim 72, st_mtim 88,
+/* struct stat (x86-64, 144 bytes): st_dev 0, st_ino 8, st_mode 24, st_atim 72, st_mtim 88,
  * st_ctim 104 (each {s64 sec, s64 nsec}) */
 void trace_determ_files_stat(struct trace_determ_files *f, const struct trace_determ_view *v,
 			     uint8_t st[144])
 {
 	uint64_t dev = (uint64_t)get64(st, 0), ino = (uint64_t)get64(st, 8);
 	struct vtime m = { get64(st, 88), get64(st, 96) }, c = { get64(st, 104), get64(st, 112) };
-	answer_times(f, v, dev, ino, &m, &c);
+	answer_times(f, v, get32(st, 24), dev, ino, &m, &c);
 	put64(st, 0, vdev(f, dev));
 	put64(st, 8, vino(f, dev, ino));
 	put64(st, 72, (uint64_t)m.sec);
@@ -246,7 +258,7 @@ void trace_determ_files_stat(struct trace_determ_files *f, const struct trace_de
 	put64(st, 112, (uint64_t)c.nsec);
 }
 
-/* struct statx (256 bytes): stx_mask 0, stx_ino 32, atime 0x40, btime 0x50,
+/* struct statx (256 bytes): stx_mask 0, stx_mode 0x1c (u16), stx_ino 32, atime 0x40, btime 0x50,
  * ctime 0x60, mtime 0x70 (each {s64 sec, u32 nsec, pad}), dev major 0x88,
  * minor 0x8c, stx_mnt_id 0x90 */
 void trace_determ_files_statx(struct trace_determ_files *f, const struct trace_determ_view *v,
@@ -257,7 +269,7 @@ void trace_determ_files_statx(struct trace_determ_files *f, const struct trace_d
 	struct vtime m = { get64(sx, 0x70), get32(sx, 0x78) }, c = { get64(sx, 0x60), get32(sx, 0x68) };
 	if (!(mask & STATX_MTIME))
 		m = c;
-	answer_times(f, v, dev, ino, &m, &c);
+	answer_times(f, v, (uint32_t)(uint16_t)get32(sx, 0x1c), dev, ino, &m, &c);
 	uint64_t d = vdev(f, dev);
 	put32(sx, 0x88, major(d));
 	put32(sx, 0x8c, minor(d));
