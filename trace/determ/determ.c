@@ -55,7 +55,6 @@
 #define MAX_IO (1u << 20)     /* most bytes one emulated call produces */
 #define AUXV_MAX 512          /* auxv entries we walk */
 #define STRV_MAX (1u << 20)   /* argv+envp pointers we skip at an exec stop */
-#define DENTS_MAX (1u << 20)  /* getdents64 buffer we sort */
 #define NSPID_CACHE 4096
 #define DETERM_RAM (1ull << 32)       /* sysinfo and /proc/meminfo: 4 GiB of memory */
 #define DETERM_FREE_RAM (1ull << 31)  /* of which 2 GiB free */
@@ -743,82 +742,6 @@ static void serve_proc(struct trace_determ *d, struct trace_guest *g, const stru
 	d->emulated++;
 }
 
-struct dent {
-	size_t off, len;
-	const char *name;
-};
-
-static int dent_cmp(const void *x, const void *y)
-{
-	return strcmp(((const struct dent *)x)->name, ((const struct dent *)y)->name);
-}
-
-/* cpu1, cpu2, ...: the CPUs a one-CPU machine does not have */
-static int other_cpu(const char *name)
-{
-	if (strncmp(name, "cpu", 3) || !name[3] || !strcmp(name + 3, "0"))
-		return 0;
-	for (const char *c = name + 3; *c; c++)
-		if (*c < '0' || *c > '9')
-			return 0;
-	return 1;
-}
-
-/* Sort one getdents64 batch of directory fd by name; each slot keeps its
- * d_off, d_ino is the run's. With one_cpu, entries of other CPUs are dropped.
- * Returns the new length. */
-static size_t sort_dents(struct trace_determ *d, struct trace_guest *g, uint64_t addr, size_t n,
-			 int one_cpu, int fd)
-{
-	size_t res = n;
-	if (n == 0 || n > DENTS_MAX)
-		return n;
-	uint8_t *in = common_xmalloc(n), *out = common_xmalloc(n);
-	struct dent *v = NULL;
-	size_t nv = 0, cap = 0, o = 0;
-	if (trace_guest_read(g, addr, in, n) != (ssize_t)n)
-		goto done;
-	while (o < n) {
-		uint16_t rl;
-		if (n - o < 20)
-			goto done;
-		memcpy(&rl, in + o + 16, 2);
-		if (rl < 20 || rl > n - o || !memchr(in + o + 19, 0, rl - 19u))
-			goto done; /* not the kernel's layout: leave it alone */
-		if (nv == cap) {
-			cap = cap ? 2 * cap : 64;
-			v = common_xrealloc(v, cap * sizeof *v);
-		}
-		if (!one_cpu || !other_cpu((const char *)in + o + 19))
-			v[nv++] = (struct dent){ o, rl, (const char *)in + o + 19 };
-		o += rl;
-	}
-	size_t *slot = common_xcalloc(nv ? nv : 1, sizeof *slot);
-	for (size_t i = 0; i < nv; i++)
-		slot[i] = v[i].off;
-	qsort(v, nv, sizeof *v, dent_cmp);
-	o = 0;
-	for (size_t i = 0; i < nv; i++) {
-		memcpy(out + o, in + v[i].off, v[i].len);
-		/* the i-th slot keeps the kernel's i-th d_off (seekdir cookies) */
-		memcpy(out + o + 8, in + slot[i] + 8, 8);
-		o += v[i].len;
-	}
-	free(slot);
-	char link[64];
-	struct stat dir;
-	snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)trace_guest_tid(g), fd);
-	if (stat(link, &dir) == 0) /* d_ino as stat tells it */
-		trace_determ_files_dents(d->files, dir.st_dev, out, o);
-	if (o && put(g, addr, out, o) == 0)
-		res = o;
-done:
-	free(v);
-	free(in);
-	free(out);
-	return res;
-}
-
 /* A stat's result as the run tells it (trace/determ/files.c). */
 static void answer_stat(struct trace_determ *d, struct trace_guest *g, struct proc *pr,
 			const struct pend *p)
@@ -886,10 +809,10 @@ static int determ_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		serve_proc(d, g, st, pr, p.kind, p.buf);
 		break;
 	case P_DENTS:
-		sort_dents(d, g, p.buf, n, 0, p.fd);
+		trace_determ_files_getdents(d->files, g, p.buf, n, 0, p.fd);
 		break;
 	case P_CPUDIR: {
-		size_t k = sort_dents(d, g, p.buf, n, 1, p.fd);
+		size_t k = trace_determ_files_getdents(d->files, g, p.buf, n, 1, p.fd);
 		if (k != n) {
 			set_result(g, (long long)k);
 			d->emulated++;

@@ -65,7 +65,10 @@ void trace_determ_files_stat(struct trace_determ_files *f, const struct trace_de
 			     uint8_t st[144]);
 void trace_determ_files_statx(struct trace_determ_files *f, const struct trace_determ_view *v,
 			      uint8_t sx[256]);
-/* d_ino of the n bytes of linux_dirent64 at b, read from a directory on dev */
-void trace_determ_files_dents(struct trace_determ_files *f, uint64_t dev, uint8_t *b, size_t n);
+/* A getdents64 result of directory fd (n bytes at addr in the guest): sorted by
+ * name (each slot keeps the kernel's d_off), d_ino the run's; with one_cpu the
+ * entries cpu1, cpu2, ... dropped. Returns its new length (n when untouched). */
+size_t trace_determ_files_getdents(struct trace_determ_files *f, struct trace_guest *g,
+				   uint64_t addr, size_t n, int one_cpu, int fd);
 
 #endif

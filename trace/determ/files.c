@@ -17,15 +17,20 @@
  *               file, directory or symlink (pipes, sockets, devices) report the
  *               epoch.
  *   mount ids   statx's stx_mnt_id is cleared from its mask and zeroed
+ *   order       getdents64 entries sorted by name within each call
  * The serial schedule makes the order of these first sights the same in every
  * run, so the numbers are. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include "trace/determ/determ.h"
+#include "trace/tracee/tracee.h"
 
+#define DENTS_MAX (1u << 20)  /* getdents64 buffer we sort */
 #define FILES_MAX (1u << 21)  /* most identities and times remembered */
 #define STAMP_GAP_NS 1000     /* logical times the run gives are this far apart */
 #define VDEV_MAJOR 0          /* virtual devices: 0:1, 0:2, ... */
@@ -288,9 +293,9 @@ void trace_determ_files_statx(struct trace_determ_files *f, const struct trace_d
 	put64(sx, 0x90, 0);
 }
 
-/* linux_dirent64: d_ino 0, d_off 8, d_reclen 16; entries of directory dev,
- * checked by the caller */
-void trace_determ_files_dents(struct trace_determ_files *f, uint64_t dev, uint8_t *b, size_t n)
+/* linux_dirent64: d_ino 0, d_off 8, d_reclen 16, d_name 19; entries checked
+ * by the caller */
+static void dents_ino(struct trace_determ_files *f, uint64_t dev, uint8_t *b, size_t n)
 {
 	size_t o = 0;
 	while (n - o >= 20) {
@@ -301,4 +306,88 @@ void trace_determ_files_dents(struct trace_determ_files *f, uint64_t dev, uint8_
 		put64(b, o, vino(f, dev, (uint64_t)get64(b, o)));
 		o += rl;
 	}
+}
+
+struct dent {
+	size_t off, len;
+	const char *name;
+};
+
+static int dent_cmp(const void *x, const void *y)
+{
+	return strcmp(((const struct dent *)x)->name, ((const struct dent *)y)->name);
+}
+
+/* cpu1, cpu2, ...: the CPUs a one-CPU machine does not have */
+static int other_cpu(const char *name)
+{
+	if (strncmp(name, "cpu", 3) || !name[3] || !strcmp(name + 3, "0"))
+		return 0;
+	for (const char *c = name + 3; *c; c++)
+		if (*c < '0' || *c > '9')
+			return 0;
+	return 1;
+}
+
+/* The batch in, sorted into out; its entries (nv), or -1 when it is not the
+ * kernel's layout. */
+static int dents_sort(const uint8_t *in, size_t n, int one_cpu, uint8_t *out, size_t *len)
+{
+	struct dent *v = NULL;
+	size_t nv = 0, cap = 0, o = 0;
+	while (o < n) {
+		uint16_t rl;
+		if (n - o < 20)
+			goto bad;
+		memcpy(&rl, in + o + 16, 2);
+		if (rl < 20 || rl > n - o || !memchr(in + o + 19, 0, rl - 19u))
+			goto bad; /* not the kernel's layout: leave it alone */
+		if (nv == cap) {
+			cap = cap ? 2 * cap : 64;
+			v = common_xrealloc(v, cap * sizeof *v);
+		}
+		if (!one_cpu || !other_cpu((const char *)in + o + 19))
+			v[nv++] = (struct dent){ o, rl, (const char *)in + o + 19 };
+		o += rl;
+	}
+	size_t *slot = common_xcalloc(nv ? nv : 1, sizeof *slot);
+	for (size_t i = 0; i < nv; i++)
+		slot[i] = v[i].off;
+	qsort(v, nv, sizeof *v, dent_cmp);
+	o = 0;
+	for (size_t i = 0; i < nv; i++) {
+		memcpy(out + o, in + v[i].off, v[i].len);
+		/* the i-th slot keeps the kernel's i-th d_off (seekdir cookies) */
+		memcpy(out + o + 8, in + slot[i] + 8, 8);
+		o += v[i].len;
+	}
+	free(slot);
+	free(v);
+	*len = o;
+	return 0;
+bad:
+	free(v);
+	return -1;
+}
+
+size_t trace_determ_files_getdents(struct trace_determ_files *f, struct trace_guest *g,
+				   uint64_t addr, size_t n, int one_cpu, int fd)
+{
+	size_t res = n, o = 0;
+	if (n == 0 || n > DENTS_MAX)
+		return n;
+	uint8_t *in = common_xmalloc(n), *out = common_xmalloc(n);
+	if (trace_guest_read(g, addr, in, n) == (ssize_t)n && dents_sort(in, n, one_cpu, out, &o) == 0) {
+		char link[64];
+		struct stat dir;
+		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)trace_guest_tid(g), fd);
+		if (stat(link, &dir) == 0) /* d_ino as stat tells it */
+			dents_ino(f, dir.st_dev, out, o);
+		if (o && (trace_mem_write(trace_guest_tid(g), addr, out, o) == (ssize_t)o ||
+			  trace_guest_write(g, addr, out, o) == (ssize_t)o))
+			res = o;
+	}
+	free(in);
+	free(out);
+	return res;
 }
