@@ -373,7 +373,8 @@ make_run() {
 	# the sources are B's again, unbuilt: the parallel build re-executed agrees with B
 	rm -rf src
 	cp -a proj src
-	run sbx-trace adjudicate --allow-rw a.trace b.trace
+	# the re-execution's time limit is the load's, not the verdict's (default 60 s)
+	run sbx-trace adjudicate --allow-rw --timeout 900000 a.trace b.trace
 	assert_failure 11
 	jq -e '.verdict == "b" and .b.path == "/src/m5.c" and .replay.stopped == "disputed step reached"' <<<"$output"
 }
