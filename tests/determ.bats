@@ -463,6 +463,8 @@ make_run() {
 	sbx-run --lease "$id" --deterministic --result r.json --trace a.trace \
 		-- /bin/sh -c 'dd if=/dev/ptmx of=/dev/null iflag=nonblock bs=1 count=1 2>/dev/null; head -c 4 /dev/zero >/dev/null' || true
 	jq -e '.determinism.fell_back == ["device /dev/pts/ptmx"]' r.json
+	run sbx-trace verify --complete a.trace
+	assert_success
 	[ "$(jq -s '[.[] | select(.uncontrolled == "device" and .name == "read")] | length' a.trace)" -ge 1 ]
 	# /dev/zero reads the same everywhere: not named
 	jq -s -e '[.[] | select(.uncontrolled | type == "string")] | all(.uncontrolled == "device")' a.trace
