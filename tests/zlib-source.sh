@@ -20,7 +20,9 @@ echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://
 set -- -q -o Dir::Etc::sourcelist="$c/apt/sources.list" -o Dir::Etc::sourceparts=- \
 	-o Dir::State::lists="$c/apt/lists" -o Dir::Cache="$c/apt/cache"
 if ! { apt-get "$@" update && (cd "$c" && apt-get "$@" source --download-only zlib); } >"$c/fetch.log" 2>&1; then
-	echo "zlib-source: cannot fetch bookworm's zlib source package: $(grep -m1 -E '^(E|Err):' "$c/fetch.log" || tail -n 1 "$c/fetch.log")" >&2
+	# the first failed fetch says why (apt-get update only warns), else apt's error
+	why=$(grep -m1 '^W: Failed to fetch' "$c/fetch.log" || grep -m1 '^E:' "$c/fetch.log" || tail -n 1 "$c/fetch.log")
+	echo "zlib-source: cannot fetch bookworm's zlib source package: $why" >&2
 	exit 1
 fi
 rm -rf "$c/zlib-src"
