@@ -80,6 +80,19 @@ static void files_check(void)
 	trace_determ_files_stat(f, &v, c);
 	CHECK(at(c, 88) == now / s + 100000 && at(c, 104) == ep);
 	CHECK(!trace_determ_files_full(f));
+	/* bounded: once the table is full a new file keeps the host's number, and says so */
+	uint64_t ino = 0;
+	for (ino = 100; !trace_determ_files_full(f) && ino < 100 + (1u << 20); ino++) {
+		stat_of(c, 2049, ino, S_IFREG | 0644, 1000000000 * s, 1000000000 * s);
+		trace_determ_files_stat(f, &v, c);
+	}
+	CHECK(trace_determ_files_full(f) && ino < 100 + (1u << 20));
+	stat_of(c, 2049, 0x7777777, S_IFREG | 0644, 1000000000 * s, 1000000000 * s);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 8) == 0x7777777);
+	stat_of(c, 2049, 5, S_IFREG | 0644, 1000000000 * s, 1000000000 * s);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 8) == 3); /* what it knows it still tells */
 	trace_determ_files_free(f);
 }
 

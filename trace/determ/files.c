@@ -31,7 +31,7 @@
 #include "trace/tracee/tracee.h"
 
 #define DENTS_MAX (1u << 20)  /* getdents64 buffer we sort */
-#define FILES_MAX (1u << 21)  /* most identities and times remembered */
+#define FILES_MAX (1u << 19)  /* most identities and times remembered (40 bytes each, half full) */
 #define STAMP_GAP_NS 1000     /* logical times the run gives are this far apart */
 #define VDEV_MAJOR 0          /* virtual devices: 0:1, 0:2, ... */
 #define VINO_FIRST 2          /* the first virtual inode number (root directories' usual) */
