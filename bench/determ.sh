@@ -7,14 +7,21 @@
 # Prints medians of ROUNDS runs (wall seconds) and µs per emulated call.
 # Then make -j2 of a 12-module project, MK rounds interleaved (native, pinned,
 # sbx-run, --deterministic), and how many trace heads the deterministic runs wrote.
-# Usage: bench/determ.sh [ROUNDS] [N] [MK]   (defaults 5, 20000, 20; SBX_BUILD defaults to ./build)
+# Then zlib's ./configure && make && make test (bookworm's source package, fetched
+# once by tests/zlib-source.sh), ZR rounds interleaved: native, sbx-run, and
+# sbx-run --deterministic, each building a pristine copy at one path; medians,
+# ratios to native, and how many trace heads the deterministic runs wrote.
+# Usage: bench/determ.sh [ROUNDS] [N] [MK] [ZR]   (defaults 5, 20000, 20, 5; SBX_BUILD defaults to ./build;
+#   MK or ZR 0 skips that build)
 set -eu
 ROUNDS=${1:-5}
 N=${2:-20000}
 MK=${3:-20}
+ZR=${4:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${SBX_BUILD:=$here/build}"
-W=$(mktemp -d /tmp/sbx-bench-determ.XXXXXX)
+W=$(mktemp -d /var/tmp/sbx-bench-determ.XXXXXX)
+chmod 755 "$W" # the guest (a user of its own) reaches the bound build trees
 trap 'rm -rf "$W"' EXIT
 export SBX_STORE="$W/store"
 B="$SBX_BUILD/bin"
@@ -105,10 +112,48 @@ done
 med() {
 	sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
-mn=$(med "$W/mk.native")
-echo "make -j2, 12 modules ($MK rounds interleaved; $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs):"
-for m in native pinned run det; do
-	v=$(med "$W/mk.$m")
-	awk -v m="$m" -v v="$v" -v n="$mn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
+cpu="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs"
+if [ "$MK" -gt 0 ]; then
+	mn=$(med "$W/mk.native")
+	echo "make -j2, 12 modules ($MK rounds interleaved; $cpu):"
+	for m in native pinned run det; do
+		v=$(med "$W/mk.$m")
+		awk -v m="$m" -v v="$v" -v n="$mn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
+	done
+	echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $MK runs"
+fi
+
+# zlib: ./configure && make && make test of a pristine copy at one path
+[ "$ZR" -gt 0 ] || exit 0
+if ! Z=$("$here/tests/zlib-source.sh"); then
+	echo "zlib: skipped (its source could not be fetched)"
+	exit 0
+fi
+LZ=$(lease /bin/sh)
+ZB='cd /src && ./configure && make && make test'
+: >"$W/z.native"; : >"$W/z.run"; : >"$W/z.det"; : >"$W/z.heads"
+zbuild() {
+	out=$1
+	shift
+	rm -rf "$W/src"
+	cp -a "$Z" "$W/src"
+	/usr/bin/time -f %e -o "$W/t" "$@" >"$W/z.log" 2>&1 || { echo "zlib build failed:" >&2; tail -n 5 "$W/z.log" >&2; exit 1; }
+	cat "$W/t" >>"$out"
+}
+i=0
+while [ $i -lt "$ZR" ]; do
+	zbuild "$W/z.native" sh -c "cd '$W/src' && ./configure && make && make test"
+	zbuild "$W/z.run" "$B/sbx-run" --lease "$LZ" --env-clear --env PATH=/usr/bin:/bin --rw "$W/src:/src" \
+		-- /bin/sh -c "$ZB"
+	zbuild "$W/z.det" "$B/sbx-run" --lease "$LZ" --deterministic --env-clear --env PATH=/usr/bin:/bin \
+		--rw "$W/src:/src" --trace "$W/z.trace" -- /bin/sh -c "$ZB"
+	tail -n 1 "$W/z.trace" | jq -r .h >>"$W/z.heads"
+	i=$((i + 1))
 done
-echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $MK runs"
+zn=$(med "$W/z.native")
+echo "zlib configure && make && make test ($ZR rounds interleaved; $cpu; load $(cut -d' ' -f1-3 /proc/loadavg)):"
+for m in native run det; do
+	v=$(med "$W/z.$m")
+	awk -v m="$m" -v v="$v" -v n="$zn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
+done
+echo "  deterministic trace heads: $(sort -u "$W/z.heads" | wc -l) distinct in $ZR runs"

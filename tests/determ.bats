@@ -373,7 +373,120 @@ make_run() {
 	# the sources are B's again, unbuilt: the parallel build re-executed agrees with B
 	rm -rf src
 	cp -a proj src
-	run sbx-trace adjudicate --allow-rw a.trace b.trace
+	# the re-execution's time limit is the load's, not the verdict's (default 60 s)
+	run sbx-trace adjudicate --allow-rw --timeout 900000 a.trace b.trace
 	assert_failure 11
 	jq -e '.verdict == "b" and .b.path == "/src/m5.c" and .replay.stopped == "disputed step reached"' <<<"$output"
+}
+
+@test "zlib's configure && make && make test (bookworm's source) under --deterministic: one head and one output in 5 runs, no clock skew (fails on main: a head per run)" {
+	src=$("$BATS_TEST_DIRNAME/zlib-source.sh" 2>zlib.err) || skip "$(cat zlib.err)"
+	id=$(lease_for /bin/sh)
+	for k in 1 2 3 4 5; do
+		# each run builds a pristine copy (new inodes, new ctimes) at one path
+		rm -rf zlib
+		cp -a "$src" zlib
+		sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin --rw "$PWD/zlib:/src" \
+			--result r$k.json --trace t$k.trace \
+			-- /bin/sh -c 'cd /src && ./configure && make && make test' >o$k 2>&1
+		cp zlib/libz.a libz$k.a
+	done
+	for k in 2 3 4 5; do
+		assert_equal "$(head_of t$k.trace)" "$(head_of t1.trace)"
+		cmp o1 o$k
+		cmp libz1.a libz$k.a
+	done
+	run cat o1
+	assert_line --partial '*** zlib test OK ***'
+	assert_line --partial '*** zlib shared test OK ***'
+	refute_output --partial 'Clock skew'
+	refute_output --partial 'in the future'
+	for k in 1 2 3 4 5; do
+		jq -e '.exit_code == 0 and .determinism.unscheduled == 0 and .determinism.fell_back == []' r$k.json
+	done
+}
+
+@test "stat: inode and device numbers and the times of files the run wrote are the run's, in write order, never in the future (fails on main)" {
+	mkdir in
+	echo x >in/old
+	touch -d @1000000000 in/old
+	id=$(lease_for /bin/sh)
+	script='cd /src && echo a >f1 && echo b >f2 && mkdir d && touch -d @1200000000 f3 &&
+		stat -c "%n %i %d %.9X %.9Y %.9Z %.9W" old f1 f2 d f3 . && ls -i | tr -s " " &&
+		date +%s.%N && [ f2 -nt f1 ] && [ f1 -nt old ] && echo ordered && make -q -f /dev/null f2'
+	for k in 1 2; do
+		rm -rf src
+		cp -a in src # a fresh copy: other host inodes and ctimes each time
+		sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin --rw "$PWD/src:/src" \
+			-- /bin/sh -c "$script" >o$k 2>&1
+	done
+	cmp o1 o2
+	ep=$(lease_epoch "$id")
+	run cat o1
+	assert_line ordered
+	refute_output --partial 'in the future'
+	# an input keeps its mtime, a time the guest chose is kept, and atime, ctime and birth follow the mtime
+	assert_line --regexp '^old [0-9]+ [0-9]+ 1000000000\.000000000 1000000000\.000000000 1000000000\.000000000 1000000000\.000000000$'
+	assert_line --regexp '^f3 [0-9]+ [0-9]+ 1200000000\.000000000 1200000000\.000000000 [0-9.]+ 1200000000\.000000000$'
+	# what the run wrote: after the epoch, f1 before f2, both before the clock's now
+	f1=$(awk '$1 == "f1" { print $5 }' o1)
+	f2=$(awk '$1 == "f2" { print $5 }' o1)
+	now=$(grep -E '^[0-9]+\.[0-9]+$' o1)
+	awk -v e="$ep" -v a="$f1" -v b="$f2" -v n="$now" 'BEGIN { exit !(a >= e && a < b && b <= n) }'
+	# the run's device numbers are small, its inode numbers too (first sight), and ls -i agrees with stat
+	ino=$(awk '$1 == "f1" { print $2 }' o1)
+	assert_line --partial "$ino f1"
+	[ "$ino" -lt 1000 ]
+	[ "$(awk '$1 == "f1" { print $3 }' o1)" -lt 100 ]
+}
+
+@test "/proc/uptime, /proc/loadavg and /proc/meminfo answer the virtual clock and sysinfo's figures (fails on main)" {
+	id=$(lease_for /bin/sh)
+	for k in 1 2; do
+		sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin \
+			-- /bin/sh -c 'cat /proc/uptime /proc/loadavg; head -c 100 /proc/meminfo | head -n 3;
+				dd if=/proc/uptime bs=2 2>/dev/null; echo' >o$k
+	done
+	cmp o1 o2
+	run cat o1
+	assert_line --regexp '^1\.[0-9]{2} 0\.00$'
+	assert_line --regexp '^0\.00 0\.00 0\.00 1/1 [0-9]+$'
+	assert_line 'MemTotal:        4194304 kB'
+	assert_line 'MemFree:         2097152 kB'
+	assert_line 'MemAvailable:    2097152 kB'
+	# read two bytes at a time, the text is whole (its clock has moved on since)
+	[ "$(grep -cE '^1\.[0-9]{2} 0\.00$' o1)" -eq 2 ]
+}
+
+@test "what --deterministic cannot answer is named: a device read and a peer outside the run at their events and in the result, --socket in the header (fails on main)" {
+	id=$(lease_for /bin/sh)
+	sbx-run --lease "$id" --deterministic --result r.json --trace a.trace \
+		-- /bin/sh -c 'dd if=/dev/ptmx of=/dev/null iflag=nonblock bs=1 count=1 2>/dev/null; head -c 4 /dev/zero >/dev/null' || true
+	jq -e '.determinism.fell_back == ["device /dev/pts/ptmx"]' r.json
+	run sbx-trace verify --complete a.trace
+	assert_success
+	[ "$(jq -s '[.[] | select(.uncontrolled == "device" and .name == "read")] | length' a.trace)" -ge 1 ]
+	# /dev/zero reads the same everywhere: not named
+	jq -s -e '[.[] | select(.uncontrolled | type == "string")] | all(.uncontrolled == "device")' a.trace
+	UDIR=$(mktemp -d /var/tmp/sbx-determ-sock.XXXXXX)
+	chmod 0777 "$UDIR"
+	sock="$UDIR/s"
+	python3 -c 'import socket,sys,time
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(60)' "$sock" &
+	renamer=$!
+	for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+	chmod 0777 "$sock"
+	id2=$(lease_for /usr/bin/python3)
+	run sbx-run --lease "$id2" --deterministic --socket "$sock" --result s.json --trace s.trace -- /usr/bin/python3 -c \
+		"import socket,sys; c=socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); print('connected')" "$sock"
+	rm -rf "$UDIR"
+	assert_success
+	assert_output connected
+	head -n 1 s.trace | jq -e '.determinism.uncontrolled | index("socket named with --socket")'
+	jq -e --arg s "$sock" '.determinism.fell_back == ["socket to a peer outside the run " + $s] and
+		(.determinism.uncontrolled | index("socket named with --socket"))' s.json
+	jq -s -e '[.[] | select(.name == "connect" and .uncontrolled == "socket to a peer outside the run")] | length == 1' s.trace
+	# a run that meets none of these names nothing
+	sbx-run --lease "$id" --deterministic --result n.json -- /bin/sh -c 'echo hi >/dev/null'
+	jq -e '.determinism.fell_back == []' n.json
 }

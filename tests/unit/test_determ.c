@@ -4,10 +4,97 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 #include "trace/determ/determ.h"
 #include "trace/record/record.h"
 #include "tests/unit/unit.h"
+
+/* A struct stat (x86-64 layout) of a file: dev, ino, mode, mtime, ctime (ns). */
+static void stat_of(uint8_t b[144], uint64_t dev, uint64_t ino, uint32_t mode, int64_t m, int64_t c)
+{
+	int64_t t[4] = { m / 1000000000, m % 1000000000, c / 1000000000, c % 1000000000 };
+	memset(b, 0, 144);
+	memcpy(b, &dev, 8);
+	memcpy(b + 8, &ino, 8);
+	memcpy(b + 24, &mode, 4);
+	memcpy(b + 72, t, 16); /* atime: the host's, whatever it is */
+	memcpy(b + 88, t, 16);
+	memcpy(b + 104, t + 2, 16);
+}
+
+static int64_t at(const uint8_t *b, size_t off)
+{
+	int64_t x;
+	memcpy(&x, b + off, 8);
+	return x;
+}
+
+/* trace/determ/files.c: identities in first-sight order, the run's times
+ * logical and causal, the inputs' kept, what is not a file at the epoch. */
+static void files_check(void)
+{
+	struct trace_determ_files *f = trace_determ_files_new();
+	uint64_t clock = 5000000; /* the reader's clock: 5 ms into the run */
+	struct trace_determ_view v = { 1764806400, &clock, 0 };
+	int64_t ep = 1764806400, s = 1000000000;
+	uint8_t a[144], b[144], c[144];
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts); /* after the run's start: times the run wrote */
+	int64_t now = (int64_t)ts.tv_sec * s + ts.tv_nsec;
+
+	/* an input: older than the run; its ctime (when it was copied) is not told */
+	stat_of(a, 2049, 777777, S_IFREG | 0644, 1000000000 * s, now - 10 * s);
+	trace_determ_files_stat(f, &v, a);
+	CHECK(at(a, 0) == (int64_t)makedev(0, 1) && at(a, 8) == 2);
+	CHECK(at(a, 72) == 1000000000 && at(a, 88) == 1000000000 && at(a, 104) == 1000000000);
+	CHECK(clock == 5000000);
+	/* two files the run wrote (host times out of order): first sight orders them */
+	stat_of(b, 2049, 5, S_IFREG | 0644, now, now);
+	trace_determ_files_stat(f, &v, b);
+	CHECK(at(b, 8) == 3 && at(b, 88) == ep && at(b, 96) == 5000000 && at(b, 104) == ep);
+	clock = 1000; /* another reader, behind: the time it sees moves it on */
+	stat_of(c, 2049, 6, S_IFDIR | 0755, now - 1, now - 1);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 88) == ep && at(c, 96) == 5001000 && clock == 5001000);
+	/* seen again: the same answers; another device: the next number */
+	stat_of(b, 2049, 5, S_IFREG | 0644, now, now);
+	trace_determ_files_stat(f, &v, b);
+	CHECK(at(b, 8) == 3 && at(b, 96) == 5000000 && clock == 5001000);
+	stat_of(c, 7, 5, S_IFREG | 0644, 1000000000 * s, 1000000000 * s);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 0) == (int64_t)makedev(0, 2) && at(c, 8) == 5);
+	/* a pipe, and anything under /ns: the epoch */
+	stat_of(c, 12, 99, S_IFIFO | 0600, now, now);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 72) == ep && at(c, 88) == ep && at(c, 96) == 0 && at(c, 104) == ep);
+	v.in_ns = 1;
+	stat_of(c, 2049, 5, S_IFREG | 0644, now, now);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 88) == ep && at(c, 96) == 0 && at(c, 8) == 3);
+	/* a time in the host's future is the guest's own choice (touch -d): kept */
+	v.in_ns = 0;
+	stat_of(c, 2049, 8, S_IFREG | 0644, now + 100000 * s, now);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 88) == now / s + 100000 && at(c, 104) == ep);
+	CHECK(!trace_determ_files_full(f));
+	/* bounded: once the table is full a new file keeps the host's number, and says so */
+	uint64_t ino = 0;
+	for (ino = 100; !trace_determ_files_full(f) && ino < 100 + (1u << 20); ino++) {
+		stat_of(c, 2049, ino, S_IFREG | 0644, 1000000000 * s, 1000000000 * s);
+		trace_determ_files_stat(f, &v, c);
+	}
+	CHECK(trace_determ_files_full(f) && ino < 100 + (1u << 20));
+	stat_of(c, 2049, 0x7777777, S_IFREG | 0644, 1000000000 * s, 1000000000 * s);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 8) == 0x7777777);
+	stat_of(c, 2049, 5, S_IFREG | 0644, 1000000000 * s, 1000000000 * s);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 8) == 3); /* what it knows it still tells */
+	trace_determ_files_free(f);
+}
 
 int main(void)
 {
@@ -90,5 +177,6 @@ int main(void)
 	CHECK(l.ctx == un && !trace_determ_layer(NULL).ctx);
 	CHECK(trace_determ_emulated(un) == 0);
 	trace_determ_free(un);
+	files_check();
 	return unit_finish("test_determ");
 }

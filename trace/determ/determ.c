@@ -18,15 +18,20 @@
  *               /sys/devices/system/cpu; rseq refused (ENOSYS) so the
  *               kernel writes no cpu id into guest memory
  *   directories getdents64 entries sorted by name within each call
- *   /ns times   stat/lstat/fstat/newfstatat/statx of objects under /ns report
- *               every timestamp as the epoch
+ *   files       stat/lstat/fstat/newfstatat/statx and d_ino: device and inode
+ *               numbers and the times the run wrote answered from the run
+ *               (trace/determ/files.c); objects under /ns report the epoch
+ *   /proc       uptime, loadavg and meminfo: the virtual clock and the
+ *               figures sysinfo reports
  *   schedule    one process of the tree runs at a time, switched at its
  *               stops by a rule of what it did (trace/sv/sched.c): the
  *               trace's order, pids, wait results and pipe read sizes follow
  *   threads     clone(CLONE_THREAD) refused with EAGAIN: a thread's stops
  *               are not yet scheduled, so only single-threaded processes run
  * What cannot be controlled here is named in the trace header
- * ("determinism"."uncontrolled"), never silently allowed. */
+ * ("determinism"."uncontrolled"), never silently allowed; what a run meets
+ * that is not answered (a device read, a peer outside the run) is named at its
+ * event ("uncontrolled") and in the result ("determinism"."fell_back"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -50,16 +55,20 @@
 #define MAX_IO (1u << 20)     /* most bytes one emulated call produces */
 #define AUXV_MAX 512          /* auxv entries we walk */
 #define STRV_MAX (1u << 20)   /* argv+envp pointers we skip at an exec stop */
-#define DENTS_MAX (1u << 20)  /* getdents64 buffer we sort */
 #define NSPID_CACHE 4096
+#define DETERM_RAM (1ull << 32)       /* sysinfo and /proc/meminfo: 4 GiB of memory */
+#define DETERM_FREE_RAM (1ull << 31)  /* of which 2 GiB free */
 
-enum pend_kind { P_NONE, P_RANDDEV, P_UUID, P_BOOTID, P_CPULIST, P_DENTS, P_CPUDIR, P_STAT,
-		 P_STATX };
+#define FELL_BACK_MAX 64     /* distinct sources named in the result */
+
+enum pend_kind { P_NONE, P_RANDDEV, P_UUID, P_BOOTID, P_CPULIST, P_UPTIME, P_LOADAVG,
+		 P_MEMINFO, P_DEVICE, P_DENTS, P_CPUDIR, P_STAT, P_STATX };
 
 struct pend {
 	enum pend_kind kind;
 	uint64_t buf;   /* guest address of the result buffer */
 	int fd;
+	int in_ns;      /* a stat of an object under /ns */
 };
 
 /* Each process has its own clock and PRNG stream, so what one process sees
@@ -84,6 +93,9 @@ struct trace_determ {
 	int64_t epoch;          /* virtual wall clock at the start, seconds */
 	int tsc;                /* rdtsc faults: trapped and answered */
 	uint64_t emulated;      /* calls answered from virtual state */
+	struct trace_determ_files *files;
+	json_t *named;          /* sources the run's options bring, named at the start */
+	json_t *fell_back;      /* sources met during the run, each named once */
 };
 
 static const char *const uncontrolled[] = {
@@ -92,7 +104,6 @@ static const char *const uncontrolled[] = {
 	"proc and sys files",   /* other than those served above */
 	"uname",                /* the host's kernel release and machine */
 	"vdso pages",           /* hidden from libc, still mapped (/proc/self/maps) */
-	"inode numbers",        /* st_ino, d_ino: the host file system's */
 };
 
 /* The process's state in its slot, made at its first use. */
@@ -149,6 +160,9 @@ struct trace_determ *trace_determ_new(const char *seed, int64_t epoch, int tsc)
 	d->seed = common_xstrdup(seed ? seed : "");
 	d->epoch = epoch;
 	d->tsc = tsc;
+	d->files = trace_determ_files_new();
+	d->named = json_array();
+	d->fell_back = json_array();
 	return d;
 }
 
@@ -167,7 +181,40 @@ void trace_determ_free(struct trace_determ *d)
 	if (!d)
 		return;
 	free(d->seed);
+	trace_determ_files_free(d->files);
+	json_decref(d->named);
+	json_decref(d->fell_back);
 	free(d);
+}
+
+void trace_determ_uncontrolled(struct trace_determ *d, const char *source)
+{
+	json_array_append_new(d->named, json_string(source));
+}
+
+/* A source met at this stop that nothing answers: named at its event and,
+ * once, in the result. */
+static void fell_back(struct trace_determ *d, struct trace_stop *st, const char *source,
+		      const char *detail)
+{
+	char *s = detail ? common_xasprintf("%s %s", source, detail) : common_xstrdup(source);
+	size_t i;
+	json_t *v;
+	st->uncontrolled = source;
+	json_array_foreach(d->fell_back, i, v)
+		if (!strcmp(json_string_value(v), s))
+			break;
+	if (i == json_array_size(d->fell_back) && i < FELL_BACK_MAX)
+		json_array_append_new(d->fell_back, json_string(s));
+	free(s);
+}
+
+json_t *trace_determ_fell_back(const struct trace_determ *d)
+{
+	json_t *a = json_copy(d->fell_back);
+	if (trace_determ_files_full(d->files))
+		json_array_append_new(a, json_string("file identities beyond the table"));
+	return a;
 }
 
 uint64_t trace_determ_emulated(const struct trace_determ *d)
@@ -232,6 +279,7 @@ json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 		json_array_append_new(u, json_string("rdtsc"));
 	for (size_t i = 0; i < sizeof uncontrolled / sizeof uncontrolled[0]; i++)
 		json_array_append_new(u, json_string(uncontrolled[i]));
+	json_array_extend(u, d->named);
 	json_object_set_new(h, "uncontrolled", u);
 	json_object_set_new(h, "rdtsc", json_string(d->tsc ? "controlled" : "uncontrolled"));
 	json_object_set_new(h, "refused", json_pack("[s,s,s]", "threads", "rseq", "PR_SET_TSC"));
@@ -345,10 +393,10 @@ static int sysinfo_virtual(struct trace_guest *g, uint64_t addr, struct proc *p)
 	memset(si, 0, sizeof si);
 	v = 1 + tick(p) / 1000000000ull;
 	memcpy(si, &v, 8);
-	v = 1ull << 32;
-	memcpy(si + 32, &v, 8);  /* totalram: 4 GiB */
-	v = 1ull << 31;
-	memcpy(si + 40, &v, 8);  /* freeram: 2 GiB */
+	v = DETERM_RAM;
+	memcpy(si + 32, &v, 8);
+	v = DETERM_FREE_RAM;
+	memcpy(si + 40, &v, 8);
 	memcpy(si + 80, &procs, 2);
 	memcpy(si + 104, &unit, 4);
 	return put(g, addr, si, sizeof si);
@@ -446,6 +494,7 @@ static void want(struct trace_guest *g, struct trace_stop *st, enum pend_kind k,
 	p->kind = k;
 	p->buf = buf;
 	p->fd = fd;
+	p->in_ns = 0;
 	st->want_exit = 1;
 }
 
@@ -460,6 +509,11 @@ static enum pend_kind served(pid_t tid, int fd)
 	if (S_ISCHR(sb.st_mode) && major(sb.st_rdev) == 1 &&
 	    (minor(sb.st_rdev) == 8 || minor(sb.st_rdev) == 9))
 		return P_RANDDEV;
+	/* null, zero and full read the same everywhere; any other device is the host's */
+	if ((S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode)) &&
+	    !(S_ISCHR(sb.st_mode) && major(sb.st_rdev) == 1 &&
+	      (minor(sb.st_rdev) == 3 || minor(sb.st_rdev) == 5 || minor(sb.st_rdev) == 7)))
+		return P_DEVICE;
 	if (!S_ISREG(sb.st_mode) || sb.st_size > 4096)
 		return P_NONE; /* proc and sys files report size 0 or 4096 */
 	ssize_t n = readlink(link, target, sizeof target - 1);
@@ -474,7 +528,26 @@ static enum pend_kind served(pid_t tid, int fd)
 	    !strcmp(target, "/sys/devices/system/cpu/possible") ||
 	    !strcmp(target, "/sys/devices/system/cpu/present"))
 		return P_CPULIST;
+	if (!strcmp(target, "/proc/uptime"))
+		return P_UPTIME;
+	if (!strcmp(target, "/proc/loadavg"))
+		return P_LOADAVG;
+	if (!strcmp(target, "/proc/meminfo"))
+		return P_MEMINFO;
 	return P_NONE;
+}
+
+/* What fd names (for the result), or NULL; static storage, valid until the next call. */
+static const char *fd_target(pid_t tid, int fd)
+{
+	static char target[PATH_MAX];
+	char link[64];
+	snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)tid, fd);
+	ssize_t n = readlink(link, target, sizeof target - 1);
+	if (n < 0)
+		return NULL;
+	target[n] = 0;
+	return target;
 }
 
 static int in_ns_path(const char *p)
@@ -491,6 +564,17 @@ static int fd_in_ns(pid_t tid, int fd)
 		return 0;
 	target[n] = 0;
 	return in_ns_path(target);
+}
+
+/* A connect the supervisor makes to a host socket named with --socket: what
+ * the peer says is not the run's to answer. Named with its path. */
+static void outside_peer(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st)
+{
+	char a[2 + 108 + 1] = { 0 };
+	size_t n = st->args[2] < sizeof a - 1 ? (size_t)st->args[2] : sizeof a - 1;
+	if (n <= 2 || trace_guest_read(g, st->args[1], a, n) != (ssize_t)n)
+		a[2] = 0;
+	fell_back(d, st, "socket to a peer outside the run", a[2] ? a + 2 : NULL);
 }
 
 static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
@@ -529,16 +613,25 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	case TRACE_SYS_read:
 	case TRACE_SYS_pread64: {
 		enum pend_kind k = served(st->tid, (int)a[0]);
-		if (k != P_NONE)
+		if (k == P_DEVICE)
+			fell_back(d, st, "device", fd_target(st->tid, (int)a[0]));
+		else if (k != P_NONE)
 			want(g, st, k, a[1], (int)a[0]);
 		break;
 	}
 	case TRACE_SYS_readv:
 	case TRACE_SYS_preadv:
-	case TRACE_SYS_preadv2:
-		/* vectored reads of a served file are not emulated: refused, not leaked */
-		if (served(st->tid, (int)a[0]) != P_NONE)
+	case TRACE_SYS_preadv2: {
+		enum pend_kind k = served(st->tid, (int)a[0]);
+		if (k == P_DEVICE)
+			fell_back(d, st, "device", fd_target(st->tid, (int)a[0]));
+		else if (k != P_NONE) /* vectored reads of a served file are not emulated: refused, not leaked */
 			answer(d, g, st, -EINVAL);
+		break;
+	}
+	case TRACE_SYS_connect:
+		if (st->outside)
+			outside_peer(d, g, st);
 		break;
 	case TRACE_SYS_getdents64: {
 		char link[64], target[64];
@@ -549,23 +642,20 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		break;
 	}
 	case TRACE_SYS_fstat:
-		if (fd_in_ns(st->tid, (int)a[0]))
-			want(g, st, P_STAT, a[1], (int)a[0]);
+		want(g, st, P_STAT, a[1], (int)a[0]);
+		proc_of(g)->pend.in_ns = fd_in_ns(st->tid, (int)a[0]);
 		break;
 	case TRACE_SYS_stat:
 	case TRACE_SYS_lstat:
-		if (in_ns_path(st->path[0]))
-			want(g, st, P_STAT, a[1], -1);
+		want(g, st, P_STAT, a[1], -1);
+		proc_of(g)->pend.in_ns = in_ns_path(st->path[0]);
 		break;
 	case TRACE_SYS_newfstatat:
-		if (in_ns_path(st->path[0]) ||
-		    ((!st->path[0] || !*st->path[0]) && fd_in_ns(st->tid, (int)a[0])))
-			want(g, st, P_STAT, a[2], -1);
-		break;
 	case TRACE_SYS_statx:
-		if (in_ns_path(st->path[0]) ||
-		    ((!st->path[0] || !*st->path[0]) && fd_in_ns(st->tid, (int)a[0])))
-			want(g, st, P_STATX, a[4], -1);
+		want(g, st, st->nr == TRACE_SYS_statx ? P_STATX : P_STAT,
+		     st->nr == TRACE_SYS_statx ? a[4] : a[2], -1);
+		proc_of(g)->pend.in_ns = in_ns_path(st->path[0]) ||
+			((!st->path[0] || !*st->path[0]) && fd_in_ns(st->tid, (int)a[0]));
 		break;
 	default:
 		break;
@@ -611,107 +701,61 @@ static int64_t pos_before(pid_t tid, const struct trace_stop *st, int64_t n)
 	return p ? strtoll(p + 4, NULL, 10) - n : -1;
 }
 
-/* Serve a small text file: the whole of text at position 0, then EOF. */
+/* Serve a small text file in place of one at least as long: text from the
+ * read's position, no more than the host's file gave (so the descriptor's
+ * position and the text's agree), then EOF. */
 static void serve_text(struct trace_guest *g, const struct trace_stop *st, uint64_t buf,
 		       const char *text)
 {
 	int64_t pos = pos_before(trace_guest_tid(g), st, st->result);
-	size_t len = strlen(text), cnt = (size_t)st->args[2];
-	if (pos != 0) {
+	size_t len = strlen(text), cnt = (size_t)st->result;
+	if (pos < 0 || (uint64_t)pos >= len) {
 		set_result(g, 0);
 		return;
 	}
+	len -= (size_t)pos;
 	if (cnt < len)
 		len = cnt;
-	set_result(g, put(g, buf, text, len) < 0 ? -EFAULT : (long long)len);
+	set_result(g, put(g, buf, text + pos, len) < 0 ? -EFAULT : (long long)len);
 }
 
-struct dent {
-	size_t off, len;
-	const char *name;
-};
-
-static int dent_cmp(const void *x, const void *y)
+/* /proc/uptime, /proc/loadavg, /proc/meminfo: the virtual clock since its boot
+ * (1 s before the run) and the figures sysinfo reports */
+static void serve_proc(struct trace_determ *d, struct trace_guest *g, const struct trace_stop *st,
+		       struct proc *p, enum pend_kind k, uint64_t buf)
 {
-	return strcmp(((const struct dent *)x)->name, ((const struct dent *)y)->name);
+	char text[512];
+	uint64_t up = 1000000000ull + p->ns;
+	if (k == P_UPTIME)
+		snprintf(text, sizeof text, "%llu.%02llu 0.00\n", (unsigned long long)(up / 1000000000ull),
+			 (unsigned long long)(up % 1000000000ull / 10000000ull));
+	else if (k == P_LOADAVG)
+		snprintf(text, sizeof text, "0.00 0.00 0.00 1/1 %d\n", (int)p->nspid);
+	else
+		snprintf(text, sizeof text, "MemTotal:       %8llu kB\nMemFree:        %8llu kB\n"
+			 "MemAvailable:   %8llu kB\nBuffers:               0 kB\n"
+			 "Cached:                0 kB\nSwapTotal:             0 kB\n"
+			 "SwapFree:              0 kB\n", (unsigned long long)(DETERM_RAM >> 10),
+			 (unsigned long long)(DETERM_FREE_RAM >> 10),
+			 (unsigned long long)(DETERM_FREE_RAM >> 10));
+	serve_text(g, st, buf, text);
+	d->emulated++;
 }
 
-/* cpu1, cpu2, ...: the CPUs a one-CPU machine does not have */
-static int other_cpu(const char *name)
+/* A stat's result as the run tells it (trace/determ/files.c). */
+static void answer_stat(struct trace_determ *d, struct trace_guest *g, struct proc *pr,
+			const struct pend *p)
 {
-	if (strncmp(name, "cpu", 3) || !name[3] || !strcmp(name + 3, "0"))
-		return 0;
-	for (const char *c = name + 3; *c; c++)
-		if (*c < '0' || *c > '9')
-			return 0;
-	return 1;
-}
-
-/* Sort one getdents64 batch by name; each slot keeps its d_off. With
- * one_cpu, entries of other CPUs are dropped. Returns the new length. */
-static size_t sort_dents(struct trace_guest *g, uint64_t addr, size_t n, int one_cpu)
-{
-	size_t res = n;
-	if (n == 0 || n > DENTS_MAX)
-		return n;
-	uint8_t *in = common_xmalloc(n), *out = common_xmalloc(n);
-	struct dent *v = NULL;
-	size_t nv = 0, cap = 0, o = 0;
-	if (trace_guest_read(g, addr, in, n) != (ssize_t)n)
-		goto done;
-	while (o < n) {
-		uint16_t rl;
-		if (n - o < 20)
-			goto done;
-		memcpy(&rl, in + o + 16, 2);
-		if (rl < 20 || rl > n - o || !memchr(in + o + 19, 0, rl - 19u))
-			goto done; /* not the kernel's layout: leave it alone */
-		if (nv == cap) {
-			cap = cap ? 2 * cap : 64;
-			v = common_xrealloc(v, cap * sizeof *v);
-		}
-		if (!one_cpu || !other_cpu((const char *)in + o + 19))
-			v[nv++] = (struct dent){ o, rl, (const char *)in + o + 19 };
-		o += rl;
-	}
-	size_t *slot = common_xcalloc(nv ? nv : 1, sizeof *slot);
-	for (size_t i = 0; i < nv; i++)
-		slot[i] = v[i].off;
-	qsort(v, nv, sizeof *v, dent_cmp);
-	o = 0;
-	for (size_t i = 0; i < nv; i++) {
-		memcpy(out + o, in + v[i].off, v[i].len);
-		/* the i-th slot keeps the kernel's i-th d_off (seekdir cookies) */
-		memcpy(out + o + 8, in + slot[i] + 8, 8);
-		o += v[i].len;
-	}
-	free(slot);
-	if (o && put(g, addr, out, o) == 0)
-		res = o;
-done:
-	free(v);
-	free(in);
-	free(out);
-	return res;
-}
-
-static void fix_times(const struct trace_determ *d, struct trace_guest *g, uint64_t addr, int statx)
-{
-	int64_t sec = d->epoch;
-	uint8_t z[8] = { 0 };
-	if (!statx) {
-		/* struct stat: st_atim at 72, st_mtim at 88, st_ctim at 104 */
-		for (uint64_t off = 72; off <= 104; off += 16) {
-			put(g, addr + off, &sec, 8);
-			put(g, addr + off + 8, z, 8);
-		}
+	uint8_t b[256];
+	size_t n = p->kind == P_STATX ? 256 : 144;
+	struct trace_determ_view v = { d->epoch, &pr->ns, p->in_ns };
+	if (trace_guest_read(g, p->buf, b, n) != (ssize_t)n)
 		return;
-	}
-	/* struct statx: atime 0x40, btime 0x50, ctime 0x60, mtime 0x70 */
-	for (uint64_t off = 0x40; off <= 0x70; off += 0x10) {
-		put(g, addr + off, &sec, 8);
-		put(g, addr + off + 8, z, 4);
-	}
+	if (p->kind == P_STATX)
+		trace_determ_files_statx(d->files, &v, b);
+	else
+		trace_determ_files_stat(d->files, &v, b);
+	put(g, p->buf, b, n);
 }
 
 static int determ_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
@@ -759,11 +803,16 @@ static int determ_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		serve_text(g, st, p.buf, "0\n");
 		d->emulated++;
 		break;
+	case P_UPTIME:
+	case P_LOADAVG:
+	case P_MEMINFO:
+		serve_proc(d, g, st, pr, p.kind, p.buf);
+		break;
 	case P_DENTS:
-		sort_dents(g, p.buf, n, 0);
+		trace_determ_files_getdents(d->files, g, p.buf, n, 0, p.fd);
 		break;
 	case P_CPUDIR: {
-		size_t k = sort_dents(g, p.buf, n, 1);
+		size_t k = trace_determ_files_getdents(d->files, g, p.buf, n, 1, p.fd);
 		if (k != n) {
 			set_result(g, (long long)k);
 			d->emulated++;
@@ -773,7 +822,7 @@ static int determ_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	case P_STAT:
 	case P_STATX:
 		if (st->result == 0)
-			fix_times(d, g, p.buf, p.kind == P_STATX);
+			answer_stat(d, g, pr, &p);
 		break;
 	default:
 		break;

@@ -24,6 +24,12 @@ unsigned trace_determ_classes(void);
  * the PRNG, rdtsc/rdtscp answered at their fault and not delivered. */
 struct trace_layer trace_determ_layer(struct trace_determ *d);
 uint64_t trace_determ_emulated(const struct trace_determ *d); /* calls answered */
+/* A source the run's options bring that nothing answers (a socket named with
+ * --socket): named in the header's "uncontrolled"; call before the header. */
+void trace_determ_uncontrolled(struct trace_determ *d, const char *source);
+/* The sources met during the run that nothing answered (a device read, a
+ * connect to a peer outside the run), each once: a new array. */
+json_t *trace_determ_fell_back(const struct trace_determ *d);
 /* The trace header's "determinism" object: epoch, step, uncontrolled and
  * refused sources, and the digest of ns_dir (NULL: none) at the start. */
 json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
@@ -41,5 +47,28 @@ int trace_tsc_answer(pid_t tid, struct user_regs_struct *r, int insn, size_t len
 /* A host pid's id inside the run's PID namespace (0 if unknown): deterministic
  * traces record these instead of host ids. */
 pid_t trace_determ_nspid(pid_t host);
+
+/* What stat and getdents64 report of files (trace/determ/files.c): device and
+ * inode numbers in the order the run first sees them, the times the run wrote
+ * as logical times of its clock. One table per run, bounded: once full, later
+ * identities keep the host's values and trace_determ_files_full says so. */
+struct trace_determ_files;
+struct trace_determ_view {
+	int64_t epoch;          /* the virtual wall clock's start, seconds */
+	uint64_t *clock;        /* the reading process's clock (ns since the start); raised */
+	int in_ns;              /* the object is under /ns: every time is the epoch */
+};
+struct trace_determ_files *trace_determ_files_new(void);
+void trace_determ_files_free(struct trace_determ_files *f);
+int trace_determ_files_full(const struct trace_determ_files *f);
+void trace_determ_files_stat(struct trace_determ_files *f, const struct trace_determ_view *v,
+			     uint8_t st[144]);
+void trace_determ_files_statx(struct trace_determ_files *f, const struct trace_determ_view *v,
+			      uint8_t sx[256]);
+/* A getdents64 result of directory fd (n bytes at addr in the guest): sorted by
+ * name (each slot keeps the kernel's d_off), d_ino the run's; with one_cpu the
+ * entries cpu1, cpu2, ... dropped. Returns its new length (n when untouched). */
+size_t trace_determ_files_getdents(struct trace_determ_files *f, struct trace_guest *g,
+				   uint64_t addr, size_t n, int one_cpu, int fd);
 
 #endif

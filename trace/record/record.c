@@ -212,8 +212,8 @@ static int name_in(const char *n, const char *const *list)
 
 static int recorded(const struct trace_rec *r, const struct trace_stop *s)
 {
-	if (s->action != TRACE_ALLOWED)
-		return 1; /* refusals and rewrites are always recorded */
+	if (s->action != TRACE_ALLOWED || s->uncontrolled)
+		return 1; /* refusals, rewrites and what determinism cannot answer: always */
 	if (r->level == TRACE_LEVEL_ALL)
 		return 1;
 	if (r->level == TRACE_LEVEL_FILE)
@@ -456,6 +456,8 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 		trace_kv_str(b, "sha256", hex);
 	rec_time(r, b, "t", t0);
 	trace_kv_int(b, "tid", rpid(r, s->tid));
+	if (s->uncontrolled)
+		trace_kv_str(b, "uncontrolled", s->uncontrolled);
 	return rec_emit(r);
 }
 

@@ -713,6 +713,8 @@ static int features_open(struct run *r)
 	if (o->deterministic &&
 	    !(r->det = determ_open(r->store, r->id, r->lease_rec, r->receipts, &r->e)))
 		return -1;
+	for (size_t i = 0; r->det && i < o->nsockets; i++) /* peers outside the run */
+		trace_determ_uncontrolled(r->det, "socket named with --socket");
 	if (o->trace_path && !(r->rec = recorder_open(r, &r->e)))
 		return -1;
 	if (trace_bound_attach(r->bound, r->store, r->id, r->ns, &r->run_fd, &r->cfg, &r->e) < 0)
@@ -849,6 +851,7 @@ static void result_build(struct run *r)
 			/* waits the serial schedule did not model: each a run of a task
 			 * beside the schedule, where timing could show */
 			json_object_set_new(d, "unscheduled", json_integer((json_int_t)r->res.unscheduled));
+			json_object_set_new(d, "fell_back", trace_determ_fell_back(r->det));
 			json_object_set_new(r->result, "determinism", d);
 		}
 	}

@@ -222,8 +222,10 @@ static int decide_path(int *diag, const struct trace_config *cfg, pid_t tid,
 		return ECONNREFUSED; /* as natively: no socket there */
 	if (getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &type, &tl) < 0)
 		return ENOTSOCK;
-	if (named(cfg, &st))
+	if (named(cfg, &st)) {
+		c->outside = 1;
 		return 0;
+	}
 	if (*diag < 0)
 		*diag = trace_sock_diag_open(tid);
 	if (*diag >= 0 && trace_sock_bound_in_run(*diag, type, st.st_dev, st.st_ino) == 1)

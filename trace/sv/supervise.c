@@ -479,9 +479,10 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		decode_paths(&g, st);
 	if (dir_mode >= 0 && trace_sv_sgid_entry(t, st) == 0)
 		refuse = 0; /* a directory: S_ISGID is given at the call's exit */
-	if (!refuse && st->arch_ok && st->nr == TRACE_SYS_connect)
+	if (!refuse && st->arch_ok && st->nr == TRACE_SYS_connect) {
 		refuse = trace_sv_connect_decide(sv, t, &conn, st->args, &conn_err);
-	else if (!refuse && st->arch_ok && trace_sv_is_send(st->nr))
+		st->outside = conn.outside;
+	} else if (!refuse && st->arch_ok && trace_sv_is_send(st->nr))
 		refuse = trace_sv_send_decide(sv, t, st->args, &conn_err);
 	if (refuse) {
 		sv->res->refused++;

@@ -24,6 +24,8 @@ struct trace_stop {
 	int want_exit;                  /* set by on_entry: also stop at syscall exit */
 	int arch_ok;                    /* 0: i386/x32 entry (always refused) */
 	int record;                     /* an inspector rule asked for its result in the trace */
+	int outside;                    /* a connect to a host socket named with --socket */
+	const char *uncontrolled;       /* a source no layer answers, named at the event */
 };
 
 struct trace_guest;      /* the stopped thread inside a hook; opaque */
@@ -211,6 +213,7 @@ struct trace_conn {
 	} addr;                   /* the guest's address, read once */
 	socklen_t len;
 	ino_t ino;                /* the socket object's inode */
+	int outside;              /* the peer is a host socket named with --socket */
 };
 /* At connect's entry stop of tid (arguments a): 0 to go on (trace_sock_connect),
  * or the errno to answer, *refused set when the rule refused it. *diag: the run's
