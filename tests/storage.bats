@@ -179,6 +179,30 @@ fork: $((4096 + 16 * 65536))"
 	assert_output "remap_file_pages: Function not implemented"
 }
 
+@test "a protection change without PROT_WRITE runs without a stop in a process that holds no shared mapping" {
+	map noheld
+	assert_success
+	assert_output protected
+	# 2000 mprotect calls; the run's own stops (its exec, the loader) are a few
+	[ "$(jq .supervisor.stops r.json)" -lt 200 ]
+}
+
+@test "once a process holds a mapping every protection change stops: a child's and a later thread's read-only mprotect fault its stores" {
+	map inherit
+	assert_success
+	# the held-mapping filter beside the boundary's
+	assert_output "w segv segv 2"
+	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 65536))
+}
+
+@test "a thread with a filter of its own: a mapping made writable by mprotect is held and charged all the same" {
+	map ownfilter
+	assert_success
+	# the held-mapping filter could not join every thread's: the boundary's alone
+	assert_output "abc 1"
+	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 3 * 65536))
+}
+
 # copy_small COPIER [sbx-run options]: a run that has stored more than it has read
 # (40 small files) copies a 2-byte file with COPIER SRC DST, which asks the kernel
 # for far more than the file holds and lets it stop at the end (cp: copy_file_range)

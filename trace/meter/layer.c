@@ -154,7 +154,7 @@ static void metering_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid
 	trace_meter_task_exit(mt->meter, 0, tid);
 	trace_maps_take(mt->maps, tid, &mc);
 	if (tgid && !trace_meter_group_live(mt->meter, tgid))
-		trace_maps_forget(mt->maps, tgid); /* its last thread: the process's space */
+		trace_maps_gone(mt->maps, tgid); /* its last thread: the process */
 }
 
 void trace_metering_host_write(struct trace_metering *mt, uint64_t bytes)

@@ -171,8 +171,13 @@ void trace_maps_move(struct trace_maps *ms, pid_t tgid, uint64_t old, uint64_t o
 		     uint64_t newlen, int keep);
 /* A new process: its parent's held ranges, or (shares_vm) its parent's space itself. */
 void trace_maps_spawn(struct trace_maps *ms, pid_t parent, pid_t child, int shares_vm);
-/* A process's space is gone (exec, exit). */
+/* A process's space is gone (exec; exit: trace_maps_gone, its filters too). */
 void trace_maps_forget(struct trace_maps *ms, pid_t tgid);
+void trace_maps_gone(struct trace_maps *ms, pid_t tgid);
+/* Whether tgid carries the held-mapping filter (trace_filter_held), which its
+ * children inherit and an exec keeps; and that it does now. */
+int trace_maps_filtered(const struct trace_maps *ms, pid_t tgid);
+void trace_maps_filter_set(struct trace_maps *ms, pid_t tgid);
 /* A mapping call of tid between its entry and its exit. */
 void trace_maps_pending(struct trace_maps *ms, pid_t tid, const struct trace_map_call *c);
 int trace_maps_take(struct trace_maps *ms, pid_t tid, struct trace_map_call *c);
