@@ -112,6 +112,15 @@ m[999999] = 4'
 	assert_equal "$(head -c 2 w/a | od -An -tx1 | tr -d ' ')" 0362
 }
 
+@test "plain writes settle at the writer's next stop, exactly: failed, short and refused writes, an overwrite, threads, pipes between, a writer ending right after" {
+	run sbx-run --ephemeral --rw "$PWD/w:/w" --result r.json -- "$GUESTS/meter_exact" /w
+	assert_success
+	assert_output stored
+	# 1,833 bytes into a, 1,000 into each of t0..t3, 7 into c, and 6 inodes
+	assert_equal "$(jq .usage.storage_write r.json)" $((5840 + 6 * 4096))
+	assert_equal "$(stat -c %s w/a w/t0 w/c | tr '\n' ' ')" "1533 1000 7 "
+}
+
 # map HOW [storage_write bound]: tests/guests/meter_map HOW /w
 map() {
 	run sbx-run --ephemeral --limits "storage_write=${2:-64M}" --rw "$PWD/w:/w" --result r.json \
