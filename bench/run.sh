@@ -5,7 +5,10 @@
 # `sbx-eph`: --ephemeral, i.e. plus the lease's
 # request/fund/activate and settle/expire/destroy), under bwrap with equivalent
 # mounts (read-only /, fresh /proc, private /tmp, the project read-write, all
-# namespaces unshared), under proot, and under gVisor's runsc where installed.
+# namespaces unshared), under "the floor" (bench/floor.c in bwrap's namespaces:
+# a ptrace tracer that follows the tree and stops at its execs, nothing else;
+# what any ptrace supervisor costs at least), under proot, and under gVisor's
+# runsc where installed.
 # A run in an Active lease starts the guest with address randomisation off (for
 # snapshots, see sbx-run(1)); an ephemeral one keeps it. Randomisation alone
 # changes a build's cost on some machines (page-table work), so `native-R` is the
@@ -36,13 +39,18 @@ export SBX_STORE="$W/store"
 SRC="$W/src"
 cp -r "$here/examples/hello" "$SRC"
 make -s -C "$SRC" clean
+cc -O2 -Wall -Wextra -Werror -o "$W/floor" "$here/bench/floor.c"
 
 # gVisor's runsc (Debian's build, ptrace platform, writing to the host like the
 # others' read-write project) joins where it is installed
-VARIANTS=${VARIANTS:-"native native-R sbx sbx-file sbx-eph bwrap proot pin-bwrap pin-sbx$(
+VARIANTS=${VARIANTS:-"native native-R sbx sbx-file sbx-eph bwrap floor proot pin-bwrap pin-sbx$(
 	command -v runsc >/dev/null 2>&1 && echo ' runsc')"}
 has() { case " $VARIANTS " in *" $1 "*) ;; *) return 1 ;; esac; }
 for v in bwrap proot runsc; do
+	[ "$v" != bwrap ] || ! has floor || has bwrap || command -v bwrap >/dev/null 2>&1 || {
+		echo "bench/run.sh: floor runs in bwrap, which is not installed (make bench-deps)" >&2
+		exit 1
+	}
 	! has "$v" || command -v "$v" >/dev/null 2>&1 || {
 		echo "bench/run.sh: $v is not installed (make bench-deps)" >&2
 		exit 1
@@ -78,6 +86,9 @@ build() {
 		--trace-level exec --result "$W/result.json" -- make -s -C "$SRC" -j2 ;;
 	bwrap) set -- bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$SRC" "$SRC" \
 		--unshare-all --die-with-parent --chdir "$SRC" make -s -C "$SRC" -j2 ;;
+	floor) set -- bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$SRC" "$SRC" \
+		--ro-bind "$W/floor" /tmp/sbx-floor --unshare-all --die-with-parent --chdir "$SRC" \
+		/tmp/sbx-floor make -s -C "$SRC" -j2 ;;
 	proot) set -- proot -w "$SRC" make -s -C "$SRC" -j2 ;;
 	runsc) set -- runsc --network=none --platform=ptrace do -force-overlay=false -cwd "$SRC" \
 		-- make -s -C "$SRC" -j2 ;;
@@ -127,6 +138,9 @@ for v in $VARIANTS; do
 		"$(ratio "$b" "$bbase")" "$c" "$(ratio "$c" "$cbase")"
 done
 for v in sbx sbx-file sbx-eph; do
+	! { has "$v" && has floor; } ||
+		awk -v v="$v" -v s="$(median "$v" 2)" -v b="$(median floor 2)" \
+			'BEGIN {printf "%s vs the floor (median wall): %.3fx\n", v, s / b}'
 	has "$v" && has bwrap || continue
 	awk -v v="$v" -v s="$(median "$v" 2)" -v b="$(median bwrap 2)" \
 		'BEGIN {printf "%s vs bwrap (median wall): %+.1f%%\n", v, (s / b - 1) * 100}'

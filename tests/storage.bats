@@ -112,6 +112,15 @@ m[999999] = 4'
 	assert_equal "$(head -c 2 w/a | od -An -tx1 | tr -d ' ')" 0362
 }
 
+@test "plain writes settle at the writer's next stop, exactly: failed, short and refused writes, an overwrite, threads, pipes between, a writer ending right after" {
+	run sbx-run --ephemeral --rw "$PWD/w:/w" --result r.json -- "$GUESTS/meter_exact" /w
+	assert_success
+	assert_output stored
+	# 1,833 bytes into a, 1,000 into each of t0..t3, 7 into c, and 6 inodes
+	assert_equal "$(jq .usage.storage_write r.json)" $((5840 + 6 * 4096))
+	assert_equal "$(stat -c %s w/a w/t0 w/c | tr '\n' ' ')" "1533 1000 7 "
+}
+
 # map HOW [storage_write bound]: tests/guests/meter_map HOW /w
 map() {
 	run sbx-run --ephemeral --limits "storage_write=${2:-64M}" --rw "$PWD/w:/w" --result r.json \
@@ -177,6 +186,30 @@ fork: $((4096 + 16 * 65536))"
 	map pages
 	assert_success
 	assert_output "remap_file_pages: Function not implemented"
+}
+
+@test "a protection change without PROT_WRITE runs without a stop in a process that holds no shared mapping" {
+	map noheld
+	assert_success
+	assert_output protected
+	# 2000 mprotect calls; the run's own stops (its exec, the loader) are a few
+	[ "$(jq .supervisor.stops r.json)" -lt 200 ]
+}
+
+@test "once a process holds a mapping every protection change stops: a child's and a later thread's read-only mprotect fault its stores" {
+	map inherit
+	assert_success
+	# the held-mapping filter beside the boundary's
+	assert_output "w segv segv 2"
+	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 65536))
+}
+
+@test "a thread with a filter of its own: a mapping made writable by mprotect is held and charged all the same" {
+	map ownfilter
+	assert_success
+	# the held-mapping filter could not join every thread's: the boundary's alone
+	assert_output "abc 1"
+	assert_equal "$(jq .usage.storage_write r.json)" $((4096 + 3 * 65536))
 }
 
 # copy_small COPIER [sbx-run options]: a run that has stored more than it has read

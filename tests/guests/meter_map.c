@@ -11,8 +11,18 @@
  *             elsewhere (old_size 0) and store there
  *   pages     remap_file_pages over a run made writable (it would map other
  *             pages of the file there, writable): refused
+ *   noheld    2000 protection changes without PROT_WRITE of an anonymous page,
+ *             in a process that holds no shared mapping (none need stop)
+ *   inherit   a held mapping stored, then made read-only by a forked child and
+ *             by a thread started after the hold: their stores die of SIGSEGV
+ *             as natively; prints the main thread's seccomp filter count
+ *   ownfilter a thread with a seccomp filter of its own (the supervisor cannot
+ *             add one to every thread), then a mapping made writable by mprotect
+ *             and stored into three runs; prints the main thread's filter count
  * Exit 0 with what it checked on stdout; 3: a call failed. */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -22,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -202,6 +214,111 @@ static int pages(void)
 	return 0;
 }
 
+static int noheld(void)
+{
+	char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return fail("mmap");
+	for (int i = 0; i < 2000; i++)
+		if (mprotect(p, 4096, i % 2 ? PROT_READ : PROT_NONE) < 0)
+			return fail("mprotect");
+	printf("protected\n");
+	return 0;
+}
+
+/* The calling thread's "Seccomp_filters:" count, -1 when it cannot be read. */
+static int filters(void)
+{
+	char line[256];
+	int n = -1;
+	FILE *f = fopen("/proc/thread-self/status", "r");
+
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Seccomp_filters: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void *thread_protect(void *p)
+{
+	return (void *)(intptr_t)mprotect(p, 1 << 20, PROT_READ);
+}
+
+static int inherit(void)
+{
+	size_t len = 1 << 20;
+	char *p = map_file("inherit", len, PROT_READ | PROT_WRITE);
+	pthread_t t;
+	void *rc;
+	pid_t pid;
+	int st;
+
+	if (!p)
+		return fail("map");
+	p[5] = 'w';
+	if ((pid = fork()) == 0) {
+		if (mprotect(p, len, PROT_READ) < 0)
+			_exit(3);
+		signal(SIGSEGV, on_segv);
+		if (sigsetjmp(jb, 1) == 0) {
+			p[70000] = 'x';
+			_exit(1); /* stored into a read-only mapping */
+		}
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || st != 0)
+		return fail("the child stored into a read-only mapping");
+	if (pthread_create(&t, NULL, thread_protect, p) || pthread_join(t, &rc) || rc)
+		return fail("thread");
+	signal(SIGSEGV, on_segv);
+	if (sigsetjmp(jb, 1) == 0) {
+		p[140000] = 'x';
+		printf("stored into a read-only mapping\n");
+		return 1;
+	}
+	printf("%c segv segv %d\n", p[5], filters());
+	return 0;
+}
+
+static pthread_barrier_t own;
+static void *thread_filter(void *arg)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { 1, &allow };
+
+	(void)arg;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return (void *)1;
+	pthread_barrier_wait(&own);
+	pthread_barrier_wait(&own); /* alive while the mapping is made */
+	return NULL;
+}
+
+static int ownfilter(void)
+{
+	size_t len = 1 << 20;
+	pthread_t t;
+	char *p;
+
+	pthread_barrier_init(&own, NULL, 2);
+	if (pthread_create(&t, NULL, thread_filter, NULL))
+		return fail("thread");
+	pthread_barrier_wait(&own);
+	if (!(p = map_file("own", len, PROT_READ)))
+		return fail("map");
+	if (mprotect(p, len, PROT_READ | PROT_WRITE) < 0)
+		return fail("mprotect rw");
+	p[0] = 'a', p[65536] = 'b', p[131072] = 'c';
+	pthread_barrier_wait(&own);
+	pthread_join(t, NULL);
+	printf("%c%c%c %d\n", p[0], p[65536], p[131072], filters());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *how = argc > 2 ? argv[1] : "";
@@ -221,6 +338,12 @@ int main(int argc, char **argv)
 		return remap();
 	if (!strcmp(how, "pages"))
 		return pages();
-	fprintf(stderr, "usage: meter_map sparse|dirty|read|protect|fork|remap|pages DIR\n");
+	if (!strcmp(how, "noheld"))
+		return noheld();
+	if (!strcmp(how, "inherit"))
+		return inherit();
+	if (!strcmp(how, "ownfilter"))
+		return ownfilter();
+	fprintf(stderr, "usage: meter_map sparse|dirty|read|protect|fork|remap|pages|noheld|inherit|ownfilter DIR\n");
 	return 2;
 }

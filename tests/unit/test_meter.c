@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
@@ -475,6 +476,54 @@ static void test_meter_store(void)
 	trace_meter_free(m);
 }
 
+/* A plain write settled at its thread's next stop by its wchar's growth: what it
+ * wrote, nothing for a failed one, at most what it reserved; its task's end settles too. */
+static void test_meter_store_lazy(void)
+{
+	struct trace_meter *m = trace_meter_new(NULL, UINT64_MAX, NULL);
+	static char b[5000];
+	uint64_t u[TRACE_DIMS];
+	pid_t me = getpid();
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/lazy", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+	trace_meter_task_new(m, me, me);
+	trace_meter_store_begin(m, me, 1000, 1);
+	CHECK(trace_meter_store_lazy(m, me) == 1);
+	CHECK(write(fd, b, 600) == 600);                /* the call, unseen at its exit */
+	CHECK(trace_meter_store_held(m) == 1000);         /* reserved until the next stop */
+	trace_meter_store_stopped(m, me);
+	CHECK(trace_meter_store_held(m) == 600);
+	trace_meter_store_stopped(m, me);                 /* settled once */
+	trace_meter_store_begin(m, me, 100, 1);
+	CHECK(trace_meter_store_lazy(m, me) == 1);
+	CHECK(syscall(SYS_write, fd, 8, 100) < 0);      /* EFAULT: it stored nothing */
+	trace_meter_store_stopped(m, me);
+	trace_meter_store_begin(m, me, 100, 1);
+	CHECK(trace_meter_store_lazy(m, me) == 1);
+	CHECK(write(fd, b, sizeof b) == (ssize_t)sizeof b);
+	trace_meter_store_stopped(m, me);                 /* never past the reservation */
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_STORAGE_WRITE] == 600 + 100);
+	trace_meter_store_begin(m, me, 0, 1);
+	CHECK(trace_meter_store_lazy(m, me) == 0);        /* nothing reserved: nothing to settle */
+	trace_meter_store_begin(m, me, 300, 0);
+	CHECK(trace_meter_store_lazy(m, me) == 0);        /* not by its result */
+	trace_meter_store_end(m, me, 0);
+	trace_meter_store_begin(m, me, 50, 1);
+	CHECK(trace_meter_store_lazy(m, me) == 1);
+	CHECK(write(fd, b, 20) == 20);
+	trace_meter_task_exit(m, me, me);                 /* its end settles it */
+	trace_meter_usage(m, u);
+	CHECK(u[LEASE_DIM_STORAGE_WRITE] == 700 + 300 + 20);
+	CHECK(trace_meter_store_held(m) == 1020);
+	close(fd);
+	trace_meter_free(m);
+}
+
 int main(void)
 {
 	struct common_err e;
@@ -494,6 +543,7 @@ int main(void)
 	test_meter_tree();
 	test_meter_reaped();
 	test_meter_store();
+	test_meter_store_lazy();
 	common_rm_rf(dir, &e);
 	return unit_finish("test_meter");
 }

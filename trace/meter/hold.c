@@ -2,6 +2,8 @@
  * or protect them and at the faults of stores into them: each run of pages is
  * charged to storage_write before it is made writable. */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/user.h>
@@ -117,6 +119,39 @@ int meter_map_read(struct trace_metering *mt, struct trace_guest *g, const struc
 	return meter_map_store_range(mt, g, st->args[buf], st->args[count]);
 }
 
+/* Before g's process first holds a mapping: the held-mapping filter added to all its
+ * threads (TSYNC), so that a protection change without PROT_WRITE, which the base
+ * filter lets run, stops there too and the table keeps what the guest asked for. The
+ * bound does not rest on it (a change asking for PROT_WRITE always stops): where the
+ * filter cannot be added (threads with filters of their own) the process goes on
+ * without. -1 when the thread cannot be driven. */
+static int map_filter(struct trace_metering *mt, struct trace_guest *g)
+{
+	struct sock_filter f[16];
+	size_t n = trace_filter_held(f, sizeof f / sizeof f[0]);
+	pid_t tid = trace_guest_tid(g);
+	uint64_t a[6] = { 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0 };
+	int64_t page, r = -1;
+
+	if (trace_maps_filtered(mt->maps, trace_guest_pid(g)) || !n)
+		return 0;
+	trace_maps_filter_set(mt->maps, trace_guest_pid(g)); /* tried once per process */
+	/* the program and its header on a page of the guest's own, for the call */
+	if (trace_inject_at_entry(tid, nr_of("mmap"), a, &page) < 0)
+		return -1;
+	if (page < 0 && page > -4096)
+		return 0;
+	struct sock_fprog p = { (unsigned short)n, (struct sock_filter *)(uintptr_t)(page + 16) };
+	if (trace_mem_write(tid, (uint64_t)page, &p, sizeof p) == (ssize_t)sizeof p &&
+	    trace_mem_write(tid, (uint64_t)page + 16, f, n * sizeof f[0]) == (ssize_t)(n * sizeof f[0])) {
+		uint64_t s[6] = { SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, (uint64_t)page, 0, 0, 0 };
+		if (trace_inject_at_entry(tid, nr_of("seccomp"), s, &r) < 0)
+			return -1;
+	}
+	uint64_t u[6] = { (uint64_t)page, 4096, 0, 0, 0, 0 };
+	return trace_inject_at_entry(tid, nr_of("munmap"), u, &r) < 0 ? -1 : 0;
+}
+
 /* mmap of a shared file mapping that can store: mapped without PROT_WRITE, held at its exit. */
 static int map_hold(struct trace_metering *mt, struct trace_guest *g, struct trace_stop *st,
 		    const struct trace_store_call *c)
@@ -128,6 +163,8 @@ static int map_hold(struct trace_metering *mt, struct trace_guest *g, struct tra
 	int fl = trace_sys_arg(st->sys, TRACE_ARG_MFLAGS), at = trace_sys_arg(st->sys, TRACE_ARG_PTR);
 	uint64_t place = trace_maps_place(mt->maps, st->args[len]);
 
+	if (map_filter(mt, g) < 0)
+		return meter_failf(mt, "storage_write", "could not hold a shared mapping's protection");
 	/* in the window where reads stop, unless the guest chose its address */
 	if (at >= 0 && place && !(st->args[fl] & (MAP_FIXED | MAP_FIXED_NOREPLACE)))
 		st->args[at] = place;

@@ -154,7 +154,7 @@ static void metering_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid
 	trace_meter_task_exit(mt->meter, 0, tid);
 	trace_maps_take(mt->maps, tid, &mc);
 	if (tgid && !trace_meter_group_live(mt->meter, tgid))
-		trace_maps_forget(mt->maps, tgid); /* its last thread: the process's space */
+		trace_maps_gone(mt->maps, tgid); /* its last thread: the process */
 }
 
 void trace_metering_host_write(struct trace_metering *mt, uint64_t bytes)
@@ -379,6 +379,14 @@ static int store_cut(struct trace_metering *mt, struct trace_guest *g, struct tr
 	return 0;
 }
 
+/* write or pwrite64: its count in a register, bytes from memory only (not another
+ * descriptor's, whose read the exit settles). */
+static int plain_write(const struct trace_stop *st)
+{
+	return trace_sys_arg(st->sys, TRACE_ARG_COUNT) >= 0 && trace_sys_arg(st->sys, TRACE_ARG_INFD) < 0 &&
+	       trace_sys_arg(st->sys, TRACE_ARG_IOV) < 0 && trace_sys_arg(st->sys, TRACE_ARG_OUTFD) >= 0;
+}
+
 /* A call that may store on a file: reserved before it runs, or, when it would take
  * storage_write past its bound, refused and charged whole (the lease closes on it);
  * likewise one that could take namespace_bytes past its bound. */
@@ -408,7 +416,8 @@ static int store_entry(struct trace_metering *mt, struct trace_guest *g, struct 
 				return -1;
 			if (c.vector)
 				return vector_run(mt, g, st, c.bytes);
-			st->want_exit = 1;
+			/* a plain write settles at its thread's next stop, without an exit stop */
+			st->want_exit = !(plain_write(st) && trace_meter_store_lazy(mt->meter, st->tid));
 			return 0;
 		}
 		trace_meter_store_end(mt->meter, st->tid, -EDQUOT); /* it stores nothing */
@@ -430,6 +439,7 @@ static int metering_entry(void *ctx, struct trace_guest *g, struct trace_stop *s
 	if (mt->failed)
 		return -1;
 	trace_meter_task_new(mt->meter, st->pid, st->tid);
+	trace_meter_store_stopped(mt->meter, st->tid); /* its last write is over */
 	if (st->action == TRACE_DENIED) /* the inspector refused it: it moves nothing */
 		return 0;
 	/* metered as the call that runs: the inspector may have changed it, and the

@@ -50,6 +50,8 @@ struct trace_maps {
 	size_t an, acap;
 	struct pending *p;
 	size_t pn, pcap;
+	pid_t *f;                /* processes whose protection changes all stop */
+	size_t fn, fcap;
 	uint64_t next_id;
 	uint64_t place;          /* the next address offered in the window */
 };
@@ -67,6 +69,7 @@ void trace_maps_free(struct trace_maps *ms)
 	free(ms->h);
 	free(ms->a);
 	free(ms->p);
+	free(ms->f);
 	free(ms);
 }
 
@@ -259,10 +262,29 @@ void trace_maps_move(struct trace_maps *ms, pid_t tgid, uint64_t old, uint64_t o
 	free(moved);
 }
 
+int trace_maps_filtered(const struct trace_maps *ms, pid_t tgid)
+{
+	for (size_t i = 0; i < ms->fn; i++)
+		if (ms->f[i] == tgid)
+			return 1;
+	return 0;
+}
+
+void trace_maps_filter_set(struct trace_maps *ms, pid_t tgid)
+{
+	if (trace_maps_filtered(ms, tgid))
+		return;
+	grow((void **)&ms->f, &ms->fcap, ms->fn, sizeof *ms->f);
+	ms->f[ms->fn++] = tgid;
+}
+
 void trace_maps_spawn(struct trace_maps *ms, pid_t parent, pid_t child, int shares_vm)
 {
 	pid_t mm = mm_of(ms, parent);
 	size_t n = ms->n;
+
+	if (trace_maps_filtered(ms, parent)) /* a child starts with its creator's filters */
+		trace_maps_filter_set(ms, child);
 
 	if (shares_vm) {
 		grow((void **)&ms->a, &ms->acap, ms->an, sizeof *ms->a);
@@ -287,6 +309,14 @@ void trace_maps_forget(struct trace_maps *ms, pid_t tgid)
 	for (size_t i = 0; i < ms->n; i++)
 		if (ms->r[i].mm == tgid)
 			ms->r[i--] = ms->r[--ms->n];
+}
+
+void trace_maps_gone(struct trace_maps *ms, pid_t tgid)
+{
+	trace_maps_forget(ms, tgid);
+	for (size_t i = 0; i < ms->fn; i++)
+		if (ms->f[i] == tgid)
+			ms->f[i--] = ms->f[--ms->fn];
 }
 
 void trace_maps_pending(struct trace_maps *ms, pid_t tid, const struct trace_map_call *c)

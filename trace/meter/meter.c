@@ -49,6 +49,8 @@ struct task {
 	int sched_fd, io_fd;   /* kept open once sampled, else -1 */
 	uint64_t store_w;      /* what its call in progress may store (reserved) */
 	int store_by_result;   /* that call returns the bytes it stored */
+	int store_lazy;        /* that call settles by its wchar's growth, at its next stop */
+	uint64_t wchar;        /* its wchar before that call */
 	uint64_t load_w;       /* what its read in progress may read (reserved) */
 	int loading;           /* a read of it is between its entry and its exit */
 	uint64_t ns_w;         /* what its storing call may add to the namespace */
@@ -199,21 +201,35 @@ static int task_cpu_ns(const struct task *t, uint64_t *ns)
 }
 
 /* One thread's own I/O counters (the task/ file: not its whole thread group). */
+static ssize_t task_io_text(struct task *t, char buf[512])
+{
+	char path[64];
+
+	if (t->io_fd >= 0)
+		return pread_small(t->io_fd, buf, 512);
+	snprintf(path, sizeof path, "/proc/%d/task/%d/io", (int)t->tid, (int)t->tid);
+	return read_small(path, buf, 512);
+}
+
 static void task_io(struct task *t)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
+	char buf[512], *p;
 
-	if (t->io_fd >= 0) {
-		n = pread_small(t->io_fd, buf, sizeof buf);
-	} else {
-		snprintf(path, sizeof path, "/proc/%d/task/%d/io", (int)t->tid, (int)t->tid);
-		n = read_small(path, buf, sizeof buf);
-	}
-	if (n <= 0)
+	if (task_io_text(t, buf) <= 0)
 		return;
 	if ((p = strstr(buf, "rchar:")) && strtoull(p + 6, NULL, 10) > t->rchar)
 		t->rchar = strtoull(p + 6, NULL, 10);
+}
+
+/* The bytes the thread's write-family calls moved so far (wchar): 0, or -1. */
+static int task_wchar(struct task *t, uint64_t *w)
+{
+	char buf[512], *p;
+
+	if (task_io_text(t, buf) <= 0 || !(p = strstr(buf, "wchar:")))
+		return -1;
+	*w = strtoull(p + 6, NULL, 10);
+	return 0;
 }
 
 /* What a process holds: its proportional set size (a page shared by n
@@ -276,8 +292,12 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
  * other success all it reserved; INT64_MAX (its task gone) all it reserved. */
 static void store_settle(struct trace_meter *m, struct task *t, int64_t result)
 {
-	uint64_t got = t->store_w;
+	uint64_t got = t->store_w, w;
 
+	/* settled at a later stop: what its thread's wchar grew by, at most its reservation */
+	if (t->store_lazy && result == INT64_MAX && task_wchar(t, &w) == 0 && w >= t->wchar)
+		result = (int64_t)(w - t->wchar < t->store_w ? w - t->wchar : t->store_w);
+	t->store_lazy = 0;
 	m->ns_inflight -= t->ns_w;
 	t->ns_w = 0;
 	if (!t->store_w)
@@ -601,6 +621,24 @@ void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, i
 	t->store_w = bytes;
 	t->store_by_result = by_result;
 	m->inflight = sat_add(m->inflight, bytes);
+}
+
+int trace_meter_store_lazy(struct trace_meter *m, pid_t tid)
+{
+	struct task *t = find(m, tid);
+
+	if (!t || !t->store_w || !t->store_by_result || task_wchar(t, &t->wchar) < 0)
+		return 0;
+	t->store_lazy = 1;
+	return 1;
+}
+
+void trace_meter_store_stopped(struct trace_meter *m, pid_t tid)
+{
+	struct task *t = find(m, tid);
+
+	if (t && t->store_lazy)
+		store_settle(m, t, INT64_MAX);
 }
 
 void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result)

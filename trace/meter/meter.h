@@ -40,6 +40,14 @@ void trace_meter_host_write(struct trace_meter *m, uint64_t bytes);
 void trace_meter_store_begin(struct trace_meter *m, pid_t tid, uint64_t bytes, int by_result);
 void trace_meter_store_end(struct trace_meter *m, pid_t tid, int64_t result);
 uint64_t trace_meter_store_held(const struct trace_meter *m);
+/* A plain write's reservation (by_result) settled at its thread's next stop or its
+ * end, by what the thread's wchar grew since now (at most the reservation), not at
+ * the call's exit, which then need not stop: 1, or 0 when wchar cannot be read
+ * (settle at the exit). Exact because every other call that grows wchar (the write
+ * family, sendfile, splice, copy_file_range) stops at its entry under the meter,
+ * where this settles first. */
+int trace_meter_store_lazy(struct trace_meter *m, pid_t tid);
+void trace_meter_store_stopped(struct trace_meter *m, pid_t tid);
 void trace_meter_store_refused(struct trace_meter *m, uint64_t bytes);
 /* namespace_bytes, held at the calls: what a storing call may add to the namespace
  * (charge: every byte into its file system, a longest key for a name), and its
@@ -171,8 +179,13 @@ void trace_maps_move(struct trace_maps *ms, pid_t tgid, uint64_t old, uint64_t o
 		     uint64_t newlen, int keep);
 /* A new process: its parent's held ranges, or (shares_vm) its parent's space itself. */
 void trace_maps_spawn(struct trace_maps *ms, pid_t parent, pid_t child, int shares_vm);
-/* A process's space is gone (exec, exit). */
+/* A process's space is gone (exec; exit: trace_maps_gone, its filters too). */
 void trace_maps_forget(struct trace_maps *ms, pid_t tgid);
+void trace_maps_gone(struct trace_maps *ms, pid_t tgid);
+/* Whether tgid carries the held-mapping filter (trace_filter_held), which its
+ * children inherit and an exec keeps; and that it does now. */
+int trace_maps_filtered(const struct trace_maps *ms, pid_t tgid);
+void trace_maps_filter_set(struct trace_maps *ms, pid_t tgid);
 /* A mapping call of tid between its entry and its exit. */
 void trace_maps_pending(struct trace_maps *ms, pid_t tid, const struct trace_map_call *c);
 int trace_maps_take(struct trace_maps *ms, pid_t tid, struct trace_map_call *c);

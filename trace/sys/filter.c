@@ -2,7 +2,9 @@
  * over the syscall table and its facts (trace/sys/syscalls.def, facts.def). */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/seccomp.h>
+#include <stddef.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,14 +212,18 @@ static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned c
 	struct scmp_arg_cmp cmp[2];
 	unsigned facts = trace_sys_facts(s->nr);
 	int oflags = trace_sys_arg(s, TRACE_ARG_OFLAGS), mflags = trace_sys_arg(s, TRACE_ARG_MFLAGS);
+	int prot = trace_sys_arg(s, TRACE_ARG_PROT);
 	uint32_t act, fixed = (classes & TRACE_FILTER_REMAP) && (facts & TRACE_FACT_REMAP) ? MAP_FIXED : 0;
 	if (fixed_action(s, facts, &act))
 		return rule(c, act, s->nr, 0, NULL, s->name, e);
-	if (store_only(s, classes) && (oflags >= 0 || mflags >= 0)) {
-		/* only a creating open or a shared mapping may store: the rest runs,
-		 * these fall to the default trap and the storage meter */
+	if (store_only(s, classes) && (oflags >= 0 || mflags >= 0 || prot >= 0)) {
+		/* only a creating open, a shared mapping or a protection that lets a
+		 * held mapping be written may store: the rest runs, these fall to the
+		 * default trap and the storage meter (a protection without write over a
+		 * held mapping stops by the meter's own filter, trace_filter_held) */
 		cmp[0] = oflags >= 0 ? SCMP_CMP32((unsigned)oflags, SCMP_CMP_MASKED_EQ, TRACE_CREATE_FLAGS, 0)
-				     : SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_SHARED | fixed, 0);
+			 : mflags >= 0 ? SCMP_CMP32((unsigned)mflags, SCMP_CMP_MASKED_EQ, MAP_SHARED | fixed, 0)
+				       : SCMP_CMP32((unsigned)prot, SCMP_CMP_MASKED_EQ, PROT_WRITE, 0);
 		return rule(c, SCMP_ACT_ALLOW, s->nr, 1, cmp, s->name, e);
 	}
 	if (load_only(s, classes)) {
@@ -301,6 +307,35 @@ int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_
 	prog->len = (unsigned short)(len / sizeof(struct sock_filter));
 	prog->filter = f;
 	return 0;
+}
+
+/* A protection change of existing pages (mprotect), not a new mapping. */
+static int protects(const struct trace_sysinfo *s)
+{
+	return trace_sys_arg(s, TRACE_ARG_PROT) >= 0 && trace_sys_arg(s, TRACE_ARG_MFLAGS) < 0;
+}
+
+size_t trace_filter_held(struct sock_filter *f, size_t max)
+{
+	size_t k = 0, n = 0;
+
+	for (size_t i = 0; i < trace_sys_count(); i++)
+		k += (size_t)protects(trace_sys_at(i));
+	if (k + 5 > max || k > 250)
+		return 0;
+	/* another architecture, or another call: the base filter decides */
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, (uint8_t)(k + 1));
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+	for (size_t i = 0, j = 0; i < trace_sys_count(); i++) {
+		const struct trace_sysinfo *s = trace_sys_at(i);
+		if (protects(s))
+			f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)s->nr,
+							      (uint8_t)(k - j++), 0);
+	}
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | TRACE_TAG_CLASS);
+	return n;
 }
 
 int trace_filter_export(unsigned classes, int fd, struct common_err *e)

@@ -125,6 +125,12 @@ int trace_boundary_errno(int arch_ok, long nr, const uint64_t args[6]);
 int trace_boundary_dir_mode(long nr, const uint64_t args[6]);
 /* The seccomp program for classes into *prog (malloc'd filter). */
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e);
+/* The filter the storage meter adds to a process that holds a shared file mapping
+ * (trace/meter/hold.c): every protection change (mprotect, pkey_mprotect) stops,
+ * not only one asking for PROT_WRITE, so the held ranges keep the protection the
+ * guest asked for; the base filter decides every other call. Its length in f (at
+ * most max instructions), 0 when it does not fit. */
+size_t trace_filter_held(struct sock_filter *f, size_t max);
 /* The same written to fd (tests and sbx-run --print-filter). */
 int trace_filter_export(unsigned classes, int fd, struct common_err *e);
 
