@@ -339,7 +339,8 @@ static void hold_trace(struct run *r)
 
 static int chain_may(const struct run *r)
 {
-	return r->opts->link && !r->opts->link->last && !r->chain_off && r->meter && r->sv;
+	return r->opts->link && !r->opts->link->last && !r->opts->link->snapshot[0] &&
+	       !r->chain_off && r->meter && r->sv;
 }
 
 /* 1: the link ended (snapshot taken, guest stopped); 0: it runs on (refused) */
