@@ -174,3 +174,30 @@ nlinks() { jq '.links | length' "$BATS_TEST_TMPDIR/res.json"; }
 	run sbx-lease verify
 	assert_success
 }
+
+@test "chain: a lease near the end of its lifetime hands the run to the next link" {
+	sbx-lease clock manual >/dev/null
+	mkdir "$BATS_TEST_TMPDIR/native"
+	want=$(cd "$BATS_TEST_TMPDIR/native" && "$GUESTS/snap_steps" 150 | tail -n 1)
+	sbx-run --ephemeral --lifetime 8 --chain 3 --result "$BATS_TEST_TMPDIR/res.json" \
+		-- "$GUESTS/snap_steps" 150 >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	id=
+	for _ in $(seq 1 400); do # the first link's lease, once its guest has stepped twice
+		sock=$(ls "$SBX_STORE/run/"*.sock 2>/dev/null | head -n 1)
+		[ -n "$sock" ] && id=$(basename "$sock" .sock)
+		[ -n "$id" ] && [ "$(cat "$SBX_STORE/ns/$id/steps.log" 2>/dev/null | wc -l)" -ge 2 ] &&
+			break
+		sleep 0.05
+	done
+	[ -n "$id" ]
+	sbx-lease tick 7 >/dev/null # 7 of 8 batches: the run's next tick ends the link
+	wait "$pid"
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/out")" = "$want" ]
+	jq -e --arg id "$id" '(.links | length) == 2 and .links[0].lease == $id and
+		.links[0].end == "chain: lifetime" and .links[1].end == "exit 0" and .status == 0' \
+		"$BATS_TEST_TMPDIR/res.json"
+	# the second link was requested at batch 7: its own 8 batches
+	jq -e '.links[1].receipts[0].request | .deadline == 15 and .prev != null' \
+		"$BATS_TEST_TMPDIR/res.json"
+}

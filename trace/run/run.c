@@ -393,7 +393,7 @@ static int chain_tick(struct run *r)
 	if ((d = trace_metering_renew_due(r->meter, NULL, NULL, CHAIN_NUM, CHAIN_DEN)) >= 0)
 		return chain_end(r, 0, lease_dim_name((enum lease_dim)d));
 	if (r->lifetime && lease_store_batch(r->store, &b, NULL) == 0 &&
-	    b - r->requested > r->lifetime / CHAIN_DEN * CHAIN_NUM)
+	    b - r->requested >= r->lifetime * CHAIN_NUM / CHAIN_DEN)
 		return chain_end(r, 0, "lifetime");
 	return 0;
 }
