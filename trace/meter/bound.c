@@ -282,9 +282,9 @@ void trace_metering_cgroup(struct trace_metering *mt, const struct trace_cgroup 
 
 /* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read,
  * storage_write, output) whose usage, with what the stopped call may move
- * (st NULL: at a tick), passes num/den of its bound; -1 for none. A dimension
- * this lease has not used yet never is: a call larger than what a fresh lease
- * allows ends on the bound, as a run without a chain does. */
+ * (st NULL: at a tick), passes num/den of its bound; -1 for none. Only once
+ * this lease used 1/den of it: every link gets that far, and a call larger than
+ * what a fresh lease allows ends on the bound, as a run without a chain does. */
 int trace_metering_renew_due(struct trace_metering *mt, struct trace_guest *g,
 			     const struct trace_stop *st, unsigned num, unsigned den)
 {
@@ -307,7 +307,7 @@ int trace_metering_renew_due(struct trace_metering *mt, struct trace_guest *g,
 	for (size_t i = 0; i < sizeof renewed / sizeof renewed[0]; i++) {
 		int d = renewed[i];
 		uint64_t used = mt->base[d] + run[d], lim = mt->limits[d] / den * num;
-		if (used > 0 && used + call[d] > lim && lim > 0)
+		if (used >= mt->limits[d] / den && used + call[d] > lim && lim > 0)
 			return d;
 	}
 	return -1;

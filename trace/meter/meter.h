@@ -240,7 +240,7 @@ const char *trace_metering_closed(const struct trace_metering *mt);
 const struct common_err *trace_metering_failure(const struct trace_metering *mt);
 /* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read, storage_write,
  * output) whose usage, with what the call stopped at st may move (NULL: a tick), passes
- * num/den of its bound, once this lease used some of it; -1 for none. */
+ * num/den of its bound, once this lease used 1/den of it; -1 for none. */
 int trace_metering_renew_due(struct trace_metering *mt, struct trace_guest *g,
 			     const struct trace_stop *st, unsigned num, unsigned den);
 /* Usage totals of the lease including this run (monotonic). */

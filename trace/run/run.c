@@ -50,7 +50,8 @@ struct run {
 	struct trace_supervisor *sv;  /* supervise */
 	int restored;                 /* the restore hook ran */
 	uint64_t snap_batch;          /* batch of the last automatic snapshot */
-	int chain_off;                /* --chain: this link's snapshot was refused: it runs on */
+	int chain_off;                /* --chain: no snapshot came: the link runs on to its bound */
+	unsigned chain_refused;       /* --chain: snapshots refused so far (a task exiting...) */
 	uint64_t requested, lifetime; /* --chain: the lease's request batch and lifetime */
 	int failed;                   /* the run ends with fail, an sbx error (125) */
 	struct common_err fail;
@@ -336,6 +337,8 @@ static void hold_trace(struct run *r)
  * snapshotted where it stands and stopped; the next link restores it. */
 #define CHAIN_NUM 7u
 #define CHAIN_DEN 8u
+#define CHAIN_TRIES 16u      /* refused snapshots (a process exiting): tried again at ticks */
+#define CHAIN_RETRY_US 20000
 
 static int chain_may(const struct run *r)
 {
@@ -343,16 +346,21 @@ static int chain_may(const struct run *r)
 	       !r->chain_off && r->meter && r->sv;
 }
 
-/* 1: the link ended (snapshot taken, guest stopped); 0: it runs on (refused) */
-static int chain_end(struct run *r, int at_stop, const char *dim)
+/* 1: the link ended (snapshot taken, guest stopped); 0: it runs on (refused: tried
+ * again soon, up to CHAIN_TRIES times) */
+static int chain_end(struct run *r, pid_t guest, int at_stop, const char *dim)
 {
 	struct trace_chain_link *ln = r->opts->link;
 	struct trace_snap_taken t;
 	struct common_err e;
 
-	if (request_snapshot(r, trace_sv_guest_pid(r->sv), 1, at_stop, NULL, &t, &e) < 0) {
-		common_warnf("chain: lease %s near its %s bound: no snapshot (%s: %s): the link "
-			     "runs on to its bound", r->id, dim, e.what, e.why);
+	if (request_snapshot(r, guest, 1, at_stop, NULL, &t, &e) < 0) {
+		if (++r->chain_refused < CHAIN_TRIES) {
+			trace_sv_tick_within(r->sv, CHAIN_RETRY_US);
+			return 0;
+		}
+		common_warnf("chain: lease %s near its %s bound: no snapshot after %u tries (%s: %s): "
+			     "the link runs on to its bound", r->id, dim, r->chain_refused, e.what, e.why);
 		r->chain_off = 1;
 		return 0;
 	}
@@ -363,7 +371,8 @@ static int chain_end(struct run *r, int at_stop, const char *dim)
 	return 1;
 }
 
-/* The leader's stop is where the snapshot stands; another thread's brings the tick. */
+/* A stop of the guest's process is where the snapshot stands (the stopped thread
+ * as it is, the others brought to a boundary); another process's brings the tick. */
 static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct run *r = ctx;
@@ -372,11 +381,11 @@ static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	if (!chain_may(r) || !st->sys || !(st->sys->classes & (TRACE_CLASS_STORE | TRACE_CLASS_LOAD)) ||
 	    (d = trace_metering_renew_due(r->meter, g, st, CHAIN_NUM, CHAIN_DEN)) < 0)
 		return 0;
-	if (trace_guest_tid(g) != trace_sv_guest_pid(r->sv)) {
+	if (trace_guest_pid(g) != trace_sv_guest_pid(r->sv)) {
 		trace_sv_tick_within(r->sv, 1000);
 		return 0;
 	}
-	if (!chain_end(r, 1, lease_dim_name((enum lease_dim)d)))
+	if (!chain_end(r, trace_guest_tid(g), 1, lease_dim_name((enum lease_dim)d)))
 		return 0;
 	st->action = TRACE_DENIED; /* it never runs here: the next link runs it */
 	st->deny_errno = EINTR;
@@ -391,10 +400,10 @@ static int chain_tick(struct run *r)
 	if (!chain_may(r))
 		return 0;
 	if ((d = trace_metering_renew_due(r->meter, NULL, NULL, CHAIN_NUM, CHAIN_DEN)) >= 0)
-		return chain_end(r, 0, lease_dim_name((enum lease_dim)d));
+		return chain_end(r, trace_sv_guest_pid(r->sv), 0, lease_dim_name((enum lease_dim)d));
 	if (r->lifetime && lease_store_batch(r->store, &b, NULL) == 0 &&
 	    b - r->requested >= r->lifetime * CHAIN_NUM / CHAIN_DEN)
-		return chain_end(r, 0, "lifetime");
+		return chain_end(r, trace_sv_guest_pid(r->sv), 0, "lifetime");
 	return 0;
 }
 
