@@ -135,6 +135,8 @@ struct lease_request {
 	uint64_t escrow;
 	uint64_t fees[LEASE_DIM_COUNT]; /* price per unit */
 	int ephemeral;              /* one-shot (sbx-run --ephemeral): recover closes it here */
+	const char *prev;           /* NULL, or the lease this one continues (sbx-run --chain):
+				     * the same principal's, named in the request and record */
 };
 /* Parse "dim=N,dim=N" for --limits / --fees into req (suffixes allowed for limits). */
 int lease_parse_limits(const char *s, struct lease_request *req, struct common_err *e);

@@ -616,17 +616,8 @@ int snap_cli_main(int argc, char **argv)
 	return rc;
 }
 
-struct restore_ctx {
-	struct snap_image im;      /* the state points into these bytes */
-	struct snap_state st;
-	uint8_t digest[32];
-	char *ns;
-	const char *store, *target, *hex;
-	uint64_t charge;           /* namespace bytes the restore receipt charges */
-};
-
 /* The restore receipt, once the guest is rebuilt: Funded -> Active, charged. */
-static int restore_commit(const struct restore_ctx *r, struct common_err *e)
+static int restore_commit(const struct snap_restore_ctx *r, struct common_err *e)
 {
 	struct lease_store *s;
 	json_t *head = NULL, *out = NULL;
@@ -647,9 +638,9 @@ static int restore_commit(const struct restore_ctx *r, struct common_err *e)
 
 /* All or nothing: the cells, the rebuilt guest, then the receipt; a failure
  * anywhere leaves the target as it was (Funded, uncharged, its namespace empty). */
-static int restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
+int snap_restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
 {
-	struct restore_ctx *r = ctx;
+	struct snap_restore_ctx *r = ctx;
 	if (snap_cells_write(&r->st, r->ns, e) < 0 ||
 	    snap_restore_checked(pid, &r->st, r->ns, r->digest, e) < 0 || restore_commit(r, e) < 0) {
 		snap_cells_remove(&r->st, r->ns);
@@ -658,14 +649,22 @@ static int restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
 	return 0;
 }
 
+void snap_restore_ctx_free(struct snap_restore_ctx *r)
+{
+	snap_state_free(&r->st);
+	snap_image_free(&r->im);
+	free(r->ns);
+	memset(r, 0, sizeof *r);
+}
+
 static const char restore_usage[] =
 	"usage: sbx-restore [--store DIR] DIGEST --lease TARGET [sbx-run options] "
 	"[-- PROGRAM [ARG...]]\n"
 	"options may come before or after DIGEST; -- ends them\n";
 
 /* Every precondition before anything changes; the charge comes with the rebuilt guest. */
-static int restore_prepare(struct lease_store *s, const char *hex, const char *target,
-			   struct restore_ctx *r, char **image, struct common_err *e)
+int snap_restore_prepare(struct lease_store *s, const char *hex, const char *target,
+			 struct snap_restore_ctx *r, char **image, struct common_err *e)
 {
 	struct snap_image im;
 	json_t *meta = NULL, *rec = NULL;
@@ -770,15 +769,13 @@ int snap_restore_main(int argc, char **argv)
 		common_report(&e);
 		return SBX_EXIT_SBX;
 	}
-	struct restore_ctx r;
+	struct snap_restore_ctx r;
 	char *image = NULL;
 	memset(&r, 0, sizeof r);
 	r.store = o.store;
-	if (restore_prepare(s, hex, o.lease, &r, &image, &e) < 0) {
+	if (snap_restore_prepare(s, hex, o.lease, &r, &image, &e) < 0) {
 		common_report(&e);
-		snap_state_free(&r.st);
-		snap_image_free(&r.im);
-		free(r.ns);
+		snap_restore_ctx_free(&r);
 		lease_store_close(s);
 		return SBX_EXIT_FAIL;
 	}
@@ -786,13 +783,11 @@ int snap_restore_main(int argc, char **argv)
 	char *dflt[2] = { image, NULL };
 	if (!o.argv)
 		o.argv = dflt;
-	o.restore_exec = restore_at_exec;
+	o.restore_exec = snap_restore_at_exec;
 	o.restore_ctx = &r;
 	o.snap = &snap_ops;
 	int code = trace_run_main(&o);
-	snap_state_free(&r.st);
-	snap_image_free(&r.im);
-	free(r.ns);
+	snap_restore_ctx_free(&r);
 	free(image);
 	return code;
 }

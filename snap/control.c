@@ -343,4 +343,4 @@ done:
 	return ok;
 }
 
-const struct trace_snap_ops snap_ops = { snap_take, snap_signal_fatal };
+const struct trace_snap_ops snap_ops = { snap_take, snap_signal_fatal, snap_chain_run };

@@ -77,4 +77,25 @@ int snap_threads_restore(struct trace_tracee *t, uint64_t scratch, const struct 
 /* The signal mask while syscalls are injected: everything blocked but SIGTRAP
  * (the kernel resets the action of a blocked SIGTRAP it forces). */
 #define SNAP_INJECT_MASK (~0ull & ~(1ull << 4))
+/* A restore into a Funded lease (sbx-restore, a chain's next link), prepared. */
+struct snap_restore_ctx {
+	struct snap_image im;      /* the state points into these bytes */
+	struct snap_state st;
+	uint8_t digest[32];
+	char *ns;
+	const char *store, *target, *hex;
+	uint64_t charge;           /* namespace bytes the restore receipt charges */
+};
+/* Every precondition before anything changes (SPEC §8.4): the snapshot hex loaded
+ * and decoded, target Funded with the same principal, host program and image, the
+ * state within its bounds; *image its image path (malloc'd). r->store is the caller's. */
+int snap_restore_prepare(struct lease_store *s, const char *hex, const char *target,
+			 struct snap_restore_ctx *r, char **image, struct common_err *e);
+/* trace_run_opts.restore_exec: all or nothing, the cells, the guest, the receipt. */
+int snap_restore_at_exec(void *ctx, pid_t pid, struct common_err *e);
+/* The same prepared state, released. */
+void snap_restore_ctx_free(struct snap_restore_ctx *r);
+/* sbx-run --chain N (snap/chain.c): trace_snap_ops.chain. */
+int snap_chain_run(struct trace_run_opts *o);
+
 #endif

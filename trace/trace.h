@@ -86,6 +86,7 @@ int trace_cli_main(int argc, char **argv);
 /* Snapshots live in snap/, above this folder: a run reaches them only through
  * these operations, which the program plugs in (sbx-run, sbx-restore). */
 struct lease_store;
+struct trace_run_opts;
 struct trace_snap_request {
 	pid_t guest;                  /* host pid of the single-process guest */
 	int stop;                     /* leave the guest stopped: the caller ends the run */
@@ -106,6 +107,21 @@ struct trace_snap_ops {
 		    struct trace_snap_taken *out, struct common_err *e);
 	/* 1 when sig, about to be delivered to pid, ends it */
 	int (*signal_fatal)(pid_t pid, int sig);
+	/* sbx-run --chain N: the run as links (trace_run_link), each restored from the
+	 * snapshot that ended the one before; the exit status */
+	int (*chain)(struct trace_run_opts *o);
+};
+
+/* One link of sbx-run --chain N, between the chain (snap/) and the run. */
+struct trace_chain_link {
+	unsigned n;                   /* this link's number, from 1 */
+	int last;                     /* the N-th: it ends on its bounds as a run does */
+	int owned;                    /* the chain began --ephemeral: close the lease as one */
+	const char *prev;             /* the link before's lease, or NULL */
+	json_t *links;                /* every link that ended so far: the result lists them */
+	char snapshot[65];            /* out: the snapshot that ended it near a bound, or "" */
+	const char *dim;              /* out: the dimension near its bound then */
+	char *lease;                  /* out: its lease (malloc'd) */
 };
 
 struct trace_run_opts {
@@ -139,6 +155,8 @@ struct trace_run_opts {
 	uint64_t snapshot_every;      /* --snapshot-every-batches N, 0 = never */
 	int snapshot_on_exit_signal;  /* snapshot before a fatal signal is delivered */
 	const struct trace_snap_ops *snap; /* NULL: this program takes no snapshots */
+	uint64_t chain;               /* --chain N: at most N leases, 0: none */
+	struct trace_chain_link *link; /* the chain's link this run is, or NULL */
 };
 /* What trace_run_parse allocated in o (the mount list, the --env and --socket entries). */
 void trace_run_opts_free(struct trace_run_opts *o);
@@ -152,6 +170,16 @@ int trace_run_parse(int argc, char **argv, unsigned flags, struct trace_run_opts
 /* Run it; returns the process exit status (SPEC §6.6). Frees what
  * trace_run_parse allocated in o. */
 int trace_run_main(struct trace_run_opts *o);
+/* The same as one link of a chain (o->link set), o left as it was. */
+int trace_run_link(struct trace_run_opts *o);
+/* The chain's next link after the lease ln->lease that ended near a bound: a lease
+ * requested (its request naming ln->lease as prev: the same principal, host program,
+ * image, limits, fees, lifetime and escrow) and funded; its id in *next (malloc'd). */
+int trace_chain_next(const struct trace_run_opts *o, const struct trace_chain_link *ln,
+		     char **next, struct common_err *e);
+/* Links refused (a chain that cannot go on): the result record with the links
+ * so far and the error, where --result or --result-fd ask. */
+void trace_chain_fail(const struct trace_run_opts *o, json_t *links, const struct common_err *err);
 /* sbx-run: parse, then run with snap's snapshot operations (NULL: none); errors
  * and usage to stderr; the exit status (SPEC §6.6; 125 for a bad command line). */
 int trace_run_cli(int argc, char **argv, const struct trace_snap_ops *snap);

@@ -92,6 +92,10 @@ static json_t *fold_request(const json_t *r, struct common_err *e)
 		bad(e, id, "request", "ephemeral is not a host key (64 hex digits)");
 		return NULL;
 	}
+	if (json_object_get(q, "prev") && !lease_id_valid(lease_jstr(q, "prev"))) {
+		bad(e, id, "request", "prev is not a lease id");
+		return NULL;
+	}
 	ns = common_xasprintf("%s/%s", lease_jstr(q, "host_program"), id);
 	ok = lease_jstr(q, "namespace") && strcmp(ns, lease_jstr(q, "namespace")) == 0;
 	free(ns);
@@ -113,6 +117,8 @@ static json_t *fold_request(const json_t *r, struct common_err *e)
 		json_object_set(rec, "renter", json_object_get(r, "renter"));
 	if (rec && json_object_get(q, "ephemeral"))
 		json_object_set(rec, "ephemeral", json_object_get(q, "ephemeral"));
+	if (rec && json_object_get(q, "prev")) /* a chain's link: the lease it continues */
+		json_object_set(rec, "prev", json_object_get(q, "prev"));
 	return rec;
 }
 

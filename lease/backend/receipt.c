@@ -217,5 +217,7 @@ int lease_record_check(const json_t *rec, const char *name, struct common_err *e
 		return field_err(e, name, "renter", "64 hex digits (the renter's key)");
 	if (json_object_get(rec, "ephemeral") && !lease_hex_valid(lease_jstr(rec, "ephemeral"), 64))
 		return field_err(e, name, "ephemeral", "64 hex digits (the key of its run's host)");
+	if (json_object_get(rec, "prev") && !lease_id_valid(lease_jstr(rec, "prev")))
+		return field_err(e, name, "prev", "a lease id (L + 16 hex digits)");
 	return 0;
 }

@@ -79,6 +79,7 @@ struct lease_cli {
 	uint64_t usage[LEASE_DIM_COUNT]; /* observe's, where usage_given */
 	int usage_given[LEASE_DIM_COUNT];
 	int state;                  /* list --state, -1: any */
+	int chain;                  /* log --chain: every link back along prev */
 	const char *pkey;           /* --principal-key */
 	const char *pos[1]; /* the operand after the verb */
 	int npos;

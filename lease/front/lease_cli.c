@@ -206,22 +206,63 @@ static int cmd_list(struct lease_cli *c)
 	return SBX_EXIT_OK;
 }
 
+#define CHAIN_LINKS_MAX 65536 /* a walk along prev ends: a damaged store may loop */
+
+/* The links of id's chain, oldest first: id and the leases its requests name as prev. */
+static int chain_links(struct lease_store *s, const char *id, json_t **links, struct common_err *e)
+{
+	json_t *ids = json_array();
+	char *at = common_xstrdup(id);
+
+	while (at) {
+		json_t *rec = NULL;
+		if (json_array_size(ids) >= CHAIN_LINKS_MAX || lease_load(s, at, &rec, e) < 0) {
+			if (json_array_size(ids) >= CHAIN_LINKS_MAX)
+				common_errf(e, id, "chain longer than %d links", CHAIN_LINKS_MAX);
+			free(at);
+			json_decref(ids);
+			return -1;
+		}
+		const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+		json_array_insert_new(ids, 0, json_string(at));
+		free(at);
+		at = common_jstr(l, "prev", NULL) ? common_xstrdup(common_jstr(l, "prev", NULL)) : NULL;
+		json_decref(rec);
+	}
+	*links = ids;
+	return 0;
+}
+
 static int cmd_log(struct lease_cli *c)
 {
-	json_t *out, *r;
-	size_t i;
+	json_t *out, *r, *links, *link;
+	size_t i, k;
 
-	if (open_store(c) < 0 || lease_log(c->s, c->pos[0], &out, &c->e) < 0)
+	if (open_store(c) < 0)
+		return fail(c);
+	if (c->chain ? chain_links(c->s, c->pos[0], &links, &c->e) < 0 :
+	    !(links = json_pack("[s]", c->pos[0])))
 		return fail(c);
 	if (c->fmt == COMMON_FMT_TEXT)
 		printf("%-4s %-9s %-9s %-9s %-8s %s\n", "SEQ", "EDGE", "FROM", "TO", "BATCH", "DIGEST");
-	json_array_foreach(out, i, r) {
-		if (c->fmt == COMMON_FMT_TEXT)
-			text_receipt_row(r);
-		else
-			common_json_print(r, 0);
+	json_array_foreach(links, k, link) {
+		if (lease_log(c->s, json_string_value(link), &out, &c->e) < 0) {
+			json_decref(links);
+			return fail(c);
+		}
+		json_array_foreach(out, i, r) {
+			const char *prev = common_jstr(json_object_get(r, "request"), "prev", NULL);
+			if (c->fmt == COMMON_FMT_TEXT && c->chain && i == 0)
+				printf("lease %s%s%s\n", json_string_value(link), prev ? " prev " : "",
+				       prev ? prev : "");
+			if (c->fmt == COMMON_FMT_TEXT)
+				text_receipt_row(r);
+			else
+				common_json_print(r, 0);
+		}
+		json_decref(out);
 	}
-	json_decref(out);
+	json_decref(links);
 	return SBX_EXIT_OK;
 }
 
@@ -319,7 +360,7 @@ static const struct common_verb lease_verbs[] = {
 	{ "request", v_request, "request --image PATH [--principal NAME] [--principal-key FILE]\n"
 	  "          [--host-program NAME]\n"
 	  "          [--limits DIM=N[,DIM=N...]] [--lifetime BATCHES] [--escrow N]\n"
-	  "          [--fees DIM=PRICE[,...]]", 0, 0 },
+	  "          [--fees DIM=PRICE[,...]] [--prev ID]", 0, 0 },
 	{ "fund", v_fund, "fund [ID] --amount N --evidence FILE|- [--principal-key FILE]", 0, 1 },
 	{ "activate", v_activate, "activate [ID] --evidence FILE|-", 0, 1 },
 	{ "observe", v_observe, "observe [ID] --usage DIM=N[,...] --evidence FILE|-", 0, 1 },
@@ -328,7 +369,7 @@ static const struct common_verb lease_verbs[] = {
 	{ "destroy", v_destroy, "destroy [ID] --evidence FILE|- [--principal-key FILE]", 0, 1 },
 	{ "show", v_show, "show ID", 1, 1 },
 	{ "list", v_list, "list [--principal P] [--state S]", 0, 0 },
-	{ "log", v_log, "log ID", 1, 1 },
+	{ "log", v_log, "log [--chain] ID", 1, 1 },
 	{ "verify", v_verify, "verify [ID]", 0, 1 },
 	{ "recover", v_recover, "recover", 0, 0 },
 	{ "clock", v_clock, "clock [wall|manual]", 0, 1 },
@@ -412,6 +453,8 @@ static const struct common_opt lease_opts[] = {
 	OPT("lifetime", &lifetime_type, req.lifetime, REQUEST),
 	OPT("escrow", &amount_type, req.escrow, REQUEST),
 	OPT("fees", &fees_type, req, REQUEST),
+	OPT("prev", &common_opt_str, req.prev, REQUEST),
+	OPT("chain", &common_opt_flag, chain, LOG),
 	OPT("amount", &amount_type, amount, FUND, .need = FUND),
 	OPT("evidence", &common_opt_str, evidence, EDGES),
 	OPT("usage", &usage_type, usage, OBSERVE, .need = OBSERVE),

@@ -166,6 +166,26 @@ static int prepare(struct lease_store *s, const struct lease_request *req, struc
 	return 0;
 }
 
+/* A chain's next link names a lease of the same principal that exists. */
+static int prev_check(struct lease_store *s, const char *prev, const char *principal,
+		      struct common_err *e)
+{
+	json_t *pair = NULL;
+	if (!lease_id_valid(prev))
+		return common_errf(e, "request", "prev \"%.40s\" is not a lease id", prev);
+	if (lease_pair_read(s, prev, &pair, e) < 0)
+		return -1;
+	const char *who = lease_jstr(json_object_get(pair, "lease"), "principal");
+	int ok = who && strcmp(who, principal) == 0;
+	if (!pair)
+		common_errf(e, "request", "prev %s: no such lease in store %s", prev, s->name);
+	else if (!ok)
+		common_errf(e, "request", "prev %s is %s's lease, not %s's", prev, who ? who : "?",
+			    principal);
+	json_decref(pair);
+	return pair && ok ? 0 : -1;
+}
+
 /* The request receipt (under the lock): a slot, a fresh id. */
 static int request_receipt(struct lease_store *s, const struct lease_request *req,
 			   const struct prepared *p, uint64_t batch, json_t **r, struct common_err *e)
@@ -203,6 +223,12 @@ static int request_receipt(struct lease_store *s, const struct lease_request *re
 		common_hex(pub, sizeof pub, hex);
 		json_object_set_new(q, "ephemeral", json_string(hex));
 	}
+	if (req->prev && prev_check(s, req->prev, p->principal, e) < 0) {
+		json_decref(q);
+		return -1;
+	}
+	if (req->prev)
+		json_object_set_new(q, "prev", json_string(req->prev));
 	*r = receipt_new(id, 0, LEASE_EDGE_REQUEST, NULL, LEASE_REQUESTED, batch, NULL);
 	json_object_set_new(*r, "request", q);
 	return 0;

@@ -16,3 +16,7 @@ $(O)/guests/snap_%: tests/guests/snap_%.c
 $(O)/guests/snap_thread: tests/guests/snap_thread.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-pie -no-pie -pthread -o $@ $<
+
+$(O)/guests/snap_chainwriter: tests/guests/snap_chainwriter.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-pie -no-pie -pthread -o $@ $<

@@ -129,6 +129,15 @@ static void test_run(void)
 			  "--snapshot-every-batches: 0: at least 1"));
 	CHECK(failed_with(run_parse(ARGV("--ephemeral", "--"), 0, &o, NULL),
 			  "PROGRAM: missing (-- PROGRAM [ARG...])"));
+	/* --chain N: at most N leases, 1 to 4096; sbx-run's only */
+	CHECK(run_parse(ARGV("--ephemeral", "--chain", "3", "--", "prog"), 0, &o, NULL) == 0 &&
+	      o.chain == 3);
+	CHECK(failed_with(run_parse(ARGV("--chain", "0", "--", "x"), 0, &o, NULL),
+			  "--chain: 0: between 1 and 4096"));
+	CHECK(failed_with(run_parse(ARGV("--chain", "4097", "--", "x"), 0, &o, NULL),
+			  "--chain: 4097: between 1 and 4096"));
+	CHECK(failed_with(run_parse(ARGV("abc", "--lease", "L", "--chain", "2"), TRACE_RUN_RESTORE,
+				    &o, &digest), "--chain: unknown option"));
 	CHECK(run_parse(ARGV("--ephemeral", "--", "prog"), 0, &o, NULL) == 0 &&
 	      o.trace_level == TRACE_LEVEL_FILE && !strcmp(o.argv[0], "prog"));
 

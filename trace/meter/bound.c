@@ -279,3 +279,36 @@ void trace_metering_cgroup(struct trace_metering *mt, const struct trace_cgroup 
 	trace_metering_usage(mt, u); /* the lease's usage before the run: exact */
 	meter_fuel_hold(mt, u);
 }
+
+/* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read,
+ * storage_write, output) whose usage, with what the stopped call may move
+ * (st NULL: at a tick), passes num/den of its bound; -1 for none. Only once
+ * this lease used 1/den of it: every link gets that far, and a call larger than
+ * what a fresh lease allows ends on the bound, as a run without a chain does. */
+int trace_metering_renew_due(struct trace_metering *mt, struct trace_guest *g,
+			     const struct trace_stop *st, unsigned num, unsigned den)
+{
+	static const int renewed[] = { LEASE_DIM_FUEL, LEASE_DIM_STORAGE_READ, LEASE_DIM_STORAGE_WRITE,
+				       LEASE_DIM_OUTPUT_BYTES, LEASE_DIM_OUTPUT_VALUES };
+	uint64_t run[TRACE_DIMS], call[TRACE_DIMS] = { 0 };
+	struct trace_store_call c;
+
+	if (!mt || mt->held || mt->closed[0] || mt->failed)
+		return -1;
+	if (st && !st->arch_ok)
+		return -1;
+	if (st && st->sys && (st->sys->classes & TRACE_CLASS_STORE) && st->action != TRACE_DENIED &&
+	    trace_store_entry(g, st, &c, mt->vec) && !c.refuse)
+		call[LEASE_DIM_STORAGE_WRITE] = c.bytes;
+	int count = st && st->sys ? trace_sys_arg(st->sys, TRACE_ARG_COUNT) : -1;
+	if (count >= 0 && (st->sys->classes & TRACE_CLASS_LOAD))
+		call[LEASE_DIM_STORAGE_READ] = st->args[count];
+	trace_meter_most(mt->meter, st == NULL, run);
+	for (size_t i = 0; i < sizeof renewed / sizeof renewed[0]; i++) {
+		int d = renewed[i];
+		uint64_t used = mt->base[d] + run[d], lim = mt->limits[d] / den * num;
+		if (used >= mt->limits[d] / den && used + call[d] > lim && lim > 0)
+			return d;
+	}
+	return -1;
+}

@@ -253,6 +253,7 @@ static const struct common_opt run_opts[] = {
 	OPT("max-procs", &common_opt_u64, max_procs, 0, .min = 2, .max = 1u << 20),
 	OPT("snapshot-every-batches", &common_opt_u64, snapshot_every, RUN, .min = 1),
 	OPT("snapshot-on-exit-signal", &common_opt_flag, snapshot_on_exit_signal, RUN),
+	OPT("chain", &common_opt_u64, chain, RUN, .min = 1, .max = 4096), /* snap/chain.c */
 	OPT("trace", &common_opt_str, trace_path, 0),
 	OPT("trace-level", &level_type, trace_level, 0),
 	OPT("policy", &common_opt_str, policy, 0),
@@ -285,6 +286,7 @@ static const char trace_run_usage[] =
 	"               [--inspect-timeout MS]\n"
 	"               [--state-in FILE] [--state-out FILE]\n"
 	"               [--max-procs N] [--snapshot-every-batches N] [--snapshot-on-exit-signal]\n"
+	"               [--chain N]\n"
 	"               [--deterministic] [--memory-sampled | --memory-exact]\n"
 	"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"
 	"request options: [--limits DIM=N[,...]] [--fees DIM=PRICE[,...]] [--lifetime BATCHES]\n"
@@ -344,5 +346,10 @@ int trace_run_cli(int argc, char **argv, const struct trace_snap_ops *snap)
 		return common_usage_error(&e, trace_run_usage, SBX_EXIT_SBX);
 	}
 	o.snap = snap;
-	return trace_run_main(&o);
+	if (o.chain && (!snap || !snap->chain)) {
+		trace_run_opts_free(&o);
+		return common_usage_error(&(struct common_err){ "--chain", "this program takes no "
+					  "snapshots" }, trace_run_usage, SBX_EXIT_SBX);
+	}
+	return o.chain ? snap->chain(&o) : trace_run_main(&o);
 }

@@ -47,4 +47,26 @@ int trace_bound_finish(struct trace_bound *b, const struct trace_result *res,
 void trace_bound_result(const struct trace_bound *b, json_t *result); /* usage totals */
 void trace_bound_free(struct trace_bound *b);
 
+/* The run's leases (trace/run/link.c). */
+struct lease_store;
+struct common_outfile;
+/* The result record (SPEC §6.6) of a run that reached its guest, or failed. */
+json_t *trace_run_result_json(const char *lease, const char *image, const char *sha,
+			      char *const *argv, const struct trace_result *r, int code,
+			      const char *closed, json_t *receipts);
+/* --result FILE (opened before the guest started) and --result-fd: j, one line. */
+int trace_run_write_result(const struct trace_run_opts *o, struct common_outfile *out,
+			   const json_t *j, struct common_err *e);
+/* --ephemeral: request, fund, activate in one locked commit, one receipt each. */
+int trace_run_ephemeral_open(struct lease_store *s, const struct trace_run_opts *o,
+			     const char *image, const char *sha, const struct trace_script *sc,
+			     char **id, json_t **head, json_t *receipts, struct common_err *e);
+/* settle (unless a bound already did), expire, destroy: one locked commit; receipts
+ * becomes the lease's whole log. */
+int trace_run_ephemeral_close(struct lease_store *s, const char *id, json_t *receipts,
+			      struct common_err *e);
+/* --lease: the receipts this run added (observations, a closure), else the head. */
+void trace_run_lease_receipts(struct lease_store *s, const char *id, json_int_t start_seq,
+			      json_t *receipts);
+
 #endif

@@ -50,6 +50,9 @@ struct run {
 	struct trace_supervisor *sv;  /* supervise */
 	int restored;                 /* the restore hook ran */
 	uint64_t snap_batch;          /* batch of the last automatic snapshot */
+	int chain_off;                /* --chain: no snapshot came: the link runs on to its bound */
+	unsigned chain_refused;       /* --chain: snapshots refused so far (a task exiting...) */
+	uint64_t requested, lifetime; /* --chain: the lease's request batch and lifetime */
 	int failed;                   /* the run ends with fail, an sbx error (125) */
 	struct common_err fail;
 	struct trace_result res;      /* close */
@@ -328,6 +331,82 @@ static void hold_trace(struct run *r)
 	}
 }
 
+/* --chain (SPEC §8.4): a link ends at the first stop of a storing or reading call,
+ * or at a tick, where a dimension a fresh lease renews passes 7/8 of its bound with
+ * what that call may move, or the lease has lived 7/8 of its lifetime: its guest is
+ * snapshotted where it stands and stopped; the next link restores it. */
+#define CHAIN_NUM 7u
+#define CHAIN_DEN 8u
+#define CHAIN_TRIES 16u      /* refused snapshots (a process exiting): tried again at ticks */
+#define CHAIN_RETRY_US 20000
+
+static int chain_may(const struct run *r)
+{
+	return r->opts->link && !r->opts->link->last && !r->opts->link->snapshot[0] &&
+	       !r->chain_off && r->meter && r->sv;
+}
+
+/* 1: the link ended (snapshot taken, guest stopped); 0: it runs on (refused: tried
+ * again soon, up to CHAIN_TRIES times) */
+static int chain_end(struct run *r, pid_t guest, int at_stop, const char *dim)
+{
+	struct trace_chain_link *ln = r->opts->link;
+	struct trace_snap_taken t;
+	struct common_err e;
+
+	if (request_snapshot(r, guest, 1, at_stop, NULL, &t, &e) < 0) {
+		if (++r->chain_refused < CHAIN_TRIES) {
+			trace_sv_tick_within(r->sv, CHAIN_RETRY_US);
+			return 0;
+		}
+		common_warnf("chain: lease %s near its %s bound: no snapshot after %u tries (%s: %s): "
+			     "the link runs on to its bound", r->id, dim, r->chain_refused, e.what, e.why);
+		r->chain_off = 1;
+		return 0;
+	}
+	snprintf(ln->snapshot, sizeof ln->snapshot, "%s", t.digest);
+	ln->dim = dim;
+	json_decref(t.receipt);
+	trace_sv_kill_now(r->sv, "chain: the link ended near a bound");
+	return 1;
+}
+
+/* A stop of the guest's process is where the snapshot stands (the stopped thread
+ * as it is, the others brought to a boundary); another process's brings the tick. */
+static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
+{
+	struct run *r = ctx;
+	int d;
+
+	if (!chain_may(r) || !st->sys || !(st->sys->classes & (TRACE_CLASS_STORE | TRACE_CLASS_LOAD)) ||
+	    (d = trace_metering_renew_due(r->meter, g, st, CHAIN_NUM, CHAIN_DEN)) < 0)
+		return 0;
+	if (trace_guest_pid(g) != trace_sv_guest_pid(r->sv)) {
+		trace_sv_tick_within(r->sv, 1000);
+		return 0;
+	}
+	if (!chain_end(r, trace_guest_tid(g), 1, lease_dim_name((enum lease_dim)d)))
+		return 0;
+	st->action = TRACE_DENIED; /* it never runs here: the next link runs it */
+	st->deny_errno = EINTR;
+	return -1;
+}
+
+static int chain_tick(struct run *r)
+{
+	uint64_t b = 0;
+	int d;
+
+	if (!chain_may(r))
+		return 0;
+	if ((d = trace_metering_renew_due(r->meter, NULL, NULL, CHAIN_NUM, CHAIN_DEN)) >= 0)
+		return chain_end(r, trace_sv_guest_pid(r->sv), 0, lease_dim_name((enum lease_dim)d));
+	if (r->lifetime && lease_store_batch(r->store, &b, NULL) == 0 &&
+	    b - r->requested >= r->lifetime * CHAIN_NUM / CHAIN_DEN)
+		return chain_end(r, trace_sv_guest_pid(r->sv), 0, "lifetime");
+	return 0;
+}
+
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
 {
 	struct run *r = ctx;
@@ -344,7 +423,7 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 		else
 			json_decref(t.receipt);
 	}
-	return 0;
+	return chain_tick(r);
 }
 
 static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig)
@@ -426,112 +505,6 @@ static struct trace_determ *determ_open(struct lease_store *s, const char *id, c
 	return trace_determ_new(id, epoch, trace_tsc_probe());
 }
 
-static const char *priority_name(enum trace_priority p)
-{
-	return p == TRACE_PRIO_REALTIME ? "realtime" : p == TRACE_PRIO_INVOKER ? "invoker" : "normal";
-}
-
-static json_t *result_json(const char *lease, const char *image, const char *sha,
-			   char *const *argv, const struct trace_result *r, int code,
-			   const char *closed, json_t *receipts)
-{
-	json_t *j = json_object(), *av = json_array();
-	for (size_t i = 0; argv[i]; i++)
-		json_array_append_new(av, json_string(argv[i]));
-	json_object_set_new(j, "lease", lease ? json_string(lease) : json_null());
-	json_object_set_new(j, "image", json_pack("{s:s,s:s}", "path", image, "sha256", sha));
-	json_object_set_new(j, "argv", av);
-	if (r->exec_failed)
-		json_object_set_new(j, "exec_error", json_string(strerror(r->exec_failed)));
-	if (r->signal)
-		json_object_set_new(j, "signal", json_integer(r->signal));
-	else if (r->exited)
-		json_object_set_new(j, "status", json_integer(r->status));
-	json_object_set_new(j, "exit_code", json_integer(code));
-	json_object_set_new(j, "closed", closed ? json_string(closed) : json_null());
-	json_object_set_new(j, "stopped", r->stop_reason[0] ? json_string(r->stop_reason) : json_null());
-	json_object_set_new(j, "usage", json_pack("{s:I,s:I}", "cpu_us", (json_int_t)r->cpu_us,
-						  "maxrss", (json_int_t)r->maxrss));
-	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I,s:s}", "stops", (json_int_t)r->stops,
-						       "refused", (json_int_t)r->refused, "priority",
-						       priority_name(r->priority)));
-	json_object_set_new(j, "trace", json_null()); /* the trace head digest */
-	json_object_set_new(j, "receipts", receipts ? json_incref(receipts) : json_array());
-	return j;
-}
-
-/* --result goes beneath the directory opened before the guest started */
-static int write_result(const struct trace_run_opts *o, struct common_outfile *out,
-			const json_t *j, struct common_err *e)
-{
-	char *s = common_json_canonical(j);
-	size_t n = strlen(s);
-	s = common_xrealloc(s, n + 2);
-	s[n++] = '\n';
-	int rc = 0;
-	if (out->path && common_outfile_write(out, s, n, 0644, e) < 0)
-		rc = -1;
-	if (o->result_fd >= 0 && common_write_all(o->result_fd, s, n) < 0)
-		rc = common_errno(e, errno, "--result-fd %d", o->result_fd);
-	free(s);
-	return rc;
-}
-
-/* request, fund, activate: one locked commit, one receipt each */
-static int ephemeral_open(struct lease_store *s, const struct trace_run_opts *o, const char *image,
-			  const char *sha, const struct trace_script *sc, char **id, json_t **head,
-			  json_t *receipts, struct common_err *e)
-{
-	struct lease_request req;
-	memset(&req, 0, sizeof req);
-	req.principal = o->principal;
-	req.host_program = o->host_program;
-	req.image = image;
-	req.image_sha256 = sha;
-	req.script = sc->path;
-	req.script_sha256 = sc->path ? sc->sha : NULL;
-	req.lifetime = o->lifetime;
-	req.escrow = o->escrow;
-	req.ephemeral = 1;
-	if (o->limits && lease_parse_limits(o->limits, &req, e) < 0)
-		return -1;
-	if (o->fees && lease_parse_fees(o->fees, &req, e) < 0)
-		return -1;
-	json_t *amount = json_pack("{s:I}", "amount", (json_int_t)o->escrow), *made = NULL;
-	struct lease_step steps[] = { { LEASE_EDGE_FUND, amount, 0 }, { LEASE_EDGE_ACTIVATE, NULL, 0 } };
-	int rc = lease_steps(s, &req, NULL, NULL, steps, 2, &made, e);
-	json_decref(amount);
-	if (rc < 0)
-		return -1;
-	json_t *r = json_array_get(made, 0);
-	*id = common_xstrdup(common_jstr(r, "lease", NULL) ? common_jstr(r, "lease", NULL) : "");
-	json_array_extend(receipts, made);
-	*head = json_incref(json_array_get(made, json_array_size(made) - 1));
-	json_decref(made);
-	return 0;
-}
-
-/* settle (unless a bound already did), expire, destroy: one locked commit */
-static int ephemeral_close(struct lease_store *s, const char *id, json_t *receipts,
-			   struct common_err *e)
-{
-	struct lease_step steps[] = { { LEASE_EDGE_SETTLE, NULL, 1 }, { LEASE_EDGE_EXPIRE, NULL, 0 },
-				      { LEASE_EDGE_DESTROY, NULL, 0 } };
-	json_t *made = NULL, *all = NULL;
-	if (lease_steps(s, NULL, id, NULL, steps, 3, &made, e) < 0)
-		return -1;
-	/* the journal also holds the observations metering made during the run */
-	if (lease_log_since(s, id, -1, &all, e) == 0) {
-		json_array_clear(receipts);
-		json_array_extend(receipts, all);
-	} else {
-		json_array_extend(receipts, made);
-	}
-	json_decref(all);
-	json_decref(made);
-	return 0;
-}
-
 /* Where the guest starts: --chdir, else the invoker's directory where a bind
  * shows it (at its own or a mapped destination, the deepest bind winning), else
  * /ns (NULL). Malloc'd. */
@@ -575,21 +548,6 @@ void trace_run_opts_free(struct trace_run_opts *o)
 	o->nmounts = o->nenv_set = 0;
 }
 
-/* --lease: the receipts this run added (observations, a closure), else the head */
-static void run_receipts(struct lease_store *s, const char *id, json_int_t start_seq,
-			 json_t *receipts)
-{
-	struct common_err e;
-	json_t *all = NULL;
-	/* from the head the run started with, which stands alone when nothing followed */
-	if (lease_log_since(s, id, start_seq - 1, &all, &e) == 0) {
-		if (json_array_size(all) > 1)
-			json_array_remove(all, 0);
-		json_array_extend(receipts, all);
-	}
-	json_decref(all);
-}
-
 /* Plan: the program resolved, opened once (what is checked, hashed and named in
  * receipts is what runs), and every input refused before the store is opened. */
 static int run_plan(struct run *r)
@@ -604,6 +562,10 @@ static int run_plan(struct run *r)
 		return common_errf(&r->e, "usage", "no program given (sbx-run … -- PROGRAM [ARG…])");
 	if (!!o->lease == !!o->ephemeral)
 		return common_errf(&r->e, "usage", "give exactly one of --lease ID and --ephemeral");
+	/* one trace, state or virtual clock across leases is not carried (yet) */
+	if (o->chain && (o->trace_path || o->state_in || o->state_out || o->deterministic))
+		return common_errf(&r->e, "--chain", "not with --trace, --state-in, --state-out or "
+				   "--deterministic");
 	if (!(r->image = trace_program_resolve(o->argv[0], &r->code, &r->e)))
 		return -1;
 	r->code = SBX_EXIT_NOEXEC; /* checked before the store is opened (or created) */
@@ -626,7 +588,7 @@ static int lease_ephemeral(struct run *r)
 {
 	if (lease_store_lock_host(r->store, &r->e) < 0)
 		return -1;
-	if (ephemeral_open(r->store, r->opts, r->image, r->sha, &r->sc, &r->id, &r->head,
+	if (trace_run_ephemeral_open(r->store, r->opts, r->image, r->sha, &r->sc, &r->id, &r->head,
 			   r->receipts, &r->e) == 0) {
 		r->have_lease = 1;
 		r->run_fd = lease_run_claim(r->store, r->id, &r->e);
@@ -648,6 +610,7 @@ static int lease_given(struct run *r)
 		return common_errf(e, r->id, "not a lease id (expected L followed by 16 hex digits)");
 	if ((r->run_fd = lease_run_claim(r->store, r->id, e)) < 0)
 		return -1;
+	r->have_lease = r->opts->link && r->opts->link->owned; /* a one-shot chain's link */
 	if (lease_load(r->store, r->id, &r->lease_rec, e) < 0)
 		return -1;
 	json_t *l = json_object_get(r->lease_rec, "lease") ? json_object_get(r->lease_rec, "lease")
@@ -697,7 +660,7 @@ static void config_init(struct run *r)
 		.state_fd = -1,
 		.stdout_fd = -1,
 		.stderr_fd = -1,
-		.no_aslr = !o->ephemeral || o->deterministic, /* snapshots; SPEC §9 */
+		.no_aslr = !o->ephemeral || o->deterministic || o->chain, /* snapshots; SPEC §9 */
 		.store_dir = r->store_real,
 		.host_signals = 1, /* sbx-run's own process: SIGTERM & co. end the run */
 		.layers = r->layers,
@@ -723,6 +686,19 @@ static int features_open(struct run *r)
 	r->meter = trace_bound_metering(r->bound);
 	if (r->meter && o->restore_exec) /* no observation of a lease still Funded */
 		trace_metering_hold(r->meter, 1);
+	return 0;
+}
+
+/* --chain: when the lease was requested and how long it lives (a link ends near it). */
+static int chain_lifetime(struct run *r)
+{
+	json_t *rec = NULL;
+	if (lease_load(r->store, r->id, &rec, &r->e) < 0)
+		return -1;
+	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+	r->requested = (uint64_t)common_jint(l, "requested", 0);
+	r->lifetime = (uint64_t)common_jint(l, "lifetime", 0);
+	json_decref(rec);
 	return 0;
 }
 
@@ -756,6 +732,8 @@ static int run_setup(struct run *r)
 	r->cfg.filter_cache = r->filters;
 	if (ctl_open(r, lease_store_dir(r->store), r->id, &r->e) < 0)
 		return -1;
+	if (o->link && chain_lifetime(r) < 0)
+		return -1;
 	return features_open(r);
 }
 
@@ -783,6 +761,7 @@ static void run_compose(struct run *r)
 	struct trace_layer *l = r->layers;
 
 	l[TRACE_LAYER_CONTROL] = (struct trace_layer){ .ctx = r, .on_start = hook_start,
+		.on_entry = r->opts->link ? hook_entry : NULL,
 		.on_fd = hook_fd, .on_exec = hook_exec, .on_tick = hook_tick,
 		.on_signal = hook_signal };
 	l[TRACE_LAYER_INSPECT] = trace_inspector_layer(r->ins);
@@ -837,7 +816,7 @@ static int run_supervise(struct run *r)
  * its receipts, what determinism answered, the trace. */
 static void result_build(struct run *r)
 {
-	r->result = result_json(r->id, r->image, r->sha, r->opts->argv, &r->res, r->code,
+	r->result = trace_run_result_json(r->id, r->image, r->sha, r->opts->argv, &r->res, r->code,
 				r->closed, r->receipts);
 	if (r->sc.path)
 		json_object_set_new(r->result, "script", json_pack("{s:s,s:s}", "path", r->sc.path,
@@ -860,24 +839,59 @@ static void result_build(struct run *r)
 	r->trace_j = NULL;
 }
 
+/* --chain: this link in the links the result lists; its lease for the next
+ * link's request to name. */
+static void chain_link_close(struct run *r, int chained)
+{
+	struct trace_chain_link *ln = r->opts->link;
+	json_t *u = json_pack("{s:{}}", "usage");
+	trace_bound_result(r->bound, u);
+	json_t *end = chained ? json_sprintf("chain: %s", ln->dim) : r->closed ?
+		      json_sprintf("bound: %s", r->closed) : r->res.signal ?
+		      json_sprintf("signal %d", r->res.signal) : json_sprintf("exit %d", r->res.status);
+	json_array_append_new(ln->links, json_pack("{s:I,s:s,s:o,s:o,s:O,s:o,s:O}", "link",
+		(json_int_t)ln->n, "lease", r->id, "prev", ln->prev ? json_string(ln->prev) : json_null(),
+		"end", end, "usage", json_object_get(u, "usage"),
+		"snapshot", chained ? json_string(ln->snapshot) : json_null(), "receipts", r->receipts));
+	json_decref(u);
+	free(ln->lease);
+	ln->lease = common_xstrdup(r->id);
+}
+
 /* Close: the exit status, the lease's receipts (an ephemeral lease settled and
- * destroyed), the result record; -1 when the ephemeral lease would not close. */
+ * destroyed), the result record; -1 when the ephemeral lease would not close. A
+ * chain's link that ended near a bound leaves the result to the last link. */
 static int run_close(struct run *r)
 {
 	const struct trace_run_opts *o = r->opts;
+	int chained = o->link && o->link->snapshot[0];
 
 	r->code = r->closed ? SBX_EXIT_BOUND : trace_result_exit_code(&r->res);
-	if (o->ephemeral) {
+	if (r->have_lease) {
 		r->have_lease = 0;
-		if (ephemeral_close(r->store, r->id, r->receipts, &r->e) < 0) {
+		if (trace_run_ephemeral_close(r->store, r->id, r->receipts, &r->e) < 0) {
 			r->code = SBX_EXIT_SBX;
 			return -1;
 		}
 	} else {
-		run_receipts(r->store, r->id, r->start_seq, r->receipts);
+		/* a --lease link that ended near a bound is settled: the next one goes on */
+		struct lease_step settle[] = { { LEASE_EDGE_SETTLE, NULL, 1 } };
+		json_t *made = NULL;
+		if (chained && lease_steps(r->store, NULL, r->id, NULL, settle, 1, &made, &r->e) < 0) {
+			r->code = SBX_EXIT_SBX;
+			return -1;
+		}
+		json_decref(made);
+		trace_run_lease_receipts(r->store, r->id, r->start_seq, r->receipts);
 	}
+	if (o->link)
+		chain_link_close(r, chained);
+	if (chained)
+		return 0;
 	result_build(r);
-	if (write_result(o, &r->result_out, r->result, &r->e) < 0) {
+	if (o->link)
+		json_object_set(r->result, "links", o->link->links);
+	if (trace_run_write_result(o, &r->result_out, r->result, &r->e) < 0) {
 		common_report(&r->e);
 		r->code = SBX_EXIT_SBX;
 	} else if (r->closed && !o->result_path && o->result_fd < 0) {
@@ -900,15 +914,17 @@ static void run_fail(struct run *r)
 	common_report(&r->e);
 	if (r->code == 0)
 		r->code = SBX_EXIT_SBX;
-	if (r->have_lease && r->store && r->id && ephemeral_close(r->store, r->id, r->receipts, &e2) < 0)
+	if (r->have_lease && r->store && r->id && trace_run_ephemeral_close(r->store, r->id, r->receipts, &e2) < 0)
 		common_report(&e2);
 	if (!o->result_path && o->result_fd < 0)
 		return;
-	r->result = result_json(r->id, r->image ? r->image : o->argv && o->argv[0] ? o->argv[0] : "",
+	r->result = trace_run_result_json(r->id, r->image ? r->image : o->argv && o->argv[0] ? o->argv[0] : "",
 				r->sha, o->argv ? o->argv : (char *const[]){ NULL }, &r->res, r->code,
 				NULL, r->receipts);
 	json_object_set_new(r->result, "error", json_sprintf("%s: %s", r->e.what, r->e.why));
-	if (write_result(o, &r->result_out, r->result, &e2) < 0)
+	if (o->link)
+		json_object_set(r->result, "links", o->link->links);
+	if (trace_run_write_result(o, &r->result_out, r->result, &e2) < 0)
 		common_report(&e2);
 }
 
@@ -937,11 +953,18 @@ static int run_free(struct run *r)
 	free(r->wd);
 	trace_script_free(&r->sc);
 	lease_store_close(r->store);
-	trace_run_opts_free(r->opts);
 	return r->code;
 }
 
 int trace_run_main(struct trace_run_opts *o)
+{
+	int code = trace_run_link(o);
+
+	trace_run_opts_free(o);
+	return code;
+}
+
+int trace_run_link(struct trace_run_opts *o)
 {
 	struct run r = { .opts = o, .code = SBX_EXIT_SBX, .result_out = { .dirfd = -1 },
 			 .image_fd = -1, .run_fd = -1, .ctl_fd = -1, .start_seq = -1,

@@ -1,0 +1,202 @@
+#!/usr/bin/env bats
+# sbx-run --chain N: a job bigger than one lease runs as a chain of bounded leases,
+# each link snapshotted near its bound, settled, and restored into the next.
+load helpers
+bats_require_minimum_version 1.5.0
+
+W=snap_chainwriter # MiB [threads]: writes, overwrites, deletes; checksums on stdout
+
+# the guest's output without a sandbox, in a directory of its own
+native() {
+	mkdir -p "$BATS_TEST_TMPDIR/native"
+	(cd "$BATS_TEST_TMPDIR/native" && "$GUESTS/$W" "$@") || [ $? = 7 ]
+}
+
+links() { jq -c '[.links[] | {link: .link, end: .end}]' "$BATS_TEST_TMPDIR/res.json"; }
+nlinks() { jq '.links | length' "$BATS_TEST_TMPDIR/res.json"; }
+
+@test "chain: 200 MiB of writes under storage_write=64M complete as >= 3 leases, output as native" {
+	native 200 >"$BATS_TEST_TMPDIR/native.out"
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=64M --chain 8 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- "$GUESTS/$W" 200
+	[ "$status" -eq 7 ] # the guest's own status
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/native.out")" ]
+	[ "$(nlinks)" -ge 3 ]
+	jq -e '.exit_code == 7 and .status == 7 and .closed == null' "$BATS_TEST_TMPDIR/res.json"
+	# every link but the last ended near storage_write with a snapshot; each under its bound
+	jq -e '.links[:-1] | all(.end == "chain: storage_write" and (.snapshot | length) == 64)' \
+		"$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links[-1] | .end == "exit 7" and .snapshot == null' "$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links | all(.usage.storage_write <= 67108864)' "$BATS_TEST_TMPDIR/res.json"
+	jq -e '[.links[].usage.storage_write] | add >= 209715200' "$BATS_TEST_TMPDIR/res.json"
+	# each link names the one before, and has its own receipts, settled (one-shot: destroyed)
+	jq -e '.links | . as $l | [range(1; length)] | all($l[.].prev == $l[. - 1].lease)' \
+		"$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links[0].prev == null' "$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links | all(. as $k | .receipts | all(.lease == $k.lease) and
+		(map(.edge) | index("settle") != null and index("destroy") != null))' \
+		"$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links[1:] | all(.receipts | map(.edge) | .[0:3] == ["request", "fund", "restore"])' \
+		"$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links[:-1] | all(.receipts | map(.edge) | index("snapshot") != null)' \
+		"$BATS_TEST_TMPDIR/res.json"
+	run sbx-lease verify
+	assert_success
+}
+
+@test "chain: sbx-lease log --chain shows every link, each request naming the previous" {
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=16M --chain 8 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- "$GUESTS/$W" 40
+	[ "$status" -eq 7 ]
+	last=$(jq -r '.links[-1].lease' "$BATS_TEST_TMPDIR/res.json")
+	run sbx-lease log --chain "$last"
+	assert_success
+	# the leases in order, oldest first, as the result lists them
+	[ "$(printf '%s\n' "$output" | jq -r .lease | uniq | jq -R . | jq -sc .)" = \
+	  "$(jq -c '[.links[].lease]' "$BATS_TEST_TMPDIR/res.json")" ]
+	[ "$(printf '%s\n' "$output" | jq -c 'select(.edge == "request") | .request.prev')" = \
+	  "$(jq -c '.links[].prev' "$BATS_TEST_TMPDIR/res.json")" ]
+	run sbx-lease --format text log --chain "$last"
+	assert_success
+	assert_line --partial "lease $last prev $(jq -r '.links[-2].lease' "$BATS_TEST_TMPDIR/res.json")"
+	# without --chain: the one lease
+	run sbx-lease log "$last"
+	assert_success
+	[ "$(printf '%s\n' "$output" | jq -r .lease | sort -u)" = "$last" ]
+}
+
+@test "chain: --chain 1 ends on the bound as a run without a chain does" {
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=64M --chain 1 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- "$GUESTS/$W" 200
+	[ "$status" -eq 124 ]
+	jq -e '.closed == "storage_write" and (.links | length) == 1' "$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links[0] | .end == "bound: storage_write" and .snapshot == null' \
+		"$BATS_TEST_TMPDIR/res.json"
+}
+
+@test "chain: too few links: the last one ends on its bound, output so far as native" {
+	native 200 >"$BATS_TEST_TMPDIR/native.out"
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=64M --chain 2 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- "$GUESTS/$W" 200
+	[ "$status" -eq 124 ]
+	[ "$(links)" = '[{"link":1,"end":"chain: storage_write"},{"link":2,"end":"bound: storage_write"}]' ]
+	jq -e '.closed == "storage_write"' "$BATS_TEST_TMPDIR/res.json"
+	# what it printed is the native output's beginning, seamlessly across the link
+	[ -n "$output" ]
+	[ "$output" = "$(head -n "$(printf '%s\n' "$output" | wc -l)" "$BATS_TEST_TMPDIR/native.out")" ]
+	[ "$(printf '%s\n' "$output" | wc -l)" -gt 7 ]
+}
+
+@test "chain: threads racing writes at full speed: no link ends above its bound" {
+	native 120 2 | sort >"$BATS_TEST_TMPDIR/native.out"
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=32M --chain 12 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- "$GUESTS/$W" 120 2
+	[ "$status" -eq 7 ]
+	[ "$(printf '%s\n' "$output" | sort)" = "$(cat "$BATS_TEST_TMPDIR/native.out")" ]
+	[ "$(nlinks)" -ge 4 ]
+	jq -e '.links | all(.usage.storage_write <= 33554432)' "$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links[:-1] | all(.end == "chain: storage_write")' "$BATS_TEST_TMPDIR/res.json"
+}
+
+@test "chain: one write larger than a whole lease ends on the bound: the bound is a bound" {
+	# 8 MiB writes under a 6 MiB bound: no fresh lease could take one
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=6M --chain 8 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- /bin/dd if=/dev/zero of=/ns/big bs=8M count=2
+	[ "$status" -eq 124 ]
+	jq -e '.closed == "storage_write" and (.links | length) == 1' "$BATS_TEST_TMPDIR/res.json"
+}
+
+@test "chain: --lease: the new links are requested like it, the last left Active" {
+	out=$(sbx-lease request --image "$GUESTS/$W" --escrow 10 --limits storage_write=16M |
+		sbx-lease fund --amount 10 --evidence - | sbx-lease activate --evidence -)
+	id=$(printf '%s' "$out" | jq -r .lease.id)
+	run --separate-stderr sbx-run --lease "$id" --chain 8 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- "$GUESTS/$W" 40
+	[ "$status" -eq 7 ]
+	[ "$(nlinks)" -ge 3 ]
+	jq -e --arg id "$id" '.links[0].lease == $id' "$BATS_TEST_TMPDIR/res.json"
+	for l in $(jq -r '.links[:-1][].lease' "$BATS_TEST_TMPDIR/res.json"); do
+		[ "$(sbx-lease show "$l" | jq -r .lease.state)" = Settling ]
+	done
+	last=$(jq -r '.links[-1].lease' "$BATS_TEST_TMPDIR/res.json")
+	sbx-lease show "$last" | jq -e --arg id "$id" --arg p "$(jq -r '.links[-2].lease' "$BATS_TEST_TMPDIR/res.json")" \
+		'.lease.state == "Active" and .lease.prev == $p and
+		 .lease.limits.storage_write == 16777216 and .lease.escrow == 10'
+	sbx-lease show "$id" | jq -e '.lease.prev == null'
+}
+
+@test "chain: a link that cannot be requested ends the run with an error; the snapshot is kept" {
+	out=$(sbx-lease request --image "$GUESTS/$W" --escrow 10 --limits storage_write=16M |
+		sbx-lease fund --amount 10 --evidence - | sbx-lease activate --evidence -)
+	id=$(printf '%s' "$out" | jq -r .lease.id)
+	# 31 more live leases: the principal's 32 slots are full when the chain needs a second
+	for _ in $(seq 1 31); do
+		sbx-lease request --image "$GUESTS/$W" >/dev/null
+	done
+	run --separate-stderr sbx-run --lease "$id" --chain 8 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- "$GUESTS/$W" 40
+	[ "$status" -eq 125 ]
+	[[ "$stderr" == *"chain: link 2 after lease $id (its snapshot "*" is kept in the store's snapshots"* ]]
+	[[ "$stderr" == *"32 live leases"* ]]
+	digest=$(jq -r '.links[0].snapshot' "$BATS_TEST_TMPDIR/res.json")
+	[ -d "$SBX_STORE/snapshots/$digest" ]
+	jq -e '.exit_code == 125 and (.error | test("link 2")) and (.links | length) == 1' \
+		"$BATS_TEST_TMPDIR/res.json"
+	[ "$(sbx-lease show "$id" | jq -r .lease.state)" = Settling ]
+	run sbx-snap verify "$digest"
+	assert_success
+}
+
+@test "chain: --chain is refused with --trace, the state fd or --deterministic, and 0" {
+	run sbx-run --ephemeral --chain 2 --trace "$BATS_TEST_TMPDIR/t" -- /bin/true
+	[ "$status" -eq 125 ]
+	assert_output --partial "--chain: not with --trace"
+	run sbx-run --ephemeral --chain 0 -- /bin/true
+	[ "$status" -eq 125 ]
+}
+
+@test "chain: a lease request names its prev: the same principal's lease that exists" {
+	a=$(sbx-lease request --image "$GUESTS/$W" | jq -r .lease.id)
+	run sbx-lease request --image "$GUESTS/$W" --prev "$a"
+	assert_success
+	[ "$(printf '%s' "$output" | jq -r .lease.prev)" = "$a" ]
+	[ "$(printf '%s' "$output" | jq -r .receipt.request.prev)" = "$a" ]
+	run sbx-lease request --image "$GUESTS/$W" --prev L00000000000000ff
+	assert_failure
+	assert_output --partial "prev L00000000000000ff: no such lease"
+	run sbx-lease request --image "$GUESTS/$W" --prev nonsense
+	assert_failure
+	assert_output --partial "is not a lease id"
+	run sbx-lease request --image "$GUESTS/$W" --principal other --prev "$a"
+	assert_failure
+	assert_output --partial "not other's"
+	run sbx-lease verify
+	assert_success
+}
+
+@test "chain: a lease near the end of its lifetime hands the run to the next link" {
+	sbx-lease clock manual >/dev/null
+	mkdir "$BATS_TEST_TMPDIR/native"
+	want=$(cd "$BATS_TEST_TMPDIR/native" && "$GUESTS/snap_steps" 150 | tail -n 1)
+	sbx-run --ephemeral --lifetime 8 --chain 3 --result "$BATS_TEST_TMPDIR/res.json" \
+		-- "$GUESTS/snap_steps" 150 >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	id=
+	for _ in $(seq 1 400); do # the first link's lease, once its guest has stepped twice
+		sock=$(ls "$SBX_STORE/run/"*.sock 2>/dev/null | head -n 1)
+		[ -n "$sock" ] && id=$(basename "$sock" .sock)
+		[ -n "$id" ] && [ "$(cat "$SBX_STORE/ns/$id/steps.log" 2>/dev/null | wc -l)" -ge 2 ] &&
+			break
+		sleep 0.05
+	done
+	[ -n "$id" ]
+	sbx-lease tick 7 >/dev/null # 7 of 8 batches: the run's next tick ends the link
+	wait "$pid"
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/out")" = "$want" ]
+	jq -e --arg id "$id" '(.links | length) == 2 and .links[0].lease == $id and
+		.links[0].end == "chain: lifetime" and .links[1].end == "exit 0" and .status == 0' \
+		"$BATS_TEST_TMPDIR/res.json"
+	# the second link was requested at batch 7: its own 8 batches
+	jq -e '.links[1].receipts[0].request | .deadline == 15 and .prev != null' \
+		"$BATS_TEST_TMPDIR/res.json"
+}
