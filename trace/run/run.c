@@ -846,9 +846,13 @@ static void result_build(struct run *r)
 		if (d) {
 			json_object_set_new(d, "emulated",
 					    json_integer((json_int_t)trace_determ_emulated(r->det)));
-			/* waits the serial schedule did not model: each a run of a task
+			/* waits the schedule did not model: each a run of a task
 			 * beside the schedule, where timing could show */
 			json_object_set_new(d, "unscheduled", json_integer((json_int_t)r->res.unscheduled));
+			const struct trace_sched_stats *ss = &r->res.sched;
+			json_object_set_new(d, "stops", json_pack("{s:I,s:I,s:I,s:I}",
+				"ordered", (json_int_t)ss->ordered, "free", (json_int_t)ss->free,
+				"turns", (json_int_t)ss->turns, "blocked", (json_int_t)ss->blocked));
 			json_object_set_new(r->result, "determinism", d);
 		}
 	}
