@@ -48,7 +48,7 @@ struct sent {
 	long nr;
 	uint64_t args[6];
 	pid_t vfork_child; /* blocked until this child execs or exits */
-	uint64_t since_us; /* running since */
+	uint64_t since_us; /* running, or parked, since */
 	int asleep;        /* ticks it was found asleep, in a row */
 };
 
@@ -159,6 +159,7 @@ static void take_turn(struct trace_sched *s, struct sent *e)
 {
 	s->turn = e->tid;
 	s->st.turns++;
+	s->st.wait_us += common_mono_us() - e->since_us;
 	trace_sv_layers_order(s->sv, e->tid);
 	int req = e->req;
 	if (e->at_call && e->nr == TRACE_SYS_futex)
@@ -295,6 +296,7 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
 		return 1;
 	}
 	s->st.ordered++;
+	e->since_us = common_mono_us();
 	e->vfork_child = vchild;
 	e->state = vchild ? S_BLOCKED : S_PARKED;
 	schedule(s);
