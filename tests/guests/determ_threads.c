@@ -1,6 +1,6 @@
 /* Threads racing on a shared counter under a mutex: NT threads start together
- * at a barrier, and each takes the lock ROUNDS times, adds one and prints who it
- * was and what it saw. Natively the lines' order follows the host's scheduling;
+ * at a barrier, and each takes the lock ROUNDS times, adds one, and then prints
+ * who it was and what it saw. Natively the lines' order follows the host's scheduling;
  * under sbx-run --deterministic it is one order. */
 #include <pthread.h>
 #include <stdio.h>
@@ -20,9 +20,9 @@ static void *worker(void *arg)
 	pthread_barrier_wait(&start);
 	for (int i = 0; i < ROUNDS; i++) {
 		pthread_mutex_lock(&mu);
-		counter++;
-		dprintf(1, "t%d %d\n", id, counter);
+		int seen = ++counter;
 		pthread_mutex_unlock(&mu);
+		dprintf(1, "t%d %d\n", id, seen);
 	}
 	return NULL;
 }

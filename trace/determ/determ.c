@@ -210,7 +210,7 @@ static void determ_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, 
 static int determ_start(void *ctx, struct trace_supervisor *sv)
 {
 	(void)ctx;
-	trace_sv_scheduled(sv);
+	trace_sv_scheduled(sv, trace_determ_classes() & ~TRACE_FILTER_DETERM);
 	return 0;
 }
 

@@ -58,14 +58,28 @@ struct trace_sched {
 	size_t n, cap;
 	uint64_t next_order;
 	pid_t turn;        /* the task holding the turn, 0 none */
+	unsigned classes;  /* calls that stop in every deterministic run: the clock's */
 	struct trace_sched_stats st;
 };
 
-struct trace_sched *trace_sched_new(struct trace_supervisor *sv)
+struct trace_sched *trace_sched_new(struct trace_supervisor *sv, unsigned classes)
 {
 	struct trace_sched *s = common_xcalloc(1, sizeof *s);
 	s->sv = sv;
+	s->classes = classes;
 	return s;
+}
+
+/* Whether a call's stop counts on the clock: one that every deterministic run
+ * stops at, whatever else it meters, inspects or records (a stop only some
+ * runs make would move every later key). */
+static int counted(const struct trace_sched *s, long nr)
+{
+	const struct trace_sysinfo *sys = trace_sys_by_nr(nr);
+	unsigned f = trace_sys_facts(nr);
+	if (!sys || (f & TRACE_FACT_LINK_READ))
+		return 0;
+	return (sys->classes & s->classes) || (f & (TRACE_FACT_DETERM | TRACE_FACT_EXEC));
 }
 
 void trace_sched_free(struct trace_sched *s)
@@ -273,7 +287,7 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
 	e->at_call = at_call;
 	e->exiting = exiting;
 	if (at_call) {
-		e->clock++;
+		e->clock += counted(s, t->st.nr);
 		e->nr = t->st.nr;
 		memcpy(e->args, t->st.args, sizeof e->args);
 	}
@@ -318,12 +332,6 @@ static void vfork_done(struct trace_sched *s, pid_t tid)
 	}
 }
 
-void trace_sched_exec(struct trace_sched *s, pid_t tid)
-{
-	vfork_done(s, tid);
-	schedule(s);
-}
-
 void trace_sched_gone(struct trace_sched *s, pid_t tid)
 {
 	struct sent *e = find(s, tid);
@@ -341,6 +349,15 @@ void trace_sched_gone(struct trace_sched *s, pid_t tid)
 		}
 	}
 	schedule(s);
+}
+
+void trace_sched_exec(struct trace_sched *s, pid_t tid, pid_t former)
+{
+	vfork_done(s, tid);
+	if (former != tid) /* a thread's exec: it now has its leader's tid */
+		trace_sched_gone(s, former);
+	else
+		schedule(s);
 }
 
 /* At a tick: a task in flight asleep in the kernel at two ticks in a row
@@ -379,10 +396,10 @@ void trace_sched_release(struct trace_sched *s)
 	s->turn = 0;
 }
 
-void trace_sv_scheduled(struct trace_supervisor *sv)
+void trace_sv_scheduled(struct trace_supervisor *sv, unsigned classes)
 {
 	if (!sv->sched)
-		sv->sched = trace_sched_new(sv);
+		sv->sched = trace_sched_new(sv, classes);
 }
 
 void trace_sched_off(struct trace_supervisor *sv)

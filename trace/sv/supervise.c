@@ -612,7 +612,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			proc_ids(t);
 		t->tgid = t->tid;
 		if (sv->sched)
-			trace_sched_exec(sv->sched, t->tid);
+			trace_sched_exec(sv->sched, t->tid, former);
 		if (sv->l) {
 			char link[64], exe[PATH_MAX];
 			snprintf(link, sizeof link, "/proc/%d/exe", (int)t->tid);

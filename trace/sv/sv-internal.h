@@ -81,11 +81,11 @@ pid_t trace_sv_tgid(struct tstate *t);
  * event names the child (and its process) before either resumes; exec and
  * reaped tasks are told; a tick lets loose a task asleep in flight for after_us. */
 struct trace_sched;
-struct trace_sched *trace_sched_new(struct trace_supervisor *sv);
+struct trace_sched *trace_sched_new(struct trace_supervisor *sv, unsigned classes);
 void trace_sched_free(struct trace_sched *s);
 int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig);
 void trace_sched_spawn(struct trace_sched *s, pid_t parent, pid_t child, pid_t child_tgid);
-void trace_sched_exec(struct trace_sched *s, pid_t tid);
+void trace_sched_exec(struct trace_sched *s, pid_t tid, pid_t former);
 void trace_sched_gone(struct trace_sched *s, pid_t tid);
 void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us);
 void trace_sched_release(struct trace_sched *s);

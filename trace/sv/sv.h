@@ -184,8 +184,10 @@ pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
 /* From on_start: the guest tree's tasks run at once, and the events through
  * which one can observe another happen in an order decided by what they did,
- * not by timing (trace/sv/sched.c); layers hear it through on_order. */
-void trace_sv_scheduled(struct trace_supervisor *sv);
+ * not by timing (trace/sv/sched.c); layers hear it through on_order. classes:
+ * the calls every such run stops at (with TRACE_FACT_DETERM ones), which alone
+ * count on the tasks' clocks. */
+void trace_sv_scheduled(struct trace_supervisor *sv, unsigned classes);
 /* What the schedule reads of a task (trace/sv/ready.c): 1 unless the call
  * nr (arguments a) of the stopped tid would wait for another task (a blocking
  * descriptor with nothing to read, a wait with no reapable child, select/poll
