@@ -852,10 +852,11 @@ static void result_build(struct run *r)
 			 * beside the schedule, where timing could show */
 			json_object_set_new(d, "unscheduled", json_integer((json_int_t)r->res.unscheduled));
 			const struct trace_sched_stats *ss = &r->res.sched;
-			json_object_set_new(d, "stops", json_pack("{s:I,s:I,s:I,s:I,s:I}",
+			json_object_set_new(d, "stops", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}",
 				"ordered", (json_int_t)ss->ordered, "free", (json_int_t)ss->free,
 				"turns", (json_int_t)ss->turns, "blocked", (json_int_t)ss->blocked,
-				"wait_us", (json_int_t)ss->wait_us));
+				"parked_us", (json_int_t)ss->parked_us,
+				"blocked_us", (json_int_t)ss->blocked_us));
 			json_object_set_new(r->result, "determinism", d);
 		}
 	}

@@ -173,7 +173,7 @@ static void take_turn(struct trace_sched *s, struct sent *e)
 {
 	s->turn = e->tid;
 	s->st.turns++;
-	s->st.wait_us += common_mono_us() - e->since_us;
+	s->st.parked_us += common_mono_us() - e->since_us;
 	trace_sv_layers_order(s->sv, e->tid);
 	int req = e->req;
 	if (e->at_call && e->nr == TRACE_SYS_futex)
@@ -223,6 +223,9 @@ static void schedule(struct trace_sched *s)
 		}
 		best->state = S_BLOCKED;
 		s->st.blocked++;
+		uint64_t now = common_mono_us();
+		s->st.parked_us += now - best->since_us;
+		best->since_us = now;
 	}
 }
 
@@ -234,6 +237,9 @@ static void wake_ready(struct trace_sched *s, uint64_t c)
 		if (e->state != S_BLOCKED || e->vfork_child || !ready(e))
 			continue;
 		e->state = S_PARKED;
+		uint64_t now = common_mono_us();
+		s->st.blocked_us += now - e->since_us;
+		e->since_us = now;
 		if (e->clock <= c)
 			e->clock = c + 1;
 	}

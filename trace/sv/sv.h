@@ -109,9 +109,10 @@ enum trace_priority {
 /* The parallel schedule's counts (trace/sv/sched.c): stops that waited for
  * their turn and those that went on at once; turns taken; calls found to wait
  * (blocked until another task's event); tasks let loose; the µs ordered stops
- * spent parked or blocked before their turn, summed over tasks. */
+ * spent ready but waiting for a lower key (the schedule's cost), and blocked
+ * (waiting for another task, as they would without it), summed over tasks. */
 struct trace_sched_stats {
-	uint64_t ordered, free, turns, blocked, loose, wait_us;
+	uint64_t ordered, free, turns, blocked, loose, parked_us, blocked_us;
 };
 struct trace_result {
 	int exited, status;           /* guest exit status when exited */
