@@ -56,13 +56,11 @@ struct trace_rec {
 	struct { pid_t pid, ppid; } *par; /* parents learned from /proc (see real_ppid) */
 	size_t npar, cappar;
 	/* deterministic: each task's events wait in its queue until the schedule
-	 * puts them in the run's order (trace_rec_order); each is the line, with
-	 * its "seq" value left out at seq_at, as {size_t len, seq_at; bytes} */
+	 * puts them in the run's order (trace_rec_order) */
 	int defer;
 	pid_t cur;                  /* the task the event being built is of */
 	size_t seq_at;
-	struct rq { pid_t tid; struct sb b; } *rq; /* in creation order */
-	size_t nrq, caprq;
+	struct trace_rq_set q;
 };
 
 static int rec_fail(struct trace_rec *r, int err, const char *what)
@@ -137,14 +135,6 @@ static void kv_seq(struct trace_rec *r, struct sb *b)
 		trace_sb_int(b, (long long)r->seq);
 }
 
-static struct rq *rq_find(struct trace_rec *r, pid_t tid)
-{
-	for (size_t i = 0; i < r->nrq; i++)
-		if (r->rq[i].tid == tid)
-			return &r->rq[i];
-	return NULL;
-}
-
 /* The event in r->line: chained now, or queued as its task's. */
 static int rec_emit(struct trace_rec *r)
 {
@@ -152,32 +142,18 @@ static int rec_emit(struct trace_rec *r)
 		return rec_chain(r);
 	if (r->failed)
 		return -1;
-	struct rq *q = rq_find(r, r->cur);
-	if (!q) {
-		if (r->nrq == r->caprq) {
-			r->caprq = r->caprq ? 2 * r->caprq : 16;
-			r->rq = common_xrealloc(r->rq, r->caprq * sizeof *r->rq);
-		}
-		q = &r->rq[r->nrq++];
-		memset(q, 0, sizeof *q);
-		q->tid = r->cur;
-	}
-	size_t hdr[2] = { r->line.n, r->seq_at };
-	sb_raw(&q->b, (const char *)hdr, sizeof hdr);
-	sb_raw(&q->b, r->line.p, r->line.n);
+	trace_rq_push(&r->q, r->cur, &r->line, r->seq_at);
 	return 0;
 }
 
 /* The queue at i chained in its order, and dropped. */
 static void rq_chain(struct trace_rec *r, size_t i)
 {
-	struct rq q = r->rq[i];
-	memmove(r->rq + i, r->rq + i + 1, (r->nrq - i - 1) * sizeof *r->rq);
-	r->nrq--;
-	for (size_t at = 0; at + 2 * sizeof(size_t) <= q.b.n;) {
+	struct sb q = trace_rq_remove(&r->q, i);
+	for (size_t at = 0; at + 2 * sizeof(size_t) <= q.n;) {
 		size_t hdr[2];
-		memcpy(hdr, q.b.p + at, sizeof hdr);
-		const char *line = q.b.p + at + sizeof hdr;
+		memcpy(hdr, q.p + at, sizeof hdr);
+		const char *line = q.p + at + sizeof hdr;
 		sb_begin(&r->line);
 		sb_raw(&r->line, line, hdr[1]);
 		trace_sb_int(&r->line, (long long)r->seq);
@@ -185,22 +161,20 @@ static void rq_chain(struct trace_rec *r, size_t i)
 		rec_chain(r);
 		at += sizeof hdr + hdr[0];
 	}
-	free(q.b.p);
+	free(q.p);
 }
 
 void trace_rec_order(struct trace_rec *r, pid_t tid)
 {
-	for (size_t i = 0; i < r->nrq; i++)
-		if (r->rq[i].tid == tid) {
-			rq_chain(r, i);
-			return;
-		}
+	size_t i = trace_rq_find(&r->q, tid);
+	if (i < r->q.n)
+		rq_chain(r, i);
 }
 
 /* Queues no turn took (a run cut short), in the order they were made. */
 static void rq_chain_all(struct trace_rec *r)
 {
-	while (r->nrq)
+	while (r->q.n)
 		rq_chain(r, 0);
 	r->defer = 0;
 }
@@ -758,9 +732,7 @@ static void free_rec(struct trace_rec *r)
 		close(r->fd);
 	if (r->rootfd >= 0)
 		close(r->rootfd);
-	for (size_t i = 0; i < r->nrq; i++)
-		free(r->rq[i].b.p);
-	free(r->rq);
+	trace_rq_free(&r->q);
 	free(r->out.p);
 	free(r->line.p);
 	free(r);

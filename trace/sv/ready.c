@@ -235,7 +235,7 @@ int trace_sv_fd_private(pid_t tid, int fd)
 	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, fd);
 	if (stat(path, &s) < 0)
 		return 1; /* EBADF: the call fails at once */
-	if (S_ISREG(s.st_mode))
+	if (S_ISREG(s.st_mode) || S_ISDIR(s.st_mode))
 		return 1;
 	/* the memory devices: null 3, zero 5, full 7, random 8, urandom 9 */
 	unsigned mi = minor(s.st_rdev);

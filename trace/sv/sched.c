@@ -7,11 +7,11 @@
  * Each task has a logical time (its stops so far; a child starts at its
  * parent's) and a spawn order; (time, order) is its key. A stop at an ordered
  * event (TRACE_FACT_ORDERED: a fork, a wait, a signal, a futex, a changed path;
- * TRACE_FACT_FD_ORDERED on a pipe, socket or device; an open for writing; an
+ * TRACE_FACT_FD_ORDERED on a pipe, socket or device; an exclusive create; an
  * exit; every stop of a thread of a multi-threaded process) is parked until
  * its key is the least of every task that is not blocked, and then it alone
- * runs the call, until its next stop: "the turn". Every other stop (a read-only
- * open, a stat, a regular file's bytes, the clock) goes on at once. A parked
+ * runs the call, until its next stop: "the turn". Every other stop (an open, a
+ * stat, a regular file's bytes, the clock) goes on at once. A parked
  * call that would wait (ready.c) blocks instead, and leaves the minimum; each
  * end of a turn looks again, and one it made ready takes the time after it.
  * Threads of a process run only while they hold the turn, one at a time.
@@ -24,7 +24,6 @@
  * (a full pipe, a lock) for two ticks is let loose: it leaves the minimum until
  * its next stop, counted in the result's "unscheduled". When every task is
  * blocked, the least runs anyway: what it waits for comes from outside. */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,18 +258,26 @@ void trace_sched_spawn(struct trace_sched *s, pid_t parent, pid_t child, pid_t c
 	add(s, child, child_tgid, p ? p->clock : 0, S_EXPECTED);
 }
 
-/* An ordered event: by its facts, or a pipe's, a socket's or a device's bytes,
- * or an open that may write; the standard streams are shared by the tree. */
+/* An ordered event: by its facts; a pipe's, a socket's or a device's bytes or
+ * references; a write to a standard stream (the tree shares its offset); a
+ * futex other processes may share; an exclusive create (a lock file: whether
+ * it fails depends on the others). Any other open, for writing or creating,
+ * is not: a file's bytes are as unordered as a read's (the model's
+ * assumption: tasks that share a file synchronise through an ordered event). */
 static int ordered(pid_t tid, long nr, const uint64_t a[6])
 {
 	const struct trace_sysinfo *sys = trace_sys_by_nr(nr);
 	unsigned f = trace_sys_facts(nr);
+	if (nr == TRACE_SYS_futex)
+		return !(a[1] & FUTEX_PRIVATE_FLAG); /* a lone thread's own word otherwise */
 	if (f & TRACE_FACT_ORDERED)
 		return 1;
 	if (f & TRACE_FACT_FD_ORDERED)
-		return (int)a[0] <= 2 || !trace_sv_fd_private(tid, (int)a[0]);
+		return ((int)a[0] <= 2 && (sys->classes & TRACE_CLASS_WRITE)) ||
+		       !trace_sv_fd_private(tid, (int)a[0]) ||
+		       (sys->arg[1] == TRACE_ARG_FD && !trace_sv_fd_private(tid, (int)a[1]));
 	int k = sys ? trace_sys_arg(sys, TRACE_ARG_OFLAGS) : -1;
-	return k >= 0 && (a[k] & (O_ACCMODE | TRACE_CREATE_FLAGS | O_TRUNC));
+	return k >= 0 && (a[k] & O_CREAT) && (a[k] & O_EXCL) && (a[k] & O_TMPFILE) != O_TMPFILE;
 }
 
 int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig)

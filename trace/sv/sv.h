@@ -201,8 +201,9 @@ int trace_sv_parent_alive(pid_t tid);
 /* 1 unless a futex call of tid (arguments a) would wait: FUTEX_WAIT whose word
  * still holds the value. */
 int trace_sv_futex_ready(pid_t tid, const uint64_t a[6]);
-/* 1 when fd of tid is a regular file or a device no other task can tell apart
- * (null, zero, full, random, urandom): its bytes are the task's own business. */
+/* 1 when fd of tid is a regular file, a directory or a device no other task
+ * can tell apart (null, zero, full, random, urandom): its bytes are the task's
+ * own business. */
 int trace_sv_fd_private(pid_t tid, int fd);
 /* From now on every syscall of the tree stops at its entry and exit (on_call). */
 void trace_sv_every_call(struct trace_supervisor *sv);
