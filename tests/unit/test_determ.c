@@ -26,7 +26,7 @@ int main(void)
 		const struct trace_sysinfo *s = trace_sys_at(i);
 		unsigned f = trace_sys_facts(s->nr);
 		if (f & (TRACE_FACT_ORDERED | TRACE_FACT_FD_ORDERED))
-			CHECK((f & TRACE_FACT_DETERM) || (s->classes & c));
+			CHECK((f & (TRACE_FACT_DETERM | TRACE_FACT_AT_EXIT)) || (s->classes & c));
 	}
 	CHECK(trace_sys_facts(TRACE_SYS_wait4) & TRACE_FACT_ORDERED);
 	CHECK(trace_sys_facts(TRACE_SYS_futex) & TRACE_FACT_ORDERED);
