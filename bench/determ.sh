@@ -6,7 +6,11 @@
 # sbx-trace adjudicate of two diverging traces of that step.
 # Prints medians of ROUNDS runs (wall seconds) and µs per emulated call.
 # Then make -j2 of a 12-module project, MK rounds interleaved (native, pinned,
-# sbx-run, --deterministic), and how many trace heads the deterministic runs wrote.
+# sbx-run, --deterministic, and --deterministic with SBX_BUILD_BEFORE's binaries
+# when that is set: before/after), how many trace heads the deterministic runs
+# wrote, and what the schedule did; and one sequential compile (cc -O1 -c of
+# main.c) natively and under --deterministic. The load average is printed with
+# each table: on a shared host the ratios move with it.
 # Then zlib's ./configure && make && make test (bookworm's source package, fetched
 # once by tests/zlib-source.sh), ZR rounds interleaved: native, sbx-run, and
 # sbx-run --deterministic, each building a pristine copy at one path; medians,
@@ -75,8 +79,9 @@ echo "  adjudicate    ${adj} s  ($(wc -l <"$W/a.trace") trace lines)"
 
 # make -j2 of a generated 12-module project: native, native pinned to one CPU
 # (what one-at-a-time costs without any tracer), sbx-run, and sbx-run
-# --deterministic (the serial schedule); rounds interleaved, medians, ratios to
-# native, and whether every deterministic run wrote one trace head.
+# --deterministic (the parallel schedule), and the same with the binaries
+# before the change (SBX_BUILD_BEFORE, optional); rounds interleaved, medians,
+# ratios to native, and whether every deterministic run wrote one trace head.
 P="$W/proj"
 mkdir "$P"
 i=1
@@ -89,7 +94,11 @@ printf 'int main(void) { return 0; }\n' >"$P/main.c"
 printf 'OBJ = main.o m1.o m2.o m3.o m4.o m5.o m6.o m7.o m8.o m9.o m10.o m11.o m12.o\nprog: $(OBJ)\n\tcc -o $@ $(OBJ)\n%%.o: %%.c\n\tcc -O1 -c $< -o $@\n' >"$P/Makefile"
 sleep 1 # the sources lie in the lease's past
 LM=$(lease "$(command -v make)")
-: >"$W/mk.native"; : >"$W/mk.pinned"; : >"$W/mk.run"; : >"$W/mk.det"; : >"$W/mk.heads"
+LC=$(lease "$(command -v cc)")
+MODES="native pinned run det"
+[ -n "${SBX_BUILD_BEFORE:-}" ] && MODES="$MODES before"
+for m in $MODES cnat cdet; do : >"$W/mk.$m"; done
+: >"$W/mk.heads"; : >"$W/mk.load"
 # one timed build of a fresh copy of the project at one path; $1 the times file
 build() {
 	out=$1
@@ -101,12 +110,20 @@ build() {
 }
 i=0
 while [ $i -lt "$MK" ]; do
+	cut -d' ' -f1 /proc/loadavg >>"$W/mk.load"
 	build "$W/mk.native" make -C "$W/src" -j2
 	build "$W/mk.pinned" taskset -c 0 make -C "$W/src" -j2
 	build "$W/mk.run" "$B/sbx-run" --lease "$LM" --rw "$W/src:/src" -- make -C /src -j2
 	build "$W/mk.det" "$B/sbx-run" --lease "$LM" --deterministic --rw "$W/src:/src" \
-		--trace "$W/mk.trace" -- make -C /src -j2
+		--trace "$W/mk.trace" --result "$W/mk.json" -- make -C /src -j2
 	tail -n 1 "$W/mk.trace" | jq -r .h >>"$W/mk.heads"
+	if [ -n "${SBX_BUILD_BEFORE:-}" ]; then
+		build "$W/mk.before" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LM" --deterministic \
+			--rw "$W/src:/src" --trace "$W/mk.trace" -- make -C /src -j2
+	fi
+	build "$W/mk.cnat" sh -c "cd '$W/src' && cc -O1 -c main.c -o main.o"
+	build "$W/mk.cdet" "$B/sbx-run" --lease "$LC" --deterministic --rw "$W/src:/src" \
+		--chdir /src -- cc -O1 -c main.c -o main.o
 	i=$((i + 1))
 done
 med() {
@@ -115,12 +132,17 @@ med() {
 cpu="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs"
 if [ "$MK" -gt 0 ]; then
 	mn=$(med "$W/mk.native")
-	echo "make -j2, 12 modules ($MK rounds interleaved; $cpu):"
-	for m in native pinned run det; do
+	echo "make -j2, 12 modules ($MK rounds interleaved; $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs; load average $(med "$W/mk.load") median, $(sort -n "$W/mk.load" | head -1)-$(sort -n "$W/mk.load" | tail -1)):"
+	for m in $MODES; do
 		v=$(med "$W/mk.$m")
 		awk -v m="$m" -v v="$v" -v n="$mn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
 	done
 	echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $MK runs"
+	echo "  last deterministic run's schedule: $(jq -c .determinism.stops "$W/mk.json")"
+	cn=$(med "$W/mk.cnat")
+	cd_=$(med "$W/mk.cdet")
+	echo "sequential: cc -O1 -c main.c"
+	awk -v n="$cn" -v d="$cd_" 'BEGIN { printf "  native        %s s\n  deterministic %s s  %.2fx native\n", n, d, d / n }'
 fi
 
 # zlib: ./configure && make && make test of a pristine copy at one path

@@ -105,9 +105,20 @@ int main(void)
 	CHECK(trace_sys_facts(TRACE_SYS_sched_getaffinity) & TRACE_FACT_DETERM);
 	CHECK(trace_sys_facts(TRACE_SYS_clone) & TRACE_FACT_DETERM);
 	CHECK(trace_sys_facts(TRACE_SYS_rseq) & TRACE_FACT_DETERM);
-	CHECK(!(trace_sys_facts(TRACE_SYS_write) & TRACE_FACT_DETERM));
+	CHECK(trace_sys_facts(TRACE_SYS_write) & TRACE_FACT_DETERM); /* a pipe's bytes are ordered */
 	CHECK(!(trace_sys_facts(TRACE_SYS_exit_group) & TRACE_FACT_DETERM));
 	unsigned c = trace_determ_classes();
+	/* every call the parallel schedule orders stops in every deterministic run */
+	for (size_t i = 0; i < trace_sys_count(); i++) {
+		const struct trace_sysinfo *s = trace_sys_at(i);
+		unsigned f = trace_sys_facts(s->nr);
+		if (f & (TRACE_FACT_ORDERED | TRACE_FACT_FD_ORDERED))
+			CHECK((f & (TRACE_FACT_DETERM | TRACE_FACT_AT_EXIT)) || (s->classes & c));
+	}
+	CHECK(trace_sys_facts(TRACE_SYS_wait4) & TRACE_FACT_ORDERED);
+	CHECK(trace_sys_facts(TRACE_SYS_futex) & TRACE_FACT_ORDERED);
+	CHECK(trace_sys_facts(TRACE_SYS_read) & TRACE_FACT_FD_ORDERED);
+	CHECK(!(trace_sys_facts(TRACE_SYS_openat) & (TRACE_FACT_ORDERED | TRACE_FACT_FD_ORDERED)));
 	CHECK(c & TRACE_CLASS_TIME);
 	CHECK(c & TRACE_FILTER_DETERM);
 	/* getrandom and every time call are TRACE_CLASS_TIME in the table */

@@ -23,11 +23,11 @@
  *               (trace/determ/files.c); objects under /ns report the epoch
  *   /proc       uptime, loadavg and meminfo: the virtual clock and the
  *               figures sysinfo reports
- *   schedule    one process of the tree runs at a time, switched at its
- *               stops by a rule of what it did (trace/sv/sched.c): the
- *               trace's order, pids, wait results and pipe read sizes follow
- *   threads     clone(CLONE_THREAD) refused with EAGAIN: a thread's stops
- *               are not yet scheduled, so only single-threaded processes run
+ *   schedule    the tree's tasks run at once; what one can observe of
+ *               another (pipes, waits, signals, forks, futexes, changed
+ *               paths) happens in an order of what they did, and threads of
+ *               a process run one at a time (trace/sv/sched.c): the trace's
+ *               order, pids, wait results and pipe read sizes follow
  * What cannot be controlled here is named in the trace header
  * ("determinism"."uncontrolled"), never silently allowed; what a run meets
  * that is not answered (a device read, a peer outside the run) is named at its
@@ -75,8 +75,8 @@ struct pend {
  * does not depend on how the host schedules the others: a child starts at
  * its parent's clock with a stream keyed by its namespace pid, and a parent
  * that outlives it continues from the later of the two clocks. It lives in the
- * process's slot of the supervisor (TRACE_LAYER_DETERM); threads are refused, so
- * a process is its one task. */
+ * process's slot of the supervisor (TRACE_LAYER_DETERM); a thread has its own,
+ * from its creator's clock, as a child process has. */
 struct proc {
 	pid_t parent;           /* host id */
 	pid_t nspid;
@@ -228,8 +228,9 @@ static void determ_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, p
 	void **ps = trace_sv_slot(sv, parent, TRACE_LAYER_DETERM);
 	void **cs = trace_sv_slot(sv, child, TRACE_LAYER_DETERM);
 	(void)ctx;
-	if ((flags & CLONE_THREAD) || !ps || !cs)
-		return; /* refused at entry; a thread would share its process's state */
+	(void)flags;
+	if (!ps || !cs)
+		return;
 	uint64_t ns = proc_at(ps, parent)->ns;
 	struct proc *c = proc_at(cs, child);
 	c->parent = parent;
@@ -252,11 +253,11 @@ static void determ_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, 
 	free(c);
 }
 
-/* one task runs at a time, switched at its stops (trace/sv/sched.c) */
+/* what tasks can observe of each other happens in one order (trace/sv/sched.c) */
 static int determ_start(void *ctx, struct trace_supervisor *sv)
 {
 	(void)ctx;
-	trace_sv_serial(sv);
+	trace_sv_scheduled(sv, trace_determ_classes() & ~TRACE_FILTER_DETERM);
 	return 0;
 }
 
@@ -282,9 +283,9 @@ json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 	json_array_extend(u, d->named);
 	json_object_set_new(h, "uncontrolled", u);
 	json_object_set_new(h, "rdtsc", json_string(d->tsc ? "controlled" : "uncontrolled"));
-	json_object_set_new(h, "refused", json_pack("[s,s,s]", "threads", "rseq", "PR_SET_TSC"));
+	json_object_set_new(h, "refused", json_pack("[s,s]", "rseq", "PR_SET_TSC"));
 	json_object_set_new(h, "seed", json_string("lease"));
-	json_object_set_new(h, "schedule", json_string("serial"));
+	json_object_set_new(h, "schedule", json_string("parallel"));
 	json_object_set_new(h, "epoch", json_integer((json_int_t)d->epoch));
 	json_object_set_new(h, "step_ns", json_integer(TRACE_DETERM_STEP_NS));
 	if (ns_dir) {
@@ -601,10 +602,6 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	}
 	case TRACE_SYS_rseq:
 		answer(d, g, st, -ENOSYS);
-		break;
-	case TRACE_SYS_clone:
-		if (a[0] & CLONE_THREAD)
-			answer(d, g, st, -EAGAIN);
 		break;
 	case TRACE_SYS_prctl:
 		if (a[0] == PR_SET_TSC) /* the TSC mode is the supervisor's */

@@ -127,3 +127,42 @@ char *trace_utf8_lossy(const char *str)
 	return b.p;
 }
 
+
+size_t trace_rq_find(const struct trace_rq_set *q, pid_t tid)
+{
+	size_t i = 0;
+	while (i < q->n && q->v[i].tid != tid)
+		i++;
+	return i;
+}
+
+void trace_rq_push(struct trace_rq_set *q, pid_t tid, const struct sb *line, size_t seq_at)
+{
+	size_t i = trace_rq_find(q, tid);
+	if (i == q->n) {
+		if (q->n == q->cap) {
+			q->cap = q->cap ? 2 * q->cap : 16;
+			q->v = common_xrealloc(q->v, q->cap * sizeof *q->v);
+		}
+		memset(&q->v[q->n], 0, sizeof q->v[0]);
+		q->v[q->n++].tid = tid;
+	}
+	size_t hdr[2] = { line->n, seq_at };
+	sb_raw(&q->v[i].b, (const char *)hdr, sizeof hdr);
+	sb_raw(&q->v[i].b, line->p, line->n);
+}
+
+struct sb trace_rq_remove(struct trace_rq_set *q, size_t i)
+{
+	struct sb b = q->v[i].b;
+	memmove(q->v + i, q->v + i + 1, (q->n - i - 1) * sizeof *q->v);
+	q->n--;
+	return b;
+}
+
+void trace_rq_free(struct trace_rq_set *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		free(q->v[i].b.p);
+	free(q->v);
+}

@@ -4,6 +4,7 @@
 #define SBX_TRACE_RECORD_INTERNAL_H
 
 #include <string.h>
+#include <sys/types.h>
 #include "libcommon/common.h"
 
 struct sb {
@@ -54,5 +55,17 @@ void trace_kv_int(struct sb *b, const char *k, long long v);
 void trace_kv_str(struct sb *b, const char *k, const char *v);
 /* s with each invalid UTF-8 byte replaced by U+FFFD (malloc'd). */
 char *trace_utf8_lossy(const char *str);
+
+/* Events kept per task until the schedule orders them (record.c): each queue
+ * holds lines as {size_t len, seq_at; bytes}, the "seq" value left out at
+ * seq_at; queues in the order they were made. */
+struct trace_rq { pid_t tid; struct sb b; };
+struct trace_rq_set { struct trace_rq *v; size_t n, cap; };
+void trace_rq_push(struct trace_rq_set *q, pid_t tid, const struct sb *line, size_t seq_at);
+/* The index of tid's queue, or q->n. */
+size_t trace_rq_find(const struct trace_rq_set *q, pid_t tid);
+/* Queue i's bytes (the caller frees them), the queue dropped. */
+struct sb trace_rq_remove(struct trace_rq_set *q, size_t i);
+void trace_rq_free(struct trace_rq_set *q);
 
 #endif

@@ -55,6 +55,12 @@ struct trace_rec {
 	size_t nthr, capthr;
 	struct { pid_t pid, ppid; } *par; /* parents learned from /proc (see real_ppid) */
 	size_t npar, cappar;
+	/* deterministic: each task's events wait in its queue until the schedule
+	 * puts them in the run's order (trace_rec_order) */
+	int defer;
+	pid_t cur;                  /* the task the event being built is of */
+	size_t seq_at;
+	struct trace_rq_set q;
 };
 
 static int rec_fail(struct trace_rec *r, int err, const char *what)
@@ -97,7 +103,8 @@ static void rec_append_line(struct trace_rec *r)
 	sb_raw(&r->out, "\"}\n", 3);
 }
 
-static int rec_emit(struct trace_rec *r)
+/* The event in r->line chained and appended, now. */
+static int rec_chain(struct trace_rec *r)
 {
 	uint64_t now;
 	unsigned int hl = 0;
@@ -116,6 +123,60 @@ static int rec_emit(struct trace_rec *r)
 	if (r->out.n >= REC_BUF_FLUSH || now - r->last_flush >= REC_FLUSH_US)
 		return trace_rec_flush(r);
 	return 0;
+}
+
+/* The "seq" key; its value now, or where it goes once the event is ordered. */
+static void kv_seq(struct trace_rec *r, struct sb *b)
+{
+	trace_sb_key(b, "seq");
+	if (r->defer)
+		r->seq_at = b->n;
+	else
+		trace_sb_int(b, (long long)r->seq);
+}
+
+/* The event in r->line: chained now, or queued as its task's. */
+static int rec_emit(struct trace_rec *r)
+{
+	if (!r->defer)
+		return rec_chain(r);
+	if (r->failed)
+		return -1;
+	trace_rq_push(&r->q, r->cur, &r->line, r->seq_at);
+	return 0;
+}
+
+/* The queue at i chained in its order, and dropped. */
+static void rq_chain(struct trace_rec *r, size_t i)
+{
+	struct sb q = trace_rq_remove(&r->q, i);
+	for (size_t at = 0; at + 2 * sizeof(size_t) <= q.n;) {
+		size_t hdr[2];
+		memcpy(hdr, q.p + at, sizeof hdr);
+		const char *line = q.p + at + sizeof hdr;
+		sb_begin(&r->line);
+		sb_raw(&r->line, line, hdr[1]);
+		trace_sb_int(&r->line, (long long)r->seq);
+		sb_raw(&r->line, line + hdr[1], hdr[0] - hdr[1]);
+		rec_chain(r);
+		at += sizeof hdr + hdr[0];
+	}
+	free(q.p);
+}
+
+void trace_rec_order(struct trace_rec *r, pid_t tid)
+{
+	size_t i = trace_rq_find(&r->q, tid);
+	if (i < r->q.n)
+		rq_chain(r, i);
+}
+
+/* Queues no turn took (a run cut short), in the order they were made. */
+static void rq_chain_all(struct trace_rec *r)
+{
+	while (r->q.n)
+		rq_chain(r, 0);
+	r->defer = 0;
 }
 
 static void rec_time(struct trace_rec *r, struct sb *b, const char *k, uint64_t us)
@@ -410,6 +471,7 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 			hashed = hash_proc_file(r, proc, hex);
 		}
 	}
+	r->cur = s->tid;
 	sb_begin(b);
 	trace_kv_str(b, "action", action_name(s->action));
 	trace_sb_key(b, "args");
@@ -451,7 +513,7 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 		trace_kv_str(b, "rewrite", s->rewrite[0]);
 	if (s->action == TRACE_REWRITTEN && s->rewrite[1])
 		trace_kv_str(b, "rewrite2", s->rewrite[1]);
-	trace_kv_int(b, "seq", (long long)r->seq);
+	kv_seq(r, b);
 	if (hashed)
 		trace_kv_str(b, "sha256", hex);
 	rec_time(r, b, "t", t0);
@@ -580,11 +642,12 @@ int trace_rec_exec(struct trace_rec *r, pid_t pid, pid_t ppid, const char *path,
 	}
 	sb_raw(b, "]", 1);
 	free(cmd);
+	r->cur = pid;
 	trace_kv_str(b, "ev", "exec");
 	trace_kv_str(b, "path", path);
 	trace_kv_int(b, "pid", rpid(r, pid));
 	trace_kv_int(b, "ppid", rpid(r, real_ppid(r, pid, ppid)));
-	trace_kv_int(b, "seq", (long long)r->seq);
+	kv_seq(r, b);
 	if (hashed)
 		trace_kv_str(b, "sha256", hex);
 	rec_time(r, b, "t", rec_now(r));
@@ -600,12 +663,13 @@ int trace_rec_spawn(struct trace_rec *r, pid_t parent, pid_t child, const char *
 
 	if (r->failed)
 		return -1;
+	r->cur = parent;
 	sb_begin(b);
 	trace_kv_int(b, "child", rpid(r, child));
 	trace_kv_str(b, "ev", "spawn");
 	trace_kv_str(b, "kind", kind);
 	trace_kv_int(b, "pid", rpid(r, parent));
-	trace_kv_int(b, "seq", (long long)r->seq);
+	kv_seq(r, b);
 	rec_time(r, b, "t", rec_now(r));
 	return rec_emit(r);
 }
@@ -643,11 +707,12 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
 			return -1;
 		pend_drop(r, p);
 	}
+	r->cur = tid;
 	sb_begin(b);
 	trace_kv_str(b, "ev", "exit");
 	kv_status(b, wstatus, 1);
 	trace_kv_int(b, "pid", rpid(r, pid));
-	trace_kv_int(b, "seq", (long long)r->seq);
+	kv_seq(r, b);
 	kv_status(b, wstatus, 0);
 	rec_time(r, b, "t", now);
 	trace_kv_int(b, "tid", rpid(r, tid));
@@ -669,6 +734,7 @@ static void free_rec(struct trace_rec *r)
 		close(r->fd);
 	if (r->rootfd >= 0)
 		close(r->rootfd);
+	trace_rq_free(&r->q);
 	free(r->out.p);
 	free(r->line.p);
 	free(r);
@@ -759,6 +825,7 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 		abort();
 	r->level = info->level;
 	r->deterministic = info->deterministic;
+	r->defer = info->deterministic; /* its schedule orders the events (on_order) */
 	r->t_start = r->last_flush = common_mono_us();
 	/* persisted in the store when given, else for this run only */
 	r->hc = common_hashcache_open(info->hash_cache, "exec-hashes");
@@ -789,6 +856,7 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 	int rc;
 
 	if (!r->failed) {
+		rq_chain_all(r);
 		while (r->npend) { /* syscalls whose exit never came */
 			struct pend *p = &r->pend[0];
 			struct trace_stop st = p->s;
@@ -892,6 +960,11 @@ static void rec_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int
 }
 
 /* A quiet guest's last events reach the file. */
+static void rec_order(void *ctx, pid_t tid)
+{
+	trace_rec_order(ctx, tid);
+}
+
 static int rec_tick(void *ctx, struct trace_supervisor *sv)
 {
 	(void)sv;
@@ -906,6 +979,7 @@ struct trace_layer trace_rec_layer(struct trace_rec *r)
 	return (struct trace_layer){
 		.ctx = r, .on_entry = rec_entry, .on_exit = rec_exit, .on_exec = rec_exec,
 		.on_spawn = rec_spawn, .on_proc_exit = rec_proc_exit, .on_tick = rec_tick,
+		.on_order = rec_order,
 	};
 }
 
@@ -913,6 +987,7 @@ void trace_rec_abort(struct trace_rec *r)
 {
 	if (!r)
 		return;
+	rq_chain_all(r);
 	trace_rec_flush(r);
 	free_rec(r);
 }

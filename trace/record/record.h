@@ -54,6 +54,9 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus);
  * ones; entry sets st->want_exit when the level records this call's result. */
 struct trace_layer trace_rec_layer(struct trace_rec *r);
 int trace_rec_flush(struct trace_rec *r); /* also done by size and time */
+/* Deterministic traces: tid's events since its last call join the chain now,
+ * in the schedule's order (trace_layer.on_order). */
+void trace_rec_order(struct trace_rec *r, pid_t tid);
 /* Writes the end event with the guest's wait status, closes, frees; head
  * (may be NULL) receives the last chain hash. r is freed even on error. */
 int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct common_err *e);

@@ -748,8 +748,10 @@ static unsigned compose_classes(const struct run *r)
 	c |= inspected;
 	if (r->det) /* SPEC §9 */
 		c |= trace_determ_classes();
-	/* level file: readlink need not stop unless an inspector looks at file calls */
-	if (r->rec && r->opts->trace_level == TRACE_LEVEL_FILE && !(inspected & TRACE_CLASS_FILE))
+	/* level file (or determinism alone): readlink need not stop unless an
+	 * inspector looks at file calls */
+	if ((r->rec ? r->opts->trace_level == TRACE_LEVEL_FILE : r->det != NULL) &&
+	    !(inspected & TRACE_CLASS_FILE))
 		c |= TRACE_FILTER_NO_READLINK;
 	return c;
 }
@@ -827,10 +829,16 @@ static void result_build(struct run *r)
 		if (d) {
 			json_object_set_new(d, "emulated",
 					    json_integer((json_int_t)trace_determ_emulated(r->det)));
-			/* waits the serial schedule did not model: each a run of a task
+			/* waits the schedule did not model: each a run of a task
 			 * beside the schedule, where timing could show */
 			json_object_set_new(d, "unscheduled", json_integer((json_int_t)r->res.unscheduled));
 			json_object_set_new(d, "fell_back", trace_determ_fell_back(r->det));
+			const struct trace_sched_stats *ss = &r->res.sched;
+			json_object_set_new(d, "stops", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}",
+				"ordered", (json_int_t)ss->ordered, "free", (json_int_t)ss->free,
+				"turns", (json_int_t)ss->turns, "blocked", (json_int_t)ss->blocked,
+				"parked_us", (json_int_t)ss->parked_us,
+				"blocked_us", (json_int_t)ss->blocked_us));
 			json_object_set_new(r->result, "determinism", d);
 		}
 	}

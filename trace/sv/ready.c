@@ -1,8 +1,9 @@
-/* Would this call wait? The serial schedule (sched.c) asks at the seccomp stop
- * of a call that can wait for another process of the run (a pipe read, wait4,
- * select/poll, a signal), so that the one running task never waits in the kernel
- * for a task the schedule holds: a call that would wait stays parked until what
- * it waits for is there. Answers are from the host's view of the guest's own
+/* Would this call wait? The schedule (sched.c) asks when an ordered call that
+ * can wait for another task of the run (a pipe read, wait4, select/poll, a
+ * signal, a futex) holds the least key, so that the task holding the turn never
+ * waits in the kernel for a task the schedule holds: a call that would wait is
+ * blocked until another task's event makes it ready; and whether a call's fd is
+ * the task's own business (a regular file) or others' (a pipe, a socket). Answers are from the host's view of the guest's own
  * objects: its fds duplicated with pidfd_getfd and polled with a zero timeout,
  * its children's states, its pending signals. */
 #include <errno.h>
@@ -12,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "trace/sv/sv-internal.h"
@@ -213,4 +217,28 @@ int trace_sv_call_ready(pid_t tid, long nr, const uint64_t a[6])
 	default:
 		return 1;
 	}
+}
+
+int trace_sv_futex_ready(pid_t tid, const uint64_t a[6])
+{
+	int op = (int)(a[1] & FUTEX_CMD_MASK);
+	uint32_t v;
+	if (op != FUTEX_WAIT && op != FUTEX_WAIT_BITSET)
+		return 1;
+	return trace_mem_read(tid, a[0], &v, sizeof v) != sizeof v || v != (uint32_t)a[2];
+}
+
+int trace_sv_fd_private(pid_t tid, int fd)
+{
+	char path[64];
+	struct stat s;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, fd);
+	if (stat(path, &s) < 0)
+		return 1; /* EBADF: the call fails at once */
+	if (S_ISREG(s.st_mode) || S_ISDIR(s.st_mode))
+		return 1;
+	/* the memory devices: null 3, zero 5, full 7, random 8, urandom 9 */
+	unsigned mi = minor(s.st_rdev);
+	return S_ISCHR(s.st_mode) && major(s.st_rdev) == 1 &&
+	       (mi == 3 || mi == 5 || mi == 7 || mi == 8 || mi == 9);
 }

@@ -74,6 +74,13 @@ static void layers_spawn(struct trace_supervisor *sv, pid_t parent, pid_t child,
 			l->on_spawn(l->ctx, sv, parent, child, flags);
 }
 
+void trace_sv_layers_order(struct trace_supervisor *sv, pid_t tid)
+{
+	EACH_LAYER(sv, l)
+		if (l->on_order)
+			l->on_order(l->ctx, tid);
+}
+
 static void layers_proc_exit(struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	EACH_LAYER(sv, l)
@@ -366,7 +373,7 @@ static void release_orphans(struct trace_supervisor *sv, uint64_t now)
 				forget_dead(sv, t, 0);
 			else if (t->held && now - t->held_us >= TICK_MS * 1000 &&
 				 !(sv->sched && trace_sv_parent_alive(t->tid))) {
-				/* under the serial schedule a held child waits for its
+				/* under the schedule a held child waits for its
 				 * creator however loaded the host: released by a clock,
 				 * it would take a place in the schedule by timing */
 				t->held = 0;
@@ -606,7 +613,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			proc_ids(t);
 		t->tgid = t->tid;
 		if (sv->sched)
-			trace_sched_exec(sv->sched, t->tid);
+			trace_sched_exec(sv->sched, t->tid, former);
 		if (sv->l) {
 			char link[64], exe[PATH_MAX];
 			snprintf(link, sizeof link, "/proc/%d/exe", (int)t->tid);
@@ -649,8 +656,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		}
 		if (t->tid == sv->init)
 			note_guest(sv, child);
-		if (sv->sched && !gone)
-			trace_sched_spawn(sv->sched, child);
+		if (sv->sched && !(gone && gone->dead)) /* a child held at its first stop too */
+			trace_sched_spawn(sv->sched, t->tid, child, c->tgid);
 		if (event == PTRACE_EVENT_VFORK)
 			t->sched_vfork = child;
 		if (t->tid != sv->init)
@@ -678,6 +685,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		}
 		if (t->nest && trace_nest_event(sv, t, event, msg))
 			return;
+		t->sched_exit = 1;
 		break;
 	case PTRACE_EVENT_STOP:
 		if (t->nest && trace_nest_task_stop(sv, t, event, sig))

@@ -34,6 +34,7 @@ struct tstate {
 	void *slot[TRACE_LAYERS]; /* each layer's state of this task */
 	pid_t nspid;              /* its pid in the run's namespace, 0 until looked up */
 	int sched_call;           /* resumed from the seccomp stop of an allowed call (sched.c) */
+	int sched_exit;           /* resumed from its exit event */
 	pid_t sched_vfork;        /* resumed from its vfork event: the child's tid */
 	struct trace_nest_task *nest;     /* a guest tracer traces it (nest.c) */
 	struct trace_nest_tracer *tracer; /* it traces tasks of the run (nest.c) */
@@ -75,21 +76,24 @@ struct tstate *trace_sv_find(struct trace_supervisor *sv, pid_t tid);
 void trace_sv_resume(struct trace_supervisor *sv, pid_t tid, int req, int sig);
 pid_t trace_sv_tgid(struct tstate *t);
 
-/* The serial schedule (sched.c): the loop's resumes of guest tasks go through
+/* The parallel schedule (sched.c): the loop's resumes of guest tasks go through
  * trace_sched_resume (1: parked or resumed by it, 0: resume it as asked); a fork
- * event names the child before either resumes; exec and reaped tasks are told;
- * a tick lets loose a task asleep in flight for after_us. */
+ * event names the child (and its process) before either resumes; exec and
+ * reaped tasks are told; a tick lets loose a task asleep in flight for after_us. */
 struct trace_sched;
-struct trace_sched *trace_sched_new(void);
+struct trace_sched *trace_sched_new(struct trace_supervisor *sv, unsigned classes);
 void trace_sched_free(struct trace_sched *s);
 int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig);
-void trace_sched_spawn(struct trace_sched *s, pid_t child);
-void trace_sched_exec(struct trace_sched *s, pid_t tid);
+void trace_sched_spawn(struct trace_sched *s, pid_t parent, pid_t child, pid_t child_tgid);
+void trace_sched_exec(struct trace_sched *s, pid_t tid, pid_t former);
 void trace_sched_gone(struct trace_sched *s, pid_t tid);
 void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us);
 void trace_sched_release(struct trace_sched *s);
 /* The run is ending (or ended): parked tasks go, the count goes to the result. */
 void trace_sched_off(struct trace_supervisor *sv);
+
+/* Every layer's on_order for tid (supervise.c). */
+void trace_sv_layers_order(struct trace_supervisor *sv, pid_t tid);
 
 /* ptrace emulated for guest tracers (nest.c). At the seccomp stop of ptrace or
  * process_vm_readv: -1 when not served (the boundary decides), else the errno

@@ -99,11 +99,22 @@ struct trace_layer {
 	int (*on_fault)(void *ctx, struct trace_guest *g, int sig);
 	/* a task is forgotten with this layer's slot still set (its exit never came) */
 	void (*slot_free)(void *ctx, void *slot);
+	/* the schedule (trace_sv_scheduled) puts tid's events since its last call
+	 * here, in the run's one order: it takes or ends a turn, or is gone */
+	void (*on_order)(void *ctx, pid_t tid);
 };
 enum trace_priority {
 	TRACE_PRIO_NORMAL,   /* SCHED_OTHER: the invoker may not raise it */
 	TRACE_PRIO_REALTIME, /* raised to SCHED_FIFO within its duty */
 	TRACE_PRIO_INVOKER,  /* the invoker's own policy or nice, kept */
+};
+/* The parallel schedule's counts (trace/sv/sched.c): stops that waited for
+ * their turn and those that went on at once; turns taken; calls found to wait
+ * (blocked until another task's event); tasks let loose; the µs ordered stops
+ * spent ready but waiting for a lower key (the schedule's cost), and blocked
+ * (waiting for another task, as they would without it), summed over tasks. */
+struct trace_sched_stats {
+	uint64_t ordered, free, turns, blocked, loose, parked_us, blocked_us;
 };
 struct trace_result {
 	int exited, status;           /* guest exit status when exited */
@@ -115,7 +126,8 @@ struct trace_result {
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
 	uint64_t refused;             /* syscalls the boundary refused */
-	uint64_t unscheduled;         /* trace_sv_serial: waits outside the schedule (tasks let loose) */
+	uint64_t unscheduled;         /* trace_sv_scheduled: waits outside the schedule (tasks let loose) */
+	struct trace_sched_stats sched; /* trace_sv_scheduled: what the schedule did */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
 	uint64_t maxrss;              /* bytes, largest process */
 	enum trace_priority priority; /* the tracer's scheduling (trace/sv/prio.c) */
@@ -173,10 +185,13 @@ void trace_sv_tick_within(struct trace_supervisor *sv, uint64_t us);
 size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max); /* live tids */
 pid_t trace_sv_guest_pid(const struct trace_supervisor *sv);
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest reaped task */
-/* From on_start: the guest tree runs one task at a time, switching at its stops
- * by a rule of what it did, not of timing (trace/sv/sched.c). */
-void trace_sv_serial(struct trace_supervisor *sv);
-/* What the serial schedule reads of a task (trace/sv/ready.c): 1 unless the call
+/* From on_start: the guest tree's tasks run at once, and the events through
+ * which one can observe another happen in an order decided by what they did,
+ * not by timing (trace/sv/sched.c); layers hear it through on_order. classes:
+ * the calls every such run stops at (with TRACE_FACT_DETERM ones), which alone
+ * count on the tasks' clocks. */
+void trace_sv_scheduled(struct trace_supervisor *sv, unsigned classes);
+/* What the schedule reads of a task (trace/sv/ready.c): 1 unless the call
  * nr (arguments a) of the stopped tid would wait for another task (a blocking
  * descriptor with nothing to read, a wait with no reapable child, select/poll
  * with nothing ready, pause/sigsuspend; a pending caught signal ends any);
@@ -185,6 +200,13 @@ void trace_sv_serial(struct trace_supervisor *sv);
 int trace_sv_call_ready(pid_t tid, long nr, const uint64_t a[6]);
 char trace_sv_task_state(pid_t tid);
 int trace_sv_parent_alive(pid_t tid);
+/* 1 unless a futex call of tid (arguments a) would wait: FUTEX_WAIT whose word
+ * still holds the value. */
+int trace_sv_futex_ready(pid_t tid, const uint64_t a[6]);
+/* 1 when fd of tid is a regular file, a directory or a device no other task
+ * can tell apart (null, zero, full, random, urandom): its bytes are the task's
+ * own business. */
+int trace_sv_fd_private(pid_t tid, int fd);
 /* From now on every syscall of the tree stops at its entry and exit (on_call). */
 void trace_sv_every_call(struct trace_supervisor *sv);
 int trace_sv_every_call_on(const struct trace_supervisor *sv);

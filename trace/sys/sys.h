@@ -64,6 +64,8 @@ enum trace_fact {
 	TRACE_FACT_REMAP = 1u << 7,         /* TRACE_FILTER_REMAP traps it (mmap: with MAP_FIXED) */
 	TRACE_FACT_NOFOLLOW = 1u << 8,      /* a symlink last in its paths is not followed */
 	TRACE_FACT_CHMOD = 1u << 9,         /* changes an existing object's mode */
+	TRACE_FACT_ORDERED = 1u << 10,      /* another task can observe it: --deterministic orders it */
+	TRACE_FACT_FD_ORDERED = 1u << 11,   /* ordered when its fds (arguments 0, 1) are not regular files */
 };
 unsigned trace_sys_facts(long nr);
 /* Whether the call with args a follows a symlink that is the last component of
