@@ -406,7 +406,11 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 		int have = open_flags(s, &fl);
 		if (!have || (fl & O_ACCMODE) != O_WRONLY) {
 			char proc[64];
-			snprintf(proc, sizeof proc, "/proc/%d/fd/%lld", (int)s->tid, (long long)result);
+			/* a file the supervisor opened for the guest is hashed as opened */
+			if (s->host_fd > 0)
+				snprintf(proc, sizeof proc, "/proc/self/fd/%d", s->host_fd);
+			else
+				snprintf(proc, sizeof proc, "/proc/%d/fd/%lld", (int)s->tid, (long long)result);
 			hashed = hash_proc_file(r, proc, hex);
 		}
 	}

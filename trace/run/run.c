@@ -455,6 +455,9 @@ static json_t *result_json(const char *lease, const char *image, const char *sha
 	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I,s:s}", "stops", (json_int_t)r->stops,
 						       "refused", (json_int_t)r->refused, "priority",
 						       priority_name(r->priority)));
+	if (r->notified) /* only where the listener served calls: the ptrace path's result is as it was */
+		json_object_set_new(json_object_get(j, "supervisor"), "notified",
+				    json_integer((json_int_t)r->notified));
 	json_object_set_new(j, "trace", json_null()); /* the trace head digest */
 	json_object_set_new(j, "receipts", receipts ? json_incref(receipts) : json_array());
 	return j;
@@ -774,6 +777,18 @@ static unsigned compose_classes(const struct run *r)
 	return c;
 }
 
+/* Level file's lookups through user notification (trace/sv/notify.c), chosen by
+ * SBX_FILE_TRACE=notify (ptrace, the default, otherwise), where nothing but the
+ * boundary judges a call: no inspector with anything to judge (its rewrites and
+ * pages need a stopped thread) and no determinism. */
+static int notify_files(const struct run *r)
+{
+	const char *v = getenv("SBX_FILE_TRACE");
+	return r->rec && r->opts->trace_level == TRACE_LEVEL_FILE && !r->det &&
+	       (!r->ins || trace_inspector_classes(r->ins) == 0) &&
+	       v && !strcmp(v, "notify");
+}
+
 /* Compose: each feature brings its own layer; the run adds its own hooks (the
  * control socket, the restore, the trace held as the guest's storage). */
 static void run_compose(struct run *r)
@@ -792,6 +807,7 @@ static void run_compose(struct run *r)
 		l[TRACE_LAYER_AFTER] = (struct trace_layer){ .ctx = r, .on_entry = hook_recorded,
 			.on_exit = hook_recorded, .on_exec = hook_recorded_exec };
 	r->cfg.trace_classes = compose_classes(r);
+	r->cfg.notify_files = notify_files(r);
 	if (r->det)
 		r->cfg.tsc_sigsegv = trace_tsc_probe();
 }

@@ -24,6 +24,7 @@ struct trace_stop {
 	int want_exit;                  /* set by on_entry: also stop at syscall exit */
 	int arch_ok;                    /* 0: i386/x32 entry (always refused) */
 	int record;                     /* an inspector rule asked for its result in the trace */
+	int host_fd;                    /* >0: the file the supervisor opened for the call (notify.c) */
 };
 
 struct trace_guest;      /* the stopped thread inside a hook; opaque */
@@ -112,6 +113,7 @@ struct trace_result {
 	int exec_failed;              /* the image could not be executed: errno */
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
+	uint64_t notified;            /* calls served by user notification (notify_files) */
 	uint64_t refused;             /* syscalls the boundary refused */
 	uint64_t unscheduled;         /* trace_sv_serial: waits outside the schedule (tasks let loose) */
 	uint64_t cpu_us;              /* user+sys of the whole tree (the sandbox init's rusage) */
