@@ -495,7 +495,8 @@ int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s)
 			int nofollow = !strcmp(s->sys->name, "lstat") ||
 				       (!strcmp(s->sys->name, "newfstatat") && (s->args[3] & AT_SYMLINK_NOFOLLOW)) ||
 				       (!strcmp(s->sys->name, "statx") && (s->args[2] & AT_SYMLINK_NOFOLLOW));
-			ex = guest_exists(r, s->tid, s->path[0], nofollow);
+			/* a lookup the supervisor made for the guest has its answer */
+			ex = s->exists ? s->exists == 1 : guest_exists(r, s->tid, s->path[0], nofollow);
 		}
 		return emit_sys(r, s, 0, 0, -1, rec_now(r), 0, ex);
 	}

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/audit.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
@@ -49,6 +50,7 @@
 #define BACK 1              /* served by the ptrace stop instead */
 #define EAGAIN_TRIES 64     /* a ".." raced by a rename on the host: looked up again */
 #define UP_TRIES 16         /* components walked up to find where an ENOENT lookup failed */
+#define RESOLVED_BACK INT_MIN /* resolve(): not a descriptor, not an errno */
 
 struct trace_notify {
 	struct trace_supervisor *sv;
@@ -70,6 +72,7 @@ struct served {
 	uint64_t out_addr;
 	struct stat sb;
 	struct statx sx;
+	int exists;      /* 1: the path's lookup found it, 2: it is absent, 0: not looked up */
 };
 
 /* Pseudo file systems whose entries depend on who looks (pid namespace, the
@@ -146,14 +149,12 @@ static int resolve(struct trace_notify *nf, const char *path, int follow, uint64
 		if (!special_fs(fd))
 			return fd;
 		close(fd);
-		return -BACK - 1;
+		return RESOLVED_BACK;
 	}
-	int err = errno;
-	if (err == ENOENT && absent_for_guest(nf, path))
+	if (errno == ENOENT && absent_for_guest(nf, path))
 		return -ENOENT;
-	return -BACK - 1;
+	return RESOLVED_BACK;
 }
-#define RESOLVED_BACK (-BACK - 1)
 
 /* The guest's view of an owner: its own host id is TRACE_GUEST_UID, the rest unmapped. */
 static void guest_ids(const struct trace_notify *nf, uid_t *u, gid_t *g)
@@ -239,6 +240,7 @@ static int serve_stat(struct trace_notify *nf, const struct trace_stop *st, stru
 	} else {
 		if ((fd = resolve(nf, st->path[0], follow, 0)) == RESOLVED_BACK)
 			return BACK;
+		o->exists = fd >= 0 ? 1 : 2; /* the only error served: ENOENT */
 		if (fd < 0) {
 			o->result = fd;
 			return 0;
@@ -275,6 +277,8 @@ static int serve_access(struct trace_notify *nf, const struct trace_stop *st, st
 	int fd = resolve(nf, st->path[0], !(fl & AT_SYMLINK_NOFOLLOW), 0);
 	if (fd == RESOLVED_BACK)
 		return BACK;
+	if (!(fl & AT_SYMLINK_NOFOLLOW)) /* the trace's lookup follows, as access(2) does */
+		o->exists = fd >= 0 ? 1 : 2;
 	if (fd < 0) {
 		o->result = fd;
 		return 0;
@@ -390,6 +394,7 @@ static void on_notification(struct trace_notify *nf, const struct seccomp_notif 
 		st.deny_errno = refuse;
 	}
 	st.host_fd = o.fd;
+	st.exists = o.exists;
 	if (sv->has_entry && trace_sv_layers_entry(sv, &g, &st) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	if (refuse || st.action == TRACE_REWRITTEN) { /* none rewrites without an inspector */

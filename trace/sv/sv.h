@@ -25,6 +25,7 @@ struct trace_stop {
 	int arch_ok;                    /* 0: i386/x32 entry (always refused) */
 	int record;                     /* an inspector rule asked for its result in the trace */
 	int host_fd;                    /* >0: the file the supervisor opened for the call (notify.c) */
+	int exists;                     /* 1/2: the supervisor's own lookup found the path / not (notify.c) */
 };
 
 struct trace_guest;      /* the stopped thread inside a hook; opaque */
