@@ -774,8 +774,7 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 		struct sock_fprog prog = { 0 };
 		if (k == 0 || p->cfg->notify_files)
 			rc = trace_filter_get(p->cfg->filter_cache, k ? TRACE_FILTER_NOTIFY_PROG
-						    : p->cfg->trace_classes & ~TRACE_FILTER_NOTIFY_PROG,
-					      &prog, e);
+						    : p->cfg->trace_classes, &prog, e);
 		if (rc < 0)
 			break;
 		uint16_t n = prog.len;

@@ -319,7 +319,7 @@ static int notify_build(struct sock_fprog *prog, struct common_err *e)
 
 int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
 {
-	if (classes & TRACE_FILTER_NOTIFY_PROG)
+	if (classes == TRACE_FILTER_NOTIFY_PROG) /* alone: level all's classes hold every bit */
 		return notify_build(prog, e);
 	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(TRACE_TAG_UNKNOWN));
 	if (!c)

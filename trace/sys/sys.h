@@ -104,7 +104,7 @@ int trace_sys_rules_errno(long nr, const uint64_t a[6]);
 /* Filter modifier: calls that can unmap or replace a mapping stop (the inspector
  * keeps the pages holding decided paths in place). */
 #define TRACE_FILTER_REMAP (1u << 28)
-/* Not a class: with it trace_filter_build makes the second program, which hands the
+/* Not a class: given alone, trace_filter_build makes the second program, which hands the
  * TRACE_FACT_NOTIFY calls (read-only opens, stats, access checks) to a user
  * notification listener and allows everything else to the first program. */
 #define TRACE_FILTER_NOTIFY_PROG (1u << 27)
