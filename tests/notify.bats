@@ -80,6 +80,8 @@ notified() { jq -r '.supervisor.notified // 0' r.json; }
 	refute_output --partial ESCAPED
 	assert_line "contained: a symlink to /proc/self/fd/N"
 	assert_line "contained: /dev/fd/N"
+	assert_line "contained: O_PATH"
+	assert_line "contained: a moved directory's descriptor"
 	[ "$(notified)" -gt 0 ]
 	# handed back to the ptrace stop, recorded as any: opened, hashed
 	[ "$(count '.name == "openat" and (.path | startswith("/proc/self/fd/")) and .result >= 0 and .sha256')" -gt 0 ]

@@ -134,6 +134,38 @@ static int procfd(const char *dir)
 	} else {
 		printf("contained: stat /proc/self/fd/N\n");
 	}
+	/* an O_PATH descriptor is one (F_GETFD works on it) */
+	int pfd = open(f, O_PATH);
+	if (pfd < 0 || fcntl(pfd, F_GETFD) < 0 || fstat(pfd, &b) < 0 || b.st_ino != a.st_ino) {
+		printf("ESCAPED: O_PATH open of %s (%s)\n", f, strerror(errno));
+		escaped = 1;
+	} else {
+		printf("contained: O_PATH\n");
+	}
+	if (pfd >= 0)
+		close(pfd);
+	/* a lookup relative to a directory descriptor is the directory's, not its
+	 * old name's: moved away and another made in its place */
+	snprintf(p, sizeof p, "%s/sub", dir);
+	snprintf(l, sizeof l, "%s/sub-moved", dir);
+	mkdir(p, 0700);
+	int dfd = open(p, O_RDONLY | O_DIRECTORY);
+	if (dfd < 0 || rename(p, l) < 0 || mkdir(p, 0700) < 0)
+		return 2;
+	int xf = openat(dfd, "x", O_WRONLY | O_CREAT, 0600);
+	if (xf >= 0)
+		close(xf);
+	struct stat sx;
+	int rel = fstatat(dfd, "x", &sx, AT_SYMLINK_NOFOLLOW), relo = openat(dfd, "x", O_RDONLY);
+	if (rel < 0 || relo < 0) {
+		printf("ESCAPED: a lookup through a moved directory's descriptor (%s)\n", strerror(errno));
+		escaped = 1;
+	} else {
+		printf("contained: a moved directory's descriptor\n");
+	}
+	if (relo >= 0)
+		close(relo);
+	close(dfd);
 	/* the guest's /proc/self is its own pid in its namespace */
 	char buf[64];
 	ssize_t n = readlink("/proc/self", buf, sizeof buf - 1);

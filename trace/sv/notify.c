@@ -92,12 +92,20 @@ static int special_fs(int fd)
 	}
 }
 
-static int lookup(struct trace_notify *nf, const char *path, uint64_t flags)
+/* Where a lookup starts: the guest's root for an absolute path (never above it),
+ * else the very directory object the call names (its dirfd, or the cwd), never
+ * left (a ".." above it or an absolute symlink goes back to the guest). */
+struct base {
+	int fd, own;
+	uint64_t resolve;
+};
+
+static int lookup(const struct base *b, const char *path, uint64_t flags)
 {
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC | flags, .resolve = RESOLVE_IN_ROOT };
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC | flags, .resolve = b->resolve };
 	int fd = -1;
 	for (int i = 0; i < EAGAIN_TRIES; i++)
-		if ((fd = (int)syscall(SYS_openat2, nf->rootfd, path, &how, sizeof how)) >= 0 ||
+		if ((fd = (int)syscall(SYS_openat2, b->fd, path, &how, sizeof how)) >= 0 ||
 		    errno != EAGAIN)
 			break;
 	return fd;
@@ -106,28 +114,26 @@ static int lookup(struct trace_notify *nf, const char *path, uint64_t flags)
 /* An ENOENT lookup is the guest's too when, walking up, the first prefix that
  * resolves is an ordinary directory in which the next name is absent (no
  * symlink there that only the guest's /proc would resolve). */
-static int absent_for_guest(struct trace_notify *nf, const char *path)
+static int absent_for_guest(const struct base *b, const char *path)
 {
 	char pre[PATH_MAX];
 	snprintf(pre, sizeof pre, "%s", path);
 	for (int up = 0; up < UP_TRIES; up++) {
 		char *slash = strrchr(pre, '/');
-		if (!slash)
-			return 0;
-		const char *name = slash + 1;
-		if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-			return 0;
+		const char *name = slash ? slash + 1 : pre;
 		char nm[NAME_MAX + 1];
-		if (strlen(name) > NAME_MAX)
+		if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strlen(name) > NAME_MAX)
 			return 0;
 		strcpy(nm, name);
-		if (slash == pre)
+		if (!slash)
+			strcpy(pre, "."); /* the base directory itself */
+		else if (slash == pre)
 			slash[1] = 0; /* the root */
 		else
 			*slash = 0;
-		int d = lookup(nf, pre, O_DIRECTORY);
+		int d = lookup(b, pre, O_DIRECTORY);
 		if (d < 0) {
-			if (errno != ENOENT)
+			if (errno != ENOENT || !slash)
 				return 0;
 			continue;
 		}
@@ -140,29 +146,6 @@ static int absent_for_guest(struct trace_notify *nf, const char *path)
 	return 0;
 }
 
-/* The object path names in the guest's view, O_PATH: the descriptor, -errno
- * as the guest's kernel would answer, or BACK. */
-static int resolve(struct trace_notify *nf, const char *path, int follow, uint64_t flags)
-{
-	int fd = lookup(nf, path, flags | (follow ? 0 : O_NOFOLLOW));
-	if (fd >= 0) {
-		if (!special_fs(fd))
-			return fd;
-		close(fd);
-		return RESOLVED_BACK;
-	}
-	if (errno == ENOENT && absent_for_guest(nf, path))
-		return -ENOENT;
-	return RESOLVED_BACK;
-}
-
-/* The guest's view of an owner: its own host id is TRACE_GUEST_UID, the rest unmapped. */
-static void guest_ids(const struct trace_notify *nf, uid_t *u, gid_t *g)
-{
-	*u = *u == nf->uid ? TRACE_GUEST_UID : nf->overflow_uid;
-	*g = *g == nf->gid ? TRACE_GUEST_UID : nf->overflow_gid;
-}
-
 /* An fd operation (AT_EMPTY_PATH, ""): the guest's descriptor through /proc. */
 static void fd_path(pid_t tid, int64_t dirfd, char *out, size_t n)
 {
@@ -172,19 +155,56 @@ static void fd_path(pid_t tid, int64_t dirfd, char *out, size_t n)
 		snprintf(out, n, "/proc/%d/fd/%d", (int)tid, (int)dirfd);
 }
 
+static int base_of(struct trace_notify *nf, const struct trace_stop *st, struct base *b)
+{
+	*b = (struct base){ .fd = nf->rootfd, .resolve = RESOLVE_IN_ROOT };
+	if (st->raw[0][0] == '/')
+		return 0;
+	int a = trace_sys_arg(st->sys, TRACE_ARG_DIRFD);
+	char p[64];
+	fd_path(st->tid, a >= 0 ? st->args[a] : AT_FDCWD, p, sizeof p);
+	b->fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	b->own = 1;
+	b->resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	return b->fd < 0 ? -1 : 0;
+}
+
+/* The object the call's path names in the guest's view, O_PATH: the descriptor,
+ * -errno as the guest's kernel would answer, or RESOLVED_BACK. */
+static int resolve(struct trace_notify *nf, const struct trace_stop *st, int follow, uint64_t flags)
+{
+	struct base b;
+	int fd = RESOLVED_BACK;
+	if (base_of(nf, st, &b) < 0)
+		return RESOLVED_BACK; /* a bad dirfd: the kernel's error to give */
+	int got = lookup(&b, st->raw[0], flags | (follow ? 0 : O_NOFOLLOW));
+	if (got >= 0 && !special_fs(got))
+		fd = got;
+	else if (got >= 0)
+		close(got);
+	else if (errno == ENOENT && absent_for_guest(&b, st->raw[0]))
+		fd = -ENOENT;
+	if (b.own)
+		close(b.fd);
+	return fd;
+}
+
+/* The guest's view of an owner: its own host id is TRACE_GUEST_UID, the rest unmapped. */
+static void guest_ids(const struct trace_notify *nf, uid_t *u, gid_t *g)
+{
+	*u = *u == nf->uid ? TRACE_GUEST_UID : nf->overflow_uid;
+	*g = *g == nf->gid ? TRACE_GUEST_UID : nf->overflow_gid;
+}
+
 static int serve_open(struct trace_notify *nf, const struct trace_stop *st, struct served *o)
 {
 	uint32_t fl = (uint32_t)st->args[trace_sys_arg(st->sys, TRACE_ARG_OFLAGS)];
-	int fd = resolve(nf, st->path[0], !(fl & O_NOFOLLOW), fl & O_DIRECTORY);
+	int fd = resolve(nf, st, !(fl & O_NOFOLLOW), fl & O_DIRECTORY);
 	struct stat sb;
 	if (fd == RESOLVED_BACK)
 		return BACK;
 	if (fd < 0) {
 		o->result = fd;
-		return 0;
-	}
-	if (fl & O_PATH) { /* what the guest gets is this very lookup */
-		o->fd = fd;
 		return 0;
 	}
 	if (fstat(fd, &sb) < 0 || !(S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) || S_ISLNK(sb.st_mode))) {
@@ -238,9 +258,10 @@ static int serve_stat(struct trace_notify *nf, const struct trace_stop *st, stru
 			      : stat(p, &o->sb);
 		o->result = rc < 0 ? (errno == ENOENT ? -EBADF : -errno) : 0;
 	} else {
-		if ((fd = resolve(nf, st->path[0], follow, 0)) == RESOLVED_BACK)
+		if ((fd = resolve(nf, st, follow, 0)) == RESOLVED_BACK)
 			return BACK;
-		o->exists = fd >= 0 ? 1 : 2; /* the only error served: ENOENT */
+		if (st->raw[0][0] == '/') /* the trace looks up the path string: the same walk */
+			o->exists = fd >= 0 ? 1 : 2; /* the only error served: ENOENT */
 		if (fd < 0) {
 			o->result = fd;
 			return 0;
@@ -274,10 +295,11 @@ static int serve_access(struct trace_notify *nf, const struct trace_stop *st, st
 		o->result = -ENOENT;
 		return 0;
 	}
-	int fd = resolve(nf, st->path[0], !(fl & AT_SYMLINK_NOFOLLOW), 0);
+	int fd = resolve(nf, st, !(fl & AT_SYMLINK_NOFOLLOW), 0);
 	if (fd == RESOLVED_BACK)
 		return BACK;
-	if (!(fl & AT_SYMLINK_NOFOLLOW)) /* the trace's lookup follows, as access(2) does */
+	/* the trace looks up the path string, following, as access(2) does */
+	if (!(fl & AT_SYMLINK_NOFOLLOW) && st->raw[0][0] == '/')
 		o->exists = fd >= 0 ? 1 : 2;
 	if (fd < 0) {
 		o->result = fd;
@@ -293,8 +315,9 @@ static int serve_access(struct trace_notify *nf, const struct trace_stop *st, st
 static int serve(struct trace_notify *nf, const struct trace_stop *st, struct tstate *t,
 		 struct served *o)
 {
-	if (!st->raw[0] || !st->path[0] || t->path_unsure || strlen(st->path[0]) >= PATH_MAX - 1)
-		return BACK; /* an unreadable path, or a base /proc cannot name */
+	(void)t;
+	if (!st->raw[0] || !st->path[0])
+		return BACK; /* an unreadable path: the kernel's EFAULT or ENAMETOOLONG */
 	if (nf->fsids) {
 		setfsgid(nf->gid);
 		setfsuid(nf->uid);

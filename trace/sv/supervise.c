@@ -411,7 +411,6 @@ void trace_sv_decode_paths(struct trace_guest *g, struct trace_stop *st)
 {
 	struct tstate *t = g->ts;
 	int k = 0;
-	t->path_unsure = 0;
 	for (int a = 0; a < 6 && k < 2 && st->sys; a++) {
 		if (st->sys->arg[a] != TRACE_ARG_PATH)
 			continue;
@@ -437,7 +436,6 @@ void trace_sv_decode_paths(struct trace_guest *g, struct trace_stop *st)
 			if (bl < 0)
 				bl = 0;
 			base[bl] = 0;
-			t->path_unsure |= base[0] != '/' || strstr(base, " (deleted)") != NULL;
 			size_t pre = strcmp(base, "/") == 0 ? 0 : (size_t)bl, len = (size_t)n;
 			if (pre + 1 + len >= PATH_MAX) /* cut as snprintf would */
 				len = pre + 1 < PATH_MAX ? PATH_MAX - 1 - pre - 1 : 0;

@@ -37,7 +37,6 @@ struct tstate {
 	pid_t sched_vfork;        /* resumed from its vfork event: the child's tid */
 	struct trace_nest_task *nest;     /* a guest tracer traces it (nest.c) */
 	struct trace_nest_tracer *tracer; /* it traces tasks of the run (nest.c) */
-	int path_unsure;          /* decode_paths could not read a relative path's base */
 	int notify_redo;          /* notify.c: 1 handed back, 2 its restart marked, 3+k: argument k
 	                           * carries the mark until the call's exit */
 };

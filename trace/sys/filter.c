@@ -286,8 +286,8 @@ static int filter_export(scmp_filter_ctx c, struct sock_fprog *prog, struct comm
 }
 
 /* The second program (TRACE_FILTER_NOTIFY_PROG): the TRACE_FACT_NOTIFY calls go to
- * the listener, a read-only open only (a creating, truncating or writing one, and
- * one the supervisor marked, meet the first program), everything else is the
+ * the listener, a read-only open only (a creating, truncating, writing or O_PATH
+ * one, and one the supervisor marked, meet the first program), everything else is the
  * first program's to judge. Precedence: the listener's answer beats a TRACE. */
 static int notify_build(struct sock_fprog *prog, struct common_err *e)
 {
@@ -306,8 +306,8 @@ static int notify_build(struct sock_fprog *prog, struct common_err *e)
 		if (!(trace_sys_facts(s->nr) & TRACE_FACT_NOTIFY) || m < 0)
 			continue;
 		uint64_t mask = ~0xffffffffull;
-		if (trace_sys_arg(s, TRACE_ARG_OFLAGS) == m)
-			mask |= O_ACCMODE | TRACE_CREATE_FLAGS | O_TRUNC;
+		if (trace_sys_arg(s, TRACE_ARG_OFLAGS) == m) /* ADDFD cannot pass an O_PATH file */
+			mask |= O_ACCMODE | TRACE_CREATE_FLAGS | O_TRUNC | O_PATH;
 		struct scmp_arg_cmp cmp[1] = { SCMP_CMP64((unsigned)m, SCMP_CMP_MASKED_EQ, mask, 0) };
 		if (rule(c, SCMP_ACT_NOTIFY, s->nr, 1, cmp, s->name, e) < 0) {
 			seccomp_release(c);
