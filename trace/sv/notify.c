@@ -4,14 +4,16 @@
  * takes sv->mu (the loop holds it but while it waits) and walks the same layers
  * as a seccomp stop. The call is never let run (SECCOMP_USER_NOTIF_FLAG_CONTINUE
  * is no security mechanism: another thread may change the path in between):
- * the supervisor opens or looks up the very path it read and recorded, in the
- * guest's root (RESOLVE_IN_ROOT from /proc/GUEST/root) with the guest's file
- * system ids, and hands over the descriptor (SECCOMP_IOCTL_NOTIF_ADDFD) or
- * writes the stat into the guest's buffer. What it cannot serve as the guest's
- * kernel would (magic links, /proc and kin, a device, a dangling symlink, a
- * deleted cwd) goes back: the loop interrupts the thread, the call restarts
- * with a mark in a high bit the kernel ignores, and the first program stops it
- * as today. */
+ * the supervisor looks up the very string it read and recorded, with the
+ * guest's file system ids, an absolute one in the guest's root (RESOLVE_IN_ROOT
+ * from /proc/GUEST/root), a relative one beneath the directory object its dirfd
+ * or cwd names (RESOLVE_BENEATH), and hands over the descriptor
+ * (SECCOMP_IOCTL_NOTIF_ADDFD) or writes the stat into the guest's buffer. What
+ * it cannot serve as the guest's kernel would (magic links, /proc and kin, a
+ * device, a symlink dangling for it, a relative path leaving its directory, an
+ * error other than a name verified absent) goes back: the loop interrupts the
+ * thread, the call restarts with a mark in a high bit the kernel ignores, and
+ * the first program stops it as before. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -312,10 +314,8 @@ static int serve_access(struct trace_notify *nf, const struct trace_stop *st, st
 
 /* Serve the call with the guest's file system ids (a root supervisor's file
  * capabilities go while they are not 0): 0 with *o filled, or BACK. */
-static int serve(struct trace_notify *nf, const struct trace_stop *st, struct tstate *t,
-		 struct served *o)
+static int serve(struct trace_notify *nf, const struct trace_stop *st, struct served *o)
 {
-	(void)t;
 	if (!st->raw[0] || !st->path[0])
 		return BACK; /* an unreadable path: the kernel's EFAULT or ENAMETOOLONG */
 	if (nf->fsids) {
@@ -405,7 +405,7 @@ static void on_notification(struct trace_notify *nf, const struct seccomp_notif 
 	if (ioctl(nf->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0)
 		return;
 	struct served o = { .fd = -1 };
-	if (serve(nf, &st, t, &o) == BACK) {
+	if (serve(nf, &st, &o) == BACK) {
 		hand_back(nf, t->tid);
 		return;
 	}
