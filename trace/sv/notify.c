@@ -462,6 +462,8 @@ static void *notify_main(void *arg)
 		pthread_mutex_lock(&nf->sv->mu);
 		on_notification(nf, &n);
 		pthread_mutex_unlock(&nf->sv->mu);
+		/* a guest keeping it busy does not keep it real-time (its own budget) */
+		trace_prio_duty(&pr, common_mono_us());
 	}
 	return NULL;
 }
