@@ -67,12 +67,15 @@ clean:
 M
 
 now() { date +%s.%N; }
-MODES="native none exec file all strace"
+# file-ptrace: level file with a ptrace stop for each lookup (SBX_FILE_TRACE=ptrace), as
+# before user notification served them
+MODES=${MODES:-"native none exec file file-ptrace all strace"}
 cmd() { # the command line of a mode
 	case $1 in
 	native) echo "make -s -j2 -C $P" ;;
 	none) echo "sbx-run --ephemeral --rw $P:/src -- make -s -j2 -C /src" ;;
 	exec|file|all) echo "sbx-run --ephemeral --rw $P:/src --trace $W/t.$1 --trace-level $1 -- make -s -j2 -C /src" ;;
+	file-ptrace) echo "env SBX_FILE_TRACE=ptrace sbx-run --ephemeral --rw $P:/src --trace $W/t.$1 --trace-level file -- make -s -j2 -C /src" ;;
 	strace) echo "strace -f --seccomp-bpf -e trace=%file -o $W/strace.out make -s -j2 -C $P" ;;
 	esac
 }
@@ -106,6 +109,7 @@ for m in $MODES; do
 	native) name=native lines=- ;;
 	none) name="sbx-run, no --trace" lines=- ;;
 	strace) name="strace -f --seccomp-bpf %file" lines=$(events "$W/strace.out") ;;
+	file-ptrace) name="sbx-run --trace-level file, ptrace" lines=$(events "$W/t.$m") ;;
 	*) name="sbx-run --trace-level $m" lines=$(events "$W/t.$m") ;;
 	esac
 	printf '%-32s %8s %7s %8s %7s %8s\n' "$name" "$(wall $m)" "$(div "$(wall $m)" "$nw")" \

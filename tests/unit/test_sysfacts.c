@@ -1,6 +1,7 @@
 /* trace/sys/facts.def: the seccomp program, run here on made-up calls, and the
  * boundary's verdict give the same answer for every fact and argument rule. */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -308,8 +309,44 @@ static void test_held_protection(void)
 	CHECK(run_bpf(&held, &d) == SECCOMP_RET_ALLOW); /* the base traps every other architecture */
 }
 
+/* The listener's program (TRACE_FILTER_NOTIFY_PROG): a read-only open and every
+ * stat and access check go to the listener, unless marked; a creating, truncating
+ * or writing open and every other call are the boundary's program's to judge. */
+static void test_notify_prog(void)
+{
+	struct sock_fprog p = build(TRACE_FILTER_NOTIFY_PROG);
+	uint64_t a[6] = { (uint64_t)AT_FDCWD, 0x1000, O_RDONLY | O_CLOEXEC, 0 };
+	CHECK(ACT(filter_says(&p, TRACE_SYS_openat, a)) == SECCOMP_RET_USER_NOTIF);
+	a[2] = O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_NONBLOCK;
+	CHECK(ACT(filter_says(&p, TRACE_SYS_openat, a)) == SECCOMP_RET_USER_NOTIF);
+	const uint64_t kept[] = { O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_TMPFILE, O_PATH,
+				  O_RDONLY | TRACE_NOTIFY_MARK };
+	for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+		a[2] = kept[i];
+		CHECK(ACT(filter_says(&p, TRACE_SYS_openat, a)) == SECCOMP_RET_ALLOW);
+	}
+	uint64_t o[6] = { 0x1000, O_RDONLY };
+	CHECK(ACT(filter_says(&p, TRACE_SYS_open, o)) == SECCOMP_RET_USER_NOTIF);
+	o[1] = O_WRONLY | O_CREAT;
+	CHECK(ACT(filter_says(&p, TRACE_SYS_open, o)) == SECCOMP_RET_ALLOW);
+	for (size_t i = 0; i < trace_sys_count(); i++) {
+		const struct trace_sysinfo *s = trace_sys_at(i);
+		uint64_t z[6] = { 0 }, m[6] = { 0 };
+		int notified = !!(trace_sys_facts(s->nr) & TRACE_FACT_NOTIFY);
+		m[trace_sys_notify_arg(s) >= 0 ? trace_sys_notify_arg(s) : 0] = TRACE_NOTIFY_MARK;
+		CHECK(ACT(filter_says(&p, s->nr, z)) == (notified ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW));
+		CHECK(ACT(filter_says(&p, s->nr, m)) == SECCOMP_RET_ALLOW);
+	}
+	/* the table's notified calls: lookups only, each with a place for the mark */
+	CHECK(trace_sys_facts(TRACE_SYS_newfstatat) & TRACE_FACT_NOTIFY);
+	CHECK(!(trace_sys_facts(TRACE_SYS_execve) & TRACE_FACT_NOTIFY));
+	CHECK(!(trace_sys_facts(TRACE_SYS_openat2) & TRACE_FACT_NOTIFY));
+	free(p.filter);
+}
+
 int main(void)
 {
+	test_notify_prog();
 	test_filter_is_verdict();
 	test_held_protection();
 	test_marked_sets();

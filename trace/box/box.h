@@ -32,6 +32,8 @@ struct trace_config {
 	int state_fd;                 /* -1 or a memfd to place at guest fd 3 */
 	int no_aslr;                  /* ADDR_NO_RANDOMIZE (snapshots, sbx_call, determinism) */
 	int tsc_sigsegv;              /* PR_SET_TSC PR_TSC_SIGSEGV: rdtsc faults (determinism) */
+	int notify_files;             /* the open/stat family is served by user notification
+	                               * (TRACE_FILTER_NOTIFY_PROG, trace/sv/notify.c) */
 	int stdout_fd, stderr_fd;     /* -1: inherit; else placed at guest fd 1 / 2 (output relay) */
 	int host_signals;             /* the process is sbx's own (a tool): the calling thread
 	                               * supervises, and SIGTERM/SIGINT/SIGHUP/SIGQUIT end the run;
@@ -108,6 +110,7 @@ struct trace_plan {
 	int init_pidfd;            /* the sandbox's init (CLONE_PIDFD): the only process sbx signals */
 	sigset_t ignored;          /* signals the caller ignored: ignored in the guest too */
 	struct sock_fprog prog;    /* the seccomp program (the child's copy, read from sync_fd) */
+	struct sock_fprog nprog;   /* the listener's program (notify_files), else length 0 */
 	uid_t host_uid;            /* host ids the guest's uid/gid 1000 map to */
 	gid_t host_gid;
 	int privileged;            /* invoked as root: map to an unprivileged uid */

@@ -270,6 +270,8 @@ int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struc
 	/* the program itself is built while the child sets up its mounts (release) */
 	p->prog.filter = common_xmalloc(BPF_MAXINSNS * sizeof(struct sock_filter));
 	p->prog.len = 0;
+	p->nprog.filter = common_xmalloc(BPF_MAXINSNS * sizeof(struct sock_filter));
+	p->nprog.len = 0;
 
 	if (!cfg->replace_defaults) {
 		struct stat st;
@@ -363,6 +365,8 @@ void trace_plan_free(struct trace_plan *p)
 	p->nm = 0;
 	free(p->prog.filter);
 	p->prog.filter = NULL;
+	free(p->nprog.filter);
+	p->nprog.filter = NULL;
 	trace_box_close(&p->image_fd);
 	trace_box_close(&p->init_pidfd);
 	for (int i = 0; i < 2; i++) {

@@ -551,6 +551,11 @@ __attribute__((noreturn)) static void guest_exec(struct trace_plan *p)
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			child_fail(p, errno, "RLIMIT_NOFILE %llu", (unsigned long long)cfg->rlimit_nofile);
 	}
+	/* the listener's program first (the boundary's refuses a new listener); its
+	 * descriptor is close-on-exec: the supervisor takes it at the exec's stop */
+	if (p->nprog.len && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				    SECCOMP_FILTER_FLAG_NEW_LISTENER, &p->nprog) < 0)
+		child_fail(p, errno, "seccomp listener (kernel user notification unavailable?)");
 	/* seccomp last: every later syscall, the exec first, meets the filter */
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
 		child_fail(p, errno, "seccomp filter (kernel seccomp-bpf unavailable?)");
@@ -576,9 +581,9 @@ __attribute__((noreturn)) static void init_loop(pid_t guest)
 	}
 }
 
-/* The seccomp program the supervisor built meanwhile: its length, then its
- * instructions, on the sync pipe; EOF means the supervisor gave up. */
-static void read_filter(struct trace_plan *p)
+/* One seccomp program on the sync pipe: its length, then its instructions; a
+ * length of 0 is none (empty allowed); EOF means the supervisor gave up. */
+static void read_prog(struct trace_plan *p, struct sock_fprog *prog, int empty)
 {
 	uint16_t n;
 	size_t want = sizeof n, got = 0;
@@ -592,13 +597,20 @@ static void read_filter(struct trace_plan *p)
 				_exit(SBX_EXIT_SBX);
 			got += (size_t)r;
 		}
-		if (part == 0 && (n == 0 || n > BPF_MAXINSNS))
+		if (part == 0 && ((n == 0 && !empty) || n > BPF_MAXINSNS))
 			child_fail(p, EINVAL, "seccomp program length %u", (unsigned)n);
 		want = (size_t)n * sizeof(struct sock_filter);
 		got = 0;
-		dst = (char *)p->prog.filter;
+		dst = (char *)prog->filter;
 	}
-	p->prog.len = n;
+	prog->len = n;
+}
+
+/* The programs the supervisor built meanwhile: the boundary's, then the listener's. */
+static void read_filter(struct trace_plan *p)
+{
+	read_prog(p, &p->prog, 0);
+	read_prog(p, &p->nprog, 1);
 	close(p->sync_fd[0]);
 	p->sync_fd[0] = -1;
 }
@@ -757,16 +769,22 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 	if (write(p->sync_fd[1], "g", 1) != 1)
 		return common_errno(e, errno, "starting the sandbox");
 	/* built (or found) now, while the child mounts; a pipe holds the largest program */
-	struct sock_fprog prog;
-	if (trace_filter_get(p->cfg->filter_cache, p->cfg->trace_classes, &prog, e) < 0)
-		return -1;
-	uint16_t n = prog.len;
-	int rc = common_write_all(p->sync_fd[1], &n, sizeof n);
-	if (rc == 0)
-		rc = common_write_all(p->sync_fd[1], prog.filter, n * sizeof(struct sock_filter));
-	if (rc < 0)
-		rc = common_errno(e, -rc, "passing the seccomp program to the sandbox");
-	free(prog.filter);
+	int rc = 0;
+	for (int k = 0; k < 2 && rc == 0; k++) {
+		struct sock_fprog prog = { 0 };
+		if (k == 0 || p->cfg->notify_files)
+			rc = trace_filter_get(p->cfg->filter_cache, k ? TRACE_FILTER_NOTIFY_PROG
+						    : p->cfg->trace_classes, &prog, e);
+		if (rc < 0)
+			break;
+		uint16_t n = prog.len;
+		rc = common_write_all(p->sync_fd[1], &n, sizeof n);
+		if (rc == 0 && n)
+			rc = common_write_all(p->sync_fd[1], prog.filter, n * sizeof(struct sock_filter));
+		if (rc < 0)
+			rc = common_errno(e, -rc, "passing the seccomp program to the sandbox");
+		free(prog.filter);
+	}
 	trace_box_close(&p->sync_fd[1]);
 	return rc;
 }

@@ -106,6 +106,11 @@ static void restore_args(const struct inspect_pages *r, pid_t tid)
 	struct user_regs_struct g;
 	uint64_t a[6];
 
+	size_t i = 0;
+	while (i < r->nlive && !(r->live[i].tid == tid && r->live[i].arg >= 0))
+		i++;
+	if (i == r->nlive) /* no argument of its points at a page: nothing to put back */
+		return;
 	if (trace_regs_get(tid, &g) < 0 || (int64_t)g.rax < -ERESTART_LAST ||
 	    (int64_t)g.rax > -ERESTART_FIRST)
 		return;

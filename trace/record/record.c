@@ -467,7 +467,11 @@ static int emit_sys(struct trace_rec *r, const struct trace_stop *s, int has_res
 		int have = open_flags(s, &fl);
 		if (!have || (fl & O_ACCMODE) != O_WRONLY) {
 			char proc[64];
-			snprintf(proc, sizeof proc, "/proc/%d/fd/%lld", (int)s->tid, (long long)result);
+			/* a file the supervisor opened for the guest is hashed as opened */
+			if (s->host_fd > 0)
+				snprintf(proc, sizeof proc, "/proc/self/fd/%d", s->host_fd);
+			else
+				snprintf(proc, sizeof proc, "/proc/%d/fd/%lld", (int)s->tid, (long long)result);
 			hashed = hash_proc_file(r, proc, hex);
 		}
 	}
@@ -555,7 +559,8 @@ int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s)
 			int nofollow = !strcmp(s->sys->name, "lstat") ||
 				       (!strcmp(s->sys->name, "newfstatat") && (s->args[3] & AT_SYMLINK_NOFOLLOW)) ||
 				       (!strcmp(s->sys->name, "statx") && (s->args[2] & AT_SYMLINK_NOFOLLOW));
-			ex = guest_exists(r, s->tid, s->path[0], nofollow);
+			/* a lookup the supervisor made for the guest has its answer */
+			ex = s->exists ? s->exists == 1 : guest_exists(r, s->tid, s->path[0], nofollow);
 		}
 		return emit_sys(r, s, 0, 0, -1, rec_now(r), 0, ex);
 	}

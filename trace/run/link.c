@@ -38,6 +38,9 @@ json_t *trace_run_result_json(const char *lease, const char *image, const char *
 	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I,s:s}", "stops", (json_int_t)r->stops,
 						       "refused", (json_int_t)r->refused, "priority",
 						       priority_name(r->priority)));
+	if (r->notified) /* only where the listener served calls: the ptrace path's result is as it was */
+		json_object_set_new(json_object_get(j, "supervisor"), "notified",
+				    json_integer((json_int_t)r->notified));
 	json_object_set_new(j, "trace", json_null()); /* the trace head digest */
 	json_object_set_new(j, "receipts", receipts ? json_incref(receipts) : json_array());
 	return j;

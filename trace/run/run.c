@@ -756,6 +756,17 @@ static unsigned compose_classes(const struct run *r)
 	return c;
 }
 
+/* Level file's lookups through user notification (trace/sv/notify.c) where
+ * nothing but the boundary judges a call: no inspector with anything to judge
+ * (its rewrites and pages need a stopped thread) and no determinism.
+ * SBX_FILE_TRACE=ptrace keeps a stop for each (tests, benchmarks). */
+static int notify_files(const struct run *r)
+{
+	const char *v = getenv("SBX_FILE_TRACE");
+	return r->rec && r->opts->trace_level == TRACE_LEVEL_FILE && !r->det &&
+	       (!r->ins || trace_inspector_classes(r->ins) == 0) && !(v && !strcmp(v, "ptrace"));
+}
+
 /* Compose: each feature brings its own layer; the run adds its own hooks (the
  * control socket, the restore, the trace held as the guest's storage). */
 static void run_compose(struct run *r)
@@ -775,6 +786,7 @@ static void run_compose(struct run *r)
 		l[TRACE_LAYER_AFTER] = (struct trace_layer){ .ctx = r, .on_entry = hook_recorded,
 			.on_exit = hook_recorded, .on_exec = hook_recorded_exec };
 	r->cfg.trace_classes = compose_classes(r);
+	r->cfg.notify_files = notify_files(r);
 	if (r->det)
 		r->cfg.tsc_sigsegv = trace_tsc_probe();
 }

@@ -50,6 +50,16 @@ static int layers_stop(struct trace_supervisor *sv, struct trace_guest *g, struc
 	return 0;
 }
 
+int trace_sv_layers_entry(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st)
+{
+	return layers_stop(sv, g, st, HOOK_ENTRY);
+}
+
+int trace_sv_layers_exit(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st)
+{
+	return layers_stop(sv, g, st, HOOK_EXIT);
+}
+
 static int layers_start(struct trace_supervisor *sv)
 {
 	EACH_LAYER(sv, l)
@@ -404,7 +414,7 @@ static void deny(pid_t tid, int err)
 
 /* Decode path arguments, absolute in the guest's view (relative ones joined
  * onto the cwd or the dirfd, as /proc shows them from inside). */
-static void decode_paths(struct trace_guest *g, struct trace_stop *st)
+void trace_sv_decode_paths(struct trace_guest *g, struct trace_stop *st)
 {
 	struct tstate *t = g->ts;
 	int k = 0;
@@ -460,6 +470,11 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
 		return;
 	}
+	if (sv->p->cfg->notify_files && !sv->notify && t->tid == sv->guest &&
+	    trace_notify_attach(sv, t->tid) < 0)
+		trace_sv_stop(sv, "user notification failed");
+	if (t->notify_redo)
+		trace_notify_unmark(sv, t, (long)info.seccomp.nr, info.seccomp.args);
 	sv->res->stops++;
 	struct trace_stop *st = &t->st;
 	memset(st, 0, sizeof *st);
@@ -483,7 +498,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	int dir_mode = refuse == EPERM && nested < 0 ? trace_boundary_dir_mode(st->nr, st->args) : -1;
 	trace_sv_sgid_drop(t);
 	if ((sv->has_entry || dir_mode >= 0) && st->sys)
-		decode_paths(&g, st);
+		trace_sv_decode_paths(&g, st);
 	if (dir_mode >= 0 && trace_sv_sgid_entry(t, st) == 0)
 		refuse = 0; /* a directory: S_ISGID is given at the call's exit */
 	if (!refuse && st->arch_ok && st->nr == TRACE_SYS_connect) {
@@ -521,7 +536,8 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	trace_sock_close(&conn);
 	t->want_exit = st->want_exit && sv->has_exit;
 	t->sched_call = st->action == TRACE_ALLOWED && st->arch_ok && nested != 0;
-	trace_sv_resume(sv, t->tid, t->want_exit || t->sgid ? PTRACE_SYSCALL : PTRACE_CONT, 0);
+	trace_sv_resume(sv, t->tid, t->want_exit || t->sgid || t->notify_redo ? PTRACE_SYSCALL
+									       : PTRACE_CONT, 0);
 }
 
 /* A syscall-entry stop, met only in every-call mode: the hook sees the call
@@ -559,6 +575,8 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 	}
 	if (t->tracer && !sv->every_call && trace_nest_tracer_stop(sv, t))
 		return;
+	if (t->notify_redo)
+		trace_notify_unmark(sv, t, 0, NULL);
 	if (t->sgid) {
 		struct __ptrace_syscall_info info;
 		memset(&info, 0, sizeof info);
@@ -704,6 +722,8 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			sv->nheld++;
 			return;
 		}
+		if (t->notify_redo) /* a call the listener handed back: its restart is marked */
+			trace_notify_mark(sv, t);
 		break; /* a new child's first stop, or an interrupt */
 	default:
 		break;
@@ -831,7 +851,10 @@ static void poll_fds(struct trace_supervisor *sv, const struct trace_waker *wk, 
 	pf[n++] = (struct pollfd){ .fd = *errfd, .events = POLLIN };
 	for (size_t i = 0; i < sv->nwatch; i++)
 		pf[n++] = (struct pollfd){ .fd = sv->watch[i], .events = POLLIN };
-	if (poll(pf, n, wk->started ? 0 : WAKE_MS) <= 0)
+	pthread_mutex_unlock(&sv->mu); /* the listener's turn while the loop waits */
+	int ready = poll(pf, n, wk->started ? 0 : WAKE_MS);
+	pthread_mutex_lock(&sv->mu);
+	if (ready <= 0)
 		return;
 	if (pf[0].revents)
 		on_signal(sv);
@@ -851,8 +874,10 @@ static int wait_stop(struct trace_supervisor *sv, struct trace_waker *wk)
 	pid_t w;
 	if (wk->started) {
 		atomic_store(&wk->in_wait, 1);
+		pthread_mutex_unlock(&sv->mu); /* the listener's turn while the loop waits */
 		w = trace_sv_woken ? 0 : wait4(-1, &status, __WALL | __WNOTHREAD, &ru);
 		err = errno;
+		pthread_mutex_lock(&sv->mu);
 		atomic_store(&wk->in_wait, 0);
 	} else {
 		w = wait4(-1, &status, __WALL | __WNOTHREAD | WNOHANG, &ru);
@@ -879,6 +904,8 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	sv.res = res;
 	sv.init = init_pid;
 	sv.diag = -1;
+	pthread_mutex_init(&sv.mu, NULL);
+	pthread_mutex_lock(&sv.mu);
 	tstate_get(&sv, init_pid)->tgid = init_pid;
 
 	sigset_t mask, old, sfmask;
@@ -900,6 +927,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	struct trace_waker wk;
 	memset(&wk, 0, sizeof wk);
 	wk.prio = pr;
+	sv.wk = &wk;
 	int werr = trace_sv_waker_start(&wk);
 	if (werr < 0) {
 		common_errno(e, -werr, "supervisor wake-up thread");
@@ -922,6 +950,8 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			kill_all(&sv);
 			killed = 1;
 		}
+		if (sv.notify)
+			trace_notify_interrupts(&sv);
 		uint64_t now = common_mono_us();
 		trace_prio_duty(pr, now);
 		if (now >= next_tick) {
@@ -948,6 +978,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		if (wait_stop(&sv, &wk) == 0)
 			break;
 	}
+	trace_notify_end(&sv);
 	trace_sv_waker_stop(&wk);
 	trace_sched_off(&sv);
 	if (errfd >= 0) {
@@ -965,6 +996,8 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	if (sv.diag >= 0)
 		close(sv.diag);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_unlock(&sv.mu);
+	pthread_mutex_destroy(&sv.mu);
 	if (sv.setup_failed)
 		return common_errf(e, sv.setup_what, "%s", sv.setup_why);
 	if (!sv.guest)

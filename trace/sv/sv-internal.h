@@ -38,6 +38,8 @@ struct tstate {
 	pid_t sched_vfork;        /* resumed from its vfork event: the child's tid */
 	struct trace_nest_task *nest;     /* a guest tracer traces it (nest.c) */
 	struct trace_nest_tracer *tracer; /* it traces tasks of the run (nest.c) */
+	int notify_redo;          /* notify.c: 1 handed back, 2 its restart marked, 3+k: argument k
+	                           * carries the mark until the call's exit */
 };
 
 struct trace_supervisor {
@@ -62,6 +64,9 @@ struct trace_supervisor {
 	size_t ntracers;          /* guest tracers (nest.c): 0, no task stops for them */
 	int diag;                 /* sock_diag in the run's network namespace, -1 until needed */
 	struct trace_sched *sched; /* the serial schedule (sched.c), NULL when off */
+	struct trace_notify *notify; /* the listener's server (notify.c), NULL when off */
+	struct trace_waker *wk;
+	pthread_mutex_t mu;       /* held by the loop but while it waits: the listener's turn */
 };
 
 struct trace_guest {
@@ -123,6 +128,26 @@ int trace_nest_event(struct trace_supervisor *sv, struct tstate *t, int event, u
 int trace_nest_syscalls(const struct tstate *t);
 /* A task is freed: its tracer hears of it, its tracees are let go. */
 void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatus);
+
+/* supervise.c for notify.c: paths decoded as at a stop; the layers' entry and
+ * exit hooks walked. */
+void trace_sv_decode_paths(struct trace_guest *g, struct trace_stop *st);
+int trace_sv_layers_entry(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st);
+int trace_sv_layers_exit(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st);
+
+/* User notification (notify.c): the open/stat family served by a thread of its
+ * own under sv->mu, the supervisor opening or looking up the object itself in the
+ * guest's view and handing over the result. At the guest's first stop (its
+ * exec) the listener is taken; a call it cannot serve exactly goes back to the
+ * guest, interrupted (trace_notify_interrupts, from the loop), its restart marked
+ * at the interrupt's stop (trace_notify_mark) and unmarked at its seccomp stop
+ * (trace_notify_unmark). */
+struct trace_notify;
+int trace_notify_attach(struct trace_supervisor *sv, pid_t guest);
+void trace_notify_interrupts(struct trace_supervisor *sv);
+void trace_notify_mark(struct trace_supervisor *sv, struct tstate *t);
+void trace_notify_unmark(struct trace_supervisor *sv, struct tstate *t, long nr, uint64_t args[6]);
+void trace_notify_end(struct trace_supervisor *sv);
 
 /* The waker (trace/sv/waker.c). */
 #define WAKE_MS 50             /* fds and ticks are looked at least this often */

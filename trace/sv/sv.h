@@ -26,6 +26,8 @@ struct trace_stop {
 	int record;                     /* an inspector rule asked for its result in the trace */
 	int outside;                    /* a connect to a host socket named with --socket */
 	const char *uncontrolled;       /* a source no layer answers, named at the event */
+	int host_fd;                    /* >0: the file the supervisor opened for the call (notify.c) */
+	int exists;                     /* 1/2: the supervisor's own lookup found the path / not (notify.c) */
 };
 
 struct trace_guest;      /* the stopped thread inside a hook; opaque */
@@ -125,6 +127,7 @@ struct trace_result {
 	int exec_failed;              /* the image could not be executed: errno */
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
+	uint64_t notified;            /* calls served by user notification (notify_files) */
 	uint64_t refused;             /* syscalls the boundary refused */
 	uint64_t unscheduled;         /* trace_sv_scheduled: waits outside the schedule (tasks let loose) */
 	struct trace_sched_stats sched; /* trace_sv_scheduled: what the schedule did */

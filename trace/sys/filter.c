@@ -259,33 +259,15 @@ static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned c
 	return allow_by_args(c, s, e);
 }
 
-int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
+/* The program of filter context c, exported into prog; c is released. */
+static int filter_export(scmp_filter_ctx c, struct sock_fprog *prog, struct common_err *e)
 {
-	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(TRACE_TAG_UNKNOWN));
-	if (!c)
-		return common_errf(e, "seccomp", "libseccomp cannot create a filter");
-	int rc = 0;
-	/* real kernel errnos instead of -ECANCELED; we set no_new_privs ourselves;
-	 * a binary tree keeps the hot path short; i386 and x32 reach the supervisor */
-	if (seccomp_attr_set(c, SCMP_FLTATR_API_SYSRAWRC, 1) < 0 ||
-	    seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
-	    seccomp_attr_set(c, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0 ||
-	    seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRACE(TRACE_TAG_BADARCH)) < 0) {
-		seccomp_release(c);
-		return common_errf(e, "seccomp", "libseccomp refuses the filter attributes");
-	}
-	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++)
-		rc = add_call(c, trace_sys_at(i), classes, e);
-	if (rc < 0) {
-		seccomp_release(c);
-		return -1;
-	}
 	int fd = memfd_create("sbx-bpf", MFD_CLOEXEC);
 	if (fd < 0) {
 		seccomp_release(c);
 		return common_errno(e, errno, "seccomp: memfd");
 	}
-	rc = seccomp_export_bpf(c, fd);
+	int rc = seccomp_export_bpf(c, fd);
 	seccomp_release(c);
 	if (rc < 0) {
 		close(fd);
@@ -336,6 +318,64 @@ size_t trace_filter_held(struct sock_filter *f, size_t max)
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | TRACE_TAG_CLASS);
 	return n;
+}
+
+/* The second program (TRACE_FILTER_NOTIFY_PROG): the TRACE_FACT_NOTIFY calls go to
+ * the listener, a read-only open only (a creating, truncating, writing or O_PATH
+ * one, and one the supervisor marked, meet the first program), everything else is the
+ * first program's to judge. Precedence: the listener's answer beats a TRACE. */
+static int notify_build(struct sock_fprog *prog, struct common_err *e)
+{
+	scmp_filter_ctx c = seccomp_init(SCMP_ACT_ALLOW);
+	if (!c)
+		return common_errf(e, "seccomp", "libseccomp cannot create a filter");
+	if (seccomp_attr_set(c, SCMP_FLTATR_API_SYSRAWRC, 1) < 0 ||
+	    seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
+	    seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW) < 0) {
+		seccomp_release(c);
+		return common_errf(e, "seccomp", "libseccomp refuses the filter attributes");
+	}
+	for (size_t i = 0; i < trace_sys_count(); i++) {
+		const struct trace_sysinfo *s = trace_sys_at(i);
+		int m = trace_sys_notify_arg(s);
+		if (!(trace_sys_facts(s->nr) & TRACE_FACT_NOTIFY) || m < 0)
+			continue;
+		uint64_t mask = ~0xffffffffull;
+		if (trace_sys_arg(s, TRACE_ARG_OFLAGS) == m) /* ADDFD cannot pass an O_PATH file */
+			mask |= O_ACCMODE | TRACE_CREATE_FLAGS | O_TRUNC | O_PATH;
+		struct scmp_arg_cmp cmp[1] = { SCMP_CMP64((unsigned)m, SCMP_CMP_MASKED_EQ, mask, 0) };
+		if (rule(c, SCMP_ACT_NOTIFY, s->nr, 1, cmp, s->name, e) < 0) {
+			seccomp_release(c);
+			return -1;
+		}
+	}
+	return filter_export(c, prog, e);
+}
+
+int trace_filter_build(unsigned classes, struct sock_fprog *prog, struct common_err *e)
+{
+	if (classes == TRACE_FILTER_NOTIFY_PROG) /* alone: level all's classes hold every bit */
+		return notify_build(prog, e);
+	scmp_filter_ctx c = seccomp_init(SCMP_ACT_TRACE(TRACE_TAG_UNKNOWN));
+	if (!c)
+		return common_errf(e, "seccomp", "libseccomp cannot create a filter");
+	int rc = 0;
+	/* real kernel errnos instead of -ECANCELED; we set no_new_privs ourselves;
+	 * a binary tree keeps the hot path short; i386 and x32 reach the supervisor */
+	if (seccomp_attr_set(c, SCMP_FLTATR_API_SYSRAWRC, 1) < 0 ||
+	    seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
+	    seccomp_attr_set(c, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0 ||
+	    seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRACE(TRACE_TAG_BADARCH)) < 0) {
+		seccomp_release(c);
+		return common_errf(e, "seccomp", "libseccomp refuses the filter attributes");
+	}
+	for (size_t i = 0; i < trace_sys_count() && rc == 0; i++)
+		rc = add_call(c, trace_sys_at(i), classes, e);
+	if (rc < 0) {
+		seccomp_release(c);
+		return -1;
+	}
+	return filter_export(c, prog, e);
 }
 
 int trace_filter_export(unsigned classes, int fd, struct common_err *e)

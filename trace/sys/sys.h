@@ -66,6 +66,7 @@ enum trace_fact {
 	TRACE_FACT_CHMOD = 1u << 9,         /* changes an existing object's mode */
 	TRACE_FACT_ORDERED = 1u << 10,      /* another task can observe it: --deterministic orders it */
 	TRACE_FACT_FD_ORDERED = 1u << 11,   /* ordered when its fds (arguments 0, 1) are not regular files */
+	TRACE_FACT_NOTIFY = 1u << 12,       /* a lookup TRACE_FILTER_NOTIFY_PROG serves (trace/sv/notify.c) */
 };
 unsigned trace_sys_facts(long nr);
 /* Whether the call with args a follows a symlink that is the last component of
@@ -105,6 +106,16 @@ int trace_sys_rules_errno(long nr, const uint64_t a[6]);
 /* Filter modifier: calls that can unmap or replace a mapping stop (the inspector
  * keeps the pages holding decided paths in place). */
 #define TRACE_FILTER_REMAP (1u << 28)
+/* Not a class: given alone, trace_filter_build makes the second program, which hands the
+ * TRACE_FACT_NOTIFY calls (read-only opens, stats, access checks) to a user
+ * notification listener and allows everything else to the first program. */
+#define TRACE_FILTER_NOTIFY_PROG (1u << 27)
+/* Set in the high half of a notified call's int argument (the kernel reads 32 bits),
+ * the call goes past the listener to the ptrace stop (a call it handed back). */
+#define TRACE_NOTIFY_MARK (1ull << 40)
+/* The argument the mark goes in: the open flags, the flags, the mode, or the first
+ * argument the call does not have. */
+int trace_sys_notify_arg(const struct trace_sysinfo *s);
 
 #define TRACE_GUEST_UID 1000      /* uid/gid inside: the only ids a guest may take or give */
 /* open(2) flags that create an inode */

@@ -130,6 +130,16 @@ int trace_sys_follows_last(const struct trace_sysinfo *s, const uint64_t a[6], i
 	return !(fl >= 0 && trace_sys_arg(s, TRACE_ARG_DIRFD) >= 0 && (f & AT_SYMLINK_NOFOLLOW));
 }
 
+int trace_sys_notify_arg(const struct trace_sysinfo *s)
+{
+	int a = trace_sys_arg(s, TRACE_ARG_OFLAGS);
+	if (a < 0)
+		a = trace_sys_arg(s, TRACE_ARG_FLAGS);
+	if (a < 0)
+		a = trace_sys_arg(s, TRACE_ARG_MODE);
+	return a >= 0 ? a : trace_sys_arg(s, TRACE_ARG_NONE);
+}
+
 const struct trace_argrule *trace_sys_rules(long nr, size_t *n)
 {
 	size_t i = 0, k = 0;
