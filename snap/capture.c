@@ -362,6 +362,7 @@ struct cap_proc {
 	struct user_regs_struct entry, regs;
 	uint64_t sigmask;
 	int touched, mask_set;
+	struct cap_proc *first;      /* the root's */
 };
 
 /* Region contents, read from the process whose state holds the region. */
@@ -651,7 +652,9 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 			return common_errno(e, -err, "prlimit of %d", (int)pid);
 		st->rlim[i][0] = rl.rlim_cur;
 		st->rlim[i][1] = rl.rlim_max;
-		if (o->rlim_mask >> i & 1)
+		/* the target's bounds stand in for the root's only: other processes
+		 * were rebuilt with their own */
+		if (c == c->first && o->rlim_mask >> i & 1)
 			memcpy(st->rlim[i], o->rlim[i], sizeof st->rlim[i]);
 	}
 	char p[64], link[SNAP_STR_MAX];
@@ -705,6 +708,7 @@ static int list_procs(pid_t pid, struct snap_state *st, struct cap_proc **cp,
 	size_t n = 0;
 	*cp = common_xcalloc(1, sizeof **cp);
 	(*cp)[0] = (struct cap_proc){ .pid = pid, .pagemap = -1, .t = { .memfd = -1 } };
+	(*cp)[0].first = *cp;
 	if (st->version >= 4 && (snap_tree_orphans(pid, e) < 0 ||
 				 snap_tree_list(pid, &tasks, &n, e) < 0))
 		return -1;
@@ -716,6 +720,7 @@ static int list_procs(pid_t pid, struct snap_state *st, struct cap_proc **cp,
 		(*cp)[k].pid = k ? tasks[k - 1].host : pid;
 		(*cp)[k].pagemap = -1;
 		(*cp)[k].t.memfd = -1;
+		(*cp)[k].first = *cp;
 	}
 	for (size_t k = 0; k < n && rc == 0; k++) {
 		struct snap_state *p = &st->procs[k];
@@ -750,9 +755,9 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, struct common_er
 		snprintf(path, sizeof path, "/proc/%d/exe", (int)cp[k].pid);
 		if (refuse_mappings(cp[k].pid, e) < 0 ||
 		    capture_fds(cp[k].pid, p, st->version >= 4 ? &sd : NULL, k == 0, e) < 0 ||
-		    (k && read_link(path, link, sizeof link, e) < 0))
+		    (st->version >= 4 && read_link(path, link, sizeof link, e) < 0))
 			rc = -1;
-		else if (k)
+		else if (st->version >= 4)
 			p->exe = common_xstrdup(link);
 	}
 	if (rc == 0 && st->version >= 4)

@@ -265,8 +265,10 @@ static int decode_process(struct codec_rd *r, struct snap_state *st, uint32_t ve
 static int decode_tree(struct codec_rd *r, struct snap_state *st)
 {
 	uint32_t n;
-	if (codec_get_u32(r, &n) < 0)
+	if (get_str(r, &st->exe) < 0 || codec_get_u32(r, &n) < 0)
 		return -1;
+	if (st->exe[0] != '/')
+		return codec_rd_fail(r, "the root's program is not an absolute path");
 	if (n > SNAP_PROCS_MAX)
 		return codec_rd_fail(r, "more processes than a snapshot holds");
 	st->procs = common_xcalloc(n ? n : 1, sizeof *st->procs);

@@ -487,6 +487,7 @@ static int encode_process(const struct snap_state *st, uint32_t ver, snap_fill_f
 static int encode_tree(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 		       struct snap_out *o, struct common_err *e)
 {
+	put_str(&o->b, st->exe);
 	codec_put_u32(&o->b, (uint32_t)st->nprocs);
 	for (size_t i = 0; i < st->nprocs; i++) {
 		const struct snap_state *p = &st->procs[i];

@@ -551,10 +551,37 @@ out:
 	return rc;
 }
 
+/* A root that ran another program than the image (sh's exec of a command)
+ * runs it afresh first; its path is written just below the fresh stack's top. */
+static int root_program(pid_t pid, const struct snap_state *st, struct common_err *e)
+{
+	char p[64], exe[SNAP_STR_MAX];
+	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(p, exe, sizeof exe - 1);
+	if (n < 0)
+		return common_errno(e, errno, "readlink %s", p);
+	exe[n] = 0;
+	if (!strcmp(exe, st->exe))
+		return 0;
+	struct trace_tracee t = { .memfd = -1 };
+	struct user_regs_struct r;
+	int rc = trace_tracee_open(&t, pid, e), err;
+	if (rc == 0 && (err = trace_regs_get(pid, &r)) < 0)
+		rc = common_errno(e, -err, "PTRACE_GETREGS of %d", (int)pid);
+	if (rc == 0)
+		rc = trace_tracee_find_syscall(&t, e);
+	if (rc == 0)
+		rc = snap_exec_program(&t, (r.rsp - 2 * SNAP_PAGE) & ~(uint64_t)15, st->exe, e);
+	trace_tracee_close(&t);
+	return rc;
+}
+
 int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 {
 	struct snap_hosts h;
 	memset(&h, 0, sizeof h);
+	if (st->version >= 4 && root_program(pid, st, e) < 0)
+		return -1;
 	int rc = rebuild(pid, st, &h, 0, st, e);
 	for (size_t k = 0; rc == 0 && k < st->nprocs; k++)
 		if (!st->procs[k].zombie)

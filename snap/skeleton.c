@@ -1,6 +1,7 @@
 /* snap: the skeleton of a restored process tree (version 4): the pipes, then
  * every process and thread created in id order, each with the id it had,
  * before any process is rebuilt into its state (restore.c). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -41,6 +42,17 @@ static int make_holders(struct trace_tracee *root, uint64_t scratch, const struc
 			if (p->fds[i].fd >= base)
 				base = p->fds[i].fd + 1;
 	}
+	/* above every descriptor the root has open, and two more: pipe2 hands out
+	 * the lowest free ones, always below the holders */
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)root->tid);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.' && (uint32_t)atoi(de->d_name) + 3 > base)
+			base = (uint32_t)atoi(de->d_name) + 3;
+	if (d)
+		closedir(d);
 	h->base = base;
 	for (size_t i = 0; i < st->npipes; i++) {
 		int32_t fds[2];
@@ -146,9 +158,8 @@ static int make_zombie(pid_t pid, uint64_t insn, uint32_t ns, uint32_t wstatus,
 	return common_errf(e, "restore", "process %u never exited", ns);
 }
 
-/* pid runs path afresh (at the exec's syscall-exit stop afterwards). */
-static int exec_stopped(struct trace_tracee *t, uint64_t scratch, const char *path,
-			struct common_err *e)
+int snap_exec_program(struct trace_tracee *t, uint64_t scratch, const char *path,
+		      struct common_err *e)
 {
 	size_t len = strlen(path) + 1, at = (len + 15) & ~(size_t)15;
 	uint64_t argv[2] = { scratch, 0 };
@@ -169,14 +180,22 @@ static int exec_stopped(struct trace_tracee *t, uint64_t scratch, const char *pa
 	if ((err = trace_regs_set(t->tid, &r)) < 0)
 		return common_errno(e, -err, "PTRACE_SETREGS of %d", (int)t->tid);
 	/* through its entry (and a seccomp stop) to the exec event and the exit */
-	for (int steps = 0; steps < 16; steps++) {
+	struct user_regs_struct call = r;
+	for (int steps = 0, entered = 0; steps < 16; steps++) {
 		if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0) < 0 || trace_wait_stop(t->tid, &st) < 0)
 			return common_errf(e, "restore", "exec %s: the process is gone", path);
 		if (st >> 16 == PTRACE_EVENT_EXEC)
 			execd = 1;
-		if (st >> 16 || WSTOPSIG(st) != (SIGTRAP | 0x80) ||
-		    trace_syscall_op(t->tid) != PTRACE_SYSCALL_INFO_EXIT)
+		int op = st >> 16 || WSTOPSIG(st) != (SIGTRAP | 0x80) ? -1 : trace_syscall_op(t->tid);
+		entered |= op == PTRACE_SYSCALL_INFO_ENTRY;
+		if (op != PTRACE_SYSCALL_INFO_EXIT)
 			continue;
+		if (!entered) {
+			/* the end of the syscall it was stopped in (a fresh exec's own) */
+			if ((err = trace_regs_set(t->tid, &call)) < 0)
+				return common_errno(e, -err, "PTRACE_SETREGS of %d", (int)t->tid);
+			continue;
+		}
 		if (execd)
 			return 0;
 		trace_regs_get(t->tid, &r);
@@ -261,9 +280,12 @@ static int make_process(struct trace_tracee *tt, uint64_t scratch, const struct 
 	if (!strcmp(p->exe, root_exe))
 		return 0;
 	int64_t at;
-	if (exec_stopped(&tt[k], scratch, p->exe, e) < 0)
+	if (snap_exec_program(&tt[k], scratch, p->exe, e) < 0)
 		return -1;
-	tt[k].insn = 0;
+	/* its memory is a new one: /proc/PID/mem again */
+	trace_tracee_close(&tt[k]);
+	if (trace_tracee_open(&tt[k], pid, e) < 0)
+		return -1;
 	/* a scratch page where the root has its, for what is made from here */
 	uint64_t a[6] = { scratch, SNAP_PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, (uint64_t)-1, 0 };

@@ -120,6 +120,10 @@ struct snap_hosts {
 int snap_tree_skeleton(struct trace_tracee *root, uint64_t scratch, const struct snap_state *st,
 		       struct snap_hosts *h, struct common_err *e);
 void snap_hosts_free(struct snap_hosts *h);
+/* t runs path afresh (execve injected, path and argv written at scratch; at
+ * the exec's syscall-exit stop afterwards; t's memory must be opened again). */
+int snap_exec_program(struct trace_tracee *t, uint64_t scratch, const char *path,
+		      struct common_err *e);
 
 /* The signal mask while syscalls are injected: everything blocked but SIGTRAP
  * (the kernel resets the action of a blocked SIGTRAP it forces). */

@@ -64,7 +64,8 @@
  *          shared read-only file mapping), u32 kind, u64 offset, str path,
  *          content: bitmap of non-zero pages (ceil(pages/8) bytes) + those pages;
  *          none for the vdso, whose address only is recorded},
- *   version 4 only: u32 nprocs, proc[] sorted by pid (every other process of
+ *   version 4 only: str exe (the root's program: run afresh on restore when
+ *         it is not the image), u32 nprocs, proc[] sorted by pid (every other process of
  *         the guest's tree, pids distinct from every tid) = {u32 pid, u32 ppid
  *         (the root's or an earlier proc's pid), u32 zombie (0 or 1), then a
  *         zombie's u32 wait status, a live one's str exe (its program, run
@@ -182,7 +183,7 @@ struct snap_state {
 	struct snap_state *procs;
 	size_t nprocs;
 	uint32_t pid, ppid;           /* a proc's namespace pid (the root's: tid) */
-	char *exe;                    /* a live proc's program (/proc/PID/exe) */
+	char *exe;                    /* v4: a live process's program (/proc/PID/exe) */
 	uint32_t zombie, wstatus;     /* an exited proc its parent has not waited for */
 	struct snap_pipe *pipes;
 	size_t npipes;
