@@ -137,3 +137,42 @@ gen_project() {
 	assert_success
 	assert_output --regexp '^chain [0-9]+$'
 }
+
+@test "snapshots of a guest forking all the time: taken or refused, never hung, the guest runs on" {
+	g="$GUESTS/snap_forks"
+	want=$(cd "$BATS_TEST_TMPDIR" && "$g")
+	SRC=$(tree_lease "$g" active)
+	sbx-run --lease "$SRC" -- "$g" >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	sleep 0.3
+	taken=0
+	for _ in $(seq 1 6); do
+		# a child caught waiting for its parent's fork event needs no interrupt
+		run timeout 60 sbx-snap take "$SRC"
+		[ "$status" -ne 124 ]
+		[ "$status" -eq 0 ] && taken=$((taken + 1))
+	done
+	[ "$taken" -ge 1 ]
+	wait "$pid"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out")" "$want"
+	[ "$(sbx-lease show "$SRC" | jq -r .lease.state)" = Active ]
+}
+
+@test "a refused snapshot of a tree harms nothing: every process runs on, the lease stays Active" {
+	g="$GUESTS/snap_forks"
+	want=$(cd "$BATS_TEST_TMPDIR" && "$g" fifo)
+	SRC=$(tree_lease "$g" active)
+	sbx-run --lease "$SRC" -- "$g" fifo >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	sleep 0.5
+	for stop in "" --stop; do
+		run sbx-snap take "$SRC" $stop
+		assert_failure
+		assert_output --partial "named FIFO"
+		assert_output --partial "is not supported"
+	done
+	wait "$pid"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out")" "$want"
+	[ "$(sbx-lease show "$SRC" | jq -r .lease.state)" = Active ]
+	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+}
