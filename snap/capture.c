@@ -1,4 +1,5 @@
-/* snap: capturing a stopped single-threaded tracee into the canonical encoding. */
+/* snap: capturing a stopped guest (its process tree, each process with its
+ * threads) into the canonical encoding. */
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>

@@ -221,7 +221,9 @@ struct snap_capture_opts {
 	uint32_t version;
 };
 /* Capture the tracee pid (a thread-group leader) and every other thread of
- * its process, each in a ptrace stop (snap_threads_interrupt). Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
+ * its process, and (version 4) every process below it with its threads, each
+ * task in a ptrace stop. What cannot be held is refused before any task is
+ * touched. Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
  * `syscall` instruction already in its text; guest memory is left unchanged.
  * Afterwards the tracee is in a SIGTRAP signal-delivery stop with its registers
  * in canonical form: when it was stopped at a syscall entry, it now stands just
@@ -246,9 +248,12 @@ int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct sna
  * injected syscalls, memory, brk, signal actions, altstack, files, the other
  * threads (injected clones, each with the tid it had: tids the process had let
  * go of are used up by threads that exit at once), cwd, umask, rlimits,
- * sigmask, XSAVE and registers. Namespace cells must already be in place
+ * sigmask, XSAVE and registers; version 4: first the program the root ran,
+ * then after its memory is emptied the tree's pipes and every other process
+ * and thread in id order (snap_tree_skeleton), each process rebuilt the same
+ * way after the root. Namespace cells must already be in place
  * (snap_cells_write). Afterwards pid and its new threads are in ptrace stops
- * nobody has waited for (the supervisor adopts them: trace_sv_adopt_threads);
+ * nobody has waited for (the supervisor adopts them: trace_sv_adopt_tree);
  * resume them with signal 0. */
 int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e);
 /* snap_restore, then capture pid again and require the same digest. The
