@@ -176,3 +176,31 @@ gen_project() {
 	[ "$(sbx-lease show "$SRC" | jq -r .lease.state)" = Active ]
 	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
 }
+
+@test "an unprivileged invoker snapshots a tree with bytes in a pipe and restores it" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	U=$(mktemp -d /var/tmp/sbx-tree.XXXXXX)
+	chmod 0777 "$U"
+	g="$GUESTS/snaptree/fork_pipe"
+	want=$(cd "$BATS_TEST_TMPDIR" && "$g")
+	run $SBX_AS_NOBODY env SBX_STORE="$U/store" PATH="$PATH" G="$g" U="$U" bash -c '
+		lease() {
+			out=$(sbx-lease request --image "$G" --escrow 10 --limits namespace_bytes=256M |
+				sbx-lease fund --amount 10 --evidence -) || exit 1
+			[ "$1" = active ] && out=$(printf "%s" "$out" | sbx-lease activate --evidence -)
+			printf "%s" "$out" | jq -r .lease.id
+		}
+		SRC=$(lease active)
+		sbx-run --lease "$SRC" -- "$G" >"$U/src.out" 2>/dev/null &
+		sleep 0.8
+		D=$(sbx-snap take "$SRC" --stop | jq -r .digest) || exit 2
+		wait
+		sbx-snap show "$D" | jq -c "[(.processes | length), ([.pipes[].bytes] | max)]" >"$U/shape"
+		sbx-restore "$D" --lease "$(lease funded)" >"$U/tgt.out" || exit 3'
+	assert_success
+	# three processes, a pipe holding bytes: as the invoker saw them
+	[ "$(jq '.[0]' "$U/shape")" -eq 3 ]
+	[ "$(jq '.[1]' "$U/shape")" -gt 0 ]
+	assert_equal "$(cat "$U/src.out" "$U/tgt.out")" "$want"
+	rm -rf "$U"
+}
