@@ -19,6 +19,8 @@ take_stop() {
 		[[ $output == *"no lease guest"* ]] || break
 		sleep 0.1
 	done
+	# the run's own account when the take fails (its output and errors)
+	[ "$status" -eq 0 ] || tail -n 20 "$BATS_TEST_TMPDIR/src.out" >&2
 	assert_success
 	DIGEST=$(printf '%s' "$output" | jq -r .digest)
 }
