@@ -111,6 +111,25 @@ static int held_by_loop(pid_t tid)
 	return held;
 }
 
+/* 1 when tid is a zombie or gone within a few milliseconds (it was exiting). */
+static int ended(pid_t tid)
+{
+	for (int i = 0; i < 50; i++) {
+		char p[64], *buf;
+		size_t len;
+		snprintf(p, sizeof p, "/proc/%d/stat", (int)tid);
+		if (common_read_file(p, 4096, &buf, &len, NULL) < 0)
+			return 1;
+		char *rp = strrchr(buf, ')');
+		int z = rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+		free(buf);
+		if (z)
+			return 1;
+		usleep(2000);
+	}
+	return 0;
+}
+
 /* Every task of the guest's tree: the leader's threads, every other live
  * process and its threads (malloc'd). */
 static int tree_tids(pid_t guest, pid_t **out, size_t *n, struct common_err *e)
@@ -167,6 +186,10 @@ static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct 
 			if (held_by_loop(now[i]))
 				continue;
 			if (trace_tracee_interrupt(now[i], e) < 0) {
+				/* a task other than the leader ending meanwhile (a compiler
+				 * done) is a zombie or gone by the capture, not a refusal */
+				if (now[i] != guest && ended(now[i]))
+					continue;
 				free(now);
 				free(seen);
 				return -1;
