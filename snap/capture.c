@@ -1,4 +1,5 @@
-/* snap: capturing a stopped single-threaded tracee into the canonical encoding. */
+/* snap: capturing a stopped guest (its process tree, each process with its
+ * threads) into the canonical encoding. */
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
@@ -121,7 +122,37 @@ static int cmp_fd(const void *a, const void *b)
 	return x->fd < y->fd ? -1 : x->fd > y->fd;
 }
 
-static int capture_fds(pid_t pid, struct snap_state *st, struct common_err *e)
+/* The standard descriptors the supervisor gave the guest, as the root holds
+ * them (st_ino 0: not open). */
+struct snap_std { dev_t dev[3]; ino_t ino[3]; };
+
+static int std_of(const struct snap_std *sd, const struct stat *sb)
+{
+	for (int k = 0; sd && k < 3; k++)
+		if (sd->ino[k] && sd->ino[k] == sb->st_ino && sd->dev[k] == sb->st_dev)
+			return k;
+	return -1;
+}
+
+/* A pipe end: pos is the pipe's inode until snap_pipes_capture numbers it. */
+static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb,
+		   struct common_err *e)
+{
+	if (strncmp(link, "pipe:[", 6))
+		return common_errf(e, "capture", "fd %u: named FIFO %s is not supported", f->fd,
+				   link);
+	if ((f->flags & O_ACCMODE) == O_RDWR)
+		return common_errf(e, "capture", "fd %u: a pipe opened for reading and writing "
+				   "is not supported", f->fd);
+	f->kind = SNAP_FD_PIPE;
+	f->path = common_xstrdup("");
+	f->pos = (uint64_t)sb->st_ino;
+	f->flags &= O_ACCMODE | O_NONBLOCK | O_CLOEXEC;
+	return 0;
+}
+
+static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *sd, int root,
+		       struct common_err *e)
 {
 	char dir[64], p[128], link[SNAP_STR_MAX];
 	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
@@ -167,13 +198,20 @@ static int capture_fds(pid_t pid, struct snap_state *st, struct common_err *e)
 		free(buf);
 		f->pos = pos;
 		f->flags = flags;
-		if (f->fd <= 2) {
+		int k = std_of(sd, &sb);
+		if ((root && f->fd <= 2) || k >= 0) {
 			/* stdio belongs to the supervisor (pipes, terminals, log files):
-			 * the restoring supervisor provides its own */
+			 * the restoring supervisor provides its own; elsewhere than the
+			 * root's 0-2, a copy of the root's standard descriptor pos */
 			f->kind = SNAP_FD_STREAM;
 			f->path = common_xstrdup("");
-			f->pos = 0;
-			f->flags = 0;
+			f->pos = root && f->fd <= 2 ? 0 : (uint64_t)k;
+			f->flags = root && f->fd <= 2 ? 0 : f->flags & O_CLOEXEC;
+		} else if (S_ISFIFO(sb.st_mode) && st->version >= 4) {
+			if (pipe_fd(f, link, &sb, e) < 0) {
+				rc = -1;
+				break;
+			}
 		} else if (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) || S_ISCHR(sb.st_mode)) {
 			if (link[0] != '/' || strstr(link, " (deleted)")) {
 				rc = common_errf(e, "capture", "fd %u: %s is not a reachable file",
@@ -317,11 +355,36 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 	return 0;
 }
 
-struct fill_ctx {
-	struct trace_tracee *t;
+/* One process being captured, and what puts it back as it was on failure. */
+struct cap_proc {
+	pid_t pid;
+	struct trace_tracee t;
 	int pagemap;
-	const struct snap_state *st; /* its threads' rseq areas */
+	struct user_regs_struct entry, regs;
+	uint64_t sigmask;
+	int touched, mask_set;
+	struct cap_proc *first;      /* the root's */
 };
+
+/* Region contents, read from the process whose state holds the region. */
+struct fill_ctx {
+	struct cap_proc *cp;         /* the root's, then each proc's */
+	const struct snap_state *st; /* the root's */
+};
+
+static struct cap_proc *owner(struct fill_ctx *c, const struct snap_region *r,
+			      const struct snap_state **st)
+{
+	for (size_t k = 0; k <= c->st->nprocs; k++) {
+		const struct snap_state *p = k ? &c->st->procs[k - 1] : c->st;
+		if (r >= p->regions && r < p->regions + p->nregions) {
+			*st = p;
+			return &c->cp[k];
+		}
+	}
+	*st = c->st;
+	return &c->cp[0];
+}
 
 /* The words of the rseq area the kernel writes on its own (cpu_id_start,
  * cpu_id, node_id, mm_cid) depend on where the guest last ran: canonical values. */
@@ -342,7 +405,8 @@ static void canon_rseq(uint64_t rseq, uint64_t start, uint8_t *dst, uint64_t len
 static int fill_region(void *vctx, const struct snap_region *whole, uint64_t first,
 		       uint64_t pages, uint8_t *dst, struct common_err *e)
 {
-	struct fill_ctx *c = vctx;
+	const struct snap_state *st;
+	struct cap_proc *c = owner(vctx, whole, &st);
 	struct snap_region part = *whole;
 	const struct snap_region *r = &part;
 	part.start = whole->start + first * SNAP_PAGE;
@@ -366,9 +430,9 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 		size_t len = (size_t)((j - i) * SNAP_PAGE);
 		if (absent) {
 			memset(d, 0, len);
-		} else if (trace_tracee_read(c->t, r->start + i * SNAP_PAGE, d, len, NULL) < 0) {
+		} else if (trace_tracee_read(&c->t, r->start + i * SNAP_PAGE, d, len, NULL) < 0) {
 			for (uint64_t k = i; k < j; k++)
-				if (trace_tracee_read(c->t, r->start + k * SNAP_PAGE,
+				if (trace_tracee_read(&c->t, r->start + k * SNAP_PAGE,
 						  dst + k * SNAP_PAGE, SNAP_PAGE, NULL) < 0) {
 					if (r->kind != SNAP_REGION_FILE) {
 						free(pm);
@@ -382,9 +446,9 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 		i = j;
 	}
 	free(pm);
-	canon_rseq(c->st->rseq_len ? c->st->rseq_ptr : 0, r->start, dst, pages * SNAP_PAGE);
-	for (size_t k = 0; k < c->st->nthreads; k++)
-		canon_rseq(c->st->threads[k].rseq_ptr, r->start, dst, pages * SNAP_PAGE);
+	canon_rseq(st->rseq_len ? st->rseq_ptr : 0, r->start, dst, pages * SNAP_PAGE);
+	for (size_t k = 0; k < st->nthreads; k++)
+		canon_rseq(st->threads[k].rseq_ptr, r->start, dst, pages * SNAP_PAGE);
 	return 0;
 }
 
@@ -549,97 +613,184 @@ static int leader_only(pid_t pid, struct common_err *e)
 	return 0;
 }
 
+/* One live process, its descriptors already read: registers, XSAVE, signals,
+ * limits, memory layout, kernel registrations, threads. It is left at the
+ * canonical boundary the snapshot describes; c says what to undo on failure. */
+static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o,
+			   struct snap_state *st, struct common_err *e)
+{
+	pid_t pid = c->pid;
+	int err;
+	if ((err = trace_regs_get(pid, &c->entry)) < 0)
+		return common_errno(e, -err, "capture registers of %d", (int)pid);
+	if (snap_canon_regs(pid, &c->regs, e) < 0)
+		return -1;
+	memcpy(st->regs, &c->regs, sizeof st->regs);
+	uint8_t xbuf[SNAP_XSTATE_MAX];
+	size_t xlen = sizeof xbuf;
+	struct snap_xlayout xl;
+	memset(xbuf, 0, sizeof xbuf);
+	if ((err = trace_xstate_get(pid, xbuf, &xlen)) < 0)
+		return common_errno(e, -err, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
+	st->xstate = common_xmalloc(SNAP_XCANON_SIZE);
+	if (snap_xlayout_host(&xl, e) < 0 ||
+	    snap_xstate_from_host(&xl, xbuf, xlen, &st->xfeatures, st->xstate, e) < 0)
+		return -1;
+	if ((err = trace_sigmask_get(pid, &st->sigmask)) < 0)
+		return common_errno(e, -err, "PTRACE_GETSIGMASK of %d", (int)pid);
+	c->sigmask = st->sigmask;
+	/* no signal may be delivered in the middle of our injected syscalls */
+	if ((err = trace_sigmask_set(pid, SNAP_INJECT_MASK)) < 0)
+		return common_errno(e, -err, "PTRACE_SETSIGMASK of %d", (int)pid);
+	c->mask_set = c->touched = 1;
+	if (capture_pending(pid, st, e) < 0)
+		return -1;
+	if (trace_rseq_get(pid, &st->rseq_ptr, &st->rseq_len, &st->rseq_sig) < 0 || !st->rseq_len)
+		st->rseq_ptr = st->rseq_len = st->rseq_sig = 0;
+	for (int i = 0; i < SNAP_NRLIMIT; i++) {
+		struct rlimit rl;
+		if ((err = trace_prlimit(pid, i, NULL, &rl)) < 0)
+			return common_errno(e, -err, "prlimit of %d", (int)pid);
+		st->rlim[i][0] = rl.rlim_cur;
+		st->rlim[i][1] = rl.rlim_max;
+		/* the target's bounds stand in for the root's only: other processes
+		 * were rebuilt with their own */
+		if (c == c->first && o->rlim_mask >> i & 1)
+			memcpy(st->rlim[i], o->rlim[i], sizeof st->rlim[i]);
+	}
+	char p[64], link[SNAP_STR_MAX];
+	snprintf(p, sizeof p, "/proc/%d/cwd", (int)pid);
+	if (read_link(p, link, sizeof link, e) < 0 || read_umask(pid, &st->umask, e) < 0 ||
+	    trace_proc_start_brk(pid, &st->start_brk, e) < 0)
+		return -1;
+	st->cwd = common_xstrdup(link);
+	if (trace_tracee_open(&c->t, pid, e) < 0 || trace_tracee_find_syscall(&c->t, e) < 0)
+		return -1;
+	int64_t brk;
+	uint64_t none[6] = { 0 };
+	if (trace_tracee_inject(&c->t, SYS_brk, none, &brk, e) < 0)
+		return -1;
+	st->brk = (uint64_t)brk;
+	if (capture_regions(pid, st, e) < 0 || query_kernel_state(&c->t, st, e) < 0)
+		return -1;
+	const struct snap_region *w = scratch_region(st, e);
+	if (!w || snap_threads_capture(&c->t, w->start, st, e) < 0)
+		return -1;
+	/* leave the tracee at the canonical boundary the snapshot describes */
+	c->mask_set = 0;
+	if ((err = trace_sigmask_set(pid, st->sigmask)) < 0 ||
+	    (err = trace_regs_set(pid, &c->regs)) < 0)
+		return common_errno(e, -err, "PTRACE_SETREGS of %d", (int)pid);
+	snprintf(p, sizeof p, "/proc/%d/pagemap", (int)pid);
+	c->pagemap = open(p, O_RDONLY | O_CLOEXEC);
+	return 0;
+}
+
+/* The root's standard descriptors (what other descriptors may be copies of). */
+static void read_std(pid_t pid, struct snap_std *sd)
+{
+	memset(sd, 0, sizeof *sd);
+	for (int k = 0; k < 3; k++) {
+		char p[64];
+		struct stat sb;
+		snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)pid, k);
+		if (stat(p, &sb) == 0) {
+			sd->dev[k] = sb.st_dev;
+			sd->ino[k] = sb.st_ino;
+		}
+	}
+}
+
+/* Version 4: the other processes of the tree, listed (zombies complete). */
+static int list_procs(pid_t pid, struct snap_state *st, struct cap_proc **cp,
+		      struct common_err *e)
+{
+	struct snap_task *tasks = NULL;
+	size_t n = 0;
+	*cp = common_xcalloc(1, sizeof **cp);
+	(*cp)[0] = (struct cap_proc){ .pid = pid, .pagemap = -1, .t = { .memfd = -1 } };
+	(*cp)[0].first = *cp;
+	if (st->version >= 4 && (snap_tree_orphans(pid, e) < 0 ||
+				 snap_tree_list(pid, &tasks, &n, e) < 0))
+		return -1;
+	st->procs = common_xcalloc(n ? n : 1, sizeof *st->procs);
+	*cp = common_xrealloc(*cp, (n + 1) * sizeof **cp);
+	memset(*cp, 0, (n + 1) * sizeof **cp);
+	int rc = 0;
+	for (size_t k = 0; k <= n; k++) {
+		(*cp)[k].pid = k ? tasks[k - 1].host : pid;
+		(*cp)[k].pagemap = -1;
+		(*cp)[k].t.memfd = -1;
+		(*cp)[k].first = *cp;
+	}
+	for (size_t k = 0; k < n && rc == 0; k++) {
+		struct snap_state *p = &st->procs[k];
+		st->nprocs = k + 1;
+		p->version = st->version;
+		p->pid = tasks[k].ns;
+		p->ppid = tasks[k].ns_ppid;
+		p->zombie = (uint32_t)tasks[k].zombie;
+		p->wstatus = p->zombie ? tasks[k].wstatus : 0;
+		if (p->zombie && (p->wstatus & ~0xff7fu))
+			rc = common_errf(e, "capture", "process %u dumped core: such a zombie is "
+					 "not supported", p->pid);
+	}
+	free(tasks);
+	return rc;
+}
+
+/* What may refuse the snapshot, read before any process is touched: each
+ * live process's mappings and descriptors, its program, the pipes' bytes. */
+static int precheck(struct snap_state *st, struct cap_proc *cp, struct common_err *e)
+{
+	struct snap_std sd;
+	read_std(cp[0].pid, &sd);
+	pid_t *hosts = common_xcalloc(st->nprocs + 1, sizeof *hosts);
+	int rc = 0;
+	for (size_t k = 0; k <= st->nprocs && rc == 0; k++) {
+		struct snap_state *p = k ? &st->procs[k - 1] : st;
+		char path[64], link[SNAP_STR_MAX];
+		hosts[k] = cp[k].pid;
+		if (p->zombie)
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/exe", (int)cp[k].pid);
+		if (refuse_mappings(cp[k].pid, e) < 0 ||
+		    capture_fds(cp[k].pid, p, st->version >= 4 ? &sd : NULL, k == 0, e) < 0 ||
+		    (st->version >= 4 && read_link(path, link, sizeof link, e) < 0))
+			rc = -1;
+		else if (st->version >= 4)
+			p->exe = common_xstrdup(link);
+	}
+	if (rc == 0 && st->version >= 4)
+		rc = snap_pipes_capture(st, hosts, e);
+	free(hosts);
+	return rc;
+}
+
 static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
 		       const char *dir, struct snap_manifest *m, struct common_err *e)
 {
 	struct snap_state st;
-	struct trace_tracee t = { .memfd = -1 };
-	struct user_regs_struct regs, entry;
 	struct cell_list cells = { 0 };
-	struct fill_ctx fc = { &t, -1, &st };
-	int rc = -1, err, mask_set = 0, touched = 0;
+	struct cap_proc *cp = NULL;
+	int rc = -1;
 	memset(&st, 0, sizeof st);
 
 	if (leader_only(pid, e) < 0)
 		return -1;
-	if (refuse_mappings(pid, e) < 0)
-		return -1;
-	/* a refused snapshot leaves the guest exactly as it was: these go back */
-	if ((err = trace_regs_get(pid, &entry)) < 0)
-		return common_errno(e, -err, "capture registers of %d", (int)pid);
 	st.meta = o->meta;
 	st.version = o->version ? o->version : SNAP_VERSION;
 	st.meta.lease = common_xstrdup(o->meta.lease ? o->meta.lease : "");
 	st.meta.principal = common_xstrdup(o->meta.principal ? o->meta.principal : "");
 	st.meta.host_program = common_xstrdup(o->meta.host_program ? o->meta.host_program : "");
 	st.meta.ns_prefix = common_xstrdup(o->meta.ns_prefix ? o->meta.ns_prefix : "");
-	if (snap_canon_regs(pid, &regs, e) < 0)
+	/* a refused snapshot leaves the guest exactly as it was */
+	if (list_procs(pid, &st, &cp, e) < 0 || precheck(&st, cp, e) < 0)
 		goto out;
-	memcpy(st.regs, &regs, sizeof st.regs);
-
-	uint8_t xbuf[SNAP_XSTATE_MAX];
-	size_t xlen = sizeof xbuf;
-	struct snap_xlayout xl;
-	memset(xbuf, 0, sizeof xbuf);
-	if ((err = trace_xstate_get(pid, xbuf, &xlen)) < 0) {
-		common_errno(e, -err, "PTRACE_GETREGSET NT_X86_XSTATE of %d", (int)pid);
-		goto out;
-	}
-	st.xstate = common_xmalloc(SNAP_XCANON_SIZE);
-	if (snap_xlayout_host(&xl, e) < 0 ||
-	    snap_xstate_from_host(&xl, xbuf, xlen, &st.xfeatures, st.xstate, e) < 0)
-		goto out;
-	if ((err = trace_sigmask_get(pid, &st.sigmask)) < 0) {
-		common_errno(e, -err, "PTRACE_GETSIGMASK of %d", (int)pid);
-		goto out;
-	}
-	/* no signal may be delivered in the middle of our injected syscalls */
-	if ((err = trace_sigmask_set(pid, SNAP_INJECT_MASK)) < 0) {
-		common_errno(e, -err, "PTRACE_SETSIGMASK of %d", (int)pid);
-		goto out;
-	}
-	mask_set = 1;
-	touched = 1;
-	if (capture_pending(pid, &st, e) < 0)
-		goto out;
-	if (trace_rseq_get(pid, &st.rseq_ptr, &st.rseq_len, &st.rseq_sig) < 0 || !st.rseq_len)
-		st.rseq_ptr = st.rseq_len = st.rseq_sig = 0;
-	for (int i = 0; i < SNAP_NRLIMIT; i++) {
-		struct rlimit rl;
-		if ((err = trace_prlimit(pid, i, NULL, &rl)) < 0) {
-			common_errno(e, -err, "prlimit of %d", (int)pid);
+	for (size_t k = 0; k <= st.nprocs; k++) {
+		struct snap_state *p = k ? &st.procs[k - 1] : &st;
+		if (!p->zombie && capture_process(&cp[k], o, p, e) < 0)
 			goto out;
-		}
-		st.rlim[i][0] = rl.rlim_cur;
-		st.rlim[i][1] = rl.rlim_max;
-		if (o->rlim_mask >> i & 1)
-			memcpy(st.rlim[i], o->rlim[i], sizeof st.rlim[i]);
-	}
-	char p[64], link[SNAP_STR_MAX];
-	snprintf(p, sizeof p, "/proc/%d/cwd", (int)pid);
-	if (read_link(p, link, sizeof link, e) < 0 || read_umask(pid, &st.umask, e) < 0 ||
-	    trace_proc_start_brk(pid, &st.start_brk, e) < 0)
-		goto out;
-	st.cwd = common_xstrdup(link);
-	if (capture_fds(pid, &st, e) < 0 || trace_tracee_open(&t, pid, e) < 0 ||
-	    trace_tracee_find_syscall(&t, e) < 0)
-		goto out;
-	int64_t brk;
-	uint64_t none[6] = { 0 };
-	if (trace_tracee_inject(&t, SYS_brk, none, &brk, e) < 0)
-		goto out;
-	st.brk = (uint64_t)brk;
-	if (capture_regions(pid, &st, e) < 0 || query_kernel_state(&t, &st, e) < 0)
-		goto out;
-	const struct snap_region *w = scratch_region(&st, e);
-	if (!w || snap_threads_capture(&t, w->start, &st, e) < 0)
-		goto out;
-	/* leave the tracee at the canonical boundary the snapshot describes */
-	mask_set = 0;
-	if ((err = trace_sigmask_set(pid, st.sigmask)) < 0 ||
-	    (err = trace_regs_set(pid, &regs)) < 0) {
-		common_errno(e, -err, "PTRACE_SETREGS of %d", (int)pid);
-		goto out;
 	}
 	if (o->ns_dir) {
 		if (walk_cells(o->ns_dir, "", &cells, e) < 0)
@@ -649,22 +800,25 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		st.cells = cells.c;
 		st.ncells = cells.n;
 	}
-	snprintf(p, sizeof p, "/proc/%d/pagemap", (int)pid);
-	fc.pagemap = open(p, O_RDONLY | O_CLOEXEC);
+	struct fill_ctx fc = { cp, &st };
 	if (m)
 		rc = snap_encode_stream(&st, fill_region, &fc, dir, o->admit, o->admit_ctx, m, e);
 	else
 		rc = snap_encode_with(&st, fill_region, &fc, out, e);
 out:
-	if (mask_set)
-		trace_sigmask_set(pid, st.sigmask);
-	if (rc < 0 && touched)
-		trace_regs_set(pid, &entry);
-	if (fc.pagemap >= 0)
-		close(fc.pagemap);
-	trace_tracee_close(&t);
+	for (size_t k = 0; cp && k <= st.nprocs; k++) {
+		if (cp[k].mask_set)
+			trace_sigmask_set(cp[k].pid, cp[k].sigmask);
+		if (rc < 0 && cp[k].touched)
+			trace_regs_set(cp[k].pid, &cp[k].entry);
+		if (cp[k].pagemap >= 0)
+			close(cp[k].pagemap);
+		trace_tracee_close(&cp[k].t);
+	}
+	free(cp);
 	for (size_t i = 0; i < cells.n; i++)
 		free((void *)cells.c[i].val);
+	snap_pipes_free(&st);
 	snap_state_free(&st);
 	return rc;
 }

@@ -238,6 +238,30 @@ static int cmd_list(struct lease_store *s, const char *lease, enum common_format
 	return print_json(arr, f);
 }
 
+/* Version 4: the processes (the root first) and the pipes with their bytes. */
+static void show_tree(json_t *j, const struct snap_state *st)
+{
+	json_t *procs = json_array(), *pipes = json_array();
+	for (size_t k = 0; k <= st->nprocs; k++) {
+		const struct snap_state *p = k ? &st->procs[k - 1] : st;
+		json_t *o = json_pack("{s:I,s:I,s:b}", "pid", (json_int_t)(k ? p->pid : st->tid),
+				      "ppid", (json_int_t)p->ppid, "zombie", (int)p->zombie);
+		if (p->zombie)
+			json_object_set_new(o, "wait_status", json_integer((json_int_t)p->wstatus));
+		else
+			json_object_set_new(o, "program", json_string(p->exe ? p->exe : ""));
+		if (!p->zombie)
+			json_object_set_new(o, "threads", json_integer((json_int_t)p->nthreads + 1));
+		json_array_append_new(procs, o);
+	}
+	for (size_t i = 0; i < st->npipes; i++)
+		json_array_append_new(pipes, json_pack("{s:I,s:I}", "capacity",
+						       (json_int_t)st->pipes[i].capacity, "bytes",
+						       (json_int_t)st->pipes[i].len));
+	json_object_set_new(j, "processes", procs);
+	json_object_set_new(j, "pipes", pipes);
+}
+
 static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 		    enum common_format f, struct common_err *e)
 {
@@ -272,6 +296,8 @@ static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 		json_object_set_new(j, "version", json_integer((json_int_t)st.version));
 		json_object_set_new(j, "threads", json_integer((json_int_t)st.nthreads + 1));
 		json_object_set_new(j, "rip", json_sprintf("%#llx", (unsigned long long)st.regs[16]));
+		if (st.version >= 4)
+			show_tree(j, &st);
 		/* the supervisor's state: its trace head and how many events led to it */
 		char th[COMMON_SHA256_HEX];
 		common_hex(st.meta.trace_head, 32, th);

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/user.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "lease/lease.h"
 #include "snap/snap-internal.h"
@@ -67,32 +68,6 @@ static uint64_t jnum(const json_t *o, const char *k)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-static int task_has_children(pid_t pid, pid_t tid)
-{
-	char p[64], *buf = NULL;
-	size_t len = 0;
-	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)pid, (int)tid);
-	if (common_read_file(p, 65536, &buf, &len, NULL) < 0)
-		return 0;
-	int kids = len > 0 && buf[0] != '\n';
-	free(buf);
-	return kids;
-}
-
-/* children of any of its threads */
-static int has_children(pid_t pid)
-{
-	pid_t *ids;
-	size_t n;
-	int kids = task_has_children(pid, pid);
-	if (!kids && snap_thread_ids(pid, &ids, &n, NULL) == 0) {
-		for (size_t i = 0; i < n && !kids; i++)
-			kids = task_has_children(pid, ids[i]);
-		free(ids);
-	}
-	return kids;
-}
-
 /* 1 when sig, about to be delivered to pid, ends it: a terminating default
  * action, neither caught nor ignored. */
 static int snap_signal_fatal(pid_t pid, int sig)
@@ -114,38 +89,122 @@ static int snap_signal_fatal(pid_t pid, int sig)
 	return !((cgt | ign) >> (sig - 1) & 1);
 }
 
-/* Every thread of the guest but the leader (and held, a thread already in the
- * loop's stop) stopped at a step boundary, before anything is read; threads
+/* A task already in a ptrace stop the supervisor has seen and holds (a new
+ * child waiting for its parent's fork event): it stands at a boundary, needs
+ * no interrupt (which it would never report) and stays held after. */
+static int held_by_loop(pid_t tid)
+{
+	char p[64], *buf;
+	size_t len;
+	int held = 0;
+	snprintf(p, sizeof p, "/proc/%d/stat", (int)tid);
+	if (common_read_file(p, 4096, &buf, &len, NULL) < 0)
+		return 0;
+	char *rp = strrchr(buf, ')');
+	if (rp && rp[1] == ' ' && rp[2] == 't') {
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		held = waitid(P_PID, (id_t)tid, &si, WSTOPPED | WNOHANG | WNOWAIT | __WALL |
+			      __WNOTHREAD) == 0 && si.si_pid == 0;
+	}
+	free(buf);
+	return held;
+}
+
+/* 1 when tid is a zombie or gone within a few milliseconds (it was exiting). */
+static int ended(pid_t tid)
+{
+	for (int i = 0; i < 50; i++) {
+		char p[64], *buf;
+		size_t len;
+		snprintf(p, sizeof p, "/proc/%d/stat", (int)tid);
+		if (common_read_file(p, 4096, &buf, &len, NULL) < 0)
+			return 1;
+		char *rp = strrchr(buf, ')');
+		int z = rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+		free(buf);
+		if (z)
+			return 1;
+		usleep(2000);
+	}
+	return 0;
+}
+
+/* Every task of the guest's tree: the leader's threads, every other live
+ * process and its threads (malloc'd). */
+static int tree_tids(pid_t guest, pid_t **out, size_t *n, struct common_err *e)
+{
+	struct snap_task *procs;
+	size_t np;
+	pid_t *ids;
+	size_t k;
+	if (snap_thread_ids(guest, out, n, e) < 0)
+		return -1;
+	if (snap_tree_list(guest, &procs, &np, e) < 0) {
+		free(*out);
+		return -1;
+	}
+	for (size_t i = 0; i < np; i++) {
+		if (procs[i].zombie || snap_thread_ids(procs[i].host, &ids, &k, NULL) < 0)
+			continue;
+		*out = common_xrealloc(*out, (*n + k + 1) * sizeof **out);
+		(*out)[(*n)++] = procs[i].host;
+		memcpy(*out + *n, ids, k * sizeof *ids);
+		*n += k;
+		free(ids);
+	}
+	free(procs);
+	return 0;
+}
+
+/* Every task of the guest but the leader (and held, a thread already in the
+ * loop's stop) stopped at a step boundary, before anything is read; tasks
  * started meanwhile are caught by the next pass. *ids lists the ones stopped
  * here, for resume_threads. */
 static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct common_err *e)
 {
+	pid_t *seen = NULL;
+	size_t nseen = 0;
 	*ids = NULL;
 	*n = 0;
 	for (int pass = 0; pass < 16; pass++) {
 		pid_t *now;
 		size_t k, fresh = 0;
-		if (snap_thread_ids(guest, &now, &k, e) < 0)
+		if (tree_tids(guest, &now, &k, e) < 0) {
+			free(seen);
 			return -1;
+		}
 		for (size_t i = 0; i < k; i++) {
 			size_t j = 0;
-			while (j < *n && (*ids)[j] != now[i])
+			while (j < nseen && seen[j] != now[i])
 				j++;
-			if (j < *n || now[i] == held)
+			if (j < nseen || now[i] == held)
+				continue;
+			seen = common_xrealloc(seen, (nseen + 1) * sizeof *seen);
+			seen[nseen++] = now[i];
+			fresh++;
+			if (held_by_loop(now[i]))
 				continue;
 			if (trace_tracee_interrupt(now[i], e) < 0) {
+				/* a task other than the leader ending meanwhile (a compiler
+				 * done) is a zombie or gone by the capture, not a refusal */
+				if (now[i] != guest && ended(now[i]))
+					continue;
 				free(now);
+				free(seen);
 				return -1;
 			}
 			*ids = common_xrealloc(*ids, (*n + 1) * sizeof **ids);
 			(*ids)[(*n)++] = now[i];
-			fresh++;
 		}
 		free(now);
-		if (!fresh)
+		if (!fresh) {
+			free(seen);
 			return 0;
+		}
 	}
-	return common_errf(e, "snapshot", "the guest keeps starting threads");
+	free(seen);
+	return common_errf(e, "snapshot", "the guest keeps starting tasks");
 }
 
 static void resume_threads(const pid_t *ids, size_t n)
@@ -245,11 +304,6 @@ static int snap_take(struct lease_store *s, const char *lease, const struct trac
 	if (strcmp(common_jstr(l, "state", ""), "Active") != 0) {
 		common_errf(&e, "snapshot", "cannot snapshot lease %s: state is %s, snapshot needs "
 			    "Active", lease, common_jstr(l, "state", ""));
-		goto fail;
-	}
-	if (has_children(leader_of(guest))) {
-		common_errf(&e, "snapshot", "the guest has child processes: only a single process "
-			    "can be snapshotted");
 		goto fail;
 	}
 	struct snap_capture_opts o = { .meta = {

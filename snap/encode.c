@@ -1,4 +1,4 @@
-/* snap: the canonical snapshot encoding (SPEC §8.2) and its decoder. */
+/* snap: the canonical snapshot encoding (SPEC §8.2); the decoder is decode.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -26,16 +26,16 @@ static void put_str(struct codec_buf *b, const char *s)
 	codec_put_raw(b, s ? s : "", n);
 }
 
-static size_t bitmap_len(const struct snap_region *r)
+size_t snap_bitmap_len(const struct snap_region *r)
 {
 	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
 	return (size_t)((pages + 7) / 8);
 }
 
 /* Packed size of a decoded region's content. */
-static size_t packed_len(const struct snap_region *r)
+size_t snap_packed_len(const struct snap_region *r)
 {
-	size_t n = 0, bl = bitmap_len(r);
+	size_t n = 0, bl = snap_bitmap_len(r);
 	for (size_t i = 0; i < bl; i++)
 		n += (size_t)__builtin_popcount(r->bitmap[i]);
 	return n * SNAP_PAGE;
@@ -69,7 +69,9 @@ struct snap_out {
 	int (*sink)(void *ctx, const uint8_t *p, size_t n, struct common_err *e);
 	void *ctx;
 	uint64_t total;
-	uint8_t **bms;         /* streamed: bitmap of each region read through fill */
+	uint8_t **bms;         /* streamed: bitmap of each region read through fill, the
+				* root's then each proc's */
+	size_t bmi;            /* the next region's in bms */
 };
 
 static void *ring_hasher(void *arg)
@@ -235,7 +237,7 @@ static int page_is_zero(const uint8_t *p)
 static int put_region_fill(struct codec_buf *b, const struct snap_region *r,
 			   snap_fill_fn fill, void *ctx, struct common_err *e)
 {
-	size_t bl = bitmap_len(r);
+	size_t bl = snap_bitmap_len(r);
 	size_t bytes = (size_t)(r->end - r->start);
 	size_t base = b->len;
 	codec_buf_reserve(b, bl + bytes);
@@ -293,7 +295,7 @@ static uint8_t *region_bitmap(const struct snap_region *r, snap_fill_fn fill, vo
 			      uint8_t *scan, struct common_err *e)
 {
 	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
-	struct scan_job a = { r, fill, ctx, 0, pages, common_xcalloc(1, bitmap_len(r) + 1), scan,
+	struct scan_job a = { r, fill, ctx, 0, pages, common_xcalloc(1, snap_bitmap_len(r) + 1), scan,
 			      0, { "", "" } };
 	struct scan_job b = a;
 	pthread_t th;
@@ -326,7 +328,7 @@ static int put_region_runs(struct snap_out *o, const struct snap_region *r, cons
 			   snap_fill_fn fill, void *ctx, struct common_err *e)
 {
 	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
-	codec_put_raw(&o->b, bm, bitmap_len(r));
+	codec_put_raw(&o->b, bm, snap_bitmap_len(r));
 	if (out_flush(o, e) < 0)
 		return -1;
 	for (uint64_t p = 0; p < pages;) {
@@ -366,6 +368,11 @@ void snap_put_xstate(struct codec_buf *b, uint64_t features, const uint8_t *xsta
 		}
 }
 
+static int encode_process(const struct snap_state *st, uint32_t ver, snap_fill_fn fill,
+			  void *ctx, struct snap_out *o, struct common_err *e);
+static int encode_tree(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+		       struct snap_out *o, struct common_err *e);
+
 static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 		       struct snap_out *o, struct common_err *e)
 {
@@ -382,6 +389,26 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	codec_put_raw(b, st->meta.trace_head, 32);
 	for (int i = 0; i < SNAP_NUSAGE; i++)
 		codec_put_u64(b, st->meta.usage[i]);
+	o->bmi = 0;
+	if (encode_process(st, ver, fill, ctx, o, e) < 0)
+		return -1;
+	if (ver >= 4 && encode_tree(st, fill, ctx, o, e) < 0)
+		return -1;
+	codec_put_u32(b, (uint32_t)st->ncells);
+	for (size_t i = 0; i < st->ncells; i++) {
+		put_str(b, st->cells[i].key);
+		codec_put_u64(b, st->cells[i].len);
+		if (out_big(o, st->cells[i].val, (size_t)st->cells[i].len, e) < 0)
+			return -1;
+	}
+	return out_flush(o, e);
+}
+
+/* One process: CPU state, signals, threads, memory layout, descriptors, regions. */
+static int encode_process(const struct snap_state *st, uint32_t ver, snap_fill_fn fill,
+			  void *ctx, struct snap_out *o, struct common_err *e)
+{
+	struct codec_buf *b = &o->b;
 	codec_put_u64(b, st->xfeatures);
 	for (int i = 0; i < SNAP_NREGS; i++)
 		codec_put_u64(b, st->regs[i]);
@@ -435,14 +462,15 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		codec_put_u32(b, r->kind);
 		codec_put_u64(b, r->offset);
 		put_str(b, r->path);
+		const uint8_t *bm = o->bms ? o->bms[o->bmi++] : NULL;
 		if (r->kind == SNAP_REGION_VDSO)
 			continue;
 		int rc;
-		if (o->bms && o->bms[i]) {
-			rc = put_region_runs(o, r, o->bms[i], fill, ctx, e);
+		if (bm) {
+			rc = put_region_runs(o, r, bm, fill, ctx, e);
 		} else if (r->bitmap) {
-			codec_put_raw(b, r->bitmap, bitmap_len(r));
-			rc = out_big(o, r->packed, packed_len(r), e);
+			codec_put_raw(b, r->bitmap, snap_bitmap_len(r));
+			rc = out_big(o, r->packed, snap_packed_len(r), e);
 		} else if (!fill || o->streamed) {
 			rc = common_errf(e, "encode snapshot", "region %#llx has no content",
 					 (unsigned long long)r->start);
@@ -452,11 +480,33 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		if (rc < 0 || out_flush(o, e) < 0)
 			return -1;
 	}
-	codec_put_u32(b, (uint32_t)st->ncells);
-	for (size_t i = 0; i < st->ncells; i++) {
-		put_str(b, st->cells[i].key);
-		codec_put_u64(b, st->cells[i].len);
-		if (out_big(o, st->cells[i].val, (size_t)st->cells[i].len, e) < 0)
+	return 0;
+}
+
+/* Version 4's other processes and the pipes of the tree. */
+static int encode_tree(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+		       struct snap_out *o, struct common_err *e)
+{
+	put_str(&o->b, st->exe);
+	codec_put_u32(&o->b, (uint32_t)st->nprocs);
+	for (size_t i = 0; i < st->nprocs; i++) {
+		const struct snap_state *p = &st->procs[i];
+		codec_put_u32(&o->b, p->pid);
+		codec_put_u32(&o->b, p->ppid);
+		codec_put_u32(&o->b, p->zombie);
+		if (p->zombie) {
+			codec_put_u32(&o->b, p->wstatus);
+			continue;
+		}
+		put_str(&o->b, p->exe);
+		if (encode_process(p, 4, fill, ctx, o, e) < 0)
+			return -1;
+	}
+	codec_put_u32(&o->b, (uint32_t)st->npipes);
+	for (size_t i = 0; i < st->npipes; i++) {
+		codec_put_u32(&o->b, st->pipes[i].capacity);
+		codec_put_u64(&o->b, st->pipes[i].len);
+		if (out_big(o, st->pipes[i].bytes, (size_t)st->pipes[i].len, e) < 0)
 			return -1;
 	}
 	return out_flush(o, e);
@@ -558,12 +608,18 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	memset(&o, 0, sizeof o);
 	codec_buf_init(&o.b);
 	o.streamed = 1;
-	o.bms = common_xcalloc(st->nregions + 1, sizeof *o.bms);
+	size_t nbm = st->nregions;
+	for (size_t k = 0; k < st->nprocs; k++)
+		nbm += st->procs[k].nregions;
+	o.bms = common_xcalloc(nbm + 1, sizeof *o.bms);
 	uint8_t *scan = common_xmalloc((size_t)SCAN_PAGES * SNAP_PAGE);
-	for (size_t i = 0; i < st->nregions && rc == 0; i++)
-		if (st->regions[i].kind != SNAP_REGION_VDSO && !st->regions[i].bitmap &&
-		    !(o.bms[i] = region_bitmap(&st->regions[i], fill, ctx, scan, e)))
-			rc = -1;
+	for (size_t k = 0, at = 0; k <= st->nprocs && rc == 0; k++) {
+		const struct snap_state *p = k ? &st->procs[k - 1] : st;
+		for (size_t i = 0; i < p->nregions && rc == 0; i++, at++)
+			if (p->regions[i].kind != SNAP_REGION_VDSO && !p->regions[i].bitmap &&
+			    !(o.bms[at] = region_bitmap(&p->regions[i], fill, ctx, scan, e)))
+				rc = -1;
+	}
 	free(scan);
 	/* the exact length before any byte is written */
 	o.counting = 1;
@@ -596,333 +652,13 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	m->chunks = (uint32_t)((o.total + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
 	if (rc == 0 && dir)
 		rc = write_manifest(dir, m, e);
-	for (size_t i = 0; i < st->nregions; i++)
+	for (size_t i = 0; i < nbm; i++)
 		free(o.bms[i]);
 	free(o.bms);
 	codec_buf_free(&o.b);
 	if (rc < 0 && made)
 		common_rm_rf(dir, NULL);
 	return rc;
-}
-
-static int snap_valid_key(const char *k)
-{
-	if (!*k || *k == '/')
-		return 0;
-	for (const char *p = k; *p;) {
-		const char *s = strchr(p, '/');
-		size_t n = s ? (size_t)(s - p) : strlen(p);
-		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-			return 0;
-		if (!s)
-			break;
-		p = s + 1;
-		if (!*p)
-			return 0;
-	}
-	return 1;
-}
-
-static int get_str(struct codec_rd *r, char **out)
-{
-	uint32_t n;
-	const uint8_t *p;
-	if (codec_get_u32(r, &n) < 0)
-		return -1;
-	if (n > SNAP_STR_MAX)
-		return codec_rd_fail(r, "string longer than 4096 bytes");
-	if (codec_get_raw(r, &p, n) < 0)
-		return -1;
-	if (memchr(p, 0, n))
-		return codec_rd_fail(r, "NUL byte inside a string");
-	*out = common_xmalloc(n + 1);
-	memcpy(*out, p, n);
-	(*out)[n] = 0;
-	return 0;
-}
-
-static int get_fixed(struct codec_rd *r, uint8_t *dst, size_t n)
-{
-	const uint8_t *p;
-	if (codec_get_raw(r, &p, n) < 0)
-		return -1;
-	memcpy(dst, p, n);
-	return 0;
-}
-
-/* the legacy area, then each used component: its architectural size, and not
- * all zero (an unused component is left out, never written as its init value) */
-int snap_get_xstate(struct codec_rd *r, uint64_t features, uint8_t *xstate)
-{
-	if ((features & 3) != 3 || features & ~SNAP_XKNOWN)
-		return codec_rd_fail(r, "unknown XSAVE features");
-	if (get_fixed(r, xstate, SNAP_XLEGACY) < 0)
-		return -1;
-	if (xstate[5])
-		return codec_rd_fail(r, "XSAVE legacy reserved byte set");
-	for (int i = 2; i < SNAP_XCOMP; i++) {
-		uint32_t len, nz = 0;
-		if (!(features & (1ull << i)))
-			continue;
-		if (codec_get_u32(r, &len) < 0)
-			return -1;
-		if (len != snap_xcomp_len(i))
-			return codec_rd_fail(r, "XSAVE component size");
-		uint8_t *dst = xstate + snap_xcomp_off(i);
-		if (get_fixed(r, dst, len) < 0)
-			return -1;
-		for (uint32_t k = 0; k < len; k++)
-			nz |= dst[k];
-		if (!nz)
-			return codec_rd_fail(r, "XSAVE component at its init value");
-	}
-	return 0;
-}
-
-static int same_region_class(const struct snap_region *a, const struct snap_region *b)
-{
-	if (a->end != b->start || a->prot != b->prot || a->kind != b->kind)
-		return 0;
-	if (a->kind == SNAP_REGION_FILE)
-		return !strcmp(a->path, b->path) && a->offset + (a->end - a->start) == b->offset;
-	return a->kind != SNAP_REGION_VDSO;
-}
-
-static int decode_regions(struct codec_rd *r, struct snap_state *st)
-{
-	uint32_t n;
-	if (codec_get_u32(r, &n) < 0)
-		return -1;
-	if ((uint64_t)n * 36 > r->len - r->off)
-		return codec_rd_fail(r, "region count exceeds the input");
-	st->regions = common_xcalloc(n ? n : 1, sizeof *st->regions);
-	for (uint32_t i = 0; i < n; i++) {
-		struct snap_region *g = &st->regions[i];
-		st->nregions = i + 1;
-		if (codec_get_u64(r, &g->start) < 0 || codec_get_u64(r, &g->end) < 0 ||
-		    codec_get_u32(r, &g->prot) < 0 || codec_get_u32(r, &g->kind) < 0 ||
-		    codec_get_u64(r, &g->offset) < 0 || get_str(r, &g->path) < 0)
-			return -1;
-		if (g->start >= g->end || g->start % SNAP_PAGE || g->end % SNAP_PAGE ||
-		    g->end > ((uint64_t)1 << 47))
-			return codec_rd_fail(r, "region bounds are not page-aligned user addresses");
-		if (g->prot & ~15u || g->kind > SNAP_REGION_VDSO)
-			return codec_rd_fail(r, "unknown region protection or kind");
-		if ((g->prot & SNAP_PROT_SHARED) && (g->kind != SNAP_REGION_FILE || (g->prot & 2)))
-			return codec_rd_fail(r, "a shared region is not a read-only file mapping");
-		if ((g->kind == SNAP_REGION_FILE) != (g->path[0] == '/') ||
-		    (g->kind != SNAP_REGION_FILE && g->offset))
-			return codec_rd_fail(r, "region path or offset does not fit its kind");
-		if (g->kind != SNAP_REGION_FILE) {
-			free(g->path);
-			g->path = NULL;
-		}
-		if (i && g->start < st->regions[i - 1].end)
-			return codec_rd_fail(r, "regions overlap or are not sorted");
-		if (i && same_region_class(&st->regions[i - 1], g))
-			return codec_rd_fail(r, "adjacent compatible regions are not merged");
-		if (g->kind == SNAP_REGION_VDSO)
-			continue;
-		size_t bl = bitmap_len(g);
-		if (codec_get_raw(r, &g->bitmap, bl) < 0)
-			return -1;
-		uint64_t pages = (g->end - g->start) / SNAP_PAGE;
-		if (pages % 8 && g->bitmap[bl - 1] >> (pages % 8))
-			return codec_rd_fail(r, "page bitmap has bits past the region end");
-		if (codec_get_raw(r, &g->packed, packed_len(g)) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* pending[n], the thread's then the process's, in queue order */
-static int decode_pending(struct codec_rd *r, struct snap_state *st, uint32_t n)
-{
-	if (n > SNAP_PENDING_MAX || (uint64_t)n * 136 > r->len - r->off)
-		return codec_rd_fail(r, "pending signal count out of range");
-	st->pending = common_xcalloc(n ? n : 1, sizeof *st->pending);
-	for (uint32_t i = 0; i < n; i++) {
-		struct snap_sigpend *q = &st->pending[i];
-		st->npending = i + 1;
-		if (codec_get_u32(r, &q->sig) < 0 || codec_get_u32(r, &q->shared) < 0 ||
-		    get_fixed(r, q->info, 128) < 0)
-			return -1;
-		if (q->sig < 1 || q->sig > SNAP_NSIG || q->shared > 1 ||
-		    (i && q->shared < st->pending[i - 1].shared))
-			return codec_rd_fail(r, "pending signal invalid or out of order");
-	}
-	return 0;
-}
-
-/* u32 nfds, fd[] sorted by number */
-static int decode_fds(struct codec_rd *r, struct snap_state *st)
-{
-	uint32_t n;
-	if (codec_get_u32(r, &n) < 0)
-		return -1;
-	if ((uint64_t)n * 60 > r->len - r->off)
-		return codec_rd_fail(r, "fd count exceeds the input");
-	st->fds = common_xcalloc(n ? n : 1, sizeof *st->fds);
-	for (uint32_t i = 0; i < n; i++) {
-		struct snap_fd *f = &st->fds[i];
-		st->nfds = i + 1;
-		if (codec_get_u32(r, &f->fd) < 0 || codec_get_u32(r, &f->kind) < 0 ||
-		    codec_get_u32(r, &f->flags) < 0 || codec_get_u64(r, &f->pos) < 0 ||
-		    get_str(r, &f->path) < 0 || get_fixed(r, f->hash, 32) < 0 ||
-		    codec_get_u64(r, &f->size) < 0)
-			return -1;
-		if (i && f->fd <= st->fds[i - 1].fd)
-			return codec_rd_fail(r, "descriptors are not sorted");
-		if (f->kind > SNAP_FD_DEV || f->fd > (1u << 20) ||
-		    (f->kind == SNAP_FD_STREAM) != (f->path[0] == 0) ||
-		    (f->kind != SNAP_FD_STREAM && f->path[0] != '/') ||
-		    (f->kind == SNAP_FD_STREAM && f->fd > 2))
-			return codec_rd_fail(r, "descriptor kind, number or path invalid");
-	}
-	return 0;
-}
-
-/* u32 ncells, cell[] sorted by key */
-static int decode_cells(struct codec_rd *r, struct snap_state *st)
-{
-	uint32_t n;
-	if (codec_get_u32(r, &n) < 0)
-		return -1;
-	if ((uint64_t)n * 12 > r->len - r->off)
-		return codec_rd_fail(r, "cell count exceeds the input");
-	st->cells = common_xcalloc(n ? n : 1, sizeof *st->cells);
-	for (uint32_t i = 0; i < n; i++) {
-		struct snap_cell *c = &st->cells[i];
-		st->ncells = i + 1;
-		if (get_str(r, &c->key) < 0 || codec_get_u64(r, &c->len) < 0)
-			return -1;
-		if (!snap_valid_key(c->key))
-			return codec_rd_fail(r, "cell key is not a plain relative path");
-		if (i && strcmp(st->cells[i - 1].key, c->key) >= 0)
-			return codec_rd_fail(r, "cells are not in key order");
-		if (c->len > r->len - r->off)
-			return codec_rd_fail(r, "cell value exceeds the input");
-		if (codec_get_raw(r, &c->val, (size_t)c->len) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_state *st,
-		struct common_err *e)
-{
-	struct codec_rd r;
-	char *dom = NULL;
-	uint32_t ver, n;
-	memset(st, 0, sizeof *st);
-	if (len > SNAP_MAX_BYTES)
-		return common_errf(e, name, "snapshot of %zu bytes exceeds the %llu-byte bound", len,
-				   (unsigned long long)SNAP_MAX_BYTES);
-	codec_rd_init(&r, buf, len);
-	if (get_str(&r, &dom) < 0)
-		goto bad;
-	if (strcmp(dom, SNAP_DOMAIN)) {
-		free(dom);
-		codec_rd_fail(&r, "not a snapshot (domain string differs)");
-		goto bad;
-	}
-	free(dom);
-	if (codec_get_u32(&r, &ver) < 0)
-		goto bad;
-	if (ver != 2 && ver != SNAP_VERSION) {
-		codec_rd_fail(&r, "unsupported snapshot version");
-		goto bad;
-	}
-	st->version = ver;
-	if (get_str(&r, &st->meta.lease) < 0 || get_str(&r, &st->meta.principal) < 0 ||
-	    get_str(&r, &st->meta.host_program) < 0 || get_str(&r, &st->meta.ns_prefix) < 0 ||
-	    get_fixed(&r, st->meta.image, 32) < 0 || codec_get_u64(&r, &st->meta.step) < 0 ||
-	    get_fixed(&r, st->meta.trace_head, 32) < 0)
-		goto bad;
-	for (int i = 0; i < SNAP_NUSAGE; i++)
-		if (codec_get_u64(&r, &st->meta.usage[i]) < 0)
-			goto bad;
-	if (codec_get_u64(&r, &st->xfeatures) < 0)
-		goto bad;
-	if ((st->xfeatures & 3) != 3 || st->xfeatures & ~SNAP_XKNOWN) {
-		codec_rd_fail(&r, "unknown XSAVE features");
-		goto bad;
-	}
-	for (int i = 0; i < SNAP_NREGS; i++)
-		if (codec_get_u64(&r, &st->regs[i]) < 0)
-			goto bad;
-	st->xstate = common_xcalloc(1, SNAP_XCANON_SIZE);
-	if (snap_get_xstate(&r, st->xfeatures, st->xstate) < 0 ||
-	    codec_get_u64(&r, &st->sigmask) < 0)
-		goto bad;
-	for (int i = 0; i < SNAP_NSIG; i++)
-		if (codec_get_u64(&r, &st->sigact[i].handler) < 0 ||
-		    codec_get_u64(&r, &st->sigact[i].flags) < 0 ||
-		    codec_get_u64(&r, &st->sigact[i].restorer) < 0 ||
-		    codec_get_u64(&r, &st->sigact[i].mask) < 0)
-			goto bad;
-	if (codec_get_u64(&r, &st->ss_sp) < 0 || codec_get_u32(&r, &st->ss_flags) < 0 ||
-	    codec_get_u64(&r, &st->ss_size) < 0 || codec_get_u32(&r, &n) < 0)
-		goto bad;
-	if (decode_pending(&r, st, n) < 0)
-		goto bad;
-	if (codec_get_u64(&r, &st->rseq_ptr) < 0 || codec_get_u32(&r, &st->rseq_len) < 0 ||
-	    codec_get_u32(&r, &st->rseq_sig) < 0)
-		goto bad;
-	if (st->rseq_len ? (st->rseq_len < 32 || st->rseq_len > 1024 || st->rseq_ptr % 32 ||
-			    st->rseq_ptr >= ((uint64_t)1 << 47))
-			 : (st->rseq_ptr || st->rseq_sig)) {
-		codec_rd_fail(&r, "rseq registration out of range");
-		goto bad;
-	}
-	if (ver >= 3 && snap_threads_get(&r, st) < 0)
-		goto bad;
-	if (codec_get_u64(&r, &st->start_brk) < 0 ||
-	    codec_get_u64(&r, &st->brk) < 0 || codec_get_u32(&r, &st->umask) < 0 ||
-	    get_str(&r, &st->cwd) < 0)
-		goto bad;
-	if (st->umask > 0777 || st->cwd[0] != '/') {
-		codec_rd_fail(&r, "bad umask or relative cwd");
-		goto bad;
-	}
-	for (int i = 0; i < SNAP_NRLIMIT; i++)
-		if (codec_get_u64(&r, &st->rlim[i][0]) < 0 || codec_get_u64(&r, &st->rlim[i][1]) < 0)
-			goto bad;
-	if (decode_fds(&r, st) < 0 || decode_regions(&r, st) < 0 || decode_cells(&r, st) < 0)
-		goto bad;
-	if (codec_rd_end(&r) < 0)
-		goto bad;
-	return 0;
-bad:
-	codec_rd_err(&r, name, e);
-	snap_state_free(st);
-	return -1;
-}
-
-void snap_state_free(struct snap_state *st)
-{
-	free(st->meta.lease);
-	free(st->meta.principal);
-	free(st->meta.host_program);
-	free(st->meta.ns_prefix);
-	free(st->xstate);
-	free(st->pending);
-	for (size_t i = 0; i < st->nthreads; i++) {
-		free(st->threads[i].xstate);
-		free(st->threads[i].pending);
-	}
-	free(st->threads);
-	free(st->cwd);
-	for (size_t i = 0; i < st->nfds; i++)
-		free(st->fds[i].path);
-	free(st->fds);
-	for (size_t i = 0; i < st->nregions; i++)
-		free(st->regions[i].path);
-	free(st->regions);
-	for (size_t i = 0; i < st->ncells; i++)
-		free(st->cells[i].key);
-	free(st->cells);
-	memset(st, 0, sizeof *st);
 }
 
 uint64_t snap_cells_bytes(const struct snap_state *st)

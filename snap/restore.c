@@ -32,6 +32,11 @@ struct rs {
 	 * to open the image by its host path (it was executed from a descriptor) */
 	uint64_t (*kept)[2];
 	size_t nkept;
+	/* version 4: the tree's holders and created tasks; k: which process (0
+	 * the root, i + 1 procs[i]); root: the root's state (its pipes) */
+	struct snap_hosts *h;
+	size_t k;
+	const struct snap_state *root;
 };
 
 static int call(struct rs *s, long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
@@ -267,6 +272,67 @@ static const struct snap_fd *find_fd(const struct snap_state *st, uint32_t fd)
 	return NULL;
 }
 
+/* A descriptor of the tree's skeleton put in place: a pipe end or a copy of
+ * the root's standard descriptor, from its holder. */
+static int held_fd(struct rs *s, const struct snap_fd *f)
+{
+	uint32_t from = f->kind == SNAP_FD_PIPE
+		? s->h->base + 2 * (uint32_t)f->pos + ((f->flags & O_ACCMODE) == O_WRONLY)
+		: s->h->base + 2 * (uint32_t)s->root->npipes + (uint32_t)f->pos;
+	if (must(s, "dup3", SYS_dup3, from, f->fd, f->flags & O_CLOEXEC, 0, 0, 0, NULL) < 0)
+		return -1;
+	if (f->kind == SNAP_FD_PIPE &&
+	    must(s, "fcntl(F_SETFL)", SYS_fcntl, f->fd, F_SETFL, f->flags & O_NONBLOCK, 0, 0, 0,
+		 NULL) < 0)
+		return -1;
+	return 0;
+}
+
+/* A file, directory or device reopened by path at its offset. */
+static int path_fd(struct rs *s, const struct snap_fd *f)
+{
+	int64_t tmp, ign;
+	char what[SNAP_STR_MAX + 32];
+	snprintf(what, sizeof what, "fd %u: open %s", f->fd, f->path);
+	uint64_t fl = f->flags & ~(uint64_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
+	if (put_path(s, f->path) < 0 ||
+	    must(s, what, SYS_openat, (uint64_t)AT_FDCWD, s->scratch, fl, 0, 0, 0, &tmp) < 0)
+		return -1;
+	if ((uint64_t)tmp != f->fd) {
+		if (must(s, "dup3", SYS_dup3, (uint64_t)tmp, f->fd, f->flags & O_CLOEXEC, 0, 0, 0,
+			 NULL) < 0 ||
+		    call(s, SYS_close, (uint64_t)tmp, 0, 0, 0, 0, 0, &ign) < 0)
+			return -1;
+	}
+	if (f->kind != SNAP_FD_FILE)
+		return 0;
+	char p[64];
+	uint8_t h[32];
+	snprintf(p, sizeof p, "/proc/%d/fd/%u", (int)s->t.tid, f->fd);
+	int hfd = open(p, O_RDONLY | O_CLOEXEC);
+	if (hfd < 0)
+		return common_errno(s->e, errno, "open %s", p);
+	struct common_sha256 hs;
+	common_sha256_init(&hs);
+	uint8_t buf[65536];
+	ssize_t n;
+	while ((n = read(hfd, buf, sizeof buf)) > 0)
+		common_sha256_update(&hs, buf, (size_t)n);
+	close(hfd);
+	common_sha256_final(&hs, h);
+	if (memcmp(h, f->hash, 32))
+		return common_errf(s->e, "restore", "fd %u: %s differs from the file the "
+				   "snapshot saw", f->fd, f->path);
+	return must(s, "lseek", SYS_lseek, f->fd, f->pos, SEEK_SET, 0, 0, 0, NULL);
+}
+
+/* The root's standard descriptors 0-2 stay (the supervisor's); version 3 has
+ * no others. */
+static int kept_std(const struct rs *s, const struct snap_fd *f)
+{
+	return f->kind == SNAP_FD_STREAM && s->k == 0 && f->fd <= 2;
+}
+
 static int restore_fds(struct rs *s)
 {
 	const struct snap_state *st = s->st;
@@ -286,7 +352,7 @@ static int restore_fds(struct rs *s)
 		const struct snap_fd *f = find_fd(st, fd);
 		if (fd <= 2)
 			have[fd] = 1;
-		if ((!f || f->kind != SNAP_FD_STREAM) && nclose < 1024)
+		if ((!f || !kept_std(s, f)) && (!s->h || fd < s->h->base) && nclose < 1024)
 			close_list[nclose++] = fd;
 	}
 	closedir(d);
@@ -294,44 +360,18 @@ static int restore_fds(struct rs *s)
 		rc = must(s, "close", SYS_close, close_list[i], 0, 0, 0, 0, 0, NULL);
 	for (size_t i = 0; i < st->nfds && rc == 0; i++) {
 		const struct snap_fd *f = &st->fds[i];
-		if (f->kind == SNAP_FD_STREAM) {
-			if (!have[f->fd])
-				rc = common_errf(s->e, "restore", "standard fd %u is not open", f->fd);
-			continue;
-		}
-		int64_t tmp, ign;
-		char what[SNAP_STR_MAX + 32];
-		snprintf(what, sizeof what, "fd %u: open %s", f->fd, f->path);
-		uint64_t fl = f->flags & ~(uint64_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
-		if (put_path(s, f->path) < 0 ||
-		    must(s, what, SYS_openat, (uint64_t)AT_FDCWD, s->scratch, fl, 0, 0, 0, &tmp) < 0)
-			return -1;
-		if ((uint64_t)tmp != f->fd) {
-			if (must(s, "dup3", SYS_dup3, (uint64_t)tmp, f->fd, f->flags & O_CLOEXEC, 0, 0, 0,
-				 NULL) < 0 ||
-			    call(s, SYS_close, (uint64_t)tmp, 0, 0, 0, 0, 0, &ign) < 0)
-				return -1;
-		}
-		if (f->kind == SNAP_FD_FILE) {
-			char p[64];
-			uint8_t h[32];
-			snprintf(p, sizeof p, "/proc/%d/fd/%u", (int)s->t.tid, f->fd);
-			int hfd = open(p, O_RDONLY | O_CLOEXEC);
-			if (hfd < 0)
-				return common_errno(s->e, errno, "open %s", p);
-			struct common_sha256 hs;
-			common_sha256_init(&hs);
-			uint8_t buf[65536];
-			ssize_t n;
-			while ((n = read(hfd, buf, sizeof buf)) > 0)
-				common_sha256_update(&hs, buf, (size_t)n);
-			close(hfd);
-			common_sha256_final(&hs, h);
-			if (memcmp(h, f->hash, 32))
-				return common_errf(s->e, "restore", "fd %u: %s differs from the file the "
-						   "snapshot saw", f->fd, f->path);
-			rc = must(s, "lseek", SYS_lseek, f->fd, f->pos, SEEK_SET, 0, 0, 0, NULL);
-		}
+		if (kept_std(s, f) || (f->kind == SNAP_FD_STREAM && !s->h))
+			rc = f->fd <= 2 && have[f->fd] ? 0 :
+				common_errf(s->e, "restore", "standard fd %u is not open", f->fd);
+		else if (f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE)
+			rc = held_fd(s, f);
+		else
+			rc = path_fd(s, f);
+	}
+	/* the holders go once every descriptor is in place */
+	for (uint32_t fd = 0; s->h && rc == 0 && fd < 2 * s->root->npipes + 3; fd++) {
+		int64_t ign;
+		rc = call(s, SYS_close, s->h->base + fd, 0, 0, 0, 0, 0, &ign);
 	}
 	return rc;
 }
@@ -339,7 +379,14 @@ static int restore_fds(struct rs *s)
 static int restore_signals(struct rs *s)
 {
 	const struct snap_state *st = s->st;
-	int64_t tgid, tid;
+	int64_t tgid, tid, got = 0;
+	/* signals the rebuild raised (SIGCHLD of the tree's skeleton) go first */
+	uint64_t wait[3] = { ~0ull, 0, 0 };
+	if (s->h && trace_tracee_write(&s->t, s->scratch, wait, sizeof wait, s->e) < 0)
+		return -1;
+	for (int i = 0; s->h && got >= 0 && i < SNAP_PENDING_MAX; i++)
+		if (call(s, SYS_rt_sigtimedwait, s->scratch, 0, s->scratch + 8, 8, 0, 0, &got) < 0)
+			return -1;
 	/* queued signals go back in order, sent by the guest to itself (so any
 	 * si_code is accepted), while everything is blocked */
 	if (st->npending && (must(s, "getpid", SYS_getpid, 0, 0, 0, 0, 0, 0, &tgid) < 0 ||
@@ -388,9 +435,13 @@ static int xstate_permit(struct rs *s, uint64_t features)
 		    NULL);
 }
 
-int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
+/* Process k of the tree (0: the root, made from a fresh exec; others made by
+ * the root's skeleton) rebuilt into st. */
+static int rebuild(pid_t pid, const struct snap_state *st, struct snap_hosts *h, size_t k,
+		   const struct snap_state *root, struct common_err *e)
 {
-	struct rs s = { .t = { .memfd = -1 }, .st = st, .e = e };
+	struct rs s = { .t = { .memfd = -1 }, .st = st, .e = e,
+			.h = root->version >= 4 ? h : NULL, .k = k, .root = root };
 	uint8_t cur[SNAP_XSTATE_MAX];
 	size_t xlen = sizeof cur;
 	uint64_t sb, vs, ve;
@@ -416,10 +467,14 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 		return common_errno(e, -err, "PTRACE_SETSIGMASK");
 	if (trace_tracee_open(&s.t, pid, e) < 0)
 		return -1;
+	/* a forked process's heap is its parent's: let go of while still mapped
+	 * (brk cannot shrink over a hole), grown again below */
 	if (trace_tracee_find_syscall(&s.t, e) < 0 || xstate_permit(&s, xf) < 0 ||
+	    (k && call(&s, SYS_brk, st->start_brk, 0, 0, 0, 0, 0, &r) < 0) ||
 	    unmap_all(&s, &vs, &ve) < 0)
 		goto out;
-	if (st->brk != st->start_brk) {
+	/* a forked process has its parent's brk until it sets its own */
+	if (st->brk != st->start_brk || k) {
 		if (call(&s, SYS_brk, st->brk, 0, 0, 0, 0, 0, &r) < 0)
 			goto out;
 		if ((uint64_t)r != st->brk) {
@@ -443,6 +498,8 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 			goto out;
 		s.scratch = (uint64_t)r;
 	}
+	if (k == 0 && s.h && snap_tree_skeleton(&s.t, s.scratch, st, h, e) < 0)
+		goto out;
 	if (map_regions(&s, vs, ve) < 0 || fill_regions(&s) < 0)
 		goto out;
 	if (common_fault_fails("restore-rebuild")) {
@@ -455,7 +512,7 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 		 0, 0, NULL) < 0)
 		goto out;
 	if (restore_fds(&s) < 0 || restore_signals(&s) < 0 ||
-	    snap_threads_restore(&s.t, s.scratch, st, &xl, e) < 0)
+	    snap_threads_restore(&s.t, s.scratch, st, &xl, s.h ? h->threads[k] : NULL, e) < 0)
 		goto out;
 	if (put_path(&s, st->cwd) < 0 ||
 	    must(&s, "chdir", SYS_chdir, s.scratch, 0, 0, 0, 0, 0, NULL) < 0 ||
@@ -491,6 +548,45 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 out:
 	trace_tracee_close(&s.t);
 	free(s.kept);
+	return rc;
+}
+
+/* A root that ran another program than the image (sh's exec of a command)
+ * runs it afresh first; its path is written just below the fresh stack's top. */
+static int root_program(pid_t pid, const struct snap_state *st, struct common_err *e)
+{
+	char p[64], exe[SNAP_STR_MAX];
+	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(p, exe, sizeof exe - 1);
+	if (n < 0)
+		return common_errno(e, errno, "readlink %s", p);
+	exe[n] = 0;
+	if (!strcmp(exe, st->exe))
+		return 0;
+	struct trace_tracee t = { .memfd = -1 };
+	struct user_regs_struct r;
+	int rc = trace_tracee_open(&t, pid, e), err;
+	if (rc == 0 && (err = trace_regs_get(pid, &r)) < 0)
+		rc = common_errno(e, -err, "PTRACE_GETREGS of %d", (int)pid);
+	if (rc == 0)
+		rc = trace_tracee_find_syscall(&t, e);
+	if (rc == 0)
+		rc = snap_exec_program(&t, (r.rsp - 2 * SNAP_PAGE) & ~(uint64_t)15, st->exe, e);
+	trace_tracee_close(&t);
+	return rc;
+}
+
+int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
+{
+	struct snap_hosts h;
+	memset(&h, 0, sizeof h);
+	if (st->version >= 4 && root_program(pid, st, e) < 0)
+		return -1;
+	int rc = rebuild(pid, st, &h, 0, st, e);
+	for (size_t k = 0; rc == 0 && k < st->nprocs; k++)
+		if (!st->procs[k].zombie)
+			rc = rebuild(h.proc[k], &st->procs[k], &h, k + 1, st, e);
+	snap_hosts_free(&h);
 	return rc;
 }
 

@@ -22,6 +22,10 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		       const char *dir, snap_admit_fn admit, void *actx,
 		       struct snap_manifest *m, struct common_err *e);
 
+/* Bytes of a region's page bitmap; of a decoded region's packed pages. */
+size_t snap_bitmap_len(const struct snap_region *r);
+size_t snap_packed_len(const struct snap_region *r);
+
 /* Canonical region kind of a mapping; -1 for mappings never captured (vvar…). */
 int snap_map_kind(const struct trace_map *m);
 
@@ -72,7 +76,54 @@ int snap_threads_capture(struct trace_tracee *t, uint64_t scratch, struct snap_s
  * injected clone from the leader (t) and set to its state; scratch is a page
  * of the leader's. New threads are left in a ptrace stop. */
 int snap_threads_restore(struct trace_tracee *t, uint64_t scratch, const struct snap_state *st,
-			 const struct snap_xlayout *xl, struct common_err *e);
+			 const struct snap_xlayout *xl, const pid_t *made, struct common_err *e);
+/* made: the host tids of st's threads already created (snap_thread_create),
+ * or NULL to create them here. A thread of lead's process with th's tid,
+ * ids below it used up (host tid, left in a ptrace stop): */
+pid_t snap_thread_create(struct trace_tracee *lead, const struct snap_thread *th,
+			 struct common_err *e);
+/* One id of the run's PID namespace used up by a thread of lead's that exits at
+ * once: *got is the id. */
+int snap_thread_burn(struct trace_tracee *lead, int64_t *got, struct common_err *e);
+
+/* Version 4's process tree (tree.c). A process of the guest's tree besides
+ * the root: host pid, namespace pid and parent's, zombie with its wait status. */
+struct snap_task {
+	pid_t host;
+	uint32_t ns, ns_ppid;
+	int zombie;
+	uint32_t wstatus;
+};
+/* Every process below root, breadth first through each thread's children,
+ * sorted by namespace pid (malloc'd). */
+int snap_tree_list(pid_t root, struct snap_task **out, size_t *n, struct common_err *e);
+/* Refused: a process the run's init adopted (its parent exited), outside the tree. */
+int snap_tree_orphans(pid_t root, struct common_err *e);
+/* Number the pipe ends of every process (pos: inode -> index in order of first
+ * use) and read each pipe's capacity and queued bytes without consuming them;
+ * hosts[k] is process k's host pid (0: the root). */
+int snap_pipes_capture(struct snap_state *st, const pid_t *hosts, struct common_err *e);
+void snap_pipes_free(struct snap_state *st);
+
+/* Where the skeleton of a restored tree put things (skeleton.c). */
+struct snap_hosts {
+	uint32_t base;     /* holders: pipe i's read end at base + 2i, its write end
+			    * at base + 2i + 1, the root's fd k at base + 2 npipes + k */
+	size_t nprocs;
+	pid_t *proc;       /* host pid of procs[i] (0: a zombie) */
+	pid_t **threads;   /* host tids of the threads: [0] the root's, [i + 1] procs[i]'s */
+};
+/* Pipes filled, then every process and thread of st (the root's threads
+ * too) created in id order from root, at a fresh namespace where the root's
+ * pid was the last id handed out; processes whose program is not the root's
+ * run it afresh. Created tasks are left in ptrace stops. */
+int snap_tree_skeleton(struct trace_tracee *root, uint64_t scratch, const struct snap_state *st,
+		       struct snap_hosts *h, struct common_err *e);
+void snap_hosts_free(struct snap_hosts *h);
+/* t runs path afresh (execve injected, path and argv written at scratch; at
+ * the exec's syscall-exit stop afterwards; t's memory must be opened again). */
+int snap_exec_program(struct trace_tracee *t, uint64_t scratch, const char *path,
+		      struct common_err *e);
 
 /* The signal mask while syscalls are injected: everything blocked but SIGTRAP
  * (the kernel resets the action of a blocked SIGTRAP it forces). */

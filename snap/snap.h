@@ -10,8 +10,11 @@
 #include "trace/trace.h"
 
 #define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
-#define SNAP_VERSION 3u          /* 2 still decodes and restores: no thread list */
+#define SNAP_VERSION 4u          /* 2 and 3 still decode and restore: one process */
 #define SNAP_THREADS_MAX 1024u   /* decoder bound: threads besides the leader */
+#define SNAP_PROCS_MAX 256u      /* decoder bound: processes besides the root */
+#define SNAP_PIPES_MAX 1024u     /* decoder bound: pipes of the tree */
+#define SNAP_PIPE_BYTES_MAX (1u << 20) /* decoder bound: one pipe's capacity */
 #define SNAP_CHUNK_MAX 65536u
 #define SNAP_MANIFEST_LEN 44u
 #define SNAP_NSIG 64
@@ -51,7 +54,8 @@
  *          u64 xfeatures, u64 regs[27], xstate as above, u64 sigmask,
  *          altstack {u64 sp, u32 flags, u64 size}, u32 npending, pending[]
  *          (thread-directed only, shared = 0), rseq {u64, u32, u32}},
- *   u64 start_brk, u64 brk, u32 umask,
+ *   u64 start_brk, u64 brk, u32 umask,   (the process body runs from xfeatures
+ *         to the regions; version 4 repeats it for every other process)
  *   str cwd, rlimit[16] = {u64 cur, max},
  *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
  *         str path, 32 content hash, u64 size},
@@ -60,6 +64,14 @@
  *          shared read-only file mapping), u32 kind, u64 offset, str path,
  *          content: bitmap of non-zero pages (ceil(pages/8) bytes) + those pages;
  *          none for the vdso, whose address only is recorded},
+ *   version 4 only: str exe (the root's program: run afresh on restore when
+ *         it is not the image), u32 nprocs, proc[] sorted by pid (every other process of
+ *         the guest's tree, pids distinct from every tid) = {u32 pid, u32 ppid
+ *         (the root's or an earlier proc's pid), u32 zombie (0 or 1), then a
+ *         zombie's u32 wait status, a live one's str exe (its program, run
+ *         again on restore when it is not the root's) and process body},
+ *         u32 npipes, pipe[] in order of first use (by process, then fd) =
+ *         {u32 capacity, u64 len, bytes (len <= capacity)},
  *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes}.
  * The digest is SHA-256 of exactly these bytes. */
 
@@ -68,10 +80,20 @@ enum snap_region_kind {
 	SNAP_REGION_STACK = 3, SNAP_REGION_VDSO = 4,
 };
 enum snap_fd_kind {
-	SNAP_FD_STREAM = 0, /* fd 0-2 given by the supervisor (pipe, tty): kept as is */
+	SNAP_FD_STREAM = 0, /* fd 0-2 given by the supervisor (pipe, tty): the root's
+			     * kept as is; v4: any other is a copy of the root's
+			     * standard descriptor pos (0-2) */
 	SNAP_FD_FILE = 1,   /* regular file: reopened by path, content hash checked */
 	SNAP_FD_DIR = 2,
 	SNAP_FD_DEV = 3,    /* character device: reopened by path */
+	SNAP_FD_PIPE = 4,   /* v4: an end of pipe number pos of the tree (path ""), flags
+			     * O_ACCMODE, O_NONBLOCK and O_CLOEXEC */
+};
+/* A pipe of the tree: its capacity (F_GETPIPE_SZ) and the bytes queued in it. */
+struct snap_pipe {
+	uint32_t capacity;
+	uint64_t len;
+	const uint8_t *bytes;      /* decoded: into the input; captured: owned */
 };
 
 /* a region's prot bit: a read-only file mapping shared with the file's page
@@ -157,6 +179,14 @@ struct snap_state {
 	size_t nregions;
 	struct snap_cell *cells;
 	size_t ncells;
+	/* v4: the other processes of the tree (meta, cells, pipes unused in them) */
+	struct snap_state *procs;
+	size_t nprocs;
+	uint32_t pid, ppid;           /* a proc's namespace pid (the root's: tid) */
+	char *exe;                    /* v4: a live process's program (/proc/PID/exe) */
+	uint32_t zombie, wstatus;     /* an exited proc its parent has not waited for */
+	struct snap_pipe *pipes;
+	size_t npipes;
 };
 
 /* An encoded snapshot: the canonical bytes and their digest. */
@@ -191,7 +221,9 @@ struct snap_capture_opts {
 	uint32_t version;
 };
 /* Capture the tracee pid (a thread-group leader) and every other thread of
- * its process, each in a ptrace stop (snap_threads_interrupt). Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
+ * its process, and (version 4) every process below it with its threads, each
+ * task in a ptrace stop. What cannot be held is refused before any task is
+ * touched. Injected syscalls (brk, rt_sigaction, sigaltstack) run from a
  * `syscall` instruction already in its text; guest memory is left unchanged.
  * Afterwards the tracee is in a SIGTRAP signal-delivery stop with its registers
  * in canonical form: when it was stopped at a syscall entry, it now stands just
@@ -216,9 +248,12 @@ int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct sna
  * injected syscalls, memory, brk, signal actions, altstack, files, the other
  * threads (injected clones, each with the tid it had: tids the process had let
  * go of are used up by threads that exit at once), cwd, umask, rlimits,
- * sigmask, XSAVE and registers. Namespace cells must already be in place
+ * sigmask, XSAVE and registers; version 4: first the program the root ran,
+ * then after its memory is emptied the tree's pipes and every other process
+ * and thread in id order (snap_tree_skeleton), each process rebuilt the same
+ * way after the root. Namespace cells must already be in place
  * (snap_cells_write). Afterwards pid and its new threads are in ptrace stops
- * nobody has waited for (the supervisor adopts them: trace_sv_adopt_threads);
+ * nobody has waited for (the supervisor adopts them: trace_sv_adopt_tree);
  * resume them with signal 0. */
 int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e);
 /* snap_restore, then capture pid again and require the same digest. The

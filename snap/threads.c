@@ -439,11 +439,17 @@ static int burn_thread(struct trace_tracee *lead, pid_t tid, struct common_err *
 	return 0;
 }
 
+int snap_thread_burn(struct trace_tracee *lead, int64_t *got, struct common_err *e)
+{
+	pid_t tid = clone_stopped(lead, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+				  CLONE_THREAD | CLONE_SYSVSEM, 0, 0, got, e);
+	return tid < 0 ? -1 : burn_thread(lead, tid, e);
+}
+
 /* One thread, with its own tid: the namespace hands tids out in order, so the
  * ones the process let go of before the snapshot are used up first. */
-static int restore_thread(struct trace_tracee *lead, uint64_t scratch, int64_t tgid,
-			  const struct snap_thread *th, const struct snap_xlayout *xl,
-			  struct common_err *e)
+pid_t snap_thread_create(struct trace_tracee *lead, const struct snap_thread *th,
+			 struct common_err *e)
 {
 	uint64_t fl = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
 		      CLONE_SYSVSEM;
@@ -465,6 +471,14 @@ static int restore_thread(struct trace_tracee *lead, uint64_t scratch, int64_t t
 		return common_errf(e, "restore", "thread %u was recreated as tid %lld: the run's "
 				   "PID namespace hands out tids in order, and choosing one needs "
 				   "CAP_SYS_ADMIN over it", th->tid, (long long)got);
+	return tid;
+}
+
+/* A created thread set to its state. */
+static int restore_thread(struct trace_tracee *lead, uint64_t scratch, int64_t tgid,
+			  const struct snap_thread *th, pid_t tid, const struct snap_xlayout *xl,
+			  struct common_err *e)
+{
 	struct trace_tracee tt = { .memfd = -1 };
 	int rc = trace_tracee_open(&tt, tid, e);
 	tt.insn = lead->insn;
@@ -482,7 +496,7 @@ static int restore_thread(struct trace_tracee *lead, uint64_t scratch, int64_t t
 }
 
 int snap_threads_restore(struct trace_tracee *t, uint64_t scratch, const struct snap_state *st,
-			 const struct snap_xlayout *xl, struct common_err *e)
+			 const struct snap_xlayout *xl, const pid_t *made, struct common_err *e)
 {
 	int64_t tgid;
 	if (st->version < 3)
@@ -493,8 +507,10 @@ int snap_threads_restore(struct trace_tracee *t, uint64_t scratch, const struct 
 	if (inject(t, "set_tid_address", SYS_set_tid_address, st->ctid, 0, 0, 0, NULL, e) < 0 ||
 	    inject(t, "getpid", SYS_getpid, 0, 0, 0, 0, &tgid, e) < 0)
 		return -1;
-	for (size_t i = 0; i < st->nthreads; i++)
-		if (restore_thread(t, scratch, tgid, &st->threads[i], xl, e) < 0)
+	for (size_t i = 0; i < st->nthreads; i++) {
+		pid_t tid = made ? made[i] : snap_thread_create(t, &st->threads[i], e);
+		if (tid < 0 || restore_thread(t, scratch, tgid, &st->threads[i], tid, xl, e) < 0)
 			return -1;
+	}
 	return 0;
 }

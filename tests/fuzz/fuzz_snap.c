@@ -1,8 +1,8 @@
 /* libFuzzer target for the snapshot decoder and the manifest decoder. A first
  * byte of 0 feeds the manifest decoder; 1 puts a valid domain and the current
- * version (with its thread list) in front so mutations reach the fields, 3 the
- * same with version 2; anything else is decoded as is. An accepted image must
- * encode back to exactly the same bytes. */
+ * version (with its thread list and process tree) in front so mutations reach
+ * the fields, 3 the same with version 2, 5 with version 3; anything else is
+ * decoded as is. An accepted image must encode back to exactly the same bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +27,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	uint8_t *buf;
 	size_t len;
-	if (data[0] == 1 || data[0] == 3) {
+	if (data[0] == 1 || data[0] == 3 || data[0] == 5) {
 		const size_t dl = strlen(SNAP_DOMAIN);
 		len = 4 + dl + 4 + size - 1;
 		buf = malloc(len);
 		buf[0] = (uint8_t)dl;
 		buf[1] = buf[2] = buf[3] = 0;
 		memcpy(buf + 4, SNAP_DOMAIN, dl);
-		buf[4 + dl] = data[0] == 1 ? SNAP_VERSION : 2;
+		buf[4 + dl] = data[0] == 1 ? SNAP_VERSION : data[0] == 3 ? 2 : 3;
 		buf[5 + dl] = buf[6 + dl] = buf[7 + dl] = 0;
 		memcpy(buf + 8 + dl, data + 1, size - 1);
 	} else {

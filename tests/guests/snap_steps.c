@@ -3,7 +3,9 @@
  * is a digest of everything, the same whether or not it was interrupted.
  * A third argument holds something while it steps: "shared-ro" (its own image
  * mapped shared read-only, folded into the digest), "shared-rw", "shared-anon",
- * "deleted" (a mapping of a removed file), "pipe"; or "limits" prints the
+ * "deleted" (a mapping of a removed file), "pipe", "fifo" (a named FIFO
+ * held open), "pipe-rdwr" (a pipe reopened for reading and writing), "orphan"
+ * (a grandchild left to the run's init, alive 3 s); or "limits" prints the
  * bounds it ran under. */
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +15,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +37,25 @@ static const uint8_t *hold(const char *mode, const char *self)
 		m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
 	else if (!strcmp(mode, "pipe") && pipe(p) == 0)
 		return NULL;
+	else if (!strcmp(mode, "fifo") && mkfifo("fifo", 0600) == 0 && open("fifo", O_RDWR) >= 0)
+		return NULL;
+	else if (!strcmp(mode, "pipe-rdwr") && pipe(p) == 0) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/self/fd/%d", p[0]);
+		if (open(path, O_RDWR) >= 0)
+			return NULL;
+	} else if (!strcmp(mode, "orphan")) {
+		pid_t kid = fork();
+		if (kid == 0) {
+			if (fork() == 0) {
+				sleep(3);
+				_exit(0);
+			}
+			_exit(0);
+		}
+		if (kid > 0 && waitpid(kid, NULL, 0) == kid)
+			return NULL;
+	}
 	else if (!strcmp(mode, "limits"))
 		return NULL;
 	if (m == MAP_FAILED) {

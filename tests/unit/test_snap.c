@@ -619,13 +619,122 @@ static void test_decoder_threads(const struct snap_image *im)
 	s.threads = NULL;
 	s.version = 2;
 	CHECK(snap_encode(&s, &a, &e) == 0);
-	CHECK(a.len == im->len - 32);
+	/* less the thread list and the tree (root program, no process, no pipe) */
+	CHECK(a.len == im->len - 32 - (12 + strlen(s.exe)));
 	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
 	CHECK(t.version == 2 && t.tid == 0 && t.nthreads == 0);
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
 	snap_state_free(&t);
 	snap_image_free(&a);
 	snap_image_free(&b);
+	snap_state_free(&s);
+}
+
+/* s encoded, decoded: refused naming why. */
+static void tree_refused(const struct snap_state *s, const char *why)
+{
+	struct snap_image bad;
+	struct snap_state t;
+	struct common_err e;
+	CHECK(snap_encode(s, &bad, &e) == 0);
+	CHECK(snap_decode(bad.bytes, bad.len, "x", &t, &e) < 0);
+	if (!strstr(e.why, why))
+		fprintf(stderr, "  want \"%s\", got \"%s\"\n", why, e.why);
+	CHECK(strstr(e.why, why) != NULL);
+	snap_image_free(&bad);
+}
+
+/* Version 4's tree: a live process and a zombie below the root, a pipe shared
+ * by both live ones round-trip; hostile processes and pipes are refused by
+ * name; every truncation is refused. */
+static void test_decoder_tree(const struct snap_image *im)
+{
+	struct snap_state s, t, p[2];
+	struct snap_image a, b;
+	struct snap_fd fds[2];
+	struct common_err e;
+	uint8_t bytes[3] = { 'a', 'b', 'c' };
+	struct snap_pipe pipe = { 8192, 3, bytes };
+	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
+	CHECK(s.version == 4 && s.nprocs == 0 && s.npipes == 0 && s.exe[0] == '/');
+	struct snap_state *keep = s.procs;
+	struct snap_fd *keep_fds = s.fds;
+	size_t keep_nfds = s.nfds;
+	memset(fds, 0, sizeof fds);
+	fds[0] = (struct snap_fd){ .fd = 7, .kind = SNAP_FD_PIPE, .flags = O_WRONLY, .path = "" };
+	fds[1] = (struct snap_fd){ .fd = 8, .kind = SNAP_FD_STREAM, .pos = 1, .path = "" };
+	p[0] = s;
+	p[0].procs = NULL;
+	p[0].nprocs = 0;
+	p[0].pid = p[0].tid = s.tid + 5;
+	p[0].ppid = s.tid;
+	p[0].exe = "/bin/true";
+	p[0].fds = fds;
+	p[0].nfds = 2;
+	memset(&p[1], 0, sizeof p[1]);
+	p[1].pid = s.tid + 7;
+	p[1].ppid = s.tid + 5;
+	p[1].zombie = 1;
+	p[1].wstatus = 0x0700;
+	s.procs = p;
+	s.nprocs = 2;
+	s.pipes = &pipe;
+	s.npipes = 1;
+	CHECK(snap_encode(&s, &a, &e) == 0);
+	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
+	CHECK(t.nprocs == 2 && t.procs[0].pid == s.tid + 5 && !strcmp(t.procs[0].exe, "/bin/true") &&
+	      t.procs[0].nfds == 2 && t.procs[0].fds[0].kind == SNAP_FD_PIPE &&
+	      t.procs[1].zombie && t.procs[1].wstatus == 0x0700 && t.npipes == 1 &&
+	      t.pipes[0].len == 3 && !memcmp(t.pipes[0].bytes, "abc", 3));
+	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
+	snap_state_free(&t);
+	snap_image_free(&b);
+	for (size_t cut = a.len - 1; cut > 0; cut = cut > 4000 ? cut - 1999 : cut / 2)
+		CHECK(snap_decode(a.bytes, cut, "x", &t, &e) < 0);
+	snap_image_free(&a);
+	p[1].pid = s.tid + 4;
+	tree_refused(&s, "process out of order");
+	p[1].pid = s.tid + 7;
+	p[1].ppid = s.tid + 9;
+	tree_refused(&s, "parent not before it");
+	p[1].ppid = s.tid + 5;
+	p[1].wstatus = 0x0780;
+	tree_refused(&s, "zombie wait status");
+	p[1].wstatus = 0x0700;
+	p[0].exe = "bin/true";
+	tree_refused(&s, "not an absolute path");
+	p[0].exe = "/bin/true";
+	fds[0].pos = 1;
+	tree_refused(&s, "names no pipe");
+	fds[0].pos = 0;
+	fds[1].pos = 3;
+	tree_refused(&s, "descriptor kind");
+	fds[1].pos = 1;
+	pipe.len = 9000;
+	tree_refused(&s, "pipe capacity or length");
+	pipe.len = 3;
+	pipe.capacity = 5000;
+	tree_refused(&s, "pipe capacity or length");
+	pipe.capacity = 8192;
+	p[0].nfds = 0;
+	tree_refused(&s, "pipe is unused");
+	p[0].nfds = 2;
+	p[0].threads = &(struct snap_thread){ .tid = s.tid + 7, .xfeatures = s.xfeatures,
+					      .xstate = s.xstate, .regs = { [15] = (uint64_t)-1 } };
+	p[0].nthreads = 1;
+	tree_refused(&s, "appears twice");
+	p[0].nthreads = 0;
+	/* a pipe end in a version 3 image */
+	s.version = 3;
+	s.nprocs = 0;
+	s.fds = fds;
+	s.nfds = 1;
+	tree_refused(&s, "descriptor kind");
+	s.procs = keep;
+	s.pipes = NULL;
+	s.npipes = 0;
+	s.fds = keep_fds;
+	s.nfds = keep_nfds;
 	snap_state_free(&s);
 }
 
@@ -730,6 +839,7 @@ int main(int argc, char **argv)
 		test_decoder_xstate(&im);
 		test_decoder_shared(&im);
 		test_decoder_threads(&im);
+		test_decoder_tree(&im);
 		test_xstate_refusal(&im);
 		test_store(&im);
 		snap_image_free(&im);

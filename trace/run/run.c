@@ -300,8 +300,9 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 		trace_sv_kill_now(sv, "restore failed");
 		return -1;
 	}
-	/* the snapshot's other threads, made by the restore, run from now on */
-	trace_sv_adopt_threads(sv, pid);
+	/* the snapshot's other threads and processes, made by the restore, run
+	 * from now on */
+	trace_sv_adopt_tree(sv, pid);
 	if (r->meter) /* the lease is Active now: its usage may be observed */
 		trace_metering_hold(r->meter, 0);
 	return 0;

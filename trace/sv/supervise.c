@@ -296,27 +296,15 @@ void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid)
 		ptrace(PTRACE_INTERRUPT, tid, 0, 0); /* ESRCH: its exit comes through the loop */
 }
 
-void trace_sv_adopt_threads(struct trace_supervisor *sv, pid_t pid)
+struct tstate *trace_sv_tstate_new(struct trace_supervisor *sv, pid_t tid)
 {
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
-	DIR *d = opendir(p);
-	struct dirent *de;
-	struct tstate *lead = trace_sv_find(sv, pid);
-	while (d && (de = readdir(d))) {
-		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
-		if (tid <= 0 || tid == pid || trace_sv_find(sv, tid))
-			continue;
-		struct tstate *c = tstate_get(sv, tid);
-		c->announced = 1;
-		c->tgid = pid;
-		c->ppid = lead ? lead->ppid : 0;
-		layers_spawn(sv, pid, tid, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
-			     CLONE_THREAD | CLONE_SYSVSEM);
-		trace_sv_resume(sv, tid, PTRACE_CONT, 0);
-	}
-	if (d)
-		closedir(d);
+	return tstate_get(sv, tid);
+}
+
+void trace_sv_spawned(struct trace_supervisor *sv, pid_t parent, pid_t child,
+		      unsigned long flags)
+{
+	layers_spawn(sv, parent, child, flags);
 }
 
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)

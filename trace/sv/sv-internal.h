@@ -74,6 +74,10 @@ struct trace_guest {
 	struct tstate *ts;
 };
 
+/* A new record for tid (adopt.c), and the layers told of its spawn. */
+struct tstate *trace_sv_tstate_new(struct trace_supervisor *sv, pid_t tid);
+void trace_sv_spawned(struct trace_supervisor *sv, pid_t parent, pid_t child,
+		      unsigned long flags);
 /* The supervisor's record of a tid of this run, or NULL. */
 struct tstate *trace_sv_find(struct trace_supervisor *sv, pid_t tid);
 /* Resume a stopped tracee with req (PTRACE_CONT becomes PTRACE_SYSCALL for a task

@@ -219,6 +219,9 @@ void trace_sv_every_call_rearm(struct trace_supervisor *sv, pid_t tid);
 /* Threads of pid made outside the loop (a restore's injected clones), each in
  * a ptrace stop the loop never saw: known from now on and resumed. */
 void trace_sv_adopt_threads(struct trace_supervisor *sv, pid_t pid);
+/* The same for every process below pid (a restored tree) and its threads;
+ * zombies are left to their parents. */
+void trace_sv_adopt_tree(struct trace_supervisor *sv, pid_t pid);
 /* Long host-side work in a hook (a snapshot) runs at the invoker's priority: on, then
  * off once done. */
 void trace_sv_unhurried(struct trace_supervisor *sv, int on);

@@ -1,0 +1,39 @@
+/* Snapshot guest: forks all the time. 150 rounds 10 ms apart, each forking a
+ * child that exits at once with a status the parent folds into a digest;
+ * argument "fifo": a child holds a named FIFO open meanwhile (a snapshot of
+ * the tree is refused). Prints the digest. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	pid_t holder = -1;
+	if (argc > 1 && !strcmp(argv[1], "fifo") && (holder = fork()) == 0) {
+		if (mkfifo("fifo", 0600) < 0 || open("fifo", O_RDWR) < 0)
+			_exit(2);
+		sleep(4);
+		_exit(0);
+	}
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < 150; i++) {
+		pid_t kid = fork();
+		if (kid == 0)
+			_exit(i % 251);
+		int st;
+		if (kid < 0 || waitpid(kid, &st, 0) != kid)
+			return 1;
+		h = (h ^ (uint64_t)WEXITSTATUS(st)) * 1099511628211ull;
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	if (holder > 0)
+		kill(holder, SIGKILL), waitpid(holder, NULL, 0);
+	printf("forks %016llx\n", (unsigned long long)h);
+	return 0;
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env bats
+# Snapshots of whole process trees (version 4): a make -j2 build with its
+# compilers running, a shell pipeline with bytes in its pipe, zombies.
+load helpers
+
+# request + fund (+ activate with "active") a lease of image $1; prints its id
+tree_lease() {
+	local out
+	out=$(sbx-lease request --image "$1" --escrow 10 --limits namespace_bytes=1G |
+		sbx-lease fund --amount 10 --evidence -)
+	[ "$2" = active ] && out=$(printf '%s' "$out" | sbx-lease activate --evidence -)
+	printf '%s' "$out" | jq -r .lease.id
+}
+
+# take --stop of lease $1 once its guest runs; sets DIGEST
+take_stop() {
+	for _ in $(seq 1 50); do
+		run sbx-snap take "$1" --stop
+		[[ $output == *"no lease guest"* ]] || break
+		sleep 0.1
+	done
+	# the run's own account when the take fails (its output and errors)
+	[ "$status" -eq 0 ] || tail -n 20 "$BATS_TEST_TMPDIR/src.out" >&2
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+}
+
+# a C project of 12 modules (each a few seconds of cc1) in $1
+gen_project() {
+	local d=$1 i f
+	mkdir -p "$d"
+	for i in $(seq 1 12); do
+		{
+			echo '#include "mods.h"'
+			for f in $(seq 1 60); do
+				echo "static unsigned long f${i}_$f(unsigned long x) { unsigned long h = x * $f + $i; for (int k = 0; k < 8; k++) h = (h ^ (h >> 7)) * 0x9e3779b97f4a7c15ul + k; return h; }"
+			done
+			echo "unsigned long mod$i(unsigned long x) {"
+			for f in $(seq 1 60); do echo "	x = f${i}_$f(x);"; done
+			echo '	return x; }'
+		} >"$d/m$i.c"
+		echo "unsigned long mod$i(unsigned long);" >>"$d/mods.h"
+	done
+	{
+		echo '#include <stdio.h>'
+		echo '#include "mods.h"'
+		echo 'int main(void) { unsigned long x = 1;'
+		for i in $(seq 1 12); do echo "	x = mod$i(x);"; done
+		echo '	printf("%lx\n", x); return 0; }'
+	} >"$d/main.c"
+	{
+		printf 'OBJS := main.o'
+		for i in $(seq 1 12); do printf ' m%d.o' "$i"; done
+		printf '\nprog: $(OBJS)\n\t/usr/bin/gcc -o $@ $(OBJS)\n'
+		printf '%%.o: %%.c mods.h\n\t/usr/bin/gcc -O2 -pipe -c -o $@ $<\n'
+	} >"$d/Makefile"
+}
+
+@test "make -j2 snapshotted mid-build with its compilers running restores to the same objects and binary" {
+	gen_project "$BATS_TEST_TMPDIR/native"
+	(cd "$BATS_TEST_TMPDIR/native" && make -j2 >/dev/null)
+	SRC=$(tree_lease /usr/bin/make active)
+	ns="$SBX_STORE/ns/$SRC"
+	gen_project "$ns"
+	chmod -R a+rwX "$ns"
+	sbx-run --lease "$SRC" -- /usr/bin/make -j2 >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 600); do
+		[ "$(ls "$ns"/*.o 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
+	take_stop "$SRC"
+	wait "$pid" || true
+	[ ! -e "$ns/prog" ]
+	run sbx-snap show "$DIGEST"
+	assert_success
+	# compilers were running: make, gcc drivers and their cc1 or as
+	printf '%s' "$output" | jq -r '.processes[].program' | grep -q '/cc1$\|-as$'
+	[ "$(printf '%s' "$output" | jq '.processes | length')" -ge 3 ]
+	TGT=$(tree_lease /usr/bin/make funded)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	for f in main.o m{1..12}.o prog; do
+		cmp "$BATS_TEST_TMPDIR/native/$f" "$SBX_STORE/ns/$TGT/$f"
+	done
+}
+
+@test "a shell pipeline snapshotted with bytes in its pipe gives the same digest of its output" {
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_pipeline" | sha256sum)
+	SRC=$(tree_lease "$GUESTS/snap_pipeline" active)
+	sbx-run --lease "$SRC" -- "$GUESTS/snap_pipeline" >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	sleep 1
+	take_stop "$SRC"
+	wait "$pid" || true
+	run sbx-snap show "$DIGEST"
+	assert_success
+	# sh and its two children; the pipe between them holds bytes
+	[ "$(printf '%s' "$output" | jq '.processes | length')" -ge 2 ]
+	[ "$(printf '%s' "$output" | jq '[.pipes[].bytes] | max')" -gt 0 ]
+	TGT=$(tree_lease "$GUESTS/snap_pipeline" funded)
+	sbx-restore "$DIGEST" --lease "$TGT" >"$BATS_TEST_TMPDIR/tgt.out"
+	[ "$(cat "$BATS_TEST_TMPDIR/src.out" "$BATS_TEST_TMPDIR/tgt.out" | sha256sum)" = "$want" ]
+}
+
+@test "zombies are kept across a restore: the parent's wait returns what the child ended with" {
+	g="$GUESTS/snaptree/zombie"
+	want=$(cd "$BATS_TEST_TMPDIR" && "$g")
+	SRC=$(tree_lease "$g" active)
+	sbx-run --lease "$SRC" -- "$g" >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	sleep 0.5
+	take_stop "$SRC"
+	wait "$pid" || true
+	run sbx-snap show "$DIGEST"
+	assert_success
+	# exit 7 and SIGTERM, not yet reaped
+	assert_equal "$(printf '%s' "$output" | jq -c '[.processes[] | select(.zombie) | .wait_status]')" "[1792,15]"
+	TGT=$(tree_lease "$g" funded)
+	sbx-restore "$DIGEST" --lease "$TGT" >"$BATS_TEST_TMPDIR/tgt.out"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out" "$BATS_TEST_TMPDIR/tgt.out")" "$want"
+	tail -n 2 "$BATS_TEST_TMPDIR/tgt.out" | tr '\n' ' ' | grep -qx 'a exited 7 b killed by 15 '
+}
+
+@test "a tree restores only where its ids are free: each process's pid and parent are the snapshot's" {
+	g="$GUESTS/snaptree/fork_chain"
+	SRC=$(tree_lease "$g" active)
+	sbx-run --lease "$SRC" -- "$g" >/dev/null 2>&1 &
+	pid=$!
+	sleep 0.4
+	take_stop "$SRC"
+	wait "$pid" || true
+	before=$(sbx-snap show "$DIGEST" | jq -c '[.processes[] | [.pid, .ppid]]')
+	# five links: each the parent of the next
+	[ "$(printf '%s' "$before" | jq length)" -eq 5 ]
+	# the restored run re-captures its tree and checks the digest: a pid or
+	# parent that differs is refused (restore re-check)
+	run sbx-restore "$DIGEST" --lease "$(tree_lease "$g" funded)"
+	assert_success
+	assert_output --regexp '^chain [0-9]+$'
+}
+
+@test "snapshots of a guest forking all the time: taken or refused, never hung, the guest runs on" {
+	g="$GUESTS/snap_forks"
+	want=$(cd "$BATS_TEST_TMPDIR" && "$g")
+	SRC=$(tree_lease "$g" active)
+	sbx-run --lease "$SRC" -- "$g" >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	sleep 0.3
+	taken=0
+	for _ in $(seq 1 6); do
+		# a child caught waiting for its parent's fork event needs no interrupt
+		run timeout 60 sbx-snap take "$SRC"
+		[ "$status" -ne 124 ]
+		[ "$status" -eq 0 ] && taken=$((taken + 1))
+	done
+	[ "$taken" -ge 1 ]
+	wait "$pid"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out")" "$want"
+	[ "$(sbx-lease show "$SRC" | jq -r .lease.state)" = Active ]
+}
+
+@test "a refused snapshot of a tree harms nothing: every process runs on, the lease stays Active" {
+	g="$GUESTS/snap_forks"
+	want=$(cd "$BATS_TEST_TMPDIR" && "$g" fifo)
+	SRC=$(tree_lease "$g" active)
+	sbx-run --lease "$SRC" -- "$g" fifo >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	sleep 0.5
+	for stop in "" --stop; do
+		run sbx-snap take "$SRC" $stop
+		assert_failure
+		assert_output --partial "named FIFO"
+		assert_output --partial "is not supported"
+	done
+	wait "$pid"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out")" "$want"
+	[ "$(sbx-lease show "$SRC" | jq -r .lease.state)" = Active ]
+	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+}
+
+@test "an unprivileged invoker snapshots a tree with bytes in a pipe and restores it" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	U=$(mktemp -d /var/tmp/sbx-tree.XXXXXX)
+	chmod 0777 "$U"
+	g="$GUESTS/snaptree/fork_pipe"
+	want=$(cd "$BATS_TEST_TMPDIR" && "$g")
+	run $SBX_AS_NOBODY env SBX_STORE="$U/store" PATH="$PATH" G="$g" U="$U" bash -c '
+		lease() {
+			out=$(sbx-lease request --image "$G" --escrow 10 --limits namespace_bytes=256M |
+				sbx-lease fund --amount 10 --evidence -) || exit 1
+			[ "$1" = active ] && out=$(printf "%s" "$out" | sbx-lease activate --evidence -)
+			printf "%s" "$out" | jq -r .lease.id
+		}
+		SRC=$(lease active)
+		sbx-run --lease "$SRC" -- "$G" >"$U/src.out" 2>/dev/null &
+		sleep 0.8
+		D=$(sbx-snap take "$SRC" --stop | jq -r .digest) || exit 2
+		wait
+		sbx-snap show "$D" | jq -c "[(.processes | length), ([.pipes[].bytes] | max)]" >"$U/shape"
+		sbx-restore "$D" --lease "$(lease funded)" >"$U/tgt.out" || exit 3'
+	assert_success
+	# three processes, a pipe holding bytes: as the invoker saw them
+	[ "$(jq '.[0]' "$U/shape")" -eq 3 ]
+	[ "$(jq '.[1]' "$U/shape")" -gt 0 ]
+	assert_equal "$(cat "$U/src.out" "$U/tgt.out")" "$want"
+	rm -rf "$U"
+}

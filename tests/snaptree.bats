@@ -1,0 +1,73 @@
+#!/usr/bin/env bats
+# The snaptree suite: guests snapshotted at a random point and restored in a new
+# lease finish with their uninterrupted output (tests/snaptree/lib.bash).
+load helpers
+load snaptree/lib
+
+@test "snaptree: child_state" {
+	snaptree_case child_state
+}
+
+@test "snaptree: counter" {
+	snaptree_case counter
+}
+
+@test "snaptree: exec_cat" {
+	snaptree_case exec_cat
+}
+
+@test "snaptree: exec_sleep" {
+	snaptree_case exec_sleep
+}
+
+@test "snaptree: fork_chain" {
+	snaptree_case fork_chain
+}
+
+@test "snaptree: fork_pipe" {
+	snaptree_case fork_pipe
+}
+
+@test "snaptree: grandchild" {
+	snaptree_case grandchild
+}
+
+@test "snaptree: pipe_big" {
+	snaptree_case pipe_big
+}
+
+@test "snaptree: pipe_full" {
+	snaptree_case pipe_full
+}
+
+@test "snaptree: pipe_nonblock" {
+	snaptree_case pipe_nonblock
+}
+
+@test "snaptree: pipe_self" {
+	snaptree_case pipe_self
+}
+
+@test "snaptree: pipeline3" {
+	snaptree_case pipeline3
+}
+
+@test "snaptree: sh_pipeline" {
+	snaptree_case sh_pipeline
+}
+
+@test "snaptree: sigchld" {
+	snaptree_case sigchld
+}
+
+@test "snaptree: thread_fork" {
+	snaptree_case thread_fork
+}
+
+@test "snaptree: zombie" {
+	snaptree_case zombie
+}
+
+@test "snaptree: zombie_many" {
+	snaptree_case zombie_many
+}
