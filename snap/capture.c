@@ -115,93 +115,105 @@ static int hash_fd_file(const char *p, uint8_t out[32], uint64_t *size, struct c
 	return 0;
 }
 
-static int cmp_fd(const void *a, const void *b)
+static int cmp_u32(const void *a, const void *b)
 {
-	const struct snap_fd *x = a, *y = b;
-	return x->fd < y->fd ? -1 : x->fd > y->fd;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
 }
 
-static int capture_fds(pid_t pid, struct snap_state *st, struct common_err *e)
+/* The descriptor numbers of pid, ascending (an object is captured at the
+ * lowest descriptor that holds it). */
+static int fd_numbers(pid_t pid, uint32_t **out, size_t *n, struct common_err *e)
 {
-	char dir[64], p[128], link[SNAP_STR_MAX];
+	char dir[64];
 	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
 	DIR *d = opendir(dir);
 	if (!d)
 		return common_errno(e, errno, "open %s", dir);
 	size_t cap = 16;
-	st->fds = common_xcalloc(cap, sizeof *st->fds);
+	*out = common_xcalloc(cap, sizeof **out);
+	*n = 0;
 	struct dirent *de;
-	int rc = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (st->nfds == cap)
-			st->fds = common_xrealloc(st->fds, (cap *= 2) * sizeof *st->fds);
-		struct snap_fd *f = &st->fds[st->nfds];
-		memset(f, 0, sizeof *f);
-		f->fd = (uint32_t)strtoul(de->d_name, NULL, 10);
-		snprintf(p, sizeof p, "%s/%u", dir, f->fd);
-		struct stat sb;
-		if (read_link(p, link, sizeof link, e) < 0) {
-			rc = -1;
-			break;
-		}
-		if (stat(p, &sb) < 0) {
-			rc = common_errno(e, errno, "stat %s", p);
-			break;
-		}
-		char info[128], *buf;
-		size_t len;
-		snprintf(info, sizeof info, "/proc/%d/fdinfo/%u", (int)pid, f->fd);
-		if (common_read_file(info, 65536, &buf, &len, e) < 0) {
-			rc = -1;
-			break;
-		}
-		unsigned long long pos = 0;
-		unsigned flags = 0;
-		char *q = strstr(buf, "pos:"), *fl = strstr(buf, "flags:");
-		if (q)
-			pos = strtoull(q + 4, NULL, 10);
-		if (fl)
-			flags = (unsigned)strtoul(fl + 6, NULL, 8);
-		free(buf);
-		f->pos = pos;
-		f->flags = flags;
-		if (f->fd <= 2) {
-			/* stdio belongs to the supervisor (pipes, terminals, log files):
-			 * the restoring supervisor provides its own */
-			f->kind = SNAP_FD_STREAM;
-			f->path = common_xstrdup("");
-			f->pos = 0;
-			f->flags = 0;
-		} else if (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) || S_ISCHR(sb.st_mode)) {
-			if (link[0] != '/' || strstr(link, " (deleted)")) {
-				rc = common_errf(e, "capture", "fd %u: %s is not a reachable file",
-						 f->fd, link);
-				break;
-			}
-			f->kind = S_ISREG(sb.st_mode) ? SNAP_FD_FILE :
-				  S_ISDIR(sb.st_mode) ? SNAP_FD_DIR : SNAP_FD_DEV;
-			f->path = common_xstrdup(link);
-			if (f->kind == SNAP_FD_FILE &&
-			    hash_fd_file(p, f->hash, &f->size, e) < 0) {
-				rc = -1;
-				st->nfds++;
-				break;
-			}
-			if (f->kind != SNAP_FD_FILE)
-				f->pos = f->kind == SNAP_FD_DIR ? 0 : f->pos;
-		} else {
-			rc = common_errf(e, "capture", "fd %u: %s cannot be snapshotted "
-					 "(pipes, sockets and special files are not supported)",
-					 f->fd, link);
-			break;
-		}
-		st->nfds++;
+		if (*n == cap)
+			*out = common_xrealloc(*out, (cap *= 2) * sizeof **out);
+		(*out)[(*n)++] = (uint32_t)strtoul(de->d_name, NULL, 10);
 	}
 	closedir(d);
-	if (rc == 0)
-		qsort(st->fds, st->nfds, sizeof *st->fds, cmp_fd);
+	qsort(*out, *n, sizeof **out, cmp_u32);
+	return 0;
+}
+
+/* One descriptor: its kind, flags and what it names. */
+static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state *st,
+		      struct common_err *e)
+{
+	char p[128], link[SNAP_STR_MAX], info[128], *buf;
+	size_t len;
+	struct stat sb;
+	snprintf(p, sizeof p, "/proc/%d/fd/%u", (int)c->pid, f->fd);
+	if (read_link(p, link, sizeof link, e) < 0)
+		return -1;
+	if (stat(p, &sb) < 0)
+		return common_errno(e, errno, "stat %s", p);
+	snprintf(info, sizeof info, "/proc/%d/fdinfo/%u", (int)c->pid, f->fd);
+	if (common_read_file(info, 65536, &buf, &len, e) < 0)
+		return -1;
+	char *q = strstr(buf, "pos:"), *fl = strstr(buf, "flags:");
+	f->pos = q ? strtoull(q + 4, NULL, 10) : 0;
+	f->flags = fl ? (uint32_t)strtoul(fl + 6, NULL, 8) : 0;
+	free(buf);
+	if (f->fd <= 2) {
+		/* stdio belongs to the supervisor (pipes, terminals, log files):
+		 * the restoring supervisor provides its own */
+		f->kind = SNAP_FD_STREAM;
+		f->path = common_xstrdup("");
+		f->pos = 0;
+		f->flags = 0;
+		return 0;
+	}
+	if (st->version >= 4 && snap_fd_is_object(&sb)) {
+		f->kind = SNAP_FD_OBJECT;
+		f->path = common_xstrdup("");
+		f->pos = 0;
+		f->flags &= O_CLOEXEC | O_NONBLOCK;
+		return snap_fd_object(c, f, link, &sb, st, e);
+	}
+	if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode) && !S_ISCHR(sb.st_mode))
+		return common_errf(e, "capture", "fd %u: %s cannot be snapshotted "
+				   "(pipes and special files are not supported)", f->fd, link);
+	if (link[0] != '/' || strstr(link, " (deleted)"))
+		return common_errf(e, "capture", "fd %u: %s is not a reachable file", f->fd, link);
+	f->kind = S_ISREG(sb.st_mode) ? SNAP_FD_FILE : S_ISDIR(sb.st_mode) ? SNAP_FD_DIR : SNAP_FD_DEV;
+	f->path = common_xstrdup(link);
+	if (f->kind == SNAP_FD_DIR)
+		f->pos = 0;
+	return f->kind == SNAP_FD_FILE ? hash_fd_file(p, f->hash, &f->size, e) : 0;
+}
+
+static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_state *expect,
+		       struct common_err *e)
+{
+	uint32_t *nums = NULL;
+	size_t n = 0;
+	struct snap_fdctx c;
+	if (fd_numbers(pid, &nums, &n, e) < 0)
+		return -1;
+	snap_fdctx_init(&c, pid);
+	c.expect = expect;
+	st->fds = common_xcalloc(n + 1, sizeof *st->fds);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct snap_fd *f = &st->fds[st->nfds++];
+		f->fd = nums[i];
+		rc = capture_fd(&c, f, st, e);
+	}
+	if (rc == 0 && st->version >= 4)
+		rc = snap_objects_link(&c, st, e);
+	snap_fdctx_close(&c);
+	free(nums);
 	return rc;
 }
 
@@ -621,7 +633,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	    trace_proc_start_brk(pid, &st.start_brk, e) < 0)
 		goto out;
 	st.cwd = common_xstrdup(link);
-	if (capture_fds(pid, &st, e) < 0 || trace_tracee_open(&t, pid, e) < 0 ||
+	if (capture_fds(pid, &st, o->expect, e) < 0 || trace_tracee_open(&t, pid, e) < 0 ||
 	    trace_tracee_find_syscall(&t, e) < 0)
 		goto out;
 	int64_t brk;

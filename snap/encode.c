@@ -426,6 +426,8 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		codec_put_raw(b, f->hash, 32);
 		codec_put_u64(b, f->size);
 	}
+	if (ver >= 4)
+		snap_objects_put(b, st);
 	codec_put_u32(b, (uint32_t)st->nregions);
 	for (size_t i = 0; i < st->nregions; i++) {
 		const struct snap_region *r = &st->regions[i];
@@ -773,11 +775,15 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 			return -1;
 		if (i && f->fd <= st->fds[i - 1].fd)
 			return codec_rd_fail(r, "descriptors are not sorted");
-		if (f->kind > SNAP_FD_DEV || f->fd > (1u << 20) ||
-		    (f->kind == SNAP_FD_STREAM) != (f->path[0] == 0) ||
-		    (f->kind != SNAP_FD_STREAM && f->path[0] != '/') ||
+		int nameless = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_OBJECT;
+		if (f->kind > (st->version >= 4 ? SNAP_FD_OBJECT : SNAP_FD_DEV) || f->fd > (1u << 20) ||
+		    nameless != (f->path[0] == 0) || (!nameless && f->path[0] != '/') ||
 		    (f->kind == SNAP_FD_STREAM && f->fd > 2))
 			return codec_rd_fail(r, "descriptor kind, number or path invalid");
+		if (f->kind == SNAP_FD_OBJECT &&
+		    (f->fd <= 2 || f->pos || f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
+		     memcmp(f->hash, zero_page, 32)))
+			return codec_rd_fail(r, "object descriptor with a position, hash or flags");
 	}
 	return 0;
 }
@@ -829,7 +835,7 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 	free(dom);
 	if (codec_get_u32(&r, &ver) < 0)
 		goto bad;
-	if (ver != 2 && ver != SNAP_VERSION) {
+	if (ver < 2 || ver > SNAP_VERSION) {
 		codec_rd_fail(&r, "unsupported snapshot version");
 		goto bad;
 	}
@@ -888,7 +894,9 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 	for (int i = 0; i < SNAP_NRLIMIT; i++)
 		if (codec_get_u64(&r, &st->rlim[i][0]) < 0 || codec_get_u64(&r, &st->rlim[i][1]) < 0)
 			goto bad;
-	if (decode_fds(&r, st) < 0 || decode_regions(&r, st) < 0 || decode_cells(&r, st) < 0)
+	if (decode_fds(&r, st) < 0 ||
+	    (ver >= 4 && (snap_objects_get(&r, st) < 0 || snap_objects_check(&r, st) < 0)) ||
+	    decode_regions(&r, st) < 0 || decode_cells(&r, st) < 0)
 		goto bad;
 	if (codec_rd_end(&r) < 0)
 		goto bad;
@@ -916,6 +924,7 @@ void snap_state_free(struct snap_state *st)
 	for (size_t i = 0; i < st->nfds; i++)
 		free(st->fds[i].path);
 	free(st->fds);
+	snap_objects_free(st);
 	for (size_t i = 0; i < st->nregions; i++)
 		free(st->regions[i].path);
 	free(st->regions);

@@ -294,6 +294,8 @@ static int restore_fds(struct rs *s)
 		rc = must(s, "close", SYS_close, close_list[i], 0, 0, 0, 0, 0, NULL);
 	for (size_t i = 0; i < st->nfds && rc == 0; i++) {
 		const struct snap_fd *f = &st->fds[i];
+		if (f->kind == SNAP_FD_OBJECT)
+			continue; /* snap_objects_restore, once every file is open */
 		if (f->kind == SNAP_FD_STREAM) {
 			if (!have[f->fd])
 				rc = common_errf(s->e, "restore", "standard fd %u is not open", f->fd);
@@ -454,7 +456,8 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 	    must(&s, "rseq registration", SYS_rseq, st->rseq_ptr, st->rseq_len, 0, st->rseq_sig,
 		 0, 0, NULL) < 0)
 		goto out;
-	if (restore_fds(&s) < 0 || restore_signals(&s) < 0 ||
+	if (restore_fds(&s) < 0 || snap_objects_restore(&s.t, s.scratch, st, e) < 0 ||
+	    restore_signals(&s) < 0 ||
 	    snap_threads_restore(&s.t, s.scratch, st, &xl, e) < 0)
 		goto out;
 	if (put_path(&s, st->cwd) < 0 ||
@@ -538,7 +541,7 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 	if (snap_restore(pid, &bounded, e) < 0)
 		return -1;
 	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir, .rlim_mask = mask,
-				       .rlim = st->rlim, .version = st->version };
+				       .rlim = st->rlim, .version = st->version, .expect = st };
 	struct snap_manifest m;
 	/* the digest alone, streamed: no image-sized buffer */
 	if (snap_capture_digest(pid, &o, &m, e) < 0) {

@@ -74,6 +74,34 @@ int snap_threads_capture(struct trace_tracee *t, uint64_t scratch, struct snap_s
 int snap_threads_restore(struct trace_tracee *t, uint64_t scratch, const struct snap_state *st,
 			 const struct snap_xlayout *xl, struct common_err *e);
 
+/* Version 4's descriptor objects and SysV segments (fdkinds.c, fdrestore.c). */
+struct stat;
+struct snap_fdctx {
+	pid_t pid;
+	int pidfd, diag;              /* opened when first needed */
+	const struct snap_state *expect; /* restore's re-check: timers as restored */
+};
+void snap_fdctx_init(struct snap_fdctx *c, pid_t pid);
+void snap_fdctx_close(struct snap_fdctx *c);
+/* 1 when a descriptor of this kind is held as an object (socket, anon inode, pty). */
+int snap_fd_is_object(const struct stat *sb);
+/* A copy of the tracee's descriptor in this process: fd or -1 with e. */
+int snap_fd_copy(struct snap_fdctx *c, uint32_t fd, struct common_err *e);
+/* Capture the object behind f (link: its /proc/PID/fd link), or find the one an
+ * earlier descriptor holds; f->size becomes the object's fd. */
+int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
+		   const struct stat *sb, struct snap_state *st, struct common_err *e);
+/* Once all descriptors are captured: pair ends, masters, watches tied up. */
+int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common_err *e);
+void snap_object_clear(struct snap_object *o);
+void snap_objects_put(struct codec_buf *b, const struct snap_state *st);
+int snap_objects_get(struct codec_rd *r, struct snap_state *st);
+int snap_objects_check(struct codec_rd *r, const struct snap_state *st);
+void snap_objects_free(struct snap_state *st);
+/* Restore every object at its descriptors (after the files), epoll watches last. */
+int snap_objects_restore(struct trace_tracee *t, uint64_t scratch, const struct snap_state *st,
+			 struct common_err *e);
+
 /* The signal mask while syscalls are injected: everything blocked but SIGTRAP
  * (the kernel resets the action of a blocked SIGTRAP it forces). */
 #define SNAP_INJECT_MASK (~0ull & ~(1ull << 4))
