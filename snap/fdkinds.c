@@ -284,7 +284,7 @@ static int capture_unix(struct snap_fdctx *c, int d, const char *info, struct sn
 	memset(&a, 0, sizeof a);
 	if (getsockname(d, (struct sockaddr *)&a, &al) < 0)
 		return common_errno(e, errno, "fd %u: getsockname", o->fd);
-	o->peer = u.ino; /* an inode until every socket is known (snap_objects_link) */
+	o->peer = u.peer; /* an inode until every socket is known (snap_objects_link) */
 	if (u.state == TCP_LISTEN_STATE) {
 		if (!u.has_rq || u.rq)
 			return common_errf(e, "capture", "fd %u: a Unix listener with %u connection(s) "
@@ -467,6 +467,17 @@ static struct snap_object *object_at(const struct snap_state *st, uint32_t fd)
 	return NULL;
 }
 
+const char *snap_fd_kind_name(const struct snap_state *st, const struct snap_fd *f)
+{
+	static const char *const files[] = { "stream", "file", "directory", "device" };
+	static const char *const objs[] = { "eventfd", "timerfd", "signalfd", "epoll",
+					    "unix-socket", "tcp-listener", "pty-master", "pty-slave" };
+	if (f->kind < SNAP_FD_OBJECT)
+		return files[f->kind];
+	const struct snap_object *o = object_at(st, (uint32_t)f->size);
+	return o && o->kind <= SNAP_OBJ_PTY_SLAVE ? objs[o->kind] : "object";
+}
+
 /* Restore's re-check: a timer's time left and expirations moved with the
  * clock since it was set; the restored ones stand for them. */
 static void expected_timer(const struct snap_fdctx *c, struct snap_object *o)
@@ -526,23 +537,25 @@ int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common
 			close(d);
 		}
 	}
+	uint32_t *peer = common_xcalloc(st->nobjects + 1, sizeof *peer);
 	for (size_t i = 0; i < st->nobjects && rc == 0; i++) {
-		struct snap_object *o = &st->objects[i];
-		if (o->kind == SNAP_OBJ_UNIX && o->state == SNAP_SOCK_PAIRED) {
-			size_t j = 0;
-			while (j < st->nobjects && !(st->objects[j].kind == SNAP_OBJ_UNIX && ino[j] == o->peer))
-				j++;
-			if (j == st->nobjects || st->objects[j].state != SNAP_SOCK_PAIRED ||
-			    st->objects[j].peer != ino[i] || st->objects[j].type != o->type)
-				rc = common_errf(e, "capture", "fd %u: a Unix socket connected to a "
-						 "socket outside the run (or not back to it) is not "
-						 "supported", o->fd);
-			else
-				o->peer = st->objects[j].fd;
-		} else if (o->kind == SNAP_OBJ_UNIX) {
-			o->peer = 0;
-		}
+		const struct snap_object *o = &st->objects[i];
+		if (o->kind != SNAP_OBJ_UNIX || o->state != SNAP_SOCK_PAIRED)
+			continue;
+		size_t j = 0;
+		while (j < st->nobjects && (j == i || st->objects[j].kind != SNAP_OBJ_UNIX || ino[j] != o->peer))
+			j++;
+		if (j == st->nobjects || st->objects[j].state != SNAP_SOCK_PAIRED ||
+		    st->objects[j].peer != ino[i] || st->objects[j].type != o->type)
+			rc = common_errf(e, "capture", "fd %u: a Unix socket connected to a socket "
+					 "outside the run (or not back to it) is not supported", o->fd);
+		else
+			peer[i] = st->objects[j].fd;
 	}
+	for (size_t i = 0; i < st->nobjects && rc == 0; i++)
+		if (st->objects[i].kind == SNAP_OBJ_UNIX)
+			st->objects[i].peer = peer[i];
+	free(peer);
 	for (size_t i = 0; i < st->nobjects && rc == 0; i++) {
 		const struct snap_object *o = &st->objects[i];
 		int master = 0;

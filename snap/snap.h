@@ -219,6 +219,9 @@ void snap_image_free(struct snap_image *im);
 int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_state *st,
 		struct common_err *e);
 void snap_state_free(struct snap_state *st);
+/* What descriptor f of st is: "stream", "file", "directory", "device", or its
+ * object's kind ("eventfd", "unix-socket", "pty-master", …). */
+const char *snap_fd_kind_name(const struct snap_state *st, const struct snap_fd *f);
 /* Encode a decoded state again (encode(decode(x)) == x). */
 int snap_encode(const struct snap_state *st, struct snap_image *out, struct common_err *e);
 

@@ -572,3 +572,25 @@ print(s.recv(65536).decode())' "$SBX_STORE/run/$1.sock" "$2"
 	wait "$SRC_PID" || true
 	assert_equal "$(sbx-lease log "$SRC" | jq -r .edge | grep -cx snapshot)" 1
 }
+
+@test "descriptor objects are snapshotted and restored: eventfd, timerfd, signalfd, epoll, socket pairs with queued bytes, listeners, a pty" {
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_fdkinds" all)
+	SRC=$(lease_new "$GUESTS/snap_fdkinds" active --limits namespace_bytes=64M)
+	run_bg "$SRC" "$GUESTS/snap_fdkinds" all
+	run sbx-snap take "$SRC" --stop
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+	wait "$SRC_PID" || true
+	run sbx-snap show "$DIGEST"
+	assert_success
+	kinds=$(printf '%s' "$output" | jq -r '[.fds[] | select(.fd > 2) | .kind] | join(" ")')
+	echo "kinds: $kinds"
+	for k in eventfd timerfd signalfd epoll unix-socket tcp-listener pty-master pty-slave; do
+		[[ " $kinds " == *" $k "* ]]
+	done
+	[ "$(printf '%s' "$output" | jq -r '.fds[] | select(.fd == 40) | .kind')" = eventfd ]
+	TGT=$(lease_new "$GUESTS/snap_fdkinds" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	assert_output "$want"
+}

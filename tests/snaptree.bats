@@ -7,3 +7,15 @@ load snaptree/lib
 @test "snaptree: counter" {
 	snaptree_case counter
 }
+
+@test "snaptree: eventfd" {
+	snaptree_case eventfd
+}
+
+@test "snaptree: timerfd" {
+	snaptree_case timerfd
+}
+
+@test "snaptree: signalfd" {
+	snaptree_case signalfd
+}
