@@ -285,6 +285,10 @@ static int make_object(struct fr *f, const struct snap_object *o)
 		return o->count ? with_copy(f, o->fd, put_count, o, "eventfd counter") : 0;
 	case SNAP_OBJ_TIMERFD: {
 		uint64_t its[4] = { o->interval[0], o->interval[1], o->value[0], o->value[1] };
+		/* a periodic timer past its expiry (time left 0) is re-armed when
+		 * read; here it fires at once, then the expirations are set */
+		if (!o->value[0] && !o->value[1] && (o->interval[0] || o->interval[1]))
+			its[3] = 1;
 		if (must(f, "timerfd_create", SYS_timerfd_create, o->clock, 0, 0, 0, &t) < 0 ||
 		    place(f, &t, &o->fd, 1) < 0 || scratch_put(f, its, sizeof its) < 0 ||
 		    must(f, "timerfd_settime", SYS_timerfd_settime, o->fd, 0, f->scratch, 0, NULL) < 0)

@@ -13,7 +13,7 @@
 #define STEPS 36
 static uint64_t fnv = 1469598103934665603ull;
 
-static void mix(const void *p, size_t n)
+static inline void mix(const void *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		fnv = (fnv ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
@@ -27,7 +27,7 @@ static void mix(const void *p, size_t n)
 		}                                                                   \
 	} while (0)
 
-static void pause_ms(long ms)
+static inline void pause_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -35,7 +35,7 @@ static void pause_ms(long ms)
 }
 
 /* the step's line and the pause that follows it */
-static void step_done(int s, const char *what)
+static inline void step_done(int s, const char *what)
 {
 	printf("step %d %s %016llx\n", s, what, (unsigned long long)fnv);
 	fflush(stdout);
