@@ -32,6 +32,8 @@ int snap_map_kind(const struct trace_map *m)
 		return SNAP_REGION_HEAP;
 	if (!strcmp(m->path, "[stack]"))
 		return SNAP_REGION_STACK;
+	if (m->perms[3] == 's' && snap_sysv_mapping(m->path))
+		return SNAP_REGION_SYSV;
 	if (m->path[0] == '/')
 		return SNAP_REGION_FILE;
 	return SNAP_REGION_ANON;
@@ -223,6 +225,7 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 	/* the kernel splits and merges VMAs as it likes: one region per run */
 	if (prev && prev->end == r.start && prev->prot == r.prot && prev->kind == r.kind &&
 	    r.kind != SNAP_REGION_VDSO &&
+	    (r.kind != SNAP_REGION_SYSV || prev->offset + (prev->end - prev->start) == r.offset) &&
 	    (r.kind != SNAP_REGION_FILE ||
 	     (!strcmp(prev->path, path) && prev->offset + (prev->end - prev->start) == r.offset))) {
 		prev->end = r.end;
@@ -257,7 +260,7 @@ static int shared_may_write(pid_t pid, uint64_t start, struct common_err *e)
 /* What a snapshot cannot hold, refused while the guest is untouched: a shared
  * mapping that can be written (or that no file names), a deleted file. A shared
  * read-only file mapping is held by content and mapped shared again. */
-static int refuse_mappings(pid_t pid, struct common_err *e)
+static int refuse_mappings(pid_t pid, uint32_t version, struct common_err *e)
 {
 	struct trace_map *m;
 	size_t n;
@@ -266,9 +269,12 @@ static int refuse_mappings(pid_t pid, struct common_err *e)
 		return -1;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int kind = snap_map_kind(&m[i]);
-		if (kind < 0)
+		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4))
 			continue;
-		if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)"))
+		if (kind == SNAP_REGION_SYSV)
+			rc = common_errf(e, "capture", "SysV shared memory at %#" PRIx64 " needs a "
+					 "version 4 snapshot", m[i].start);
+		else if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)"))
 			rc = common_errf(e, "capture", "mapping of deleted file %s is not supported",
 					 m[i].path);
 		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w' ||
@@ -300,8 +306,17 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 			.prot = (m[i].perms[0] == 'r' ? 1u : 0) | (m[i].perms[1] == 'w' ? 2u : 0) |
 				(m[i].perms[2] == 'x' ? 4u : 0) |
 				(m[i].perms[3] == 's' ? SNAP_PROT_SHARED : 0),
-			.offset = kind == SNAP_REGION_FILE ? m[i].offset : 0,
+			.offset = kind == SNAP_REGION_FILE || kind == SNAP_REGION_SYSV ? m[i].offset : 0,
 		};
+		if (kind == SNAP_REGION_SYSV) {
+			uint32_t id;
+			if (snap_sysv_id(pid, m[i].start, &id, e) < 0) {
+				free(m);
+				return -1;
+			}
+			r.prot &= ~SNAP_PROT_SHARED; /* shared by kind */
+			r.offset |= (uint64_t)id << 32;
+		}
 		if (kind != SNAP_REGION_ANON && kind != SNAP_REGION_HEAP) {
 			add_region(st, r, m[i].path);
 			continue;
@@ -360,7 +375,8 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 	part.start = whole->start + first * SNAP_PAGE;
 	part.end = part.start + pages * SNAP_PAGE;
 	uint64_t *pm = NULL;
-	if (c->pagemap >= 0 && r->kind != SNAP_REGION_FILE) {
+	/* a SysV page may be in the segment yet not in this mapping's page table */
+	if (c->pagemap >= 0 && r->kind != SNAP_REGION_FILE && r->kind != SNAP_REGION_SYSV) {
 		pm = common_xmalloc(pages * 8);
 		ssize_t want = (ssize_t)(pages * 8);
 		if (pread(c->pagemap, pm, (size_t)want, (off_t)(r->start / SNAP_PAGE * 8)) != want) {
@@ -574,7 +590,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 
 	if (leader_only(pid, e) < 0)
 		return -1;
-	if (refuse_mappings(pid, e) < 0)
+	if (refuse_mappings(pid, o->version ? o->version : SNAP_VERSION, e) < 0)
 		return -1;
 	/* a refused snapshot leaves the guest exactly as it was: these go back */
 	if ((err = trace_regs_get(pid, &entry)) < 0)
@@ -644,7 +660,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	if (capture_regions(pid, &st, e) < 0 || query_kernel_state(&t, &st, e) < 0)
 		goto out;
 	const struct snap_region *w = scratch_region(&st, e);
-	if (!w || snap_threads_capture(&t, w->start, &st, e) < 0)
+	if (!w || snap_segments_capture(&t, w->start, &st, e) < 0 ||
+	    snap_threads_capture(&t, w->start, &st, e) < 0)
 		goto out;
 	/* leave the tracee at the canonical boundary the snapshot describes */
 	mask_set = 0;

@@ -687,7 +687,20 @@ static int same_region_class(const struct snap_region *a, const struct snap_regi
 		return 0;
 	if (a->kind == SNAP_REGION_FILE)
 		return !strcmp(a->path, b->path) && a->offset + (a->end - a->start) == b->offset;
+	if (a->kind == SNAP_REGION_SYSV)
+		return a->offset + (a->end - a->start) == b->offset;
 	return a->kind != SNAP_REGION_VDSO;
+}
+
+/* A SysV region names a recorded segment and lies inside it, page-aligned. */
+static int sysv_region_bad(const struct snap_state *st, const struct snap_region *g)
+{
+	uint64_t off = g->offset & 0xffffffffu;
+	for (size_t i = 0; i < st->nsegments; i++)
+		if (st->segments[i].id == g->offset >> 32)
+			return off % SNAP_PAGE || off + (g->end - g->start) >
+			       ((st->segments[i].size + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1));
+	return 1;
 }
 
 static int decode_regions(struct codec_rd *r, struct snap_state *st)
@@ -708,12 +721,15 @@ static int decode_regions(struct codec_rd *r, struct snap_state *st)
 		if (g->start >= g->end || g->start % SNAP_PAGE || g->end % SNAP_PAGE ||
 		    g->end > ((uint64_t)1 << 47))
 			return codec_rd_fail(r, "region bounds are not page-aligned user addresses");
-		if (g->prot & ~15u || g->kind > SNAP_REGION_VDSO)
+		if (g->prot & ~15u ||
+		    g->kind > (st->version >= 4 ? SNAP_REGION_SYSV : SNAP_REGION_VDSO))
 			return codec_rd_fail(r, "unknown region protection or kind");
+		if (g->kind == SNAP_REGION_SYSV && sysv_region_bad(st, g))
+			return codec_rd_fail(r, "SysV region outside its segment");
 		if ((g->prot & SNAP_PROT_SHARED) && (g->kind != SNAP_REGION_FILE || (g->prot & 2)))
 			return codec_rd_fail(r, "a shared region is not a read-only file mapping");
 		if ((g->kind == SNAP_REGION_FILE) != (g->path[0] == '/') ||
-		    (g->kind != SNAP_REGION_FILE && g->offset))
+		    (g->kind != SNAP_REGION_FILE && g->kind != SNAP_REGION_SYSV && g->offset))
 			return codec_rd_fail(r, "region path or offset does not fit its kind");
 		if (g->kind != SNAP_REGION_FILE) {
 			free(g->path);

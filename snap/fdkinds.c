@@ -638,6 +638,8 @@ void snap_objects_put(struct codec_buf *b, const struct snap_state *st)
 		codec_put_u32(b, g->key);
 		codec_put_u32(b, g->mode);
 		codec_put_u32(b, g->removed);
+		codec_put_u32(b, g->uid);
+		codec_put_u32(b, g->gid);
 		codec_put_u64(b, g->size);
 	}
 }
@@ -779,13 +781,14 @@ static int get_segments(struct codec_rd *r, struct snap_state *st)
 	uint32_t n;
 	if (codec_get_u32(r, &n) < 0)
 		return -1;
-	if (n > SNAP_OBJ_MAX || (uint64_t)n * 24 > r->len - r->off)
+	if (n > SNAP_OBJ_MAX || (uint64_t)n * 32 > r->len - r->off)
 		return codec_rd_fail(r, "segment count out of range");
 	st->segments = common_xcalloc(n ? n : 1, sizeof *st->segments);
 	for (uint32_t i = 0; i < n; i++) {
 		struct snap_segment *g = &st->segments[i];
 		if (codec_get_u32(r, &g->id) < 0 || codec_get_u32(r, &g->key) < 0 ||
 		    codec_get_u32(r, &g->mode) < 0 || codec_get_u32(r, &g->removed) < 0 ||
+		    codec_get_u32(r, &g->uid) < 0 || codec_get_u32(r, &g->gid) < 0 ||
 		    codec_get_u64(r, &g->size) < 0)
 			return -1;
 		st->nsegments = i + 1;

@@ -146,6 +146,11 @@ static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
 						   " lies outside the brk area", r->start);
 			continue;
 		}
+		if (r->kind == SNAP_REGION_SYSV) {
+			if (snap_segment_attach(&s->t, r, s->e) < 0)
+				return -1;
+			continue;
+		}
 		if (r->kind == SNAP_REGION_FILE && !(r->prot & SNAP_PROT_SHARED) &&
 		    kept_bytes(s, r->start, r->end) == len) {
 			if (must(s, "mprotect kept file region", SYS_mprotect, r->start, len,
@@ -445,7 +450,8 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 			goto out;
 		s.scratch = (uint64_t)r;
 	}
-	if (map_regions(&s, vs, ve) < 0 || fill_regions(&s) < 0)
+	if (snap_segments_create(pid, st, e) < 0 || map_regions(&s, vs, ve) < 0 ||
+	    fill_regions(&s) < 0 || snap_segments_finish(&s.t, st, e) < 0)
 		goto out;
 	if (common_fault_fails("restore-rebuild")) {
 		common_errf(e, "restore", "failure injected after the memory was rebuilt");

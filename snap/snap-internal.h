@@ -102,6 +102,22 @@ void snap_objects_free(struct snap_state *st);
 int snap_objects_restore(struct trace_tracee *t, uint64_t scratch, const struct snap_state *st,
 			 struct common_err *e);
 
+/* SysV segments (sysv.c). A mapping named /SYSVkey (deleted) is one. */
+int snap_sysv_mapping(const char *path);
+/* The segment id of pid's SysV mapping starting at start (its maps inode). */
+int snap_sysv_id(pid_t pid, uint64_t start, uint32_t *id, struct common_err *e);
+/* Capture: each attached segment's key, size, mode, removal, by injected
+ * shmctl(IPC_STAT) through scratch (put back); partial attachments refused. */
+int snap_segments_capture(struct trace_tracee *t, uint64_t scratch, struct snap_state *st,
+			  struct common_err *e);
+/* Restore: every segment made again under its id in pid's IPC namespace. */
+int snap_segments_create(pid_t pid, const struct snap_state *st, struct common_err *e);
+/* Restore: the segment of region r attached at r's address (at its offset 0). */
+int snap_segment_attach(struct trace_tracee *t, const struct snap_region *r, struct common_err *e);
+/* Restore, once attached and filled: removed segments marked for removal again. */
+int snap_segments_finish(struct trace_tracee *t, const struct snap_state *st,
+			 struct common_err *e);
+
 /* The signal mask while syscalls are injected: everything blocked but SIGTRAP
  * (the kernel resets the action of a blocked SIGTRAP it forces). */
 #define SNAP_INJECT_MASK (~0ull & ~(1ull << 4))

@@ -134,7 +134,7 @@ struct snap_object {
 	uint16_t winsize[4];
 };
 /* A SysV shared memory segment attached by the run (version 4). */
-struct snap_segment { uint32_t id, key, mode, removed; uint64_t size; };
+struct snap_segment { uint32_t id, key, mode, removed, uid, gid; uint64_t size; };
 
 struct snap_cell {
 	char *key;                 /* relative path in the namespace */

@@ -67,3 +67,7 @@ load snaptree/lib
 @test "snaptree: fd_flags" {
 	snaptree_case fd_flags
 }
+
+@test "snaptree: sysv_shm" {
+	snaptree_case sysv_shm
+}

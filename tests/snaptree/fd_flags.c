@@ -23,7 +23,7 @@ int main(void)
 	CHECK(sfd >= 0);
 	for (int s = 0; s < STEPS; s++) {
 		uint64_t v = 1;
-		int fd = (int[]){ 20, 21, 30, 3 }[s % 4];
+		int fd = (int[]){ 20, 21, 30, ev }[s % 4];
 		CHECK(write(fd, &v, 8) == 8);
 		char c;
 		errno = 0;
