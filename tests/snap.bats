@@ -602,7 +602,11 @@ print(s.recv(65536).decode())' "$SBX_STORE/run/$1.sock" "$2"
 		"scm-rights:descriptors in flight in a Unix socket are not supported" \
 		"pty-buffered:byte(s) buffered in the pty's master side" \
 		"dgram-unconnected:datagrams queued in an unconnected Unix socket" \
-		"udp:only listening TCP sockets are supported"; do
+		"udp:only listening TCP sockets are supported" \
+		"pty-orphan:a pty slave whose master the run does not hold" \
+		"epoll-stale:which no longer holds the watched file" \
+		"sysv-partial:SysV segment 0 is mapped in part" \
+		"inotify:anon_inode:inotify cannot be snapshotted"; do
 		mode=${mc%%:*} msg=${mc#*:}
 		want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_fdkinds" "$mode")
 		SRC=$(lease_new "$GUESTS/snap_fdkinds" active --limits namespace_bytes=64M)

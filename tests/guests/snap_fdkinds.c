@@ -6,7 +6,9 @@
  *        queued, an abstract Unix listener with an accepted client, a TCP
  *        listener on 127.0.0.1, a pty pair (raw, 24x80), an epoll set over them;
  * and states a snapshot refuses: tcp-established, tcp-pending, unix-pending,
- * scm-rights, pty-buffered, dgram-unconnected, udp. */
+ * scm-rights, pty-buffered, dgram-unconnected, udp, pty-orphan (a slave without
+ * its master), epoll-stale (a watch whose descriptor now holds another file),
+ * sysv-partial (a SysV segment with a page unmapped), inotify. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +21,10 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -208,6 +213,20 @@ static void set_up_refused(const char *mode)
 		      sendto(cli, "d", 1, 0, (struct sockaddr *)&a, len) == 1);
 	} else if (!strcmp(mode, "udp")) {
 		CHECK((cli = socket(AF_INET, SOCK_DGRAM, 0)) >= 0);
+	} else if (!strcmp(mode, "pty-orphan")) {
+		open_pty();
+		CHECK(close(pm) == 0);
+	} else if (!strcmp(mode, "epoll-stale")) {
+		/* the watch names descriptor ev, which now holds another eventfd */
+		CHECK((ep = epoll_create1(0)) >= 0 && (ev = eventfd(0, 0)) >= 0);
+		watch(ev, EPOLLIN, 1);
+		CHECK((tfd = dup(ev)) >= 0 && close(ev) == 0 && eventfd(0, 0) == ev);
+	} else if (!strcmp(mode, "sysv-partial")) {
+		int id = shmget(IPC_PRIVATE, 3 * 4096, IPC_CREAT | 0600);
+		char *p = shmat(id, NULL, 0);
+		CHECK(id >= 0 && p != (void *)-1 && munmap(p + 4096, 4096) == 0);
+	} else if (!strcmp(mode, "inotify")) {
+		CHECK((cli = inotify_init1(0)) >= 0);
 	} else {
 		printf("unknown mode %s\n", mode);
 		exit(2);
