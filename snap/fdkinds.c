@@ -402,6 +402,9 @@ static int capture_pty(int d, const struct stat *sb, struct snap_object *o, stru
 	if (major(sb->st_rdev) != 5) {
 		o->kind = SNAP_OBJ_PTY_SLAVE;
 		o->index = minor(sb->st_rdev) + (major(sb->st_rdev) - PTY_SLAVE_MAJOR) * 256u;
+		if (ioctl(d, TCGETS2, &t) < 0 && errno == EIO)
+			return common_errf(e, "capture", "fd %u: a pty slave whose master the run does "
+					   "not hold is not supported (it was hung up)", o->fd);
 		if (ioctl(d, TCGETS2, &t) < 0)
 			return common_errno(e, errno, "fd %u: TCGETS2", o->fd);
 		memcpy(o->termios[1], &t, SNAP_TERMIOS);
