@@ -1,7 +1,6 @@
 /* snaptree guest: one eventfd behind four descriptors with different
  * close-on-exec flags, a nonblocking socketpair end dup'd high, and a
  * signalfd whose mask changes mid-run: flags per descriptor and per file. */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/eventfd.h>

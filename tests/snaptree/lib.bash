@@ -35,7 +35,12 @@ snaptree_case() {
 	delay=${SNAPTREE_DELAY:-0.$((RANDOM % 9 + 1))$((RANDOM % 10))}
 	echo "# snaptree $name: snapshot after ${delay}s"
 	sleep "$delay"
-	run sbx-snap take "$src" --stop
+	# the control socket comes before the guest's first exec
+	for _ in $(seq 1 50); do
+		run sbx-snap take "$src" --stop
+		[[ $output == *"no lease guest"* ]] || break
+		sleep 0.1
+	done
 	wait "$pid" || st_src=$?
 	if [ "$status" -ne 0 ]; then
 		echo "# take failed: $output"

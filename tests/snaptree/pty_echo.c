@@ -1,7 +1,6 @@
 /* snaptree guest: a pty pair of the run's own devpts, the slave in canonical
  * mode with echo; each step writes a line to the master and reads the echo
  * and the line back; the window size and termios must survive. */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <termios.h>

@@ -5,4 +5,4 @@ guests: $(SNAPTREE_GUESTS)
 
 $(O)/guests/snaptree/%: tests/snaptree/%.c
 	@mkdir -p $(@D)
-	$(CC) -O1 -g -fno-pie -no-pie -pthread -Wall -Wextra -Werror -o $@ $<
+	$(CC) -O1 -g -fno-pie -no-pie -pthread -D_GNU_SOURCE -Wall -Wextra -Werror -o $@ $<
