@@ -437,7 +437,7 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		codec_put_u32(b, r->kind);
 		codec_put_u64(b, r->offset);
 		put_str(b, r->path);
-		if (r->kind == SNAP_REGION_VDSO)
+		if (!snap_region_has_content(st, i))
 			continue;
 		int rc;
 		if (o->bms && o->bms[i]) {
@@ -563,7 +563,7 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	o.bms = common_xcalloc(st->nregions + 1, sizeof *o.bms);
 	uint8_t *scan = common_xmalloc((size_t)SCAN_PAGES * SNAP_PAGE);
 	for (size_t i = 0; i < st->nregions && rc == 0; i++)
-		if (st->regions[i].kind != SNAP_REGION_VDSO && !st->regions[i].bitmap &&
+		if (snap_region_has_content(st, i) && !st->regions[i].bitmap &&
 		    !(o.bms[i] = region_bitmap(&st->regions[i], fill, ctx, scan, e)))
 			rc = -1;
 	free(scan);
@@ -739,7 +739,7 @@ static int decode_regions(struct codec_rd *r, struct snap_state *st)
 			return codec_rd_fail(r, "regions overlap or are not sorted");
 		if (i && same_region_class(&st->regions[i - 1], g))
 			return codec_rd_fail(r, "adjacent compatible regions are not merged");
-		if (g->kind == SNAP_REGION_VDSO)
+		if (!snap_region_has_content(st, i))
 			continue;
 		size_t bl = bitmap_len(g);
 		if (codec_get_raw(r, &g->bitmap, bl) < 0)

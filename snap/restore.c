@@ -214,7 +214,7 @@ static int fill_regions(struct rs *s)
 	const struct snap_state *st = s->st;
 	for (size_t i = 0; i < st->nregions; i++) {
 		const struct snap_region *r = &st->regions[i];
-		if (r->kind == SNAP_REGION_VDSO)
+		if (!snap_region_has_content(st, i))
 			continue;
 		if (r->prot & SNAP_PROT_SHARED) {
 			if (check_shared_region(s, r) < 0)

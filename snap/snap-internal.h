@@ -22,6 +22,10 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		       const char *dir, snap_admit_fn admit, void *actx,
 		       struct snap_manifest *m, struct common_err *e);
 
+/* Whether region i of st carries its content: not the vdso, nor a SysV
+ * segment's attachment after its first (the segment's pages are shared). */
+int snap_region_has_content(const struct snap_state *st, size_t i);
+
 /* Canonical region kind of a mapping; -1 for mappings never captured (vvar…). */
 int snap_map_kind(const struct trace_map *m);
 

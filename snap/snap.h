@@ -60,7 +60,8 @@
  *         {u64 start, u64 end, u32 prot (read 1, write 2, exec 4, and 8 for a
  *          shared read-only file mapping), u32 kind, u64 offset, str path,
  *          content: bitmap of non-zero pages (ceil(pages/8) bytes) + those pages;
- *          none for the vdso, whose address only is recorded},
+ *          none for the vdso, whose address only is recorded, nor for a SysV
+ *          segment's attachments after its first},
  *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes}.
  * The digest is SHA-256 of exactly these bytes. */
 

@@ -27,6 +27,21 @@ int snap_sysv_mapping(const char *path)
 	return !strncmp(path, "/SYSV", 5) && n > 10 && !strcmp(path + n - 10, " (deleted)");
 }
 
+int snap_region_has_content(const struct snap_state *st, size_t i)
+{
+	const struct snap_region *r = &st->regions[i];
+	if (r->kind == SNAP_REGION_VDSO)
+		return 0;
+	if (r->kind != SNAP_REGION_SYSV)
+		return 1;
+	/* a segment's content once: in its first attachment, by address */
+	int starts = 0;
+	for (size_t j = 0; j <= i; j++)
+		starts += st->regions[j].kind == SNAP_REGION_SYSV &&
+			  st->regions[j].offset == (r->offset & ~(uint64_t)0xffffffffu);
+	return starts == 1;
+}
+
 int snap_sysv_id(pid_t pid, uint64_t start, uint32_t *id, struct common_err *e)
 {
 	char p[64], *buf, head[32];
