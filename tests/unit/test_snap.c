@@ -670,6 +670,23 @@ static void test_decoder_objects(const struct snap_image *im)
 	o[8] = (struct snap_object){ .kind = SNAP_OBJ_PTY_SLAVE, .fd = 59, .index = 3 };
 	o[8].termios[1][0] = 5;
 	struct snap_segment seg = { .id = 32768, .key = 7, .mode = 0640, .uid = 0, .gid = 0, .size = 5000 };
+	/* a segment attached twice: its content with the first attachment only */
+	struct snap_region *saved_regions = s.regions, *rg = calloc(s.nregions + 2, sizeof *rg);
+	size_t nreg = s.nregions, at = 0;
+	static uint8_t page[4096];
+	static const uint8_t bm = 1;
+	memset(page, 'x', sizeof page);
+	while (at < nreg && saved_regions[at].start < 0x200000000ull)
+		at++;
+	memcpy(rg, saved_regions, at * sizeof *rg);
+	rg[at] = (struct snap_region){ .start = 0x200000000ull, .end = 0x200002000ull, .prot = 3,
+				       .kind = SNAP_REGION_SYSV, .offset = (uint64_t)32768 << 32,
+				       .bitmap = &bm, .packed = page };
+	rg[at + 1] = (struct snap_region){ .start = 0x200100000ull, .end = 0x200102000ull, .prot = 1,
+					   .kind = SNAP_REGION_SYSV, .offset = (uint64_t)32768 << 32 };
+	memcpy(rg + at + 2, saved_regions + at, (nreg - at) * sizeof *rg);
+	s.regions = rg;
+	s.nregions = nreg + 2;
 	s.fds = fds;
 	s.nfds = nf;
 	s.objects = o;
@@ -683,6 +700,8 @@ static void test_decoder_objects(const struct snap_image *im)
 	      t.objects[4].nmsgs == 1 && !memcmp(t.objects[4].msgs[0].data, "hello", 5) &&
 	      t.objects[6].port == 4242 && t.objects[8].termios[1][0] == 5 &&
 	      t.nsegments == 1 && t.segments[0].size == 5000);
+	CHECK(t.regions[at].packed && t.regions[at].packed[0] == 'x' && !t.regions[at + 1].bitmap &&
+	      snap_region_has_content(&t, at) && !snap_region_has_content(&t, at + 1));
 	CHECK(!strcmp(snap_fd_kind_name(&t, &t.fds[nf - 9]), "eventfd") &&
 	      !strcmp(snap_fd_kind_name(&t, &t.fds[nf - 1]), "pty-slave"));
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
@@ -693,7 +712,7 @@ static void test_decoder_objects(const struct snap_image *im)
 		/* a small seed: the objects without the memory */
 		struct snap_state small = s;
 		char path[4200];
-		small.nregions = small.ncells = 0;
+		small.nregions = small.ncells = 0; /* (the SysV regions go too) */
 		CHECK(snap_encode(&small, &b, &e) == 0);
 		snprintf(path, sizeof path, "%s/image-objects", corpus);
 		FILE *f = fopen(path, "wb");
@@ -735,7 +754,12 @@ static void test_decoder_objects(const struct snap_image *im)
 	REFUSED(seg.mode, 01777, "SysV segment invalid");
 	REFUSED(seg.size, 0, "SysV segment invalid");
 	REFUSED(seg.removed, 1, "SysV segment invalid"); /* a removed segment has no key */
+	REFUSED(seg.id, 99, "SysV region outside its segment");
+	REFUSED(rg[at].end, 0x200003000ull, "SysV region outside its segment");
 #undef REFUSED
+	s.regions = saved_regions;
+	s.nregions = nreg;
+	free(rg);
 	s.fds = saved_fds;
 	s.nfds = nsaved;
 	s.objects = NULL;
