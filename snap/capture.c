@@ -661,6 +661,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		goto out;
 	const struct snap_region *w = scratch_region(&st, e);
 	if (!w || snap_segments_capture(&t, w->start, &st, e) < 0 ||
+	    (st.version >= 4 && snap_segments_unattached(pid, &st, e) < 0) ||
 	    snap_threads_capture(&t, w->start, &st, e) < 0)
 		goto out;
 	/* leave the tracee at the canonical boundary the snapshot describes */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -147,14 +148,10 @@ int snap_segments_capture(struct trace_tracee *t, uint64_t scratch, struct snap_
 	return rc;
 }
 
-/* In the child: each segment made under its id; the ids got, or -errno, to out. */
-static void make_in_namespace(int user, int ipc, const struct snap_state *st, int out)
+/* In the child, inside the run's IPC namespace: each segment made under its
+ * id; the ids got, or -errno, to out. */
+static void make_segments(const struct snap_state *st, int out)
 {
-	if (setns(user, CLONE_NEWUSER) < 0 || setns(ipc, CLONE_NEWIPC) < 0) {
-		int err = -errno;
-		(void)!write(out, &err, sizeof err);
-		_exit(1);
-	}
 	for (size_t i = 0; i < st->nsegments; i++) {
 		const struct snap_segment *g = &st->segments[i];
 		char num[16];
@@ -179,31 +176,99 @@ static void make_in_namespace(int user, int ipc, const struct snap_state *st, in
 		}
 		(void)!write(out, &got, sizeof got);
 	}
-	_exit(0);
+}
+
+/* In the child: the id of every segment of the namespace, then INT_MIN. */
+static void list_segments(const struct snap_state *st, int out)
+{
+	(void)st;
+	FILE *f = fopen("/proc/sysvipc/shm", "re");
+	char line[512];
+	int id, end = INT_MIN;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "%*d %d", &id) == 1)
+			(void)!write(out, &id, sizeof id);
+	(void)!write(out, &end, sizeof end);
+}
+
+/* A short-lived child joins pid's user and IPC namespaces and runs fn there,
+ * writing ints to *rd's other end (a raw clone: glibc's fork() takes locks
+ * other threads of this process may hold). The child's pid, or -1. */
+static pid_t in_ipc_namespace(pid_t pid, void (*fn)(const struct snap_state *, int),
+			      const struct snap_state *st, int *rd, struct common_err *e)
+{
+	char p[64];
+	int ns[2], pfd[2] = { -1, -1 };
+	pid_t c = -1;
+	snprintf(p, sizeof p, "/proc/%d/ns/user", (int)pid);
+	ns[0] = open(p, O_RDONLY | O_CLOEXEC);
+	snprintf(p, sizeof p, "/proc/%d/ns/ipc", (int)pid);
+	ns[1] = open(p, O_RDONLY | O_CLOEXEC);
+	if (ns[0] < 0 || ns[1] < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
+		common_errno(e, errno, "the run's IPC namespace");
+	} else if ((c = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0)) == 0) {
+		if (setns(ns[0], CLONE_NEWUSER) < 0 || setns(ns[1], CLONE_NEWIPC) < 0) {
+			int err = -errno;
+			(void)!write(pfd[1], &err, sizeof err);
+		} else {
+			fn(st, pfd[1]);
+		}
+		_exit(0);
+	} else if (c < 0) {
+		common_errno(e, errno, "clone");
+	}
+	for (int i = 0; i < 2; i++)
+		if (ns[i] >= 0)
+			close(ns[i]);
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	*rd = pfd[0];
+	if (c < 0 && pfd[0] >= 0)
+		close(pfd[0]);
+	return c;
+}
+
+static void reap(pid_t c, int rd)
+{
+	close(rd);
+	while (waitpid(c, NULL, __WALL) < 0 && errno == EINTR)
+		;
+}
+
+int snap_segments_unattached(pid_t pid, const struct snap_state *st, struct common_err *e)
+{
+	int rd, id = 0, rc = 0;
+	pid_t c = in_ipc_namespace(pid, list_segments, st, &rd, e);
+	if (c < 0)
+		return -1;
+	for (;;) {
+		if (read(rd, &id, sizeof id) != sizeof id || id < 0) {
+			if (id != INT_MIN)
+				rc = common_errf(e, "capture", "the run's SysV segments cannot be listed");
+			break;
+		}
+		size_t k = 0;
+		while (k < st->nsegments && st->segments[k].id != (uint32_t)id)
+			k++;
+		if (k == st->nsegments && rc == 0)
+			rc = common_errf(e, "capture", "SysV segment %d exists but is not attached: "
+					 "segments are held only through an attachment", id);
+	}
+	reap(c, rd);
+	return rc;
 }
 
 int snap_segments_create(pid_t pid, const struct snap_state *st, struct common_err *e)
 {
 	if (!st->nsegments)
 		return 0;
-	char p[64];
-	int ns[2], pfd[2], rc = 0;
-	snprintf(p, sizeof p, "/proc/%d/ns/user", (int)pid);
-	ns[0] = open(p, O_RDONLY | O_CLOEXEC);
-	snprintf(p, sizeof p, "/proc/%d/ns/ipc", (int)pid);
-	ns[1] = open(p, O_RDONLY | O_CLOEXEC);
-	if (ns[0] < 0 || ns[1] < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
-		rc = common_errno(e, errno, "the run's IPC namespace");
-		goto out;
-	}
-	/* raw: glibc's fork() takes locks other threads of this process may hold */
-	pid_t c = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
-	if (c == 0)
-		make_in_namespace(ns[0], ns[1], st, pfd[1]);
-	close(pfd[1]);
+	int rd, rc = 0;
+	pid_t c = in_ipc_namespace(pid, make_segments, st, &rd, e);
+	if (c < 0)
+		return -1;
 	for (size_t i = 0; i < st->nsegments && rc == 0; i++) {
 		int got;
-		if (c < 0 || read(pfd[0], &got, sizeof got) != sizeof got)
+		if (read(rd, &got, sizeof got) != sizeof got)
 			rc = common_errf(e, "restore", "SysV segment %u: the helper in the run's IPC "
 					 "namespace failed", st->segments[i].id);
 		else if (got < 0)
@@ -212,14 +277,7 @@ int snap_segments_create(pid_t pid, const struct snap_state *st, struct common_e
 			rc = common_errf(e, "restore", "SysV segment %u came back as %d",
 					 st->segments[i].id, got);
 	}
-	close(pfd[0]);
-	if (c > 0)
-		while (waitpid(c, NULL, __WALL) < 0 && errno == EINTR)
-			;
-out:
-	for (int i = 0; i < 2; i++)
-		if (ns[i] >= 0)
-			close(ns[i]);
+	reap(c, rd);
 	return rc;
 }
 

@@ -606,6 +606,7 @@ print(s.recv(65536).decode())' "$SBX_STORE/run/$1.sock" "$2"
 		"pty-orphan:a pty slave whose master the run does not hold" \
 		"epoll-stale:which no longer holds the watched file" \
 		"sysv-partial:SysV segment 0 is mapped in part" \
+		"sysv-unattached:SysV segment 0 exists but is not attached" \
 		"inotify:anon_inode:inotify cannot be snapshotted"; do
 		mode=${mc%%:*} msg=${mc#*:}
 		want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_fdkinds" "$mode")

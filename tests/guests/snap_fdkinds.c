@@ -8,7 +8,8 @@
  * and states a snapshot refuses: tcp-established, tcp-pending, unix-pending,
  * scm-rights, pty-buffered, dgram-unconnected, udp, pty-orphan (a slave without
  * its master), epoll-stale (a watch whose descriptor now holds another file),
- * sysv-partial (a SysV segment with a page unmapped), inotify. */
+ * sysv-partial (a SysV segment with a page unmapped), sysv-unattached (a
+ * segment made and never attached), inotify. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -224,7 +225,11 @@ static void set_up_refused(const char *mode)
 	} else if (!strcmp(mode, "sysv-partial")) {
 		int id = shmget(IPC_PRIVATE, 3 * 4096, IPC_CREAT | 0600);
 		char *p = shmat(id, NULL, 0);
-		CHECK(id >= 0 && p != (void *)-1 && munmap(p + 4096, 4096) == 0);
+		/* marked for removal at once: no segment outlives a native run */
+		CHECK(id >= 0 && p != (void *)-1 && munmap(p + 4096, 4096) == 0 &&
+		      shmctl(id, IPC_RMID, NULL) == 0);
+	} else if (!strcmp(mode, "sysv-unattached")) {
+		CHECK(shmget(0x5eed, 4096, IPC_CREAT | 0600) >= 0);
 	} else if (!strcmp(mode, "inotify")) {
 		CHECK((cli = inotify_init1(0)) >= 0);
 	} else {
@@ -249,6 +254,8 @@ int main(int argc, char **argv)
 	}
 	if (all)
 		check_all();
+	if (!strcmp(mode, "sysv-unattached"))
+		CHECK(shmctl(shmget(0x5eed, 0, 0), IPC_RMID, NULL) == 0);
 	printf("done %s %016llx\n", mode, (unsigned long long)h);
 	return 0;
 }
