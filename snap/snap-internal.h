@@ -114,7 +114,8 @@ int snap_sysv_id(pid_t pid, uint64_t start, uint32_t *id, struct common_err *e);
  * shmctl(IPC_STAT) through scratch (put back); partial attachments refused. */
 int snap_segments_capture(struct trace_tracee *t, uint64_t scratch, struct snap_state *st,
 			  struct common_err *e);
-/* Capture: refuse a segment of pid's IPC namespace that st does not hold. */
+/* Capture: refuse a segment of pid's IPC namespace that st does not hold
+ * (when pid has a namespace of its own, as every sbx-run guest). */
 int snap_segments_unattached(pid_t pid, const struct snap_state *st, struct common_err *e);
 /* Restore: every segment made again under its id in pid's IPC namespace. */
 int snap_segments_create(pid_t pid, const struct snap_state *st, struct common_err *e);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -191,6 +192,16 @@ static void list_segments(const struct snap_state *st, int out)
 	(void)!write(out, &end, sizeof end);
 }
 
+/* 1 when pid is in this process's namespace of that kind. */
+static int same_ns(pid_t pid, const char *kind)
+{
+	char p[64], q[64];
+	struct stat a, b;
+	snprintf(p, sizeof p, "/proc/%d/ns/%s", (int)pid, kind);
+	snprintf(q, sizeof q, "/proc/self/ns/%s", kind);
+	return stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
 /* A short-lived child joins pid's user and IPC namespaces and runs fn there,
  * writing ints to *rd's other end (a raw clone: glibc's fork() takes locks
  * other threads of this process may hold). The child's pid, or -1. */
@@ -207,7 +218,9 @@ static pid_t in_ipc_namespace(pid_t pid, void (*fn)(const struct snap_state *, i
 	if (ns[0] < 0 || ns[1] < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
 		common_errno(e, errno, "the run's IPC namespace");
 	} else if ((c = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0)) == 0) {
-		if (setns(ns[0], CLONE_NEWUSER) < 0 || setns(ns[1], CLONE_NEWIPC) < 0) {
+		/* a process may not join the user namespace it is in */
+		if ((!same_ns(pid, "user") && setns(ns[0], CLONE_NEWUSER) < 0) ||
+		    setns(ns[1], CLONE_NEWIPC) < 0) {
 			int err = -errno;
 			(void)!write(pfd[1], &err, sizeof err);
 		} else {
@@ -238,6 +251,10 @@ static void reap(pid_t c, int rd)
 int snap_segments_unattached(pid_t pid, const struct snap_state *st, struct common_err *e)
 {
 	int rd, id = 0, rc = 0;
+	/* a guest sharing this process's IPC namespace (not an sbx-run guest) has
+	 * no namespace of its own to account for */
+	if (same_ns(pid, "ipc"))
+		return 0;
 	pid_t c = in_ipc_namespace(pid, list_segments, st, &rd, e);
 	if (c < 0)
 		return -1;
