@@ -59,7 +59,8 @@
  *   str cwd, rlimit[16] = {u64 cur, max},
  *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
  *         str path, 32 content hash, u64 size (an object's: the fd of its object)},
- *   version 4 only: the descriptor objects and SysV segments (fdkinds.c),
+ *   version 4 only: the descriptor objects and SysV segments (fdkinds.c;
+ *         empty in every process but the root),
  *   u32 nregions, region[] sorted by start, adjacent compatible ones merged =
  *         {u64 start, u64 end, u32 prot (read 1, write 2, exec 4, and 8 for a
  *          shared read-only file mapping), u32 kind, u64 offset, str path,
