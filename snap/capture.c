@@ -33,6 +33,8 @@ int snap_map_kind(const struct trace_map *m)
 		return SNAP_REGION_HEAP;
 	if (!strcmp(m->path, "[stack]"))
 		return SNAP_REGION_STACK;
+	if (m->perms[3] == 's' && snap_sysv_mapping(m->path))
+		return SNAP_REGION_SYSV;
 	if (m->path[0] == '/')
 		return SNAP_REGION_FILE;
 	return SNAP_REGION_ANON;
@@ -116,10 +118,10 @@ static int hash_fd_file(const char *p, uint8_t out[32], uint64_t *size, struct c
 	return 0;
 }
 
-static int cmp_fd(const void *a, const void *b)
+static int cmp_u32(const void *a, const void *b)
 {
-	const struct snap_fd *x = a, *y = b;
-	return x->fd < y->fd ? -1 : x->fd > y->fd;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 /* The standard descriptors the supervisor gave the guest, as the root holds
@@ -151,95 +153,110 @@ static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb,
 	return 0;
 }
 
-static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *sd, int root,
-		       struct common_err *e)
+/* The descriptor numbers of pid, ascending (an object is captured at the
+ * lowest descriptor that holds it). */
+static int fd_numbers(pid_t pid, uint32_t **out, size_t *n, struct common_err *e)
 {
-	char dir[64], p[128], link[SNAP_STR_MAX];
+	char dir[64];
 	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
 	DIR *d = opendir(dir);
 	if (!d)
 		return common_errno(e, errno, "open %s", dir);
 	size_t cap = 16;
-	st->fds = common_xcalloc(cap, sizeof *st->fds);
+	*out = common_xcalloc(cap, sizeof **out);
+	*n = 0;
 	struct dirent *de;
-	int rc = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (st->nfds == cap)
-			st->fds = common_xrealloc(st->fds, (cap *= 2) * sizeof *st->fds);
-		struct snap_fd *f = &st->fds[st->nfds];
-		memset(f, 0, sizeof *f);
-		f->fd = (uint32_t)strtoul(de->d_name, NULL, 10);
-		snprintf(p, sizeof p, "%s/%u", dir, f->fd);
-		struct stat sb;
-		if (read_link(p, link, sizeof link, e) < 0) {
-			rc = -1;
-			break;
-		}
-		if (stat(p, &sb) < 0) {
-			rc = common_errno(e, errno, "stat %s", p);
-			break;
-		}
-		char info[128], *buf;
-		size_t len;
-		snprintf(info, sizeof info, "/proc/%d/fdinfo/%u", (int)pid, f->fd);
-		if (common_read_file(info, 65536, &buf, &len, e) < 0) {
-			rc = -1;
-			break;
-		}
-		unsigned long long pos = 0;
-		unsigned flags = 0;
-		char *q = strstr(buf, "pos:"), *fl = strstr(buf, "flags:");
-		if (q)
-			pos = strtoull(q + 4, NULL, 10);
-		if (fl)
-			flags = (unsigned)strtoul(fl + 6, NULL, 8);
-		free(buf);
-		f->pos = pos;
-		f->flags = flags;
-		int k = std_of(sd, &sb);
-		if ((root && f->fd <= 2) || k >= 0) {
-			/* stdio belongs to the supervisor (pipes, terminals, log files):
-			 * the restoring supervisor provides its own; elsewhere than the
-			 * root's 0-2, a copy of the root's standard descriptor pos */
-			f->kind = SNAP_FD_STREAM;
-			f->path = common_xstrdup("");
-			f->pos = root && f->fd <= 2 ? 0 : (uint64_t)k;
-			f->flags = root && f->fd <= 2 ? 0 : f->flags & O_CLOEXEC;
-		} else if (S_ISFIFO(sb.st_mode) && st->version >= 4) {
-			if (pipe_fd(f, link, &sb, e) < 0) {
-				rc = -1;
-				break;
-			}
-		} else if (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) || S_ISCHR(sb.st_mode)) {
-			if (link[0] != '/' || strstr(link, " (deleted)")) {
-				rc = common_errf(e, "capture", "fd %u: %s is not a reachable file",
-						 f->fd, link);
-				break;
-			}
-			f->kind = S_ISREG(sb.st_mode) ? SNAP_FD_FILE :
-				  S_ISDIR(sb.st_mode) ? SNAP_FD_DIR : SNAP_FD_DEV;
-			f->path = common_xstrdup(link);
-			if (f->kind == SNAP_FD_FILE &&
-			    hash_fd_file(p, f->hash, &f->size, e) < 0) {
-				rc = -1;
-				st->nfds++;
-				break;
-			}
-			if (f->kind != SNAP_FD_FILE)
-				f->pos = f->kind == SNAP_FD_DIR ? 0 : f->pos;
-		} else {
-			rc = common_errf(e, "capture", "fd %u: %s cannot be snapshotted "
-					 "(pipes, sockets and special files are not supported)",
-					 f->fd, link);
-			break;
-		}
-		st->nfds++;
+		if (*n == cap)
+			*out = common_xrealloc(*out, (cap *= 2) * sizeof **out);
+		(*out)[(*n)++] = (uint32_t)strtoul(de->d_name, NULL, 10);
 	}
 	closedir(d);
-	if (rc == 0)
-		qsort(st->fds, st->nfds, sizeof *st->fds, cmp_fd);
+	qsort(*out, *n, sizeof **out, cmp_u32);
+	return 0;
+}
+
+/* One descriptor of a process (root: the tree's root): its kind, flags and
+ * what it names. */
+static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state *st,
+		      const struct snap_std *sd, int root, struct common_err *e)
+{
+	char p[128], link[SNAP_STR_MAX], info[128], *buf;
+	size_t len;
+	struct stat sb;
+	snprintf(p, sizeof p, "/proc/%d/fd/%u", (int)c->pid, f->fd);
+	if (read_link(p, link, sizeof link, e) < 0)
+		return -1;
+	if (stat(p, &sb) < 0)
+		return common_errno(e, errno, "stat %s", p);
+	snprintf(info, sizeof info, "/proc/%d/fdinfo/%u", (int)c->pid, f->fd);
+	if (common_read_file(info, 65536, &buf, &len, e) < 0)
+		return -1;
+	char *q = strstr(buf, "pos:"), *fl = strstr(buf, "flags:");
+	f->pos = q ? strtoull(q + 4, NULL, 10) : 0;
+	f->flags = fl ? (uint32_t)strtoul(fl + 6, NULL, 8) : 0;
+	free(buf);
+	int k = std_of(sd, &sb);
+	if ((root && f->fd <= 2) || k >= 0) {
+		/* stdio belongs to the supervisor (pipes, terminals, log files):
+		 * the restoring supervisor provides its own; elsewhere than the
+		 * root's 0-2, a copy of the root's standard descriptor pos */
+		f->kind = SNAP_FD_STREAM;
+		f->path = common_xstrdup("");
+		f->pos = root && f->fd <= 2 ? 0 : (uint64_t)k;
+		f->flags = root && f->fd <= 2 ? 0 : f->flags & O_CLOEXEC;
+		return 0;
+	}
+	if (S_ISFIFO(sb.st_mode) && st->version >= 4)
+		return pipe_fd(f, link, &sb, e);
+	if (st->version >= 4 && snap_fd_is_object(&sb)) {
+		/* an object another process may share: restored per process it
+		 * would be split in two, so only the root's are held */
+		if (!root)
+			return common_errf(e, "capture", "fd %u of process %u: %s: a descriptor "
+					   "object outside the root process is not supported",
+					   f->fd, st->pid, link);
+		f->kind = SNAP_FD_OBJECT;
+		f->path = common_xstrdup("");
+		f->pos = 0;
+		f->flags &= O_CLOEXEC | O_NONBLOCK;
+		return snap_fd_object(c, f, link, &sb, st, e);
+	}
+	if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode) && !S_ISCHR(sb.st_mode))
+		return common_errf(e, "capture", "fd %u: %s cannot be snapshotted "
+				   "(special files are not supported)", f->fd, link);
+	if (link[0] != '/' || strstr(link, " (deleted)"))
+		return common_errf(e, "capture", "fd %u: %s is not a reachable file", f->fd, link);
+	f->kind = S_ISREG(sb.st_mode) ? SNAP_FD_FILE : S_ISDIR(sb.st_mode) ? SNAP_FD_DIR : SNAP_FD_DEV;
+	f->path = common_xstrdup(link);
+	if (f->kind == SNAP_FD_DIR)
+		f->pos = 0;
+	return f->kind == SNAP_FD_FILE ? hash_fd_file(p, f->hash, &f->size, e) : 0;
+}
+
+static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *sd, int root,
+		       const struct snap_state *expect, struct common_err *e)
+{
+	uint32_t *nums = NULL;
+	size_t n = 0;
+	struct snap_fdctx c;
+	if (fd_numbers(pid, &nums, &n, e) < 0)
+		return -1;
+	snap_fdctx_init(&c, pid);
+	c.expect = expect;
+	st->fds = common_xcalloc(n + 1, sizeof *st->fds);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct snap_fd *f = &st->fds[st->nfds++];
+		f->fd = nums[i];
+		rc = capture_fd(&c, f, st, sd, root, e);
+	}
+	if (rc == 0 && st->version >= 4)
+		rc = snap_objects_link(&c, st, e);
+	snap_fdctx_close(&c);
+	free(nums);
 	return rc;
 }
 
@@ -249,6 +266,7 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 	/* the kernel splits and merges VMAs as it likes: one region per run */
 	if (prev && prev->end == r.start && prev->prot == r.prot && prev->kind == r.kind &&
 	    r.kind != SNAP_REGION_VDSO &&
+	    (r.kind != SNAP_REGION_SYSV || prev->offset + (prev->end - prev->start) == r.offset) &&
 	    (r.kind != SNAP_REGION_FILE ||
 	     (!strcmp(prev->path, path) && prev->offset + (prev->end - prev->start) == r.offset))) {
 		prev->end = r.end;
@@ -283,7 +301,7 @@ static int shared_may_write(pid_t pid, uint64_t start, struct common_err *e)
 /* What a snapshot cannot hold, refused while the guest is untouched: a shared
  * mapping that can be written (or that no file names), a deleted file. A shared
  * read-only file mapping is held by content and mapped shared again. */
-static int refuse_mappings(pid_t pid, struct common_err *e)
+static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_err *e)
 {
 	struct trace_map *m;
 	size_t n;
@@ -292,9 +310,13 @@ static int refuse_mappings(pid_t pid, struct common_err *e)
 		return -1;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int kind = snap_map_kind(&m[i]);
-		if (kind < 0)
+		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4 && root))
 			continue;
-		if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)"))
+		if (kind == SNAP_REGION_SYSV)
+			rc = common_errf(e, "capture", "SysV shared memory at %#" PRIx64 " %s",
+					 m[i].start, root ? "needs a version 4 snapshot" :
+					 "outside the root process is not supported");
+		else if (kind == SNAP_REGION_FILE && strstr(m[i].path, " (deleted)"))
 			rc = common_errf(e, "capture", "mapping of deleted file %s is not supported",
 					 m[i].path);
 		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w' ||
@@ -326,8 +348,17 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 			.prot = (m[i].perms[0] == 'r' ? 1u : 0) | (m[i].perms[1] == 'w' ? 2u : 0) |
 				(m[i].perms[2] == 'x' ? 4u : 0) |
 				(m[i].perms[3] == 's' ? SNAP_PROT_SHARED : 0),
-			.offset = kind == SNAP_REGION_FILE ? m[i].offset : 0,
+			.offset = kind == SNAP_REGION_FILE || kind == SNAP_REGION_SYSV ? m[i].offset : 0,
 		};
+		if (kind == SNAP_REGION_SYSV) {
+			uint32_t id;
+			if (snap_sysv_id(pid, m[i].start, &id, e) < 0) {
+				free(m);
+				return -1;
+			}
+			r.prot &= ~SNAP_PROT_SHARED; /* shared by kind */
+			r.offset |= (uint64_t)id << 32;
+		}
 		if (kind != SNAP_REGION_ANON && kind != SNAP_REGION_HEAP) {
 			add_region(st, r, m[i].path);
 			continue;
@@ -412,7 +443,8 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 	part.start = whole->start + first * SNAP_PAGE;
 	part.end = part.start + pages * SNAP_PAGE;
 	uint64_t *pm = NULL;
-	if (c->pagemap >= 0 && r->kind != SNAP_REGION_FILE) {
+	/* a SysV page may be in the segment yet not in this mapping's page table */
+	if (c->pagemap >= 0 && r->kind != SNAP_REGION_FILE && r->kind != SNAP_REGION_SYSV) {
 		pm = common_xmalloc(pages * 8);
 		ssize_t want = (ssize_t)(pages * 8);
 		if (pread(c->pagemap, pm, (size_t)want, (off_t)(r->start / SNAP_PAGE * 8)) != want) {
@@ -674,7 +706,10 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 	if (capture_regions(pid, st, e) < 0 || query_kernel_state(&c->t, st, e) < 0)
 		return -1;
 	const struct snap_region *w = scratch_region(st, e);
-	if (!w || snap_threads_capture(&c->t, w->start, st, e) < 0)
+	/* SysV segments are the root's only (refuse_mappings) */
+	if (!w || snap_segments_capture(&c->t, w->start, st, e) < 0 ||
+	    (st->version >= 4 && c == c->first && snap_segments_unattached(pid, st, e) < 0) ||
+	    snap_threads_capture(&c->t, w->start, st, e) < 0)
 		return -1;
 	/* leave the tracee at the canonical boundary the snapshot describes */
 	c->mask_set = 0;
@@ -741,7 +776,8 @@ static int list_procs(pid_t pid, struct snap_state *st, struct cap_proc **cp,
 
 /* What may refuse the snapshot, read before any process is touched: each
  * live process's mappings and descriptors, its program, the pipes' bytes. */
-static int precheck(struct snap_state *st, struct cap_proc *cp, struct common_err *e)
+static int precheck(struct snap_state *st, struct cap_proc *cp, const struct snap_state *expect,
+		    struct common_err *e)
 {
 	struct snap_std sd;
 	read_std(cp[0].pid, &sd);
@@ -754,8 +790,9 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, struct common_er
 		if (p->zombie)
 			continue;
 		snprintf(path, sizeof path, "/proc/%d/exe", (int)cp[k].pid);
-		if (refuse_mappings(cp[k].pid, e) < 0 ||
-		    capture_fds(cp[k].pid, p, st->version >= 4 ? &sd : NULL, k == 0, e) < 0 ||
+		if (refuse_mappings(cp[k].pid, st->version, k == 0, e) < 0 ||
+		    capture_fds(cp[k].pid, p, st->version >= 4 ? &sd : NULL, k == 0,
+				k ? NULL : expect, e) < 0 ||
 		    (st->version >= 4 && read_link(path, link, sizeof link, e) < 0))
 			rc = -1;
 		else if (st->version >= 4)
@@ -785,7 +822,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	st.meta.host_program = common_xstrdup(o->meta.host_program ? o->meta.host_program : "");
 	st.meta.ns_prefix = common_xstrdup(o->meta.ns_prefix ? o->meta.ns_prefix : "");
 	/* a refused snapshot leaves the guest exactly as it was */
-	if (list_procs(pid, &st, &cp, e) < 0 || precheck(&st, cp, e) < 0)
+	if (list_procs(pid, &st, &cp, e) < 0 || precheck(&st, cp, o->expect, e) < 0)
 		goto out;
 	for (size_t k = 0; k <= st.nprocs; k++) {
 		struct snap_state *p = k ? &st.procs[k - 1] : &st;

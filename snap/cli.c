@@ -284,14 +284,15 @@ static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 		for (size_t i = 0; i < st.nregions; i++)
 			mem += st.regions[i].end - st.regions[i].start;
 		for (size_t i = 0; i < st.nfds; i++)
-			json_array_append_new(fds, json_pack("{s:I,s:s,s:I}", "fd",
-					      (json_int_t)st.fds[i].fd, "path", st.fds[i].path,
-					      "pos", (json_int_t)st.fds[i].pos));
+			json_array_append_new(fds, json_pack("{s:I,s:s,s:s,s:I}", "fd",
+					      (json_int_t)st.fds[i].fd, "kind", snap_fd_kind_name(&st, &st.fds[i]),
+					      "path", st.fds[i].path, "pos", (json_int_t)st.fds[i].pos));
 		json_object_update_missing(j, meta); /* what was verified wins over meta.json */
 		json_object_set_new(j, "regions", json_integer((json_int_t)st.nregions));
 		json_object_set_new(j, "mapped_bytes", json_integer((json_int_t)mem));
 		json_object_set_new(j, "fds", fds);
 		json_object_set_new(j, "cells", json_integer((json_int_t)st.ncells));
+		json_object_set_new(j, "sysv_segments", json_integer((json_int_t)st.nsegments));
 		json_object_set_new(j, "cwd", json_string(st.cwd));
 		json_object_set_new(j, "version", json_integer((json_int_t)st.version));
 		json_object_set_new(j, "threads", json_integer((json_int_t)st.nthreads + 1));

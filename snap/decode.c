@@ -1,5 +1,6 @@
 /* snap: the decoder of the canonical snapshot encoding (hostile input: every
  * count bounded by the bytes left, every order and reference checked). */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include "codec/codec.h"
@@ -85,7 +86,20 @@ static int same_region_class(const struct snap_region *a, const struct snap_regi
 		return 0;
 	if (a->kind == SNAP_REGION_FILE)
 		return !strcmp(a->path, b->path) && a->offset + (a->end - a->start) == b->offset;
+	if (a->kind == SNAP_REGION_SYSV)
+		return a->offset + (a->end - a->start) == b->offset;
 	return a->kind != SNAP_REGION_VDSO;
+}
+
+/* A SysV region names a recorded segment and lies inside it, page-aligned. */
+static int sysv_region_bad(const struct snap_state *st, const struct snap_region *g)
+{
+	uint64_t off = g->offset & 0xffffffffu;
+	for (size_t i = 0; i < st->nsegments; i++)
+		if (st->segments[i].id == g->offset >> 32)
+			return off % SNAP_PAGE || off + (g->end - g->start) >
+			       ((st->segments[i].size + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1));
+	return 1;
 }
 
 static int decode_regions(struct codec_rd *r, struct snap_state *st)
@@ -106,12 +120,15 @@ static int decode_regions(struct codec_rd *r, struct snap_state *st)
 		if (g->start >= g->end || g->start % SNAP_PAGE || g->end % SNAP_PAGE ||
 		    g->end > ((uint64_t)1 << 47))
 			return codec_rd_fail(r, "region bounds are not page-aligned user addresses");
-		if (g->prot & ~15u || g->kind > SNAP_REGION_VDSO)
+		if (g->prot & ~15u ||
+		    g->kind > (st->version >= 4 ? SNAP_REGION_SYSV : SNAP_REGION_VDSO))
 			return codec_rd_fail(r, "unknown region protection or kind");
+		if (g->kind == SNAP_REGION_SYSV && sysv_region_bad(st, g))
+			return codec_rd_fail(r, "SysV region outside its segment");
 		if ((g->prot & SNAP_PROT_SHARED) && (g->kind != SNAP_REGION_FILE || (g->prot & 2)))
 			return codec_rd_fail(r, "a shared region is not a read-only file mapping");
 		if ((g->kind == SNAP_REGION_FILE) != (g->path[0] == '/') ||
-		    (g->kind != SNAP_REGION_FILE && g->offset))
+		    (g->kind != SNAP_REGION_FILE && g->kind != SNAP_REGION_SYSV && g->offset))
 			return codec_rd_fail(r, "region path or offset does not fit its kind");
 		if (g->kind != SNAP_REGION_FILE) {
 			free(g->path);
@@ -121,7 +138,7 @@ static int decode_regions(struct codec_rd *r, struct snap_state *st)
 			return codec_rd_fail(r, "regions overlap or are not sorted");
 		if (i && same_region_class(&st->regions[i - 1], g))
 			return codec_rd_fail(r, "adjacent compatible regions are not merged");
-		if (g->kind == SNAP_REGION_VDSO)
+		if (!snap_region_has_content(st, i))
 			continue;
 		size_t bl = snap_bitmap_len(g);
 		if (codec_get_raw(r, &g->bitmap, bl) < 0)
@@ -173,13 +190,18 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 			return -1;
 		if (i && f->fd <= st->fds[i - 1].fd)
 			return codec_rd_fail(r, "descriptors are not sorted");
-		int bare = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE;
+		int bare = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE ||
+			   f->kind == SNAP_FD_OBJECT;
 		int v4 = st->version >= 4;
-		if (f->kind > SNAP_FD_PIPE || f->fd > (1u << 20) ||
-		    (f->kind == SNAP_FD_PIPE && !v4) ||
+		if (f->kind > SNAP_FD_OBJECT || f->fd > (1u << 20) ||
+		    (f->kind >= SNAP_FD_PIPE && !v4) ||
 		    bare != (f->path[0] == 0) || (!bare && f->path[0] != '/') ||
 		    (f->kind == SNAP_FD_STREAM && (v4 ? f->pos > 2 : f->fd > 2 || f->pos)))
 			return codec_rd_fail(r, "descriptor kind, number or path invalid");
+		if (f->kind == SNAP_FD_OBJECT &&
+		    (f->fd <= 2 || f->pos || f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
+		     memcmp(f->hash, (const uint8_t[32]){0}, 32)))
+			return codec_rd_fail(r, "object descriptor with a position, hash or flags");
 	}
 	return 0;
 }
@@ -291,6 +313,10 @@ static int decode_tree(struct codec_rd *r, struct snap_state *st)
 			return codec_rd_fail(r, "a process's program is not an absolute path");
 		if (!p->zombie && p->tid != p->pid)
 			return codec_rd_fail(r, "a process's leader tid is not its pid");
+		/* objects and segments another process may share: the root's only */
+		if (p->nobjects || p->nsegments)
+			return codec_rd_fail(r, "descriptor objects or SysV segments outside the "
+					     "root process");
 		if (p->zombie && (p->wstatus & ~0xff7fu))
 			return codec_rd_fail(r, "zombie wait status invalid");
 	}
@@ -361,7 +387,9 @@ static int decode_process(struct codec_rd *r, struct snap_state *st, uint32_t ve
 	for (int i = 0; i < SNAP_NRLIMIT; i++)
 		if (codec_get_u64(r, &st->rlim[i][0]) < 0 || codec_get_u64(r, &st->rlim[i][1]) < 0)
 			return -1;
-	if (decode_fds(r, st) < 0 || decode_regions(r, st) < 0)
+	if (decode_fds(r, st) < 0 ||
+	    (ver >= 4 && (snap_objects_get(r, st) < 0 || snap_objects_check(r, st) < 0)) ||
+	    decode_regions(r, st) < 0)
 		return -1;
 	return 0;
 }
@@ -429,6 +457,7 @@ void snap_state_free(struct snap_state *st)
 	for (size_t i = 0; i < st->nfds; i++)
 		free(st->fds[i].path);
 	free(st->fds);
+	snap_objects_free(st);
 	for (size_t i = 0; i < st->nregions; i++)
 		free(st->regions[i].path);
 	free(st->regions);

@@ -453,6 +453,8 @@ static int encode_process(const struct snap_state *st, uint32_t ver, snap_fill_f
 		codec_put_raw(b, f->hash, 32);
 		codec_put_u64(b, f->size);
 	}
+	if (ver >= 4)
+		snap_objects_put(b, st);
 	codec_put_u32(b, (uint32_t)st->nregions);
 	for (size_t i = 0; i < st->nregions; i++) {
 		const struct snap_region *r = &st->regions[i];
@@ -463,7 +465,7 @@ static int encode_process(const struct snap_state *st, uint32_t ver, snap_fill_f
 		codec_put_u64(b, r->offset);
 		put_str(b, r->path);
 		const uint8_t *bm = o->bms ? o->bms[o->bmi++] : NULL;
-		if (r->kind == SNAP_REGION_VDSO)
+		if (!snap_region_has_content(st, i))
 			continue;
 		int rc;
 		if (bm) {
@@ -616,7 +618,7 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	for (size_t k = 0, at = 0; k <= st->nprocs && rc == 0; k++) {
 		const struct snap_state *p = k ? &st->procs[k - 1] : st;
 		for (size_t i = 0; i < p->nregions && rc == 0; i++, at++)
-			if (p->regions[i].kind != SNAP_REGION_VDSO && !p->regions[i].bitmap &&
+			if (snap_region_has_content(p, i) && !p->regions[i].bitmap &&
 			    !(o.bms[at] = region_bitmap(&p->regions[i], fill, ctx, scan, e)))
 				rc = -1;
 	}

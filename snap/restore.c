@@ -151,6 +151,11 @@ static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
 						   " lies outside the brk area", r->start);
 			continue;
 		}
+		if (r->kind == SNAP_REGION_SYSV) {
+			if (snap_segment_attach(&s->t, r, s->e) < 0)
+				return -1;
+			continue;
+		}
 		if (r->kind == SNAP_REGION_FILE && !(r->prot & SNAP_PROT_SHARED) &&
 		    kept_bytes(s, r->start, r->end) == len) {
 			if (must(s, "mprotect kept file region", SYS_mprotect, r->start, len,
@@ -214,7 +219,7 @@ static int fill_regions(struct rs *s)
 	const struct snap_state *st = s->st;
 	for (size_t i = 0; i < st->nregions; i++) {
 		const struct snap_region *r = &st->regions[i];
-		if (r->kind == SNAP_REGION_VDSO)
+		if (!snap_region_has_content(st, i))
 			continue;
 		if (r->prot & SNAP_PROT_SHARED) {
 			if (check_shared_region(s, r) < 0)
@@ -360,6 +365,8 @@ static int restore_fds(struct rs *s)
 		rc = must(s, "close", SYS_close, close_list[i], 0, 0, 0, 0, 0, NULL);
 	for (size_t i = 0; i < st->nfds && rc == 0; i++) {
 		const struct snap_fd *f = &st->fds[i];
+		if (f->kind == SNAP_FD_OBJECT)
+			continue; /* snap_objects_restore, once every file is open */
 		if (kept_std(s, f) || (f->kind == SNAP_FD_STREAM && !s->h))
 			rc = f->fd <= 2 && have[f->fd] ? 0 :
 				common_errf(s->e, "restore", "standard fd %u is not open", f->fd);
@@ -500,7 +507,8 @@ static int rebuild(pid_t pid, const struct snap_state *st, struct snap_hosts *h,
 	}
 	if (k == 0 && s.h && snap_tree_skeleton(&s.t, s.scratch, st, h, e) < 0)
 		goto out;
-	if (map_regions(&s, vs, ve) < 0 || fill_regions(&s) < 0)
+	if (snap_segments_create(pid, st, e) < 0 || map_regions(&s, vs, ve) < 0 ||
+	    fill_regions(&s) < 0 || snap_segments_finish(&s.t, st, e) < 0)
 		goto out;
 	if (common_fault_fails("restore-rebuild")) {
 		common_errf(e, "restore", "failure injected after the memory was rebuilt");
@@ -511,7 +519,8 @@ static int rebuild(pid_t pid, const struct snap_state *st, struct snap_hosts *h,
 	    must(&s, "rseq registration", SYS_rseq, st->rseq_ptr, st->rseq_len, 0, st->rseq_sig,
 		 0, 0, NULL) < 0)
 		goto out;
-	if (restore_fds(&s) < 0 || restore_signals(&s) < 0 ||
+	if (restore_fds(&s) < 0 || snap_objects_restore(&s.t, s.scratch, st, e) < 0 ||
+	    restore_signals(&s) < 0 ||
 	    snap_threads_restore(&s.t, s.scratch, st, &xl, s.h ? h->threads[k] : NULL, e) < 0)
 		goto out;
 	if (put_path(&s, st->cwd) < 0 ||
@@ -634,7 +643,7 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 	if (snap_restore(pid, &bounded, e) < 0)
 		return -1;
 	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir, .rlim_mask = mask,
-				       .rlim = st->rlim, .version = st->version };
+				       .rlim = st->rlim, .version = st->version, .expect = st };
 	struct snap_manifest m;
 	/* the digest alone, streamed: no image-sized buffer */
 	if (snap_capture_digest(pid, &o, &m, e) < 0) {

@@ -25,6 +25,9 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 /* Bytes of a region's page bitmap; of a decoded region's packed pages. */
 size_t snap_bitmap_len(const struct snap_region *r);
 size_t snap_packed_len(const struct snap_region *r);
+/* Whether region i of st carries its content: not the vdso, nor a SysV
+ * segment's attachment after its first (the segment's pages are shared). */
+int snap_region_has_content(const struct snap_state *st, size_t i);
 
 /* Canonical region kind of a mapping; -1 for mappings never captured (vvar…). */
 int snap_map_kind(const struct trace_map *m);
@@ -124,6 +127,53 @@ void snap_hosts_free(struct snap_hosts *h);
  * the exec's syscall-exit stop afterwards; t's memory must be opened again). */
 int snap_exec_program(struct trace_tracee *t, uint64_t scratch, const char *path,
 		      struct common_err *e);
+
+/* Version 4's descriptor objects and SysV segments (fdkinds.c, fdrestore.c). */
+struct stat;
+struct snap_fdctx {
+	pid_t pid;
+	int pidfd, diag;              /* opened when first needed */
+	const struct snap_state *expect; /* restore's re-check: timers as restored */
+};
+void snap_fdctx_init(struct snap_fdctx *c, pid_t pid);
+void snap_fdctx_close(struct snap_fdctx *c);
+/* 1 when a descriptor of this kind is held as an object (socket, anon inode, pty). */
+int snap_fd_is_object(const struct stat *sb);
+/* A copy of the tracee's descriptor in this process: fd or -1 with e. */
+int snap_fd_copy(struct snap_fdctx *c, uint32_t fd, struct common_err *e);
+/* Capture the object behind f (link: its /proc/PID/fd link), or find the one an
+ * earlier descriptor holds; f->size becomes the object's fd. */
+int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
+		   const struct stat *sb, struct snap_state *st, struct common_err *e);
+/* Once all descriptors are captured: pair ends, masters, watches tied up. */
+int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common_err *e);
+void snap_object_clear(struct snap_object *o);
+void snap_objects_put(struct codec_buf *b, const struct snap_state *st);
+int snap_objects_get(struct codec_rd *r, struct snap_state *st);
+int snap_objects_check(struct codec_rd *r, const struct snap_state *st);
+void snap_objects_free(struct snap_state *st);
+/* Restore every object at its descriptors (after the files), epoll watches last. */
+int snap_objects_restore(struct trace_tracee *t, uint64_t scratch, const struct snap_state *st,
+			 struct common_err *e);
+
+/* SysV segments (sysv.c). A mapping named /SYSVkey (deleted) is one. */
+int snap_sysv_mapping(const char *path);
+/* The segment id of pid's SysV mapping starting at start (its maps inode). */
+int snap_sysv_id(pid_t pid, uint64_t start, uint32_t *id, struct common_err *e);
+/* Capture: each attached segment's key, size, mode, removal, by injected
+ * shmctl(IPC_STAT) through scratch (put back); partial attachments refused. */
+int snap_segments_capture(struct trace_tracee *t, uint64_t scratch, struct snap_state *st,
+			  struct common_err *e);
+/* Capture: refuse a segment of pid's IPC namespace that st does not hold
+ * (when pid has a namespace of its own, as every sbx-run guest). */
+int snap_segments_unattached(pid_t pid, const struct snap_state *st, struct common_err *e);
+/* Restore: every segment made again under its id in pid's IPC namespace. */
+int snap_segments_create(pid_t pid, const struct snap_state *st, struct common_err *e);
+/* Restore: the segment of region r attached at r's address (at its offset 0). */
+int snap_segment_attach(struct trace_tracee *t, const struct snap_region *r, struct common_err *e);
+/* Restore, once attached and filled: removed segments marked for removal again. */
+int snap_segments_finish(struct trace_tracee *t, const struct snap_state *st,
+			 struct common_err *e);
 
 /* The signal mask while syscalls are injected: everything blocked but SIGTRAP
  * (the kernel resets the action of a blocked SIGTRAP it forces). */

@@ -58,12 +58,15 @@
  *         to the regions; version 4 repeats it for every other process)
  *   str cwd, rlimit[16] = {u64 cur, max},
  *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
- *         str path, 32 content hash, u64 size},
+ *         str path, 32 content hash, u64 size (an object's: the fd of its object)},
+ *   version 4 only: the descriptor objects and SysV segments (fdkinds.c;
+ *         empty in every process but the root),
  *   u32 nregions, region[] sorted by start, adjacent compatible ones merged =
  *         {u64 start, u64 end, u32 prot (read 1, write 2, exec 4, and 8 for a
  *          shared read-only file mapping), u32 kind, u64 offset, str path,
  *          content: bitmap of non-zero pages (ceil(pages/8) bytes) + those pages;
- *          none for the vdso, whose address only is recorded},
+ *          none for the vdso, whose address only is recorded, nor for a SysV
+ *          segment's attachments after its first},
  *   version 4 only: str exe (the root's program: run afresh on restore when
  *         it is not the image), u32 nprocs, proc[] sorted by pid (every other process of
  *         the guest's tree, pids distinct from every tid) = {u32 pid, u32 ppid
@@ -78,6 +81,7 @@
 enum snap_region_kind {
 	SNAP_REGION_ANON = 0, SNAP_REGION_FILE = 1, SNAP_REGION_HEAP = 2,
 	SNAP_REGION_STACK = 3, SNAP_REGION_VDSO = 4,
+	SNAP_REGION_SYSV = 5, /* v4: an attached SysV segment; offset = id << 32 | page offset */
 };
 enum snap_fd_kind {
 	SNAP_FD_STREAM = 0, /* fd 0-2 given by the supervisor (pipe, tty): the root's
@@ -88,6 +92,7 @@ enum snap_fd_kind {
 	SNAP_FD_DEV = 3,    /* character device: reopened by path */
 	SNAP_FD_PIPE = 4,   /* v4: an end of pipe number pos of the tree (path ""), flags
 			     * O_ACCMODE, O_NONBLOCK and O_CLOEXEC */
+	SNAP_FD_OBJECT = 5, /* v4: a kernel object of the object table (eventfd, socket…) */
 };
 /* A pipe of the tree: its capacity (F_GETPIPE_SZ) and the bytes queued in it. */
 struct snap_pipe {
@@ -95,6 +100,20 @@ struct snap_pipe {
 	uint64_t len;
 	const uint8_t *bytes;      /* decoded: into the input; captured: owned */
 };
+/* What an object is (version 4); each restored by its own calls. */
+enum snap_obj_kind {
+	SNAP_OBJ_EVENTFD = 0, SNAP_OBJ_TIMERFD = 1, SNAP_OBJ_SIGNALFD = 2, SNAP_OBJ_EPOLL = 3,
+	SNAP_OBJ_UNIX = 4,       /* a Unix socket: unconnected, listening, or one end of a pair */
+	SNAP_OBJ_TCP_LISTEN = 5, /* a listening TCP socket (loopback or any address) */
+	SNAP_OBJ_PTY_MASTER = 6, SNAP_OBJ_PTY_SLAVE = 7,
+};
+enum snap_sock_state { SNAP_SOCK_UNCONNECTED = 0, SNAP_SOCK_PAIRED = 1, SNAP_SOCK_LISTENING = 2 };
+#define SNAP_OBJ_MAX 4096u          /* decoder bound: objects, watches, segments */
+#define SNAP_QUEUE_MAX (64u << 20)  /* decoder bound: bytes queued in one socket */
+#define SNAP_MSGS_MAX 65536u        /* decoder bound: datagrams queued in one socket */
+#define SNAP_SOCKADDR_MAX 108u      /* sun_path; an inet address is 16 bytes at most */
+#define SNAP_TERMIOS 44u            /* struct termios2 */
+#define SNAP_PTY_MAX 4096u          /* decoder bound: pty numbers */
 
 /* a region's prot bit: a read-only file mapping shared with the file's page
  * cache; restored shared, once its content is seen to be the recorded one */
@@ -114,6 +133,33 @@ struct snap_fd {
 	char *path;                /* "" for streams */
 	uint8_t hash[32];          /* SHA-256 of a regular file's content, else zero */
 };
+/* A watch of an epoll set: the descriptor, its events and data. */
+struct snap_watch { uint32_t fd, events; uint64_t data; };
+/* Bytes queued for reading in a socket: one run for a stream, one per datagram. */
+struct snap_msg { uint32_t len; uint8_t *data; };
+/* A kernel object behind one or more descriptors (version 4). */
+struct snap_object {
+	uint32_t kind, fd;           /* fd: the lowest descriptor holding it */
+	uint64_t count;              /* eventfd counter */
+	uint32_t semaphore;          /* eventfd EFD_SEMAPHORE */
+	uint32_t clock;              /* timerfd clock */
+	uint64_t ticks, value[2], interval[2]; /* timerfd: expirations unread, time left */
+	uint64_t mask;               /* signalfd */
+	struct snap_watch *watch;    /* epoll set, sorted by fd */
+	size_t nwatch;
+	uint32_t type, state, peer, backlog, reuse; /* sockets; peer: its pair's fd */
+	uint32_t family, addrlen;    /* family: AF_UNIX, AF_INET, AF_INET6 */
+	uint8_t addr[SNAP_SOCKADDR_MAX]; /* sun_path or the inet address; port below */
+	uint32_t port;
+	struct snap_msg *msgs;
+	size_t nmsgs;
+	uint32_t index, locked;      /* pty number, ptmx lock */
+	uint8_t termios[2][SNAP_TERMIOS]; /* pty: master's then slave's */
+	uint16_t winsize[4];
+};
+/* A SysV shared memory segment attached by the run (version 4). */
+struct snap_segment { uint32_t id, key, mode, removed, uid, gid; uint64_t size; };
+
 struct snap_cell {
 	char *key;                 /* relative path in the namespace */
 	const uint8_t *val;
@@ -175,6 +221,10 @@ struct snap_state {
 	uint64_t rlim[SNAP_NRLIMIT][2];
 	struct snap_fd *fds;
 	size_t nfds;
+	struct snap_object *objects;  /* v4: sorted by fd */
+	size_t nobjects;
+	struct snap_segment *segments; /* v4: sorted by id */
+	size_t nsegments;
 	struct snap_region *regions;
 	size_t nregions;
 	struct snap_cell *cells;
@@ -201,6 +251,9 @@ void snap_image_free(struct snap_image *im);
 int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_state *st,
 		struct common_err *e);
 void snap_state_free(struct snap_state *st);
+/* What descriptor f of st is: "stream", "file", "directory", "device", or its
+ * object's kind ("eventfd", "unix-socket", "pty-master", …). */
+const char *snap_fd_kind_name(const struct snap_state *st, const struct snap_fd *f);
 /* Encode a decoded state again (encode(decode(x)) == x). */
 int snap_encode(const struct snap_state *st, struct snap_image *out, struct common_err *e);
 
@@ -219,6 +272,9 @@ struct snap_capture_opts {
 	/* the encoding to write: 0 for SNAP_VERSION; 2 for restore's re-check of
 	 * a version 2 image (a process with threads is then refused) */
 	uint32_t version;
+	/* restore's re-check: the state restored, whose timers' time left and
+	 * expirations stand in for the live ones (they move with the clock) */
+	const struct snap_state *expect;
 };
 /* Capture the tracee pid (a thread-group leader) and every other thread of
  * its process, and (version 4) every process below it with its threads, each

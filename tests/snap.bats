@@ -569,3 +569,56 @@ print(s.recv(65536).decode())' "$SBX_STORE/run/$1.sock" "$2"
 	wait "$SRC_PID" || true
 	assert_equal "$(sbx-lease log "$SRC" | jq -r .edge | grep -cx snapshot)" 1
 }
+
+@test "descriptor objects are snapshotted and restored: eventfd, timerfd, signalfd, epoll, socket pairs with queued bytes, listeners, a pty" {
+	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_fdkinds" all)
+	SRC=$(lease_new "$GUESTS/snap_fdkinds" active --limits namespace_bytes=64M)
+	run_bg "$SRC" "$GUESTS/snap_fdkinds" all
+	run sbx-snap take "$SRC" --stop
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+	wait "$SRC_PID" || true
+	run sbx-snap show "$DIGEST"
+	assert_success
+	kinds=$(printf '%s' "$output" | jq -r '[.fds[] | select(.fd > 2) | .kind] | join(" ")')
+	echo "kinds: $kinds"
+	for k in eventfd timerfd signalfd epoll unix-socket tcp-listener pty-master pty-slave; do
+		[[ " $kinds " == *" $k "* ]]
+	done
+	[ "$(printf '%s' "$output" | jq -r '.fds[] | select(.fd == 40) | .kind')" = eventfd ]
+	TGT=$(lease_new "$GUESTS/snap_fdkinds" funded --limits namespace_bytes=64M)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	assert_output "$want"
+}
+
+@test "a descriptor a snapshot cannot hold is refused by name and harms nothing: the guest runs on, the lease stays Active" {
+	for mc in "tcp-established:an established TCP connection cannot be snapshotted" \
+		"tcp-pending:connection(s) not yet accepted" \
+		"unix-pending:a Unix listener with 1 connection(s) not yet accepted" \
+		"scm-rights:descriptors in flight in a Unix socket are not supported" \
+		"pty-buffered:byte(s) buffered in the pty's master side" \
+		"dgram-unconnected:datagrams queued in an unconnected Unix socket" \
+		"udp:only listening TCP sockets are supported" \
+		"pty-orphan:a pty slave whose master the run does not hold" \
+		"epoll-stale:which no longer holds the watched file" \
+		"sysv-partial:SysV segment 0 is mapped in part" \
+		"sysv-unattached:SysV segment 0 exists but is not attached" \
+		"inotify:anon_inode:inotify cannot be snapshotted"; do
+		mode=${mc%%:*} msg=${mc#*:}
+		want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_fdkinds" "$mode")
+		SRC=$(lease_new "$GUESTS/snap_fdkinds" active --limits namespace_bytes=64M)
+		run_bg "$SRC" "$GUESTS/snap_fdkinds" "$mode"
+		run sbx-snap take "$SRC" --stop
+		assert_failure
+		assert_output --partial "sbx-snap: error: "
+		assert_output --partial "$msg"
+		run sbx-snap take "$SRC"
+		assert_failure
+		[ "$(lease_state "$SRC")" = Active ]
+		wait "$SRC_PID"
+		[ "$(cat "$BATS_TEST_TMPDIR/src.out")" = "$want" ]
+		sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+		rm -f "$BATS_TEST_TMPDIR/ready"
+	done
+}

@@ -179,6 +179,26 @@ gen_project() {
 	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
 }
 
+@test "a kernel object or SysV segment in a child process is refused by name and harms nothing" {
+	g="$GUESTS/snap_forks"
+	for kind in eventfd shm; do
+		want=$(cd "$BATS_TEST_TMPDIR" && "$g" $kind)
+		SRC=$(tree_lease "$g" active)
+		sbx-run --lease "$SRC" -- "$g" $kind >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+		pid=$!
+		sleep 0.5
+		for stop in "" --stop; do
+			run sbx-snap take "$SRC" $stop
+			assert_failure
+			assert_output --partial "outside the root process is not supported"
+		done
+		wait "$pid"
+		assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out")" "$want"
+		[ "$(sbx-lease show "$SRC" | jq -r .lease.state)" = Active ]
+		sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+	done
+}
+
 @test "an unprivileged invoker snapshots a tree with bytes in a pipe and restores it" {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
 	U=$(mktemp -d /var/tmp/sbx-tree.XXXXXX)

@@ -71,3 +71,71 @@ load snaptree/lib
 @test "snaptree: zombie_many" {
 	snaptree_case zombie_many
 }
+
+@test "snaptree: eventfd" {
+	snaptree_case eventfd
+}
+
+@test "snaptree: timerfd" {
+	snaptree_case timerfd
+}
+
+@test "snaptree: signalfd" {
+	snaptree_case signalfd
+}
+
+@test "snaptree: socketpair_stream" {
+	snaptree_case socketpair_stream
+}
+
+@test "snaptree: socketpair_dgram" {
+	snaptree_case socketpair_dgram
+}
+
+@test "snaptree: seqpacket" {
+	snaptree_case seqpacket
+}
+
+@test "snaptree: socket_bigqueue" {
+	snaptree_case socket_bigqueue
+}
+
+@test "snaptree: unix_listener" {
+	snaptree_case unix_listener
+}
+
+@test "snaptree: tcp_listener" {
+	snaptree_case tcp_listener
+}
+
+@test "snaptree: pty_echo" {
+	snaptree_case pty_echo
+}
+
+@test "snaptree: epoll_sockets" {
+	snaptree_case epoll_sockets
+}
+
+@test "snaptree: sighandlers" {
+	snaptree_case sighandlers
+}
+
+@test "snaptree: fd_offsets" {
+	snaptree_case fd_offsets
+}
+
+@test "snaptree: file_mmap" {
+	snaptree_case file_mmap
+}
+
+@test "snaptree: fd_flags" {
+	snaptree_case fd_flags
+}
+
+@test "snaptree: sysv_shm" {
+	snaptree_case sysv_shm
+}
+
+@test "snaptree: epoll_pipes" {
+	snaptree_case epoll_pipes
+}

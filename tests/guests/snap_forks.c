@@ -1,8 +1,11 @@
 /* Snapshot guest: forks all the time. 150 rounds 10 ms apart, each forking a
  * child that exits at once with a status the parent folds into a digest;
- * argument "fifo": a child holds a named FIFO open meanwhile (a snapshot of
- * the tree is refused). Prints the digest. */
+ * argument "fifo", "eventfd" or "shm": a child holds a named FIFO open, an
+ * eventfd, or an attached SysV segment meanwhile (a snapshot of the tree is
+ * refused). Prints the digest. */
 #include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/shm.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,8 +18,15 @@
 int main(int argc, char **argv)
 {
 	pid_t holder = -1;
-	if (argc > 1 && !strcmp(argv[1], "fifo") && (holder = fork()) == 0) {
-		if (mkfifo("fifo", 0600) < 0 || open("fifo", O_RDWR) < 0)
+	if (argc > 1 && (holder = fork()) == 0) {
+		int id;
+		if (!strcmp(argv[1], "fifo") && (mkfifo("fifo", 0600) < 0 || open("fifo", O_RDWR) < 0))
+			_exit(2);
+		if (!strcmp(argv[1], "eventfd") && eventfd(3, 0) < 0)
+			_exit(2);
+		if (!strcmp(argv[1], "shm") && ((id = shmget(IPC_PRIVATE, 8192, 0600)) < 0 ||
+						shmat(id, NULL, 0) == (void *)-1 ||
+						shmctl(id, IPC_RMID, NULL) < 0))
 			_exit(2);
 		sleep(4);
 		_exit(0);

@@ -619,8 +619,9 @@ static void test_decoder_threads(const struct snap_image *im)
 	s.threads = NULL;
 	s.version = 2;
 	CHECK(snap_encode(&s, &a, &e) == 0);
-	/* less the thread list and the tree (root program, no process, no pipe) */
-	CHECK(a.len == im->len - 32 - (12 + strlen(s.exe)));
+	/* less the thread list, the empty object and segment counts and the
+	 * tree (root program, no process, no pipe) */
+	CHECK(a.len == im->len - 32 - 8 - (12 + strlen(s.exe)));
 	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
 	CHECK(t.version == 2 && t.tid == 0 && t.nthreads == 0);
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
@@ -724,6 +725,13 @@ static void test_decoder_tree(const struct snap_image *im)
 	p[0].nthreads = 1;
 	tree_refused(&s, "appears twice");
 	p[0].nthreads = 0;
+	/* objects and segments are the root's only (another process may share them) */
+	struct snap_segment seg = { .id = 32768, .key = 7, .mode = 0640, .size = 5000 };
+	p[0].segments = &seg;
+	p[0].nsegments = 1;
+	tree_refused(&s, "outside the root process");
+	p[0].segments = NULL;
+	p[0].nsegments = 0;
 	/* a pipe end in a version 3 image */
 	s.version = 3;
 	s.nprocs = 0;
@@ -735,6 +743,146 @@ static void test_decoder_tree(const struct snap_image *im)
 	s.npipes = 0;
 	s.fds = keep_fds;
 	s.nfds = keep_nfds;
+	snap_state_free(&s);
+}
+
+/* Version 4's descriptor objects and SysV segments: every kind round-trips,
+ * a hostile field is refused by name, every truncation is refused.
+ * SBX_SNAP_CORPUS=DIR writes the image as DIR/image-objects (fuzz seed). */
+static void test_decoder_objects(const struct snap_image *im)
+{
+	struct snap_state s, t;
+	struct snap_image a, b;
+	struct common_err e;
+	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
+	CHECK(s.version == 4 && s.nobjects == 0 && s.nsegments == 0);
+	struct snap_fd *saved_fds = s.fds, fds[16];
+	size_t nsaved = s.nfds, nf = 0;
+	for (size_t i = 0; i < nsaved && s.fds[i].fd <= 2; i++)
+		fds[nf++] = s.fds[i];
+	static const uint32_t objfd[] = { 50, 51, 52, 53, 54, 55, 56, 57, 58, 59 };
+	static const uint32_t owner[] = { 50, 50, 52, 53, 54, 55, 56, 57, 58, 59 };
+	for (size_t i = 0; i < 10; i++)
+		fds[nf++] = (struct snap_fd){ .fd = objfd[i], .kind = SNAP_FD_OBJECT,
+					      .flags = i == 1 ? O_CLOEXEC : 0, .size = owner[i], .path = "" };
+	struct snap_watch w[2] = { { 50, 1u | (1u << 31), 0x1234 }, { 52, 4, 7 } };
+	uint8_t hello[5] = "hello";
+	struct snap_msg msg = { 5, hello };
+	struct snap_object o[9];
+	memset(o, 0, sizeof o);
+	o[0] = (struct snap_object){ .kind = SNAP_OBJ_EVENTFD, .fd = 50, .count = 9, .semaphore = 1 };
+	o[1] = (struct snap_object){ .kind = SNAP_OBJ_TIMERFD, .fd = 52, .clock = 1, .ticks = 2,
+				     .value = { 1, 500 }, .interval = { 0, 20000000 } };
+	o[2] = (struct snap_object){ .kind = SNAP_OBJ_SIGNALFD, .fd = 53, .mask = 0x200 };
+	o[3] = (struct snap_object){ .kind = SNAP_OBJ_EPOLL, .fd = 54, .watch = w, .nwatch = 2 };
+	o[4] = (struct snap_object){ .kind = SNAP_OBJ_UNIX, .fd = 55, .family = 1, .type = 1,
+				     .state = SNAP_SOCK_PAIRED, .peer = 56, .msgs = &msg, .nmsgs = 1 };
+	o[5] = (struct snap_object){ .kind = SNAP_OBJ_UNIX, .fd = 56, .family = 1, .type = 1,
+				     .state = SNAP_SOCK_PAIRED, .peer = 55, .msgs = &msg };
+	o[6] = (struct snap_object){ .kind = SNAP_OBJ_TCP_LISTEN, .fd = 57, .family = 2, .type = 1,
+				     .state = SNAP_SOCK_LISTENING, .backlog = 7, .reuse = 1,
+				     .port = 4242, .addrlen = 4, .addr = { 127, 0, 0, 1 } };
+	o[7] = (struct snap_object){ .kind = SNAP_OBJ_PTY_MASTER, .fd = 58, .index = 3,
+				     .winsize = { 24, 80, 0, 0 } };
+	o[8] = (struct snap_object){ .kind = SNAP_OBJ_PTY_SLAVE, .fd = 59, .index = 3 };
+	o[8].termios[1][0] = 5;
+	struct snap_segment seg = { .id = 32768, .key = 7, .mode = 0640, .uid = 0, .gid = 0, .size = 5000 };
+	/* a segment attached twice: its content with the first attachment only */
+	struct snap_region *saved_regions = s.regions, *rg = calloc(s.nregions + 2, sizeof *rg);
+	size_t nreg = s.nregions, at = 0;
+	static uint8_t page[4096];
+	static const uint8_t bm = 1;
+	memset(page, 'x', sizeof page);
+	while (at < nreg && saved_regions[at].start < 0x200000000ull)
+		at++;
+	memcpy(rg, saved_regions, at * sizeof *rg);
+	rg[at] = (struct snap_region){ .start = 0x200000000ull, .end = 0x200002000ull, .prot = 3,
+				       .kind = SNAP_REGION_SYSV, .offset = (uint64_t)32768 << 32,
+				       .bitmap = &bm, .packed = page };
+	rg[at + 1] = (struct snap_region){ .start = 0x200100000ull, .end = 0x200102000ull, .prot = 1,
+					   .kind = SNAP_REGION_SYSV, .offset = (uint64_t)32768 << 32 };
+	memcpy(rg + at + 2, saved_regions + at, (nreg - at) * sizeof *rg);
+	s.regions = rg;
+	s.nregions = nreg + 2;
+	s.fds = fds;
+	s.nfds = nf;
+	s.objects = o;
+	s.nobjects = 9;
+	s.segments = &seg;
+	s.nsegments = 1;
+	CHECK(snap_encode(&s, &a, &e) == 0);
+	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
+	CHECK(t.nobjects == 9 && t.objects[0].count == 9 && t.objects[1].value[1] == 500 &&
+	      t.objects[3].nwatch == 2 && t.objects[3].watch[0].data == 0x1234 &&
+	      t.objects[4].nmsgs == 1 && !memcmp(t.objects[4].msgs[0].data, "hello", 5) &&
+	      t.objects[6].port == 4242 && t.objects[8].termios[1][0] == 5 &&
+	      t.nsegments == 1 && t.segments[0].size == 5000);
+	CHECK(t.regions[at].packed && t.regions[at].packed[0] == 'x' && !t.regions[at + 1].bitmap &&
+	      snap_region_has_content(&t, at) && !snap_region_has_content(&t, at + 1));
+	CHECK(!strcmp(snap_fd_kind_name(&t, &t.fds[nf - 9]), "eventfd") &&
+	      !strcmp(snap_fd_kind_name(&t, &t.fds[nf - 1]), "pty-slave"));
+	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
+	snap_state_free(&t);
+	snap_image_free(&b);
+	const char *corpus = getenv("SBX_SNAP_CORPUS");
+	if (corpus) {
+		/* a small seed: the objects without the memory */
+		struct snap_state small = s;
+		char path[4200];
+		small.nregions = small.ncells = 0; /* (the SysV regions go too) */
+		CHECK(snap_encode(&small, &b, &e) == 0);
+		snprintf(path, sizeof path, "%s/image-objects", corpus);
+		FILE *f = fopen(path, "wb");
+		CHECK(f && fputc(2, f) == 2 && fwrite(b.bytes, 1, b.len, f) == b.len && fclose(f) == 0);
+		snap_image_free(&b);
+	}
+	for (size_t cut = a.len - 1; cut > 0; cut = cut > 97 ? cut - 97 : 0)
+		CHECK(snap_decode(a.bytes, cut, "x", &t, &e) < 0);
+	snap_image_free(&a);
+	/* hostile fields, one at a time, each put back */
+#define REFUSED(field, bad, why)                \
+	do {                                    \
+		__typeof__(field) keep_ = (field); \
+		(field) = (bad);                \
+		thread_refused(&s, why);        \
+		(field) = keep_;                \
+	} while (0)
+	REFUSED(o[0].semaphore, 2, "eventfd counter or flag");
+	REFUSED(o[1].clock, 3, "timerfd clock or time");
+	REFUSED(o[1].value[1], 1000000000u, "timerfd clock or time");
+	REFUSED(w[1].fd, 50, "epoll watches are not sorted");
+	REFUSED(w[1].fd, 99, "epoll watch of a descriptor not open");
+	REFUSED(o[5].peer, 57, "socket pair ends do not name each other");
+	REFUSED(o[5].type, 2, "socket pair ends do not name each other");
+	REFUSED(o[4].addrlen, 109, "socket family, type, state or address invalid");
+	REFUSED(o[6].addrlen, 5, "socket family, type, state or address invalid");
+	REFUSED(o[6].port, 70000, "socket family, type, state or address invalid");
+	REFUSED(o[6].backlog, 1u << 20, "listen backlog out of range");
+	REFUSED(o[5].nmsgs, 2, "queued message count out of range");
+	REFUSED(msg.len, 0, "queued bytes out of range");
+	REFUSED(o[8].index, 4, "pty slave without its master");
+	REFUSED(o[7].index, SNAP_PTY_MAX, "pty number or lock out of range");
+	REFUSED(o[2].kind, 9, "object kind unknown");
+	REFUSED(o[2].fd, 52, "objects not sorted");
+	REFUSED(fds[nf - 9].size, 51, "descriptor names no object");
+	REFUSED(fds[nf - 9].size, 52, "descriptor names no object");
+	REFUSED(fds[nf - 9].pos, 3, "object descriptor with a position");
+	REFUSED(fds[nf - 9].flags, O_APPEND, "object descriptor with a position, hash or flags");
+	REFUSED(seg.mode, 01777, "SysV segment invalid");
+	REFUSED(seg.size, 0, "SysV segment invalid");
+	REFUSED(seg.removed, 1, "SysV segment invalid"); /* a removed segment has no key */
+	REFUSED(seg.id, 99, "SysV region outside its segment");
+	REFUSED(rg[at].end, 0x200003000ull, "SysV region outside its segment");
+#undef REFUSED
+	s.regions = saved_regions;
+	s.nregions = nreg;
+	free(rg);
+	s.fds = saved_fds;
+	s.nfds = nsaved;
+	s.objects = NULL;
+	s.nobjects = 0;
+	s.segments = NULL;
+	s.nsegments = 0;
 	snap_state_free(&s);
 }
 
@@ -840,6 +988,7 @@ int main(int argc, char **argv)
 		test_decoder_shared(&im);
 		test_decoder_threads(&im);
 		test_decoder_tree(&im);
+		test_decoder_objects(&im);
 		test_xstate_refusal(&im);
 		test_store(&im);
 		snap_image_free(&im);
