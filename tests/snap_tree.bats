@@ -16,7 +16,7 @@ tree_lease() {
 take_stop() {
 	for _ in $(seq 1 50); do
 		run sbx-snap take "$1" --stop
-		[[ $output == *"no lease guest"* ]] || break
+		[[ $output == *"no lease guest"* || $output == *"try again"* ]] || break
 		sleep 0.1
 	done
 	# the run's own account when the take fails (its output and errors)

@@ -38,7 +38,7 @@ snaptree_case() {
 	# the control socket comes before the guest's first exec
 	for _ in $(seq 1 50); do
 		run sbx-snap take "$src" --stop
-		[[ $output == *"no lease guest"* ]] || break
+		[[ $output == *"no lease guest"* || $output == *"try again"* ]] || break
 		sleep 0.1
 	done
 	wait "$pid" || st_src=$?

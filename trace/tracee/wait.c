@@ -266,11 +266,30 @@ int trace_tracee_reap(pid_t tid)
 	}
 }
 
+/* The event of tid's pending ptrace stop, not consumed (waits for the stop). */
+static int pending_event(pid_t tid)
+{
+	siginfo_t si;
+	int rc;
+	do {
+		memset(&si, 0, sizeof si);
+		rc = waitid(P_PID, (id_t)tid, &si, WSTOPPED | WNOWAIT | __WALL | __WNOTHREAD);
+	} while (rc < 0 && errno == EINTR);
+	return rc == 0 && si.si_code == CLD_TRAPPED ? si.si_status >> 8 : 0;
+}
+
 int trace_tracee_interrupt(pid_t tid, struct common_err *e)
 {
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
 		return common_errno(e, errno, "interrupt guest %d", (int)tid);
 	for (int i = 0; i < 10000; i++) {
+		/* a fork, clone or exec event is the loop's to see (its child is held
+		 * until it does), and its stop clears the interrupt: left pending */
+		int pev = pending_event(tid);
+		if (pev == PTRACE_EVENT_FORK || pev == PTRACE_EVENT_VFORK || pev == PTRACE_EVENT_CLONE ||
+		    pev == PTRACE_EVENT_EXEC || pev == PTRACE_EVENT_VFORK_DONE)
+			return common_errf(e, "snapshot", "guest task %d is starting a process or "
+					   "a program: try again", (int)tid);
 		int st, rc = trace_wait_stop(tid, &st);
 		if (rc == -ESRCH)
 			return common_errf(e, "snapshot", "the guest is exiting");
