@@ -15,20 +15,6 @@
 #include <unistd.h>
 #include "snap/snap-internal.h"
 
-static int inject(struct trace_tracee *t, const char *what, long nr, uint64_t a0, uint64_t a1,
-		  uint64_t a2, int64_t *ret, struct common_err *e)
-{
-	uint64_t a[6] = { a0, a1, a2, 0, 0, 0 };
-	int64_t r;
-	if (trace_tracee_inject(t, nr, a, &r, e) < 0)
-		return -1;
-	if (r < 0 && r > -4096)
-		return common_errf(e, "restore", "%s: %s", what, strerror((int)-r));
-	if (ret)
-		*ret = r;
-	return 0;
-}
-
 /* Holders of every pipe's two ends and of the root's standard descriptors,
  * in the root at h->base and up (inherited by every process forked from it,
  * exec included): pipes sized and filled from here. */
@@ -57,14 +43,14 @@ static int make_holders(struct trace_tracee *root, uint64_t scratch, const struc
 	for (size_t i = 0; i < st->npipes; i++) {
 		int32_t fds[2];
 		int64_t got;
-		if (inject(root, "pipe2", SYS_pipe2, scratch, 0, 0, NULL, e) < 0 ||
+		if (snap_inject(root, "pipe2", SYS_pipe2, scratch, 0, 0, 0, NULL, e) < 0 ||
 		    trace_tracee_read(root, scratch, fds, sizeof fds, e) < 0)
 			return -1;
 		for (int end = 0; end < 2; end++) {
 			uint32_t want = base + 2 * (uint32_t)i + (uint32_t)end;
-			if (inject(root, "fcntl(F_DUPFD)", SYS_fcntl, (uint64_t)fds[end], F_DUPFD, want,
+			if (snap_inject(root, "fcntl(F_DUPFD)", SYS_fcntl, (uint64_t)fds[end], F_DUPFD, want, 0,
 				   &got, e) < 0 ||
-			    inject(root, "close", SYS_close, (uint64_t)fds[end], 0, 0, NULL, e) < 0)
+			    snap_inject(root, "close", SYS_close, (uint64_t)fds[end], 0, 0, 0, NULL, e) < 0)
 				return -1;
 			if (got != want)
 				return common_errf(e, "restore", "pipe holder landed on fd %lld, not %u",
@@ -89,7 +75,7 @@ static int make_holders(struct trace_tracee *root, uint64_t scratch, const struc
 		int64_t got;
 		uint32_t want = base + 2 * (uint32_t)st->npipes + k;
 		/* a standard descriptor the root does not have is not copied either */
-		if (inject(root, "fcntl(F_DUPFD)", SYS_fcntl, k, F_DUPFD, want, &got, NULL) == 0 &&
+		if (snap_inject(root, "fcntl(F_DUPFD)", SYS_fcntl, k, F_DUPFD, want, 0, &got, NULL) == 0 &&
 		    got != want)
 			return common_errf(e, "restore", "holder landed on fd %lld, not %u",
 					   (long long)got, want);
@@ -118,7 +104,7 @@ static pid_t host_child(pid_t parent, uint32_t ns, struct common_err *e)
 static pid_t fork_stopped(struct trace_tracee *parent, int64_t *ns, struct common_err *e)
 {
 	int status, err;
-	if (inject(parent, "fork a process", SYS_clone, SIGCHLD, 0, 0, ns, e) < 0)
+	if (snap_inject(parent, "fork a process", SYS_clone, SIGCHLD, 0, 0, 0, ns, e) < 0)
 		return -1;
 	pid_t pid = host_child(parent->tid, (uint32_t)*ns, e);
 	if (pid > 0 && (err = trace_wait_stop(pid, &status)) < 0)

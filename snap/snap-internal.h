@@ -199,4 +199,7 @@ void snap_restore_ctx_free(struct snap_restore_ctx *r);
 /* sbx-run --chain N (snap/chain.c): trace_snap_ops.chain. */
 int snap_chain_run(struct trace_run_opts *o);
 
+int snap_inject(struct trace_tracee *t, const char *what, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, int64_t *ret, struct common_err *e);
+
 #endif

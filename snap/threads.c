@@ -326,7 +326,8 @@ out:
 	return rc;
 }
 
-static int inject(struct trace_tracee *t, const char *what, long nr, uint64_t a0, uint64_t a1,
+/* One call made by t, its failure an error naming what. */
+int snap_inject(struct trace_tracee *t, const char *what, long nr, uint64_t a0, uint64_t a1,
 		  uint64_t a2, uint64_t a3, int64_t *ret, struct common_err *e)
 {
 	uint64_t a[6] = { a0, a1, a2, a3, 0, 0 };
@@ -369,15 +370,15 @@ static int thread_registrations(struct trace_tracee *tt, uint64_t scratch,
 	memcpy(ss, &th->ss_sp, 8);
 	memcpy(ss + 8, &fl, 4);
 	memcpy(ss + 16, &th->ss_size, 8);
-	if (inject(tt, "set_tid_address", SYS_set_tid_address, th->ctid, 0, 0, 0, NULL, e) < 0)
+	if (snap_inject(tt, "set_tid_address", SYS_set_tid_address, th->ctid, 0, 0, 0, NULL, e) < 0)
 		return -1;
-	if (th->robust && inject(tt, "set_robust_list", SYS_set_robust_list, th->robust,
+	if (th->robust && snap_inject(tt, "set_robust_list", SYS_set_robust_list, th->robust,
 				 th->robust_len, 0, 0, NULL, e) < 0)
 		return -1;
 	if (trace_tracee_write(tt, scratch, ss, sizeof ss, e) < 0 ||
-	    inject(tt, "sigaltstack", SYS_sigaltstack, scratch, 0, 0, 0, NULL, e) < 0)
+	    snap_inject(tt, "sigaltstack", SYS_sigaltstack, scratch, 0, 0, 0, NULL, e) < 0)
 		return -1;
-	if (th->rseq_len && inject(tt, "rseq registration", SYS_rseq, th->rseq_ptr, th->rseq_len,
+	if (th->rseq_len && snap_inject(tt, "rseq registration", SYS_rseq, th->rseq_ptr, th->rseq_len,
 				   0, th->rseq_sig, NULL, e) < 0)
 		return -1;
 	return 0;
@@ -414,7 +415,7 @@ static pid_t clone_stopped(struct trace_tracee *lead, uint64_t fl, uint64_t sp, 
 			   int64_t *ns, struct common_err *e)
 {
 	int status, err;
-	if (inject(lead, "clone a thread", SYS_clone, fl, sp, 0, ctid, ns, e) < 0)
+	if (snap_inject(lead, "clone a thread", SYS_clone, fl, sp, 0, ctid, ns, e) < 0)
 		return -1;
 	pid_t tid = *ns > 0 ? host_tid(lead->tid, (uint32_t)*ns, e) : -1;
 	if (tid > 0 && (err = trace_wait_stop(tid, &status)) < 0)
@@ -488,7 +489,7 @@ static int restore_thread(struct trace_tracee *lead, uint64_t scratch, int64_t t
 	for (size_t i = 0; i < th->npending && rc == 0; i++) {
 		const struct snap_sigpend *q = &th->pending[i];
 		if (trace_tracee_write(lead, scratch, q->info, sizeof q->info, e) < 0 ||
-		    inject(lead, "rt_tgsigqueueinfo", SYS_rt_tgsigqueueinfo, (uint64_t)tgid, th->tid,
+		    snap_inject(lead, "rt_tgsigqueueinfo", SYS_rt_tgsigqueueinfo, (uint64_t)tgid, th->tid,
 			   q->sig, scratch, NULL, e) < 0)
 			rc = -1;
 	}
@@ -501,11 +502,11 @@ int snap_threads_restore(struct trace_tracee *t, uint64_t scratch, const struct 
 	int64_t tgid;
 	if (st->version < 3)
 		return 0;
-	if (st->robust && inject(t, "set_robust_list", SYS_set_robust_list, st->robust,
+	if (st->robust && snap_inject(t, "set_robust_list", SYS_set_robust_list, st->robust,
 				 st->robust_len, 0, 0, NULL, e) < 0)
 		return -1;
-	if (inject(t, "set_tid_address", SYS_set_tid_address, st->ctid, 0, 0, 0, NULL, e) < 0 ||
-	    inject(t, "getpid", SYS_getpid, 0, 0, 0, 0, &tgid, e) < 0)
+	if (snap_inject(t, "set_tid_address", SYS_set_tid_address, st->ctid, 0, 0, 0, NULL, e) < 0 ||
+	    snap_inject(t, "getpid", SYS_getpid, 0, 0, 0, 0, &tgid, e) < 0)
 		return -1;
 	for (size_t i = 0; i < st->nthreads; i++) {
 		pid_t tid = made ? made[i] : snap_thread_create(t, &st->threads[i], e);
