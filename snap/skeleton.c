@@ -130,11 +130,8 @@ static int make_zombie(pid_t pid, uint64_t insn, uint32_t ns, uint32_t wstatus,
 		return common_errno(e, -err, "set process %d to exit", (int)pid);
 	int deliver = 0;
 	for (int steps = 0; steps < 64; steps++) {
-		if (ptrace(PTRACE_CONT, pid, 0, deliver) < 0)
-			return common_errno(e, errno, "let process %d exit", (int)pid);
-		while (waitpid(pid, &st, __WALL) < 0)
-			if (errno != EINTR)
-				return common_errno(e, errno, "wait for process %d", (int)pid);
+		if ((err = trace_tracee_cont_reap(pid, deliver, &st)) < 0)
+			return common_errno(e, -err, "let process %d exit", (int)pid);
 		if (WIFEXITED(st) || WIFSIGNALED(st))
 			return (uint32_t)st == wstatus ? 0 :
 				common_errf(e, "restore", "process %u ended with status %#x, not %#x",
@@ -168,7 +165,7 @@ int snap_exec_program(struct trace_tracee *t, uint64_t scratch, const char *path
 	/* through its entry (and a seccomp stop) to the exec event and the exit */
 	struct user_regs_struct call = r;
 	for (int steps = 0, entered = 0; steps < 16; steps++) {
-		if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0) < 0 || trace_wait_stop(t->tid, &st) < 0)
+		if (trace_tracee_syscall_step(t->tid, &st) < 0)
 			return common_errf(e, "restore", "exec %s: the process is gone", path);
 		if (st >> 16 == PTRACE_EVENT_EXEC)
 			execd = 1;

@@ -78,6 +78,11 @@ int trace_tracee_resume(pid_t tid);
 /* Let a stopped tid run to its end through the stops on the way, and reap it
  * (the caller is its tracer and set it to exit): 0 or -errno. */
 int trace_tracee_reap(pid_t tid);
+/* Resume tid (delivering sig) and wait for its next stop or its end, which is
+ * reaped: for a task made to exit on purpose. 0 or -errno. */
+int trace_tracee_cont_reap(pid_t tid, int sig, int *status);
+/* Resume tid to its next syscall stop or event; -ESRCH once it ends (not reaped). */
+int trace_tracee_syscall_step(pid_t tid, int *status);
 /* The kind of syscall stop tid is in (PTRACE_SYSCALL_INFO_*): op or -errno. */
 int trace_syscall_op(pid_t tid);
 /* The off-th signal queued for tid (shared: for its process), its raw 128-byte

@@ -310,3 +310,20 @@ int trace_tracee_interrupt(pid_t tid, struct common_err *e)
 	}
 	return common_errf(e, "snapshot", "the guest never reached a step boundary");
 }
+
+int trace_tracee_cont_reap(pid_t tid, int sig, int *status)
+{
+	if (ptrace(PTRACE_CONT, tid, 0, sig) < 0)
+		return -errno;
+	while (waitpid(tid, status, __WALL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+int trace_tracee_syscall_step(pid_t tid, int *status)
+{
+	if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0)
+		return -errno;
+	return trace_wait_stop(tid, status);
+}
