@@ -469,8 +469,13 @@ print("own:", own.recv(1).decode(), own.recv(1).decode())' "$UDIR/d.sock"
 @test "SIGKILL of sbx-run leaves no guest alive" {
 	sbx-run --ephemeral -- /bin/sh -c 'trap "" TERM HUP INT; sleep 7777.25 & sleep 7777.5; wait' &
 	pid=$!
-	for i in $(seq 1 50); do pgrep -f "sleep 7777.5" >/dev/null && break; sleep 0.1; done
-	guests=$(pgrep -f "sleep 7777" | tr '\n' ' ')
+	# "^sleep": sbx-run's and sh's own command lines name the sleeps too; the
+	# control socket may come a moment after the guest starts under load
+	for i in $(seq 1 300); do
+		pgrep -f "^sleep 7777.5" >/dev/null && ls "$SBX_STORE"/run/*.sock >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	guests=$(pgrep -f "^sleep 7777" | tr '\n' ' ')
 	[ -n "$guests" ]
 	sock=$(ls "$SBX_STORE"/run/*.sock | head -1)
 	gpid=$(python3 -c 'import socket,sys,json; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"op\":\"status\"}\n"); print(json.loads(s.recv(4096))["guest_pid"])' "$sock")
