@@ -49,6 +49,7 @@ int lease_file_cache_fresh(struct lease_store *s)
 	p = lease_path(s, "journal.jsonl");
 	same = stat(p, &st) == 0 && common_same_file(&st, &s->jst);
 	free(p);
+	m->others = !same;
 	if (!same) {
 		journal_close(s);
 		lease_file_journal_forget(s);

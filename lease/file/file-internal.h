@@ -36,6 +36,8 @@ struct lease_file_mem {
 	json_t *pair;   /* {"lease", "receipt"} of the journal's last lease, not yet written */
 	json_t *slots;  /* the slot index, not yet written (NULL: as on disk) */
 	size_t lag;     /* receipts of pair journaled after the record on disk */
+	int others;     /* the journal was last found changed by another process: it
+			 * would roll a kept record forward at each turn, so none is kept */
 };
 
 /* cache.c: the derived files as this process last wrote or read them, kept while

@@ -322,9 +322,9 @@ static int journal_append(struct lease_store *s, const char *buf, size_t len,
  * and is written first, in one append, its only fsync; a kill after it is rolled
  * forward by lease_file_recover, a kill before it leaves nothing, a kill within it
  * whole receipts up to a torn line that recovery cuts. The record and the slot index
- * stay in memory (the journal's last lease may lag, LEASE_LAG_MAX): the record of
- * another lease the last commit left is written before this append, so that only
- * the journal's last lease ever lags. */
+ * stay in memory (the journal's last lease may lag, LEASE_LAG_MAX) while no other
+ * process appends: the record of another lease the last commit left is written
+ * before this append, so that only the journal's last lease ever lags. */
 static int file_commit(struct lease_store *s, const json_t *rs, const json_t *rec,
 		       struct common_err *e)
 {
@@ -333,12 +333,12 @@ static int file_commit(struct lease_store *s, const json_t *rs, const json_t *re
 	size_t len = 0, i, n = json_array_size(rs), lag = 0;
 	const char *id = lease_jstr(json_array_get(rs, 0), "lease");
 	json_t *pair = NULL, *r, *slots = NULL;
-	int rc = -1, dirty = 0;
+	int rc = -1, dirty = 0, keep;
 
 	/* under the store lock: what the cache says is on disk stays so until we write */
 	if (lease_file_cache_fresh(s)) {
 		const char *pid = lease_jstr(json_object_get(m->pair, "lease"), "id");
-		if (pid && strcmp(pid, id) == 0 && m->lag + n <= LEASE_LAG_MAX) {
+		if (pid && strcmp(pid, id) == 0 && m->lag + n <= LEASE_LAG_MAX && !m->others) {
 			lag = m->lag;
 			dirty = m->slots != NULL;
 		} else if (lease_file_flush(s, e) < 0) {
@@ -346,6 +346,7 @@ static int file_commit(struct lease_store *s, const json_t *rs, const json_t *re
 		}
 		slots = lease_file_cache_get(s, "slots");
 	}
+	keep = !m->others;
 	json_array_foreach(rs, i, r) {
 		c = common_json_canonical(r);
 		buf = common_xrealloc(buf, len + strlen(c) + 2);
@@ -360,8 +361,10 @@ static int file_commit(struct lease_store *s, const json_t *rs, const json_t *re
 	common_fault_point("lease-after-journal");
 	r = json_array_get(rs, n - 1);
 	pair = json_pack("{s:O, s:O}", "lease", rec, "receipt", r);
+	if (!keep && (rc = lease_file_pair_write(s, id, pair, e)) < 0)
+		goto out;
 	common_fault_point("lease-after-record");
-	if ((rc = effects_with(s, rec, &slots, 1, e)) < 0)
+	if ((rc = effects_with(s, rec, &slots, keep, e)) < 0)
 		goto out;
 	dirty |= rc;
 	rc = 0;
@@ -370,7 +373,7 @@ static int file_commit(struct lease_store *s, const json_t *rs, const json_t *re
 	snprintf(key, sizeof key, "lease/%s", id);
 	lease_file_cache_put(s, key, pair);
 	lease_file_cache_put(s, "slots", slots);
-	if (s->jst_ok)
+	if (s->jst_ok && keep)
 		lease_file_pending_set(s, pair, dirty ? slots : NULL, lag + n);
 out:
 	json_decref(slots);

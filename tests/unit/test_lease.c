@@ -648,16 +648,33 @@ static void test_store_lag(void)
 	json_decref(h);
 	CHECK(lease_head(s1, id, &h, &e) == 0 && json_integer_value(json_object_get(h, "seq")) == 32);
 	json_decref(h);
-	/* killed right after the journal append of another lease's request: the record
-	 * the last commit left in memory was written before it */
-	usage[LEASE_DIM_FUEL] = 31;
+	/* two handles taking turns write at once (from the turn that finds the other's
+	 * append): each would roll the other's kept record forward (a signature check
+	 * a receipt) at every turn */
+	for (int i = 1; i <= 4; i++) {
+		usage[LEASE_DIM_FUEL] = (uint64_t)(30 + i);
+		CHECK(lease_observe_usage(i % 2 ? s2 : s1, id, usage, &closed, &rs, &e) == 0);
+		json_decref(rs);
+		CHECK(i == 1 || disk_seq(dir, id) == 32 + i);
+	}
+	/* alone again, it keeps the record in memory once more */
+	usage[LEASE_DIM_FUEL] = 35;
 	CHECK(lease_observe_usage(s1, id, usage, &closed, &rs, &e) == 0);
 	json_decref(rs);
-	CHECK(disk_seq(dir, id) < 33);
+	usage[LEASE_DIM_FUEL] = 36;
+	CHECK(lease_observe_usage(s1, id, usage, &closed, &rs, &e) == 0);
+	json_decref(rs);
+	CHECK(disk_seq(dir, id) < 38);
+	/* killed right after the journal append of another lease's request: the record
+	 * the last commit left in memory was written before it */
+	usage[LEASE_DIM_FUEL] = 37;
+	CHECK(lease_observe_usage(s1, id, usage, &closed, &rs, &e) == 0);
+	json_decref(rs);
+	CHECK(disk_seq(dir, id) < 39);
 	pid = fork();
 	if (pid == 0) {
 		json_t *r2;
-		usage[LEASE_DIM_FUEL] = 32;
+		usage[LEASE_DIM_FUEL] = 38;
 		if (lease_observe_usage(s1, id, usage, &closed, &rs, &e) < 0)
 			_exit(3);
 		setenv("SBX_FAULT", "lease-after-journal", 1);
@@ -665,11 +682,11 @@ static void test_store_lag(void)
 		_exit(4);
 	}
 	CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	CHECK(disk_seq(dir, id) == 34);
+	CHECK(disk_seq(dir, id) == 40);
 	CHECK(lease_verify(s2, NULL, &rs, &e) == 0 && json_is_true(json_object_get(rs, "ok")));
 	json_decref(rs);
 	CHECK(lease_load(s2, id, &rec, &e) == 0 && json_integer_value(json_object_get(
-		json_object_get(rec, "usage"), "fuel")) == 32);
+		json_object_get(rec, "usage"), "fuel")) == 38);
 	json_decref(rec);
 	json_decref(a);
 	json_decref(f);
