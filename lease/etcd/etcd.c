@@ -324,9 +324,6 @@ static enum outcome post_once(struct lease_etcd *c, const char *path, const char
 	CURLcode cc;
 
 	h = cu.slist_append(h, "Content-Type: application/json");
-	/* a body over 1 KiB (a txn with receipts) would wait for "100 Continue": a
-	 * round trip more per commit for nothing, the gateway reads every body */
-	h = cu.slist_append(h, "Expect:");
 	if (c->token) {
 		auth = common_xasprintf("Authorization: %s", c->token);
 		h = cu.slist_append(h, auth);
