@@ -11,7 +11,7 @@ SAN     ?=
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -fPIC -I. $(SAN)
 LDFLAGS += $(SAN) -Wl,--build-id
-LDLIBS  := -lseccomp -lelf -ljansson -larchive -lcrypto -lpthread
+LDLIBS  := -lseccomp -lelf -ljansson -lcrypto -lpthread
 
 DEB_PKGS := build-essential pkg-config libseccomp-dev libelf-dev libjansson-dev \
             libarchive-dev libssl-dev bats bats-assert bats-support clang \

@@ -1,6 +1,4 @@
 /* snap: the sbx-snap and sbx-restore command lines. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -321,13 +319,13 @@ static int cmd_export(struct lease_store *s, const char *hex, const char *out,
 {
 	struct snap_image im;
 	json_t *meta = NULL;
-	if (load_snapshot(s, hex, &im, &meta, e) < 0)
+	if (snap_tar_load(e) < 0 || load_snapshot(s, hex, &im, &meta, e) < 0)
 		return SBX_EXIT_FAIL;
 	char *tmp = common_xasprintf("%s.tmp.%d", out, (int)getpid());
-	struct archive *a = archive_write_new();
-	archive_write_set_format_pax_restricted(a);
-	int rc = archive_write_open_filename(a, tmp) == ARCHIVE_OK ? 0
-		 : common_errf(e, out, "%s", archive_error_string(a));
+	struct archive *a = snap_tar.write_new();
+	snap_tar.write_set_format_pax_restricted(a);
+	int rc = snap_tar.write_open_filename(a, tmp) == ARCHIVE_OK ? 0
+		 : common_errf(e, out, "%s", snap_tar.error_string(a));
 	struct snap_manifest m;
 	memcpy(m.digest, im.digest, 32);
 	m.len = im.len;
@@ -353,19 +351,19 @@ static int cmd_export(struct lease_store *s, const char *hex, const char *out,
 			p = im.bytes + off;
 			n = im.len - off < SNAP_CHUNK_MAX ? im.len - off : SNAP_CHUNK_MAX;
 		}
-		struct archive_entry *en = archive_entry_new();
-		archive_entry_set_pathname(en, name);
-		archive_entry_set_filetype(en, AE_IFREG);
-		archive_entry_set_perm(en, 0600);
-		archive_entry_set_size(en, (la_int64_t)n);
-		if (archive_write_header(a, en) != ARCHIVE_OK ||
-		    archive_write_data(a, p, n) != (la_ssize_t)n)
-			rc = common_errf(e, out, "%s", archive_error_string(a));
-		archive_entry_free(en);
+		struct archive_entry *en = snap_tar.entry_new();
+		snap_tar.entry_set_pathname(en, name);
+		snap_tar.entry_set_filetype(en, AE_IFREG);
+		snap_tar.entry_set_perm(en, 0600);
+		snap_tar.entry_set_size(en, (la_int64_t)n);
+		if (snap_tar.write_header(a, en) != ARCHIVE_OK ||
+		    snap_tar.write_data(a, p, n) != (la_ssize_t)n)
+			rc = common_errf(e, out, "%s", snap_tar.error_string(a));
+		snap_tar.entry_free(en);
 	}
-	if (archive_write_close(a) != ARCHIVE_OK && rc == 0)
-		rc = common_errf(e, out, "%s", archive_error_string(a));
-	archive_write_free(a);
+	if (snap_tar.write_close(a) != ARCHIVE_OK && rc == 0)
+		rc = common_errf(e, out, "%s", snap_tar.error_string(a));
+	snap_tar.write_free(a);
 	free(mtxt);
 	if (rc == 0 && rename(tmp, out) < 0)
 		rc = common_errno(e, errno, "rename %s to %s", tmp, out);
@@ -405,26 +403,28 @@ static int member_kind(const char *name, char hex[65], uint32_t *chunk)
  * into the fresh directory tmp; hex names the snapshot. 0 or -1 (e). */
 static int import_unpack(const char *file, const char *tmp, char hex[65], struct common_err *e)
 {
-	struct archive *a = archive_read_new();
-	archive_read_support_format_tar(a);
-	archive_read_support_format_gnutar(a);
+	if (snap_tar_load(e) < 0)
+		return -1;
+	struct archive *a = snap_tar.read_new();
+	snap_tar.read_support_format_tar(a);
+	snap_tar.read_support_format_gnutar(a);
 	int rc = 0, have_manifest = 0, have_meta = 0;
 	uint64_t total = 0;
 	if (common_mkdir_p(tmp, 0700, e) < 0)
 		rc = -1;
-	else if (archive_read_open_filename(a, file, 65536) != ARCHIVE_OK)
-		rc = common_errf(e, file, "%s", archive_error_string(a));
+	else if (snap_tar.read_open_filename(a, file, 65536) != ARCHIVE_OK)
+		rc = common_errf(e, file, "%s", snap_tar.error_string(a));
 	struct archive_entry *en;
 	uint8_t *buf = common_xmalloc(SNAP_CHUNK_MAX + 1);
 	while (rc == 0) {
-		int r = archive_read_next_header(a, &en);
+		int r = snap_tar.read_next_header(a, &en);
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r != ARCHIVE_OK) {
-			rc = common_errf(e, file, "%s", archive_error_string(a));
+			rc = common_errf(e, file, "%s", snap_tar.error_string(a));
 			break;
 		}
-		const char *name = archive_entry_pathname(en);
+		const char *name = snap_tar.entry_pathname(en);
 		uint32_t chunk = 0;
 		int kind = name ? member_kind(name, hex, &chunk) : -1;
 		if (kind < 0) {
@@ -432,12 +432,12 @@ static int import_unpack(const char *file, const char *tmp, char hex[65], struct
 					 "(HEX/manifest, HEX/meta.json, HEX/NNNNNN)", name ? name : "");
 			break;
 		}
-		if (archive_entry_filetype(en) != AE_IFREG || archive_entry_hardlink(en) ||
-		    archive_entry_symlink(en)) {
+		if (snap_tar.entry_filetype(en) != AE_IFREG || snap_tar.entry_hardlink(en) ||
+		    snap_tar.entry_symlink(en)) {
 			rc = common_errf(e, file, "member %s is not a regular file", name);
 			break;
 		}
-		la_int64_t size = archive_entry_size(en);
+		la_int64_t size = snap_tar.entry_size(en);
 		la_int64_t max = kind == 0 ? SNAP_MANIFEST_LEN : kind == 1 ? SNAP_META_MAX : SNAP_CHUNK_MAX;
 		if (size < 0 || size > max || (kind == 2 && chunk > SNAP_MAX_BYTES / SNAP_CHUNK_MAX)) {
 			rc = common_errf(e, file, "member %s is oversized (%lld bytes)", name,
@@ -449,7 +449,7 @@ static int import_unpack(const char *file, const char *tmp, char hex[65], struct
 			rc = common_errf(e, file, "archive holds more than a snapshot can");
 			break;
 		}
-		la_ssize_t got = archive_read_data(a, buf, (size_t)size + 1);
+		la_ssize_t got = snap_tar.read_data(a, buf, (size_t)size + 1);
 		if (got != size) {
 			rc = common_errf(e, file, "member %s: short or long data", name);
 			break;
@@ -469,7 +469,7 @@ static int import_unpack(const char *file, const char *tmp, char hex[65], struct
 		have_meta |= kind == 1;
 	}
 	free(buf);
-	archive_read_free(a);
+	snap_tar.read_free(a);
 	if (rc == 0 && (!have_manifest || !have_meta))
 		rc = common_errf(e, file, "archive lacks the %s", have_manifest ? "meta.json" : "manifest");
 	return rc;

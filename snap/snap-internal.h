@@ -2,6 +2,8 @@
 #ifndef SBX_SNAP_INTERNAL_H
 #define SBX_SNAP_INTERNAL_H
 
+#include <archive.h>
+#include <archive_entry.h>
 #include "snap/snap.h"
 #include "trace/tracee/tracee.h"
 
@@ -201,5 +203,38 @@ int snap_chain_run(struct trace_run_opts *o);
 
 int snap_inject(struct trace_tracee *t, const char *what, long nr, uint64_t a0, uint64_t a1,
 		uint64_t a2, uint64_t a3, int64_t *ret, struct common_err *e);
+
+/* tarlib.c: libarchive's functions that export and import call, resolved by
+ * snap_tar_load (0, or -1 with e when libarchive cannot be loaded). */
+struct snap_tar_api {
+	__typeof__(archive_error_string) *error_string;
+	__typeof__(archive_entry_new) *entry_new;
+	__typeof__(archive_entry_free) *entry_free;
+	__typeof__(archive_entry_set_pathname) *entry_set_pathname;
+	__typeof__(archive_entry_set_filetype) *entry_set_filetype;
+	__typeof__(archive_entry_set_perm) *entry_set_perm;
+	__typeof__(archive_entry_set_size) *entry_set_size;
+	__typeof__(archive_entry_pathname) *entry_pathname;
+	__typeof__(archive_entry_filetype) *entry_filetype;
+	__typeof__(archive_entry_hardlink) *entry_hardlink;
+	__typeof__(archive_entry_symlink) *entry_symlink;
+	__typeof__(archive_entry_size) *entry_size;
+	__typeof__(archive_write_new) *write_new;
+	__typeof__(archive_write_set_format_pax_restricted) *write_set_format_pax_restricted;
+	__typeof__(archive_write_open_filename) *write_open_filename;
+	__typeof__(archive_write_header) *write_header;
+	__typeof__(archive_write_data) *write_data;
+	__typeof__(archive_write_close) *write_close;
+	__typeof__(archive_write_free) *write_free;
+	__typeof__(archive_read_new) *read_new;
+	__typeof__(archive_read_support_format_tar) *read_support_format_tar;
+	__typeof__(archive_read_support_format_gnutar) *read_support_format_gnutar;
+	__typeof__(archive_read_open_filename) *read_open_filename;
+	__typeof__(archive_read_next_header) *read_next_header;
+	__typeof__(archive_read_data) *read_data;
+	__typeof__(archive_read_free) *read_free;
+};
+extern struct snap_tar_api snap_tar;
+int snap_tar_load(struct common_err *e);
 
 #endif

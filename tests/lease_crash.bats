@@ -84,6 +84,14 @@ crash_walk() {
 	crash_walk lease-after-effects $EDGES
 }
 
+# a command alone at the journal keeps the record and the slot index in memory
+# and writes them when it closes the store: killed there, between the two, or
+# after both
+@test "SIGKILL in the close's write of the record and slot index, at every edge" {
+	crash_walk lease-flush-after-record $EDGES
+	crash_walk lease-after-flush $EDGES
+}
+
 @test "a torn journal tail (killed mid-append) is cut and the store verifies" {
 	sbx-lease request --image /bin/true >r.json
 	before=$(cat "$SBX_STORE/journal.jsonl")

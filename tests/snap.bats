@@ -298,6 +298,23 @@ snapshot_mid_run() {
 	[ "$(printf '%s\n' "$output" | tail -n 1)" = "$want" ]
 }
 
+@test "libarchive is loaded only to export or import: no tool links it; without it they say so" {
+	for t in "$SBX_BUILD"/bin/sbx-*; do
+		run ldd "$t"
+		assert_success
+		refute_output --partial libarchive
+	done
+	mkdir "$BATS_TEST_TMPDIR/noarchive"
+	: >"$BATS_TEST_TMPDIR/noarchive/libarchive.so.13"
+	printf 'not a tar' >"$BATS_TEST_TMPDIR/bad.tar"
+	LD_LIBRARY_PATH=$BATS_TEST_TMPDIR/noarchive run sbx-snap import "$BATS_TEST_TMPDIR/bad.tar"
+	assert_failure 1
+	assert_output --partial "sbx-snap: error: snapshot archive: cannot load libarchive: "
+	run sbx-snap import "$BATS_TEST_TMPDIR/bad.tar"
+	assert_failure 1
+	refute_output --partial "cannot load libarchive"
+}
+
 @test "list, show, export and import; hostile archives are refused" {
 	snapshot_mid_run
 	run sbx-snap list

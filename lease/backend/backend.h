@@ -92,6 +92,7 @@ struct lease_store {
 	int conflict;   /* the last commit lost a race: run the transition again */
 	int lockfd;     /* -1 when the store lock is not held */
 	int lock_depth; /* nested lock holders in this process */
+	unsigned lock_gen; /* times the lock was taken: what one hold checked lasts while it does */
 	struct common_key key;
 	int durable;    /* derived files fsynced too: no boot id to tell a crash by */
 	int boot_ok;    /* derived files were checked against the journal this boot */
@@ -99,6 +100,8 @@ struct lease_store {
 	struct stat jst;
 	json_t *fcache;  /* what the back end keeps in memory: the directory's derived files
 			  * as of jst (lease/file/cache.c), principals' keys */
+	struct lease_file_mem *fmem; /* the directory back end's journal descriptor and
+				      * the derived files its last commit left unwritten */
 	struct stat cst; /* clock.json behind clk */
 	json_t *clk;
 	char boot[37];   /* "" unread, "-" unknown */

@@ -2,33 +2,81 @@
  * (records, the slot index), kept in memory while the journal is exactly as this
  * process's last complete commit left it (s->jst): every commit appends to the
  * journal before it touches a derived file, so an unchanged journal means no other
- * process has changed one since. A transition then reads nothing back from disk. */
+ * process has changed one since. A transition then reads nothing back from disk.
+ * Also kept: the journal's descriptor, and what the last commit left unwritten (the
+ * record of the journal's last lease, the slot index), which any other process's
+ * recovery rolls forward from the journal before it reads them. */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "lease/file/file-internal.h"
+
+static struct lease_file_mem *mem(struct lease_store *s)
+{
+	if (!s->fmem) {
+		s->fmem = common_xcalloc(1, sizeof *s->fmem);
+		s->fmem->jfd = -1;
+	}
+	return s->fmem;
+}
+
+static void journal_close(struct lease_store *s)
+{
+	struct lease_file_mem *m = mem(s);
+
+	if (m->jfd >= 0)
+		close(m->jfd);
+	m->jfd = -1;
+}
 
 int lease_file_cache_fresh(struct lease_store *s)
 {
+	struct lease_file_mem *m = mem(s);
 	struct stat st;
 	char *p;
 	int same;
 
 	if (!s->fcache)
 		s->fcache = json_object();
-	if (!s->jst_ok)
+	if (!s->jst_ok) {
+		journal_close(s);
 		return 0;
+	}
+	/* checked under the lock still held: no other process can have appended since */
+	if (s->lockfd >= 0 && m->gen == s->lock_gen)
+		return 1;
 	p = lease_path(s, "journal.jsonl");
 	same = stat(p, &st) == 0 && common_same_file(&st, &s->jst);
 	free(p);
-	if (!same)
+	m->others = !same;
+	if (!same) {
+		journal_close(s);
 		lease_file_journal_forget(s);
+	} else if (s->lockfd >= 0) {
+		m->gen = s->lock_gen;
+	}
 	return same;
+}
+
+/* What the last commit left unwritten under key, NULL when nothing. */
+static json_t *pending(struct lease_store *s, const char *key)
+{
+	struct lease_file_mem *m = mem(s);
+	const char *id;
+
+	if (strcmp(key, "slots") == 0)
+		return m->slots;
+	id = lease_jstr(json_object_get(m->pair, "lease"), "id");
+	return id && strncmp(key, "lease/", 6) == 0 && strcmp(key + 6, id) == 0 ? m->pair : NULL;
 }
 
 json_t *lease_file_cache_get(struct lease_store *s, const char *key)
 {
-	json_t *v = s->fcache ? json_object_get(s->fcache, key) : NULL;
+	json_t *v = pending(s, key);
 
+	if (!v)
+		v = s->fcache ? json_object_get(s->fcache, key) : NULL;
 	return v ? json_deep_copy(v) : NULL;
 }
 
@@ -54,16 +102,46 @@ void lease_file_cache_put(struct lease_store *s, const char *key, const json_t *
 	json_object_set_new(s->fcache, key, json_deep_copy(v));
 }
 
-/* The derived files go; principals' keys (written once, never changed) stay. */
+void lease_file_pending_set(struct lease_store *s, const json_t *pair, const json_t *slots,
+			    size_t lag)
+{
+	struct lease_file_mem *m = mem(s);
+
+	lease_file_pending_drop(s);
+	m->pair = json_deep_copy(pair);
+	m->slots = slots ? json_deep_copy(slots) : NULL;
+	m->lag = lag;
+}
+
+struct lease_file_mem *lease_file_pending(struct lease_store *s)
+{
+	return mem(s);
+}
+
+void lease_file_pending_drop(struct lease_store *s)
+{
+	struct lease_file_mem *m = mem(s);
+
+	json_decref(m->pair);
+	json_decref(m->slots);
+	m->pair = m->slots = NULL;
+	m->lag = 0;
+}
+
+/* The derived files go, the unwritten ones too (whoever changed the journal rolled
+ * them forward first); principals' keys (written once, never changed) stay. */
 void lease_file_journal_forget(struct lease_store *s)
 {
 	s->jst_ok = 0;
+	mem(s)->gen = 0;
+	lease_file_pending_drop(s);
 	cache_drop(s);
 }
 
 void lease_file_forget(struct lease_store *s)
 {
-	s->jst_ok = 0;
+	lease_file_journal_forget(s);
+	journal_close(s);
 	json_object_clear(s->fcache);
 }
 
@@ -85,6 +163,13 @@ void lease_file_cache_principal_put(struct lease_store *s, const char *name, con
 
 void lease_file_close(struct lease_store *s)
 {
+	lease_file_flush_at_close(s);
+	if (s->fmem) {
+		lease_file_pending_drop(s);
+		journal_close(s);
+		free(s->fmem);
+		s->fmem = NULL;
+	}
 	json_decref(s->fcache);
 	s->fcache = NULL;
 }

@@ -13,17 +13,21 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Lease ids with a record file, sorted. */
+/* Lease ids with a record file, sorted (a record this process left unwritten is
+ * written first: a new lease has no file before). */
 int lease_file_ids(struct lease_store *s, char ***ids, size_t *n, struct common_err *e)
 {
-	char *p = lease_path(s, "leases");
-	DIR *d = opendir(p);
+	char *p;
+	DIR *d;
 	struct dirent *de;
 	size_t cap = 0;
 
 	*ids = NULL;
 	*n = 0;
-	if (!d) {
+	if (lease_file_flush(s, e) < 0)
+		return -1;
+	p = lease_path(s, "leases");
+	if (!(d = opendir(p))) {
 		int r = errno == ENOENT ? 0 : common_errno(e, errno, "%s", p);
 		free(p);
 		return r;

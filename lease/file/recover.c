@@ -121,7 +121,7 @@ static json_t *tail_chain(const char *buf, size_t len, int from_start, const jso
 	const char *id = NULL, *want = NULL;
 
 	*more = 0;
-	while (json_array_size(chain) <= LEASE_STEPS_MAX) {
+	while (json_array_size(chain) < LEASE_LAG_MAX) {
 		start = end - 1;
 		while (start > 0 && buf[start - 1] != '\n')
 			start--;
@@ -164,19 +164,15 @@ int lease_file_recover(struct lease_store *s, struct common_err *e)
 {
 	json_t *pair = NULL, *rec = NULL, *np = NULL, *chain = NULL, *r = NULL, *last;
 	const char *id, *head;
-	char *buf = NULL, *p;
+	char *buf = NULL;
 	size_t len, want = LEASE_LINE_MAX + 1, i;
-	struct stat st;
 	ssize_t start;
-	int ret = -1, from_start, more, same;
+	int ret = -1, from_start, more;
 
-	/* Nothing was appended since this process's own complete commit. */
-	p = lease_path(s, "journal.jsonl");
-	same = s->jst_ok && stat(p, &st) == 0 && common_same_file(&st, &s->jst);
-	free(p);
-	if (same)
+	/* Nothing was appended since this process's own complete commit (else what it
+	 * kept is forgotten). */
+	if (lease_file_cache_fresh(s))
 		return 0;
-	lease_file_journal_forget(s);
 again:
 	if (journal_window(s, want, &buf, &len, &from_start, e) < 0)
 		return -1;
@@ -204,13 +200,13 @@ again:
 		goto out;
 	}
 	chain = tail_chain(buf, len, from_start, pair, &more);
-	if (!chain && more && want < (LEASE_STEPS_MAX + 1) * (LEASE_LINE_MAX + 1)) {
+	if (!chain && more && want < LEASE_LAG_MAX * (LEASE_LINE_MAX + 1)) {
 		json_decref(pair);
 		json_decref(r);
 		pair = r = NULL;
 		free(buf);
 		buf = NULL;
-		want = (LEASE_STEPS_MAX + 1) * (LEASE_LINE_MAX + 1);
+		want = LEASE_LAG_MAX * (LEASE_LINE_MAX + 1);
 		goto again;
 	}
 	if (!chain) {

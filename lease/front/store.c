@@ -32,6 +32,7 @@ static int lock_mode(struct lease_store *s, int excl, struct common_err *e)
 		s->lock_depth = 0;
 		return -1;
 	}
+	s->lock_gen++;
 	if (s->be->boot_check && s->key.has_priv && !s->boot_ok && s->be->boot_check(s, e) < 0) {
 		lease_unlock(s);
 		return -1;

@@ -105,14 +105,16 @@ static void test_steps(const char *dir)
 	CHECK(verify_ok(dir));
 }
 
-/* A child killed at a fault point inside a batch; the store must verify and hold
- * every journaled receipt, rolled forward into the record. */
+/* A child killed at a fault point inside a batch, or in the close that writes the
+ * record and the slot index the batch left in memory; the store must verify and
+ * hold every journaled receipt, rolled forward into the record. */
 static void test_batch_kill(const char *dir)
 {
 	/* :2 is the slot index, which both batches change */
 	static const char *const faults[] = { "lease-after-journal", "lease-after-record",
 					      "atomic-before-rename:1", "atomic-before-rename:2",
-					      "lease-after-effects" };
+					      "lease-after-effects", "lease-flush-after-record",
+					      "lease-after-flush" };
 	struct lease_store *s;
 	struct common_err e;
 	json_t *rec, *log;
@@ -155,6 +157,7 @@ static void test_batch_kill(const char *dir)
 				} else if (lease_steps(s, NULL, id, NULL, close_steps, 3, &rs, &e) < 0) {
 					_exit(4);
 				}
+				lease_store_close(s);
 				_exit(write(fds[1], "x", 1) == 1 ? 5 : 6);
 			}
 			close(fds[1]);
@@ -217,6 +220,8 @@ static void test_rebuild(const char *dir)
 	CHECK(lease_store_open(dir, &s, &e) == 0);
 	CHECK(lease_steps(s, &req, NULL, NULL, st, 1, &a, &e) == 0);
 	id_a = common_xstrdup(rid(json_array_get(a, 0)));
+	lease_store_close(s); /* writes the record the commit left in memory */
+	CHECK(lease_store_open(dir, &s, &e) == 0);
 	p = common_xasprintf("%s/leases/%s.json", dir, id_a);
 	CHECK(common_read_file(p, 1 << 20, &old, &oldlen, &e) == 0); /* Funded */
 	CHECK(lease_steps(s, NULL, id_a, NULL, st + 1, 1, &rs, &e) == 0);
