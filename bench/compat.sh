@@ -91,10 +91,18 @@ if suite libuv; then
 	UV_CASES=$(cd "$W/uv" && UV_RUN_AS_ROOT=1 ./uv_run_tests_a --list | awk '{print $1}')
 fi
 
-# cases VARIANT: "name status" lines of CPython's verbose output, sorted
+# cases VARIANT: "name status" lines of CPython's verbose output, sorted. A
+# case's status may come on a line of its own: a server thread, a child or a
+# resource tracker printed between its "... " and its status (as natively too)
 cases() {
-	sed -n 's/^\(test[^ ]* ([^)]*)\) \.\.\. \(ok\|FAIL\|ERROR\|skipped\|expected failure\).*/\1 \2/p' "$W/$1.out" |
-		sort -u
+	awk -v st='^(ok|FAIL|ERROR|skipped|expected failure)' '
+	match($0, /^test[^ ]* \([^)]*\) \.\.\. /) {
+		cur = substr($0, 1, RLENGTH - 5); rest = substr($0, RLENGTH + 1)
+		if (match(rest, st)) { print cur " " substr(rest, 1, RLENGTH); cur = "" }
+		next
+	}
+	cur != "" && match($0, st "( |$)") { s = substr($0, 1, RLENGTH); sub(/ $/, "", s); print cur " " s; cur = "" }
+	/^(-+|=+)$/ { cur = "" }' "$W/$1.out" | sort -u
 }
 
 # py VARIANT RUN...: each CPython module in a run of its own (a run's fuel
@@ -258,6 +266,8 @@ for v in sbx sbx-trace; do
 			read -r m && awk -F '\t' -v m="$m" '$1 == m { print "  (" $2 ")"; exit }' "$W/$v.mods"; } || true)
 		[ -n "$why" ] || why=$(echo "$c" | sed -n 's/^\(git [^ ]*\) .*/\1/p' | {
 			read -r m && awk -F '\t' -v m="$m" '$1 == m { print "  (" $2 ")"; exit }' "$W/$v.why"; } || true)
+		# a case skipped under the variant: the reason unittest gave
+		[ -n "$why" ] || why=$(grep -F -m1 "$c ... skipped" "$W/$v.out" | sed 's/.* \.\.\. \(skipped.*\)/  (\1)/' || true)
 		why=${why:-  (not reported)}
 		echo "  not under $v: $c$why"
 	done
