@@ -134,11 +134,16 @@ ended() {
 # pywhy VARIANT: "case<TAB>last line of its traceback" for each ERROR/FAIL
 pywhy() {
 	awk -v dash="$(printf '%070d' 0 | tr 0 -)" -v eq="$(printf '%070d' 0 | tr 0 =)" '
-	/^(ERROR|FAIL): test[^ ]* \([^)]*\)/ { sub(/^(ERROR|FAIL): /, ""); cur = $0; tb = 0; last = ""; next }
+	/^(ERROR|FAIL): test[^ ]* \([^)]*\)/ {
+		sub(/^(ERROR|FAIL): /, ""); match($0, /^test[^ ]* \([^)]*\)/)
+		cur = substr($0, 1, RLENGTH); sub_ = substr($0, RLENGTH + 2); tb = 0; last = ""; next
+	}
 	cur != "" && !tb && $0 == dash { tb = 1; next }
-	cur != "" && ($0 == dash || $0 == eq) { print cur "\t" last; cur = ""; next }
+	cur != "" && ($0 == dash || $0 == eq) { out(); next }
 	cur != "" && tb && NF { last = $0 }
-	END { if (cur != "") print cur "\t" last }' "$W/$1.out"
+	# a failing subtest names its parameters: the case is the test that holds it
+	function out() { print cur "\t" (sub_ != "" ? "subtest " sub_ ": " : "") last; cur = "" }
+	END { if (cur != "") out() }' "$W/$1.out"
 }
 
 # uv VARIANT RUN...: each libuv case by itself; "libuv NAME status" lines, and
