@@ -102,7 +102,7 @@ nlinks() { jq '.links | length' "$BATS_TEST_TMPDIR/res.json"; }
 	# under storage_read=8M every call stops (PTRACE_SYSCALL): the interrupt that
 	# brings the shell to a boundary meets its wait's exit stop first, which used
 	# to clear it; the take then waited forever (and SIGTERM could not end it)
-	run --separate-stderr timeout -k 10 300 sbx-run --ephemeral --limits storage_read=8M --chain 4 \
+	run --separate-stderr timeout -k 10 120 sbx-run --ephemeral --limits storage_read=8M --chain 4 \
 		--result "$BATS_TEST_TMPDIR/res.json" -- \
 		/bin/sh -c 'dd if=/dev/zero of=/dev/null bs=64k count=115 2>/dev/null; sleep 1; echo after'
 	[ "$status" -eq 0 ]
