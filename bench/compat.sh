@@ -100,17 +100,18 @@ if suite libuv; then
 fi
 
 # cases VARIANT: "name status" lines of CPython's verbose output, sorted. A
-# case's status may come on a line of its own: a server thread, a child or a
-# resource tracker printed between its "... " and its status (as natively too)
+# case with a docstring shows its first line, and its " ... status", on the
+# next line; a status may come on a line of its own: a server thread (chatty in
+# verbose mode), a child or a resource tracker printed between its "... " and
+# its status (as natively too)
 cases() {
 	awk -v st='^(ok|FAIL|ERROR|skipped|expected failure)' '
-	match($0, /^test[^ ]* \([^)]*\) \.\.\. /) {
-		cur = substr($0, 1, RLENGTH - 5); rest = substr($0, RLENGTH + 1)
-		if (match(rest, st)) { print cur " " substr(rest, 1, RLENGTH); cur = "" }
-		next
-	}
+	function status(rest) { if (match(rest, st)) { print cur " " substr(rest, 1, RLENGTH); cur = "" } }
+	match($0, /^test[^ ]* \([^)]*\) \.\.\. /) { cur = substr($0, 1, RLENGTH - 5); doc = 0; status(substr($0, RLENGTH + 1)); next }
+	/^test[^ ]* \([^)]*\)$/ { cur = $0; doc = 1; next }
+	doc && (i = index($0, " ... ")) { doc = 0; status(substr($0, i + 5)); next }
 	cur != "" && match($0, st "( |$)") { s = substr($0, 1, RLENGTH); sub(/ $/, "", s); print cur " " s; cur = "" }
-	/^(-+|=+)$/ { cur = "" }' "$W/$1.out" | sort -u
+	/^(-+|=+)$/ { cur = ""; doc = 0 }' "$W/$1.out" | sort -u
 }
 
 # py VARIANT RUN...: each CPython module in a run of its own (a run's fuel
