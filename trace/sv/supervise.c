@@ -772,6 +772,7 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		forget_dead(sv, t, 0);
 	t = tstate_get(sv, tid);
 	t->seen = 1;
+	t->exit_told = 0; /* live again: a thread that execs takes its leader's tid */
 	int sig = WSTOPSIG(status);
 	int event = (status >> 16) & 0xff;
 	if (sig == (SIGTRAP | 0x80))
