@@ -25,10 +25,10 @@
 # spawns re-reads the standard library's .pyc files, 1.41 GiB of file reads in
 # all natively (1.47 GiB with its pipes and sockets, which storage_read, the
 # kernel's rchar, counts too), past storage_read's 1 GiB ceiling: its lease
-# closes on storage_read some 140 of its 337 cases in. sbx-run --chain cannot
-# carry it over: multiprocessing's heap is a deleted /dev/shm file mapped
-# shared, which a snapshot refuses ("mapping of deleted file ... is not
-# supported"), so the link runs on to its bound.
+# closes on storage_read after some 166 of its 339 passing cases. sbx-run
+# --chain cannot carry it over: multiprocessing's heap is a deleted /dev/shm
+# file mapped shared, which a snapshot refuses ("mapping of deleted file ...
+# is not supported"), so the link runs on to its bound.
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
 # and every case that passes natively but not under sbx, with its first error.
 # Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
