@@ -105,6 +105,7 @@ nlinks() { jq '.links | length' "$BATS_TEST_TMPDIR/res.json"; }
 	run --separate-stderr timeout -k 10 120 sbx-run --ephemeral --limits storage_read=8M --chain 4 \
 		--result "$BATS_TEST_TMPDIR/res.json" -- \
 		/bin/sh -c 'dd if=/dev/zero of=/dev/null bs=64k count=115 2>/dev/null; sleep 1; echo after'
+	echo "status $status stderr $stderr"; jq -c '[.links[] | [.end, .usage.storage_read]]' "$BATS_TEST_TMPDIR/res.json" || true
 	[ "$status" -eq 0 ]
 	[ "$output" = after ]
 	jq -e '.links[0] | .end == "chain: storage_read" and (.snapshot | length) == 64' \
