@@ -98,6 +98,22 @@ nlinks() { jq '.links | length' "$BATS_TEST_TMPDIR/res.json"; }
 	jq -e '.links[:-1] | all(.end == "chain: storage_write")' "$BATS_TEST_TMPDIR/res.json"
 }
 
+@test "chain: a shell asleep in wait4 when the link ends near storage_read is snapshotted, not waited for" {
+	# under storage_read=8M every call stops (PTRACE_SYSCALL): the interrupt that
+	# brings the shell to a boundary meets its wait's exit stop first, which used
+	# to clear it; the take then waited forever (and SIGTERM could not end it)
+	run --separate-stderr timeout -k 10 120 sbx-run --ephemeral --limits storage_read=8M --chain 4 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- \
+		/bin/sh -c 'dd if=/dev/zero of=/dev/null bs=64k count=115 2>/dev/null; sleep 1; echo after'
+	echo "status $status stderr $stderr"; jq -c '[.links[] | [.end, .usage.storage_read]]' "$BATS_TEST_TMPDIR/res.json" || true
+	[ "$status" -eq 0 ]
+	[ "$output" = after ]
+	jq -e '.links[0] | .end == "chain: storage_read" and (.snapshot | length) == 64' \
+		"$BATS_TEST_TMPDIR/res.json"
+	jq -e '.links[-1].end == "exit 0" and (.links | all(.usage.storage_read <= 8388608))' \
+		"$BATS_TEST_TMPDIR/res.json"
+}
+
 @test "chain: one write larger than a whole lease ends on the bound: the bound is a bound" {
 	# 8 MiB writes under a 6 MiB bound: no fresh lease could take one
 	run --separate-stderr sbx-run --ephemeral --limits storage_write=6M --chain 8 \

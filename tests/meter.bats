@@ -207,6 +207,15 @@ memcg_or_skip() {
 	[ "$(usage_of storage_read)" -gt $((32 << 20)) ]
 }
 
+@test "storage_read: a leader that ends before its threads is counted once" {
+	# its reads are taken at its exit event; a zombie leader sampled again at the
+	# ticks while its other thread sleeps used to be counted twice (64 MiB here)
+	run sbx-run --ephemeral --result "$BATS_TEST_TMPDIR/r.json" -- "$GUESTS/meter_leader" 32
+	assert_success
+	jq -e '.usage.storage_read >= 33554432 and .usage.storage_read < 33554432 + 1048576' \
+		"$BATS_TEST_TMPDIR/r.json"
+}
+
 # within max(1 %, 1 MiB) of the bound, whatever the read path, at full speed
 @test "readers at full speed end within 1 MiB of storage_read, on every read path" {
 	local libc=/usr/lib/x86_64-linux-gnu/libc.so.6 how

@@ -3,7 +3,7 @@
 # layers (linked with libsbx).
 METER_GUESTS := $(O)/guests/meter_hog $(O)/guests/meter_hold $(O)/guests/meter_store \
 	$(O)/guests/meter_load $(O)/guests/meter_race $(O)/guests/meter_vec $(O)/guests/meter_copy $(O)/guests/meter_map \
-	$(O)/guests/meter_exact \
+	$(O)/guests/meter_exact $(O)/guests/meter_leader \
 	$(O)/guests/inspect_open $(O)/guests/inspect_mem \
 	$(O)/guests/inspect_writev $(O)/guests/inspect_threads $(O)/guests/inspect_loop
 METER_LIBSBX := $(O)/guests/state_echo $(O)/guests/inspect_host $(O)/guests/layer_host

@@ -248,8 +248,11 @@ size_t trace_sv_pids(const struct trace_supervisor *sv, pid_t *out, size_t max)
 	size_t n = 0;
 	for (size_t b = 0; b < NBUCKET; b++)
 		for (const struct tstate *t = sv->bucket[b]; t; t = t->next) {
-			if (t->tid == sv->init || t->dead)
-				continue; /* sbx's own init is not the guest; the dead are gone */
+			/* sbx's own init is not the guest; the dead are gone; one past its
+			 * exit event (a leader waiting for its threads) had its figures
+			 * taken there: sampled again it would be counted twice */
+			if (t->tid == sv->init || t->dead || t->exit_told)
+				continue;
 			if (n < max)
 				out[n] = t->tid;
 			n++;
@@ -688,6 +691,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			t->wstatus = (int)msg;
 		} else if (t->tid != sv->init) {
 			layers_proc_exit(sv, t->tid, (int)msg);
+			t->exit_told = 1;
 		}
 		if (t->nest && trace_nest_event(sv, t, event, msg))
 			return;
@@ -768,6 +772,7 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		forget_dead(sv, t, 0);
 	t = tstate_get(sv, tid);
 	t->seen = 1;
+	t->exit_told = 0; /* live again: a thread that execs takes its leader's tid */
 	int sig = WSTOPSIG(status);
 	int event = (status >> 16) & 0xff;
 	if (sig == (SIGTRAP | 0x80))

@@ -31,6 +31,7 @@ struct tstate {
 	int dead;                 /* reaped before its parent's fork event: kept for it */
 	int seen;                 /* it stopped here at least once: a guest task */
 	int exit_kept, wstatus;   /* its exit, told to the hooks after its spawn */
+	int exit_told;            /* its exit event told to the hooks: no longer live */
 	void *slot[TRACE_LAYERS]; /* each layer's state of this task */
 	pid_t nspid;              /* its pid in the run's namespace, 0 until looked up */
 	int sched_call;           /* resumed from the seccomp stop of an allowed call (sched.c) */

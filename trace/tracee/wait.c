@@ -298,15 +298,13 @@ int trace_tracee_interrupt(pid_t tid, struct common_err *e)
 		int ev = st >> 16, sig = WSTOPSIG(st);
 		if (ev == PTRACE_EVENT_STOP)
 			return 0;
-		if (ev == PTRACE_EVENT_SECCOMP) {
+		if (ev == PTRACE_EVENT_SECCOMP)
 			rewind_syscall(tid);
-			/* this stop may have taken the interrupt's place: ask again, or a
-			 * guest that traps every syscall is never caught between two */
-			ptrace(PTRACE_CONT, tid, 0, 0);
-			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-			continue;
-		}
 		ptrace(PTRACE_CONT, tid, 0, ev || sig == SIGTRAP || sig == (SIGTRAP | 0x80) ? 0 : sig);
+		/* any ptrace stop clears a pending interrupt (a seccomp stop, a signal's,
+		 * the exit of a call resumed with PTRACE_SYSCALL): ask again, or a task
+		 * that goes back to sleep in its call is waited for forever */
+		ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 	}
 	return common_errf(e, "snapshot", "the guest never reached a step boundary");
 }
