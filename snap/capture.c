@@ -35,6 +35,8 @@ int snap_map_kind(const struct trace_map *m)
 		return SNAP_REGION_STACK;
 	if (m->perms[3] == 's' && snap_sysv_mapping(m->path))
 		return SNAP_REGION_SYSV;
+	if (m->perms[3] == 's' && snap_shm_mapping(m->path))
+		return SNAP_REGION_SHM;
 	if (m->path[0] == '/')
 		return SNAP_REGION_FILE;
 	return SNAP_REGION_ANON;
@@ -211,6 +213,17 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 	}
 	if (S_ISFIFO(sb.st_mode) && st->version >= 4)
 		return pipe_fd(f, link, &sb, e);
+	if (S_ISREG(sb.st_mode) && snap_shm_fd(link) && st->version >= 5) {
+		/* numbered with the tree's shared memory (snap_shm_capture) */
+		if ((f->flags & O_ACCMODE) != O_RDWR)
+			return common_errf(e, "capture", "fd %u: %s opened read-only or write-only "
+					   "is not supported", f->fd, link);
+		f->kind = SNAP_FD_SHM;
+		f->path = common_xstrdup("");
+		f->size = (uint64_t)sb.st_ino;
+		f->flags &= O_CLOEXEC | O_NONBLOCK | O_APPEND;
+		return 0;
+	}
 	if (st->version >= 4 && snap_fd_is_object(&sb)) {
 		/* an object another process may share: restored per process it
 		 * would be split in two, so only the root's are held */
@@ -266,13 +279,15 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 	/* the kernel splits and merges VMAs as it likes: one region per run */
 	if (prev && prev->end == r.start && prev->prot == r.prot && prev->kind == r.kind &&
 	    r.kind != SNAP_REGION_VDSO &&
-	    (r.kind != SNAP_REGION_SYSV || prev->offset + (prev->end - prev->start) == r.offset) &&
+	    ((r.kind != SNAP_REGION_SYSV && r.kind != SNAP_REGION_SHM) ||
+	     prev->offset + (prev->end - prev->start) == r.offset) &&
 	    (r.kind != SNAP_REGION_FILE ||
 	     (!strcmp(prev->path, path) && prev->offset + (prev->end - prev->start) == r.offset))) {
 		prev->end = r.end;
 		return;
 	}
-	if (r.kind == SNAP_REGION_FILE)
+	/* a shared memory object's name, until snap_shm_capture reads it */
+	if (r.kind == SNAP_REGION_FILE || r.kind == SNAP_REGION_SHM)
 		r.path = common_xstrdup(path);
 	st->regions[st->nregions++] = r;
 }
@@ -310,7 +325,9 @@ static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_
 		return -1;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int kind = snap_map_kind(&m[i]);
-		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4 && root))
+		/* SysV segments and shared memory objects are the tree's (version 5) */
+		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4 && (root || version >= 5)) ||
+		    (kind == SNAP_REGION_SHM && version >= 5))
 			continue;
 		if (kind == SNAP_REGION_SYSV)
 			rc = common_errf(e, "capture", "SysV shared memory at %#" PRIx64 " %s",
@@ -322,7 +339,8 @@ static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_
 		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w' ||
 						  shared_may_write(pid, m[i].start, e) != 0))
 			rc = common_errf(e, "capture", "shared %s mapping %#" PRIx64 "-%#" PRIx64
-					 " %s is not supported (only read-only shared file mappings are)",
+					 " %s is not supported (only read-only shared file mappings, "
+					 "shared anonymous memory and memfds are)",
 					 kind != SNAP_REGION_FILE ? "anonymous" : "writable", m[i].start,
 					 m[i].end, m[i].path[0] ? m[i].path : "(anonymous)");
 	}
@@ -350,7 +368,8 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 				(m[i].perms[3] == 's' ? SNAP_PROT_SHARED : 0),
 			.offset = kind == SNAP_REGION_FILE || kind == SNAP_REGION_SYSV ? m[i].offset : 0,
 		};
-		if (kind == SNAP_REGION_SYSV) {
+		if (kind == SNAP_REGION_SYSV || kind == SNAP_REGION_SHM) {
+			/* the segment's id, the object's inode (renumbered later) */
 			uint32_t id;
 			if (snap_sysv_id(pid, m[i].start, &id, e) < 0) {
 				free(m);
@@ -401,6 +420,7 @@ struct cap_proc {
 struct fill_ctx {
 	struct cap_proc *cp;         /* the root's, then each proc's */
 	const struct snap_state *st; /* the root's */
+	struct snap_shm_src *shm;    /* where each shared memory object is read */
 };
 
 static struct cap_proc *owner(struct fill_ctx *c, const struct snap_region *r,
@@ -437,6 +457,10 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 		       uint64_t pages, uint8_t *dst, struct common_err *e)
 {
 	const struct snap_state *st;
+	struct fill_ctx *fc = vctx;
+	for (size_t j = 0; j < fc->st->nshms; j++)
+		if (whole == &fc->st->shms[j].content)
+			return snap_shm_fill(fc->shm, j, first, pages, dst, e);
 	struct cap_proc *c = owner(vctx, whole, &st);
 	struct snap_region part = *whole;
 	const struct snap_region *r = &part;
@@ -706,9 +730,8 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 	if (capture_regions(pid, st, e) < 0 || query_kernel_state(&c->t, st, e) < 0)
 		return -1;
 	const struct snap_region *w = scratch_region(st, e);
-	/* SysV segments are the root's only (refuse_mappings) */
+	/* each process's segments, gathered in the root's list (tree_segments) */
 	if (!w || snap_segments_capture(&c->t, w->start, st, e) < 0 ||
-	    (st->version >= 4 && c == c->first && snap_segments_unattached(pid, st, e) < 0) ||
 	    snap_threads_capture(&c->t, w->start, st, e) < 0)
 		return -1;
 	/* leave the tracee at the canonical boundary the snapshot describes */
@@ -804,12 +827,35 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 	return rc;
 }
 
+/* What the processes share, once every one is captured: SysV segments (in
+ * the root's list; none unattached), shared memory objects (version 5). */
+static int shared_memory(struct snap_state *st, struct cap_proc *cp, struct snap_shm_src **src,
+			 struct common_err *e)
+{
+	if (st->version < 4 || snap_segments_gather(st, e) < 0 ||
+	    snap_segments_unattached(cp[0].pid, st, e) < 0)
+		return st->version < 4 ? 0 : -1;
+	if (st->version < 5)
+		return 0;
+	pid_t *hosts = common_xcalloc(st->nprocs + 1, sizeof *hosts);
+	struct trace_tracee **t = common_xcalloc(st->nprocs + 1, sizeof *t);
+	for (size_t k = 0; k <= st->nprocs; k++) {
+		hosts[k] = cp[k].pid;
+		t[k] = &cp[k].t;
+	}
+	int rc = snap_shm_capture(st, hosts, t, src, e);
+	free(hosts);
+	free(t);
+	return rc;
+}
+
 static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
 		       const char *dir, struct snap_manifest *m, struct common_err *e)
 {
 	struct snap_state st;
 	struct cell_list cells = { 0 };
 	struct cap_proc *cp = NULL;
+	struct fill_ctx fc = { NULL, &st, NULL };
 	int rc = -1;
 	memset(&st, 0, sizeof st);
 
@@ -829,6 +875,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		if (!p->zombie && capture_process(&cp[k], o, p, e) < 0)
 			goto out;
 	}
+	if (shared_memory(&st, cp, &fc.shm, e) < 0)
+		goto out;
 	if (o->ns_dir) {
 		if (walk_cells(o->ns_dir, "", &cells, e) < 0)
 			goto out;
@@ -837,7 +885,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		st.cells = cells.c;
 		st.ncells = cells.n;
 	}
-	struct fill_ctx fc = { cp, &st };
+	fc.cp = cp;
 	if (m)
 		rc = snap_encode_stream(&st, fill_region, &fc, dir, o->admit, o->admit_ctx, m, e);
 	else
@@ -855,6 +903,7 @@ out:
 	free(cp);
 	for (size_t i = 0; i < cells.n; i++)
 		free((void *)cells.c[i].val);
+	snap_shm_src_free(fc.shm, st.nshms);
 	snap_pipes_free(&st);
 	snap_state_free(&st);
 	return rc;

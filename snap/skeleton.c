@@ -80,7 +80,7 @@ static int make_holders(struct trace_tracee *root, uint64_t scratch, const struc
 			return common_errf(e, "restore", "holder landed on fd %lld, not %u",
 					   (long long)got, want);
 	}
-	return 0;
+	return snap_shm_holders(root, scratch, st, h, e);
 }
 
 /* The host pid of parent's child with namespace pid ns. */

@@ -139,3 +139,15 @@ load snaptree/lib
 @test "snaptree: epoll_pipes" {
 	snaptree_case epoll_pipes
 }
+
+@test "snaptree: shm_anon_fork" {
+	snaptree_case shm_anon_fork
+}
+
+@test "snaptree: memfd_shared" {
+	snaptree_case memfd_shared
+}
+
+@test "snaptree: sysv_shared" {
+	snaptree_case sysv_shared
+}

@@ -657,7 +657,7 @@ static void test_decoder_tree(const struct snap_image *im)
 	uint8_t bytes[3] = { 'a', 'b', 'c' };
 	struct snap_pipe pipe = { 8192, 3, bytes };
 	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
-	CHECK(s.version == 4 && s.nprocs == 0 && s.npipes == 0 && s.exe[0] == '/');
+	CHECK(s.version == SNAP_VERSION && s.nprocs == 0 && s.npipes == 0 && s.exe[0] == '/');
 	struct snap_state *keep = s.procs;
 	struct snap_fd *keep_fds = s.fds;
 	size_t keep_nfds = s.nfds;
@@ -755,7 +755,7 @@ static void test_decoder_objects(const struct snap_image *im)
 	struct snap_image a, b;
 	struct common_err e;
 	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
-	CHECK(s.version == 4 && s.nobjects == 0 && s.nsegments == 0);
+	CHECK(s.version == SNAP_VERSION && s.nobjects == 0 && s.nsegments == 0);
 	struct snap_fd *saved_fds = s.fds, fds[16];
 	size_t nsaved = s.nfds, nf = 0;
 	for (size_t i = 0; i < nsaved && s.fds[i].fd <= 2; i++)
@@ -818,7 +818,7 @@ static void test_decoder_objects(const struct snap_image *im)
 	      t.objects[6].port == 4242 && t.objects[8].termios[1][0] == 5 &&
 	      t.nsegments == 1 && t.segments[0].size == 5000);
 	CHECK(t.regions[at].packed && t.regions[at].packed[0] == 'x' && !t.regions[at + 1].bitmap &&
-	      snap_region_has_content(&t, at) && !snap_region_has_content(&t, at + 1));
+	      snap_region_has_content(&t, &t, at) && !snap_region_has_content(&t, &t, at + 1));
 	CHECK(!strcmp(snap_fd_kind_name(&t, &t.fds[nf - 9]), "eventfd") &&
 	      !strcmp(snap_fd_kind_name(&t, &t.fds[nf - 1]), "pty-slave"));
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
