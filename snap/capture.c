@@ -225,9 +225,10 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 		return 0;
 	}
 	if (st->version >= 4 && snap_fd_is_object(&sb)) {
-		/* an object another process may share: restored per process it
-		 * would be split in two, so only the root's are held */
-		if (!root)
+		/* an object another process shares would be split in two when
+		 * restored per process (snap_objects_unshared); version 4 holds
+		 * the root's only */
+		if (!root && st->version < 5)
 			return common_errf(e, "capture", "fd %u of process %u: %s: a descriptor "
 					   "object outside the root process is not supported",
 					   f->fd, st->pid, link);
@@ -815,7 +816,8 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 		snprintf(path, sizeof path, "/proc/%d/exe", (int)cp[k].pid);
 		if (refuse_mappings(cp[k].pid, st->version, k == 0, e) < 0 ||
 		    capture_fds(cp[k].pid, p, st->version >= 4 ? &sd : NULL, k == 0,
-				k ? NULL : expect, e) < 0 ||
+				!k || !expect ? expect : k <= expect->nprocs ? &expect->procs[k - 1] : NULL,
+				e) < 0 ||
 		    (st->version >= 4 && read_link(path, link, sizeof link, e) < 0))
 			rc = -1;
 		else if (st->version >= 4)
@@ -823,6 +825,8 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 	}
 	if (rc == 0 && st->version >= 4)
 		rc = snap_pipes_capture(st, hosts, e);
+	if (rc == 0 && st->version >= 5)
+		rc = snap_objects_unshared(st, hosts, e);
 	free(hosts);
 	return rc;
 }

@@ -177,6 +177,9 @@ int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
 		   const struct stat *sb, struct snap_state *st, struct common_err *e);
 /* Once all descriptors are captured: pair ends, masters, watches tied up. */
 int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common_err *e);
+/* Version 5: refuse an object of one process that another process holds too
+ * (hosts[k]: process k's host pid; 0 the root). */
+int snap_objects_unshared(const struct snap_state *st, const pid_t *hosts, struct common_err *e);
 void snap_object_clear(struct snap_object *o);
 void snap_objects_put(struct codec_buf *b, const struct snap_state *st);
 int snap_objects_get(struct codec_rd *r, struct snap_state *st);

@@ -151,3 +151,11 @@ load snaptree/lib
 @test "snaptree: sysv_shared" {
 	snaptree_case sysv_shared
 }
+
+@test "snaptree: child_eventfd" {
+	snaptree_case child_eventfd
+}
+
+@test "snaptree: child_socketpair" {
+	snaptree_case child_socketpair
+}
