@@ -138,18 +138,22 @@ static int std_of(const struct snap_std *sd, const struct stat *sb)
 	return -1;
 }
 
-/* A pipe end: pos is the pipe's inode until snap_pipes_capture numbers it. */
-static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb,
+/* A pipe end: pos is the pipe's inode until snap_pipes_capture numbers it. A
+ * named FIFO's end (version 5) carries its path, and its mode in size. */
+static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb, uint32_t version,
 		   struct common_err *e)
 {
-	if (strncmp(link, "pipe:[", 6))
-		return common_errf(e, "capture", "fd %u: named FIFO %s is not supported", f->fd,
-				   link);
+	int named = strncmp(link, "pipe:[", 6) != 0;
+	if (named && (version < 5 || link[0] != '/' || strstr(link, " (deleted)")))
+		return common_errf(e, "capture", "fd %u: named FIFO %s is not supported%s", f->fd,
+				   link, version < 5 ? "" : " (it is not reachable by its path)");
 	if ((f->flags & O_ACCMODE) == O_RDWR)
-		return common_errf(e, "capture", "fd %u: a pipe opened for reading and writing "
-				   "is not supported", f->fd);
+		return common_errf(e, "capture", "fd %u: %s%s opened for reading and writing "
+				   "is not supported", f->fd, named ? "named FIFO " : "a pipe",
+				   named ? link : "");
 	f->kind = SNAP_FD_PIPE;
-	f->path = common_xstrdup("");
+	f->path = common_xstrdup(named ? link : "");
+	f->size = named ? (uint64_t)(sb->st_mode & 07777) : 0;
 	f->pos = (uint64_t)sb->st_ino;
 	f->flags &= O_ACCMODE | O_NONBLOCK | O_CLOEXEC;
 	return 0;
@@ -212,7 +216,7 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 		return 0;
 	}
 	if (S_ISFIFO(sb.st_mode) && st->version >= 4)
-		return pipe_fd(f, link, &sb, e);
+		return pipe_fd(f, link, &sb, st->version, e);
 	if (S_ISREG(sb.st_mode) && snap_shm_fd(link) && st->version >= 5) {
 		/* numbered with the tree's shared memory (snap_shm_capture) */
 		if ((f->flags & O_ACCMODE) != O_RDWR)
@@ -539,7 +543,16 @@ struct cell_list {
 	struct snap_cell *c;
 	size_t n, cap;
 	uint64_t bytes;
+	const struct snap_state *tree; /* its named FIFOs are made again by their holders */
 };
+
+static int held_fifo(const struct snap_state *st, const struct stat *sb)
+{
+	for (size_t i = 0; st && i < st->npipes; i++)
+		if (st->pipes[i].ino == (uint64_t)sb->st_ino && st->pipes[i].dev == (uint64_t)sb->st_dev)
+			return 1;
+	return 0;
+}
 
 static int walk_cells(const char *root, const char *rel, struct cell_list *l,
 		      struct common_err *e)
@@ -564,6 +577,11 @@ static int walk_cells(const char *root, const char *rel, struct cell_list *l,
 			rc = common_errno(e, errno, "stat %s", full);
 		} else if (S_ISDIR(sb.st_mode)) {
 			rc = walk_cells(root, key, l, e);
+		} else if (S_ISFIFO(sb.st_mode) && !held_fifo(l->tree, &sb)) {
+			rc = common_errf(e, "capture", "namespace entry %s is a FIFO no process holds "
+					 "open: not supported", key);
+		} else if (S_ISFIFO(sb.st_mode)) {
+			/* made again, by its path, with its holders (snap_tree_skeleton) */
 		} else if (!S_ISREG(sb.st_mode)) {
 			rc = common_errf(e, "capture", "namespace entry %s is not a regular file", key);
 		} else if (strlen(key) > SNAP_STR_MAX) {
@@ -882,6 +900,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	if (shared_memory(&st, cp, &fc.shm, e) < 0)
 		goto out;
 	if (o->ns_dir) {
+		cells.tree = &st;
 		if (walk_cells(o->ns_dir, "", &cells, e) < 0)
 			goto out;
 		if (cells.n)

@@ -203,9 +203,11 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 			return -1;
 		if (i && f->fd <= st->fds[i - 1].fd)
 			return codec_rd_fail(r, "descriptors are not sorted");
-		int bare = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE ||
-			   f->kind == SNAP_FD_OBJECT || f->kind == SNAP_FD_SHM;
 		int v4 = st->version >= 4;
+		/* a named FIFO's end (version 5) has its path */
+		int bare = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_OBJECT ||
+			   f->kind == SNAP_FD_SHM ||
+			   (f->kind == SNAP_FD_PIPE && (st->version < 5 || !f->path[0]));
 		if (f->kind > (st->version >= 5 ? SNAP_FD_SHM : SNAP_FD_OBJECT) || f->fd > (1u << 20) ||
 		    (f->kind >= SNAP_FD_PIPE && !v4) ||
 		    bare != (f->path[0] == 0) || (!bare && f->path[0] != '/') ||
@@ -215,6 +217,9 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 		    (f->fd <= 2 || f->pos || f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
 		     memcmp(f->hash, (const uint8_t[32]){0}, 32)))
 			return codec_rd_fail(r, "object descriptor with a position, hash or flags");
+		if (f->kind == SNAP_FD_PIPE && (f->size > (f->path[0] ? 07777u : 0) ||
+						memcmp(f->hash, (const uint8_t[32]){0}, 32)))
+			return codec_rd_fail(r, "pipe end with a hash or a mode out of range");
 		if (f->kind == SNAP_FD_SHM &&
 		    (f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK | O_APPEND) || f->size > SNAP_OBJ_MAX ||
 		     f->pos > SNAP_MAX_BYTES || memcmp(f->hash, (const uint8_t[32]){0}, 32)))
@@ -276,26 +281,35 @@ static int check_ids(struct codec_rd *r, const struct snap_state *st)
 	return dup ? codec_rd_fail(r, "a pid or tid appears twice") : 0;
 }
 
-/* Each pipe end names a pipe of the tree; each pipe is used. */
+/* Each pipe end names a pipe of the tree, the ends of a named FIFO its one
+ * path and mode; each pipe is used. */
 static int check_pipes(struct codec_rd *r, const struct snap_state *st)
 {
-	uint8_t *used = common_xcalloc(st->npipes + 1, 1);
+	const struct snap_fd **first = common_xcalloc(st->npipes + 1, sizeof *first);
 	int bad = 0;
 	for (size_t i = 0; i <= st->nprocs; i++) {
 		const struct snap_state *p = i ? &st->procs[i - 1] : st;
 		for (size_t j = 0; j < p->nfds; j++) {
-			if (p->fds[j].kind != SNAP_FD_PIPE)
+			const struct snap_fd *f = &p->fds[j];
+			if (f->kind != SNAP_FD_PIPE)
 				continue;
-			if (p->fds[j].pos >= st->npipes)
+			if (f->pos >= st->npipes)
 				bad = 1;
+			else if (!first[f->pos])
+				first[f->pos] = f;
 			else
-				used[p->fds[j].pos] = 1;
+				bad |= strcmp(first[f->pos]->path, f->path) || first[f->pos]->size != f->size;
 		}
 	}
+	uint8_t *used = common_xcalloc(st->npipes + 1, 1);
+	for (size_t i = 0; i < st->npipes; i++)
+		used[i] = first[i] != NULL;
+	free(first);
 	for (size_t i = 0; i < st->npipes; i++)
 		bad |= !used[i];
 	free(used);
-	return bad ? codec_rd_fail(r, "a pipe end names no pipe, or a pipe is unused") : 0;
+	return bad ? codec_rd_fail(r, "a pipe end names no pipe (or another FIFO than its "
+				   "other ends), or a pipe is unused") : 0;
 }
 
 static int decode_process(struct codec_rd *r, struct snap_state *root, struct snap_state *st,

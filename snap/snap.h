@@ -100,7 +100,8 @@ enum snap_fd_kind {
 	SNAP_FD_DIR = 2,
 	SNAP_FD_DEV = 3,    /* character device: reopened by path */
 	SNAP_FD_PIPE = 4,   /* v4: an end of pipe number pos of the tree (path ""), flags
-			     * O_ACCMODE, O_NONBLOCK and O_CLOEXEC */
+			     * O_ACCMODE, O_NONBLOCK and O_CLOEXEC; v5: of a named
+			     * FIFO, its path and its mode in size */
 	SNAP_FD_OBJECT = 5, /* v4: a kernel object of the object table (eventfd, socket…) */
 	SNAP_FD_SHM = 6,    /* v5: a memfd descriptor (path ""): size is its object's
 			     * number, pos the offset of the one open file every
@@ -111,6 +112,7 @@ struct snap_pipe {
 	uint32_t capacity;
 	uint64_t len;
 	const uint8_t *bytes;      /* decoded: into the input; captured: owned */
+	uint64_t dev, ino;         /* captured only: which pipe or FIFO it is */
 };
 /* What an object is (version 4); each restored by its own calls. */
 enum snap_obj_kind {

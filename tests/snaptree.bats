@@ -159,3 +159,7 @@ load snaptree/lib
 @test "snaptree: child_socketpair" {
 	snaptree_case child_socketpair
 }
+
+@test "snaptree: fifo" {
+	snaptree_case fifo
+}

@@ -655,7 +655,7 @@ static void test_decoder_tree(const struct snap_image *im)
 	struct snap_fd fds[2];
 	struct common_err e;
 	uint8_t bytes[3] = { 'a', 'b', 'c' };
-	struct snap_pipe pipe = { 8192, 3, bytes };
+	struct snap_pipe pipe = { 8192, 3, bytes, 0, 0 };
 	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
 	CHECK(s.version == SNAP_VERSION && s.nprocs == 0 && s.npipes == 0 && s.exe[0] == '/');
 	struct snap_state *keep = s.procs;
