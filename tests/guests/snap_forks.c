@@ -1,8 +1,9 @@
 /* Snapshot guest: forks all the time. 150 rounds 10 ms apart, each forking a
  * child that exits at once with a status the parent folds into a digest;
- * argument "fifo", "eventfd" or "shm": a child holds a named FIFO open, an
- * eventfd, or an attached SysV segment meanwhile (a snapshot of the tree is
- * refused). Prints the digest. */
+ * argument "fifo", "eventfd" or "shm": a child holds a named FIFO open for
+ * reading and writing, an eventfd, or an attached SysV segment meanwhile;
+ * "shared-eventfd": an eventfd made before the fork, held by both (a snapshot
+ * is refused for "fifo" and "shared-eventfd"). Prints the digest. */
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/shm.h>
@@ -18,6 +19,7 @@
 int main(int argc, char **argv)
 {
 	pid_t holder = -1;
+	int shared = argc > 1 && !strcmp(argv[1], "shared-eventfd") ? eventfd(1, 0) : -1;
 	if (argc > 1 && (holder = fork()) == 0) {
 		int id;
 		if (!strcmp(argv[1], "fifo") && (mkfifo("fifo", 0600) < 0 || open("fifo", O_RDWR) < 0))
@@ -44,6 +46,8 @@ int main(int argc, char **argv)
 	}
 	if (holder > 0)
 		kill(holder, SIGKILL), waitpid(holder, NULL, 0);
+	if (shared >= 0)
+		close(shared);
 	printf("forks %016llx\n", (unsigned long long)h);
 	return 0;
 }
