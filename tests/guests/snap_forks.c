@@ -2,10 +2,13 @@
  * child that exits at once with a status the parent folds into a digest;
  * argument "fifo", "eventfd" or "shm": a child holds a named FIFO open for
  * reading and writing, an eventfd, or an attached SysV segment meanwhile;
- * "shared-eventfd": an eventfd made before the fork, held by both (a snapshot
- * is refused for "fifo" and "shared-eventfd"). Prints the digest. */
+ * "shared-eventfd": an eventfd made before the fork, held by both;
+ * "memfd-twice": a memfd opened a second time through /proc (a snapshot is
+ * refused for "fifo", "shared-eventfd" and "memfd-twice"). Prints the digest. */
+#define _GNU_SOURCE /* memfd_create */
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
 #include <signal.h>
 #include <stdint.h>
@@ -20,6 +23,12 @@ int main(int argc, char **argv)
 {
 	pid_t holder = -1;
 	int shared = argc > 1 && !strcmp(argv[1], "shared-eventfd") ? eventfd(1, 0) : -1;
+	if (argc > 1 && !strcmp(argv[1], "memfd-twice")) {
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", memfd_create("twice", 0));
+		if (open(p, O_RDWR) < 0)
+			return 2;
+	}
 	if (argc > 1 && (holder = fork()) == 0) {
 		int id;
 		if (!strcmp(argv[1], "fifo") && (mkfifo("fifo", 0600) < 0 || open("fifo", O_RDWR) < 0))
