@@ -231,6 +231,30 @@ gen_project() {
 	done
 }
 
+@test "shared anonymous memory of four processes is captured once and shared again after a restore" {
+	g="$GUESTS/snap_shm_big"
+	want=$(cd "$BATS_TEST_TMPDIR" && "$g")
+	SRC=$(tree_lease "$g" active)
+	sbx-run --lease "$SRC" -- "$g" >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	# the area is filled and the children forked within the first second
+	sleep 1.5
+	take_stop "$SRC"
+	wait "$pid" || true
+	run sbx-snap show "$DIGEST"
+	assert_success
+	[ "$(printf '%s' "$output" | jq '.processes | length')" -eq 4 ]
+	assert_equal "$(printf '%s' "$output" | jq -c '[.shared_memory[] | [.kind, .size]]')" \
+		'[["anonymous",33554432]]'
+	# 32 MiB of non-zero pages once, not four times
+	bytes=$(printf '%s' "$output" | jq .bytes)
+	[ "$bytes" -gt 33554432 ] && [ "$bytes" -lt 50331648 ]
+	TGT=$(tree_lease "$g" funded)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out")$output" "$want"
+}
+
 @test "an unprivileged invoker snapshots a tree with bytes in a pipe and restores it" {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
 	U=$(mktemp -d /var/tmp/sbx-tree.XXXXXX)
