@@ -282,3 +282,31 @@ gen_project() {
 	assert_equal "$(cat "$U/src.out" "$U/tgt.out")" "$want"
 	rm -rf "$U"
 }
+
+@test "an unprivileged invoker snapshots trees sharing memory (a memfd, shared anonymous memory) and restores them" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	for name in memfd_shared shm_anon_fork; do
+		U=$(mktemp -d /var/tmp/sbx-tree.XXXXXX)
+		chmod 0777 "$U"
+		g="$GUESTS/snaptree/$name"
+		want=$(cd "$BATS_TEST_TMPDIR" && "$g")
+		run $SBX_AS_NOBODY env SBX_STORE="$U/store" PATH="$PATH" G="$g" U="$U" bash -c '
+			lease() {
+				out=$(sbx-lease request --image "$G" --escrow 10 --limits namespace_bytes=256M |
+					sbx-lease fund --amount 10 --evidence -) || exit 1
+				[ "$1" = active ] && out=$(printf "%s" "$out" | sbx-lease activate --evidence -)
+				printf "%s" "$out" | jq -r .lease.id
+			}
+			SRC=$(lease active)
+			sbx-run --lease "$SRC" -- "$G" >"$U/src.out" 2>/dev/null &
+			sleep 0.8
+			D=$(sbx-snap take "$SRC" --stop | jq -r .digest) || exit 2
+			wait
+			sbx-snap show "$D" | jq -c "[(.processes | length), (.shared_memory | length)]" >"$U/shape"
+			sbx-restore "$D" --lease "$(lease funded)" >"$U/tgt.out" || exit 3'
+		assert_success
+		assert_equal "$(cat "$U/shape")" "[2,1]"
+		assert_equal "$(cat "$U/src.out" "$U/tgt.out")" "$want"
+		rm -rf "$U"
+	done
+}
