@@ -35,6 +35,8 @@ int snap_map_kind(const struct trace_map *m)
 		return SNAP_REGION_STACK;
 	if (m->perms[3] == 's' && snap_sysv_mapping(m->path))
 		return SNAP_REGION_SYSV;
+	if (m->perms[3] == 's' && snap_shm_mapping(m->path))
+		return SNAP_REGION_SHM;
 	if (m->path[0] == '/')
 		return SNAP_REGION_FILE;
 	return SNAP_REGION_ANON;
@@ -136,18 +138,22 @@ static int std_of(const struct snap_std *sd, const struct stat *sb)
 	return -1;
 }
 
-/* A pipe end: pos is the pipe's inode until snap_pipes_capture numbers it. */
-static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb,
+/* A pipe end: pos is the pipe's inode until snap_pipes_capture numbers it. A
+ * named FIFO's end (version 5) carries its path, and its mode in size. */
+static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb, uint32_t version,
 		   struct common_err *e)
 {
-	if (strncmp(link, "pipe:[", 6))
-		return common_errf(e, "capture", "fd %u: named FIFO %s is not supported", f->fd,
-				   link);
+	int named = strncmp(link, "pipe:[", 6) != 0;
+	if (named && (version < 5 || link[0] != '/' || strstr(link, " (deleted)")))
+		return common_errf(e, "capture", "fd %u: named FIFO %s is not supported%s", f->fd,
+				   link, version < 5 ? "" : " (it is not reachable by its path)");
 	if ((f->flags & O_ACCMODE) == O_RDWR)
-		return common_errf(e, "capture", "fd %u: a pipe opened for reading and writing "
-				   "is not supported", f->fd);
+		return common_errf(e, "capture", "fd %u: %s%s opened for reading and writing "
+				   "is not supported", f->fd, named ? "named FIFO " : "a pipe",
+				   named ? link : "");
 	f->kind = SNAP_FD_PIPE;
-	f->path = common_xstrdup("");
+	f->path = common_xstrdup(named ? link : "");
+	f->size = named ? (uint64_t)(sb->st_mode & 07777) : 0;
 	f->pos = (uint64_t)sb->st_ino;
 	f->flags &= O_ACCMODE | O_NONBLOCK | O_CLOEXEC;
 	return 0;
@@ -210,11 +216,23 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 		return 0;
 	}
 	if (S_ISFIFO(sb.st_mode) && st->version >= 4)
-		return pipe_fd(f, link, &sb, e);
+		return pipe_fd(f, link, &sb, st->version, e);
+	if (S_ISREG(sb.st_mode) && snap_shm_fd(link) && st->version >= 5) {
+		/* numbered with the tree's shared memory (snap_shm_capture) */
+		if ((f->flags & O_ACCMODE) != O_RDWR)
+			return common_errf(e, "capture", "fd %u: %s opened read-only or write-only "
+					   "is not supported", f->fd, link);
+		f->kind = SNAP_FD_SHM;
+		f->path = common_xstrdup("");
+		f->size = (uint64_t)sb.st_ino;
+		f->flags &= O_CLOEXEC | O_NONBLOCK | O_APPEND;
+		return 0;
+	}
 	if (st->version >= 4 && snap_fd_is_object(&sb)) {
-		/* an object another process may share: restored per process it
-		 * would be split in two, so only the root's are held */
-		if (!root)
+		/* an object another process shares would be split in two when
+		 * restored per process (snap_objects_unshared); version 4 holds
+		 * the root's only */
+		if (!root && st->version < 5)
 			return common_errf(e, "capture", "fd %u of process %u: %s: a descriptor "
 					   "object outside the root process is not supported",
 					   f->fd, st->pid, link);
@@ -266,13 +284,15 @@ static void add_region(struct snap_state *st, struct snap_region r, const char *
 	/* the kernel splits and merges VMAs as it likes: one region per run */
 	if (prev && prev->end == r.start && prev->prot == r.prot && prev->kind == r.kind &&
 	    r.kind != SNAP_REGION_VDSO &&
-	    (r.kind != SNAP_REGION_SYSV || prev->offset + (prev->end - prev->start) == r.offset) &&
+	    ((r.kind != SNAP_REGION_SYSV && r.kind != SNAP_REGION_SHM) ||
+	     prev->offset + (prev->end - prev->start) == r.offset) &&
 	    (r.kind != SNAP_REGION_FILE ||
 	     (!strcmp(prev->path, path) && prev->offset + (prev->end - prev->start) == r.offset))) {
 		prev->end = r.end;
 		return;
 	}
-	if (r.kind == SNAP_REGION_FILE)
+	/* a shared memory object's name, until snap_shm_capture reads it */
+	if (r.kind == SNAP_REGION_FILE || r.kind == SNAP_REGION_SHM)
 		r.path = common_xstrdup(path);
 	st->regions[st->nregions++] = r;
 }
@@ -310,7 +330,9 @@ static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_
 		return -1;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int kind = snap_map_kind(&m[i]);
-		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4 && root))
+		/* SysV segments and shared memory objects are the tree's (version 5) */
+		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4 && (root || version >= 5)) ||
+		    (kind == SNAP_REGION_SHM && version >= 5))
 			continue;
 		if (kind == SNAP_REGION_SYSV)
 			rc = common_errf(e, "capture", "SysV shared memory at %#" PRIx64 " %s",
@@ -322,7 +344,8 @@ static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_
 		else if (m[i].perms[3] == 's' && (kind != SNAP_REGION_FILE || m[i].perms[1] == 'w' ||
 						  shared_may_write(pid, m[i].start, e) != 0))
 			rc = common_errf(e, "capture", "shared %s mapping %#" PRIx64 "-%#" PRIx64
-					 " %s is not supported (only read-only shared file mappings are)",
+					 " %s is not supported (only read-only shared file mappings, "
+					 "shared anonymous memory and memfds are)",
 					 kind != SNAP_REGION_FILE ? "anonymous" : "writable", m[i].start,
 					 m[i].end, m[i].path[0] ? m[i].path : "(anonymous)");
 	}
@@ -350,7 +373,8 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 				(m[i].perms[3] == 's' ? SNAP_PROT_SHARED : 0),
 			.offset = kind == SNAP_REGION_FILE || kind == SNAP_REGION_SYSV ? m[i].offset : 0,
 		};
-		if (kind == SNAP_REGION_SYSV) {
+		if (kind == SNAP_REGION_SYSV || kind == SNAP_REGION_SHM) {
+			/* the segment's id, the object's inode (renumbered later) */
 			uint32_t id;
 			if (snap_sysv_id(pid, m[i].start, &id, e) < 0) {
 				free(m);
@@ -401,6 +425,7 @@ struct cap_proc {
 struct fill_ctx {
 	struct cap_proc *cp;         /* the root's, then each proc's */
 	const struct snap_state *st; /* the root's */
+	struct snap_shm_src *shm;    /* where each shared memory object is read */
 };
 
 static struct cap_proc *owner(struct fill_ctx *c, const struct snap_region *r,
@@ -437,6 +462,10 @@ static int fill_region(void *vctx, const struct snap_region *whole, uint64_t fir
 		       uint64_t pages, uint8_t *dst, struct common_err *e)
 {
 	const struct snap_state *st;
+	struct fill_ctx *fc = vctx;
+	for (size_t j = 0; j < fc->st->nshms; j++)
+		if (whole == &fc->st->shms[j].content)
+			return snap_shm_fill(fc->shm, j, first, pages, dst, e);
 	struct cap_proc *c = owner(vctx, whole, &st);
 	struct snap_region part = *whole;
 	const struct snap_region *r = &part;
@@ -514,7 +543,16 @@ struct cell_list {
 	struct snap_cell *c;
 	size_t n, cap;
 	uint64_t bytes;
+	const struct snap_state *tree; /* its named FIFOs are made again by their holders */
 };
+
+static int held_fifo(const struct snap_state *st, const struct stat *sb)
+{
+	for (size_t i = 0; st && i < st->npipes; i++)
+		if (st->pipes[i].ino == (uint64_t)sb->st_ino && st->pipes[i].dev == (uint64_t)sb->st_dev)
+			return 1;
+	return 0;
+}
 
 static int walk_cells(const char *root, const char *rel, struct cell_list *l,
 		      struct common_err *e)
@@ -539,6 +577,11 @@ static int walk_cells(const char *root, const char *rel, struct cell_list *l,
 			rc = common_errno(e, errno, "stat %s", full);
 		} else if (S_ISDIR(sb.st_mode)) {
 			rc = walk_cells(root, key, l, e);
+		} else if (S_ISFIFO(sb.st_mode) && !held_fifo(l->tree, &sb)) {
+			rc = common_errf(e, "capture", "namespace entry %s is a FIFO no process holds "
+					 "open: not supported", key);
+		} else if (S_ISFIFO(sb.st_mode)) {
+			/* made again, by its path, with its holders (snap_tree_skeleton) */
 		} else if (!S_ISREG(sb.st_mode)) {
 			rc = common_errf(e, "capture", "namespace entry %s is not a regular file", key);
 		} else if (strlen(key) > SNAP_STR_MAX) {
@@ -706,9 +749,8 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 	if (capture_regions(pid, st, e) < 0 || query_kernel_state(&c->t, st, e) < 0)
 		return -1;
 	const struct snap_region *w = scratch_region(st, e);
-	/* SysV segments are the root's only (refuse_mappings) */
+	/* each process's segments, gathered in the root's list (tree_segments) */
 	if (!w || snap_segments_capture(&c->t, w->start, st, e) < 0 ||
-	    (st->version >= 4 && c == c->first && snap_segments_unattached(pid, st, e) < 0) ||
 	    snap_threads_capture(&c->t, w->start, st, e) < 0)
 		return -1;
 	/* leave the tracee at the canonical boundary the snapshot describes */
@@ -792,7 +834,8 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 		snprintf(path, sizeof path, "/proc/%d/exe", (int)cp[k].pid);
 		if (refuse_mappings(cp[k].pid, st->version, k == 0, e) < 0 ||
 		    capture_fds(cp[k].pid, p, st->version >= 4 ? &sd : NULL, k == 0,
-				k ? NULL : expect, e) < 0 ||
+				!k || !expect ? expect : k <= expect->nprocs ? &expect->procs[k - 1] : NULL,
+				e) < 0 ||
 		    (st->version >= 4 && read_link(path, link, sizeof link, e) < 0))
 			rc = -1;
 		else if (st->version >= 4)
@@ -800,7 +843,31 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 	}
 	if (rc == 0 && st->version >= 4)
 		rc = snap_pipes_capture(st, hosts, e);
+	if (rc == 0 && st->version >= 5)
+		rc = snap_objects_unshared(st, hosts, e);
 	free(hosts);
+	return rc;
+}
+
+/* What the processes share, once every one is captured: SysV segments (in
+ * the root's list; none unattached), shared memory objects (version 5). */
+static int shared_memory(struct snap_state *st, struct cap_proc *cp, struct snap_shm_src **src,
+			 struct common_err *e)
+{
+	if (st->version < 4 || snap_segments_gather(st, e) < 0 ||
+	    snap_segments_unattached(cp[0].pid, st, e) < 0)
+		return st->version < 4 ? 0 : -1;
+	if (st->version < 5)
+		return 0;
+	pid_t *hosts = common_xcalloc(st->nprocs + 1, sizeof *hosts);
+	struct trace_tracee **t = common_xcalloc(st->nprocs + 1, sizeof *t);
+	for (size_t k = 0; k <= st->nprocs; k++) {
+		hosts[k] = cp[k].pid;
+		t[k] = &cp[k].t;
+	}
+	int rc = snap_shm_capture(st, hosts, t, src, e);
+	free(hosts);
+	free(t);
 	return rc;
 }
 
@@ -810,6 +877,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	struct snap_state st;
 	struct cell_list cells = { 0 };
 	struct cap_proc *cp = NULL;
+	struct fill_ctx fc = { NULL, &st, NULL };
 	int rc = -1;
 	memset(&st, 0, sizeof st);
 
@@ -829,7 +897,10 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		if (!p->zombie && capture_process(&cp[k], o, p, e) < 0)
 			goto out;
 	}
+	if (shared_memory(&st, cp, &fc.shm, e) < 0)
+		goto out;
 	if (o->ns_dir) {
+		cells.tree = &st;
 		if (walk_cells(o->ns_dir, "", &cells, e) < 0)
 			goto out;
 		if (cells.n)
@@ -837,7 +908,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		st.cells = cells.c;
 		st.ncells = cells.n;
 	}
-	struct fill_ctx fc = { cp, &st };
+	fc.cp = cp;
 	if (m)
 		rc = snap_encode_stream(&st, fill_region, &fc, dir, o->admit, o->admit_ctx, m, e);
 	else
@@ -855,6 +926,7 @@ out:
 	free(cp);
 	for (size_t i = 0; i < cells.n; i++)
 		free((void *)cells.c[i].val);
+	snap_shm_src_free(fc.shm, st.nshms);
 	snap_pipes_free(&st);
 	snap_state_free(&st);
 	return rc;

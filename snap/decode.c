@@ -86,7 +86,7 @@ static int same_region_class(const struct snap_region *a, const struct snap_regi
 		return 0;
 	if (a->kind == SNAP_REGION_FILE)
 		return !strcmp(a->path, b->path) && a->offset + (a->end - a->start) == b->offset;
-	if (a->kind == SNAP_REGION_SYSV)
+	if (a->kind == SNAP_REGION_SYSV || a->kind == SNAP_REGION_SHM)
 		return a->offset + (a->end - a->start) == b->offset;
 	return a->kind != SNAP_REGION_VDSO;
 }
@@ -102,7 +102,21 @@ static int sysv_region_bad(const struct snap_state *st, const struct snap_region
 	return 1;
 }
 
-static int decode_regions(struct codec_rd *r, struct snap_state *st)
+/* A region's content: its bitmap (no bit past its end) and non-zero pages. */
+static int get_content(struct codec_rd *r, struct snap_region *g)
+{
+	size_t bl = snap_bitmap_len(g);
+	if (codec_get_raw(r, &g->bitmap, bl) < 0)
+		return -1;
+	uint64_t pages = (g->end - g->start) / SNAP_PAGE;
+	if (pages % 8 && g->bitmap[bl - 1] >> (pages % 8))
+		return codec_rd_fail(r, "page bitmap has bits past the region end");
+	return codec_get_raw(r, &g->packed, snap_packed_len(g));
+}
+
+/* root: the tree's root (st itself for the root), whose segments every
+ * process's SysV regions name. */
+static int decode_regions(struct codec_rd *r, struct snap_state *root, struct snap_state *st)
 {
 	uint32_t n;
 	if (codec_get_u32(r, &n) < 0)
@@ -121,14 +135,16 @@ static int decode_regions(struct codec_rd *r, struct snap_state *st)
 		    g->end > ((uint64_t)1 << 47))
 			return codec_rd_fail(r, "region bounds are not page-aligned user addresses");
 		if (g->prot & ~15u ||
-		    g->kind > (st->version >= 4 ? SNAP_REGION_SYSV : SNAP_REGION_VDSO))
+		    g->kind > (st->version >= 5 ? SNAP_REGION_SHM :
+			       st->version >= 4 ? SNAP_REGION_SYSV : SNAP_REGION_VDSO))
 			return codec_rd_fail(r, "unknown region protection or kind");
-		if (g->kind == SNAP_REGION_SYSV && sysv_region_bad(st, g))
+		if (g->kind == SNAP_REGION_SYSV && sysv_region_bad(root, g))
 			return codec_rd_fail(r, "SysV region outside its segment");
 		if ((g->prot & SNAP_PROT_SHARED) && (g->kind != SNAP_REGION_FILE || (g->prot & 2)))
 			return codec_rd_fail(r, "a shared region is not a read-only file mapping");
 		if ((g->kind == SNAP_REGION_FILE) != (g->path[0] == '/') ||
-		    (g->kind != SNAP_REGION_FILE && g->kind != SNAP_REGION_SYSV && g->offset))
+		    (g->kind != SNAP_REGION_FILE && g->kind != SNAP_REGION_SYSV &&
+		     g->kind != SNAP_REGION_SHM && g->offset))
 			return codec_rd_fail(r, "region path or offset does not fit its kind");
 		if (g->kind != SNAP_REGION_FILE) {
 			free(g->path);
@@ -138,15 +154,12 @@ static int decode_regions(struct codec_rd *r, struct snap_state *st)
 			return codec_rd_fail(r, "regions overlap or are not sorted");
 		if (i && same_region_class(&st->regions[i - 1], g))
 			return codec_rd_fail(r, "adjacent compatible regions are not merged");
-		if (!snap_region_has_content(st, i))
-			continue;
-		size_t bl = snap_bitmap_len(g);
-		if (codec_get_raw(r, &g->bitmap, bl) < 0)
-			return -1;
-		uint64_t pages = (g->end - g->start) / SNAP_PAGE;
-		if (pages % 8 && g->bitmap[bl - 1] >> (pages % 8))
-			return codec_rd_fail(r, "page bitmap has bits past the region end");
-		if (codec_get_raw(r, &g->packed, snap_packed_len(g)) < 0)
+		/* an object's number and a page-aligned offset below 4 GiB (check_shms) */
+		if (g->kind == SNAP_REGION_SHM &&
+		    ((g->offset & 0xffffffffu) % SNAP_PAGE ||
+		     (g->offset & 0xffffffffu) + (g->end - g->start) > ((uint64_t)1 << 32)))
+			return codec_rd_fail(r, "shared memory region offset invalid");
+		if (snap_region_has_content(root, st, i) && get_content(r, g) < 0)
 			return -1;
 	}
 	return 0;
@@ -190,10 +203,12 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 			return -1;
 		if (i && f->fd <= st->fds[i - 1].fd)
 			return codec_rd_fail(r, "descriptors are not sorted");
-		int bare = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE ||
-			   f->kind == SNAP_FD_OBJECT;
 		int v4 = st->version >= 4;
-		if (f->kind > SNAP_FD_OBJECT || f->fd > (1u << 20) ||
+		/* a named FIFO's end (version 5) has its path */
+		int bare = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_OBJECT ||
+			   f->kind == SNAP_FD_SHM ||
+			   (f->kind == SNAP_FD_PIPE && (st->version < 5 || !f->path[0]));
+		if (f->kind > (st->version >= 5 ? SNAP_FD_SHM : SNAP_FD_OBJECT) || f->fd > (1u << 20) ||
 		    (f->kind >= SNAP_FD_PIPE && !v4) ||
 		    bare != (f->path[0] == 0) || (!bare && f->path[0] != '/') ||
 		    (f->kind == SNAP_FD_STREAM && (v4 ? f->pos > 2 : f->fd > 2 || f->pos)))
@@ -202,6 +217,13 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 		    (f->fd <= 2 || f->pos || f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
 		     memcmp(f->hash, (const uint8_t[32]){0}, 32)))
 			return codec_rd_fail(r, "object descriptor with a position, hash or flags");
+		if (f->kind == SNAP_FD_PIPE && (f->size > (f->path[0] ? 07777u : 0) ||
+						memcmp(f->hash, (const uint8_t[32]){0}, 32)))
+			return codec_rd_fail(r, "pipe end with a hash or a mode out of range");
+		if (f->kind == SNAP_FD_SHM &&
+		    (f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK | O_APPEND) || f->size > SNAP_OBJ_MAX ||
+		     f->pos > SNAP_MAX_BYTES || memcmp(f->hash, (const uint8_t[32]){0}, 32)))
+			return codec_rd_fail(r, "memfd descriptor with a hash, flags or number out of range");
 	}
 	return 0;
 }
@@ -259,29 +281,107 @@ static int check_ids(struct codec_rd *r, const struct snap_state *st)
 	return dup ? codec_rd_fail(r, "a pid or tid appears twice") : 0;
 }
 
-/* Each pipe end names a pipe of the tree; each pipe is used. */
+/* Each pipe end names a pipe of the tree, the ends of a named FIFO its one
+ * path and mode; each pipe is used. */
 static int check_pipes(struct codec_rd *r, const struct snap_state *st)
 {
-	uint8_t *used = common_xcalloc(st->npipes + 1, 1);
+	const struct snap_fd **first = common_xcalloc(st->npipes + 1, sizeof *first);
 	int bad = 0;
 	for (size_t i = 0; i <= st->nprocs; i++) {
 		const struct snap_state *p = i ? &st->procs[i - 1] : st;
 		for (size_t j = 0; j < p->nfds; j++) {
-			if (p->fds[j].kind != SNAP_FD_PIPE)
+			const struct snap_fd *f = &p->fds[j];
+			if (f->kind != SNAP_FD_PIPE)
 				continue;
-			if (p->fds[j].pos >= st->npipes)
+			if (f->pos >= st->npipes)
 				bad = 1;
+			else if (!first[f->pos])
+				first[f->pos] = f;
 			else
-				used[p->fds[j].pos] = 1;
+				bad |= strcmp(first[f->pos]->path, f->path) || first[f->pos]->size != f->size;
 		}
 	}
+	uint8_t *used = common_xcalloc(st->npipes + 1, 1);
+	for (size_t i = 0; i < st->npipes; i++)
+		used[i] = first[i] != NULL;
+	free(first);
 	for (size_t i = 0; i < st->npipes; i++)
 		bad |= !used[i];
 	free(used);
-	return bad ? codec_rd_fail(r, "a pipe end names no pipe, or a pipe is unused") : 0;
+	return bad ? codec_rd_fail(r, "a pipe end names no pipe (or another FIFO than its "
+				   "other ends), or a pipe is unused") : 0;
 }
 
-static int decode_process(struct codec_rd *r, struct snap_state *st, uint32_t ver);
+static int decode_process(struct codec_rd *r, struct snap_state *root, struct snap_state *st,
+			  uint32_t ver);
+
+/* Each shared memory region and memfd descriptor names an object; a region of
+ * anonymous memory lies inside it; the descriptors of one object share one
+ * offset; each object is used. */
+static int check_shms(struct codec_rd *r, const struct snap_state *st)
+{
+	uint8_t *used = common_xcalloc(st->nshms + 1, 1);
+	uint64_t *pos = common_xcalloc(st->nshms + 1, sizeof *pos);
+	int bad = 0;
+	for (size_t k = 0; k <= st->nprocs && !bad; k++) {
+		const struct snap_state *p = k ? &st->procs[k - 1] : st;
+		for (size_t i = 0; i < p->nregions && !bad; i++) {
+			const struct snap_region *g = &p->regions[i];
+			uint64_t j = g->offset >> 32;
+			if (g->kind != SNAP_REGION_SHM)
+				continue;
+			bad = j >= st->nshms || (st->shms[j].kind == SNAP_SHM_ANON &&
+						 (g->offset & 0xffffffffu) + (g->end - g->start) >
+						 st->shms[j].content.end);
+			if (!bad)
+				used[j] = 1;
+		}
+		for (size_t i = 0; i < p->nfds && !bad; i++) {
+			const struct snap_fd *f = &p->fds[i];
+			if (f->kind != SNAP_FD_SHM)
+				continue;
+			bad = f->size >= st->nshms || st->shms[f->size].kind != SNAP_SHM_MEMFD ||
+			      (used[f->size] & 2 && pos[f->size] != f->pos);
+			if (!bad) {
+				used[f->size] |= 3;
+				pos[f->size] = f->pos;
+			}
+		}
+	}
+	for (size_t j = 0; j < st->nshms; j++)
+		bad |= !used[j];
+	free(used);
+	free(pos);
+	return bad ? codec_rd_fail(r, "a shared memory region or memfd names no object, or an "
+				   "object is unused") : 0;
+}
+
+/* Version 5: u32 nshms, shm[]. */
+static int decode_shms(struct codec_rd *r, struct snap_state *st)
+{
+	uint32_t n;
+	if (codec_get_u32(r, &n) < 0)
+		return -1;
+	if (n > SNAP_OBJ_MAX || (uint64_t)n * 20 > r->len - r->off)
+		return codec_rd_fail(r, "shared memory object count out of range");
+	st->shms = common_xcalloc(n ? n : 1, sizeof *st->shms);
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_shm *g = &st->shms[i];
+		st->nshms = i + 1;
+		if (codec_get_u32(r, &g->kind) < 0 || codec_get_u32(r, &g->sealable) < 0 ||
+		    get_str(r, &g->name) < 0 || codec_get_u64(r, &g->size) < 0)
+			return -1;
+		if (g->kind > SNAP_SHM_MEMFD || g->sealable > 1 || g->size > SNAP_MAX_BYTES ||
+		    (g->kind == SNAP_SHM_ANON ? g->name[0] || g->sealable || !g->size
+					      : strlen(g->name) > SNAP_SHM_NAME_MAX))
+			return codec_rd_fail(r, "shared memory object kind, name or size invalid");
+		g->content = (struct snap_region){ .start = 0, .kind = SNAP_REGION_ANON,
+			.end = (g->size + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1) };
+		if (get_content(r, &g->content) < 0)
+			return -1;
+	}
+	return check_shms(r, st);
+}
 
 /* Version 4: u32 nprocs, proc[] sorted by pid, u32 npipes, pipe[]. */
 static int decode_tree(struct codec_rd *r, struct snap_state *st)
@@ -297,7 +397,7 @@ static int decode_tree(struct codec_rd *r, struct snap_state *st)
 	for (uint32_t i = 0; i < n; i++) {
 		struct snap_state *p = &st->procs[i];
 		st->nprocs = i + 1;
-		p->version = 4;
+		p->version = st->version;
 		if (codec_get_u32(r, &p->pid) < 0 || codec_get_u32(r, &p->ppid) < 0 ||
 		    codec_get_u32(r, &p->zombie) < 0)
 			return -1;
@@ -307,14 +407,15 @@ static int decode_tree(struct codec_rd *r, struct snap_state *st)
 		if (p->zombie > 1 || p->pid <= (i ? st->procs[i - 1].pid : st->tid) || !parent)
 			return codec_rd_fail(r, "process out of order, or its parent not before it");
 		if (p->zombie ? codec_get_u32(r, &p->wstatus) < 0
-			      : get_str(r, &p->exe) < 0 || decode_process(r, p, 4) < 0)
+			      : get_str(r, &p->exe) < 0 || decode_process(r, st, p, st->version) < 0)
 			return -1;
 		if (!p->zombie && p->exe[0] != '/')
 			return codec_rd_fail(r, "a process's program is not an absolute path");
 		if (!p->zombie && p->tid != p->pid)
 			return codec_rd_fail(r, "a process's leader tid is not its pid");
-		/* objects and segments another process may share: the root's only */
-		if (p->nobjects || p->nsegments)
+		/* segments are the tree's, recorded in the root; objects another
+		 * process shares are refused (version 4: the root's only) */
+		if (p->nsegments || (p->nobjects && st->version < 5))
 			return codec_rd_fail(r, "descriptor objects or SysV segments outside the "
 					     "root process");
 		if (p->zombie && (p->wstatus & ~0xff7fu))
@@ -336,11 +437,14 @@ static int decode_tree(struct codec_rd *r, struct snap_state *st)
 		if (codec_get_raw(r, &q->bytes, (size_t)q->len) < 0)
 			return -1;
 	}
-	return check_pipes(r, st);
+	if (check_pipes(r, st) < 0)
+		return -1;
+	return st->version >= 5 ? decode_shms(r, st) : 0;
 }
 
-/* One process body (encode_process). */
-static int decode_process(struct codec_rd *r, struct snap_state *st, uint32_t ver)
+/* One process body (encode_process) of root's tree. */
+static int decode_process(struct codec_rd *r, struct snap_state *root, struct snap_state *st,
+			  uint32_t ver)
 {
 	uint32_t n;
 	if (codec_get_u64(r, &st->xfeatures) < 0)
@@ -389,7 +493,7 @@ static int decode_process(struct codec_rd *r, struct snap_state *st, uint32_t ve
 			return -1;
 	if (decode_fds(r, st) < 0 ||
 	    (ver >= 4 && (snap_objects_get(r, st) < 0 || snap_objects_check(r, st) < 0)) ||
-	    decode_regions(r, st) < 0)
+	    decode_regions(r, root, st) < 0)
 		return -1;
 	return 0;
 }
@@ -428,7 +532,7 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 	for (int i = 0; i < SNAP_NUSAGE; i++)
 		if (codec_get_u64(&r, &st->meta.usage[i]) < 0)
 			goto bad;
-	if (decode_process(&r, st, ver) < 0 || (ver >= 4 && decode_tree(&r, st) < 0) ||
+	if (decode_process(&r, st, st, ver) < 0 || (ver >= 4 && decode_tree(&r, st) < 0) ||
 	    decode_cells(&r, st) < 0)
 		goto bad;
 	if (codec_rd_end(&r) < 0)
@@ -468,6 +572,7 @@ void snap_state_free(struct snap_state *st)
 		snap_state_free(&st->procs[i]);
 	free(st->procs);
 	free(st->pipes);
+	snap_shms_free(st);
 	free(st->exe);
 	memset(st, 0, sizeof *st);
 }

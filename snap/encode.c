@@ -368,9 +368,10 @@ void snap_put_xstate(struct codec_buf *b, uint64_t features, const uint8_t *xsta
 		}
 }
 
-static int encode_process(const struct snap_state *st, uint32_t ver, snap_fill_fn fill,
-			  void *ctx, struct snap_out *o, struct common_err *e);
-static int encode_tree(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+static int encode_process(const struct snap_state *root, const struct snap_state *st,
+			  uint32_t ver, snap_fill_fn fill, void *ctx, struct snap_out *o,
+			  struct common_err *e);
+static int encode_tree(const struct snap_state *st, uint32_t ver, snap_fill_fn fill, void *ctx,
 		       struct snap_out *o, struct common_err *e);
 
 static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx,
@@ -390,9 +391,9 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	for (int i = 0; i < SNAP_NUSAGE; i++)
 		codec_put_u64(b, st->meta.usage[i]);
 	o->bmi = 0;
-	if (encode_process(st, ver, fill, ctx, o, e) < 0)
+	if (encode_process(st, st, ver, fill, ctx, o, e) < 0)
 		return -1;
-	if (ver >= 4 && encode_tree(st, fill, ctx, o, e) < 0)
+	if (ver >= 4 && encode_tree(st, ver, fill, ctx, o, e) < 0)
 		return -1;
 	codec_put_u32(b, (uint32_t)st->ncells);
 	for (size_t i = 0; i < st->ncells; i++) {
@@ -404,9 +405,29 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	return out_flush(o, e);
 }
 
+/* A region's content: its bitmap and non-zero pages (bm: its streamed bitmap). */
+static int put_content(struct snap_out *o, const struct snap_region *r, const uint8_t *bm,
+		       snap_fill_fn fill, void *ctx, struct common_err *e)
+{
+	int rc;
+	if (bm) {
+		rc = put_region_runs(o, r, bm, fill, ctx, e);
+	} else if (r->bitmap) {
+		codec_put_raw(&o->b, r->bitmap, snap_bitmap_len(r));
+		rc = out_big(o, r->packed, snap_packed_len(r), e);
+	} else if (!fill || o->streamed) {
+		rc = common_errf(e, "encode snapshot", "region %#llx has no content",
+				 (unsigned long long)r->start);
+	} else {
+		rc = put_region_fill(&o->b, r, fill, ctx, e);
+	}
+	return rc < 0 || out_flush(o, e) < 0 ? -1 : 0;
+}
+
 /* One process: CPU state, signals, threads, memory layout, descriptors, regions. */
-static int encode_process(const struct snap_state *st, uint32_t ver, snap_fill_fn fill,
-			  void *ctx, struct snap_out *o, struct common_err *e)
+static int encode_process(const struct snap_state *root, const struct snap_state *st,
+			  uint32_t ver, snap_fill_fn fill, void *ctx, struct snap_out *o,
+			  struct common_err *e)
 {
 	struct codec_buf *b = &o->b;
 	codec_put_u64(b, st->xfeatures);
@@ -465,28 +486,14 @@ static int encode_process(const struct snap_state *st, uint32_t ver, snap_fill_f
 		codec_put_u64(b, r->offset);
 		put_str(b, r->path);
 		const uint8_t *bm = o->bms ? o->bms[o->bmi++] : NULL;
-		if (!snap_region_has_content(st, i))
-			continue;
-		int rc;
-		if (bm) {
-			rc = put_region_runs(o, r, bm, fill, ctx, e);
-		} else if (r->bitmap) {
-			codec_put_raw(b, r->bitmap, snap_bitmap_len(r));
-			rc = out_big(o, r->packed, snap_packed_len(r), e);
-		} else if (!fill || o->streamed) {
-			rc = common_errf(e, "encode snapshot", "region %#llx has no content",
-					 (unsigned long long)r->start);
-		} else {
-			rc = put_region_fill(b, r, fill, ctx, e);
-		}
-		if (rc < 0 || out_flush(o, e) < 0)
+		if (snap_region_has_content(root, st, i) && put_content(o, r, bm, fill, ctx, e) < 0)
 			return -1;
 	}
 	return 0;
 }
 
 /* Version 4's other processes and the pipes of the tree. */
-static int encode_tree(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+static int encode_tree(const struct snap_state *st, uint32_t ver, snap_fill_fn fill, void *ctx,
 		       struct snap_out *o, struct common_err *e)
 {
 	put_str(&o->b, st->exe);
@@ -501,7 +508,7 @@ static int encode_tree(const struct snap_state *st, snap_fill_fn fill, void *ctx
 			continue;
 		}
 		put_str(&o->b, p->exe);
-		if (encode_process(p, 4, fill, ctx, o, e) < 0)
+		if (encode_process(st, p, ver, fill, ctx, o, e) < 0)
 			return -1;
 	}
 	codec_put_u32(&o->b, (uint32_t)st->npipes);
@@ -509,6 +516,18 @@ static int encode_tree(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		codec_put_u32(&o->b, st->pipes[i].capacity);
 		codec_put_u64(&o->b, st->pipes[i].len);
 		if (out_big(o, st->pipes[i].bytes, (size_t)st->pipes[i].len, e) < 0)
+			return -1;
+	}
+	if (ver < 5)
+		return out_flush(o, e);
+	codec_put_u32(&o->b, (uint32_t)st->nshms);
+	for (size_t i = 0; i < st->nshms; i++) {
+		const struct snap_shm *g = &st->shms[i];
+		codec_put_u32(&o->b, g->kind);
+		codec_put_u32(&o->b, g->sealable);
+		put_str(&o->b, g->name);
+		codec_put_u64(&o->b, g->size);
+		if (put_content(o, &g->content, o->bms ? o->bms[o->bmi++] : NULL, fill, ctx, e) < 0)
 			return -1;
 	}
 	return out_flush(o, e);
@@ -610,7 +629,7 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	memset(&o, 0, sizeof o);
 	codec_buf_init(&o.b);
 	o.streamed = 1;
-	size_t nbm = st->nregions;
+	size_t nbm = st->nregions + st->nshms;
 	for (size_t k = 0; k < st->nprocs; k++)
 		nbm += st->procs[k].nregions;
 	o.bms = common_xcalloc(nbm + 1, sizeof *o.bms);
@@ -618,8 +637,13 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	for (size_t k = 0, at = 0; k <= st->nprocs && rc == 0; k++) {
 		const struct snap_state *p = k ? &st->procs[k - 1] : st;
 		for (size_t i = 0; i < p->nregions && rc == 0; i++, at++)
-			if (snap_region_has_content(p, i) && !p->regions[i].bitmap &&
+			if (snap_region_has_content(st, p, i) && !p->regions[i].bitmap &&
 			    !(o.bms[at] = region_bitmap(&p->regions[i], fill, ctx, scan, e)))
+				rc = -1;
+		/* the shared memory objects come after the last process */
+		for (size_t i = 0; k == st->nprocs && i < st->nshms && rc == 0; i++, at++)
+			if (!st->shms[i].content.bitmap &&
+			    !(o.bms[at] = region_bitmap(&st->shms[i].content, fill, ctx, scan, e)))
 				rc = -1;
 	}
 	free(scan);

@@ -470,16 +470,23 @@ static struct snap_object *object_at(const struct snap_state *st, uint32_t fd)
 	return NULL;
 }
 
+static const char *obj_name(uint32_t kind)
+{
+	static const char *const objs[] = { "eventfd", "timerfd", "signalfd", "epoll",
+					    "unix-socket", "tcp-listener", "pty-master", "pty-slave" };
+	return kind <= SNAP_OBJ_PTY_SLAVE ? objs[kind] : "object";
+}
+
 const char *snap_fd_kind_name(const struct snap_state *st, const struct snap_fd *f)
 {
 	static const char *const files[] = { "stream", "file", "directory", "device",
 					     "pipe" };
-	static const char *const objs[] = { "eventfd", "timerfd", "signalfd", "epoll",
-					    "unix-socket", "tcp-listener", "pty-master", "pty-slave" };
+	if (f->kind == SNAP_FD_SHM)
+		return "memfd";
 	if (f->kind < SNAP_FD_OBJECT)
 		return files[f->kind];
 	const struct snap_object *o = object_at(st, (uint32_t)f->size);
-	return o && o->kind <= SNAP_OBJ_PTY_SLAVE ? objs[o->kind] : "object";
+	return o ? obj_name(o->kind) : "object";
 }
 
 /* Restore's re-check: a timer's time left and expirations moved with the
@@ -551,8 +558,9 @@ int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common
 			j++;
 		if (j == st->nobjects || st->objects[j].state != SNAP_SOCK_PAIRED ||
 		    st->objects[j].peer != ino[i] || st->objects[j].type != o->type)
-			rc = common_errf(e, "capture", "fd %u: a Unix socket connected to a socket "
-					 "outside the run (or not back to it) is not supported", o->fd);
+			rc = common_errf(e, "capture", "fd %u of process %u: a Unix socket connected "
+					 "to one in another process or outside the run (or not back to "
+					 "it) is not supported", o->fd, st->pid ? st->pid : st->tid);
 		else
 			peer[i] = st->objects[j].fd;
 	}
@@ -571,6 +579,28 @@ int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common
 	}
 	free(ino);
 	return rc;
+}
+
+int snap_objects_unshared(const struct snap_state *st, const pid_t *hosts, struct common_err *e)
+{
+	for (size_t k = 1; k <= st->nprocs; k++) {
+		const struct snap_state *p = &st->procs[k - 1];
+		for (size_t i = 0; i < p->nobjects; i++)
+			for (size_t j = 0; j < k; j++) {
+				const struct snap_state *q = j ? &st->procs[j - 1] : st;
+				for (size_t m = 0; m < q->nobjects; m++)
+					if (syscall(SYS_kcmp, hosts[k], hosts[j], KCMP_FILE, p->objects[i].fd,
+						    q->objects[m].fd) == 0)
+						return common_errf(e, "capture", "fd %u of process %u: %s "
+								   "is also fd %u of %s: a kernel object "
+								   "held by several processes is not "
+								   "supported", p->objects[i].fd, p->pid,
+								   obj_name(p->objects[i].kind),
+								   q->objects[m].fd, j ? "another process"
+								   : "the root process");
+			}
+	}
+	return 0;
 }
 
 static void put_object(struct codec_buf *b, const struct snap_object *o)

@@ -87,7 +87,9 @@ static int unmap_all(struct rs *s, uint64_t *vdso_start, uint64_t *vdso_end)
 			*vdso_start = m[i].start;
 			*vdso_end = m[i].end;
 		}
-		if (k < 0 || k == SNAP_REGION_VDSO)
+		/* the tree's shared memory, held by the root before the forks */
+		if (k < 0 || k == SNAP_REGION_VDSO ||
+		    (s->h && m[i].start < s->h->shm_at + s->h->shm_len && s->h->shm_at < m[i].end))
 			continue;
 		if (s->t.insn >= m[i].start && s->t.insn < m[i].end) {
 			rc = common_errf(s->e, "restore", "the tracee has no vdso to inject from");
@@ -156,6 +158,11 @@ static int map_regions(struct rs *s, uint64_t vs, uint64_t ve)
 				return -1;
 			continue;
 		}
+		if (r->kind == SNAP_REGION_SHM) {
+			if (snap_shm_map(&s->t, r, s->root, s->h, s->e) < 0)
+				return -1;
+			continue;
+		}
 		if (r->kind == SNAP_REGION_FILE && !(r->prot & SNAP_PROT_SHARED) &&
 		    kept_bytes(s, r->start, r->end) == len) {
 			if (must(s, "mprotect kept file region", SYS_mprotect, r->start, len,
@@ -219,7 +226,7 @@ static int fill_regions(struct rs *s)
 	const struct snap_state *st = s->st;
 	for (size_t i = 0; i < st->nregions; i++) {
 		const struct snap_region *r = &st->regions[i];
-		if (!snap_region_has_content(st, i))
+		if (!snap_region_has_content(s->root, st, i))
 			continue;
 		if (r->prot & SNAP_PROT_SHARED) {
 			if (check_shared_region(s, r) < 0)
@@ -283,12 +290,13 @@ static int held_fd(struct rs *s, const struct snap_fd *f)
 {
 	uint32_t from = f->kind == SNAP_FD_PIPE
 		? s->h->base + 2 * (uint32_t)f->pos + ((f->flags & O_ACCMODE) == O_WRONLY)
+		: f->kind == SNAP_FD_SHM ? s->h->shm_fd + (uint32_t)f->size
 		: s->h->base + 2 * (uint32_t)s->root->npipes + (uint32_t)f->pos;
 	if (must(s, "dup3", SYS_dup3, from, f->fd, f->flags & O_CLOEXEC, 0, 0, 0, NULL) < 0)
 		return -1;
-	if (f->kind == SNAP_FD_PIPE &&
-	    must(s, "fcntl(F_SETFL)", SYS_fcntl, f->fd, F_SETFL, f->flags & O_NONBLOCK, 0, 0, 0,
-		 NULL) < 0)
+	if (f->kind != SNAP_FD_STREAM &&
+	    must(s, "fcntl(F_SETFL)", SYS_fcntl, f->fd, F_SETFL,
+		 f->flags & (O_NONBLOCK | O_APPEND), 0, 0, 0, NULL) < 0)
 		return -1;
 	return 0;
 }
@@ -370,13 +378,13 @@ static int restore_fds(struct rs *s)
 		if (kept_std(s, f) || (f->kind == SNAP_FD_STREAM && !s->h))
 			rc = f->fd <= 2 && have[f->fd] ? 0 :
 				common_errf(s->e, "restore", "standard fd %u is not open", f->fd);
-		else if (f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE)
+		else if (f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE || f->kind == SNAP_FD_SHM)
 			rc = held_fd(s, f);
 		else
 			rc = path_fd(s, f);
 	}
 	/* the holders go once every descriptor is in place */
-	for (uint32_t fd = 0; s->h && rc == 0 && fd < 2 * s->root->npipes + 3; fd++) {
+	for (uint32_t fd = 0; s->h && rc == 0 && fd < 2 * s->root->npipes + 3 + s->root->nshms; fd++) {
 		int64_t ign;
 		rc = call(s, SYS_close, s->h->base + fd, 0, 0, 0, 0, 0, &ign);
 	}
@@ -440,6 +448,16 @@ static int xstate_permit(struct rs *s, uint64_t features)
 		return 0;
 	return must(s, "arch_prctl(ARCH_REQ_XCOMP_PERM)", SYS_arch_prctl, 0x1023, f, 0, 0, 0, 0,
 		    NULL);
+}
+
+/* The last process of the tree that is rebuilt (0: the root). */
+static size_t last_live(const struct snap_state *root)
+{
+	size_t last = 0;
+	for (size_t k = 0; k < root->nprocs; k++)
+		if (!root->procs[k].zombie)
+			last = k + 1;
+	return last;
 }
 
 /* Process k of the tree (0: the root, made from a fresh exec; others made by
@@ -507,8 +525,14 @@ static int rebuild(pid_t pid, const struct snap_state *st, struct snap_hosts *h,
 	}
 	if (k == 0 && s.h && snap_tree_skeleton(&s.t, s.scratch, st, h, e) < 0)
 		goto out;
+	/* segments marked for removal again once the last process attached them */
 	if (snap_segments_create(pid, st, e) < 0 || map_regions(&s, vs, ve) < 0 ||
-	    fill_regions(&s) < 0 || snap_segments_finish(&s.t, st, e) < 0)
+	    fill_regions(&s) < 0 || (k == last_live(root) && snap_segments_finish(&s.t, root, e) < 0))
+		goto out;
+	/* each process lets go of the holder mapping once its own are made */
+	if (s.h && h->shm_len &&
+	    must(&s, "munmap shared memory holder", SYS_munmap, h->shm_at, h->shm_len, 0, 0, 0, 0,
+		 NULL) < 0)
 		goto out;
 	if (common_fault_fails("restore-rebuild")) {
 		common_errf(e, "restore", "failure injected after the memory was rebuilt");

@@ -10,10 +10,51 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "snap/snap-internal.h"
+
+/* The path and mode of pipe i when it is a named FIFO ("" otherwise). */
+static const struct snap_fd *fifo_of(const struct snap_state *st, size_t i)
+{
+	for (size_t k = 0; k <= st->nprocs; k++) {
+		const struct snap_state *p = k ? &st->procs[k - 1] : st;
+		for (size_t j = 0; !p->zombie && j < p->nfds; j++)
+			if (p->fds[j].kind == SNAP_FD_PIPE && p->fds[j].pos == i)
+				return p->fds[j].path[0] ? &p->fds[j] : NULL;
+	}
+	return NULL;
+}
+
+/* Pipe i's two ends in the root: a new pipe, or a named FIFO made again at
+ * its path (kept when one is there) and opened once for each end. */
+static int open_pipe(struct trace_tracee *root, uint64_t scratch, const struct snap_state *st,
+		     size_t i, int32_t fds[2], struct common_err *e)
+{
+	const struct snap_fd *f = fifo_of(st, i);
+	int64_t got;
+	if (!f)
+		return snap_inject(root, "pipe2", SYS_pipe2, scratch, 0, 0, 0, NULL, e) < 0 ||
+		       trace_tracee_read(root, scratch, fds, 2 * sizeof *fds, e) < 0 ? -1 : 0;
+	char what[SNAP_STR_MAX + 32];
+	snprintf(what, sizeof what, "mkfifo %s", f->path);
+	uint64_t a[6] = { (uint64_t)AT_FDCWD, scratch, S_IFIFO | f->size, 0, 0, 0 };
+	if (trace_tracee_write(root, scratch, f->path, strlen(f->path) + 1, e) < 0 ||
+	    trace_tracee_inject(root, SYS_mknodat, a, &got, e) < 0)
+		return -1;
+	if (got < 0 && got != -EEXIST)
+		return common_errf(e, "restore", "%s: %s", what, strerror((int)-got));
+	snprintf(what, sizeof what, "open FIFO %s", f->path);
+	for (int end = 0; end < 2; end++) {
+		if (snap_inject(root, what, SYS_openat, (uint64_t)AT_FDCWD, scratch,
+				(end ? O_WRONLY : O_RDONLY) | O_NONBLOCK, 0, &got, e) < 0)
+			return -1;
+		fds[end] = (int32_t)got;
+	}
+	return 0;
+}
 
 /* Holders of every pipe's two ends and of the root's standard descriptors,
  * in the root at h->base and up (inherited by every process forked from it,
@@ -43,8 +84,7 @@ static int make_holders(struct trace_tracee *root, uint64_t scratch, const struc
 	for (size_t i = 0; i < st->npipes; i++) {
 		int32_t fds[2];
 		int64_t got;
-		if (snap_inject(root, "pipe2", SYS_pipe2, scratch, 0, 0, 0, NULL, e) < 0 ||
-		    trace_tracee_read(root, scratch, fds, sizeof fds, e) < 0)
+		if (open_pipe(root, scratch, st, i, fds, e) < 0)
 			return -1;
 		for (int end = 0; end < 2; end++) {
 			uint32_t want = base + 2 * (uint32_t)i + (uint32_t)end;
@@ -80,7 +120,7 @@ static int make_holders(struct trace_tracee *root, uint64_t scratch, const struc
 			return common_errf(e, "restore", "holder landed on fd %lld, not %u",
 					   (long long)got, want);
 	}
-	return 0;
+	return snap_shm_holders(root, scratch, st, h, e);
 }
 
 /* The host pid of parent's child with namespace pid ns. */

@@ -27,9 +27,10 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 /* Bytes of a region's page bitmap; of a decoded region's packed pages. */
 size_t snap_bitmap_len(const struct snap_region *r);
 size_t snap_packed_len(const struct snap_region *r);
-/* Whether region i of st carries its content: not the vdso, nor a SysV
- * segment's attachment after its first (the segment's pages are shared). */
-int snap_region_has_content(const struct snap_state *st, size_t i);
+/* Whether region i of process p of root's tree carries its content: not the
+ * vdso, nor a SysV segment's attachment after its first in the tree (the
+ * segment's pages are shared), nor a shared memory object's mapping. */
+int snap_region_has_content(const struct snap_state *root, const struct snap_state *p, size_t i);
 
 /* Canonical region kind of a mapping; -1 for mappings never captured (vvar…). */
 int snap_map_kind(const struct trace_map *m);
@@ -117,6 +118,8 @@ struct snap_hosts {
 	size_t nprocs;
 	pid_t *proc;       /* host pid of procs[i] (0: a zombie) */
 	pid_t **threads;   /* host tids of the threads: [0] the root's, [i + 1] procs[i]'s */
+	uint32_t shm_fd;   /* memfd j's holder at shm_fd + j (after the standard ones) */
+	uint64_t shm_at, shm_len; /* the root's mapping holding the anonymous objects */
 };
 /* Pipes filled, then every process and thread of st (the root's threads
  * too) created in id order from root, at a fresh namespace where the root's
@@ -129,6 +132,31 @@ void snap_hosts_free(struct snap_hosts *h);
  * the exec's syscall-exit stop afterwards; t's memory must be opened again). */
 int snap_exec_program(struct trace_tracee *t, uint64_t scratch, const char *path,
 		      struct common_err *e);
+
+/* Version 5's shared memory objects (shmem.c). A shared mapping of anonymous
+ * memory or of a memfd; a memfd descriptor's /proc link. */
+int snap_shm_mapping(const char *path);
+int snap_shm_fd(const char *link);
+/* Capture, every process captured (its SHM regions' offsets the inode << 32,
+ * paths their maps names; its SHM descriptors' size the inode): the objects
+ * numbered in order of first use into st->shms, regions and descriptors
+ * renumbered; what cannot be held refused. hosts[k], t[k]: process k's host
+ * pid and opened tracee (0: the root). *src says where contents are read. */
+struct snap_shm_src;
+int snap_shm_capture(struct snap_state *st, const pid_t *hosts, struct trace_tracee *const *t,
+		     struct snap_shm_src **src, struct common_err *e);
+/* Pages [first, first + n) of object j's content. */
+int snap_shm_fill(struct snap_shm_src *src, size_t j, uint64_t first, uint64_t n, uint8_t *dst,
+		  struct common_err *e);
+void snap_shm_src_free(struct snap_shm_src *src, size_t n);
+void snap_shms_free(struct snap_state *st);
+/* Restore, in the root before the tree is forked: every object made and
+ * filled (memfds at h->shm_fd + j, anonymous memory in one mapping at h->shm_at). */
+int snap_shm_holders(struct trace_tracee *root, uint64_t scratch, const struct snap_state *st,
+		     struct snap_hosts *h, struct common_err *e);
+/* Restore: SHM region r of t's process mapped again from its holder. */
+int snap_shm_map(struct trace_tracee *t, const struct snap_region *r, const struct snap_state *root,
+		 const struct snap_hosts *h, struct common_err *e);
 
 /* Version 4's descriptor objects and SysV segments (fdkinds.c, fdrestore.c). */
 struct stat;
@@ -149,6 +177,9 @@ int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
 		   const struct stat *sb, struct snap_state *st, struct common_err *e);
 /* Once all descriptors are captured: pair ends, masters, watches tied up. */
 int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common_err *e);
+/* Version 5: refuse an object of one process that another process holds too
+ * (hosts[k]: process k's host pid; 0 the root). */
+int snap_objects_unshared(const struct snap_state *st, const pid_t *hosts, struct common_err *e);
 void snap_object_clear(struct snap_object *o);
 void snap_objects_put(struct codec_buf *b, const struct snap_state *st);
 int snap_objects_get(struct codec_rd *r, struct snap_state *st);
@@ -166,6 +197,8 @@ int snap_sysv_id(pid_t pid, uint64_t start, uint32_t *id, struct common_err *e);
  * shmctl(IPC_STAT) through scratch (put back); partial attachments refused. */
 int snap_segments_capture(struct trace_tracee *t, uint64_t scratch, struct snap_state *st,
 			  struct common_err *e);
+/* Capture, every process's segments read: all of them in the root's list. */
+int snap_segments_gather(struct snap_state *st, struct common_err *e);
 /* Capture: refuse a segment of pid's IPC namespace that st does not hold
  * (when pid has a namespace of its own, as every sbx-run guest). */
 int snap_segments_unattached(pid_t pid, const struct snap_state *st, struct common_err *e);

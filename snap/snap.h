@@ -10,7 +10,7 @@
 #include "trace/trace.h"
 
 #define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
-#define SNAP_VERSION 4u          /* 2 and 3 still decode and restore: one process */
+#define SNAP_VERSION 5u          /* 2 and 3 still decode and restore: one process; 4: a tree */
 #define SNAP_THREADS_MAX 1024u   /* decoder bound: threads besides the leader */
 #define SNAP_PROCS_MAX 256u      /* decoder bound: processes besides the root */
 #define SNAP_PIPES_MAX 1024u     /* decoder bound: pipes of the tree */
@@ -59,15 +59,16 @@
  *   str cwd, rlimit[16] = {u64 cur, max},
  *   u32 nfds, fd[] sorted by number = {u32 fd, u32 kind, u32 flags, u64 pos,
  *         str path, 32 content hash, u64 size (an object's: the fd of its object)},
- *   version 4 only: the descriptor objects and SysV segments (fdkinds.c;
- *         empty in every process but the root),
+ *   version 4 and up: the descriptor objects and SysV segments (fdkinds.c;
+ *         in version 4 empty in every process but the root; segments always are),
  *   u32 nregions, region[] sorted by start, adjacent compatible ones merged =
  *         {u64 start, u64 end, u32 prot (read 1, write 2, exec 4, and 8 for a
  *          shared read-only file mapping), u32 kind, u64 offset, str path,
  *          content: bitmap of non-zero pages (ceil(pages/8) bytes) + those pages;
  *          none for the vdso, whose address only is recorded, nor for a SysV
- *          segment's attachments after its first},
- *   version 4 only: str exe (the root's program: run afresh on restore when
+ *          segment's attachments after its first, nor for a shared memory
+ *          object's (its content is the object's)},
+ *   version 4 and up: str exe (the root's program: run afresh on restore when
  *         it is not the image), u32 nprocs, proc[] sorted by pid (every other process of
  *         the guest's tree, pids distinct from every tid) = {u32 pid, u32 ppid
  *         (the root's or an earlier proc's pid), u32 zombie (0 or 1), then a
@@ -75,6 +76,12 @@
  *         again on restore when it is not the root's) and process body},
  *         u32 npipes, pipe[] in order of first use (by process, then fd) =
  *         {u32 capacity, u64 len, bytes (len <= capacity)},
+ *   version 5 only: u32 nshms, shm[] in order of first use (by process, its
+ *         descriptors then its regions) = {u32 kind, u32 sealable, str name,
+ *         u64 size, content: bitmap + non-zero pages as a region's, of the
+ *         pages [0, size rounded up)}; version 5 processes may hold objects
+ *         and SysV attachments (the root holds every segment's record, the
+ *         first attachment in the tree its content),
  *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes}.
  * The digest is SHA-256 of exactly these bytes. */
 
@@ -82,6 +89,8 @@ enum snap_region_kind {
 	SNAP_REGION_ANON = 0, SNAP_REGION_FILE = 1, SNAP_REGION_HEAP = 2,
 	SNAP_REGION_STACK = 3, SNAP_REGION_VDSO = 4,
 	SNAP_REGION_SYSV = 5, /* v4: an attached SysV segment; offset = id << 32 | page offset */
+	SNAP_REGION_SHM = 6,  /* v5: a shared memory object of the tree mapped shared
+			       * (writable); offset = object << 32 | byte offset */
 };
 enum snap_fd_kind {
 	SNAP_FD_STREAM = 0, /* fd 0-2 given by the supervisor (pipe, tty): the root's
@@ -91,14 +100,19 @@ enum snap_fd_kind {
 	SNAP_FD_DIR = 2,
 	SNAP_FD_DEV = 3,    /* character device: reopened by path */
 	SNAP_FD_PIPE = 4,   /* v4: an end of pipe number pos of the tree (path ""), flags
-			     * O_ACCMODE, O_NONBLOCK and O_CLOEXEC */
+			     * O_ACCMODE, O_NONBLOCK and O_CLOEXEC; v5: of a named
+			     * FIFO, its path and its mode in size */
 	SNAP_FD_OBJECT = 5, /* v4: a kernel object of the object table (eventfd, socket…) */
+	SNAP_FD_SHM = 6,    /* v5: a memfd descriptor (path ""): size is its object's
+			     * number, pos the offset of the one open file every
+			     * descriptor of it shares; flags O_CLOEXEC, O_NONBLOCK, O_APPEND */
 };
 /* A pipe of the tree: its capacity (F_GETPIPE_SZ) and the bytes queued in it. */
 struct snap_pipe {
 	uint32_t capacity;
 	uint64_t len;
 	const uint8_t *bytes;      /* decoded: into the input; captured: owned */
+	uint64_t dev, ino;         /* captured only: which pipe or FIFO it is */
 };
 /* What an object is (version 4); each restored by its own calls. */
 enum snap_obj_kind {
@@ -126,6 +140,16 @@ struct snap_region {
 	char *path;                /* file regions only, else NULL */
 	/* content, decoded form: bitmap of non-zero pages and the packed pages */
 	const uint8_t *bitmap, *packed;
+};
+/* A shared memory object of the tree (version 5): captured once, mapped shared
+ * again by every process that had it, at the same addresses. */
+enum snap_shm_kind { SNAP_SHM_ANON = 0 /* MAP_SHARED|MAP_ANONYMOUS */, SNAP_SHM_MEMFD = 1 };
+#define SNAP_SHM_NAME_MAX 249u     /* memfd_create's bound on a name */
+struct snap_shm {
+	uint32_t kind, sealable;   /* sealable: a memfd that accepts seals (none set) */
+	char *name;                /* a memfd's name, "" for anonymous memory */
+	uint64_t size;             /* a memfd's size; anonymous: its mapped extent */
+	struct snap_region content; /* [0, size rounded up to pages) */
 };
 struct snap_fd {
 	uint32_t fd, kind, flags;
@@ -237,6 +261,8 @@ struct snap_state {
 	uint32_t zombie, wstatus;     /* an exited proc its parent has not waited for */
 	struct snap_pipe *pipes;
 	size_t npipes;
+	struct snap_shm *shms;        /* v5: the tree's shared memory objects (the root's) */
+	size_t nshms;
 };
 
 /* An encoded snapshot: the canonical bytes and their digest. */

@@ -29,18 +29,24 @@ int snap_sysv_mapping(const char *path)
 	return !strncmp(path, "/SYSV", 5) && n > 10 && !strcmp(path + n - 10, " (deleted)");
 }
 
-int snap_region_has_content(const struct snap_state *st, size_t i)
+int snap_region_has_content(const struct snap_state *root, const struct snap_state *p, size_t i)
 {
-	const struct snap_region *r = &st->regions[i];
-	if (r->kind == SNAP_REGION_VDSO)
+	const struct snap_region *r = &p->regions[i];
+	if (r->kind == SNAP_REGION_VDSO || r->kind == SNAP_REGION_SHM)
 		return 0;
 	if (r->kind != SNAP_REGION_SYSV)
 		return 1;
-	/* a segment's content once: in its first attachment, by address */
+	/* a segment's content once: in its first attachment in the tree, by address */
 	int starts = 0;
-	for (size_t j = 0; j <= i; j++)
-		starts += st->regions[j].kind == SNAP_REGION_SYSV &&
-			  st->regions[j].offset == (r->offset & ~(uint64_t)0xffffffffu);
+	uint64_t id0 = r->offset & ~(uint64_t)0xffffffffu;
+	for (size_t k = 0; k <= root->nprocs; k++) {
+		const struct snap_state *q = k ? &root->procs[k - 1] : root;
+		size_t n = q == p ? i + 1 : q->nregions;
+		for (size_t j = 0; !q->zombie && j < n; j++)
+			starts += q->regions[j].kind == SNAP_REGION_SYSV && q->regions[j].offset == id0;
+		if (q == p)
+			break;
+	}
 	return starts == 1;
 }
 
@@ -147,6 +153,31 @@ int snap_segments_capture(struct trace_tracee *t, uint64_t scratch, struct snap_
 	if (trace_tracee_write(t, scratch, saved, sizeof saved, rc ? NULL : e) < 0)
 		rc = -1;
 	return rc;
+}
+
+int snap_segments_gather(struct snap_state *st, struct common_err *e)
+{
+	for (size_t k = 0; k < st->nprocs; k++) {
+		struct snap_state *p = &st->procs[k];
+		for (size_t i = 0; i < p->nsegments; i++) {
+			size_t j = 0;
+			while (j < st->nsegments && st->segments[j].id != p->segments[i].id)
+				j++;
+			if (j < st->nsegments)
+				continue;
+			if (st->nsegments == SNAP_OBJ_MAX)
+				return common_errf(e, "capture", "more than %u SysV segments", SNAP_OBJ_MAX);
+			st->segments = common_xrealloc(st->segments,
+						       (st->nsegments + 1) * sizeof *st->segments);
+			st->segments[st->nsegments++] = p->segments[i];
+		}
+		free(p->segments);
+		p->segments = NULL;
+		p->nsegments = 0;
+	}
+	if (st->nsegments)
+		qsort(st->segments, st->nsegments, sizeof *st->segments, cmp_seg);
+	return 0;
 }
 
 /* In the child, inside the run's IPC namespace: each segment made under its

@@ -155,12 +155,16 @@ static int pipe_peek(pid_t pid, uint32_t fd, struct snap_pipe *q, struct common_
 	if (in < 0)
 		return common_errno(e, errno, "open %s", p);
 	int cap = fcntl(in, F_GETPIPE_SZ), queued = 0;
-	if (cap <= 0 || ioctl(in, FIONREAD, &queued) < 0 || queued < 0 || queued > cap) {
+	struct stat sb;
+	if (cap <= 0 || ioctl(in, FIONREAD, &queued) < 0 || queued < 0 || queued > cap ||
+	    fstat(in, &sb) < 0) {
 		close(in);
 		return common_errno(e, errno, "pipe of %s: size", p);
 	}
 	q->capacity = (uint32_t)cap;
 	q->len = (uint64_t)queued;
+	q->dev = (uint64_t)sb.st_dev;
+	q->ino = (uint64_t)sb.st_ino;
 	uint8_t *buf = common_xmalloc((size_t)cap);
 	q->bytes = buf;
 	if (queued && (pipe2(sp, O_CLOEXEC | O_NONBLOCK) < 0 || fcntl(sp[1], F_SETPIPE_SZ, cap) < cap))

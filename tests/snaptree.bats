@@ -139,3 +139,27 @@ load snaptree/lib
 @test "snaptree: epoll_pipes" {
 	snaptree_case epoll_pipes
 }
+
+@test "snaptree: shm_anon_fork" {
+	snaptree_case shm_anon_fork
+}
+
+@test "snaptree: memfd_shared" {
+	snaptree_case memfd_shared
+}
+
+@test "snaptree: sysv_shared" {
+	snaptree_case sysv_shared
+}
+
+@test "snaptree: child_eventfd" {
+	snaptree_case child_eventfd
+}
+
+@test "snaptree: child_socketpair" {
+	snaptree_case child_socketpair
+}
+
+@test "snaptree: fifo" {
+	snaptree_case fifo
+}

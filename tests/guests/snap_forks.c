@@ -1,10 +1,14 @@
 /* Snapshot guest: forks all the time. 150 rounds 10 ms apart, each forking a
  * child that exits at once with a status the parent folds into a digest;
- * argument "fifo", "eventfd" or "shm": a child holds a named FIFO open, an
- * eventfd, or an attached SysV segment meanwhile (a snapshot of the tree is
- * refused). Prints the digest. */
+ * argument "fifo", "eventfd" or "shm": a child holds a named FIFO open for
+ * reading and writing, an eventfd, or an attached SysV segment meanwhile;
+ * "shared-eventfd": an eventfd made before the fork, held by both;
+ * "memfd-twice": a memfd opened a second time through /proc (a snapshot is
+ * refused for "fifo", "shared-eventfd" and "memfd-twice"). Prints the digest. */
+#define _GNU_SOURCE /* memfd_create */
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
 #include <signal.h>
 #include <stdint.h>
@@ -18,6 +22,13 @@
 int main(int argc, char **argv)
 {
 	pid_t holder = -1;
+	int shared = argc > 1 && !strcmp(argv[1], "shared-eventfd") ? eventfd(1, 0) : -1;
+	if (argc > 1 && !strcmp(argv[1], "memfd-twice")) {
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", memfd_create("twice", 0));
+		if (open(p, O_RDWR) < 0)
+			return 2;
+	}
 	if (argc > 1 && (holder = fork()) == 0) {
 		int id;
 		if (!strcmp(argv[1], "fifo") && (mkfifo("fifo", 0600) < 0 || open("fifo", O_RDWR) < 0))
@@ -44,6 +55,8 @@ int main(int argc, char **argv)
 	}
 	if (holder > 0)
 		kill(holder, SIGKILL), waitpid(holder, NULL, 0);
+	if (shared >= 0)
+		close(shared);
 	printf("forks %016llx\n", (unsigned long long)h);
 	return 0;
 }

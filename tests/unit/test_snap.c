@@ -620,8 +620,8 @@ static void test_decoder_threads(const struct snap_image *im)
 	s.version = 2;
 	CHECK(snap_encode(&s, &a, &e) == 0);
 	/* less the thread list, the empty object and segment counts and the
-	 * tree (root program, no process, no pipe) */
-	CHECK(a.len == im->len - 32 - 8 - (12 + strlen(s.exe)));
+	 * tree (root program, no process, no pipe, no shared memory object) */
+	CHECK(a.len == im->len - 32 - 8 - (16 + strlen(s.exe)));
 	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
 	CHECK(t.version == 2 && t.tid == 0 && t.nthreads == 0);
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
@@ -655,9 +655,9 @@ static void test_decoder_tree(const struct snap_image *im)
 	struct snap_fd fds[2];
 	struct common_err e;
 	uint8_t bytes[3] = { 'a', 'b', 'c' };
-	struct snap_pipe pipe = { 8192, 3, bytes };
+	struct snap_pipe pipe = { 8192, 3, bytes, 0, 0 };
 	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
-	CHECK(s.version == 4 && s.nprocs == 0 && s.npipes == 0 && s.exe[0] == '/');
+	CHECK(s.version == SNAP_VERSION && s.nprocs == 0 && s.npipes == 0 && s.exe[0] == '/');
 	struct snap_state *keep = s.procs;
 	struct snap_fd *keep_fds = s.fds;
 	size_t keep_nfds = s.nfds;
@@ -755,7 +755,7 @@ static void test_decoder_objects(const struct snap_image *im)
 	struct snap_image a, b;
 	struct common_err e;
 	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
-	CHECK(s.version == 4 && s.nobjects == 0 && s.nsegments == 0);
+	CHECK(s.version == SNAP_VERSION && s.nobjects == 0 && s.nsegments == 0);
 	struct snap_fd *saved_fds = s.fds, fds[16];
 	size_t nsaved = s.nfds, nf = 0;
 	for (size_t i = 0; i < nsaved && s.fds[i].fd <= 2; i++)
@@ -818,7 +818,7 @@ static void test_decoder_objects(const struct snap_image *im)
 	      t.objects[6].port == 4242 && t.objects[8].termios[1][0] == 5 &&
 	      t.nsegments == 1 && t.segments[0].size == 5000);
 	CHECK(t.regions[at].packed && t.regions[at].packed[0] == 'x' && !t.regions[at + 1].bitmap &&
-	      snap_region_has_content(&t, at) && !snap_region_has_content(&t, at + 1));
+	      snap_region_has_content(&t, &t, at) && !snap_region_has_content(&t, &t, at + 1));
 	CHECK(!strcmp(snap_fd_kind_name(&t, &t.fds[nf - 9]), "eventfd") &&
 	      !strcmp(snap_fd_kind_name(&t, &t.fds[nf - 1]), "pty-slave"));
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
@@ -883,6 +883,117 @@ static void test_decoder_objects(const struct snap_image *im)
 	s.nobjects = 0;
 	s.segments = NULL;
 	s.nsegments = 0;
+	snap_state_free(&s);
+}
+
+/* Version 5's shared memory objects: a memfd mapped and held by a descriptor,
+ * anonymous memory mapped twice, round-trip; a hostile field is refused by
+ * name; every truncation is refused. SBX_SNAP_CORPUS=DIR writes the image as
+ * DIR/image-shm (fuzz seed). */
+static void test_decoder_shm(const struct snap_image *im)
+{
+	struct snap_state s, t;
+	struct snap_image a, b;
+	struct common_err e;
+	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
+	CHECK(s.version == 5 && s.nshms == 0);
+	static uint8_t page[2 * 4096];
+	static const uint8_t bm_memfd = 2, bm_anon = 1;
+	memset(page, 'm', sizeof page);
+	struct snap_shm g[2] = {
+		{ .kind = SNAP_SHM_MEMFD, .sealable = 1, .name = "a memfd", .size = 5000,
+		  .content = { .start = 0, .end = 8192, .bitmap = &bm_memfd, .packed = page } },
+		{ .kind = SNAP_SHM_ANON, .name = "", .size = 8192,
+		  .content = { .start = 0, .end = 8192, .bitmap = &bm_anon, .packed = page } },
+	};
+	struct snap_region *saved_regions = s.regions, *rg = calloc(s.nregions + 3, sizeof *rg);
+	size_t nreg = s.nregions, at = 0;
+	while (at < nreg && saved_regions[at].start < 0x200000000ull)
+		at++;
+	memcpy(rg, saved_regions, at * sizeof *rg);
+	rg[at] = (struct snap_region){ .start = 0x200000000ull, .end = 0x200002000ull, .prot = 3,
+				       .kind = SNAP_REGION_SHM, .offset = 0 };
+	rg[at + 1] = (struct snap_region){ .start = 0x200100000ull, .end = 0x200102000ull, .prot = 3,
+					   .kind = SNAP_REGION_SHM, .offset = (uint64_t)1 << 32 };
+	rg[at + 2] = (struct snap_region){ .start = 0x200200000ull, .end = 0x200201000ull, .prot = 1,
+					   .kind = SNAP_REGION_SHM, .offset = (uint64_t)1 << 32 | 4096 };
+	memcpy(rg + at + 3, saved_regions + at, (nreg - at) * sizeof *rg);
+	struct snap_fd *saved_fds = s.fds, fds[8];
+	size_t nsaved = s.nfds, nf = 0;
+	for (size_t i = 0; i < nsaved && s.fds[i].fd <= 2; i++)
+		fds[nf++] = s.fds[i];
+	fds[nf++] = (struct snap_fd){ .fd = 40, .kind = SNAP_FD_SHM, .pos = 77, .path = "" };
+	fds[nf++] = (struct snap_fd){ .fd = 41, .kind = SNAP_FD_SHM, .pos = 77, .flags = O_CLOEXEC,
+				      .path = "" };
+	s.regions = rg;
+	s.nregions = nreg + 3;
+	s.fds = fds;
+	s.nfds = nf;
+	s.shms = g;
+	s.nshms = 2;
+	CHECK(snap_encode(&s, &a, &e) == 0);
+	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
+	CHECK(t.nshms == 2 && !strcmp(t.shms[0].name, "a memfd") && t.shms[0].size == 5000 &&
+	      t.shms[0].sealable && t.shms[1].kind == SNAP_SHM_ANON &&
+	      t.shms[0].content.packed[0] == 'm' && t.regions[at + 2].offset == ((uint64_t)1 << 32 | 4096) &&
+	      !snap_region_has_content(&t, &t, at) && t.fds[nf - 1].kind == SNAP_FD_SHM);
+	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
+	snap_state_free(&t);
+	snap_image_free(&b);
+	const char *corpus = getenv("SBX_SNAP_CORPUS");
+	if (corpus) {
+		/* a small seed: the shared memory without the rest of the memory */
+		struct snap_state small = s;
+		char path[4200];
+		small.regions = rg + at;
+		small.nregions = 3;
+		small.ncells = 0;
+		CHECK(snap_encode(&small, &b, &e) == 0);
+		snprintf(path, sizeof path, "%s/image-shm", corpus);
+		FILE *f = fopen(path, "wb");
+		CHECK(f && fputc(2, f) == 2 && fwrite(b.bytes, 1, b.len, f) == b.len && fclose(f) == 0);
+		snap_image_free(&b);
+	}
+	for (size_t cut = a.len - 1; cut > 0; cut = cut > 4000 ? cut - 1999 : cut / 2)
+		CHECK(snap_decode(a.bytes, cut, "x", &t, &e) < 0);
+	for (size_t cut = a.len - 1; cut > a.len - 9000; cut -= 97)
+		CHECK(snap_decode(a.bytes, cut, "x", &t, &e) < 0);
+	snap_image_free(&a);
+#define REFUSED(field, bad, why)                \
+	do {                                    \
+		__typeof__(field) keep_ = (field); \
+		(field) = (bad);                \
+		tree_refused(&s, why);          \
+		(field) = keep_;                \
+	} while (0)
+	REFUSED(g[0].kind, 2, "shared memory object kind, name or size");
+	REFUSED(g[1].name, "x", "shared memory object kind, name or size");
+	REFUSED(g[1].size, 0, "shared memory object kind, name or size");
+	REFUSED(g[0].sealable, 2, "shared memory object kind, name or size");
+	REFUSED(g[0].size, SNAP_MAX_BYTES + 1, "shared memory object kind, name or size");
+	REFUSED(rg[at].offset, (uint64_t)2 << 32, "names no object");
+	REFUSED(rg[at + 2].offset, (uint64_t)1 << 32 | 8192, "names no object");
+	REFUSED(rg[at].offset, 100, "shared memory region offset invalid");
+	REFUSED(rg[at].offset, 0xfffff000ull, "shared memory region offset invalid");
+	REFUSED(fds[nf - 1].pos, 78, "names no object");
+	REFUSED(fds[nf - 1].size, 1, "names no object");
+	REFUSED(fds[nf - 1].size, 1u << 20, "memfd descriptor with a hash, flags or number");
+	REFUSED(fds[nf - 1].flags, O_RDWR, "memfd descriptor with a hash, flags or number");
+	s.nregions = nreg;
+	s.regions = saved_regions;
+	REFUSED(s.nfds, nf - 2, "an object is unused");
+	s.regions = rg;
+	s.nregions = nreg + 3;
+	/* no such record in a version 4 image */
+	REFUSED(s.version, 4, "descriptor kind, number or path invalid");
+#undef REFUSED
+	s.regions = saved_regions;
+	s.nregions = nreg;
+	free(rg);
+	s.fds = saved_fds;
+	s.nfds = nsaved;
+	s.shms = NULL;
+	s.nshms = 0;
 	snap_state_free(&s);
 }
 
@@ -989,6 +1100,7 @@ int main(int argc, char **argv)
 		test_decoder_threads(&im);
 		test_decoder_tree(&im);
 		test_decoder_objects(&im);
+		test_decoder_shm(&im);
 		test_xstate_refusal(&im);
 		test_store(&im);
 		snap_image_free(&im);
