@@ -88,6 +88,29 @@ chain_build() {
 		"$BATS_TEST_TMPDIR/res.json"
 }
 
+@test "chain: a take while a task waits in vfork for its child is refused at once, try again (fails on main: the take waited for the child, the supervisor with it)" {
+	g="$GUESTS/snaptree/vfork_wait"
+	out=$(sbx-lease request --image "$g" --escrow 10 | sbx-lease fund --amount 10 --evidence - |
+		sbx-lease activate --evidence -)
+	id=$(printf '%s' "$out" | jq -r .lease.id)
+	sbx-run --lease "$id" -- "$g" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 200); do
+		grep -q "child napping" "$BATS_TEST_TMPDIR/out" && break
+		sleep 0.05
+	done
+	grep -q "child napping" "$BATS_TEST_TMPDIR/out"
+	run timeout 20 sbx-snap take "$id"
+	if [ "$status" -eq 124 ]; then # hung, the run's supervisor with it
+		kill -9 "$pid"
+		false
+	fi
+	kill "$pid"
+	wait "$pid" || true
+	assert_failure
+	assert_output --partial "waits for its vfork child to start a program: try again"
+}
+
 @test "chain: sbx-lease log --chain shows every link, each request naming the previous" {
 	run --separate-stderr sbx-run --ephemeral --limits storage_write=16M --chain 8 \
 		--result "$BATS_TEST_TMPDIR/res.json" -- "$GUESTS/$W" 40
