@@ -14,7 +14,7 @@
 
 #define CHAIN_NUM 7u
 #define CHAIN_DEN 8u
-#define CHAIN_TRIES 16u      /* refused snapshots (a task starting a program): tried again */
+#define CHAIN_TRIES 50u      /* refused snapshots (a task starting a program): tried again */
 #define CHAIN_RETRY_US 20000
 #define CHAIN_HELD_US 1000   /* a held call comes back to its stop at most this often */
 
