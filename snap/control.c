@@ -225,15 +225,15 @@ static pid_t leader_of(pid_t tid)
 	return rc == 0 && v > 0 ? (pid_t)v : tid;
 }
 
-/* Every thread stopped at a step boundary, the leader's process captured into
- * dir, and every thread resumed unless stop (at_stop: guest is a thread met at
- * its signal stop, which stays there, the loop's). */
-static int capture_guest(pid_t guest, int stop, int at_stop, const struct snap_capture_opts *o,
+/* Every thread stopped at a step boundary, the tree of guest's process captured
+ * into dir, and every thread resumed unless stop (held, when not 0: a thread of
+ * any process of the tree met at a stop of the loop's, which stays there). */
+static int capture_guest(pid_t guest, pid_t held, int stop, const struct snap_capture_opts *o,
 			 const char *dir, struct snap_manifest *man, struct common_err *e)
 {
-	pid_t leader = leader_of(guest), held = at_stop ? guest : 0, *threads;
+	pid_t leader = leader_of(guest), *threads;
 	size_t nthreads;
-	int interrupt = !at_stop || leader != guest;
+	int interrupt = leader != held;
 	if (interrupt && trace_tracee_interrupt(leader, e) < 0)
 		return -1;
 	int rc = stop_threads(leader, held, &threads, &nthreads, e);
@@ -327,7 +327,8 @@ static int snap_take(struct lease_store *s, const char *lease, const struct trac
 	if (rc < 0)
 		goto fail;
 	common_rm_rf(tmp, NULL);
-	if (capture_guest(guest, stop, at_stop, &o, tmp, &man, &e) < 0)
+	if (capture_guest(guest, !at_stop ? 0 : rq->held ? rq->held : guest, stop, &o, tmp, &man,
+			  &e) < 0)
 		goto fail;
 
 	uint64_t persist = adm.persist;

@@ -88,9 +88,11 @@ int trace_cli_main(int argc, char **argv);
 struct lease_store;
 struct trace_run_opts;
 struct trace_snap_request {
-	pid_t guest;                  /* host pid of the single-process guest */
+	pid_t guest;                  /* host pid of the guest (its root process) */
 	int stop;                     /* leave the guest stopped: the caller ends the run */
-	int at_stop;                  /* the guest is in a ptrace stop: take it as it stands */
+	int at_stop;                  /* held (0: guest) is in the loop's ptrace stop: taken
+				       * as it stands, left there */
+	pid_t held;                   /* at_stop: a thread of any process of guest's tree */
 	uint8_t trace_head[32];       /* the recorder's chain head (zeros: no trace) */
 	uint64_t trace_seq;           /* events the recorder wrote so far */
 	const char *renter, *renter_sig; /* a peer renter's signature (sbx-snap take), or NULL */

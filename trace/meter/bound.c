@@ -280,26 +280,42 @@ void trace_metering_cgroup(struct trace_metering *mt, const struct trace_cgroup 
 	meter_fuel_hold(mt, u);
 }
 
-/* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read,
- * storage_write, output) whose usage, with what the stopped call may move
- * (st NULL: at a tick), passes num/den of its bound; -1 for none. Only once
- * this lease used 1/den of it: every link gets that far, and a call larger than
- * what a fresh lease allows ends on the bound, as a run without a chain does. */
-int trace_metering_renew_due(struct trace_metering *mt, struct trace_guest *g,
-			     const struct trace_stop *st, unsigned num, unsigned den)
+/* sbx-run --chain: storage_write is handed over at the call, not near it. */
+int trace_metering_store_due(struct trace_metering *mt, struct trace_guest *g,
+			     const struct trace_stop *st)
 {
-	static const int renewed[] = { LEASE_DIM_FUEL, LEASE_DIM_STORAGE_READ, LEASE_DIM_STORAGE_WRITE,
+	const uint64_t bound = mt->limits[LEASE_DIM_STORAGE_WRITE];
+	struct trace_store_call c;
+
+	if (mt->held || mt->closed[0] || mt->failed || !st->arch_ok || !st->sys ||
+	    !(st->sys->classes & TRACE_CLASS_STORE) || st->action == TRACE_DENIED ||
+	    !trace_store_entry(g, st, &c, mt->vec) || c.refuse)
+		return 0;
+	/* what store_entry settles first: the thread's last plain write is over */
+	trace_meter_store_stopped(mt->meter, st->tid);
+	uint64_t held = mt->base[LEASE_DIM_STORAGE_WRITE] + trace_meter_store_held(mt->meter);
+	/* a copy is cut to what is left (store_cut): due once nothing is */
+	if (trace_sys_arg(st->sys, TRACE_ARG_COUNT) >= 0 && trace_sys_arg(st->sys, TRACE_ARG_INFD) >= 0)
+		return c.bytes > 0 && bound > 0 && held >= bound;
+	return c.bytes <= bound && (held > bound || c.bytes > bound - held);
+}
+
+/* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read, output)
+ * whose usage, with what the stopped call may read (st NULL: at a tick), passes
+ * num/den of its bound; -1 for none. Only once this lease used 1/den of it:
+ * every link gets that far, and a call larger than what a fresh lease allows ends
+ * on the bound, as a run without a chain does. */
+int trace_metering_renew_due(struct trace_metering *mt, const struct trace_stop *st, unsigned num,
+			     unsigned den)
+{
+	static const int renewed[] = { LEASE_DIM_FUEL, LEASE_DIM_STORAGE_READ,
 				       LEASE_DIM_OUTPUT_BYTES, LEASE_DIM_OUTPUT_VALUES };
 	uint64_t run[TRACE_DIMS], call[TRACE_DIMS] = { 0 };
-	struct trace_store_call c;
 
 	if (!mt || mt->held || mt->closed[0] || mt->failed)
 		return -1;
 	if (st && !st->arch_ok)
 		return -1;
-	if (st && st->sys && (st->sys->classes & TRACE_CLASS_STORE) && st->action != TRACE_DENIED &&
-	    trace_store_entry(g, st, &c, mt->vec) && !c.refuse)
-		call[LEASE_DIM_STORAGE_WRITE] = c.bytes;
 	int count = st && st->sys ? trace_sys_arg(st->sys, TRACE_ARG_COUNT) : -1;
 	if (count >= 0 && (st->sys->classes & TRACE_CLASS_LOAD))
 		call[LEASE_DIM_STORAGE_READ] = st->args[count];

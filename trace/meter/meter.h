@@ -251,11 +251,19 @@ int trace_metering_finish(struct trace_metering *mt, struct common_err *e);
 const char *trace_metering_closed(const struct trace_metering *mt);
 /* A metering failure (the lease, a call it could not hold), or NULL. */
 const struct common_err *trace_metering_failure(const struct trace_metering *mt);
-/* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read, storage_write,
- * output) whose usage, with what the call stopped at st may move (NULL: a tick), passes
+/* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read, output)
+ * whose usage, with what the call stopped at st may read (NULL: a tick), passes
  * num/den of its bound, once this lease used 1/den of it; -1 for none. */
-int trace_metering_renew_due(struct trace_metering *mt, struct trace_guest *g,
-			     const struct trace_stop *st, unsigned num, unsigned den);
+int trace_metering_renew_due(struct trace_metering *mt, const struct trace_stop *st, unsigned num,
+			     unsigned den);
+/* sbx-run --chain: 1 when the storing call stopped at st (its entry) would be refused
+ * here, taking storage_write past its bound with what every call before it reserved,
+ * but a fresh lease's bound holds it (a copy, cut to what is left: once nothing is);
+ * then it must not run in this lease. Exact: every call that may store reserves all
+ * it may store at its entry stop, before it runs (the plain writes settled by wchar
+ * later too), and shared mappings cannot be snapshotted. */
+int trace_metering_store_due(struct trace_metering *mt, struct trace_guest *g,
+			     const struct trace_stop *st);
 /* Usage totals of the lease including this run (monotonic). */
 void trace_metering_usage(const struct trace_metering *mt, uint64_t usage[TRACE_DIMS]);
 

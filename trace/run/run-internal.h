@@ -69,4 +69,30 @@ int trace_run_ephemeral_close(struct lease_store *s, const char *id, json_t *rec
 void trace_run_lease_receipts(struct lease_store *s, const char *id, json_int_t start_seq,
 			      json_t *receipts);
 
+/* sbx-run --chain: where a link hands its guest over to the next (trace/run/handover.c). */
+struct trace_snap_taken;
+struct trace_handover {
+	struct trace_chain_link *link;   /* this link */
+	struct trace_metering *meter;
+	struct trace_supervisor *sv;     /* once the guest runs */
+	struct lease_store *store;
+	const char *lease;
+	uint64_t requested, lifetime;    /* the lease's request batch and lifetime */
+	int off;                         /* no snapshot came: the link runs on to its bound */
+	unsigned refused;                /* snapshots refused so far (a task starting...) */
+	uint64_t next_try_us;            /* not before then, once refused */
+	/* the guest snapshotted and left stopped (held: a thread in the loop's stop, or 0) */
+	int (*snapshot)(void *ctx, pid_t held, struct trace_snap_taken *t, struct common_err *e);
+	void *ctx;
+};
+/* The link's lease's request batch and lifetime, from its record. */
+int trace_handover_open(struct trace_handover *h, struct lease_store *s, const char *lease,
+			struct common_err *e);
+/* At a storing or reading call's entry stop (the control layer's, before metering):
+ * <0 once the link ended there (the guest stopped); 0 to go on, the call perhaps held
+ * at its entry (denied "again") while a snapshot is refused. */
+int trace_handover_entry(struct trace_handover *h, struct trace_guest *g, struct trace_stop *st);
+/* At a tick: nonzero once the link ended. */
+int trace_handover_tick(struct trace_handover *h);
+
 #endif

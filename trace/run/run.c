@@ -50,9 +50,7 @@ struct run {
 	struct trace_supervisor *sv;  /* supervise */
 	int restored;                 /* the restore hook ran */
 	uint64_t snap_batch;          /* batch of the last automatic snapshot */
-	int chain_off;                /* --chain: no snapshot came: the link runs on to its bound */
-	unsigned chain_refused;       /* --chain: snapshots refused so far (a task exiting...) */
-	uint64_t requested, lifetime; /* --chain: the lease's request batch and lifetime */
+	struct trace_handover ho;     /* --chain: this link's hand-over */
 	int failed;                   /* the run ends with fail, an sbx error (125) */
 	struct common_err fail;
 	struct trace_result res;      /* close */
@@ -106,10 +104,10 @@ static void ctl_close(struct run *r)
 /* A snapshot of guest, asked of the program's snapshot operation (opts->snap,
  * snap/ plugged in from above); the request carries the supervisor's own state:
  * the trace head, flushed. */
-static int request_snapshot(struct run *r, pid_t guest, int stop, int at_stop,
+static int request_snapshot(struct run *r, pid_t guest, pid_t held, int stop, int at_stop,
 			    const json_t *peer, struct trace_snap_taken *out, struct common_err *e)
 {
-	struct trace_snap_request rq = { .guest = guest, .stop = stop, .at_stop = at_stop,
+	struct trace_snap_request rq = { .guest = guest, .held = held, .stop = stop, .at_stop = at_stop,
 					 .renter = json_string_value(json_object_get(peer, "renter")),
 					 .renter_sig = json_string_value(json_object_get(peer, "renter_sig")) };
 	if (!r->opts || !r->opts->snap)
@@ -129,7 +127,7 @@ static int request_snapshot(struct run *r, pid_t guest, int stop, int at_stop,
 		pid_t tids[1024];
 		size_t n = trace_sv_pids(r->sv, tids, 1024);
 		for (size_t i = 0; i < n; i++)
-			if (tids[i] != guest || !at_stop)
+			if (tids[i] != (held ? held : guest) || !at_stop)
 				trace_sv_every_call_rearm(r->sv, tids[i]);
 	}
 	return rc;
@@ -205,7 +203,7 @@ static void ctl_serve(struct run *r, struct trace_supervisor *sv)
 		int stop = json_is_true(json_object_get(req, "stop"));
 		/* a peer's snapshot is its renter's to authorize, never this run's key */
 		int peer_signed = json_is_string(json_object_get(req, "renter_sig"));
-		int rc = peer_signed ? request_snapshot(r, trace_sv_guest_pid(sv), stop, 0, req, &t, &e)
+		int rc = peer_signed ? request_snapshot(r, trace_sv_guest_pid(sv), 0, stop, 0, req, &t, &e)
 			: common_errf(&e, "snapshot", "not signed by the lease's renter (sbx-snap "
 				      "take signs it)");
 		json_decref(rep);
@@ -230,6 +228,8 @@ static int hook_start(void *ctx, struct trace_supervisor *sv)
 {
 	struct run *r = ctx;
 	r->sv = sv;
+	r->ho.sv = sv;
+	r->ho.meter = r->meter;
 	if (r->ctl_fd >= 0)
 		trace_sv_watch(sv, r->ctl_fd);
 	if (r->opts && r->opts->snapshot_every && r->store)
@@ -332,80 +332,18 @@ static void hold_trace(struct run *r)
 	}
 }
 
-/* --chain (SPEC §8.4): a link ends at the first stop of a storing or reading call,
- * or at a tick, where a dimension a fresh lease renews passes 7/8 of its bound with
- * what that call may move, or the lease has lived 7/8 of its lifetime: its guest is
- * snapshotted where it stands and stopped; the next link restores it. */
-#define CHAIN_NUM 7u
-#define CHAIN_DEN 8u
-#define CHAIN_TRIES 16u      /* refused snapshots (a process exiting): tried again at ticks */
-#define CHAIN_RETRY_US 20000
-
-static int chain_may(const struct run *r)
+/* --chain: the snapshot that ends the link, taken as the guest stands (held: a
+ * thread at its stop) and left stopped. */
+static int chain_snapshot(void *ctx, pid_t held, struct trace_snap_taken *t, struct common_err *e)
 {
-	return r->opts->link && !r->opts->link->last && !r->opts->link->snapshot[0] &&
-	       !r->chain_off && r->meter && r->sv;
+	struct run *r = ctx;
+	return request_snapshot(r, trace_sv_guest_pid(r->sv), held, 1, held != 0, NULL, t, e);
 }
 
-/* 1: the link ended (snapshot taken, guest stopped); 0: it runs on (refused: tried
- * again soon, up to CHAIN_TRIES times) */
-static int chain_end(struct run *r, pid_t guest, int at_stop, const char *dim)
-{
-	struct trace_chain_link *ln = r->opts->link;
-	struct trace_snap_taken t;
-	struct common_err e;
-
-	if (request_snapshot(r, guest, 1, at_stop, NULL, &t, &e) < 0) {
-		if (++r->chain_refused < CHAIN_TRIES) {
-			trace_sv_tick_within(r->sv, CHAIN_RETRY_US);
-			return 0;
-		}
-		common_warnf("chain: lease %s near its %s bound: no snapshot after %u tries (%s: %s): "
-			     "the link runs on to its bound", r->id, dim, r->chain_refused, e.what, e.why);
-		r->chain_off = 1;
-		return 0;
-	}
-	snprintf(ln->snapshot, sizeof ln->snapshot, "%s", t.digest);
-	ln->dim = dim;
-	json_decref(t.receipt);
-	trace_sv_kill_now(r->sv, "chain: the link ended near a bound");
-	return 1;
-}
-
-/* A stop of the guest's process is where the snapshot stands (the stopped thread
- * as it is, the others brought to a boundary); another process's brings the tick. */
 static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct run *r = ctx;
-	int d;
-
-	if (!chain_may(r) || !st->sys || !(st->sys->classes & (TRACE_CLASS_STORE | TRACE_CLASS_LOAD)) ||
-	    (d = trace_metering_renew_due(r->meter, g, st, CHAIN_NUM, CHAIN_DEN)) < 0)
-		return 0;
-	if (trace_guest_pid(g) != trace_sv_guest_pid(r->sv)) {
-		trace_sv_tick_within(r->sv, 1000);
-		return 0;
-	}
-	if (!chain_end(r, trace_guest_tid(g), 1, lease_dim_name((enum lease_dim)d)))
-		return 0;
-	st->action = TRACE_DENIED; /* it never runs here: the next link runs it */
-	st->deny_errno = EINTR;
-	return -1;
-}
-
-static int chain_tick(struct run *r)
-{
-	uint64_t b = 0;
-	int d;
-
-	if (!chain_may(r))
-		return 0;
-	if ((d = trace_metering_renew_due(r->meter, NULL, NULL, CHAIN_NUM, CHAIN_DEN)) >= 0)
-		return chain_end(r, trace_sv_guest_pid(r->sv), 0, lease_dim_name((enum lease_dim)d));
-	if (r->lifetime && lease_store_batch(r->store, &b, NULL) == 0 &&
-	    b - r->requested >= r->lifetime * CHAIN_NUM / CHAIN_DEN)
-		return chain_end(r, trace_sv_guest_pid(r->sv), 0, "lifetime");
-	return 0;
+	return trace_handover_entry(&r->ho, g, st);
 }
 
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
@@ -419,12 +357,12 @@ static int hook_tick(void *ctx, struct trace_supervisor *sv)
 		r->snap_batch = b;
 		struct trace_snap_taken t;
 		struct common_err e;
-		if (request_snapshot(r, trace_sv_guest_pid(sv), 0, 0, NULL, &t, &e) < 0)
+		if (request_snapshot(r, trace_sv_guest_pid(sv), 0, 0, 0, NULL, &t, &e) < 0)
 			common_warnf("automatic snapshot: %s: %s", e.what, e.why);
 		else
 			json_decref(t.receipt);
 	}
-	return chain_tick(r);
+	return trace_handover_tick(&r->ho);
 }
 
 static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int sig)
@@ -436,7 +374,7 @@ static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int s
 		return;
 	struct trace_snap_taken t;
 	struct common_err e;
-	if (request_snapshot(r, tid, 0, 1, NULL, &t, &e) < 0)
+	if (request_snapshot(r, tid, 0, 0, 1, NULL, &t, &e) < 0)
 		common_warnf("snapshot on signal %d: %s: %s", sig, e.what, e.why);
 	else
 		json_decref(t.receipt);
@@ -690,19 +628,6 @@ static int features_open(struct run *r)
 	return 0;
 }
 
-/* --chain: when the lease was requested and how long it lives (a link ends near it). */
-static int chain_lifetime(struct run *r)
-{
-	json_t *rec = NULL;
-	if (lease_load(r->store, r->id, &rec, &r->e) < 0)
-		return -1;
-	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-	r->requested = (uint64_t)common_jint(l, "requested", 0);
-	r->lifetime = (uint64_t)common_jint(l, "lifetime", 0);
-	json_decref(rec);
-	return 0;
-}
-
 /* Set up: the store, the mount list checked before any lease moves (a bind that
  * would show the store, say), the lease held, the guest's namespace, environment
  * and start directory, the control socket, the features. */
@@ -733,7 +658,8 @@ static int run_setup(struct run *r)
 	r->cfg.filter_cache = r->filters;
 	if (ctl_open(r, lease_store_dir(r->store), r->id, &r->e) < 0)
 		return -1;
-	if (o->link && chain_lifetime(r) < 0)
+	r->ho = (struct trace_handover){ .link = o->link, .snapshot = chain_snapshot, .ctx = r };
+	if (o->link && trace_handover_open(&r->ho, r->store, r->id, &r->e) < 0)
 		return -1;
 	return features_open(r);
 }

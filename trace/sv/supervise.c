@@ -512,7 +512,11 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		st->action = TRACE_DENIED;
 		st->deny_errno = EPERM;
 	}
-	if (st->action == TRACE_DENIED) {
+	if (st->action == TRACE_DENIED && st->again && !refuse) {
+		trace_sv_answer(t->tid, 0, 1);
+		st->want_exit = 0;
+		trace_sv_sgid_drop(t);
+	} else if (st->action == TRACE_DENIED) {
 		sv->res->refused += !refuse; /* a layer's refusal counts as the boundary's */
 		deny(t->tid, st->deny_errno > 0 ? st->deny_errno : EPERM);
 		st->want_exit = 0;

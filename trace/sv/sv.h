@@ -20,6 +20,8 @@ struct trace_stop {
 	int64_t result;                 /* return value, or -errno */
 	enum trace_action action;
 	int deny_errno;                 /* when denied */
+	int again;                      /* denied without a refusal: the thread issues the
+					 * call once more, to a fresh stop (a layer holds it) */
 	const char *rewrite[2];         /* new path strings when rewritten */
 	int want_exit;                  /* set by on_entry: also stop at syscall exit */
 	int arch_ok;                    /* 0: i386/x32 entry (always refused) */

@@ -1,11 +1,15 @@
 /* trace/tracee: waiting for one thread's stops, and syscalls injected into it. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "trace/sys/sys.h"
 #include "trace/tracee/tracee.h"
 
 /* The stop trace_wait_for resumes tid towards. */
@@ -266,26 +270,71 @@ int trace_tracee_reap(pid_t tid)
 	}
 }
 
-/* The event of tid's pending ptrace stop, not consumed (waits for the stop). */
-static int pending_event(pid_t tid)
+#define INTERRUPT_POLL_US 200
+#define INTERRUPT_WAIT_US 10000000 /* a task never stopping (a hung disk) is refused */
+
+/* The event of tid's pending ptrace stop, not consumed; *none when it has not
+ * stopped (nor exited) yet. */
+static int pending_event(pid_t tid, int *none)
 {
 	siginfo_t si;
 	int rc;
 	do {
 		memset(&si, 0, sizeof si);
-		rc = waitid(P_PID, (id_t)tid, &si, WSTOPPED | WNOWAIT | __WALL | __WNOTHREAD);
+		rc = waitid(P_PID, (id_t)tid, &si, WSTOPPED | WEXITED | WNOWAIT | WNOHANG | __WALL |
+			    __WNOTHREAD);
 	} while (rc < 0 && errno == EINTR);
+	*none = rc == 0 && si.si_pid == 0;
 	return rc == 0 && si.si_code == CLD_TRAPPED ? si.si_status >> 8 : 0;
+}
+
+/* 1 when tid waits in the kernel for its vfork child (vfork, or clone or clone3
+ * with CLONE_VFORK) to exec or exit: no interrupt stops it before, and the child
+ * may be waiting for the supervisor (its exec event), which waits here. */
+static int in_vfork(pid_t tid)
+{
+	char p[64], buf[256];
+	long nr;
+	unsigned long long a0;
+	uint64_t flags = 0;
+	snprintf(p, sizeof p, "/proc/%d/syscall", (int)tid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	if (sscanf(buf, "%ld %llx", &nr, &a0) != 2)
+		return 0;
+	if (nr == TRACE_SYS_vfork)
+		return 1;
+	if (nr == TRACE_SYS_clone)
+		return (a0 & CLONE_VFORK) != 0;
+	if (nr != TRACE_SYS_clone3)
+		return 0;
+	snprintf(p, sizeof p, "/proc/%d/mem", (int)tid); /* clone_args.flags, its first field */
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = pread(fd, &flags, sizeof flags, (off_t)a0);
+	close(fd);
+	return n == (ssize_t)sizeof flags && (flags & CLONE_VFORK);
 }
 
 int trace_tracee_interrupt(pid_t tid, struct common_err *e)
 {
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
 		return common_errno(e, errno, "interrupt guest %d", (int)tid);
-	for (int i = 0; i < 10000; i++) {
+	for (int i = 0, waited = 0; i < 10000; i++) {
 		/* a fork, clone or exec event is the loop's to see (its child is held
 		 * until it does), and its stop clears the interrupt: left pending */
-		int pev = pending_event(tid);
+		int none, pev = pending_event(tid, &none);
+		if (none && in_vfork(tid))
+			return common_errf(e, "snapshot", "guest task %d waits for its vfork child to "
+					   "start a program: try again", (int)tid);
+		if (none && (waited += INTERRUPT_POLL_US) < INTERRUPT_WAIT_US) {
+			usleep(INTERRUPT_POLL_US);
+			i--;
+			continue;
+		}
 		if (pev == PTRACE_EVENT_FORK || pev == PTRACE_EVENT_VFORK || pev == PTRACE_EVENT_CLONE ||
 		    pev == PTRACE_EVENT_EXEC || pev == PTRACE_EVENT_VFORK_DONE)
 			return common_errf(e, "snapshot", "guest task %d is starting a process or "
