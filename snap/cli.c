@@ -810,6 +810,13 @@ int snap_restore_main(int argc, char **argv)
 	char *dflt[2] = { image, NULL };
 	if (!o.argv)
 		o.argv = dflt;
+	if (r.st.determ) { /* a --deterministic run's: it goes on as that run would */
+		o.deterministic = 1;
+		o.determ_resume = r.st.determ;
+		o.determ_resume_len = r.st.determ_len;
+		o.resume_seq = r.st.meta.step;
+		o.resume_head = r.st.meta.trace_head;
+	}
 	o.restore_exec = snap_restore_at_exec;
 	o.restore_ctx = &r;
 	o.snap = &snap_ops;

@@ -93,6 +93,9 @@ struct trace_snap_request {
 	int at_stop;                  /* the guest is in a ptrace stop: take it as it stands */
 	uint8_t trace_head[32];       /* the recorder's chain head (zeros: no trace) */
 	uint64_t trace_seq;           /* events the recorder wrote so far */
+	/* --snapshot-at-step: the determinism record (trace_determ_save), else NULL */
+	const uint8_t *determ;
+	size_t determ_len;
 	const char *renter, *renter_sig; /* a peer renter's signature (sbx-snap take), or NULL */
 };
 struct trace_snap_taken {
@@ -153,6 +156,16 @@ struct trace_run_opts {
 	int (*restore_exec)(void *ctx, pid_t pid, struct common_err *e);
 	void *restore_ctx;
 	uint64_t snapshot_every;      /* --snapshot-every-batches N, 0 = never */
+	/* --snapshot-at-step K (--deterministic): one snapshot, with the determinism
+	 * record, at the first quiet entry stop once the trace holds K events */
+	uint64_t snapshot_at_step;
+	/* sbx-restore of such a snapshot: its record and trace position, and
+	 * --trace-from FILE, the trace its run wrote (the new one begins with it) */
+	const uint8_t *determ_resume;
+	size_t determ_resume_len;
+	uint64_t resume_seq;
+	const uint8_t *resume_head;
+	const char *trace_from;
 	int snapshot_on_exit_signal;  /* snapshot before a fatal signal is delivered */
 	const struct trace_snap_ops *snap; /* NULL: this program takes no snapshots */
 	uint64_t chain;               /* --chain N: at most N leases, 0: none */

@@ -58,6 +58,7 @@ struct trace_rec {
 	/* deterministic: each task's events wait in its queue until the schedule
 	 * puts them in the run's order (trace_rec_order) */
 	int defer;
+	int restoring;              /* a resumed trace: events start after the restore's exec */
 	pid_t cur;                  /* the task the event being built is of */
 	size_t seq_at;
 	struct trace_rq_set q;
@@ -188,6 +189,11 @@ static void rec_time(struct trace_rec *r, struct sb *b, const char *k, uint64_t 
 uint64_t trace_rec_bytes(const struct trace_rec *r)
 {
 	return r->bytes;
+}
+
+int trace_rec_quiet(const struct trace_rec *r)
+{
+	return r->q.n == 0 && r->npend == 0;
 }
 
 uint64_t trace_rec_events(const struct trace_rec *r)
@@ -834,18 +840,29 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	r->t_start = r->last_flush = common_mono_us();
 	/* persisted in the store when given, else for this run only */
 	r->hc = common_hashcache_open(info->hash_cache, "exec-hashes");
-	hj = header_json(info);
-	canon = common_json_canonical(hj);
-	json_decref(hj);
-	common_sha256_init(&c);
-	common_sha256_update(&c, domain, sizeof domain);
-	common_sha256_update(&c, canon, strlen(canon));
-	common_sha256_final(&c, r->h);
-	sb_begin(&r->line);
-	sb_cstr(&r->line, canon);
-	free(canon);
-	r->line.n--; /* reopen the object to append h */
-	rec_append_line(r);
+	if (info->resume_from) {
+		if (trace_rec_prefix(info->resume_from, info->resume_seq, info->resume_head, &r->out,
+				     e) < 0) {
+			free_rec(r);
+			return NULL;
+		}
+		memcpy(r->h, info->resume_head, 32);
+		r->seq = info->resume_seq;
+		r->restoring = 1;
+	} else {
+		hj = header_json(info);
+		canon = common_json_canonical(hj);
+		json_decref(hj);
+		common_sha256_init(&c);
+		common_sha256_update(&c, domain, sizeof domain);
+		common_sha256_update(&c, canon, strlen(canon));
+		common_sha256_final(&c, r->h);
+		sb_begin(&r->line);
+		sb_cstr(&r->line, canon);
+		free(canon);
+		r->line.n--; /* reopen the object to append h */
+		rec_append_line(r);
+	}
 	if (trace_rec_flush(r) < 0) {
 		if (e)
 			*e = r->err;
@@ -906,6 +923,8 @@ static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	struct trace_rec *r = ctx;
 
 	(void)g;
+	if (r->restoring)
+		return 0;
 	if (trace_rec_want_exit(r, st))
 		st->want_exit = 1;
 	trace_rec_syscall(r, st);
@@ -915,7 +934,8 @@ static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 static int rec_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	(void)g;
-	trace_rec_syscall(ctx, st);
+	if (!((struct trace_rec *)ctx)->restoring)
+		trace_rec_syscall(ctx, st);
 	return 0;
 }
 
@@ -923,7 +943,12 @@ static int rec_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppi
 		    const char *path)
 {
 	struct pend *p = pend_find(ctx, pid);
+	struct trace_rec *r = ctx;
 	(void)sv;
+	if (r->restoring) { /* the restore's fresh exec: the guest goes on from here */
+		r->restoring = 0;
+		return 0;
+	}
 	if (p) /* the exec event stands for the exec call that made it, whose exit never comes */
 		pend_drop(ctx, p);
 	trace_rec_exec(ctx, pid, ppid, *path ? path : NULL, NULL);
@@ -936,6 +961,8 @@ static void rec_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_
 	struct trace_rec *r = ctx;
 
 	(void)sv;
+	if (r->restoring)
+		return;
 	const char *kind = flags & CLONE_THREAD ? "thread" : flags & CLONE_VFORK ? "vfork" :
 			   (flags & ~0xffUL) == 0 ? "fork" : "clone";
 
@@ -956,6 +983,8 @@ static void rec_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int
 	pid_t pid = tgid_of(r, tid);
 
 	(void)sv;
+	if (r->restoring)
+		return;
 	for (size_t i = 0; i < r->nthr; i++)
 		if (r->thr[i].tid == tid) {
 			r->thr[i] = r->thr[--r->nthr];
