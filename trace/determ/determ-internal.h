@@ -52,5 +52,7 @@ struct trace_determ {
 void trace_determ_files_save(const struct trace_determ_files *f, struct codec_buf *b);
 /* Hostile input: every count and key checked; NULL (r failed) when malformed. */
 struct trace_determ_files *trace_determ_files_load(struct codec_rd *r);
+/* A restored run's table starts now: what was written before it is input. */
+void trace_determ_files_restart(struct trace_determ_files *f);
 
 #endif

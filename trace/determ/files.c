@@ -53,9 +53,9 @@ struct trace_determ_files {
 	int full;               /* the table reached FILES_MAX: later sights fell back */
 };
 
-struct trace_determ_files *trace_determ_files_new(void)
+/* The run's start on the host's wall clock, as files are stamped. */
+static int64_t run_start(void)
 {
-	struct trace_determ_files *f = common_xcalloc(1, sizeof *f);
 	struct timespec t0, ts, nap = { 0, 250000 };
 	/* File systems stamp from the coarse clock (or a finer one, never behind
 	 * it): the run starts at its next tick, so a file written before sbx-run
@@ -67,7 +67,13 @@ struct trace_determ_files *trace_determ_files_new(void)
 			break;
 		nanosleep(&nap, NULL);
 	}
-	f->start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct trace_determ_files *trace_determ_files_new(void)
+{
+	struct trace_determ_files *f = common_xcalloc(1, sizeof *f);
+	f->start_ns = run_start();
 	return f;
 }
 
@@ -402,8 +408,9 @@ static int cmp_entry(const void *a, const void *b)
 	return 0;
 }
 
-/* u64 start_ns, last, ndev, nino, u32 full, u32 n, entry[n] sorted by key =
- * {u64 kind, device, inode, time, value}: one encoding whatever the table's history */
+/* u64 last, ndev, nino, u32 full, u32 n, entry[n] sorted by key = {u64 kind,
+ * device, inode, time, value}: one encoding whatever the table's history. Not
+ * the start: a restored run's inputs are those older than its own start. */
 void trace_determ_files_save(const struct trace_determ_files *f, struct codec_buf *b)
 {
 	struct entry *v = common_xcalloc(f->used + 1, sizeof *v);
@@ -412,7 +419,6 @@ void trace_determ_files_save(const struct trace_determ_files *f, struct codec_bu
 		if (f->tab[i].k[0])
 			v[n++] = f->tab[i];
 	qsort(v, n, sizeof *v, cmp_entry);
-	codec_put_u64(b, (uint64_t)f->start_ns);
 	codec_put_u64(b, f->last);
 	codec_put_u64(b, f->ndev);
 	codec_put_u64(b, f->nino);
@@ -429,14 +435,12 @@ void trace_determ_files_save(const struct trace_determ_files *f, struct codec_bu
 struct trace_determ_files *trace_determ_files_load(struct codec_rd *r)
 {
 	struct trace_determ_files *f = common_xcalloc(1, sizeof *f);
-	uint64_t start;
 	uint32_t full, n;
 	struct entry prev = { { 0 }, 0 };
-	if (codec_get_u64(r, &start) < 0 || codec_get_u64(r, &f->last) < 0 ||
+	if (codec_get_u64(r, &f->last) < 0 ||
 	    codec_get_u64(r, &f->ndev) < 0 || codec_get_u64(r, &f->nino) < 0 ||
 	    codec_get_u32(r, &full) < 0 || codec_get_u32(r, &n) < 0)
 		goto bad;
-	f->start_ns = (int64_t)start;
 	f->full = full != 0;
 	if (full > 1 || n > FILES_MAX || (uint64_t)n * 40 > r->len - r->off) {
 		codec_rd_fail(r, "file table count exceeds its bound or the input");
@@ -463,4 +467,9 @@ struct trace_determ_files *trace_determ_files_load(struct codec_rd *r)
 bad:
 	trace_determ_files_free(f);
 	return NULL;
+}
+
+void trace_determ_files_restart(struct trace_determ_files *f)
+{
+	f->start_ns = run_start();
 }

@@ -173,6 +173,8 @@ struct trace_determ *trace_determ_resumed(const uint8_t *p, size_t n, int tsc, c
 	struct trace_determ *d = load(&r, tsc);
 	if (!d)
 		codec_rd_err(&r, name, e);
+	else
+		trace_determ_files_restart(d->files);
 	return d;
 }
 
