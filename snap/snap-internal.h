@@ -196,6 +196,11 @@ int snap_restore_prepare(struct lease_store *s, const char *hex, const char *tar
 int snap_restore_at_exec(void *ctx, pid_t pid, struct common_err *e);
 /* The same prepared state, released. */
 void snap_restore_ctx_free(struct snap_restore_ctx *r);
+/* The stored snapshot hex, found where the store says, verified against its
+ * registered manifest (meta: its meta.json, may be NULL) (snap/cli.c). */
+int snap_load(struct lease_store *s, const char *hex, struct snap_image *im, json_t **meta,
+	      struct common_err *e);
+
 /* sbx-run --chain N (snap/chain.c): trace_snap_ops.chain. */
 int snap_chain_run(struct trace_run_opts *o);
 

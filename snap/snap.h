@@ -361,6 +361,8 @@ struct lease_store;
 /* What sbx-run and sbx-restore plug into trace_run_opts.snap: taking a snapshot
  * of a run's guest, and telling a fatal signal. */
 extern const struct trace_snap_ops snap_ops;
+/* sbx-trace adjudicate's snapshots (snap/adjudicate.c). */
+extern const struct trace_adj_snap snap_adj_ops;
 /* A fresh name under top for a snapshot being written: unique across the hosts
  * that may share top (host name, pid, random). */
 char *snap_tmp_name(const char *top, const char *what);
