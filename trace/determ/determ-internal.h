@@ -44,6 +44,8 @@ struct trace_determ {
 	struct trace_determ_files *files;
 	json_t *named;          /* sources the run's options bring, named at the start */
 	json_t *fell_back;      /* sources met during the run, each named once */
+	uint32_t last_pid;
+	uint64_t stdio[3][2];   /* a restored run's: the run's objects behind fds 0-2 */      /* the highest namespace id any task of the run had */
 	struct saved *saved;    /* a restored run's tasks, until they are resumed (state.c) */
 	size_t nsaved;
 };
@@ -52,6 +54,10 @@ struct trace_determ {
 void trace_determ_files_save(const struct trace_determ_files *f, struct codec_buf *b);
 /* Hostile input: every count and key checked; NULL (r failed) when malformed. */
 struct trace_determ_files *trace_determ_files_load(struct codec_rd *r);
+/* What the table holds of the object (dev, ino) now stands for (ndev, nino):
+ * a restored guest's standard descriptors are the new run's. */
+void trace_determ_files_rekey(struct trace_determ_files *f, uint64_t dev, uint64_t ino,
+			      uint64_t ndev, uint64_t nino);
 /* A restored run's table starts now: what was written before it is input. */
 void trace_determ_files_restart(struct trace_determ_files *f);
 

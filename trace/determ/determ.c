@@ -193,12 +193,14 @@ static void determ_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, p
 {
 	void **ps = trace_sv_slot(sv, parent, TRACE_LAYER_DETERM);
 	void **cs = trace_sv_slot(sv, child, TRACE_LAYER_DETERM);
-	(void)ctx;
+	struct trace_determ *d = ctx;
 	(void)flags;
 	if (!ps || !cs)
 		return;
 	uint64_t ns = proc_at(ps, parent)->ns;
 	struct proc *c = proc_at(cs, child);
+	if ((uint32_t)c->nspid > d->last_pid) /* a restore hands out the ids after it */
+		d->last_pid = (uint32_t)c->nspid;
 	c->parent = parent;
 	c->ns = ns;
 }

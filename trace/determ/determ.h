@@ -45,6 +45,8 @@ const char *trace_determ_record_why(const uint8_t *p, size_t n);
  * target lease's); its tasks' states wait for trace_determ_resume_tasks. */
 struct trace_determ *trace_determ_resumed(const uint8_t *p, size_t n, int tsc, const char *name,
 					  struct common_err *e);
+/* The highest namespace id a task of the record's run had (0: malformed). */
+uint32_t trace_determ_record_last_pid(const uint8_t *p, size_t n);
 /* Once the restore rebuilt the tree: each live task takes its record's state. */
 int trace_determ_resume_tasks(struct trace_determ *d, struct trace_supervisor *sv,
 			      struct common_err *e);

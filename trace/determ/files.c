@@ -473,3 +473,27 @@ void trace_determ_files_restart(struct trace_determ_files *f)
 {
 	f->start_ns = run_start();
 }
+
+void trace_determ_files_rekey(struct trace_determ_files *f, uint64_t dev, uint64_t ino,
+			      uint64_t ndev, uint64_t nino)
+{
+	if (!f->cap || (dev == ndev && ino == nino))
+		return;
+	struct entry *t = common_xcalloc(f->cap, sizeof *t);
+	for (size_t i = 0; i < f->cap; i++) {
+		struct entry e = f->tab[i];
+		if (!e.k[0])
+			continue;
+		if (e.k[0] != K_DEV && e.k[1] == dev && e.k[2] == ino) {
+			e.k[1] = ndev;
+			e.k[2] = nino;
+		}
+		struct entry *s = slot_of(t, f->cap, e.k);
+		if (!s->k[0]) /* the new identity seen already keeps its own numbers */
+			*s = e;
+		else
+			f->used--;
+	}
+	free(f->tab);
+	f->tab = t;
+}

@@ -4,19 +4,38 @@
  * answers the guest as the uninterrupted one would and continues its trace.
  *
  *   u32 version (1), str seed (u32 length <= 4096, no NUL), u64 epoch (signed),
- *   u64 emulated, files (files.c), u32 ntasks (1..TASKS_MAX), task[] sorted by
+ *   u64 emulated, u32 last_pid (the highest id a task of the run had, at least
+ *   every task's: a restore hands out the ones after it), files (files.c), stdio[3] = {u64 dev, u64 ino}
+ *   (the host objects behind the guest's descriptors 0-2, zeros: none), u32 ntasks (1..TASKS_MAX), task[] sorted by
  *   namespace tid = {u32 tid, u32 nspid (its PRNG key), u32 parent tid (0:
  *   none), u64 ns (its clock), u64 tsc_reads, u64 ctr, u32 used (0..32), 32 block}
  *
  * Tasks are named by their ids in the run's PID namespace, which a restore
  * hands out again; files by the host identities the run saw. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "trace/determ/determ-internal.h"
 
 #define STATE_VERSION 1u
 #define SEED_MAX 4096u
 #define TASKS_MAX 1024u
+
+#define STDIO 3
+
+/* The host object behind the guest's descriptor fd: a restored run's differ. */
+static void stdio_identity(pid_t guest, int fd, uint64_t id[2])
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)guest, fd);
+	id[0] = id[1] = 0;
+	if (stat(p, &st) == 0) {
+		id[0] = (uint64_t)st.st_dev;
+		id[1] = (uint64_t)st.st_ino;
+	}
+}
 
 struct saved {
 	uint32_t tid, parent;
@@ -69,7 +88,17 @@ int trace_determ_save(const struct trace_determ *d, struct trace_supervisor *sv,
 	codec_put_raw(&b, d->seed, strlen(d->seed));
 	codec_put_u64(&b, (uint64_t)d->epoch);
 	codec_put_u64(&b, d->emulated);
+	uint32_t last = d->last_pid;
+	for (size_t i = 0; i < n; i++)
+		last = v[i].tid > last ? v[i].tid : last;
+	codec_put_u32(&b, last);
 	trace_determ_files_save(d->files, &b);
+	for (int fd = 0; fd < STDIO; fd++) {
+		uint64_t id[2];
+		stdio_identity(trace_sv_guest_pid(sv), fd, id);
+		codec_put_u64(&b, id[0]);
+		codec_put_u64(&b, id[1]);
+	}
 	codec_put_u32(&b, (uint32_t)n);
 	for (size_t i = 0; i < n; i++) {
 		codec_put_u32(&b, v[i].tid);
@@ -141,8 +170,9 @@ static struct trace_determ *load(struct codec_rd *r, int tsc)
 		codec_rd_fail(r, "seed longer than 4096 bytes");
 		return NULL;
 	}
+	uint32_t last;
 	if (codec_get_raw(r, &seed, sl) < 0 || codec_get_u64(r, &epoch) < 0 ||
-	    codec_get_u64(r, &emulated) < 0)
+	    codec_get_u64(r, &emulated) < 0 || codec_get_u32(r, &last) < 0)
 		return NULL;
 	if (memchr(seed, 0, sl)) {
 		codec_rd_fail(r, "NUL byte inside the seed");
@@ -158,9 +188,17 @@ static struct trace_determ *load(struct codec_rd *r, int tsc)
 	d->named = json_array();
 	d->fell_back = json_array();
 	d->emulated = emulated;
+	d->last_pid = last;
 	d->files = trace_determ_files_load(r);
-	if (d->files && load_tasks(r, &d->saved, &d->nsaved) == 0 && codec_rd_end(r) == 0)
-		return d;
+	for (int fd = 0; fd < STDIO; fd++)
+		if (codec_get_u64(r, &d->stdio[fd][0]) < 0 || codec_get_u64(r, &d->stdio[fd][1]) < 0)
+			break;
+	if (d->files && load_tasks(r, &d->saved, &d->nsaved) == 0) {
+		if (last < d->saved[d->nsaved - 1].tid)
+			codec_rd_fail(r, "the last id is below a task's");
+		else if (codec_rd_end(r) == 0)
+			return d;
+	}
 	trace_determ_free(d);
 	return NULL;
 }
@@ -176,6 +214,16 @@ struct trace_determ *trace_determ_resumed(const uint8_t *p, size_t n, int tsc, c
 	else
 		trace_determ_files_restart(d->files);
 	return d;
+}
+
+uint32_t trace_determ_record_last_pid(const uint8_t *p, size_t n)
+{
+	struct codec_rd r;
+	codec_rd_init(&r, p, n);
+	struct trace_determ *d = load(&r, 0);
+	uint32_t last = d ? d->last_pid : 0;
+	trace_determ_free(d);
+	return last;
 }
 
 const char *trace_determ_record_why(const uint8_t *p, size_t n)
@@ -220,5 +268,11 @@ int trace_determ_resume_tasks(struct trace_determ *d, struct trace_supervisor *s
 	free(d->saved);
 	d->saved = NULL;
 	d->nsaved = 0;
+	for (int fd = 0; fd < STDIO; fd++) {
+		uint64_t id[2];
+		stdio_identity(trace_sv_guest_pid(sv), fd, id);
+		if (d->stdio[fd][1] && id[1])
+			trace_determ_files_rekey(d->files, d->stdio[fd][0], d->stdio[fd][1], id[0], id[1]);
+	}
 	return 0;
 }

@@ -1,13 +1,61 @@
-/* sbx-trace adjudicate's snapshots (SPEC §7, §8, §9): the latest snapshot of
- * the disputed run's lease from which a restored run continues the trace both
+/* Snapshots of --deterministic runs (SPEC §7, §8, §9): the ids a restored run
+ * hands out next, and sbx-trace adjudicate's snapshots — the latest one of the
+ * disputed run's lease from which a restored run continues the trace both
  * accounts agree on, and a fresh lease to restore it into. */
 #include <dirent.h>
+#include <sys/user.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lease/lease.h"
 #include "snap/snap-internal.h"
+#include "trace/determ/determ.h"
+#include "trace/tracee/tracee.h"
 
 #define SNAP_META_BYTES (64u << 10)
+
+/* The highest id of the snapshot's tree: the restore hands out the next one. */
+static uint32_t tree_max_id(const struct snap_state *st)
+{
+	uint32_t m = 0;
+	for (size_t k = 0; k <= st->nprocs; k++) {
+		const struct snap_state *p = k ? &st->procs[k - 1] : st;
+		m = (k ? p->pid : st->tid) > m ? (k ? p->pid : st->tid) : m;
+		for (size_t j = 0; j < p->nthreads; j++)
+			m = p->threads[j].tid > m ? p->threads[j].tid : m;
+	}
+	return m;
+}
+
+int snap_determ_ids(pid_t pid, const struct snap_state *st, struct common_err *e)
+{
+	uint32_t want = trace_determ_record_last_pid(st->determ, st->determ_len);
+	uint32_t last = tree_max_id(st);
+	struct trace_tracee t;
+	struct user_regs_struct regs;
+	int rc = 0;
+	if (!st->determ || want <= last)
+		return 0;
+	if ((rc = trace_regs_get(pid, &regs)) < 0)
+		return common_errno(e, -rc, "registers of %d", (int)pid);
+	if (trace_tracee_open(&t, pid, e) < 0)
+		return -1;
+	if (trace_tracee_find_syscall(&t, e) < 0)
+		rc = -1;
+	/* ids the run had given to tasks that ended before the snapshot */
+	while (rc == 0 && last < want) {
+		int64_t got;
+		if ((rc = snap_thread_burn(&t, &got, e)) < 0)
+			break;
+		if (got != (int64_t)last + 1)
+			rc = common_errf(e, "restore", "the namespace handed out id %lld after %u: a "
+					 "deterministic run's ids cannot continue", (long long)got, last);
+		last = (uint32_t)got;
+	}
+	trace_tracee_close(&t);
+	/* the injected clones leave the leader's registers as they left them */
+	int err = trace_regs_set(pid, &regs);
+	return rc < 0 ? -1 : err < 0 ? common_errno(e, -err, "registers of %d", (int)pid) : 0;
+}
 
 /* Every digest of lease's snapshots the store registered or holds here, once. */
 static json_t *lease_digests(struct lease_store *s, const char *lease, struct common_err *e)
