@@ -442,8 +442,12 @@ struct trace_determ_files *trace_determ_files_load(struct codec_rd *r)
 	    codec_get_u32(r, &full) < 0 || codec_get_u32(r, &n) < 0)
 		goto bad;
 	f->full = full != 0;
-	if (full > 1 || n > FILES_MAX || (uint64_t)n * 40 > r->len - r->off) {
-		codec_rd_fail(r, "file table count exceeds its bound or the input");
+	if (full > 1 || n > FILES_MAX) {
+		codec_rd_fail(r, "file table count exceeds its bound");
+		goto bad;
+	}
+	if ((uint64_t)n * 40 > r->len - r->off) {
+		codec_rd_fail(r, "file table truncated");
 		goto bad;
 	}
 	for (uint32_t i = 0; i < n; i++) {

@@ -122,8 +122,10 @@ static int load_tasks(struct codec_rd *r, struct saved **out, size_t *nout)
 	uint32_t n;
 	if (codec_get_u32(r, &n) < 0)
 		return -1;
-	if (n == 0 || n > TASKS_MAX || (uint64_t)n * 72 > r->len - r->off)
-		return codec_rd_fail(r, "task count is not 1 to 1024 or exceeds the input");
+	if (n == 0 || n > TASKS_MAX)
+		return codec_rd_fail(r, "task count is not 1 to 1024");
+	if ((uint64_t)n * 72 > r->len - r->off)
+		return codec_rd_fail(r, "tasks truncated");
 	struct saved *v = common_xcalloc(n, sizeof *v);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t nspid, used;
