@@ -28,42 +28,6 @@
 #define REC_CMDLINE_MAX (64u << 10)
 #define REC_ARGV_MAX (32u << 10)    /* argv bytes recorded per exec */
 
-struct pend {
-	pid_t tid;
-	struct trace_stop s;
-	char *path[2], *rewrite[2];
-	int existed;                /* O_CREAT target existed before the call */
-	uint64_t t0;
-};
-
-struct trace_rec {
-	int fd, own_fd, failed;
-	int rootfd;                 /* the guest's root, for existence lookups */
-	struct common_err err;
-	enum trace_level level;
-	int deterministic;
-	uint64_t seq, t_start, last_flush;
-	uint64_t bytes;             /* written to fd so far: metered as storage_write */
-	uint8_t h[32];
-	struct sb out;              /* pending bytes for fd */
-	struct sb line;             /* the event being built */
-	struct pend *pend;
-	size_t npend, cappend;
-	struct common_hashcache *hc; /* file identity -> SHA-256, so cc1 is hashed once */
-	EVP_MD_CTX *md;             /* reused: a fresh context per event costs ~1 us */
-	struct { pid_t tid, tgid; } *thr; /* threads, so exits name their process */
-	size_t nthr, capthr;
-	struct { pid_t pid, ppid; } *par; /* parents learned from /proc (see real_ppid) */
-	size_t npar, cappar;
-	/* deterministic: each task's events wait in its queue until the schedule
-	 * puts them in the run's order (trace_rec_order) */
-	int defer;
-	int restoring;              /* a resumed trace: events start after the restore's exec */
-	pid_t cur;                  /* the task the event being built is of */
-	size_t seq_at;
-	struct trace_rq_set q;
-};
-
 static int rec_fail(struct trace_rec *r, int err, const char *what)
 {
 	if (!r->failed)

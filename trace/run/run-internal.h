@@ -24,6 +24,9 @@ struct trace_script {
 int trace_script_open(struct trace_script *sc, char **image, int *image_fd, struct stat *st,
 		      char *const *argv, struct common_err *e);
 void trace_script_free(struct trace_script *sc);
+/* Where the guest starts: --chdir, else the invoker's directory where a bind
+ * shows it, else /ns (NULL). Malloc'd. */
+char *trace_run_start_dir(const struct trace_run_opts *o);
 
 /* sbx-run's bound, inspected runs (trace/run/bound.c): --policy, --inspect-exec,
  * --inspect-timeout, --state-in, --state-out, metering and closure of the lease. */

@@ -515,34 +515,6 @@ static struct trace_rec *recorder_open(const struct run *r, struct common_err *e
 	return rec;
 }
 
-/* Where the guest starts: --chdir, else the invoker's directory where a bind
- * shows it (at its own or a mapped destination, the deepest bind winning), else
- * /ns (NULL). Malloc'd. */
-static char *start_dir(const struct trace_run_opts *o)
-{
-	char cwd[PATH_MAX], src[PATH_MAX];
-	const struct trace_mount *best = NULL;
-	size_t best_len = 0;
-
-	if (o->chdir)
-		return common_xstrdup(o->chdir);
-	if (!getcwd(cwd, sizeof cwd))
-		return NULL;
-	for (size_t i = 0; i < o->nmounts; i++) {
-		const struct trace_mount *m = &o->mounts[i];
-		if (m->type != TRACE_MOUNT_BIND || !realpath(m->src, src) || strcmp(src, "/") == 0)
-			continue;
-		size_t n = strlen(src);
-		if (strncmp(cwd, src, n) == 0 && (cwd[n] == 0 || cwd[n] == '/') && n >= best_len) {
-			best = m;
-			best_len = n;
-		}
-	}
-	if (!best)
-		return NULL;
-	return common_xasprintf("%s%s", strcmp(best->dst, "/") ? best->dst : "", cwd + best_len);
-}
-
 void trace_run_opts_free(struct trace_run_opts *o)
 {
 	for (size_t i = 0; i < o->nmounts; i++) {
@@ -737,7 +709,7 @@ static int run_setup(struct run *r)
 		return -1;
 	r->env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
 	r->filters = common_xasprintf("%s/filters", lease_store_dir(r->store));
-	r->wd = start_dir(o);
+	r->wd = trace_run_start_dir(o);
 	r->cfg.envp = (const char *const *)r->env;
 	r->cfg.ns_dir = r->ns;
 	r->cfg.cwd = r->wd;
