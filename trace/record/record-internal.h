@@ -49,12 +49,6 @@ static inline void sb_begin(struct sb *b)
 	b->p[0] = 0;
 }
 
-/* A restored run's trace begins with the first seq events (and the header) of
- * from, checked through the reader and to end at head, appended to out as
- * written (trace/record/resume.c). */
-int trace_rec_prefix(const char *from, uint64_t seq, const uint8_t head[32], struct sb *out,
-		     struct common_err *e);
-
 /* A JSON string as jansson dumps it; invalid UTF-8 bytes become U+FFFD. */
 void trace_sb_str(struct sb *b, const char *str);
 /* The next key of an object, opening it first. */
@@ -77,7 +71,7 @@ size_t trace_rq_find(const struct trace_rq_set *q, pid_t tid);
 struct sb trace_rq_remove(struct trace_rq_set *q, size_t i);
 void trace_rq_free(struct trace_rq_set *q);
 
-/* The recorder's state (record.c; resume.c continues a restored run's). */
+/* The recorder's state (record.c). */
 struct pend {
 	pid_t tid;
 	struct trace_stop s;

@@ -804,12 +804,8 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	r->t_start = r->last_flush = common_mono_us();
 	/* persisted in the store when given, else for this run only */
 	r->hc = common_hashcache_open(info->hash_cache, "exec-hashes");
-	if (info->resume_from) {
-		if (trace_rec_prefix(info->resume_from, info->resume_seq, info->resume_head, &r->out,
-				     e) < 0) {
-			free_rec(r);
-			return NULL;
-		}
+	if (info->resume_text) {
+		sb_raw(&r->out, info->resume_text, info->resume_len);
 		memcpy(r->h, info->resume_head, 32);
 		r->seq = info->resume_seq;
 		r->restoring = 1;

@@ -33,9 +33,11 @@ struct trace_rec_info {
 	const char *hash_cache;     /* file of exec hashes kept across runs (a cache:
 				     * identity + boot id checked, damage ignored), or NULL */
 	/* a restored deterministic run (sbx-restore --trace-from): the trace begins
-	 * with the header and first resume_seq events of resume_from, which must end
-	 * at resume_head; the restore's own exec and what precedes it are not events */
-	const char *resume_from;
+	 * with resume_text (the run's header and first resume_seq events, checked by
+	 * trace_trace_prefix), its chain at resume_head; the restore's own exec and
+	 * what precedes it are not events */
+	const char *resume_text;
+	size_t resume_len;
 	uint64_t resume_seq;
 	const uint8_t *resume_head;
 };

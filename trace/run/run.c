@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
+#include "trace/record/reader/reader.h"
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
 
@@ -506,9 +507,16 @@ static struct trace_rec *recorder_open(const struct run *r, struct common_err *e
 		.lease = r->id, .image_path = r->image, .image_sha256 = r->sha, .argv = o->argv,
 		.envp = r->env, .mounts = mounts, .start_batch = batch, .level = lvl,
 		.deterministic = o->deterministic, .determinism = det, .hash_cache = hcache,
-		.resume_from = o->trace_from, .resume_seq = o->resume_seq, .resume_head = o->resume_head,
+		.resume_seq = o->resume_seq, .resume_head = o->resume_head,
 	};
-	struct trace_rec *rec = trace_rec_open(o->trace_path, -1, &in, e);
+	char *prefix = NULL; /* sbx-restore --trace-from: the run's trace up to the snapshot */
+	struct trace_rec *rec = NULL;
+	if (!o->trace_from || trace_trace_prefix(o->trace_from, o->resume_seq, o->resume_head,
+						 &prefix, &in.resume_len, e) == 0) {
+		in.resume_text = prefix;
+		rec = trace_rec_open(o->trace_path, -1, &in, e);
+	}
+	free(prefix);
 	free(hcache);
 	json_decref(mounts);
 	json_decref(det);

@@ -3,13 +3,22 @@
  * through the reader (every line checked, the chain recomputed) and required
  * to end at the snapshot's position and head; the recorder then appends the
  * restored run's events to that chain, as the uninterrupted run would have. */
+#include <stdlib.h>
 #include <string.h>
 #include "trace/record/reader/reader.h"
-#include "trace/record/record-internal.h"
-#include "trace/record/record.h"
 
-int trace_rec_prefix(const char *from, uint64_t seq, const uint8_t head[32], struct sb *out,
-		     struct common_err *e)
+static void put(char **p, size_t *n, size_t *cap, const char *s, size_t k)
+{
+	if (*n + k > *cap) {
+		*cap = (*n + k) * 2;
+		*p = common_xrealloc(*p, *cap);
+	}
+	memcpy(*p + *n, s, k);
+	*n += k;
+}
+
+static int prefix(const char *from, uint64_t seq, const uint8_t head[32], char **out, size_t *len,
+		  size_t *cap, struct common_err *e)
 {
 	struct trace_reader *t = trace_reader_open(from, e);
 	struct trace_event ev;
@@ -30,10 +39,10 @@ int trace_rec_prefix(const char *from, uint64_t seq, const uint8_t head[32], str
 		}
 		/* the line as the recorder wrote it: its hashed bytes, then its chain value */
 		common_hex(ev.h, 32, hex);
-		sb_raw(out, ev.canon, ev.canon_len - 1);
-		sb_raw(out, ",\"h\":\"", 6);
-		sb_raw(out, hex, 64);
-		sb_raw(out, "\"}\n", 3);
+		put(out, len, cap, ev.canon, ev.canon_len - 1);
+		put(out, len, cap, ",\"h\":\"", 6);
+		put(out, len, cap, hex, 64);
+		put(out, len, cap, "\"}\n", 3);
 		lines++;
 		if (lines == seq + 1 && memcmp(ev.h, head, 32)) {
 			rc = common_errf(e, from, "its event %llu does not end at the snapshot's trace head: "
@@ -49,4 +58,17 @@ int trace_rec_prefix(const char *from, uint64_t seq, const uint8_t head[32], str
 		return common_errf(e, from, "holds %llu events; the snapshot was taken after %llu",
 				   (unsigned long long)(lines ? lines - 1 : 0), (unsigned long long)seq);
 	return 0;
+}
+
+int trace_trace_prefix(const char *from, uint64_t seq, const uint8_t head[32], char **text,
+		       size_t *len, struct common_err *e)
+{
+	size_t cap = 0;
+	*text = NULL;
+	*len = 0;
+	if (prefix(from, seq, head, text, len, &cap, e) == 0)
+		return 0;
+	free(*text);
+	*text = NULL;
+	return -1;
 }
