@@ -179,6 +179,8 @@ struct trace_run_opts {
 	uint64_t resume_seq;
 	const uint8_t *resume_head;
 	const char *trace_from;
+	uint64_t stop_after_events;   /* --stop-after-events N: the guest stopped once the
+				       * trace holds N events (adjudicate's replay) */
 	int snapshot_on_exit_signal;  /* snapshot before a fatal signal is delivered */
 	const struct trace_snap_ops *snap; /* NULL: this program takes no snapshots */
 	uint64_t chain;               /* --chain N: at most N leases, 0: none */

@@ -258,6 +258,7 @@ static const struct common_opt run_opts[] = {
 	OPT("trace", &common_opt_str, trace_path, 0),
 	OPT("trace-level", &level_type, trace_level, 0),
 	OPT("trace-from", &common_opt_str, trace_from, RESTORE),
+	OPT("stop-after-events", &common_opt_u64, stop_after_events, RESTORE, .min = 1),
 	OPT("policy", &common_opt_str, policy, 0),
 	OPT("inspect-exec", &common_opt_str, inspect_exec, 0),
 	OPT("inspect-classes", &inspect_classes_type, inspect_classes, 0),

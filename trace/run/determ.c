@@ -59,6 +59,8 @@ int trace_run_determ_check(const struct trace_run_opts *o, struct common_err *e)
 	if (o->trace_from && !o->determ_resume)
 		return common_errf(e, "--trace-from", "the snapshot carries no determinism record (take "
 				   "it with sbx-run --deterministic --snapshot-at-step)");
+	if (o->stop_after_events && !o->trace_path)
+		return common_errf(e, "--stop-after-events", "needs --trace (it counts its events)");
 	if (o->determ_resume && o->trace_path && !o->trace_from)
 		return common_errf(e, "--trace", "a deterministic snapshot's run continues its trace: "
 				   "give the trace it wrote with --trace-from FILE");

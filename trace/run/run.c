@@ -326,6 +326,8 @@ static int hook_recorded(void *ctx, struct trace_guest *g, struct trace_stop *st
 {
 	struct run *r = ctx;
 	(void)g, (void)st;
+	if (r->opts->stop_after_events && trace_rec_events(r->rec) >= r->opts->stop_after_events)
+		trace_sv_stop(r->sv, "disputed step reached"); /* adjudicate's replay */
 	return trace_metering_trace_grew(r->meter, trace_rec_bytes(r->rec));
 }
 

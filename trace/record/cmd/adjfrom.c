@@ -120,9 +120,9 @@ static void restore_error(const char *scratch, const char *digest, struct common
 }
 
 int trace_adj_from_snapshot(const struct trace_adj_opts *o, const char *lease,
-			    const uint8_t (*heads)[32], size_t n, const struct trace_mount *m,
-			    size_t nm, int replace, const char *scratch, const char *replay,
-			    json_t **from, struct common_err *e)
+			    const uint8_t (*heads)[32], size_t n, uint64_t stop_after,
+			    const struct trace_mount *m, size_t nm, int replace, const char *scratch,
+			    const char *replay, json_t **from, struct common_err *e)
 {
 	char digest[65] = "", *target = NULL;
 	uint64_t step = 0;
@@ -155,6 +155,10 @@ int trace_adj_from_snapshot(const struct trace_adj_opts *o, const char *lease,
 		arg(&b, common_xstrdup("--env"));
 		arg(&b, common_xstrdup(o->env_set[i]));
 	}
+	if (stop_after) { /* up to the disputed step, not to the end */
+		arg(&b, common_xstrdup("--stop-after-events"));
+		arg(&b, common_xasprintf("%llu", (unsigned long long)stop_after));
+	}
 	mount_args(&b, m, nm, replace);
 	rc = run_bounded(&b, scratch, o->timeout_ms ? o->timeout_ms : 60000, &status, e);
 	json_t *res = NULL;
@@ -172,6 +176,8 @@ int trace_adj_from_snapshot(const struct trace_adj_opts *o, const char *lease,
 				  (json_int_t)step, "lease", target);
 	if (rc == 1)
 		json_object_set_new(*from, "stopped", json_string("adjudicate timeout"));
+	else if (rc == 0 && json_is_string(json_object_get(res, "stopped")))
+		json_object_set(*from, "stopped", json_object_get(res, "stopped"));
 	json_decref(res);
 	for (size_t i = 0; i < b.n; i++)
 		free(b.v[i]);

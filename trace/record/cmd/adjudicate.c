@@ -467,7 +467,8 @@ out:
 /* From the latest snapshot within a's first lo chain values, when the lease
  * holds one (adjfrom.c): the run's mounts checked as a re-execution's are. */
 static int from_snapshot(const struct trace_adj_opts *o, const struct tr *a, size_t lo,
-			 const char *scratch, const char *replay, json_t **from, struct common_err *e)
+			 int identical, const char *scratch, const char *replay, json_t **from,
+			 struct common_err *e)
 {
 	struct trace_mount *m = NULL;
 	size_t nm = 0;
@@ -477,8 +478,8 @@ static int from_snapshot(const struct trace_adj_opts *o, const struct tr *a, siz
 	rc = check_env(env, env_want, e) < 0 ||
 	     header_mounts(json_object_get(a->header, "mounts"), o->allow_rw, &m, &nm, &replace, e) < 0
 		     ? -1 : trace_adj_from_snapshot(o, common_jstr(a->header, "lease", ""),
-						    (const uint8_t (*)[32])a->h, lo, m, nm, replace,
-						    scratch, replay, from, e);
+						    (const uint8_t (*)[32])a->h, lo, identical ? 0 : lo,
+						    m, nm, replace, scratch, replay, from, e);
 	free(m);
 	trace_env_free(env);
 	return rc;
@@ -554,7 +555,7 @@ int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e)
 	}
 	scratch = common_xstrdup(tmpl);
 	char *ns = common_xasprintf("%s/ns", scratch), *replay = common_xasprintf("%s/replay.trace", scratch);
-	int fr = from_snapshot(o, &a, lo, scratch, replay, &from, e);
+	int fr = from_snapshot(o, &a, lo, identical, scratch, replay, &from, e);
 	if (fr < 0)
 		rc = -1;
 	else if (fr == 0 && tr_load(replay, &r, e) == 0)
