@@ -144,7 +144,8 @@ make_run() {
 	run sbx-trace adjudicate --env-clear --env PATH=/usr/bin:/bin a.trace b.trace
 	assert_failure 11
 	jq -e --arg d "${latest#* }" --argjson k "${latest% *}" '.verdict == "b" and .replay.from == "snapshot" and
-		.replay.snapshot == $d and .replay.step == $k and .b.path == "/in/f" and .replay.event == .b' <<<"$output"
+		.replay.snapshot == $d and .replay.step == $k and .b.path == "/in/f" and .replay.event == .b and
+		.replay.stopped == "disputed step reached"' <<<"$output"
 	run sbx-trace adjudicate --format text --env-clear --env PATH=/usr/bin:/bin a.trace b.trace
 	assert_failure 11
 	assert_output --partial "re-executed from snapshot ${latest#* }, after event ${latest% *}"
@@ -176,7 +177,7 @@ make_run() {
 	run sbx-trace adjudicate --allow-rw --timeout 900000 a.trace b.trace
 	assert_failure 11
 	jq -e --arg d "$(snap_of "$id")" '.verdict == "b" and .b.path == "/src/m5.c" and
-		.replay.from == "snapshot" and .replay.snapshot == $d' <<<"$output"
+		.replay.from == "snapshot" and .replay.snapshot == $d and .replay.stopped == "disputed step reached"' <<<"$output"
 }
 
 # The image of snapshot $1 with its determinism record passed through the
