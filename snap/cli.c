@@ -70,8 +70,8 @@ static int manifest_registered(const char *dir, const char *hex, const json_t *r
 
 /* The stored snapshot with digest hex, found where the store says, verified
  * against its registered manifest and decoded. */
-int snap_load(struct lease_store *s, const char *hex, struct snap_image *im, json_t **meta,
-	      struct common_err *e)
+static int load_snapshot(struct lease_store *s, const char *hex, struct snap_image *im,
+			 json_t **meta, struct common_err *e)
 {
 	json_t *rec = NULL;
 	if (lease_snapshot_lookup(s, hex, &rec, e) < 0)
@@ -100,6 +100,12 @@ int snap_load(struct lease_store *s, const char *hex, struct snap_image *im, jso
 	}
 	free(dir);
 	return rc;
+}
+
+int snap_load(struct lease_store *s, const char *hex, struct snap_image *im, json_t **meta,
+	      struct common_err *e)
+{
+	return load_snapshot(s, hex, im, meta, e);
 }
 
 static int print_json(json_t *j, enum common_format f)
@@ -268,7 +274,7 @@ static int cmd_show(struct lease_store *s, const char *hex, int verify_only,
 	struct snap_image im;
 	struct snap_state st;
 	json_t *meta = NULL;
-	if (snap_load(s, hex, &im, &meta, e) < 0)
+	if (load_snapshot(s, hex, &im, &meta, e) < 0)
 		return SBX_EXIT_FAIL;
 	if (snap_decode(im.bytes, im.len, hex, &st, e) < 0) {
 		snap_image_free(&im);
@@ -321,7 +327,7 @@ static int cmd_export(struct lease_store *s, const char *hex, const char *out,
 {
 	struct snap_image im;
 	json_t *meta = NULL;
-	if (snap_load(s, hex, &im, &meta, e) < 0)
+	if (load_snapshot(s, hex, &im, &meta, e) < 0)
 		return SBX_EXIT_FAIL;
 	char *tmp = common_xasprintf("%s.tmp.%d", out, (int)getpid());
 	struct archive *a = archive_write_new();
@@ -697,7 +703,7 @@ int snap_restore_prepare(struct lease_store *s, const char *hex, const char *tar
 	struct snap_image im;
 	json_t *meta = NULL, *rec = NULL;
 	int rc = -1;
-	if (snap_load(s, hex, &r->im, &meta, e) < 0)
+	if (load_snapshot(s, hex, &r->im, &meta, e) < 0)
 		return -1;
 	im = r->im;
 	if (snap_decode(im.bytes, im.len, hex, &r->st, e) < 0)
