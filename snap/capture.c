@@ -908,6 +908,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		st.cells = cells.c;
 		st.ncells = cells.n;
 	}
+	st.determ = o->determ;
+	st.determ_len = o->determ_len;
 	fc.cp = cp;
 	if (m)
 		rc = snap_encode_stream(&st, fill_region, &fc, dir, o->admit, o->admit_ctx, m, e);

@@ -100,6 +100,12 @@ static int load_snapshot(struct lease_store *s, const char *hex, struct snap_ima
 	return rc;
 }
 
+int snap_load(struct lease_store *s, const char *hex, struct snap_image *im, json_t **meta,
+	      struct common_err *e)
+{
+	return load_snapshot(s, hex, im, meta, e);
+}
+
 static int print_json(json_t *j, enum common_format f)
 {
 	int rc = common_json_print(j, f == COMMON_FMT_TEXT);
@@ -678,7 +684,8 @@ int snap_restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
 {
 	struct snap_restore_ctx *r = ctx;
 	if (snap_cells_write(&r->st, r->ns, e) < 0 ||
-	    snap_restore_checked(pid, &r->st, r->ns, r->digest, e) < 0 || restore_commit(r, e) < 0) {
+	    snap_restore_checked(pid, &r->st, r->ns, r->digest, e) < 0 ||
+	    snap_determ_ids(pid, &r->st, e) < 0 || restore_commit(r, e) < 0) {
 		snap_cells_remove(&r->st, r->ns);
 		return -1;
 	}
@@ -819,6 +826,13 @@ int snap_restore_main(int argc, char **argv)
 	char *dflt[2] = { image, NULL };
 	if (!o.argv)
 		o.argv = dflt;
+	if (r.st.determ) { /* a --deterministic run's: it goes on as that run would */
+		o.deterministic = 1;
+		o.determ_resume = r.st.determ;
+		o.determ_resume_len = r.st.determ_len;
+		o.resume_seq = r.st.meta.step;
+		o.resume_head = r.st.meta.trace_head;
+	}
 	o.restore_exec = snap_restore_at_exec;
 	o.restore_ctx = &r;
 	o.snap = &snap_ops;

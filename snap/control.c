@@ -315,6 +315,8 @@ static int snap_take(struct lease_store *s, const char *lease, const struct trac
 		o.meta.usage[d] = jnum(json_object_get(l, "usage"), lease_dim_name((enum lease_dim)d));
 	o.meta.step = rq->trace_seq;
 	memcpy(o.meta.trace_head, rq->trace_head, 32);
+	o.determ = rq->determ;
+	o.determ_len = rq->determ_len;
 	ns = lease_ns_dir(s, lease);
 	o.ns_dir = ns;
 	struct admit_ctx adm = { s, lease, l, 0 };

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "codec/codec.h"
 #include "snap/snap-internal.h"
+#include "trace/determ/determ.h"
 
 static int snap_valid_key(const char *k)
 {
@@ -251,6 +252,32 @@ static int decode_cells(struct codec_rd *r, struct snap_state *st)
 		if (codec_get_raw(r, &c->val, (size_t)c->len) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* The optional determinism record after the cells: tagged, bounded, and its
+ * contents checked whole (a restore continues a trace from it). */
+static int decode_determ(struct codec_rd *r, struct snap_state *st)
+{
+	char *tag = NULL;
+	uint64_t n;
+	if (get_str(r, &tag) < 0)
+		return -1;
+	int known = !strcmp(tag, SNAP_DETERM_TAG);
+	free(tag);
+	if (!known)
+		return codec_rd_fail(r, "unknown record after the cells");
+	if (codec_get_u64(r, &n) < 0)
+		return -1;
+	if (n > SNAP_DETERM_MAX || n > r->len - r->off)
+		return codec_rd_fail(r, "determinism record exceeds its bound or the input");
+	if (codec_get_raw(r, &st->determ, (size_t)n) < 0)
+		return -1;
+	const char *why = trace_determ_record_why(st->determ, (size_t)n);
+	if (why)
+		return codec_rd_fail(r, strstr(why, "truncated") ? "determinism record is truncated"
+				     : "determinism record is corrupt");
+	st->determ_len = (size_t)n;
 	return 0;
 }
 
@@ -533,7 +560,7 @@ int snap_decode(const uint8_t *buf, size_t len, const char *name, struct snap_st
 		if (codec_get_u64(&r, &st->meta.usage[i]) < 0)
 			goto bad;
 	if (decode_process(&r, st, st, ver) < 0 || (ver >= 4 && decode_tree(&r, st) < 0) ||
-	    decode_cells(&r, st) < 0)
+	    decode_cells(&r, st) < 0 || (r.off < r.len && decode_determ(&r, st) < 0))
 		goto bad;
 	if (codec_rd_end(&r) < 0)
 		goto bad;

@@ -402,6 +402,12 @@ static int encode_body(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		if (out_big(o, st->cells[i].val, (size_t)st->cells[i].len, e) < 0)
 			return -1;
 	}
+	if (st->determ) {
+		put_str(b, SNAP_DETERM_TAG);
+		codec_put_u64(b, st->determ_len);
+		if (out_big(o, st->determ, st->determ_len, e) < 0)
+			return -1;
+	}
 	return out_flush(o, e);
 }
 

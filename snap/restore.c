@@ -667,7 +667,8 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 	if (snap_restore(pid, &bounded, e) < 0)
 		return -1;
 	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir, .rlim_mask = mask,
-				       .rlim = st->rlim, .version = st->version, .expect = st };
+				       .rlim = st->rlim, .version = st->version, .expect = st,
+				       .determ = st->determ, .determ_len = st->determ_len };
 	struct snap_manifest m;
 	/* the digest alone, streamed: no image-sized buffer */
 	if (snap_capture_digest(pid, &o, &m, e) < 0) {

@@ -231,6 +231,16 @@ int snap_restore_prepare(struct lease_store *s, const char *hex, const char *tar
 int snap_restore_at_exec(void *ctx, pid_t pid, struct common_err *e);
 /* The same prepared state, released. */
 void snap_restore_ctx_free(struct snap_restore_ctx *r);
+/* The stored snapshot hex, found where the store says, verified against its
+ * registered manifest (meta: its meta.json, may be NULL) (snap/cli.c). */
+int snap_load(struct lease_store *s, const char *hex, struct snap_image *im, json_t **meta,
+	      struct common_err *e);
+
+/* A restored --deterministic run's PID namespace hands out next the id the run's
+ * did: ids up to its record's last are used up by threads of pid that exit at
+ * once (snap/determ.c). */
+int snap_determ_ids(pid_t pid, const struct snap_state *st, struct common_err *e);
+
 /* sbx-run --chain N (snap/chain.c): trace_snap_ops.chain. */
 int snap_chain_run(struct trace_run_opts *o);
 

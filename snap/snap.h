@@ -15,6 +15,8 @@
 #define SNAP_PROCS_MAX 256u      /* decoder bound: processes besides the root */
 #define SNAP_PIPES_MAX 1024u     /* decoder bound: pipes of the tree */
 #define SNAP_PIPE_BYTES_MAX (1u << 20) /* decoder bound: one pipe's capacity */
+#define SNAP_DETERM_TAG "determinism/v1" /* the optional record after the cells */
+#define SNAP_DETERM_MAX (32u << 20) /* decoder bound: the determinism record */
 #define SNAP_CHUNK_MAX 65536u
 #define SNAP_MANIFEST_LEN 44u
 #define SNAP_NSIG 64
@@ -82,7 +84,10 @@
  *         pages [0, size rounded up)}; version 5 processes may hold objects
  *         and SysV attachments (the root holds every segment's record, the
  *         first attachment in the tree its content),
- *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes}.
+ *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes},
+ *   optional, only a --deterministic run's snapshot at a deterministic point
+ *         (sbx-run --snapshot-at-step): str SNAP_DETERM_TAG, u64 len (at most
+ *         SNAP_DETERM_MAX), the determinism record (trace/determ/state.c).
  * The digest is SHA-256 of exactly these bytes. */
 
 enum snap_region_kind {
@@ -263,6 +268,10 @@ struct snap_state {
 	size_t npipes;
 	struct snap_shm *shms;        /* v5: the tree's shared memory objects (the root's) */
 	size_t nshms;
+	/* the determinism record, or NULL: decoded, into the input; captured, the
+	 * options' (never freed with the state) */
+	const uint8_t *determ;
+	size_t determ_len;
 };
 
 /* An encoded snapshot: the canonical bytes and their digest. */
@@ -301,6 +310,9 @@ struct snap_capture_opts {
 	/* restore's re-check: the state restored, whose timers' time left and
 	 * expirations stand in for the live ones (they move with the clock) */
 	const struct snap_state *expect;
+	/* a --deterministic run's record (trace_determ_save), or NULL */
+	const uint8_t *determ;
+	size_t determ_len;
 };
 /* Capture the tracee pid (a thread-group leader) and every other thread of
  * its process, and (version 4) every process below it with its threads, each
@@ -375,6 +387,8 @@ struct lease_store;
 /* What sbx-run and sbx-restore plug into trace_run_opts.snap: taking a snapshot
  * of a run's guest, and telling a fatal signal. */
 extern const struct trace_snap_ops snap_ops;
+/* sbx-trace adjudicate's snapshots (snap/adjudicate.c). */
+extern const struct trace_adj_snap snap_adj_ops;
 /* A fresh name under top for a snapshot being written: unique across the hosts
  * that may share top (host name, pid, random). */
 char *snap_tmp_name(const char *top, const char *what);

@@ -50,7 +50,20 @@ int trace_cmd_verify_provenance(const char *file, const char *store, struct comm
 /* sbx-trace adjudicate: re-execute the run two deterministic traces dispute
  * and say which one, if either, it reproduces. Returns TRACE_ADJ_* or -1. */
 enum { TRACE_ADJ_BOTH = 0, TRACE_ADJ_A = 10, TRACE_ADJ_B = 11, TRACE_ADJ_NEITHER = 12 };
+/* adjudicate's start from a snapshot (SPEC §8, §9): snap/, above this folder,
+ * plugged in by sbx-trace. */
+struct trace_adj_snap {
+	/* The latest stored snapshot of lease that carries a determinism record and
+	 * was taken after s < n events whose chain value heads[s] it names: digest
+	 * and s out; 0 found, 1 none, -1 error. */
+	int (*latest)(const char *store, const char *lease, const uint8_t (*heads)[32], size_t n,
+		      char digest[65], uint64_t *step, struct common_err *e);
+	/* A fresh lease requested like lease (principal, image, limits, escrow) and
+	 * funded, to restore into; *id malloc'd. */
+	int (*target)(const char *store, const char *lease, char **id, struct common_err *e);
+};
 struct trace_adj_opts {
+	const struct trace_adj_snap *snap; /* NULL: always from the beginning */
 	const char *store;             /* NULL: default store */
 	const char *a, *b;             /* the two traces */
 	int env_clear;                 /* environment as sbx-run builds it */
@@ -80,7 +93,7 @@ struct trace_cli {
  * 0, 1 for --help, or -1 with e. */
 int trace_cli_parse(int argc, char **argv, struct trace_cli *c, struct common_err *e);
 /* sbx-trace: the whole command line, returning the exit status. */
-int trace_cli_main(int argc, char **argv);
+int trace_cli_main(int argc, char **argv, const struct trace_adj_snap *snap);
 
 /* sbx-run's orchestration: options as trace_run_parse gives them. */
 /* Snapshots live in snap/, above this folder: a run reaches them only through
@@ -95,6 +108,9 @@ struct trace_snap_request {
 	pid_t held;                   /* at_stop: a thread of any process of guest's tree */
 	uint8_t trace_head[32];       /* the recorder's chain head (zeros: no trace) */
 	uint64_t trace_seq;           /* events the recorder wrote so far */
+	/* --snapshot-at-step: the determinism record (trace_determ_save), else NULL */
+	const uint8_t *determ;
+	size_t determ_len;
 	const char *renter, *renter_sig; /* a peer renter's signature (sbx-snap take), or NULL */
 };
 struct trace_snap_taken {
@@ -155,6 +171,18 @@ struct trace_run_opts {
 	int (*restore_exec)(void *ctx, pid_t pid, struct common_err *e);
 	void *restore_ctx;
 	uint64_t snapshot_every;      /* --snapshot-every-batches N, 0 = never */
+	/* --snapshot-at-step K (--deterministic): one snapshot, with the determinism
+	 * record, at the first quiet entry stop once the trace holds K events */
+	uint64_t snapshot_at_step;
+	/* sbx-restore of such a snapshot: its record and trace position, and
+	 * --trace-from FILE, the trace its run wrote (the new one begins with it) */
+	const uint8_t *determ_resume;
+	size_t determ_resume_len;
+	uint64_t resume_seq;
+	const uint8_t *resume_head;
+	const char *trace_from;
+	uint64_t stop_after_events;   /* --stop-after-events N: the guest stopped once the
+				       * trace holds N events (adjudicate's replay) */
 	int snapshot_on_exit_signal;  /* snapshot before a fatal signal is delivered */
 	const struct trace_snap_ops *snap; /* NULL: this program takes no snapshots */
 	uint64_t chain;               /* --chain N: at most N leases, 0: none */
@@ -179,6 +207,10 @@ int trace_run_link(struct trace_run_opts *o);
  * image, limits, fees, lifetime and escrow) and funded; its id in *next (malloc'd). */
 int trace_chain_next(const struct trace_run_opts *o, const struct trace_chain_link *ln,
 		     char **next, struct common_err *e);
+/* A request like lease record l's (the same principal, host program, image and
+ * script, limits, fees, lifetime and escrow), borrowing l's strings. */
+struct lease_request;
+int trace_lease_request_of(const json_t *l, struct lease_request *req, struct common_err *e);
 /* Links refused (a chain that cannot go on): the result record with the links
  * so far and the error, where --result or --result-fd ask. */
 void trace_chain_fail(const struct trace_run_opts *o, json_t *links, const struct common_err *err);

@@ -50,6 +50,7 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
+#include "trace/determ/determ-internal.h"
 #include "trace/tracee/tracee.h"
 
 #define MAX_IO (1u << 20)     /* most bytes one emulated call produces */
@@ -61,42 +62,6 @@
 
 #define FELL_BACK_MAX 64     /* distinct sources named in the result */
 
-enum pend_kind { P_NONE, P_RANDDEV, P_UUID, P_BOOTID, P_CPULIST, P_UPTIME, P_LOADAVG,
-		 P_MEMINFO, P_DEVICE, P_DENTS, P_CPUDIR, P_STAT, P_STATX };
-
-struct pend {
-	enum pend_kind kind;
-	uint64_t buf;   /* guest address of the result buffer */
-	int fd;
-	int in_ns;      /* a stat of an object under /ns */
-};
-
-/* Each process has its own clock and PRNG stream, so what one process sees
- * does not depend on how the host schedules the others: a child starts at
- * its parent's clock with a stream keyed by its namespace pid, and a parent
- * that outlives it continues from the later of the two clocks. It lives in the
- * process's slot of the supervisor (TRACE_LAYER_DETERM); a thread has its own,
- * from its creator's clock, as a child process has. */
-struct proc {
-	pid_t parent;           /* host id */
-	pid_t nspid;
-	uint64_t ns;            /* virtual nanoseconds since the run began */
-	uint64_t tsc_reads;     /* rdtsc/rdtscp answered */
-	uint64_t ctr;           /* PRNG block counter */
-	uint8_t blk[32];
-	size_t blk_used;
-	struct pend pend;       /* a call whose result is served at its exit */
-};
-
-struct trace_determ {
-	char *seed;
-	int64_t epoch;          /* virtual wall clock at the start, seconds */
-	int tsc;                /* rdtsc faults: trapped and answered */
-	uint64_t emulated;      /* calls answered from virtual state */
-	struct trace_determ_files *files;
-	json_t *named;          /* sources the run's options bring, named at the start */
-	json_t *fell_back;      /* sources met during the run, each named once */
-};
 
 static const char *const uncontrolled[] = {
 	"cpuid",                /* no CPUID faulting */
@@ -181,6 +146,7 @@ void trace_determ_free(struct trace_determ *d)
 	if (!d)
 		return;
 	free(d->seed);
+	free(d->saved);
 	trace_determ_files_free(d->files);
 	json_decref(d->named);
 	json_decref(d->fell_back);
@@ -227,12 +193,14 @@ static void determ_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, p
 {
 	void **ps = trace_sv_slot(sv, parent, TRACE_LAYER_DETERM);
 	void **cs = trace_sv_slot(sv, child, TRACE_LAYER_DETERM);
-	(void)ctx;
+	struct trace_determ *d = ctx;
 	(void)flags;
 	if (!ps || !cs)
 		return;
 	uint64_t ns = proc_at(ps, parent)->ns;
 	struct proc *c = proc_at(cs, child);
+	if ((uint32_t)c->nspid > d->last_pid) /* a restore hands out the ids after it */
+		d->last_pid = (uint32_t)c->nspid;
 	c->parent = parent;
 	c->ns = ns;
 }

@@ -28,6 +28,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include "trace/determ/determ.h"
+#include "trace/determ/determ-internal.h"
 #include "trace/tracee/tracee.h"
 
 #define DENTS_MAX (1u << 20)  /* getdents64 buffer we sort */
@@ -52,9 +53,9 @@ struct trace_determ_files {
 	int full;               /* the table reached FILES_MAX: later sights fell back */
 };
 
-struct trace_determ_files *trace_determ_files_new(void)
+/* The run's start on the host's wall clock, as files are stamped. */
+static int64_t run_start(void)
 {
-	struct trace_determ_files *f = common_xcalloc(1, sizeof *f);
 	struct timespec t0, ts, nap = { 0, 250000 };
 	/* File systems stamp from the coarse clock (or a finer one, never behind
 	 * it): the run starts at its next tick, so a file written before sbx-run
@@ -66,7 +67,13 @@ struct trace_determ_files *trace_determ_files_new(void)
 			break;
 		nanosleep(&nap, NULL);
 	}
-	f->start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct trace_determ_files *trace_determ_files_new(void)
+{
+	struct trace_determ_files *f = common_xcalloc(1, sizeof *f);
+	f->start_ns = run_start();
 	return f;
 }
 
@@ -390,4 +397,107 @@ size_t trace_determ_files_getdents(struct trace_determ_files *f, struct trace_gu
 	free(in);
 	free(out);
 	return res;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	for (int i = 0; i < 4; i++)
+		if (x->k[i] != y->k[i])
+			return x->k[i] < y->k[i] ? -1 : 1;
+	return 0;
+}
+
+/* u64 last, ndev, nino, u32 full, u32 n, entry[n] sorted by key = {u64 kind,
+ * device, inode, time, value}: one encoding whatever the table's history. Not
+ * the start: a restored run's inputs are those older than its own start. */
+void trace_determ_files_save(const struct trace_determ_files *f, struct codec_buf *b)
+{
+	struct entry *v = common_xcalloc(f->used + 1, sizeof *v);
+	size_t n = 0;
+	for (size_t i = 0; i < f->cap; i++)
+		if (f->tab[i].k[0])
+			v[n++] = f->tab[i];
+	qsort(v, n, sizeof *v, cmp_entry);
+	codec_put_u64(b, f->last);
+	codec_put_u64(b, f->ndev);
+	codec_put_u64(b, f->nino);
+	codec_put_u32(b, (uint32_t)f->full);
+	codec_put_u32(b, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		for (int k = 0; k < 4; k++)
+			codec_put_u64(b, v[i].k[k]);
+		codec_put_u64(b, v[i].v);
+	}
+	free(v);
+}
+
+struct trace_determ_files *trace_determ_files_load(struct codec_rd *r)
+{
+	struct trace_determ_files *f = common_xcalloc(1, sizeof *f);
+	uint32_t full, n;
+	struct entry prev = { { 0 }, 0 };
+	if (codec_get_u64(r, &f->last) < 0 ||
+	    codec_get_u64(r, &f->ndev) < 0 || codec_get_u64(r, &f->nino) < 0 ||
+	    codec_get_u32(r, &full) < 0 || codec_get_u32(r, &n) < 0)
+		goto bad;
+	f->full = full != 0;
+	if (full > 1 || n > FILES_MAX) {
+		codec_rd_fail(r, "file table count exceeds its bound");
+		goto bad;
+	}
+	if ((uint64_t)n * 40 > r->len - r->off) {
+		codec_rd_fail(r, "file table truncated");
+		goto bad;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct entry e;
+		for (int k = 0; k < 4; k++)
+			if (codec_get_u64(r, &e.k[k]) < 0)
+				goto bad;
+		if (codec_get_u64(r, &e.v) < 0)
+			goto bad;
+		if (e.k[0] < K_DEV || e.k[0] > K_TIME || (i && cmp_entry(&prev, &e) >= 0)) {
+			codec_rd_fail(r, "file table entries are not distinct known keys in order");
+			goto bad;
+		}
+		if (2 * (f->used + 1) > f->cap)
+			grow(f);
+		*slot_of(f->tab, f->cap, e.k) = e;
+		f->used++;
+		prev = e;
+	}
+	return f;
+bad:
+	trace_determ_files_free(f);
+	return NULL;
+}
+
+void trace_determ_files_restart(struct trace_determ_files *f)
+{
+	f->start_ns = run_start();
+}
+
+void trace_determ_files_rekey(struct trace_determ_files *f, uint64_t dev, uint64_t ino,
+			      uint64_t ndev, uint64_t nino)
+{
+	if (!f->cap || (dev == ndev && ino == nino))
+		return;
+	struct entry *t = common_xcalloc(f->cap, sizeof *t);
+	for (size_t i = 0; i < f->cap; i++) {
+		struct entry e = f->tab[i];
+		if (!e.k[0])
+			continue;
+		if (e.k[0] != K_DEV && e.k[1] == dev && e.k[2] == ino) {
+			e.k[1] = ndev;
+			e.k[2] = nino;
+		}
+		struct entry *s = slot_of(t, f->cap, e.k);
+		if (!s->k[0]) /* the new identity seen already keeps its own numbers */
+			*s = e;
+		else
+			f->used--;
+	}
+	free(f->tab);
+	f->tab = t;
 }

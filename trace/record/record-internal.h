@@ -1,11 +1,14 @@
 /* trace/record: the event line the recorder builds by hand in canonical JSON
- * (record.c says why), shared by record.c and line.c. */
+ * (record.c says why), shared by record.c and line.c, and the recorder's state. */
 #ifndef SBX_TRACE_RECORD_INTERNAL_H
 #define SBX_TRACE_RECORD_INTERNAL_H
 
 #include <string.h>
 #include <sys/types.h>
+#include <openssl/evp.h>
 #include "libcommon/common.h"
+#include "trace/sv/sv.h"
+#include "trace/trace.h"
 
 struct sb {
 	char *p;
@@ -67,5 +70,42 @@ size_t trace_rq_find(const struct trace_rq_set *q, pid_t tid);
 /* Queue i's bytes (the caller frees them), the queue dropped. */
 struct sb trace_rq_remove(struct trace_rq_set *q, size_t i);
 void trace_rq_free(struct trace_rq_set *q);
+
+/* The recorder's state (record.c). */
+struct pend {
+	pid_t tid;
+	struct trace_stop s;
+	char *path[2], *rewrite[2];
+	int existed;                /* O_CREAT target existed before the call */
+	uint64_t t0;
+};
+
+struct trace_rec {
+	int fd, own_fd, failed;
+	int rootfd;                 /* the guest's root, for existence lookups */
+	struct common_err err;
+	enum trace_level level;
+	int deterministic;
+	uint64_t seq, t_start, last_flush;
+	uint64_t bytes;             /* written to fd so far: metered as storage_write */
+	uint8_t h[32];
+	struct sb out;              /* pending bytes for fd */
+	struct sb line;             /* the event being built */
+	struct pend *pend;
+	size_t npend, cappend;
+	struct common_hashcache *hc; /* file identity -> SHA-256, so cc1 is hashed once */
+	EVP_MD_CTX *md;             /* reused: a fresh context per event costs ~1 us */
+	struct { pid_t tid, tgid; } *thr; /* threads, so exits name their process */
+	size_t nthr, capthr;
+	struct { pid_t pid, ppid; } *par; /* parents learned from /proc (see real_ppid) */
+	size_t npar, cappar;
+	/* deterministic: each task's events wait in its queue until the schedule
+	 * puts them in the run's order (trace_rec_order) */
+	int defer;
+	int restoring;              /* a resumed trace: events start after the restore's exec */
+	pid_t cur;                  /* the task the event being built is of */
+	size_t seq_at;
+	struct trace_rq_set q;
+};
 
 #endif

@@ -28,41 +28,6 @@
 #define REC_CMDLINE_MAX (64u << 10)
 #define REC_ARGV_MAX (32u << 10)    /* argv bytes recorded per exec */
 
-struct pend {
-	pid_t tid;
-	struct trace_stop s;
-	char *path[2], *rewrite[2];
-	int existed;                /* O_CREAT target existed before the call */
-	uint64_t t0;
-};
-
-struct trace_rec {
-	int fd, own_fd, failed;
-	int rootfd;                 /* the guest's root, for existence lookups */
-	struct common_err err;
-	enum trace_level level;
-	int deterministic;
-	uint64_t seq, t_start, last_flush;
-	uint64_t bytes;             /* written to fd so far: metered as storage_write */
-	uint8_t h[32];
-	struct sb out;              /* pending bytes for fd */
-	struct sb line;             /* the event being built */
-	struct pend *pend;
-	size_t npend, cappend;
-	struct common_hashcache *hc; /* file identity -> SHA-256, so cc1 is hashed once */
-	EVP_MD_CTX *md;             /* reused: a fresh context per event costs ~1 us */
-	struct { pid_t tid, tgid; } *thr; /* threads, so exits name their process */
-	size_t nthr, capthr;
-	struct { pid_t pid, ppid; } *par; /* parents learned from /proc (see real_ppid) */
-	size_t npar, cappar;
-	/* deterministic: each task's events wait in its queue until the schedule
-	 * puts them in the run's order (trace_rec_order) */
-	int defer;
-	pid_t cur;                  /* the task the event being built is of */
-	size_t seq_at;
-	struct trace_rq_set q;
-};
-
 static int rec_fail(struct trace_rec *r, int err, const char *what)
 {
 	if (!r->failed)
@@ -188,6 +153,11 @@ static void rec_time(struct trace_rec *r, struct sb *b, const char *k, uint64_t 
 uint64_t trace_rec_bytes(const struct trace_rec *r)
 {
 	return r->bytes;
+}
+
+int trace_rec_quiet(const struct trace_rec *r)
+{
+	return r->q.n == 0 && r->npend == 0;
 }
 
 uint64_t trace_rec_events(const struct trace_rec *r)
@@ -834,18 +804,25 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	r->t_start = r->last_flush = common_mono_us();
 	/* persisted in the store when given, else for this run only */
 	r->hc = common_hashcache_open(info->hash_cache, "exec-hashes");
-	hj = header_json(info);
-	canon = common_json_canonical(hj);
-	json_decref(hj);
-	common_sha256_init(&c);
-	common_sha256_update(&c, domain, sizeof domain);
-	common_sha256_update(&c, canon, strlen(canon));
-	common_sha256_final(&c, r->h);
-	sb_begin(&r->line);
-	sb_cstr(&r->line, canon);
-	free(canon);
-	r->line.n--; /* reopen the object to append h */
-	rec_append_line(r);
+	if (info->resume_text) {
+		sb_raw(&r->out, info->resume_text, info->resume_len);
+		memcpy(r->h, info->resume_head, 32);
+		r->seq = info->resume_seq;
+		r->restoring = 1;
+	} else {
+		hj = header_json(info);
+		canon = common_json_canonical(hj);
+		json_decref(hj);
+		common_sha256_init(&c);
+		common_sha256_update(&c, domain, sizeof domain);
+		common_sha256_update(&c, canon, strlen(canon));
+		common_sha256_final(&c, r->h);
+		sb_begin(&r->line);
+		sb_cstr(&r->line, canon);
+		free(canon);
+		r->line.n--; /* reopen the object to append h */
+		rec_append_line(r);
+	}
 	if (trace_rec_flush(r) < 0) {
 		if (e)
 			*e = r->err;
@@ -906,6 +883,8 @@ static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	struct trace_rec *r = ctx;
 
 	(void)g;
+	if (r->restoring)
+		return 0;
 	if (trace_rec_want_exit(r, st))
 		st->want_exit = 1;
 	trace_rec_syscall(r, st);
@@ -915,7 +894,8 @@ static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 static int rec_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	(void)g;
-	trace_rec_syscall(ctx, st);
+	if (!((struct trace_rec *)ctx)->restoring)
+		trace_rec_syscall(ctx, st);
 	return 0;
 }
 
@@ -923,7 +903,12 @@ static int rec_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppi
 		    const char *path)
 {
 	struct pend *p = pend_find(ctx, pid);
+	struct trace_rec *r = ctx;
 	(void)sv;
+	if (r->restoring) { /* the restore's fresh exec: the guest goes on from here */
+		r->restoring = 0;
+		return 0;
+	}
 	if (p) /* the exec event stands for the exec call that made it, whose exit never comes */
 		pend_drop(ctx, p);
 	trace_rec_exec(ctx, pid, ppid, *path ? path : NULL, NULL);
@@ -936,6 +921,8 @@ static void rec_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_
 	struct trace_rec *r = ctx;
 
 	(void)sv;
+	if (r->restoring)
+		return;
 	const char *kind = flags & CLONE_THREAD ? "thread" : flags & CLONE_VFORK ? "vfork" :
 			   (flags & ~0xffUL) == 0 ? "fork" : "clone";
 
@@ -956,6 +943,8 @@ static void rec_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int
 	pid_t pid = tgid_of(r, tid);
 
 	(void)sv;
+	if (r->restoring)
+		return;
 	for (size_t i = 0; i < r->nthr; i++)
 		if (r->thr[i].tid == tid) {
 			r->thr[i] = r->thr[--r->nthr];

@@ -32,6 +32,14 @@ struct trace_rec_info {
 	json_t *determinism;        /* header "determinism" object or NULL; borrowed */
 	const char *hash_cache;     /* file of exec hashes kept across runs (a cache:
 				     * identity + boot id checked, damage ignored), or NULL */
+	/* a restored deterministic run (sbx-restore --trace-from): the trace begins
+	 * with resume_text (the run's header and first resume_seq events, checked by
+	 * trace_trace_prefix), its chain at resume_head; the restore's own exec and
+	 * what precedes it are not events */
+	const char *resume_text;
+	size_t resume_len;
+	uint64_t resume_seq;
+	const uint8_t *resume_head;
 };
 /* path "-" writes to stdout; fd >= 0 (path NULL) writes to that fd. */
 struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_rec_info *info,
@@ -63,6 +71,9 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 /* Frees without an end event (the trace stays a truncated prefix). */
 void trace_rec_abort(struct trace_rec *r);
 
+/* Nothing waits to join the chain: no task's queued events, no call awaiting
+ * its exit (a deterministic snapshot point). */
+int trace_rec_quiet(const struct trace_rec *r);
 /* Events a recorder has written after its header. */
 uint64_t trace_rec_events(const struct trace_rec *r);
 /* Bytes of trace written so far (the lease meters them as storage_write). */

@@ -252,10 +252,13 @@ static const struct common_opt run_opts[] = {
 	OPT("result-fd", &result_fd_type, result_fd, 0),
 	OPT("max-procs", &common_opt_u64, max_procs, 0, .min = 2, .max = 1u << 20),
 	OPT("snapshot-every-batches", &common_opt_u64, snapshot_every, RUN, .min = 1),
+	OPT("snapshot-at-step", &common_opt_u64, snapshot_at_step, RUN, .min = 1),
 	OPT("snapshot-on-exit-signal", &common_opt_flag, snapshot_on_exit_signal, RUN),
 	OPT("chain", &common_opt_u64, chain, RUN, .min = 1, .max = 4096), /* snap/chain.c */
 	OPT("trace", &common_opt_str, trace_path, 0),
 	OPT("trace-level", &level_type, trace_level, 0),
+	OPT("trace-from", &common_opt_str, trace_from, RESTORE),
+	OPT("stop-after-events", &common_opt_u64, stop_after_events, RESTORE, .min = 1),
 	OPT("policy", &common_opt_str, policy, 0),
 	OPT("inspect-exec", &common_opt_str, inspect_exec, 0),
 	OPT("inspect-classes", &inspect_classes_type, inspect_classes, 0),
@@ -286,6 +289,7 @@ static const char trace_run_usage[] =
 	"               [--inspect-timeout MS]\n"
 	"               [--state-in FILE] [--state-out FILE]\n"
 	"               [--max-procs N] [--snapshot-every-batches N] [--snapshot-on-exit-signal]\n"
+	"               [--snapshot-at-step K]\n"
 	"               [--chain N]\n"
 	"               [--deterministic] [--memory-sampled | --memory-exact]\n"
 	"               [--result FILE | --result-fd N] -- PROGRAM [ARG...]\n"

@@ -136,7 +136,7 @@ void trace_run_lease_receipts(struct lease_store *s, const char *id, json_int_t 
 
 /* A request for the lease after prev, from prev's record: the same principal, host
  * program, image (and script), limits, fees, lifetime and escrow. */
-static int next_request(const json_t *l, struct lease_request *req, struct common_err *e)
+int trace_lease_request_of(const json_t *l, struct lease_request *req, struct common_err *e)
 {
 	const json_t *img = json_object_get(l, "image"), *sc = json_object_get(img, "script");
 	const json_t *lim = json_object_get(l, "limits"), *fees = json_object_get(l, "fees");
@@ -181,7 +181,7 @@ int trace_chain_next(const struct trace_run_opts *o, const struct trace_chain_li
 	if (lease_load(s, ln->lease, &rec, e) < 0)
 		goto out;
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-	if (next_request(l, &req, e) < 0)
+	if (trace_lease_request_of(l, &req, e) < 0)
 		goto out;
 	req.prev = ln->lease;
 	amount = json_pack("{s:I}", "amount", (json_int_t)req.escrow);

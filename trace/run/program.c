@@ -106,3 +106,31 @@ void trace_script_free(struct trace_script *sc)
 		free(sc->argv[i]);
 	free(sc->argv);
 }
+
+/* Where the guest starts: --chdir, else the invoker's directory where a bind
+ * shows it (at its own or a mapped destination, the deepest bind winning), else
+ * /ns (NULL). Malloc'd. */
+char *trace_run_start_dir(const struct trace_run_opts *o)
+{
+	char cwd[PATH_MAX], src[PATH_MAX];
+	const struct trace_mount *best = NULL;
+	size_t best_len = 0;
+
+	if (o->chdir)
+		return common_xstrdup(o->chdir);
+	if (!getcwd(cwd, sizeof cwd))
+		return NULL;
+	for (size_t i = 0; i < o->nmounts; i++) {
+		const struct trace_mount *m = &o->mounts[i];
+		if (m->type != TRACE_MOUNT_BIND || !realpath(m->src, src) || strcmp(src, "/") == 0)
+			continue;
+		size_t n = strlen(src);
+		if (strncmp(cwd, src, n) == 0 && (cwd[n] == 0 || cwd[n] == '/') && n >= best_len) {
+			best = m;
+			best_len = n;
+		}
+	}
+	if (!best)
+		return NULL;
+	return common_xasprintf("%s%s", strcmp(best->dst, "/") ? best->dst : "", cwd + best_len);
+}

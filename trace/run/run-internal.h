@@ -24,6 +24,9 @@ struct trace_script {
 int trace_script_open(struct trace_script *sc, char **image, int *image_fd, struct stat *st,
 		      char *const *argv, struct common_err *e);
 void trace_script_free(struct trace_script *sc);
+/* Where the guest starts: --chdir, else the invoker's directory where a bind
+ * shows it, else /ns (NULL). Malloc'd. */
+char *trace_run_start_dir(const struct trace_run_opts *o);
 
 /* sbx-run's bound, inspected runs (trace/run/bound.c): --policy, --inspect-exec,
  * --inspect-timeout, --state-in, --state-out, metering and closure of the lease. */
@@ -46,6 +49,19 @@ int trace_bound_finish(struct trace_bound *b, const struct trace_result *res,
 		       const char **closed, struct common_err *e);
 void trace_bound_result(const struct trace_bound *b, json_t *result); /* usage totals */
 void trace_bound_free(struct trace_bound *b);
+
+/* --deterministic across snapshots (trace/run/determ.c). */
+struct trace_determ;
+struct trace_rec;
+/* The run's determinism: from the lease, or a restore's record (o->determ_resume). */
+struct trace_determ *trace_run_determ_open(struct lease_store *s, const char *id, const json_t *rec,
+					   const json_t *receipts, const struct trace_run_opts *o,
+					   struct common_err *e);
+/* 1 at --snapshot-at-step's point (an entry stop, before the features see it). */
+int trace_run_det_point(const struct trace_run_opts *o, const struct trace_rec *rec,
+			const struct trace_supervisor *sv);
+/* The options these need, checked before anything moves. */
+int trace_run_determ_check(const struct trace_run_opts *o, struct common_err *e);
 
 /* The run's leases (trace/run/link.c). */
 struct lease_store;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
+#include "trace/record/reader/reader.h"
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
 
@@ -49,6 +50,7 @@ struct run {
 	struct trace_config cfg;
 	struct trace_supervisor *sv;  /* supervise */
 	int restored;                 /* the restore hook ran */
+	int det_point, det_taken;     /* --snapshot-at-step: at its point; done */
 	uint64_t snap_batch;          /* batch of the last automatic snapshot */
 	struct trace_handover ho;     /* --chain: this link's hand-over */
 	int failed;                   /* the run ends with fail, an sbx error (125) */
@@ -117,11 +119,16 @@ static int request_snapshot(struct run *r, pid_t guest, pid_t held, int stop, in
 		trace_rec_head(r->rec, rq.trace_head);
 		rq.trace_seq = trace_rec_events(r->rec);
 	}
+	uint8_t *det = NULL; /* only at --snapshot-at-step's point: a trace goes on from it */
+	if (r->det_point && trace_determ_save(r->det, r->sv, &det, &rq.determ_len, e) < 0)
+		return -1;
+	rq.determ = det;
 	if (r->sv)
 		trace_sv_unhurried(r->sv, 1);
 	int rc = r->opts->snap->take(r->store, r->id, &rq, out, e);
 	if (r->sv)
 		trace_sv_unhurried(r->sv, 0);
+	free(det);
 	/* the snapshot resumed the guest with PTRACE_CONT */
 	if ((!stop || rc < 0) && r->sv) {
 		pid_t tids[1024];
@@ -303,6 +310,12 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 	/* the snapshot's other threads and processes, made by the restore, run
 	 * from now on */
 	trace_sv_adopt_tree(sv, pid);
+	if (r->det && r->opts->determ_resume && trace_determ_resume_tasks(r->det, sv, &e) < 0) {
+		r->fail = e;
+		r->failed = 1;
+		trace_sv_kill_now(sv, "restore failed");
+		return -1;
+	}
 	if (r->meter) /* the lease is Active now: its usage may be observed */
 		trace_metering_hold(r->meter, 0);
 	return 0;
@@ -313,6 +326,8 @@ static int hook_recorded(void *ctx, struct trace_guest *g, struct trace_stop *st
 {
 	struct run *r = ctx;
 	(void)g, (void)st;
+	if (r->opts->stop_after_events && trace_rec_events(r->rec) >= r->opts->stop_after_events)
+		trace_sv_stop(r->sv, "disputed step reached"); /* adjudicate's replay */
 	return trace_metering_trace_grew(r->meter, trace_rec_bytes(r->rec));
 }
 
@@ -340,9 +355,34 @@ static int chain_snapshot(void *ctx, pid_t held, struct trace_snap_taken *t, str
 	return request_snapshot(r, trace_sv_guest_pid(r->sv), held, 1, held != 0, NULL, t, e);
 }
 
+/* --snapshot-at-step's snapshot, as the thread stands at its entry stop (the
+ * call runs on afterwards, and runs again first in a restore); a refusal
+ * ends the run: the step asked for has no snapshot. */
+static int det_snapshot(struct run *r, struct trace_guest *g)
+{
+	struct trace_snap_taken t;
+	struct common_err e;
+	r->det_taken = r->det_point = 1;
+	int rc = request_snapshot(r, trace_guest_tid(g), 0, 0, 1, NULL, &t, &e);
+	r->det_point = 0;
+	if (rc == 0) {
+		json_decref(t.receipt);
+		return 0;
+	}
+	r->fail = e;
+	common_err_context(&r->fail, "--snapshot-at-step %llu",
+			   (unsigned long long)r->opts->snapshot_at_step);
+	r->failed = 1;
+	trace_sv_kill_now(r->sv, "snapshot at step refused");
+	return -1;
+}
+
 static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct run *r = ctx;
+
+	if (!r->det_taken && trace_run_det_point(r->opts, r->rec, r->sv))
+		return det_snapshot(r, g);
 	return trace_handover_entry(&r->ho, g, st);
 }
 
@@ -408,68 +448,20 @@ static struct trace_rec *recorder_open(const struct run *r, struct common_err *e
 		.lease = r->id, .image_path = r->image, .image_sha256 = r->sha, .argv = o->argv,
 		.envp = r->env, .mounts = mounts, .start_batch = batch, .level = lvl,
 		.deterministic = o->deterministic, .determinism = det, .hash_cache = hcache,
+		.resume_seq = o->resume_seq, .resume_head = o->resume_head,
 	};
-	struct trace_rec *rec = trace_rec_open(o->trace_path, -1, &in, e);
+	char *prefix = NULL; /* sbx-restore --trace-from: the run's trace up to the snapshot */
+	struct trace_rec *rec = NULL;
+	if (!o->trace_from || trace_trace_prefix(o->trace_from, o->resume_seq, o->resume_head,
+						 &prefix, &in.resume_len, e) == 0) {
+		in.resume_text = prefix;
+		rec = trace_rec_open(o->trace_path, -1, &in, e);
+	}
+	free(prefix);
 	free(hcache);
 	json_decref(mounts);
 	json_decref(det);
 	return rec;
-}
-
-/* --deterministic (SPEC §9): seeded by the lease; its clock starts when the
- * lease was requested (rec: its record, else receipts holds the request) */
-static struct trace_determ *determ_open(struct lease_store *s, const char *id, const json_t *rec,
-					const json_t *receipts, struct common_err *e)
-{
-	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-	json_int_t batch = -1;
-	size_t i;
-	const json_t *r;
-	if (l)
-		batch = json_integer_value(json_object_get(l, "requested"));
-	json_array_foreach(receipts, i, r) {
-		const char *edge = json_string_value(json_object_get(r, "edge"));
-		if (!l && edge && !strcmp(edge, "request"))
-			batch = json_integer_value(json_object_get(r, "batch"));
-	}
-	json_t *clk = NULL;
-	if (lease_clock_get(s, &clk, e) < 0)
-		return NULL;
-	int64_t epoch = trace_determ_epoch(clk, batch);
-	json_decref(clk);
-	if (epoch < 0) {
-		common_errf(e, "determinism", "lease %s: no request time in its receipts", id);
-		return NULL;
-	}
-	return trace_determ_new(id, epoch, trace_tsc_probe());
-}
-
-/* Where the guest starts: --chdir, else the invoker's directory where a bind
- * shows it (at its own or a mapped destination, the deepest bind winning), else
- * /ns (NULL). Malloc'd. */
-static char *start_dir(const struct trace_run_opts *o)
-{
-	char cwd[PATH_MAX], src[PATH_MAX];
-	const struct trace_mount *best = NULL;
-	size_t best_len = 0;
-
-	if (o->chdir)
-		return common_xstrdup(o->chdir);
-	if (!getcwd(cwd, sizeof cwd))
-		return NULL;
-	for (size_t i = 0; i < o->nmounts; i++) {
-		const struct trace_mount *m = &o->mounts[i];
-		if (m->type != TRACE_MOUNT_BIND || !realpath(m->src, src) || strcmp(src, "/") == 0)
-			continue;
-		size_t n = strlen(src);
-		if (strncmp(cwd, src, n) == 0 && (cwd[n] == 0 || cwd[n] == '/') && n >= best_len) {
-			best = m;
-			best_len = n;
-		}
-	}
-	if (!best)
-		return NULL;
-	return common_xasprintf("%s%s", strcmp(best->dst, "/") ? best->dst : "", cwd + best_len);
 }
 
 void trace_run_opts_free(struct trace_run_opts *o)
@@ -505,6 +497,8 @@ static int run_plan(struct run *r)
 	if (o->chain && (o->trace_path || o->state_in || o->state_out || o->deterministic))
 		return common_errf(&r->e, "--chain", "not with --trace, --state-in, --state-out or "
 				   "--deterministic");
+	if (trace_run_determ_check(o, &r->e) < 0)
+		return -1;
 	if (!(r->image = trace_program_resolve(o->argv[0], &r->code, &r->e)))
 		return -1;
 	r->code = SBX_EXIT_NOEXEC; /* checked before the store is opened (or created) */
@@ -613,7 +607,7 @@ static int features_open(struct run *r)
 	const struct trace_run_opts *o = r->opts;
 
 	if (o->deterministic &&
-	    !(r->det = determ_open(r->store, r->id, r->lease_rec, r->receipts, &r->e)))
+	    !(r->det = trace_run_determ_open(r->store, r->id, r->lease_rec, r->receipts, o, &r->e)))
 		return -1;
 	for (size_t i = 0; r->det && i < o->nsockets; i++) /* peers outside the run */
 		trace_determ_uncontrolled(r->det, "socket named with --socket");
@@ -651,7 +645,7 @@ static int run_setup(struct run *r)
 		return -1;
 	r->env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
 	r->filters = common_xasprintf("%s/filters", lease_store_dir(r->store));
-	r->wd = start_dir(o);
+	r->wd = trace_run_start_dir(o);
 	r->cfg.envp = (const char *const *)r->env;
 	r->cfg.ns_dir = r->ns;
 	r->cfg.cwd = r->wd;
@@ -701,7 +695,7 @@ static void run_compose(struct run *r)
 	struct trace_layer *l = r->layers;
 
 	l[TRACE_LAYER_CONTROL] = (struct trace_layer){ .ctx = r, .on_start = hook_start,
-		.on_entry = r->opts->link ? hook_entry : NULL,
+		.on_entry = r->opts->link || r->opts->snapshot_at_step ? hook_entry : NULL,
 		.on_fd = hook_fd, .on_exec = hook_exec, .on_tick = hook_tick,
 		.on_signal = hook_signal };
 	l[TRACE_LAYER_INSPECT] = trace_inspector_layer(r->ins);

@@ -425,3 +425,8 @@ void trace_sched_off(struct trace_supervisor *sv)
 	trace_sched_free(sv->sched);
 	sv->sched = NULL;
 }
+
+pid_t trace_sv_turn(const struct trace_supervisor *sv)
+{
+	return sv->sched ? sv->sched->turn : 0;
+}

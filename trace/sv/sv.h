@@ -196,6 +196,8 @@ uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest
  * the calls every such run stops at (with TRACE_FACT_DETERM ones), which alone
  * count on the tasks' clocks. */
 void trace_sv_scheduled(struct trace_supervisor *sv, unsigned classes);
+/* The task holding the schedule's turn, 0 when none does (or no schedule). */
+pid_t trace_sv_turn(const struct trace_supervisor *sv);
 /* What the schedule reads of a task (trace/sv/ready.c): 1 unless the call
  * nr (arguments a) of the stopped tid would wait for another task (a blocking
  * descriptor with nothing to read, a wait with no reapable child, select/poll

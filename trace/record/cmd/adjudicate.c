@@ -464,6 +464,27 @@ out:
 	return rc;
 }
 
+/* From the latest snapshot within a's first lo chain values, when the lease
+ * holds one (adjfrom.c): the run's mounts checked as a re-execution's are. */
+static int from_snapshot(const struct trace_adj_opts *o, const struct tr *a, size_t lo,
+			 int identical, const char *scratch, const char *replay, json_t **from,
+			 struct common_err *e)
+{
+	struct trace_mount *m = NULL;
+	size_t nm = 0;
+	int replace = 0, rc;
+	char **env = trace_env_build(o->env_clear, o->env_set, o->nenv_set);
+	const char *env_want = common_jstr(a->header, "env_sha256", "");
+	rc = check_env(env, env_want, e) < 0 ||
+	     header_mounts(json_object_get(a->header, "mounts"), o->allow_rw, &m, &nm, &replace, e) < 0
+		     ? -1 : trace_adj_from_snapshot(o, common_jstr(a->header, "lease", ""),
+						    (const uint8_t (*)[32])a->h, lo, identical ? 0 : lo,
+						    m, nm, replace, scratch, replay, from, e);
+	free(m);
+	trace_env_free(env);
+	return rc;
+}
+
 /* Which trace the re-execution r bears out, as TRACE_ADJ_* and *verdict;
  * ra and rb: how far r agrees with a and with b, lo: the disputed index. */
 static int judge(const struct tr *a, const struct tr *b, const struct tr *r, size_t ra,
@@ -497,6 +518,7 @@ int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e)
 {
 	struct tr a, b, r;
 	char *ns_src = NULL, *scratch = NULL, tmpl[PATH_MAX];
+	json_t *from = NULL;
 	int rc = -1, loaded_r = 0;
 	struct trace_result res;
 	memset(&res, 0, sizeof res);
@@ -533,9 +555,14 @@ int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e)
 	}
 	scratch = common_xstrdup(tmpl);
 	char *ns = common_xasprintf("%s/ns", scratch), *replay = common_xasprintf("%s/replay.trace", scratch);
-	if (mkdir(ns, 0700) < 0)
+	int fr = from_snapshot(o, &a, lo, identical, scratch, replay, &from, e);
+	if (fr < 0)
+		rc = -1;
+	else if (fr == 0 && tr_load(replay, &r, e) == 0)
+		loaded_r = 1;
+	else if (fr == 1 && mkdir(ns, 0700) < 0)
 		rc = common_errno(e, errno, "scratch %s", ns);
-	else if (copy_tree(ns_src, ns, 0, e) == 0 &&
+	else if (fr == 1 && copy_tree(ns_src, ns, 0, e) == 0 &&
 		 reexecute(o, a.header, a.has_readlink || b.has_readlink, identical ? 0 : lo, ns, replay,
 			   &res, e) == 0 &&
 		 tr_load(replay, &r, e) == 0)
@@ -544,6 +571,8 @@ int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e)
 	free(replay);
 	if (!loaded_r)
 		goto out;
+	if (!from)
+		from = json_pack("{s:s}", "from", "start");
 
 	size_t ra = first_diff(&r, &a), rb = first_diff(&r, &b);
 	const char *verdict;
@@ -558,10 +587,18 @@ int trace_adjudicate(const struct trace_adj_opts *o, struct common_err *e)
 						    "matches_b_through_line", json_integer((json_int_t)rb)));
 	if (res.stop_reason[0])
 		json_object_set_new(json_object_get(out, "replay"), "stopped", json_string(res.stop_reason));
+	json_object_update(json_object_get(out, "replay"), from);
 	if (o->fmt == TRACE_FMT_TEXT) {
 		printf("verdict: %s (disputed line %zu, %zu events agreed; the re-execution follows A "
 		       "through line %zu and B through line %zu)\n", verdict, lo + 1, lo ? lo - 1 : 0,
 		       ra, rb);
+		if (json_object_get(from, "snapshot"))
+			printf("re-executed from snapshot %s, after event %lld\n",
+			       common_jstr(from, "snapshot", ""),
+			       (long long)json_integer_value(json_object_get(from, "step")));
+		else
+			printf("re-executed from the start (no snapshot of the lease within the agreed "
+			       "events)\n");
 	} else {
 		char *s = common_json_canonical(out);
 		printf("%s\n", s);
@@ -575,6 +612,7 @@ out:
 		free(scratch);
 	}
 	free(ns_src);
+	json_decref(from);
 	if (loaded_r)
 		tr_free(&r);
 	tr_free(&a);

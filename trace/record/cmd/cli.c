@@ -215,11 +215,12 @@ int trace_cli_parse(int argc, char **argv, struct trace_cli *c, struct common_er
 	return 0;
 }
 
-int trace_cli_main(int argc, char **argv)
+int trace_cli_main(int argc, char **argv, const struct trace_adj_snap *snap)
 {
 	struct trace_cli c;
 	int rc = common_cli_parsed(trace_cli_parse(argc, argv, &c, &c.e), &c.e, trace_cli_usage, SBX_EXIT_USAGE);
 
+	c.adj.snap = snap;
 	if (rc >= 0)
 		return rc;
 	c.e.what[0] = 0;

@@ -24,6 +24,11 @@ const char *trace_reader_name(const struct trace_reader *t); /* path, "<stdin>" 
 uint64_t trace_reader_events(const struct trace_reader *t); /* read so far, header not counted */
 int trace_reader_partial(const struct trace_reader *t); /* an unterminated last line was ignored */
 void trace_reader_close(struct trace_reader *t);
+/* A restored --deterministic run's trace begins as the run's (prefix.c): the
+ * header and first seq events of from, read and checked as any trace, required
+ * to end at head, as the recorder wrote them (*text malloc'd, *len bytes). */
+int trace_trace_prefix(const char *from, uint64_t seq, const uint8_t head[32], char **text,
+		       size_t *len, struct common_err *e);
 
 /* The build record of a trace as JSON (new reference), or NULL. */
 json_t *trace_buildrec(const char *path, int hash_inputs, struct common_err *e);

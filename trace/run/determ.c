@@ -1,0 +1,68 @@
+/* sbx-run --deterministic's state across a snapshot (SPEC §8, §9): where a
+ * snapshot that a restored run can continue the trace from is taken, and the
+ * run's determinism, fresh from the lease or resumed from a snapshot's record. */
+#include "lease/lease.h"
+#include "trace/determ/determ.h"
+#include "trace/record/record.h"
+#include "trace/run/run-internal.h"
+
+/* Seeded by the lease; its clock starts when the lease was requested (rec: its
+ * record, else receipts holds the request). A restore continues the record's. */
+struct trace_determ *trace_run_determ_open(struct lease_store *s, const char *id, const json_t *rec,
+					   const json_t *receipts, const struct trace_run_opts *o,
+					   struct common_err *e)
+{
+	if (o->determ_resume)
+		return trace_determ_resumed(o->determ_resume, o->determ_resume_len, trace_tsc_probe(),
+					    "determinism record", e);
+	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
+	json_int_t batch = -1;
+	size_t i;
+	const json_t *r;
+	if (l)
+		batch = json_integer_value(json_object_get(l, "requested"));
+	json_array_foreach(receipts, i, r) {
+		const char *edge = json_string_value(json_object_get(r, "edge"));
+		if (!l && edge && !strcmp(edge, "request"))
+			batch = json_integer_value(json_object_get(r, "batch"));
+	}
+	json_t *clk = NULL;
+	if (lease_clock_get(s, &clk, e) < 0)
+		return NULL;
+	int64_t epoch = trace_determ_epoch(clk, batch);
+	json_decref(clk);
+	if (epoch < 0) {
+		common_errf(e, "determinism", "lease %s: no request time in its receipts", id);
+		return NULL;
+	}
+	return trace_determ_new(id, epoch, trace_tsc_probe());
+}
+
+/* The snapshot point of --snapshot-at-step K, the same in every run of the
+ * lease: an entry stop, before any feature saw it, once the trace holds K
+ * events, where the guest is one task, no task holds the schedule's turn and
+ * nothing waits to join the chain. The snapshot then holds everything the
+ * rest of the run depends on, and none of it depends on timing. */
+int trace_run_det_point(const struct trace_run_opts *o, const struct trace_rec *rec,
+			const struct trace_supervisor *sv)
+{
+	pid_t tids[2];
+	return o->snapshot_at_step && rec && trace_rec_events(rec) >= o->snapshot_at_step &&
+	       trace_rec_quiet(rec) && trace_sv_pids(sv, tids, 2) == 1 && !trace_sv_turn(sv);
+}
+
+int trace_run_determ_check(const struct trace_run_opts *o, struct common_err *e)
+{
+	if (o->snapshot_at_step && (!o->deterministic || !o->trace_path || !o->lease))
+		return common_errf(e, "--snapshot-at-step", "needs --deterministic, --trace and --lease "
+				   "(the step is the trace's; the snapshot is the lease's)");
+	if (o->trace_from && !o->determ_resume)
+		return common_errf(e, "--trace-from", "the snapshot carries no determinism record (take "
+				   "it with sbx-run --deterministic --snapshot-at-step)");
+	if (o->stop_after_events && !o->trace_path)
+		return common_errf(e, "--stop-after-events", "needs --trace (it counts its events)");
+	if (o->determ_resume && o->trace_path && !o->trace_from)
+		return common_errf(e, "--trace", "a deterministic snapshot's run continues its trace: "
+				   "give the trace it wrote with --trace-from FILE");
+	return 0;
+}
