@@ -113,6 +113,9 @@ static void injection(pid_t pid, const char *hidden)
 	memset(back, 0, sizeof back);
 	CHECK(trace_tracee_read(&t, h, back, 8, NULL) == 0);
 	CHECK(!memcmp(back, "seenhide", 8));
+	CHECK(trace_mem_write(pid, h, "SEENHIDE", 8) == 4);
+	CHECK(trace_tracee_write(&t, h, "SEENHIDE", 8, NULL) == 0);
+	CHECK(trace_tracee_read(&t, h, back, 8, NULL) == 0 && !memcmp(back, "SEENHIDE", 8));
 	trace_tracee_close(&t);
 	CHECK(trace_regs_set(pid, &saved) == 0);
 	CHECK(trace_regs_get(pid, &now) == 0 && now.rip == saved.rip && now.rsp == saved.rsp);
