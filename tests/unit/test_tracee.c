@@ -89,7 +89,7 @@ static void memory(pid_t pid, char *ro, char *edge)
 	CHECK(trace_mem_poke(pid, r, "poked", 6) == 6);
 }
 
-static void injection(pid_t pid)
+static void injection(pid_t pid, const char *hidden)
 {
 	struct trace_tracee t;
 	struct user_regs_struct saved, now;
@@ -106,6 +106,16 @@ static void injection(pid_t pid)
 	CHECK(trace_tracee_read(&t, (uint64_t)(uintptr_t)word, back, sizeof back, NULL) == 0);
 	CHECK(!memcmp(back, "written by the parent", sizeof back));
 	CHECK(trace_tracee_read(&t, 8, back, 1, NULL) == -1);
+	/* a read across into a PROT_NONE page: process_vm_readv stops short at
+	 * it, the rest comes through /proc/PID/mem (a snapshot reads guard pages) */
+	uint64_t h = (uint64_t)(uintptr_t)hidden;
+	CHECK(trace_mem_read(pid, h, back, 8) == 4);
+	memset(back, 0, sizeof back);
+	CHECK(trace_tracee_read(&t, h, back, 8, NULL) == 0);
+	CHECK(!memcmp(back, "seenhide", 8));
+	CHECK(trace_mem_write(pid, h, "SEENHIDE", 8) == 4);
+	CHECK(trace_tracee_write(&t, h, "SEENHIDE", 8, NULL) == 0);
+	CHECK(trace_tracee_read(&t, h, back, 8, NULL) == 0 && !memcmp(back, "SEENHIDE", 8));
 	trace_tracee_close(&t);
 	CHECK(trace_regs_set(pid, &saved) == 0);
 	CHECK(trace_regs_get(pid, &now) == 0 && now.rip == saved.rip && now.rsp == saved.rsp);
@@ -143,8 +153,11 @@ int main(void)
 	proc_files();
 	char *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ro == MAP_FAILED || two == MAP_FAILED)
+	char *guard = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ro == MAP_FAILED || two == MAP_FAILED || guard == MAP_FAILED)
 		return 1;
+	memcpy(guard + 4092, "seenhide", 8);
+	mprotect(guard + 4096, 4096, PROT_NONE);
 	char *edge = two + 4096 - 4;
 	memcpy(edge, "end", 4);
 	munmap(two + 4096, 4096);
@@ -153,7 +166,7 @@ int main(void)
 	CHECK(pid > 0);
 	if (pid > 0) {
 		memory(pid, ro, edge);
-		injection(pid);
+		injection(pid, guard + 4092);
 		exit_left(pid);
 	}
 	interrupt();

@@ -84,7 +84,11 @@ void trace_tracee_close(struct trace_tracee *t)
 int trace_tracee_read(struct trace_tracee *t, uint64_t addr, void *buf, size_t len,
 		      struct common_err *e)
 {
-	size_t done = 0;
+	/* process_vm_readv first: /proc/TID/mem bounces every page through a kernel
+	 * page and costs ~5x the CPU (0.8 vs 0.17 s per GiB here); it goes on where
+	 * the guest's protections stop process_vm_readv (a short read) */
+	ssize_t fast = trace_mem_read(t->tid, addr, buf, len);
+	size_t done = fast > 0 ? (size_t)fast : 0;
 	while (done < len) {
 		ssize_t n = pread(t->memfd, (char *)buf + done, len - done, (off_t)(addr + done));
 		if (n < 0 && errno == EINTR)
@@ -100,7 +104,9 @@ int trace_tracee_read(struct trace_tracee *t, uint64_t addr, void *buf, size_t l
 int trace_tracee_write(struct trace_tracee *t, uint64_t addr, const void *buf, size_t len,
 		       struct common_err *e)
 {
-	size_t done = 0;
+	/* as trace_tracee_read: process_vm_writev where the guest's protections let it */
+	ssize_t fast = trace_mem_write(t->tid, addr, buf, len);
+	size_t done = fast > 0 ? (size_t)fast : 0;
 	while (done < len) {
 		ssize_t n = pwrite(t->memfd, (const char *)buf + done, len - done,
 				   (off_t)(addr + done));

@@ -33,7 +33,8 @@ struct trace_tracee {
 };
 int trace_tracee_open(struct trace_tracee *t, pid_t tid, struct common_err *e);
 void trace_tracee_close(struct trace_tracee *t);
-/* All of len through /proc/TID/mem, or -1 (e filled; may be NULL). */
+/* All of len, through /proc/TID/mem where page protections stop
+ * process_vm_readv (process_vm_writev); or -1 (e filled; may be NULL). */
 int trace_tracee_read(struct trace_tracee *t, uint64_t addr, void *buf, size_t len,
 		      struct common_err *e);
 int trace_tracee_write(struct trace_tracee *t, uint64_t addr, const void *buf, size_t len,
