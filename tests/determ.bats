@@ -316,13 +316,13 @@ make_run() {
 		cmp t1.trace.out $t.trace.out
 	done
 	# every wait was the schedule's, the build is the one a plain run makes, and
-	# more stops went on at once than waited for a turn: the tasks ran side by
-	# side, not one at a time (stats are ordered: the file table numbers inodes
-	# and times in the order the run first sees them)
+	# ten times more stops went on at once than waited for a turn: the tasks ran
+	# side by side, not one at a time (a stat waits only when it first sees a
+	# file or a time the run wrote; a close of the driver's pipe not at all)
 	for t in $(seq 1 18 | sed 's/^/t/') p0 p1; do
 		jq -c .determinism.stops $t.trace.json
 		jq -e '.determinism.unscheduled == 0 and .determinism.schedule == "parallel" and .exit_code == 0 and
-			.determinism.stops.free > .determinism.stops.ordered' $t.trace.json
+			.determinism.stops.free > 10 * .determinism.stops.ordered' $t.trace.json
 	done
 	run sbx-trace verify --complete t1.trace
 	assert_success

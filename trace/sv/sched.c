@@ -294,7 +294,7 @@ static int held_elsewhere(const struct trace_sched *s, const struct sent *e, int
 	for (size_t i = 0; i < s->n; i++) {
 		const struct sent *p = &s->v[i];
 		size_t j = 0;
-		while (j < i && s->v[j].tgid != p->tgid)
+		while (j < i && (s->v[j].tgid != p->tgid || s->v[j].state == S_ZOMBIE))
 			j++;
 		if (p->tgid == e->tgid || j < i || p->state == S_ZOMBIE)
 			continue; /* its own, a process already looked at, none left */
