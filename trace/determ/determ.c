@@ -643,8 +643,12 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	case TRACE_SYS_close:
 	case TRACE_SYS_dup2:
 	case TRACE_SYS_dup3: {
+		/* descriptors 0 to 2 are the tree's: others may write them meanwhile
+		 * (a redirection the shell undoes), their times are no one writer's */
+		int fd = (int)a[st->nr != TRACE_SYS_close];
 		struct trace_determ_view v = { d->epoch, &proc_of(g)->ns, 0 };
-		trace_determ_files_written(d->files, &v, st->tid, (int)a[st->nr != TRACE_SYS_close]);
+		if (fd > 2)
+			trace_determ_files_written(d->files, &v, st->tid, fd);
 		break;
 	}
 	case TRACE_SYS_fstat:
