@@ -8,9 +8,11 @@
 # Then make -j2 of a 12-module project, MK rounds interleaved (native, pinned,
 # sbx-run, --deterministic, and --deterministic with SBX_BUILD_BEFORE's binaries
 # when that is set: before/after), how many trace heads the deterministic runs
-# wrote, and what the schedule did; and one sequential compile (cc -O1 -c of
-# main.c) natively and under --deterministic. The load average is printed with
-# each table: on a shared host the ratios move with it.
+# wrote, what the schedule did, the supervisor's CPU time (which the host's
+# load inflates less than the wall time) and its stops; and one sequential
+# compile (cc -O2 of a 300-function module) natively, under sbx-run and under
+# --deterministic. The load average is printed with each table: on a shared
+# host the ratios move with it.
 # Then zlib's ./configure && make && make test (bookworm's source package, fetched
 # once by tests/zlib-source.sh), ZR rounds interleaved: native, sbx-run, and
 # sbx-run --deterministic, each building a pristine copy at one path; medians,
@@ -91,13 +93,22 @@ while [ $i -le 12 ]; do
 	i=$((i + 1))
 done
 printf 'int main(void) { return 0; }\n' >"$P/main.c"
+# the sequential program: one compile of a module of 300 functions (about a
+# second natively), one process, no ordered event but its exit
+i=1
+while [ $i -le 300 ]; do
+	printf 'int g%d(int x) { int s = 0; for (int i = 0; i < x; i++) s += (i * %d) ^ (s >> 3); return s; }\n' \
+		$i $i >>"$P/big.c"
+	i=$((i + 1))
+done
 printf 'OBJ = main.o m1.o m2.o m3.o m4.o m5.o m6.o m7.o m8.o m9.o m10.o m11.o m12.o\nprog: $(OBJ)\n\tcc -o $@ $(OBJ)\n%%.o: %%.c\n\tcc -O1 -c $< -o $@\n' >"$P/Makefile"
 sleep 1 # the sources lie in the lease's past
 LM=$(lease "$(command -v make)")
 LC=$(lease "$(command -v cc)")
 MODES="native pinned run det"
 [ -n "${SBX_BUILD_BEFORE:-}" ] && MODES="$MODES before"
-for m in $MODES cnat cdet; do : >"$W/mk.$m"; done
+for m in $MODES cnat crun cdet; do : >"$W/mk.$m"; done
+: >"$W/mk.svcpu"; : >"$W/mk.stops"
 : >"$W/mk.heads"; : >"$W/mk.load"
 # one timed build of a fresh copy of the project at one path; $1 the times file
 build() {
@@ -105,8 +116,8 @@ build() {
 	shift
 	rm -rf "$W/src"
 	cp -a "$P" "$W/src"
-	/usr/bin/time -f %e -o "$W/t" "$@" >/dev/null 2>&1
-	cat "$W/t" >>"$out"
+	/usr/bin/time -f '%e %U %S' -o "$W/t" "$@" >/dev/null 2>&1
+	cut -d' ' -f1 "$W/t" >>"$out"
 }
 i=0
 while [ $i -lt "$MK" ]; do
@@ -117,13 +128,18 @@ while [ $i -lt "$MK" ]; do
 	build "$W/mk.det" "$B/sbx-run" --lease "$LM" --deterministic --rw "$W/src:/src" \
 		--trace "$W/mk.trace" --result "$W/mk.json" -- make -C /src -j2
 	tail -n 1 "$W/mk.trace" | jq -r .h >>"$W/mk.heads"
+	# the supervisor's CPU: sbx-run's and its children's, less the guest tree's
+	awk -v g="$(jq .usage.cpu_us "$W/mk.json")" '{ printf "%.3f\n", $2 + $3 - g / 1e6 }' "$W/t" >>"$W/mk.svcpu"
+	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/mk.json" >>"$W/mk.stops"
 	if [ -n "${SBX_BUILD_BEFORE:-}" ]; then
 		build "$W/mk.before" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LM" --deterministic \
 			--rw "$W/src:/src" --trace "$W/mk.trace" -- make -C /src -j2
 	fi
-	build "$W/mk.cnat" sh -c "cd '$W/src' && cc -O1 -c main.c -o main.o"
+	build "$W/mk.cnat" sh -c "cd '$W/src' && cc -O2 -c big.c -o big.o"
+	build "$W/mk.crun" "$B/sbx-run" --lease "$LC" --rw "$W/src:/src" \
+		--chdir /src -- cc -O2 -c big.c -o big.o
 	build "$W/mk.cdet" "$B/sbx-run" --lease "$LC" --deterministic --rw "$W/src:/src" \
-		--chdir /src -- cc -O1 -c main.c -o main.o
+		--chdir /src -- cc -O2 -c big.c -o big.o
 	i=$((i + 1))
 done
 med() {
@@ -139,10 +155,14 @@ if [ "$MK" -gt 0 ]; then
 	done
 	echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $MK runs"
 	echo "  last deterministic run's schedule: $(jq -c .determinism.stops "$W/mk.json")"
+	echo "  deterministic: supervisor CPU $(med "$W/mk.svcpu") s median;" \
+		"seccomp stops and schedule resumes $(sort -n "$W/mk.stops" | uniq -c | sort -rn | head -1 | sed 's/^ *[0-9]* //')"
 	cn=$(med "$W/mk.cnat")
-	cd_=$(med "$W/mk.cdet")
-	echo "sequential: cc -O1 -c main.c"
-	awk -v n="$cn" -v d="$cd_" 'BEGIN { printf "  native        %s s\n  deterministic %s s  %.2fx native\n", n, d, d / n }'
+	echo "sequential: cc -O2 -c of a 300-function module, one process"
+	for m in cnat crun cdet; do
+		v=$(med "$W/mk.$m")
+		awk -v m="$m" -v v="$v" -v n="$cn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
+	done
 fi
 
 # zlib: ./configure && make && make test of a pristine copy at one path

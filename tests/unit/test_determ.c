@@ -32,6 +32,51 @@ static int64_t at(const uint8_t *b, size_t off)
 	return x;
 }
 
+/* A probe (the answer at once or at the task's turn) numbers nothing; a
+ * writer's close numbers the times it wrote from its own clock. */
+static void written_check(struct trace_determ_files *f, struct trace_determ_view *v, int64_t ep)
+{
+	uint8_t b[144];
+	struct stat sb;
+	char path[] = "/tmp/test_determ.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0 && write(fd, "x", 1) == 1 && fstat(fd, &sb) == 0);
+	/* a file not yet seen: the probe says a turn is needed, and numbers nothing */
+	stat_of(b, sb.st_dev, sb.st_ino, S_IFREG | 0644, 1000000000ll * 1000000000, 1000000000ll * 1000000000);
+	trace_determ_files_probe(f);
+	trace_determ_files_stat(f, v, b);
+	CHECK(trace_determ_files_probe_end(f) == 1);
+	stat_of(b, 2049, 5, S_IFREG | 0644, 1000000000ll * 1000000000, 1000000000ll * 1000000000);
+	trace_determ_files_probe(f);
+	trace_determ_files_stat(f, v, b);
+	CHECK(trace_determ_files_probe_end(f) == 0 && at(b, 8) == 3); /* known: answered at once */
+	/* the writer drops it: its times are the writer's clock, a step on */
+	*v->clock = 7000000;
+	trace_determ_files_written(f, v, getpid(), fd);
+	CHECK(*v->clock == 7001000);
+	stat_of(b, sb.st_dev, sb.st_ino, S_IFREG | 0644, 0, 0);
+	memcpy(b + 88, &sb.st_mtim, 16);
+	memcpy(b + 104, &sb.st_ctim, 16);
+	trace_determ_files_probe(f);
+	trace_determ_files_stat(f, v, b);
+	CHECK(trace_determ_files_probe_end(f) == 1); /* its identity is still a first sight */
+	*v->clock = 0; /* a reader: the writer's time moves its clock on */
+	stat_of(b, sb.st_dev, sb.st_ino, S_IFREG | 0644, 0, 0);
+	memcpy(b + 88, &sb.st_mtim, 16);
+	memcpy(b + 104, &sb.st_ctim, 16);
+	trace_determ_files_stat(f, v, b);
+	CHECK(at(b, 88) == ep && at(b, 96) == 7001000 && *v->clock == 7001000);
+	/* a descriptor only read from numbers nothing */
+	int rd = open(path, O_RDONLY);
+	CHECK(rd >= 0 && write(fd, "y", 1) == 1);
+	*v->clock = 9000000;
+	trace_determ_files_written(f, v, getpid(), rd);
+	CHECK(*v->clock == 9000000);
+	close(rd);
+	close(fd);
+	unlink(path);
+}
+
 /* trace/determ/files.c: identities in first-sight order, the run's times
  * logical and causal, the inputs' kept, what is not a file at the epoch. */
 static void files_check(void)
@@ -56,7 +101,7 @@ static void files_check(void)
 	trace_determ_files_stat(f, &v, b);
 	CHECK(at(b, 8) == 3 && at(b, 88) == ep && at(b, 96) == 5000000 && at(b, 104) == ep);
 	clock = 1000; /* another reader, behind: the time it sees moves it on */
-	stat_of(c, 2049, 6, S_IFDIR | 0755, now - 1, now - 1);
+	stat_of(c, 2049, 6, S_IFREG | 0644, now - 1, now - 1);
 	trace_determ_files_stat(f, &v, c);
 	CHECK(at(c, 88) == ep && at(c, 96) == 5001000 && clock == 5001000);
 	/* seen again: the same answers; another device: the next number */
@@ -66,7 +111,10 @@ static void files_check(void)
 	stat_of(c, 7, 5, S_IFREG | 0644, 1000000000 * s, 1000000000 * s);
 	trace_determ_files_stat(f, &v, c);
 	CHECK(at(c, 0) == (int64_t)makedev(0, 2) && at(c, 8) == 5);
-	/* a pipe, and anything under /ns: the epoch */
+	/* a directory (any task's new name restamps it), a pipe, anything under /ns: the epoch */
+	stat_of(c, 2049, 9, S_IFDIR | 0755, now, now);
+	trace_determ_files_stat(f, &v, c);
+	CHECK(at(c, 72) == ep && at(c, 88) == ep && at(c, 96) == 0 && at(c, 104) == ep && at(c, 8) == 6);
 	stat_of(c, 12, 99, S_IFIFO | 0600, now, now);
 	trace_determ_files_stat(f, &v, c);
 	CHECK(at(c, 72) == ep && at(c, 88) == ep && at(c, 96) == 0 && at(c, 104) == ep);
@@ -80,6 +128,7 @@ static void files_check(void)
 	trace_determ_files_stat(f, &v, c);
 	CHECK(at(c, 88) == now / s + 100000 && at(c, 104) == ep);
 	CHECK(!trace_determ_files_full(f));
+	written_check(f, &v, ep);
 	/* bounded: once the table is full a new file keeps the host's number, and says so */
 	uint64_t ino = 0;
 	for (ino = 100; !trace_determ_files_full(f) && ino < 100 + (1u << 20); ino++) {

@@ -16,6 +16,7 @@ struct pend {
 	uint64_t buf;   /* guest address of the result buffer */
 	int fd;
 	int in_ns;      /* a stat of an object under /ns */
+	size_t n;       /* the result, for an answer put off until the task's turn */
 };
 
 /* Each process has its own clock and PRNG stream, so what one process sees
@@ -44,8 +45,8 @@ struct trace_determ {
 	struct trace_determ_files *files;
 	json_t *named;          /* sources the run's options bring, named at the start */
 	json_t *fell_back;      /* sources met during the run, each named once */
-	uint32_t last_pid;
-	uint64_t stdio[3][2];   /* a restored run's: the run's objects behind fds 0-2 */      /* the highest namespace id any task of the run had */
+	uint32_t last_pid;      /* the highest namespace id any task of the run had */
+	uint64_t stdio[3][2];   /* a restored run's: the run's objects behind fds 0-2 */
 	struct saved *saved;    /* a restored run's tasks, until they are resumed (state.c) */
 	size_t nsaved;
 };

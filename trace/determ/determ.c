@@ -20,7 +20,8 @@
  *   directories getdents64 entries sorted by name within each call
  *   files       stat/lstat/fstat/newfstatat/statx and d_ino: device and inode
  *               numbers and the times the run wrote answered from the run
- *               (trace/determ/files.c); objects under /ns report the epoch
+ *               (trace/determ/files.c), a first sight at the task's turn;
+ *               objects under /ns and directories report the epoch
  *   /proc       uptime, loadavg and meminfo: the virtual clock and the
  *               figures sysinfo reports
  *   schedule    the tree's tasks run at once; what one can observe of
@@ -56,7 +57,6 @@
 #define MAX_IO (1u << 20)     /* most bytes one emulated call produces */
 #define AUXV_MAX 512          /* auxv entries we walk */
 #define STRV_MAX (1u << 20)   /* argv+envp pointers we skip at an exec stop */
-#define NSPID_CACHE 4096
 #define DETERM_RAM (1ull << 32)       /* sysinfo and /proc/meminfo: 4 GiB of memory */
 #define DETERM_FREE_RAM (1ull << 31)  /* of which 2 GiB free */
 
@@ -195,6 +195,7 @@ static void determ_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, p
 	void **cs = trace_sv_slot(sv, child, TRACE_LAYER_DETERM);
 	struct trace_determ *d = ctx;
 	(void)flags;
+	trace_determ_nspid_forget(child); /* its host id may be a reaped task's */
 	if (!ps || !cs)
 		return;
 	uint64_t ns = proc_at(ps, parent)->ns;
@@ -606,6 +607,17 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		want(g, st, cpudir ? P_CPUDIR : P_DENTS, a[1], (int)a[0]);
 		break;
 	}
+	case TRACE_SYS_close:
+	case TRACE_SYS_dup2:
+	case TRACE_SYS_dup3: {
+		/* descriptors 0 to 2 are the tree's: others may write them meanwhile
+		 * (a redirection the shell undoes), their times are no one writer's */
+		int fd = (int)a[st->nr != TRACE_SYS_close];
+		struct trace_determ_view v = { d->epoch, &proc_of(g)->ns, 0 };
+		if (fd > 2)
+			trace_determ_files_written(d->files, &v, st->tid, fd);
+		break;
+	}
 	case TRACE_SYS_fstat:
 		want(g, st, P_STAT, a[1], (int)a[0]);
 		proc_of(g)->pend.in_ns = fd_in_ns(st->tid, (int)a[0]);
@@ -723,6 +735,59 @@ static void answer_stat(struct trace_determ *d, struct trace_guest *g, struct pr
 	put(g, p->buf, b, n);
 }
 
+/* What the file table tells of a stat or getdents64 (result n bytes). */
+static void answer_files(struct trace_determ *d, struct trace_guest *g, struct proc *pr,
+			 const struct pend *p, size_t n)
+{
+	if (p->kind == P_DENTS) {
+		trace_determ_files_getdents(d->files, g, p->buf, n, 0, p->fd);
+	} else if (p->kind == P_CPUDIR) {
+		size_t k = trace_determ_files_getdents(d->files, g, p->buf, n, 1, p->fd);
+		if (k != n) {
+			set_result(g, (long long)k);
+			d->emulated++;
+		}
+	} else if (n == 0) {
+		answer_stat(d, g, pr, p);
+	}
+}
+
+/* Whether that answer needs a first sight (trace_determ_files_probe): one
+ * numbers identities and times, so it waits for the task's turn. Any other
+ * answer goes on at once: what the table holds was put there at a turn of a
+ * lesser key than the asker's, as it would have been had it waited. */
+static int needs_turn(struct trace_determ *d, struct trace_guest *g, struct proc *pr,
+		      const struct pend *p, size_t n)
+{
+	struct proc scratch = *pr; /* a probe raises no clock */
+	trace_determ_files_probe(d->files);
+	if (p->kind == P_STAT || p->kind == P_STATX) {
+		uint8_t b[256];
+		size_t len = p->kind == P_STATX ? 256 : 144;
+		struct trace_determ_view v = { d->epoch, &scratch.ns, p->in_ns };
+		if (n == 0 && trace_guest_read(g, p->buf, b, len) == (ssize_t)len) {
+			if (p->kind == P_STATX)
+				trace_determ_files_statx(d->files, &v, b);
+			else
+				trace_determ_files_stat(d->files, &v, b);
+		}
+	} else {
+		trace_determ_files_getdents(d->files, g, p->buf, n, p->kind == P_CPUDIR, p->fd);
+	}
+	return trace_determ_files_probe_end(d->files);
+}
+
+/* The answer put off at the exit: the task's turn has come. */
+static void determ_turn(void *ctx, struct trace_guest *g)
+{
+	struct proc *pr = *trace_guest_slot(g, TRACE_LAYER_DETERM);
+	if (!pr || pr->pend.kind == P_NONE)
+		return;
+	struct pend p = pr->pend;
+	pr->pend.kind = P_NONE;
+	answer_files(ctx, g, pr, &p, p.n);
+}
+
 static int determ_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_determ *d = ctx;
@@ -774,20 +839,16 @@ static int determ_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		serve_proc(d, g, st, pr, p.kind, p.buf);
 		break;
 	case P_DENTS:
-		trace_determ_files_getdents(d->files, g, p.buf, n, 0, p.fd);
-		break;
-	case P_CPUDIR: {
-		size_t k = trace_determ_files_getdents(d->files, g, p.buf, n, 1, p.fd);
-		if (k != n) {
-			set_result(g, (long long)k);
-			d->emulated++;
-		}
-		break;
-	}
+	case P_CPUDIR:
 	case P_STAT:
 	case P_STATX:
-		if (st->result == 0)
-			answer_stat(d, g, pr, &p);
+		if (!needs_turn(d, g, pr, &p, n)) {
+			answer_files(d, g, pr, &p, n);
+		} else {
+			pr->pend = p;
+			pr->pend.n = n;
+			st->answer_at_turn = 1;
+		}
 		break;
 	default:
 		break;
@@ -868,36 +929,6 @@ static int determ_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t 
 	return rc;
 }
 
-static struct { pid_t host, ns; } nspid_cache[NSPID_CACHE];
-static size_t nspid_next;
-
-pid_t trace_determ_nspid(pid_t host)
-{
-	struct trace_status s;
-	pid_t ns = 0;
-	/* /proc first (a host pid may be reused by a later run), the cache for a
-	 * process already reaped */
-	if (trace_status_read(host, &s) == 0) {
-		ns = trace_status_nspid(&s);
-		trace_status_free(&s);
-	}
-	if (!ns) {
-		for (size_t i = 0; i < NSPID_CACHE; i++)
-			if (nspid_cache[i].host == host && host)
-				return nspid_cache[i].ns;
-		return 0;
-	}
-	for (size_t i = 0; i < NSPID_CACHE; i++)
-		if (nspid_cache[i].host == host) {
-			nspid_cache[i].ns = ns;
-			return ns;
-		}
-	nspid_cache[nspid_next].host = host;
-	nspid_cache[nspid_next].ns = ns;
-	nspid_next = (nspid_next + 1) % NSPID_CACHE;
-	return ns;
-}
-
 struct trace_layer trace_determ_layer(struct trace_determ *d)
 {
 	if (!d)
@@ -905,6 +936,6 @@ struct trace_layer trace_determ_layer(struct trace_determ *d)
 	return (struct trace_layer){
 		.ctx = d, .on_start = determ_start, .on_entry = determ_entry, .on_exit = determ_exit, .on_exec = determ_exec,
 		.on_spawn = determ_spawn, .on_proc_exit = determ_proc_exit, .on_fault = determ_fault,
-		.slot_free = determ_slot_free,
+		.slot_free = determ_slot_free, .on_turn = determ_turn,
 	};
 }

@@ -61,8 +61,10 @@ int trace_tsc_probe(void);
 int trace_tsc_fault(pid_t tid, struct user_regs_struct *r, size_t *len);
 int trace_tsc_answer(pid_t tid, struct user_regs_struct *r, int insn, size_t len, uint64_t tsc);
 /* A host pid's id inside the run's PID namespace (0 if unknown): deterministic
- * traces record these instead of host ids. */
+ * traces record these instead of host ids (trace/determ/nspid.c). Kept once
+ * looked up, until _forget: a new task of that host id was made. */
 pid_t trace_determ_nspid(pid_t host);
+void trace_determ_nspid_forget(pid_t host);
 
 /* What stat and getdents64 report of files (trace/determ/files.c): device and
  * inode numbers in the order the run first sees them, the times the run wrote
@@ -81,6 +83,18 @@ void trace_determ_files_stat(struct trace_determ_files *f, const struct trace_de
 			     uint8_t st[144]);
 void trace_determ_files_statx(struct trace_determ_files *f, const struct trace_determ_view *v,
 			      uint8_t sx[256]);
+/* tid drops its descriptor fd (a close, a dup2 onto it): a regular file it
+ * has open for writing gets the times it wrote numbered now, from its own
+ * clock (v->clock, raised a step first), unless the run numbered them
+ * already. The writer numbers them, not its first reader: no turn needed. */
+void trace_determ_files_written(struct trace_determ_files *f, const struct trace_determ_view *v,
+				pid_t tid, int fd);
+/* Between these two the calls above answer from what the table holds and
+ * change nothing (nor the guest's memory): _end is 1 when an answer needed an
+ * identity or time the table does not hold yet (a first sight, which numbers
+ * it: it must come in the schedule's order). */
+void trace_determ_files_probe(struct trace_determ_files *f);
+int trace_determ_files_probe_end(struct trace_determ_files *f);
 /* A getdents64 result of directory fd (n bytes at addr in the guest): sorted by
  * name (each slot keeps the kernel's d_off), d_ino the run's; with one_cpu the
  * entries cpu1, cpu2, ... dropped. Returns its new length (n when untouched). */

@@ -14,13 +14,14 @@
  *               an older time (the inputs') is kept as the mtime; atime and
  *               birth time are the mtime, ctime is the mtime unless the run
  *               changed it. Objects under /ns (lease storage) and what is not a
- *               file, directory or symlink (pipes, sockets, devices) report the
- *               epoch.
+ *               file or symlink (directories, pipes, sockets, devices) report
+ *               the epoch.
  *   mount ids   statx's stx_mnt_id is cleared from its mask and zeroed
  *   order       getdents64 entries sorted by name within each call
- * The serial schedule makes the order of these first sights the same in every
- * run, so the numbers are. */
+ * A first sight waits for its task's turn in the parallel schedule (determ.c
+ * probes for one first): the numbers are given in one order in every run. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ struct trace_determ_files {
 	int64_t start_ns;       /* host wall clock when the run began */
 	uint64_t last;          /* the latest logical time given (ns since the run began) */
 	int full;               /* the table reached FILES_MAX: later sights fell back */
+	int probe;              /* trace_determ_files_probe: look up, add nothing */
+	int missing;            /* a probe's lookup found no entry */
 };
 
 /* The run's start on the host's wall clock, as files are stamped. */
@@ -88,6 +91,18 @@ void trace_determ_files_free(struct trace_determ_files *f)
 int trace_determ_files_full(const struct trace_determ_files *f)
 {
 	return f->full;
+}
+
+void trace_determ_files_probe(struct trace_determ_files *f)
+{
+	f->probe = 1;
+	f->missing = 0;
+}
+
+int trace_determ_files_probe_end(struct trace_determ_files *f)
+{
+	f->probe = 0;
+	return f->missing;
 }
 
 static uint64_t mix(const uint64_t k[4])
@@ -132,6 +147,10 @@ static uint64_t lookup(struct trace_determ_files *f, const uint64_t k[4],
 		if (e->k[0])
 			return e->v;
 	}
+	if (f->probe) {
+		f->missing = 1;
+		return 1; /* any value: the probe's answer is thrown away */
+	}
 	if (f->used >= FILES_MAX) {
 		f->full = 1;
 		return 0;
@@ -163,6 +182,13 @@ static uint64_t next_time(struct trace_determ_files *f, void *arg)
 	uint64_t at = *(uint64_t *)arg, v = f->last + STAMP_GAP_NS;
 	f->last = at > v ? at : v;
 	return f->last;
+}
+
+/* a time its writer numbers: the writer's clock */
+static uint64_t writer_time(struct trace_determ_files *f, void *arg)
+{
+	(void)f;
+	return *(uint64_t *)arg;
 }
 
 static uint64_t vdev(struct trace_determ_files *f, uint64_t dev)
@@ -207,14 +233,53 @@ static int run_time(struct trace_determ_files *f, const struct trace_determ_view
 	return 1;
 }
 
+/* Whether tid's fd is open for writing (its fdinfo's flags). */
+static int open_for_writing(pid_t tid, int fd)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)tid, fd);
+	int d = open(path, O_RDONLY | O_CLOEXEC);
+	if (d < 0)
+		return 0;
+	ssize_t n = read(d, buf, sizeof buf - 1);
+	close(d);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *fl = strstr(buf, "flags:");
+	return fl && (strtoul(fl + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
+}
+
+void trace_determ_files_written(struct trace_determ_files *f, const struct trace_determ_view *v,
+				pid_t tid, int fd)
+{
+	char path[64];
+	struct stat sb;
+	struct timespec now;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)tid, fd);
+	if (v->in_ns || stat(path, &sb) < 0 || !S_ISREG(sb.st_mode) || !open_for_writing(tid, fd))
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t n = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	const struct timespec *t[2] = { &sb.st_mtim, &sb.st_ctim };
+	*v->clock += STAMP_GAP_NS; /* its next write is a later time */
+	for (int i = 0; i < 2; i++) {
+		int64_t ns = (int64_t)t[i]->tv_sec * 1000000000 + t[i]->tv_nsec;
+		uint64_t k[4] = { K_TIME, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino, (uint64_t)ns };
+		if (ns >= f->start_ns && ns <= n)
+			lookup(f, k, writer_time, v->clock);
+	}
+}
+
 /* mtime, ctime as the run tells them; atime and btime are the mtime */
 static void answer_times(struct trace_determ_files *f, const struct trace_determ_view *v,
 			 uint32_t mode, uint64_t dev, uint64_t ino, struct vtime *m, struct vtime *c)
 {
 	struct timespec now;
 	/* pipes, sockets, devices, /proc's links: stamped at every write, in the
-	 * host's clock ticks, and no build's input */
-	if (v->in_ns || !(S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))) {
+	 * host's clock ticks, and no build's input; directories: stamped by every
+	 * name any task makes in them, unordered opens too, so a look races them */
+	if (v->in_ns || !(S_ISREG(mode) || S_ISLNK(mode))) {
 		m->sec = c->sec = v->epoch;
 		m->nsec = c->nsec = 0;
 		return;
@@ -390,8 +455,10 @@ size_t trace_determ_files_getdents(struct trace_determ_files *f, struct trace_gu
 		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)trace_guest_tid(g), fd);
 		if (stat(link, &dir) == 0) /* d_ino as stat tells it */
 			dents_ino(f, dir.st_dev, out, o);
-		if (o && (trace_mem_write(trace_guest_tid(g), addr, out, o) == (ssize_t)o ||
-			  trace_guest_write(g, addr, out, o) == (ssize_t)o))
+		if (f->probe)
+			res = o;
+		else if (o && (trace_mem_write(trace_guest_tid(g), addr, out, o) == (ssize_t)o ||
+			       trace_guest_write(g, addr, out, o) == (ssize_t)o))
 			res = o;
 	}
 	free(in);

@@ -767,9 +767,10 @@ static void result_build(struct run *r)
 			json_object_set_new(d, "unscheduled", json_integer((json_int_t)r->res.unscheduled));
 			json_object_set_new(d, "fell_back", trace_determ_fell_back(r->det));
 			const struct trace_sched_stats *ss = &r->res.sched;
-			json_object_set_new(d, "stops", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}",
+			json_object_set_new(d, "stops", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 				"ordered", (json_int_t)ss->ordered, "free", (json_int_t)ss->free,
-				"turns", (json_int_t)ss->turns, "blocked", (json_int_t)ss->blocked,
+				"turns", (json_int_t)ss->turns, "answered", (json_int_t)ss->answered,
+				"blocked", (json_int_t)ss->blocked,
 				"parked_us", (json_int_t)ss->parked_us,
 				"blocked_us", (json_int_t)ss->blocked_us));
 			json_object_set_new(r->result, "determinism", d);

@@ -24,11 +24,13 @@
  * (a full pipe, a lock) for two ticks is let loose: it leaves the minimum until
  * its next stop, counted in the result's "unscheduled". When every task is
  * blocked, the least runs anyway: what it waits for comes from outside. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "trace/sv/sv-internal.h"
 
@@ -43,6 +45,8 @@ struct sent {
 	int req, sig;      /* the resume the loop asked for */
 	int at_call;       /* parked at a seccomp stop of an allowed call */
 	int exiting;       /* parked at its exit: the turn lasts until it is reaped */
+	int answer;        /* parked at a call's exit whose answer is the event (on_turn) */
+	int quiet;         /* whether it is ordered depends on timing: its turn leaves no mark */
 	int woken;         /* a FUTEX_WAKE chose it while it was blocked */
 	long nr;
 	uint64_t args[6];
@@ -57,6 +61,7 @@ struct trace_sched {
 	size_t n, cap;
 	uint64_t next_order;
 	pid_t turn;        /* the task holding the turn, 0 none */
+	int turn_quiet;    /* that turn's events wait for its next turn that is not quiet */
 	unsigned classes;  /* calls that stop in every deterministic run: the clock's */
 	struct trace_sched_stats st;
 };
@@ -167,14 +172,28 @@ static void futex_wake(struct trace_sched *s, const struct sent *by)
 }
 
 /* An ordered call gets its exit stop, where its turn ends; a thread's turn
- * lasts until its next stop whatever it is. */
+ * lasts until its next stop whatever it is. An answer due at the turn
+ * (on_turn) is the whole event of a lone task: it ends with it, and the
+ * task's events wait for its next turn (whether an answer waits depends on
+ * what the others had answered when it came, so its turn leaves no mark). */
 static void take_turn(struct trace_sched *s, struct sent *e)
 {
-	s->turn = e->tid;
 	s->st.turns++;
 	s->st.parked_us += common_mono_us() - e->since_us;
-	trace_sv_layers_order(s->sv, e->tid);
 	int req = e->req;
+	if (e->answer) {
+		e->answer = 0;
+		s->st.answered++;
+		trace_sv_layers_turn(s->sv, e->tid);
+		if (threads(s, e) == 1) {
+			go(e, S_RUN, req);
+			return;
+		}
+	}
+	s->turn = e->tid;
+	s->turn_quiet = e->quiet;
+	if (!e->quiet)
+		trace_sv_layers_order(s->sv, e->tid);
 	if (e->at_call && e->nr == TRACE_SYS_futex)
 		futex_wake(s, e);
 	if (e->at_call && e->woken) {
@@ -218,7 +237,7 @@ static void schedule(struct trace_sched *s)
 			return; /* it runs: its next stop is the next thing in order */
 		if (ready(best)) {
 			take_turn(s, best);
-			return;
+			continue; /* an answer's turn is over at once */
 		}
 		best->state = S_BLOCKED;
 		s->st.blocked++;
@@ -248,7 +267,8 @@ static void wake_ready(struct trace_sched *s, uint64_t c)
 static void end_turn(struct trace_sched *s, pid_t tid, uint64_t c)
 {
 	s->turn = 0;
-	trace_sv_layers_order(s->sv, tid);
+	if (!s->turn_quiet)
+		trace_sv_layers_order(s->sv, tid);
 	wake_ready(s, c);
 }
 
@@ -258,24 +278,66 @@ void trace_sched_spawn(struct trace_sched *s, pid_t parent, pid_t child, pid_t c
 	add(s, child, child_tgid, p ? p->clock : 0, S_EXPECTED);
 }
 
-/* An ordered event: by its facts; a pipe's, a socket's or a device's bytes or
- * references; a write to a standard stream (the tree shares its offset); a
- * futex other processes may share; an exclusive create (a lock file: whether
- * it fails depends on the others). Any other open, for writing or creating,
- * is not: a file's bytes are as unordered as a read's (the model's
- * assumption: tasks that share a file synchronise through an ordered event). */
-static int ordered(pid_t tid, long nr, const uint64_t a[6])
+/* Whether a process of the run other than e's holds what e's fd refers to. A
+ * dropped reference is seen only as the last (a pipe's reader gets end of
+ * file, its writer EPIPE): held by no other, the drop is seen by none, and
+ * none can come to hold it while e is stopped (a fork, a descriptor passed,
+ * are e's own calls). Whether another still holds it is timing's (it may be
+ * dropping its own), hence a quiet turn when it does. */
+static int held_elsewhere(const struct trace_sched *s, const struct sent *e, int fd)
 {
-	const struct trace_sysinfo *sys = trace_sys_by_nr(nr);
-	unsigned f = trace_sys_facts(nr);
-	if (nr == TRACE_SYS_futex)
+	char path[64];
+	struct stat o, x;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)e->tid, fd);
+	if (stat(path, &o) < 0)
+		return 0; /* EBADF: the call fails at once */
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sent *p = &s->v[i];
+		size_t j = 0;
+		while (j < i && (s->v[j].tgid != p->tgid || s->v[j].state == S_ZOMBIE))
+			j++;
+		if (p->tgid == e->tgid || j < i || p->state == S_ZOMBIE)
+			continue; /* its own, a process already looked at, none left */
+		snprintf(path, sizeof path, "/proc/%d/fd", (int)p->tid);
+		DIR *d = opendir(path);
+		struct dirent *de;
+		int found = 0;
+		while (d && !found && (de = readdir(d)))
+			found = de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &x, 0) == 0 &&
+				x.st_dev == o.st_dev && x.st_ino == o.st_ino;
+		if (d)
+			closedir(d);
+		if (found)
+			return 1;
+	}
+	return 0;
+}
+
+/* An ordered event: by its facts; a pipe's, a socket's or a device's bytes or
+ * references (a dropped one when another process holds it too); a write to a
+ * standard stream (the tree shares its offset); a futex other processes may
+ * share; an exclusive create (a lock file: whether it fails depends on the
+ * others). Any other open, for writing or creating, is not: a file's bytes are
+ * as unordered as a read's (the model's assumption: tasks that share a file
+ * synchronise through an ordered event). */
+static int ordered(const struct trace_sched *s, struct sent *e)
+{
+	const struct trace_sysinfo *sys = trace_sys_by_nr(e->nr);
+	unsigned f = trace_sys_facts(e->nr);
+	const uint64_t *a = e->args;
+	if (e->nr == TRACE_SYS_futex)
 		return !(a[1] & FUTEX_PRIVATE_FLAG); /* a lone thread's own word otherwise */
 	if (f & TRACE_FACT_ORDERED)
 		return 1;
+	if (e->nr == TRACE_SYS_close || e->nr == TRACE_SYS_dup2 || e->nr == TRACE_SYS_dup3) {
+		int fd = (int)a[e->nr != TRACE_SYS_close]; /* the reference dropped */
+		e->quiet = !trace_sv_fd_private(e->tid, fd) && held_elsewhere(s, e, fd);
+		return e->quiet;
+	}
 	if (f & TRACE_FACT_FD_ORDERED)
 		return ((int)a[0] <= 2 && (sys->classes & TRACE_CLASS_WRITE)) ||
-		       !trace_sv_fd_private(tid, (int)a[0]) ||
-		       (sys->arg[1] == TRACE_ARG_FD && !trace_sv_fd_private(tid, (int)a[1]));
+		       !trace_sv_fd_private(e->tid, (int)a[0]) ||
+		       (sys->arg[1] == TRACE_ARG_FD && !trace_sv_fd_private(e->tid, (int)a[1]));
 	int k = sys ? trace_sys_arg(sys, TRACE_ARG_OFLAGS) : -1;
 	return k >= 0 && (a[k] & O_CREAT) && (a[k] & O_EXCL) && (a[k] & O_TMPFILE) != O_TMPFILE;
 }
@@ -283,9 +345,9 @@ static int ordered(pid_t tid, long nr, const uint64_t a[6])
 int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig)
 {
 	struct sent *e = add(s, t->tid, t->tgid, 0, S_RUN);
-	int at_call = t->sched_call, exiting = t->sched_exit;
+	int at_call = t->sched_call, exiting = t->sched_exit, answer = t->sched_answer;
 	pid_t vchild = t->sched_vfork;
-	t->sched_call = t->sched_exit = 0;
+	t->sched_call = t->sched_exit = t->sched_answer = 0;
 	t->sched_vfork = 0;
 	if (s->turn == e->tid && !e->exiting)
 		end_turn(s, e->tid, e->clock);
@@ -299,6 +361,8 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
 	e->sig = sig;
 	e->at_call = at_call;
 	e->exiting = exiting;
+	e->answer = answer;
+	e->quiet = 0;
 	if (at_call) {
 		e->clock += counted(s, t->st.nr);
 		e->nr = t->st.nr;
@@ -315,7 +379,8 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
 		schedule(s);
 		return 1;
 	}
-	int order = exiting || n > 1 || (at_call && ordered(e->tid, e->nr, e->args)) || vchild;
+	int order = exiting || n > 1 || (at_call && ordered(s, e)) || vchild ||
+		    answer;
 	if (!order) {
 		s->st.free++;
 		go(e, S_RUN, req);

@@ -91,6 +91,17 @@ void trace_sv_layers_order(struct trace_supervisor *sv, pid_t tid)
 			l->on_order(l->ctx, tid);
 }
 
+void trace_sv_layers_turn(struct trace_supervisor *sv, pid_t tid)
+{
+	struct tstate *t = trace_sv_find(sv, tid);
+	if (!t)
+		return;
+	struct trace_guest g = { sv, t };
+	EACH_LAYER(sv, l)
+		if (l->on_turn)
+			l->on_turn(l->ctx, &g);
+}
+
 static void layers_proc_exit(struct trace_supervisor *sv, pid_t tid, int wstatus)
 {
 	EACH_LAYER(sv, l)
@@ -591,6 +602,7 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 			t->st.result = info.exit.rval;
 			if (layers_stop(sv, &g, &t->st, HOOK_EXIT) < 0)
 				trace_sv_stop(sv, "inspector failed");
+			t->sched_answer = t->st.answer_at_turn && sv->sched;
 		}
 	}
 	if (t->nest && trace_nest_task_stop(sv, t, 0, SIGTRAP | 0x80))

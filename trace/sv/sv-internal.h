@@ -37,6 +37,7 @@ struct tstate {
 	int sched_call;           /* resumed from the seccomp stop of an allowed call (sched.c) */
 	int sched_exit;           /* resumed from its exit event */
 	pid_t sched_vfork;        /* resumed from its vfork event: the child's tid */
+	int sched_answer;         /* resumed from an exit whose answer waits for its turn */
 	struct trace_nest_task *nest;     /* a guest tracer traces it (nest.c) */
 	struct trace_nest_tracer *tracer; /* it traces tasks of the run (nest.c) */
 	int notify_redo;          /* notify.c: 1 handed back, 2 its restart marked, 3+k: argument k
@@ -104,6 +105,8 @@ void trace_sched_off(struct trace_supervisor *sv);
 
 /* Every layer's on_order for tid (supervise.c). */
 void trace_sv_layers_order(struct trace_supervisor *sv, pid_t tid);
+/* Every layer's on_turn for tid, stopped at an exit that set answer_at_turn. */
+void trace_sv_layers_turn(struct trace_supervisor *sv, pid_t tid);
 
 /* ptrace emulated for guest tracers (nest.c). At the seccomp stop of ptrace or
  * process_vm_readv: -1 when not served (the boundary decides), else the errno

@@ -30,6 +30,7 @@ struct trace_stop {
 	const char *uncontrolled;       /* a source no layer answers, named at the event */
 	int host_fd;                    /* >0: the file the supervisor opened for the call (notify.c) */
 	int exists;                     /* 1/2: the supervisor's own lookup found the path / not (notify.c) */
+	int answer_at_turn;             /* set by on_exit: the answer waits for the task's turn (on_turn) */
 };
 
 struct trace_guest;      /* the stopped thread inside a hook; opaque */
@@ -106,6 +107,10 @@ struct trace_layer {
 	/* the schedule (trace_sv_scheduled) puts tid's events since its last call
 	 * here, in the run's one order: it takes or ends a turn, or is gone */
 	void (*on_order)(void *ctx, pid_t tid);
+	/* the task stopped at the exit whose on_exit set st->answer_at_turn has its
+	 * turn in the schedule (or is gone): the layer answers now, in the run's
+	 * order; its events stay where they are (no on_order) */
+	void (*on_turn)(void *ctx, struct trace_guest *g);
 };
 enum trace_priority {
 	TRACE_PRIO_NORMAL,   /* SCHED_OTHER: the invoker may not raise it */
@@ -119,6 +124,7 @@ enum trace_priority {
  * (waiting for another task, as they would without it), summed over tasks. */
 struct trace_sched_stats {
 	uint64_t ordered, free, turns, blocked, loose, parked_us, blocked_us;
+	uint64_t answered; /* of the turns, answers a layer put off until then (on_turn) */
 };
 struct trace_result {
 	int exited, status;           /* guest exit status when exited */
