@@ -31,118 +31,6 @@
 #define TICK_MS 250
 #define TICK_MIN_US 1000       /* the shortest tick a hook may ask for */
 
-/* The walk over the layers in their order (enum trace_layer_slot). */
-#define EACH_LAYER(sv, L) \
-	for (const struct trace_layer *L = (sv)->l; L && L < (sv)->l + TRACE_LAYERS; L++)
-
-enum stop_hook { HOOK_ENTRY, HOOK_CALL, HOOK_EXIT };
-
-/* A syscall stop through the layers; the first that fails ends the walk. */
-static int layers_stop(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st,
-		       enum stop_hook k)
-{
-	EACH_LAYER(sv, l) {
-		int (*f)(void *, struct trace_guest *, struct trace_stop *) =
-			k == HOOK_ENTRY ? l->on_entry : k == HOOK_CALL ? l->on_call : l->on_exit;
-		if (f && f(l->ctx, g, st) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-int trace_sv_layers_entry(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st)
-{
-	return layers_stop(sv, g, st, HOOK_ENTRY);
-}
-
-int trace_sv_layers_exit(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st)
-{
-	return layers_stop(sv, g, st, HOOK_EXIT);
-}
-
-static int layers_start(struct trace_supervisor *sv)
-{
-	EACH_LAYER(sv, l)
-		if (l->on_start && l->on_start(l->ctx, sv) < 0)
-			return -1;
-	return 0;
-}
-
-static int layers_exec(struct trace_supervisor *sv, pid_t pid, pid_t ppid, const char *path)
-{
-	EACH_LAYER(sv, l)
-		if (l->on_exec && l->on_exec(l->ctx, sv, pid, ppid, path) < 0)
-			return -1;
-	return 0;
-}
-
-static void layers_spawn(struct trace_supervisor *sv, pid_t parent, pid_t child,
-			 unsigned long flags)
-{
-	EACH_LAYER(sv, l)
-		if (l->on_spawn)
-			l->on_spawn(l->ctx, sv, parent, child, flags);
-}
-
-void trace_sv_layers_order(struct trace_supervisor *sv, pid_t tid)
-{
-	EACH_LAYER(sv, l)
-		if (l->on_order)
-			l->on_order(l->ctx, tid);
-}
-
-void trace_sv_layers_turn(struct trace_supervisor *sv, pid_t tid)
-{
-	struct tstate *t = trace_sv_find(sv, tid);
-	if (!t)
-		return;
-	struct trace_guest g = { sv, t };
-	EACH_LAYER(sv, l)
-		if (l->on_turn)
-			l->on_turn(l->ctx, &g);
-}
-
-static void layers_proc_exit(struct trace_supervisor *sv, pid_t tid, int wstatus)
-{
-	EACH_LAYER(sv, l)
-		if (l->on_proc_exit)
-			l->on_proc_exit(l->ctx, sv, tid, wstatus);
-}
-
-/* Every layer's periodic work runs; any of them may stop the guest. */
-static int layers_tick(struct trace_supervisor *sv)
-{
-	int stop = 0;
-	EACH_LAYER(sv, l)
-		if (l->on_tick && l->on_tick(l->ctx, sv))
-			stop = 1;
-	return stop;
-}
-
-static int layers_fd(struct trace_supervisor *sv, int fd)
-{
-	int rc = 0;
-	EACH_LAYER(sv, l)
-		if (l->on_fd && l->on_fd(l->ctx, sv, fd) < 0)
-			rc = -1;
-	return rc;
-}
-
-static void layers_signal(struct trace_supervisor *sv, pid_t tid, int sig)
-{
-	EACH_LAYER(sv, l)
-		if (l->on_signal)
-			l->on_signal(l->ctx, sv, tid, sig);
-}
-
-static int layers_fault(struct trace_supervisor *sv, struct trace_guest *g, int sig)
-{
-	EACH_LAYER(sv, l)
-		if (l->on_fault && l->on_fault(l->ctx, g, sig) > 0)
-			return 1;
-	return 0;
-}
-
 struct tstate *trace_sv_find(struct trace_supervisor *sv, pid_t tid)
 {
 	for (struct tstate *t = sv->bucket[(unsigned)tid % NBUCKET]; t; t = t->next)
@@ -318,7 +206,7 @@ struct tstate *trace_sv_tstate_new(struct trace_supervisor *sv, pid_t tid)
 void trace_sv_spawned(struct trace_supervisor *sv, pid_t parent, pid_t child,
 		      unsigned long flags)
 {
-	layers_spawn(sv, parent, child, flags);
+	trace_sv_layers_spawn(sv, parent, child, flags);
 }
 
 uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv)
@@ -353,7 +241,7 @@ static void kill_all(struct trace_supervisor *sv)
 static void forget_dead(struct trace_supervisor *sv, struct tstate *t, int spawned)
 {
 	if (spawned || t->seen || t->exit_kept)
-		layers_proc_exit(sv, t->tid, t->wstatus);
+		trace_sv_layers_proc_exit(sv, t->tid, t->wstatus);
 	tstate_free(sv, t->tid);
 }
 
@@ -513,7 +401,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 		st->action = TRACE_DENIED;
 		st->deny_errno = refuse;
 	}
-	if (sv->has_entry && layers_stop(sv, &g, st, HOOK_ENTRY) < 0)
+	if (sv->has_entry && trace_sv_layers_entry(sv, &g, st) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	if (refuse) {
 		st->action = TRACE_DENIED; /* a hook cannot lift the boundary's refusal */
@@ -562,7 +450,7 @@ static void on_syscall_entry(struct trace_supervisor *sv, struct tstate *t,
 	memcpy(st->args, info->entry.args, sizeof st->args);
 	st->action = TRACE_ALLOWED;
 	struct trace_guest g = { sv, t };
-	if (sv->has_call && t->tid != sv->init && layers_stop(sv, &g, st, HOOK_CALL) < 0)
+	if (sv->has_call && t->tid != sv->init && trace_sv_layers_call(sv, &g, st) < 0)
 		trace_sv_stop(sv, "inspector failed");
 	t->want_exit = st->want_exit && sv->has_exit;
 	trace_sv_resume(sv, t->tid, PTRACE_CONT, 0);
@@ -600,7 +488,7 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 			struct trace_guest g = { sv, t };
 			t->st.has_result = 1;
 			t->st.result = info.exit.rval;
-			if (layers_stop(sv, &g, &t->st, HOOK_EXIT) < 0)
+			if (trace_sv_layers_exit(sv, &g, &t->st) < 0)
 				trace_sv_stop(sv, "inspector failed");
 			t->sched_answer = t->st.answer_at_turn && sv->sched;
 		}
@@ -644,7 +532,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			snprintf(link, sizeof link, "/proc/%d/exe", (int)t->tid);
 			ssize_t n = readlink(link, exe, sizeof exe - 1);
 			exe[n < 0 ? 0 : n] = 0;
-			if (layers_exec(sv, t->tid, t->ppid, exe) < 0)
+			if (trace_sv_layers_exec(sv, t->tid, t->ppid, exe) < 0)
 				trace_sv_stop(sv, "exec refused");
 		}
 		if (sv->stopping) { /* a hook refused what was exec'd: not one instruction of it */
@@ -686,7 +574,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 		if (event == PTRACE_EVENT_VFORK)
 			t->sched_vfork = child;
 		if (t->tid != sv->init)
-			layers_spawn(sv, ptgid, child, flags);
+			trace_sv_layers_spawn(sv, ptgid, child, flags);
 		if (gone && gone->dead) {
 			forget_dead(sv, gone, t->tid != sv->init);
 			break;
@@ -706,7 +594,7 @@ static void on_event(struct trace_supervisor *sv, struct tstate *t, int event, i
 			t->exit_kept = 1; /* told after its spawn (forget_dead) */
 			t->wstatus = (int)msg;
 		} else if (t->tid != sv->init) {
-			layers_proc_exit(sv, t->tid, (int)msg);
+			trace_sv_layers_proc_exit(sv, t->tid, (int)msg);
 			t->exit_told = 1;
 		}
 		if (t->nest && trace_nest_event(sv, t, event, msg))
@@ -797,14 +685,14 @@ static void on_wait(struct trace_supervisor *sv, pid_t tid, int status, const st
 		on_event(sv, t, event, sig);
 	else {
 		struct trace_guest g = { sv, t };
-		if (layers_fault(sv, &g, sig)) {
+		if (trace_sv_layers_fault(sv, &g, sig)) {
 			trace_sv_resume(sv, tid, PTRACE_CONT, 0); /* handled: not delivered */
 			return;
 		}
 		if (t->nest && trace_nest_task_stop(sv, t, 0, sig))
 			return; /* its guest tracer decides whether it is delivered */
 		if (tid == sv->guest || (sv->guest && tgid_of(t) == sv->guest))
-			layers_signal(sv, tid, sig);
+			trace_sv_layers_signal(sv, tid, sig);
 		trace_sv_resume(sv, tid, PTRACE_CONT, sig); /* signal-delivery-stop: re-inject */
 	}
 }
@@ -870,7 +758,7 @@ static void poll_fds(struct trace_supervisor *sv, const struct trace_waker *wk, 
 	if (pf[1].revents)
 		read_setup_pipe(sv, errfd);
 	for (nfds_t i = 2; i < n; i++)
-		if (pf[i].revents && layers_fd(sv, pf[i].fd) < 0)
+		if (pf[i].revents && trace_sv_layers_fd(sv, pf[i].fd) < 0)
 			trace_sv_stop(sv, "control failed");
 }
 
@@ -944,7 +832,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 	}
 
 	sv.tick_us = TICK_MS * 1000;
-	if (layers_start(&sv) < 0)
+	if (trace_sv_layers_start(&sv) < 0)
 		trace_sv_stop(&sv, "start hook failed");
 	int errfd = p->err_fd[0];
 	p->err_fd[0] = -1;
@@ -965,7 +853,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		trace_prio_duty(pr, now);
 		if (now >= next_tick) {
 			sv.tick_us = TICK_MS * 1000;
-			if (!killed && layers_tick(&sv))
+			if (!killed && trace_sv_layers_tick(&sv))
 				trace_sv_stop(&sv, NULL);
 			if (sv.nheld || sv.ndead)
 				release_orphans(&sv, now);
@@ -994,7 +882,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 		while (errfd >= 0)
 			read_setup_pipe(&sv, &errfd);
 	}
-	layers_tick(&sv);
+	trace_sv_layers_tick(&sv);
 	if (sv.stopping)
 		snprintf(res->stop_reason, sizeof res->stop_reason, "%s", sv.reason[0] ? sv.reason : "hook");
 	for (size_t b = 0; b < NBUCKET; b++)

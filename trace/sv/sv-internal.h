@@ -103,7 +103,7 @@ void trace_sched_release(struct trace_sched *s);
 /* The run is ending (or ended): parked tasks go, the count goes to the result. */
 void trace_sched_off(struct trace_supervisor *sv);
 
-/* Every layer's on_order for tid (supervise.c). */
+/* Every layer's on_order for tid (layers.c). */
 void trace_sv_layers_order(struct trace_supervisor *sv, pid_t tid);
 /* Every layer's on_turn for tid, stopped at an exit that set answer_at_turn. */
 void trace_sv_layers_turn(struct trace_supervisor *sv, pid_t tid);
@@ -142,6 +142,22 @@ void trace_nest_forget(struct trace_supervisor *sv, struct tstate *t, int wstatu
 void trace_sv_decode_paths(struct trace_guest *g, struct trace_stop *st);
 int trace_sv_layers_entry(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st);
 int trace_sv_layers_exit(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st);
+
+/* The walk over the layers in their order (enum trace_layer_slot). */
+#define EACH_LAYER(sv, L) \
+	for (const struct trace_layer *L = (sv)->l; L && L < (sv)->l + TRACE_LAYERS; L++)
+/* Each hook over every layer (layers.c): a stop's walk ends at the first layer
+ * that fails; a tick stops the guest when any layer asks. */
+int trace_sv_layers_call(struct trace_supervisor *sv, struct trace_guest *g, struct trace_stop *st);
+int trace_sv_layers_start(struct trace_supervisor *sv);
+int trace_sv_layers_exec(struct trace_supervisor *sv, pid_t pid, pid_t ppid, const char *path);
+void trace_sv_layers_spawn(struct trace_supervisor *sv, pid_t parent, pid_t child,
+			   unsigned long flags);
+void trace_sv_layers_proc_exit(struct trace_supervisor *sv, pid_t tid, int wstatus);
+int trace_sv_layers_tick(struct trace_supervisor *sv);
+int trace_sv_layers_fd(struct trace_supervisor *sv, int fd);
+void trace_sv_layers_signal(struct trace_supervisor *sv, pid_t tid, int sig);
+int trace_sv_layers_fault(struct trace_supervisor *sv, struct trace_guest *g, int sig);
 
 /* User notification (notify.c): the open/stat family served by a thread of its
  * own under sv->mu, the supervisor opening or looking up the object itself in the
