@@ -105,6 +105,38 @@ cpu_us() { awk '{ printf "%d", $1 / 1000 }' "/proc/$1/schedstat"; }
 	assert_equal "$(jq -r .fuel_held_by r.json)" cgroup
 }
 
+# CPU µs of all threads of process $1 (0 once it is gone)
+threads_cpu_us() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s / 1000 }'; }
+
+# A CFS quota is a rate: it refills every period, so a supervisor stopped for
+# several periods let the tree burn one quota in each (342 ms against 300 ms once in
+# make check). Stopped here for up to 6 s (6 periods): main's quota then lets a
+# full-speed tree pass 420 ms; the fuse set in advance ends it at the bound.
+@test "fuel holds while the supervisor is stopped for many quota periods, threads at full speed" {
+	sbx_fusecg || skip "no cgroup CPU count can be had here: fuel is held by samples alone"
+	sbx-run --ephemeral --limits fuel=300000 --result r.json -- "$GUESTS/meter_hog" threads 4 \
+		>out 2>err &
+	pid=$!
+	g=$(pid_of_cmd "$GUESTS/meter_hog threads 4")
+	until [ "$(threads_cpu_us "$g")" -ge 50000 ]; do sleep 0.01; done
+	kill -STOP "$pid"
+	for _ in $(seq 1 120); do
+		[ "$(threads_cpu_us "$g")" -gt 420000 ] && break
+		sleep 0.05
+	done
+	echo "stopped supervisor: guest at $(threads_cpu_us "$g") µs"
+	kill -CONT "$pid"
+	status=0
+	wait "$pid" || status=$?
+	cat err
+	assert_equal "$status" 124
+	assert_equal "$(jq -r .closed r.json)" fuel
+	echo "fuel at closure: $(usage_of fuel)"
+	[ "$(usage_of fuel)" -gt 300000 ]
+	[ "$(usage_of fuel)" -le 320000 ]
+	assert_equal "$(jq -r .fuel_held_by r.json)" cgroup
+}
+
 # whether sbx-run can make the run a memory cgroup here (root with a writable v1
 # memory hierarchy, or cgroup v2 with the controller delegated); told apart from
 # sbx-run itself, which must then use one (the guest sees it)
