@@ -54,17 +54,20 @@ struct trace_fuse {
 	struct trace_fuse_shared *sh; /* the ceiling and whether it fired, shared with the fuse */
 	int wake_rd, wake_wr;         /* a byte wakes the fuse; EOF ends it */
 	int count_fd, v2;             /* the cgroup's CPU count: cpu.stat (v2) or cpuacct.usage */
-	pid_t init;                   /* the run's init: never killed */
+	pid_t init;                   /* the run's init: never killed, its CPU not counted */
+	int init_fd;                  /* its schedstat, once started; else -1 */
+	uint64_t init_base_ns;        /* what it had burnt when it entered the cgroup */
+	unsigned ncpu;                /* the CPUs the tree may burn on at once */
 };
 /* The shared page; -1 when none can be mapped. */
 int trace_fuse_open(struct trace_fuse *f);
-/* The fuse process, for the tree whose init is init, listed in procs_path. */
+/* The fuse process, for the tree whose init is init, listed in procs_path; 0 or -1. */
 int trace_fuse_start(struct trace_fuse *f, const char *procs_path, pid_t init);
 /* The tree is killed once the count passes ceiling_us; before it starts too. */
 void trace_fuse_arm(struct trace_fuse *f, uint64_t ceiling_us);
 int trace_fuse_fired(const struct trace_fuse *f);
-/* The count, µs, or -1. */
-int64_t trace_fuse_count_us(int fd, int v2);
+/* The guest's count, µs, or -1. */
+int64_t trace_fuse_count_us(const struct trace_fuse *f);
 void trace_fuse_close(struct trace_fuse *f);
 
 #endif

@@ -221,7 +221,7 @@ static void count_make(struct trace_cgroup *cg)
 	const char *name = strrchr(cg->dir, '/') + 1;
 
 	cg->fuse = common_xcalloc(1, sizeof *cg->fuse);
-	cg->fuse->count_fd = -1;
+	cg->fuse->count_fd = cg->fuse->init_fd = -1;
 	cg->fuse->v2 = cg->v2;
 	int mapped = trace_fuse_open(cg->fuse) == 0; /* no count without a fuse to hold it */
 	if (mapped && cg->v2) { /* the core's cpu.stat: no controller needed */
@@ -302,7 +302,7 @@ int trace_cgroup_fuel(const struct trace_cgroup *cg, uint64_t us)
 {
 	if (!trace_cgroup_holds_fuel(cg))
 		return -EOPNOTSUPP;
-	int64_t now = trace_fuse_count_us(cg->fuse->count_fd, cg->v2);
+	int64_t now = trace_fuse_count_us(cg->fuse);
 	if (now < 0)
 		return -EIO;
 	trace_fuse_arm(cg->fuse, (uint64_t)now + us);

@@ -27,27 +27,40 @@
 
 #define FUSE_STEP_US 1000        /* the shortest sleep: what the tree may pass its ceiling by, per CPU */
 #define FUSE_BACKOFF_MAX_US 1000000 /* once fired, the cgroup is swept again at most this far apart */
-#define FUSE_TASKS 8192          /* processes one sweep kills (the run's RLIMIT_NPROC is far less) */
+#define FUSE_TASKS 8192          /* processes one sweep kills (a run's default RLIMIT_NPROC: 512) */
 
 struct trace_fuse_shared {
 	_Atomic uint64_t ceiling_us; /* 0: not armed */
 	_Atomic uint32_t fired;
 };
 
-/* The count of a cpu.stat (v2: "usage_usec N") or a cpuacct.usage (v1: ns), µs; -1. */
-int64_t trace_fuse_count_us(int fd, int v2)
+static int read_u64(int fd, const char *key, uint64_t *v)
 {
-	char buf[512], *p;
+	char buf[512], *p = buf;
 	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
 
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
-	if (!v2)
-		return (int64_t)(strtoull(buf, NULL, 10) / 1000);
-	if (!(p = strstr(buf, "usage_usec ")))
+	if (key && !(p = strstr(buf, key)))
 		return -1;
-	return (int64_t)strtoull(p + 11, NULL, 10);
+	*v = strtoull(p + (key ? strlen(key) : 0), NULL, 10);
+	return 0;
+}
+
+/* The CPU the guest's tasks burnt in the cgroup, µs (v2 cpu.stat's usage_usec, v1
+ * cpuacct.usage's ns), without what init burnt since it entered (the meter's fuel is
+ * the guest's alone), or -1. */
+int64_t trace_fuse_count_us(const struct trace_fuse *f)
+{
+	uint64_t all, init_ns = 0;
+
+	if (read_u64(f->count_fd, f->v2 ? "usage_usec " : NULL, &all) < 0 ||
+	    (f->init_fd >= 0 && read_u64(f->init_fd, NULL, &init_ns) < 0))
+		return -1;
+	all = f->v2 ? all : all / 1000;
+	init_ns = init_ns > f->init_base_ns ? (init_ns - f->init_base_ns) / 1000 : 0;
+	return (int64_t)(all > init_ns ? all - init_ns : 0);
 }
 
 /* The pids listed in a cgroup.procs, at most cap. */
@@ -93,31 +106,33 @@ static void sweep_kill(int procs_fd, pid_t init)
 	}
 }
 
-/* The fuse's loop (fds: 3 the count, 4 the wake pipe, 5 cgroup.procs); never returns. */
-static void fuse_loop(struct trace_fuse_shared *sh, int v2, pid_t init)
+/* The fuse's loop (fd 4 the wake pipe, 5 cgroup.procs); never returns. */
+static void fuse_loop(const struct trace_fuse *f)
 {
-	unsigned ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
+	struct trace_fuse_shared *sh = f->sh;
 	uint64_t backoff_us = FUSE_STEP_US;
 	char drain[64];
 
 	for (;;) {
 		uint64_t ceiling = atomic_load(&sh->ceiling_us);
-		int64_t now = ceiling ? trace_fuse_count_us(3, v2) : -1;
+		int64_t now = ceiling ? trace_fuse_count_us(f) : -1;
 		struct timespec ts, *timeout = NULL;
 		uint64_t sleep_us = 0;
 
-		if (now >= 0 && (uint64_t)now >= ceiling) {
-			sweep_kill(5, init);
-			atomic_store(&sh->fired, 1);
-			sleep_us = backoff_us; /* stopped tasks may be resumed: sweep again */
-			backoff_us = backoff_us * 2 > FUSE_BACKOFF_MAX_US ? FUSE_BACKOFF_MAX_US : backoff_us * 2;
-		} else if (now >= 0) {
-			/* half the time the tree needs on every CPU: the count lags a little */
-			sleep_us = (ceiling - (uint64_t)now) / ncpu / 2;
+		if (now >= 0 && (uint64_t)now < ceiling) {
+			/* half the time the tree needs on every CPU: a late wake still comes first */
+			sleep_us = (ceiling - (uint64_t)now) / f->ncpu / 2;
 			sleep_us = sleep_us < FUSE_STEP_US ? FUSE_STEP_US : sleep_us;
 			backoff_us = FUSE_STEP_US;
 		} else if (ceiling) {
-			sleep_us = FUSE_STEP_US; /* unreadable for now: look again soon */
+			if (now >= 0) {
+				sweep_kill(5, f->init);
+				atomic_store(&sh->fired, 1);
+			}
+			/* swept again (a stopped task may be resumed), or the count looked at
+			 * again (init gone: the run ends), less and less often */
+			sleep_us = backoff_us;
+			backoff_us = backoff_us * 2 > FUSE_BACKOFF_MAX_US ? FUSE_BACKOFF_MAX_US : backoff_us * 2;
 		}
 		if (ceiling) {
 			ts.tv_sec = (time_t)(sleep_us / 1000000);
@@ -136,9 +151,9 @@ static void fuse_child(struct trace_fuse *f, const char *procs_path)
 {
 	struct sched_param sp = { .sched_priority = sched_get_priority_min(SCHED_FIFO) };
 	int count = fcntl(f->count_fd, F_DUPFD_CLOEXEC, 10), wake = fcntl(f->wake_rd, F_DUPFD_CLOEXEC, 10);
-	int pr = open(procs_path, O_RDONLY | O_CLOEXEC);
+	int init = fcntl(f->init_fd, F_DUPFD_CLOEXEC, 10), pr = open(procs_path, O_RDONLY | O_CLOEXEC);
 
-	if (count < 0 || wake < 0 || pr < 0 || (pr = fcntl(pr, F_DUPFD_CLOEXEC, 10)) < 0)
+	if (count < 0 || wake < 0 || init < 0 || pr < 0 || (pr = fcntl(pr, F_DUPFD_CLOEXEC, 10)) < 0)
 		_exit(1);
 	/* the invoker's terminal stops or interrupts a job, not the fuse */
 	setpgid(0, 0);
@@ -148,11 +163,13 @@ static void fuse_child(struct trace_fuse *f, const char *procs_path)
 	/* a starved fuse would be a late one: real-time where the invoker may (it runs a
 	 * few µs per wake, and at most every FUSE_STEP_US) */
 	(void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
-	if (dup2(count, 3) != 3 || dup2(wake, 4) != 4 || dup2(pr, 5) != 5)
+	if (dup2(count, 3) != 3 || dup2(wake, 4) != 4 || dup2(pr, 5) != 5 || dup2(init, 6) != 6)
 		_exit(1);
 	syscall(SYS_close_range, 0, 2, 0); /* nobody waits for sbx-run's output on the fuse */
-	syscall(SYS_close_range, 6, ~0U, 0);
-	fuse_loop(f->sh, f->v2, f->init);
+	syscall(SYS_close_range, 7, ~0U, 0);
+	f->count_fd = 3;
+	f->init_fd = 6;
+	fuse_loop(f);
 }
 
 int trace_fuse_open(struct trace_fuse *f)
@@ -162,20 +179,24 @@ int trace_fuse_open(struct trace_fuse *f)
 		f->sh = NULL;
 		return -1;
 	}
-	f->wake_rd = f->wake_wr = -1;
+	f->wake_rd = f->wake_wr = f->init_fd = -1;
 	return 0;
 }
 
 int trace_fuse_start(struct trace_fuse *f, const char *procs_path, pid_t init)
 {
+	char path[64];
 	int p[2], st;
 	pid_t mid;
 
 	if (!f->sh || f->wake_wr >= 0)
-		return f->sh ? 0 : -EOPNOTSUPP;
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
+		return f->sh ? 0 : -1;
+	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)init);
+	if ((f->init_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    read_u64(f->init_fd, NULL, &f->init_base_ns) < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
 	f->init = init;
+	f->ncpu = (unsigned)(get_nprocs_conf() > 0 ? get_nprocs_conf() : 1);
 	f->wake_rd = p[0];
 	if ((mid = fork()) == 0) {
 		close(p[1]); /* the fuse's EOF is sbx-run's copy closing */
@@ -183,16 +204,16 @@ int trace_fuse_start(struct trace_fuse *f, const char *procs_path, pid_t init)
 			fuse_child(f, procs_path);
 		_exit(0);
 	}
-	int err = mid < 0 ? -errno : 0;
 	while (mid > 0 && waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	close(p[0]);
 	f->wake_rd = -1;
-	if (err < 0)
+	if (mid < 0) {
 		close(p[1]);
-	else
-		f->wake_wr = p[1];
-	return err;
+		return -1;
+	}
+	f->wake_wr = p[1];
+	return 0;
 }
 
 void trace_fuse_arm(struct trace_fuse *f, uint64_t ceiling_us)
@@ -214,8 +235,10 @@ void trace_fuse_close(struct trace_fuse *f)
 {
 	if (f->wake_wr >= 0)
 		close(f->wake_wr);
+	if (f->init_fd >= 0)
+		close(f->init_fd);
 	if (f->sh)
 		munmap(f->sh, sizeof *f->sh);
 	f->sh = NULL;
-	f->wake_wr = -1;
+	f->wake_wr = f->init_fd = -1;
 }

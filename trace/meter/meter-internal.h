@@ -44,7 +44,7 @@ struct trace_metering {
 	uint64_t last_obs_ms;
 	uint64_t full_due_us;         /* the next tick that samples everything */
 	int fuel_near;                /* fuel may cross before full_due_us */
-	const struct trace_cgroup *cg; /* the run's: with the cpu controller, the kernel holds fuel */
+	const struct trace_cgroup *cg; /* the run's: where it counts CPU, its fuse holds fuel */
 	struct obs_writer w;
 	struct trace_vector *vec; /* the vectored call at its entry stop */
 	uint64_t trace_bytes;     /* the trace's bytes the bound last saw */
