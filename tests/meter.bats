@@ -77,24 +77,32 @@ pid_of_cmd() {
 
 cpu_us() { awk '{ printf "%d", $1 / 1000 }' "/proc/$1/schedstat"; }
 
-# CPU µs of all threads of process $1 (0 once it is gone)
-threads_cpu_us() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s / 1000 }'; }
+# CPU µs of all threads of the processes whose command line is exactly $1 (those
+# gone count 0)
+tree_cpu_us() {
+	local p
+	for p in $(pgrep -f -x -- "$1"); do cat /proc/"$p"/task/*/schedstat 2>/dev/null; done |
+		awk '{ s += $1 } END { printf "%d", s / 1000 }'
+}
 
-# late_supervisor GUEST ARGS...: a run under fuel=300000 whose supervisor is stopped
-# (as on a host too loaded to run it, or for as long as anyone likes) once the guest
-# has burnt 50 ms, for up to 6 s, while the guest burns on; then it goes on. Fuel
-# must end past the bound by at most the SPEC's 20 ms, closed by fuel.
+# late_supervisor PATTERN COMMAND...: a run under fuel=300000 whose supervisor is
+# stopped (as on a host too loaded to run it, or for as long as anyone likes) once
+# the guest's processes whose command line is PATTERN have burnt 50 ms, for up to
+# 6 s while they burn on; then it goes on. Fuel must end past the bound by at most
+# the SPEC's 20 ms, closed by fuel.
 late_supervisor() {
+	local pat=$1
+	shift
 	sbx-run --ephemeral --limits fuel=300000 --result r.json -- "$@" >out 2>err &
 	pid=$!
-	g=$(pid_of_cmd "$*")
-	until [ "$(threads_cpu_us "$g")" -ge 50000 ]; do sleep 0.01; done
+	pid_of_cmd "$pat" >/dev/null
+	until [ "$(tree_cpu_us "$pat")" -ge 50000 ]; do sleep 0.01; done
 	kill -STOP "$pid"
 	for _ in $(seq 1 120); do
-		[ "$(threads_cpu_us "$g")" -gt 420000 ] && break
+		[ "$(tree_cpu_us "$pat")" -gt 420000 ] && break
 		sleep 0.05
 	done
-	echo "stopped supervisor: guest at $(threads_cpu_us "$g") µs"
+	echo "stopped supervisor: guest at $(tree_cpu_us "$pat") µs"
 	kill -CONT "$pid"
 	status=0
 	wait "$pid" || status=$?
@@ -113,12 +121,39 @@ late_supervisor() {
 # here). The fuse, armed in advance on the cgroup's CPU count, ends it at the bound.
 @test "fuel holds while the supervisor is stopped for many quota periods" {
 	sbx_fusecg || skip "no cgroup CPU count can be had here: fuel is held by samples alone"
-	late_supervisor "$GUESTS/meter_hog" fuel
+	late_supervisor "$GUESTS/meter_hog fuel" "$GUESTS/meter_hog" fuel
 }
 
 @test "fuel holds while the supervisor is stopped for many quota periods, threads at full speed" {
 	sbx_fusecg || skip "no cgroup CPU count can be had here: fuel is held by samples alone"
-	late_supervisor "$GUESTS/meter_hog" threads 4
+	late_supervisor "$GUESTS/meter_hog threads 4" "$GUESTS/meter_hog" threads 4
+}
+
+@test "fuel holds while the supervisor is stopped for many quota periods, processes at full speed" {
+	sbx_fusecg || skip "no cgroup CPU count can be had here: fuel is held by samples alone"
+	local h="$GUESTS/meter_hog"
+	late_supervisor "$h fuel" /bin/sh -c "for i in 1 2 3; do \"$h\" fuel & done; wait"
+}
+
+# The fuse ends a tree past its bound only: one that stays below it runs to its end
+# while its supervisor is stopped, and exits as it would have.
+@test "a run below its fuel bound is not ended while its supervisor is stopped" {
+	sbx_fusecg || skip "no cgroup CPU count can be had here: fuel is held by samples alone"
+	sbx-run --ephemeral --limits fuel=300000 --result r.json -- "$GUESTS/meter_hog" spin 150 \
+		>out 2>err &
+	pid=$!
+	g=$(pid_of_cmd "$GUESTS/meter_hog spin 150")
+	until [ "$(cpu_us "$g")" -ge 50000 ]; do sleep 0.01; done
+	kill -STOP "$pid"
+	sleep 2
+	kill -CONT "$pid"
+	status=0
+	wait "$pid" || status=$?
+	[ "$status" = 0 ] || cat err >&2
+	assert_equal "$status" 0
+	assert_equal "$(jq -r .closed r.json)" null
+	[ "$(usage_of fuel)" -ge 150000 ]
+	[ "$(usage_of fuel)" -lt 300000 ]
 }
 
 # whether sbx-run can make the run a memory cgroup here (root with a writable v1

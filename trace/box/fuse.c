@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/wait.h>
@@ -155,6 +156,7 @@ static void fuse_child(struct trace_fuse *f, const char *procs_path)
 
 	if (count < 0 || wake < 0 || init < 0 || pr < 0 || (pr = fcntl(pr, F_DUPFD_CLOEXEC, 10)) < 0)
 		_exit(1);
+	prctl(PR_SET_NAME, "sbx-fuse", 0, 0, 0);
 	/* the invoker's terminal stops or interrupts a job, not the fuse */
 	setpgid(0, 0);
 	signal(SIGTSTP, SIG_IGN);
