@@ -51,7 +51,7 @@ void trace_box_close(int *fd);
  * it once the cgroup's CPU count passes the ceiling last armed. */
 struct trace_fuse_shared;
 struct trace_fuse {
-	struct trace_fuse_shared *sh; /* the ceiling and whether it fired, shared with the fuse */
+	struct trace_fuse_shared *sh; /* the ceiling, shared with the fuse */
 	int wake_rd, wake_wr;         /* a byte wakes the fuse; EOF ends it */
 	int count_fd, v2;             /* the cgroup's CPU count: cpu.stat (v2) or cpuacct.usage */
 	pid_t init;                   /* the run's init: never killed, its CPU not counted */
@@ -63,9 +63,8 @@ struct trace_fuse {
 int trace_fuse_open(struct trace_fuse *f);
 /* The fuse process, for the tree whose init is init, listed in procs_path; 0 or -1. */
 int trace_fuse_start(struct trace_fuse *f, const char *procs_path, pid_t init);
-/* The tree is killed once the count passes ceiling_us; before it starts too. */
+/* The tree is killed once the count passes ceiling_us (armable before the start). */
 void trace_fuse_arm(struct trace_fuse *f, uint64_t ceiling_us);
-int trace_fuse_fired(const struct trace_fuse *f);
 /* The guest's count, µs, or -1. */
 int64_t trace_fuse_count_us(const struct trace_fuse *f);
 void trace_fuse_close(struct trace_fuse *f);

@@ -62,8 +62,6 @@ int trace_cgroup_holds_fuel(const struct trace_cgroup *cg);
 /* The fuse kills the tree once it has burnt us more µs of CPU than now, however late
  * the supervisor; 0, or -errno. */
 int trace_cgroup_fuel(const struct trace_cgroup *cg, uint64_t us);
-/* 1 once the fuse has killed the tree. */
-int trace_cgroup_fuse_fired(const struct trace_cgroup *cg);
 void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m);
 void trace_cgroup_free(struct trace_cgroup *cg);
 

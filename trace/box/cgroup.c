@@ -199,25 +199,33 @@ static int make(struct trace_cgroup *cg, int v2, char *why, size_t cap)
 	return 0;
 }
 
-/* The v1 cpuacct cgroup (made unless it is the memory one) and its count. */
-static int acct_v1_make(const struct trace_cgroup *cg)
+/* The count's file, (re)opened: the cgroup's cpu.stat (v2), or cpuacct.usage in the
+ * cpuacct hierarchy's (v1). */
+static int count_open(const struct trace_cgroup *cg)
 {
 	char path[PATH_MAX + 32];
 
-	if (strcmp(cg->acct_dir, cg->dir) != 0 && mkdir(cg->acct_dir, 0755) < 0 && errno != EEXIST)
-		return -1;
-	snprintf(path, sizeof path, "%s/cpuacct.usage", cg->acct_dir);
+	snprintf(path, sizeof path, "%s/%s", cg->v2 ? cg->dir : cg->acct_dir,
+		 cg->v2 ? "cpu.stat" : "cpuacct.usage");
 	if (cg->fuse->count_fd >= 0)
 		close(cg->fuse->count_fd);
 	cg->fuse->count_fd = open(path, O_RDONLY | O_CLOEXEC);
 	return cg->fuse->count_fd < 0 ? -1 : 0;
 }
 
+/* The v1 cpuacct cgroup (made unless it is the memory one) and its count. */
+static int acct_v1_make(const struct trace_cgroup *cg)
+{
+	if (strcmp(cg->acct_dir, cg->dir) != 0 && mkdir(cg->acct_dir, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return count_open(cg);
+}
+
 /* The tree's CPU count beside the memory cgroup, where it can be had; none is no
  * error (fuel is then held by the inspector's samples alone). */
 static void count_make(struct trace_cgroup *cg)
 {
-	char own[PATH_MAX], path[PATH_MAX + 32];
+	char own[PATH_MAX];
 	const char *name = strrchr(cg->dir, '/') + 1;
 
 	cg->fuse = common_xcalloc(1, sizeof *cg->fuse);
@@ -225,8 +233,7 @@ static void count_make(struct trace_cgroup *cg)
 	cg->fuse->v2 = cg->v2;
 	int mapped = trace_fuse_open(cg->fuse) == 0; /* no count without a fuse to hold it */
 	if (mapped && cg->v2) { /* the core's cpu.stat: no controller needed */
-		snprintf(path, sizeof path, "%s/cpu.stat", cg->dir);
-		cg->fuse->count_fd = open(path, O_RDONLY | O_CLOEXEC);
+		(void)count_open(cg);
 	} else if (mapped && own_dir("cpuacct", own, sizeof own) == 0 &&
 		   (size_t)snprintf(cg->acct_dir, sizeof cg->acct_dir, "%s/%s", own, name) < sizeof cg->acct_dir) {
 		if (strcmp(cg->acct_dir, cg->dir) != 0) /* not one hierarchy with memory */
@@ -272,8 +279,11 @@ int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_e
 	snprintf(v, sizeof v, "%d", (int)pid);
 	int rc = put(cg, "cgroup.procs", v);
 	/* swept as stale by an sbx-run of another PID namespace: made again, once */
-	if (rc < 0 && errno == ENOENT && mkdir(cg->dir, 0755) == 0 && limit(cg, cg->bound) == 0)
+	if (rc < 0 && errno == ENOENT && mkdir(cg->dir, 0755) == 0 && limit(cg, cg->bound) == 0) {
 		rc = put(cg, "cgroup.procs", v);
+		if (cg->v2 && cg->fuse)
+			(void)count_open(cg); /* the new cgroup's count; none: samples hold fuel */
+	}
 	if (rc < 0)
 		return common_errno(e, errno, "memory cgroup %s: moving the sandbox in", cg->dir);
 	if (cg->acct_dir[0] && strcmp(cg->acct_dir, cg->dir) != 0) {
@@ -307,11 +317,6 @@ int trace_cgroup_fuel(const struct trace_cgroup *cg, uint64_t us)
 		return -EIO;
 	trace_fuse_arm(cg->fuse, (uint64_t)now + us);
 	return 0;
-}
-
-int trace_cgroup_fuse_fired(const struct trace_cgroup *cg)
-{
-	return trace_cgroup_holds_fuel(cg) && trace_fuse_fired(cg->fuse);
 }
 
 void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m)

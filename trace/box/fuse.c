@@ -32,7 +32,6 @@
 
 struct trace_fuse_shared {
 	_Atomic uint64_t ceiling_us; /* 0: not armed */
-	_Atomic uint32_t fired;
 };
 
 static int read_u64(int fd, const char *key, uint64_t *v)
@@ -126,10 +125,8 @@ static void fuse_loop(const struct trace_fuse *f)
 			sleep_us = sleep_us < FUSE_STEP_US ? FUSE_STEP_US : sleep_us;
 			backoff_us = FUSE_STEP_US;
 		} else if (ceiling) {
-			if (now >= 0) {
+			if (now >= 0)
 				sweep_kill(5, f->init);
-				atomic_store(&sh->fired, 1);
-			}
 			/* swept again (a stopped task may be resumed), or the count looked at
 			 * again (init gone: the run ends), less and less often */
 			sleep_us = backoff_us;
@@ -188,7 +185,7 @@ int trace_fuse_open(struct trace_fuse *f)
 int trace_fuse_start(struct trace_fuse *f, const char *procs_path, pid_t init)
 {
 	char path[64];
-	int p[2], st;
+	int p[2], st = 0;
 	pid_t mid;
 
 	if (!f->sh || f->wake_wr >= 0)
@@ -202,15 +199,16 @@ int trace_fuse_start(struct trace_fuse *f, const char *procs_path, pid_t init)
 	f->wake_rd = p[0];
 	if ((mid = fork()) == 0) {
 		close(p[1]); /* the fuse's EOF is sbx-run's copy closing */
-		if (fork() == 0)
+		pid_t fuse = fork();
+		if (fuse == 0)
 			fuse_child(f, procs_path);
-		_exit(0);
+		_exit(fuse < 0);
 	}
 	while (mid > 0 && waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	close(p[0]);
 	f->wake_rd = -1;
-	if (mid < 0) {
+	if (mid < 0 || (WIFEXITED(st) && WEXITSTATUS(st) != 0)) {
 		close(p[1]);
 		return -1;
 	}
@@ -225,11 +223,6 @@ void trace_fuse_arm(struct trace_fuse *f, uint64_t ceiling_us)
 	/* a later ceiling waits for the fuse's next look; an earlier one cannot */
 	if (f->wake_wr >= 0 && (was == 0 || ceiling_us < was))
 		(void)!write(f->wake_wr, "", 1);
-}
-
-int trace_fuse_fired(const struct trace_fuse *f)
-{
-	return f->sh && atomic_load(&f->sh->fired);
 }
 
 /* The fuse ends at the EOF, on its own. */
