@@ -96,7 +96,7 @@ late_supervisor() {
 	sbx-run --ephemeral --limits fuel=300000 --result r.json -- "$@" >out 2>err &
 	pid=$!
 	pid_of_cmd "$pat" >/dev/null
-	until [ "$(tree_cpu_us "$pat")" -ge 50000 ]; do sleep 0.01; done
+	while [ "$(tree_cpu_us "$pat")" -lt 50000 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
 	kill -STOP "$pid"
 	for _ in $(seq 1 120); do
 		[ "$(tree_cpu_us "$pat")" -gt 420000 ] && break
@@ -143,7 +143,7 @@ late_supervisor() {
 		>out 2>err &
 	pid=$!
 	g=$(pid_of_cmd "$GUESTS/meter_hog spin 150")
-	until [ "$(cpu_us "$g")" -ge 50000 ]; do sleep 0.01; done
+	while [ "$(cpu_us "$g" 2>/dev/null || echo 0)" -lt 50000 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
 	kill -STOP "$pid"
 	sleep 2
 	kill -CONT "$pid"
