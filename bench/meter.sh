@@ -15,12 +15,14 @@
 # Then fuel under host load: 3 CPU hogs per CPU outside the sandbox, started and
 # stopped here, each loaded round next to a quiet one, with one spinner in the
 # guest and one per CPU; prints the median and the worst overshoot of ROUNDS.
+# And fuel with the supervisor stopped for 3 s (a spinning thread per CPU): what
+# the fuel fuse holds without it.
 # Shared mappings (tests/guests/meter_map): every page of a 1 GiB mapping
 # dirtied, and two bytes stored into a 2 GiB sparse one (not closed: its usage is
 # its two 64 KiB runs and an inode).
-# Usage: bench/meter.sh [ROUNDS] [all|load|DIMENSION]   (default 3 all; load: the
-# fuel under host load part only; a dimension: its rows only; SBX_BUILD defaults
-# to ./build)
+# Usage: bench/meter.sh [ROUNDS] [all|load|late|DIMENSION]   (default 3 all; load:
+# the fuel under host load and stopped-supervisor parts only; late: the stopped-
+# supervisor part only; a dimension: its rows only; SBX_BUILD defaults to ./build)
 set -eu
 ROUNDS=${1:-3}
 PART=${2:-all}
@@ -120,8 +122,41 @@ fuel_under_load() {
 	done
 }
 
-if [ "$PART" = load ]; then
-	fuel_under_load
+# fuel=200 ms, a spinning thread per CPU, the supervisor stopped (SIGSTOP) for 3 s
+# once the guest has burnt 50 ms: the fuel fuse alone holds the bound meanwhile
+fuel_late_run() {
+	"$SBX_BUILD/bin/sbx-run" --ephemeral --limits fuel=200000 --result "$W/r.json" -- \
+		"$HOG" threads "$1" >/dev/null 2>&1 &
+	pid=$!
+	cpu=0
+	while [ "$cpu" -lt 50000 ] && kill -0 "$pid" 2>/dev/null; do
+		sleep 0.01
+		cpu=$(for g in $(pgrep -f -x "$HOG threads $1"); do cat /proc/"$g"/task/*/schedstat; done \
+			2>/dev/null | awk '{ s += $1 } END { printf "%d", s / 1000 }')
+	done
+	kill -STOP "$pid"
+	sleep 3
+	kill -CONT "$pid"
+	wait "$pid" || true
+	jq -r .usage.fuel "$W/r.json"
+}
+
+fuel_late() {
+	printf '\nfuel with the supervisor stopped for 3 s (%s rounds)\n' "$ROUNDS"
+	: >"$W/late"
+	for _ in $(seq 1 "$ROUNDS"); do
+		fuel_late_run "$(nproc)" >>"$W/late"
+	done
+	u=$(median <"$W/late")
+	worst=$(sort -n "$W/late" | tail -1)
+	printf '%-26s %12s %14s %10s %10s %8s\n' "fuel(late, $(nproc) threads)" 200000 "$u" \
+		"$(awk -v u="$u" 'BEGIN { printf "%+.1f ms", (u - 200000) / 1000 }')" \
+		"$(awk -v u="$worst" 'BEGIN { printf "%+.1f ms", (u - 200000) / 1000 }')" "20 ms"
+}
+
+if [ "$PART" = load ] || [ "$PART" = late ]; then
+	[ "$PART" = late ] || fuel_under_load
+	fuel_late
 	exit 0
 fi
 printf '%-26s %12s %14s %10s %8s %14s\n' dimension ceiling "usage(median)" overshoot target \
@@ -169,4 +204,5 @@ cases | while read -r dim lim units mode arg; do
 done
 if [ "$PART" = all ]; then
 	fuel_under_load
+	fuel_late
 fi

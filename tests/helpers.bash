@@ -69,18 +69,15 @@ sbx_cgroup_has() {
 	[ -n "$mnt" ] && grep -qw "$1" "$mnt$rel/cgroup.subtree_control" 2>/dev/null
 }
 sbx_memcg() { sbx_cgroup_has memory; }
-# the run's cgroup gets the cpu controller too (sbx-run holds fuel by a quota there)
-sbx_cpucg() { sbx_cgroup_has memory && sbx_cgroup_has cpu; }
-# The cpu.stat of process $1's cpu cgroup (v1 cpu hierarchy, else v2).
-sbx_cpu_stat() {
+# the run's cgroup counts the tree's CPU time, so sbx-run's fuse can end it at the
+# fuel bound: cgroup v2 always, v1 with a writable cpuacct hierarchy beside memory
+sbx_fusecg() {
 	local rel mnt
-	rel=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' "/proc/$1/cgroup")
-	mnt=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)cpu(,|$)/ { print $1; exit }')
-	if [ -z "$rel" ] || [ -z "$mnt" ]; then
-		rel=$(awk -F: '$1 == 0 { print $3 }' "/proc/$1/cgroup")
-		mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
-	fi
-	echo "$mnt$rel/cpu.stat"
+	sbx_memcg || return 1
+	rel=$(awk -F: '$1 == 0 { print $3 }' /proc/self/cgroup)
+	mnt=$(findmnt -rn -t cgroup2 -o TARGET | head -n 1)
+	[ -n "$mnt" ] && grep -qw memory "$mnt$rel/cgroup.subtree_control" 2>/dev/null && return 0
+	sbx_cgroup_has cpuacct
 }
 # make check where none can be made (unprivileged, say) runs its guests sampled
 sbx_memcg || export SBX_MEMORY_SAMPLED=1

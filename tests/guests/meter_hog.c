@@ -1,5 +1,5 @@
 /* Hogs for metering tests: each exceeds one dimension until the supervisor stops it.
- * usage: meter_hog fuel|spin MS|memory|peak MIB|hold MIB|burn|write|read FILE|
+ * usage: meter_hog fuel|threads N|spin MS|memory|peak MIB|hold MIB|burn|write|read FILE|
  *        sip FILE|flood|lines|fds|dups|ns|nsburst N|nsdeep N [exit]|nshide [exit]|
  *        burnsay|writesay
  * burnsay and writesay print what they used so far (CPU µs, bytes written) as they go:
@@ -8,6 +8,7 @@
  * they move. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,16 @@ static int hold(const char *how)
 		pause();
 }
 
+static void *spinner(void *arg)
+{
+	volatile unsigned long spin = 0;
+
+	(void)arg;
+	for (;;)
+		spin++;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -67,6 +78,13 @@ int main(int argc, char **argv)
 	} else if (strcmp(what, "fuel") == 0) {
 		for (;;)
 			spin++;
+	} else if (strcmp(what, "threads") == 0 && argc > 2) {
+		/* N spinning threads, the main one included: one process at full speed */
+		pthread_t t;
+		for (int i = 1; i < atoi(argv[2]); i++)
+			if (pthread_create(&t, NULL, spinner, NULL) != 0)
+				return 1;
+		spinner(NULL);
 	} else if (strcmp(what, "spin") == 0 && argc > 2) {
 		/* a bounded spinner: MS of CPU time, then exit */
 		clock_t end = clock() + (clock_t)(atol(argv[2]) * (CLOCKS_PER_SEC / 1000));
@@ -187,7 +205,7 @@ int main(int argc, char **argv)
 			return 1;
 		return hold(argv[2]);
 	}
-	fprintf(stderr, "usage: meter_hog fuel|spin MS|memory|peak MIB|hold MIB|burn|write|read FILE|sip FILE|"
+	fprintf(stderr, "usage: meter_hog fuel|threads N|spin MS|memory|peak MIB|hold MIB|burn|write|read FILE|sip FILE|"
 		"flood|lines|fds|dups|ns|nsburst N|nsdeep N [exit]|nshide [exit]|burnsay|writesay\n");
 	return 2;
 }

@@ -1,5 +1,5 @@
 /* trace/box private: what sandbox.c asks of view.c (the guest's default view)
- * and of plan.c (the mount plan). */
+ * and of plan.c (the mount plan), and what cgroup.c asks of fuse.c. */
 #ifndef SBX_TRACE_BOX_INTERNAL_H
 #define SBX_TRACE_BOX_INTERNAL_H
 
@@ -46,5 +46,27 @@ pid_t trace_view_clone(uid_t owner, long flags, int *pidfd);
 int trace_box_write(const char *path, const char *s, struct common_err *e);
 /* Closes *fd when open, and marks it closed. */
 void trace_box_close(int *fd);
+
+/* The run's fuel fuse (trace/box/fuse.c): a process outside the tree that kills
+ * it once the cgroup's CPU count passes the ceiling last armed. */
+struct trace_fuse_shared;
+struct trace_fuse {
+	struct trace_fuse_shared *sh; /* the ceiling, shared with the fuse */
+	int wake_rd, wake_wr;         /* a byte wakes the fuse; EOF ends it */
+	int count_fd, v2;             /* the cgroup's CPU count: cpu.stat (v2) or cpuacct.usage */
+	pid_t init;                   /* the run's init: never killed, its CPU not counted */
+	int init_fd;                  /* its schedstat, once started; else -1 */
+	uint64_t init_base_ns;        /* what it had burnt when it entered the cgroup */
+	unsigned ncpu;                /* the CPUs the tree may burn on at once */
+};
+/* The shared page; -1 when none can be mapped. */
+int trace_fuse_open(struct trace_fuse *f);
+/* The fuse process, for the tree whose init is init, listed in procs_path; 0 or -1. */
+int trace_fuse_start(struct trace_fuse *f, const char *procs_path, pid_t init);
+/* The tree is killed once the count passes ceiling_us (armable before the start). */
+void trace_fuse_arm(struct trace_fuse *f, uint64_t ceiling_us);
+/* The guest's count, µs, or -1. */
+int64_t trace_fuse_count_us(const struct trace_fuse *f);
+void trace_fuse_close(struct trace_fuse *f);
 
 #endif

@@ -56,13 +56,11 @@ struct trace_cgroup_mem {
 struct trace_cgroup *trace_cgroup_open(struct common_err *e);
 int trace_cgroup_limit(struct trace_cgroup *cg, uint64_t bound, struct common_err *e);
 int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_err *e);
-/* The fuel quota's period: the longest the kernel takes, so a tracer must be this
- * late before the quota refills unseen. */
-#define TRACE_FUEL_PERIOD_US 1000000
-/* 1 when the run's cgroup has the cpu controller: the kernel can hold fuel. */
+/* 1 when the run's cgroup counts the tree's CPU time (v2: always; v1: a cpuacct
+ * hierarchy): a fuse then holds fuel (trace/box/fuse.c). */
 int trace_cgroup_holds_fuel(const struct trace_cgroup *cg);
-/* The tree may burn us more µs of CPU before the period ends (then again each
- * period); 0, or -errno (a v1 parent with a smaller quota refuses: EINVAL). */
+/* The fuse kills the tree once it has burnt us more µs of CPU than now, however late
+ * the supervisor; 0, or -errno. */
 int trace_cgroup_fuel(const struct trace_cgroup *cg, uint64_t us);
 void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m);
 void trace_cgroup_free(struct trace_cgroup *cg);

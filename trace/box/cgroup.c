@@ -6,9 +6,9 @@
  * Where neither is, the run has no cgroup and the meter's samples alone hold memory.
  * The cgroup also sees what no process maps (memfd, SysV shm, tmpfs) and the pages
  * of threads whose group leader has exited: its anon + shmem counts as held.
- * Where the cpu controller can be had too (v2: delegated; v1: a writable cpu
- * hierarchy), the tree's CPU time is held the same way near the fuel bound: a CFS
- * bandwidth quota per FUEL_PERIOD_US, set by the inspector at each sample. */
+ * Where the cgroup counts the tree's CPU time (v2: always, cpu.stat; v1: a writable
+ * cpuacct hierarchy), the fuel bound is held by a fuse on that count (fuse.c), armed
+ * at each full sample with what the sample left. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,13 +18,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "trace/box/box.h"
+#include "trace/box/box-internal.h"
 
 struct trace_cgroup {
 	char dir[PATH_MAX];
-	char cpu_dir[PATH_MAX]; /* where the quota is: dir (v2), a cpu hierarchy's (v1), or "" */
+	char acct_dir[PATH_MAX]; /* v1: the cpuacct hierarchy's cgroup (may be dir); else "" */
 	int v2;
 	uint64_t bound;
+	struct trace_fuse *fuse; /* NULL: the tree's CPU is not counted here */
 };
 
 /* Whether list (words separated by any of seps) holds word as a whole word: a
@@ -198,42 +199,54 @@ static int make(struct trace_cgroup *cg, int v2, char *why, size_t cap)
 	return 0;
 }
 
-/* The v1 cpu cgroup (made unless it is the memory one) with the quota's period. */
-static int cpu_v1_make(const struct trace_cgroup *cg)
+/* The count's file, (re)opened: the cgroup's cpu.stat (v2), or cpuacct.usage in the
+ * cpuacct hierarchy's (v1). */
+static int count_open(const struct trace_cgroup *cg)
 {
-	char period[32];
+	char path[PATH_MAX + 32];
 
-	if (strcmp(cg->cpu_dir, cg->dir) != 0 && mkdir(cg->cpu_dir, 0755) < 0)
-		return -1;
-	snprintf(period, sizeof period, "%d", TRACE_FUEL_PERIOD_US);
-	return put_in(cg->cpu_dir, "cpu.cfs_period_us", period);
+	snprintf(path, sizeof path, "%s/%s", cg->v2 ? cg->dir : cg->acct_dir,
+		 cg->v2 ? "cpu.stat" : "cpuacct.usage");
+	if (cg->fuse->count_fd >= 0)
+		close(cg->fuse->count_fd);
+	cg->fuse->count_fd = open(path, O_RDONLY | O_CLOEXEC);
+	return cg->fuse->count_fd < 0 ? -1 : 0;
 }
 
-/* The cpu controller beside the memory one, where it can be had; none is no error
- * (fuel is then held by the inspector's samples alone). */
-static void cpu_make(struct trace_cgroup *cg)
+/* The v1 cpuacct cgroup (made unless it is the memory one) and its count. */
+static int acct_v1_make(const struct trace_cgroup *cg)
 {
-	char own[PATH_MAX], period[64];
+	if (strcmp(cg->acct_dir, cg->dir) != 0 && mkdir(cg->acct_dir, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return count_open(cg);
+}
+
+/* The tree's CPU count beside the memory cgroup, where it can be had; none is no
+ * error (fuel is then held by the inspector's samples alone). */
+static void count_make(struct trace_cgroup *cg)
+{
+	char own[PATH_MAX];
 	const char *name = strrchr(cg->dir, '/') + 1;
 
-	if (cg->v2) { /* cpu.max is there only if the controller is delegated to us */
-		snprintf(period, sizeof period, "max %d", TRACE_FUEL_PERIOD_US);
-		if (put(cg, "cpu.max", period) == 0)
-			snprintf(cg->cpu_dir, sizeof cg->cpu_dir, "%s", cg->dir);
-		return;
+	cg->fuse = common_xcalloc(1, sizeof *cg->fuse);
+	cg->fuse->count_fd = cg->fuse->init_fd = -1;
+	cg->fuse->v2 = cg->v2;
+	int mapped = trace_fuse_open(cg->fuse) == 0; /* no count without a fuse to hold it */
+	if (mapped && cg->v2) { /* the core's cpu.stat: no controller needed */
+		(void)count_open(cg);
+	} else if (mapped && own_dir("cpuacct", own, sizeof own) == 0 &&
+		   (size_t)snprintf(cg->acct_dir, sizeof cg->acct_dir, "%s/%s", own, name) < sizeof cg->acct_dir) {
+		if (strcmp(cg->acct_dir, cg->dir) != 0) /* not one hierarchy with memory */
+			sweep(own);
+		if (acct_v1_make(cg) < 0 && strcmp(cg->acct_dir, cg->dir) != 0)
+			(void)rmdir(cg->acct_dir);
 	}
-	if (own_dir("cpu", own, sizeof own) < 0 ||
-	    (size_t)snprintf(cg->cpu_dir, sizeof cg->cpu_dir, "%s/%s", own, name) >= sizeof cg->cpu_dir) {
-		cg->cpu_dir[0] = 0;
+	if (cg->fuse->count_fd >= 0)
 		return;
-	}
-	if (strcmp(cg->cpu_dir, cg->dir) != 0) /* not one hierarchy with memory */
-		sweep(own);
-	if (cpu_v1_make(cg) == 0)
-		return;
-	if (strcmp(cg->cpu_dir, cg->dir) != 0)
-		(void)rmdir(cg->cpu_dir);
-	cg->cpu_dir[0] = 0;
+	cg->acct_dir[0] = 0;
+	trace_fuse_close(cg->fuse);
+	free(cg->fuse);
+	cg->fuse = NULL;
 }
 
 struct trace_cgroup *trace_cgroup_open(struct common_err *e)
@@ -241,7 +254,7 @@ struct trace_cgroup *trace_cgroup_open(struct common_err *e)
 	char why2[320], why1[320];
 	struct trace_cgroup *cg = common_xcalloc(1, sizeof *cg);
 	if (make(cg, 1, why2, sizeof why2) == 0 || make(cg, 0, why1, sizeof why1) == 0) {
-		cpu_make(cg);
+		count_make(cg);
 		return cg;
 	}
 	free(cg);
@@ -266,38 +279,44 @@ int trace_cgroup_enter(const struct trace_cgroup *cg, pid_t pid, struct common_e
 	snprintf(v, sizeof v, "%d", (int)pid);
 	int rc = put(cg, "cgroup.procs", v);
 	/* swept as stale by an sbx-run of another PID namespace: made again, once */
-	if (rc < 0 && errno == ENOENT && mkdir(cg->dir, 0755) == 0 && limit(cg, cg->bound) == 0)
+	if (rc < 0 && errno == ENOENT && mkdir(cg->dir, 0755) == 0 && limit(cg, cg->bound) == 0) {
 		rc = put(cg, "cgroup.procs", v);
+		if (cg->v2 && cg->fuse)
+			(void)count_open(cg); /* the new cgroup's count; none: samples hold fuel */
+	}
 	if (rc < 0)
 		return common_errno(e, errno, "memory cgroup %s: moving the sandbox in", cg->dir);
-	if (!cg->cpu_dir[0] || strcmp(cg->cpu_dir, cg->dir) == 0)
-		return 0;
-	rc = put_in(cg->cpu_dir, "cgroup.procs", v);
-	if (rc < 0 && errno == ENOENT && cpu_v1_make(cg) == 0) /* swept, as above */
-		rc = put_in(cg->cpu_dir, "cgroup.procs", v);
-	if (rc < 0)
-		return common_errno(e, errno, "cpu cgroup %s: moving the sandbox in", cg->cpu_dir);
+	if (cg->acct_dir[0] && strcmp(cg->acct_dir, cg->dir) != 0) {
+		rc = put_in(cg->acct_dir, "cgroup.procs", v);
+		if (rc < 0 && errno == ENOENT && acct_v1_make(cg) == 0) /* swept, as above */
+			rc = put_in(cg->acct_dir, "cgroup.procs", v);
+		if (rc < 0)
+			return common_errno(e, errno, "cpuacct cgroup %s: moving the sandbox in", cg->acct_dir);
+	}
+	char procs[PATH_MAX + 32];
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", cg->dir);
+	/* no fuse (no process can be made): the samples alone hold fuel */
+	if (cg->fuse && trace_fuse_start(cg->fuse, procs, pid) < 0) {
+		close(cg->fuse->count_fd);
+		cg->fuse->count_fd = -1;
+	}
 	return 0;
 }
 
 int trace_cgroup_holds_fuel(const struct trace_cgroup *cg)
 {
-	return cg && cg->cpu_dir[0];
+	return cg && cg->fuse && cg->fuse->count_fd >= 0;
 }
 
 int trace_cgroup_fuel(const struct trace_cgroup *cg, uint64_t us)
 {
-	char v[64];
-
 	if (!trace_cgroup_holds_fuel(cg))
 		return -EOPNOTSUPP;
-	if (us < 1000)
-		us = 1000; /* the shortest quota the kernel takes */
-	if (cg->v2)
-		snprintf(v, sizeof v, "%llu %d", (unsigned long long)us, TRACE_FUEL_PERIOD_US);
-	else
-		snprintf(v, sizeof v, "%llu", (unsigned long long)us);
-	return put_in(cg->cpu_dir, cg->v2 ? "cpu.max" : "cpu.cfs_quota_us", v) < 0 ? -errno : 0;
+	int64_t now = trace_fuse_count_us(cg->fuse);
+	if (now < 0)
+		return -EIO;
+	trace_fuse_arm(cg->fuse, (uint64_t)now + us);
+	return 0;
 }
 
 void trace_cgroup_read(const struct trace_cgroup *cg, struct trace_cgroup_mem *m)
@@ -323,10 +342,16 @@ void trace_cgroup_free(struct trace_cgroup *cg)
 {
 	if (!cg)
 		return;
+	if (cg->fuse) {
+		trace_fuse_close(cg->fuse);
+		if (cg->fuse->count_fd >= 0)
+			close(cg->fuse->count_fd);
+		free(cg->fuse);
+	}
 	for (int i = 0; i < 200 && rmdir(cg->dir) < 0 && errno == EBUSY; i++)
 		usleep(5000);
-	if (cg->cpu_dir[0] && strcmp(cg->cpu_dir, cg->dir) != 0)
-		for (int i = 0; i < 200 && rmdir(cg->cpu_dir) < 0 && errno == EBUSY; i++)
+	if (cg->acct_dir[0] && strcmp(cg->acct_dir, cg->dir) != 0)
+		for (int i = 0; i < 200 && rmdir(cg->acct_dir) < 0 && errno == EBUSY; i++)
 			usleep(5000);
 	free(cg);
 }

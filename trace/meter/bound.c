@@ -12,7 +12,7 @@
 #define LOAD_SLACK_US 10000      /* a tick this late (a tracer starved of CPU) still holds */
 #define FUEL_HEADROOM_US 20000   /* SPEC §4.1: fuel's allowed overshoot */
 #define FUEL_HEADROOM_MAX_US 250000 /* a dead run's bound passes its fuel by at most this */
-#define FUEL_SLACK_US 1000       /* the quota's past half what is left: the tree does cross */
+#define FUEL_SLACK_US 1000       /* the fuse's ceiling is past the bound: the tree does cross */
 
 /* What a run that dies is charged (SPEC §4.2) may pass what it used by this much:
  * 1 % of the limit, at least the overshoot a bound allows (fuel 20 ms, bytes 1 MiB,
@@ -250,24 +250,18 @@ void trace_metering_hold(struct trace_metering *mt, int held)
 	mt->held = held;
 }
 
-/* Where the cgroup has the cpu controller, the kernel stops the tree once it has burnt
- * half of what the last sample left (and the slack, so that it does cross): the next
- * tick comes before a tree at full speed on every CPU can burn that much (fuel_tick),
- * so only a tracer that is late (a loaded host) finds it throttled, and a late tracer
- * no longer lets it run on past the bound. Set from a fresh sample only. */
+/* Where the cgroup counts the tree's CPU, its fuse (trace/box/fuse.c) kills the tree
+ * once the count passes what this sample left plus the slack. The count is read after
+ * the sample, so what the tree burns meanwhile is in both, and the ceiling holds
+ * without the supervisor: one late by any amount (a loaded host, a stop) finds the
+ * tree ended past the bound by at most the slack, what it burnt during the sample and
+ * a fuse step per CPU. Set from a fresh sample only. */
 void meter_fuel_hold(struct trace_metering *mt, const uint64_t u[TRACE_DIMS])
 {
 	uint64_t lim = mt->limits[LEASE_DIM_FUEL], used = u[LEASE_DIM_FUEL];
-	uint64_t q = used < lim ? (lim - used) / 2 + FUEL_SLACK_US : FUEL_SLACK_US;
 
-	if (!trace_cgroup_holds_fuel(mt->cg))
-		return;
-	/* far from the bound the tree cannot burn the quota in a period: no quota yet */
-	if (!mt->fuel_held && q / mt->ncpu >= TRACE_FUEL_PERIOD_US)
-		return;
-	/* refused only by a v1 parent with a smaller quota: that one holds the tree,
-	 * and the samples hold the bound as without a cgroup */
-	mt->fuel_held = trace_cgroup_fuel(mt->cg, q) == 0 || mt->fuel_held;
+	if (trace_cgroup_holds_fuel(mt->cg))
+		(void)trace_cgroup_fuel(mt->cg, (used < lim ? lim - used : 0) + FUEL_SLACK_US);
 }
 
 void trace_metering_cgroup(struct trace_metering *mt, const struct trace_cgroup *cg)

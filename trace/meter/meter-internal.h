@@ -44,8 +44,7 @@ struct trace_metering {
 	uint64_t last_obs_ms;
 	uint64_t full_due_us;         /* the next tick that samples everything */
 	int fuel_near;                /* fuel may cross before full_due_us */
-	const struct trace_cgroup *cg; /* the run's: with the cpu controller, the kernel holds fuel */
-	int fuel_held;                /* its quota is set */
+	const struct trace_cgroup *cg; /* the run's: where it counts CPU, its fuse holds fuel */
 	struct obs_writer w;
 	struct trace_vector *vec; /* the vectored call at its entry stop */
 	uint64_t trace_bytes;     /* the trace's bytes the bound last saw */
@@ -97,7 +96,7 @@ void meter_fuel_tick(const struct trace_metering *mt, struct trace_supervisor *s
 		     const uint64_t u[TRACE_DIMS]);
 void meter_load_tick(const struct trace_metering *mt, struct trace_supervisor *sv,
 		     const uint64_t u[TRACE_DIMS]);
-/* The cgroup's fuel quota from a fresh sample. */
+/* The fuse's ceiling from a fresh sample. */
 void meter_fuel_hold(struct trace_metering *mt, const uint64_t u[TRACE_DIMS]);
 
 /* The held shared mappings (hold.c). */
