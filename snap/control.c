@@ -234,12 +234,18 @@ static int capture_guest(pid_t guest, pid_t held, int stop, const struct snap_ca
 	pid_t leader = leader_of(guest), *threads;
 	size_t nthreads;
 	int interrupt = leader != held;
+	struct user_regs_struct at;
+	/* a held thread the loop goes on with keeps its stop's registers, not the
+	 * image's rewound ones: its call runs once here (and again after a restore) */
+	int keep = held && !stop && trace_regs_get(held, &at) == 0;
 	if (interrupt && trace_tracee_interrupt(leader, e) < 0)
 		return -1;
 	int rc = stop_threads(leader, held, &threads, &nthreads, e);
 	/* streamed into chunks as it is read: no image-sized buffer */
 	if (rc == 0)
 		rc = snap_capture_store(leader, o, dir, man, e);
+	if (keep && rc == 0)
+		trace_regs_set(held, &at);
 	if (!stop || rc < 0)
 		resume_threads(threads, nthreads);
 	free(threads);
