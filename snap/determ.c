@@ -135,29 +135,9 @@ static int adj_latest(const char *store, const char *lease, const uint8_t (*head
 static int adj_target(const char *store, const char *lease, char **id, struct common_err *e)
 {
 	struct lease_store *s;
-	struct lease_request req;
-	json_t *rec = NULL, *made = NULL, *amount = NULL;
-	int rc = -1;
-	memset(&req, 0, sizeof req);
 	if (lease_store_open(store, &s, e) < 0)
 		return -1;
-	if (lease_load(s, lease, &rec, e) < 0)
-		goto out;
-	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
-	if (trace_lease_request_of(l, &req, e) < 0)
-		goto out;
-	req.ephemeral = 0;
-	amount = json_pack("{s:I}", "amount", (json_int_t)req.escrow);
-	/* Funded: the restore makes it Active */
-	struct lease_step fund[] = { { LEASE_EDGE_FUND, amount, 0 } };
-	if (lease_steps(s, &req, NULL, NULL, fund, 1, &made, e) < 0)
-		goto out;
-	*id = common_xstrdup(common_jstr(json_array_get(made, 0), "lease", ""));
-	rc = 0;
-out:
-	json_decref(amount);
-	json_decref(made);
-	json_decref(rec);
+	int rc = trace_lease_fund_like(s, lease, NULL, id, e);
 	lease_store_close(s);
 	return rc;
 }

@@ -3,6 +3,7 @@
 # carries the determinism record, sbx-restore --trace-from continues the run's
 # trace, and sbx-trace adjudicate starts from the latest such snapshot.
 load helpers
+load determ_project
 
 setup() {
 	sbx_setup_store
@@ -37,26 +38,6 @@ sh_run() {
 		-- /bin/sh -c "$SCRIPT"
 }
 
-# A 12-module C project (and main.c) with a Makefile, in $1 (as tests/determ.bats).
-gen_project() {
-	mkdir -p "$1"
-	for i in $(seq 1 12); do
-		printf 'int f%d(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * %d; return s; }\n' \
-			"$i" "$i" >"$1/m$i.c"
-	done
-	{
-		printf '#include <stdio.h>\n'
-		for i in $(seq 1 12); do printf 'int f%d(int);\n' "$i"; done
-		printf 'int main(void) { long s = 0;\n'
-		for i in $(seq 1 12); do printf 's += f%d(%d);\n' "$i" "$i"; done
-		printf 'printf("%%ld\\n", s); return 0; }\n'
-	} >"$1/main.c"
-	{
-		printf 'OBJ = main.o'
-		for i in $(seq 1 12); do printf ' m%d.o' "$i"; done
-		printf '\nprog: $(OBJ)\n\tcc -o $@ $(OBJ)\n%%.o: %%.c\n\tcc -O1 -c $< -o $@\n'
-	} >"$1/Makefile"
-}
 
 # make -j2 of a fresh copy of proj in src, lease $1, trace $2, more sbx-run options after
 make_run() {

@@ -207,6 +207,12 @@ int trace_run_link(struct trace_run_opts *o);
  * image, limits, fees, lifetime and escrow) and funded; its id in *next (malloc'd). */
 int trace_chain_next(const struct trace_run_opts *o, const struct trace_chain_link *ln,
 		     char **next, struct common_err *e);
+/* A lease requested like lease's record and funded, in store s: a chain's next
+ * link when prev (its request naming prev), else a lasting lease of its own;
+ * its id in *id (malloc'd). */
+struct lease_store;
+int trace_lease_fund_like(struct lease_store *s, const char *lease, const char *prev,
+			  char **id, struct common_err *e);
 /* A request like lease record l's (the same principal, host program, image and
  * script, limits, fees, lifetime and escrow), borrowing l's strings. */
 struct lease_request;

@@ -166,35 +166,44 @@ int trace_lease_request_of(const json_t *l, struct lease_request *req, struct co
 	return 0;
 }
 
-int trace_chain_next(const struct trace_run_opts *o, const struct trace_chain_link *ln,
-		     char **next, struct common_err *e)
+int trace_lease_fund_like(struct lease_store *s, const char *lease, const char *prev,
+			  char **id, struct common_err *e)
 {
-	struct lease_store *s;
 	struct lease_request req;
 	json_t *rec = NULL, *made = NULL, *amount = NULL;
 	int rc = -1;
 
 	memset(&req, 0, sizeof req);
-	if (lease_store_open(o->store, &s, e) < 0)
-		return -1;
-	lease_store_principal_key(s, o->principal_key);
-	if (lease_load(s, ln->lease, &rec, e) < 0)
+	if (lease_load(s, lease, &rec, e) < 0)
 		goto out;
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
 	if (trace_lease_request_of(l, &req, e) < 0)
 		goto out;
-	req.prev = ln->lease;
+	if (!prev)
+		req.ephemeral = 0; /* a lease of its own, not the chain's next link */
+	req.prev = prev;
 	amount = json_pack("{s:I}", "amount", (json_int_t)req.escrow);
 	/* Funded: the restore of the snapshot makes it Active (SPEC §8.4) */
 	struct lease_step fund[] = { { LEASE_EDGE_FUND, amount, 0 } };
 	if (lease_steps(s, &req, NULL, NULL, fund, 1, &made, e) < 0)
 		goto out;
-	*next = common_xstrdup(common_jstr(json_array_get(made, 0), "lease", ""));
+	*id = common_xstrdup(common_jstr(json_array_get(made, 0), "lease", ""));
 	rc = 0;
 out:
 	json_decref(amount);
 	json_decref(made);
 	json_decref(rec);
+	return rc;
+}
+
+int trace_chain_next(const struct trace_run_opts *o, const struct trace_chain_link *ln,
+		     char **next, struct common_err *e)
+{
+	struct lease_store *s;
+	if (lease_store_open(o->store, &s, e) < 0)
+		return -1;
+	lease_store_principal_key(s, o->principal_key);
+	int rc = trace_lease_fund_like(s, ln->lease, ln->lease, next, e);
 	lease_store_close(s);
 	return rc;
 }
