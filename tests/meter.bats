@@ -857,8 +857,8 @@ PY
 
 @test "a guest that keeps its tracer busy does not keep it real-time" {
 	[ "$(id -u)" = 0 ] || skip "needs root (SCHED_FIFO)"
-	# with ptrace stops the tracer is sbx-run's first thread; with user notification
-	# (the default) its sbx-notify thread: every openat of the guest keeps it busy
+	# with ptrace stops (the default) the tracer is sbx-run's first thread; with user
+	# notification its sbx-notify thread: every openat of the guest keeps it busy
 	# (a file-level trace records each one)
 	for how in ptrace notify; do
 		SBX_FILE_TRACE=$how sbx-run --ephemeral --trace /dev/null --trace-level file -- \

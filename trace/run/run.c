@@ -677,15 +677,16 @@ static unsigned compose_classes(const struct run *r)
 	return c;
 }
 
-/* Level file's lookups through user notification (trace/sv/notify.c) where
- * nothing but the boundary judges a call: no inspector with anything to judge
- * (its rewrites and pages need a stopped thread) and no determinism.
- * SBX_FILE_TRACE=ptrace keeps a stop for each (tests, benchmarks). */
+/* Level file's lookups through user notification (trace/sv/notify.c) when
+ * SBX_FILE_TRACE=notify asks and nothing but the boundary judges a call: no
+ * inspector with anything to judge (its rewrites and pages need a stopped
+ * thread) and no determinism. Not the default: bench/run.sh measured it slower
+ * than a ptrace stop each where a wake-up crosses vCPUs. */
 static int notify_files(const struct run *r)
 {
 	const char *v = getenv("SBX_FILE_TRACE");
 	return r->rec && r->opts->trace_level == TRACE_LEVEL_FILE && !r->det &&
-	       (!r->ins || trace_inspector_classes(r->ins) == 0) && !(v && !strcmp(v, "ptrace"));
+	       (!r->ins || trace_inspector_classes(r->ins) == 0) && v && !strcmp(v, "notify");
 }
 
 /* Compose: each feature brings its own layer; the run adds its own hooks (the
