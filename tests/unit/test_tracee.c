@@ -2,6 +2,7 @@
  * page protections), syscalls injected at any stop, and waits that leave the
  * child's exit to whoever reaps it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +39,19 @@ static void status_fields(void)
 	CHECK(!strncmp(trace_status_field(&s, "Name"), "x\nNSpid:", 8));
 	CHECK(trace_status_num(&s, "Name", 10, &v) == -1);
 	CHECK(trace_status_read(0x3fffffff, &s) < 0);
+}
+
+static void fdinfo_fields(void)
+{
+	int64_t pos = -1;
+	unsigned fl = 0;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0 && lseek(fd, 1234, SEEK_SET) == 1234);
+	CHECK(trace_fdinfo(getpid(), fd, &pos, &fl) == 0 && pos == 1234);
+	CHECK((fl & O_ACCMODE) == O_RDONLY && (fl & O_CLOEXEC));
+	close(fd);
+	CHECK(trace_fdinfo(getpid(), fd, &pos, NULL) == -ENOENT); /* closed */
+	CHECK(trace_fdinfo(0x3fffffff, 0, NULL, &fl) < 0);
 }
 
 static void proc_files(void)
@@ -150,6 +164,7 @@ static void interrupt(void)
 int main(void)
 {
 	status_fields();
+	fdinfo_fields();
 	proc_files();
 	char *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

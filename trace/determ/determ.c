@@ -664,18 +664,8 @@ static int64_t pos_before(pid_t tid, const struct trace_stop *st, int64_t n)
 {
 	if (st->nr == TRACE_SYS_pread64)
 		return (int64_t)st->args[3];
-	char path[64], buf[256];
-	snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)tid, (int)st->args[0]);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t k = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (k <= 0)
-		return -1;
-	buf[k] = 0;
-	char *p = strstr(buf, "pos:");
-	return p ? strtoll(p + 4, NULL, 10) - n : -1;
+	int64_t pos;
+	return trace_fdinfo(tid, (int)st->args[0], &pos, NULL) < 0 ? -1 : pos - n;
 }
 
 /* Serve a small text file in place of one at least as long: text from the

@@ -236,18 +236,8 @@ static int run_time(struct trace_determ_files *f, const struct trace_determ_view
 /* Whether tid's fd is open for writing (its fdinfo's flags). */
 static int open_for_writing(pid_t tid, int fd)
 {
-	char path[64], buf[256];
-	snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)tid, fd);
-	int d = open(path, O_RDONLY | O_CLOEXEC);
-	if (d < 0)
-		return 0;
-	ssize_t n = read(d, buf, sizeof buf - 1);
-	close(d);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *fl = strstr(buf, "flags:");
-	return fl && (strtoul(fl + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
+	unsigned fl;
+	return trace_fdinfo(tid, fd, NULL, &fl) == 0 && (fl & O_ACCMODE) != O_RDONLY;
 }
 
 void trace_determ_files_written(struct trace_determ_files *f, const struct trace_determ_view *v,

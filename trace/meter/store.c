@@ -44,19 +44,9 @@ static int fd_stores(pid_t tid, uint64_t fd, dev_t *dev)
  * writable later (mprotect), so the mapping counts as writable now. */
 static int fd_writable(pid_t tid, uint64_t fd)
 {
-	char path[64], buf[256], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)tid, (int)fd);
-	if (!(f = fopen(path, "re")))
-		return 1; /* cannot tell: count it */
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	if (!(p = strstr(buf, "flags:")))
-		return 1;
-	return (strtoul(p + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
+	unsigned fl;
+	/* cannot tell: count it */
+	return trace_fdinfo(tid, (int)fd, NULL, &fl) < 0 || (fl & O_ACCMODE) != O_RDONLY;
 }
 
 /* One call moves at most this (the kernel's MAX_RW_COUNT). */

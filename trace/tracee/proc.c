@@ -1,5 +1,6 @@
-/* trace/tracee: a thread's /proc files: status, maps, stat. */
+/* trace/tracee: a thread's /proc files: status, maps, stat, fdinfo. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -8,6 +9,28 @@
 #include "trace/tracee/tracee.h"
 
 #define STATUS_MAX (1u << 20) /* a Groups line may list 65536 groups */
+
+int trace_fdinfo(pid_t tid, int fd, int64_t *pos, unsigned *flags)
+{
+	char path[64], buf[256]; /* pos, flags, mnt_id and ino come first */
+	snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)tid, fd);
+	int d = open(path, O_RDONLY | O_CLOEXEC);
+	if (d < 0)
+		return -errno;
+	ssize_t n = read(d, buf, sizeof buf - 1);
+	close(d);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENODATA;
+	buf[n] = 0;
+	const char *p = strstr(buf, "pos:"), *f = strstr(buf, "flags:");
+	if ((pos && !p) || (flags && !f))
+		return -ENODATA;
+	if (pos)
+		*pos = strtoll(p + 4, NULL, 10);
+	if (flags)
+		*flags = (unsigned)strtoul(f + 6, NULL, 8);
+	return 0;
+}
 
 int trace_status_read(pid_t tid, struct trace_status *s)
 {

@@ -97,6 +97,9 @@ int trace_siginfo(pid_t tid, siginfo_t *si);
 /* /proc/TID/status, read once and looked up by field ("Tgid", "PPid", "Umask",
  * "SigCgt"...): the value text after the colon and its blanks, up to the
  * newline, or NULL. */
+/* tid's fd as /proc/TID/fdinfo says: its position and open flags (either may be
+ * NULL); 0, or -errno (no such fd, or no such line). */
+int trace_fdinfo(pid_t tid, int fd, int64_t *pos, unsigned *flags);
 struct trace_status { char *text; };
 int trace_status_read(pid_t tid, struct trace_status *s); /* 0 or -errno */
 void trace_status_free(struct trace_status *s);
