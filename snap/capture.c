@@ -217,7 +217,7 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 	}
 	if (S_ISFIFO(sb.st_mode) && st->version >= 4)
 		return pipe_fd(f, link, &sb, st->version, e);
-	if (S_ISREG(sb.st_mode) && snap_shm_fd(link) && st->version >= 5) {
+	if (S_ISREG(sb.st_mode) && st->version >= 5 && snap_shm_fd(c->pid, link, &sb, st->version)) {
 		/* numbered with the tree's shared memory (snap_shm_capture) */
 		if ((f->flags & O_ACCMODE) != O_RDWR)
 			return common_errf(e, "capture", "fd %u: %s opened read-only or write-only "
@@ -319,8 +319,9 @@ static int shared_may_write(pid_t pid, uint64_t start, struct common_err *e)
 }
 
 /* What a snapshot cannot hold, refused while the guest is untouched: a shared
- * mapping that can be written (or that no file names), a deleted file. A shared
- * read-only file mapping is held by content and mapped shared again. */
+ * mapping that can be written (or that no file names), a deleted file (but one
+ * shared on a tmpfs of the run, version 6). A shared read-only file mapping is
+ * held by content and mapped shared again. */
 static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_err *e)
 {
 	struct trace_map *m;
@@ -331,10 +332,16 @@ static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int kind = snap_map_kind(&m[i]);
 		/* SysV segments and shared memory objects are the tree's (version 5) */
+		int deleted = snap_shm_deleted(m[i].path);
 		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4 && (root || version >= 5)) ||
-		    (kind == SNAP_REGION_SHM && version >= 5))
+		    (kind == SNAP_REGION_SHM && version >= 5 && !deleted) ||
+		    (kind == SNAP_REGION_SHM && version >= 6 && snap_shm_on_tmpfs(pid, m[i].path, m[i].dev)))
 			continue;
-		if (kind == SNAP_REGION_SYSV)
+		if (kind == SNAP_REGION_SHM)
+			rc = common_errf(e, "capture", "mapping of deleted file %s is not supported%s",
+					 m[i].path, version < 6 ? " (before version 6)" :
+					 " (only on a tmpfs of the run, its directory still there)");
+		else if (kind == SNAP_REGION_SYSV)
 			rc = common_errf(e, "capture", "SysV shared memory at %#" PRIx64 " %s",
 					 m[i].start, root ? "needs a version 4 snapshot" :
 					 "outside the root process is not supported");

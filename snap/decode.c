@@ -367,7 +367,7 @@ static int check_shms(struct codec_rd *r, const struct snap_state *st)
 			const struct snap_fd *f = &p->fds[i];
 			if (f->kind != SNAP_FD_SHM)
 				continue;
-			bad = f->size >= st->nshms || st->shms[f->size].kind != SNAP_SHM_MEMFD ||
+			bad = f->size >= st->nshms || st->shms[f->size].kind == SNAP_SHM_ANON ||
 			      (used[f->size] & 2 && pos[f->size] != f->pos);
 			if (!bad) {
 				used[f->size] |= 3;
@@ -383,6 +383,15 @@ static int check_shms(struct codec_rd *r, const struct snap_state *st)
 				   "object is unused") : 0;
 }
 
+/* A deleted file's path (version 6): absolute, its last part a name, short
+ * enough to be written in one page. */
+static int file_path_ok(const char *p)
+{
+	const char *last = strrchr(p, '/');
+	return p[0] == '/' && strlen(p) <= SNAP_SHM_PATH_MAX && last[1] && strcmp(last, "/.") &&
+	       strcmp(last, "/..");
+}
+
 /* Version 5: u32 nshms, shm[]. */
 static int decode_shms(struct codec_rd *r, struct snap_state *st)
 {
@@ -396,12 +405,17 @@ static int decode_shms(struct codec_rd *r, struct snap_state *st)
 		struct snap_shm *g = &st->shms[i];
 		st->nshms = i + 1;
 		if (codec_get_u32(r, &g->kind) < 0 || codec_get_u32(r, &g->sealable) < 0 ||
-		    get_str(r, &g->name) < 0 || codec_get_u64(r, &g->size) < 0)
+		    get_str(r, &g->name) < 0 || codec_get_u64(r, &g->size) < 0 ||
+		    (st->version >= 6 && codec_get_u32(r, &g->mode) < 0))
 			return -1;
-		if (g->kind > SNAP_SHM_MEMFD || g->sealable > 1 || g->size > SNAP_MAX_BYTES ||
+		if (g->kind > (st->version >= 6 ? SNAP_SHM_FILE : SNAP_SHM_MEMFD) || g->sealable > 1 ||
+		    g->size > SNAP_MAX_BYTES ||
 		    (g->kind == SNAP_SHM_ANON ? g->name[0] || g->sealable || !g->size
-					      : strlen(g->name) > SNAP_SHM_NAME_MAX))
+		     : g->kind == SNAP_SHM_MEMFD ? strlen(g->name) > SNAP_SHM_NAME_MAX
+		     : g->sealable || !file_path_ok(g->name)))
 			return codec_rd_fail(r, "shared memory object kind, name or size invalid");
+		if (g->kind == SNAP_SHM_FILE ? g->mode > 07777 : g->mode != 0)
+			return codec_rd_fail(r, "shared memory object mode invalid");
 		g->content = (struct snap_region){ .start = 0, .kind = SNAP_REGION_ANON,
 			.end = (g->size + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1) };
 		if (get_content(r, &g->content) < 0)

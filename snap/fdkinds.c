@@ -482,7 +482,8 @@ const char *snap_fd_kind_name(const struct snap_state *st, const struct snap_fd 
 	static const char *const files[] = { "stream", "file", "directory", "device",
 					     "pipe" };
 	if (f->kind == SNAP_FD_SHM)
-		return "memfd";
+		return f->size < st->nshms && st->shms[f->size].kind == SNAP_SHM_FILE ? "deleted-file"
+										       : "memfd";
 	if (f->kind < SNAP_FD_OBJECT)
 		return files[f->kind];
 	const struct snap_object *o = object_at(st, (uint32_t)f->size);

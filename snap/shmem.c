@@ -1,11 +1,13 @@
 /* snap: shared memory objects of a process tree (version 5): shared
- * anonymous memory inherited over fork and memfds, each named by its inode
- * (/proc/PID/maps, the descriptor's stat), captured once whoever maps or holds
- * it, and restored as one object: a memfd made again under its name at a
- * holder descriptor, anonymous memory as a shared mapping the root holds
- * before the tree is forked; every process maps it again at its addresses
- * (mmap of the holder, or mremap of the holder mapping with old size 0: a new
- * mapping of the same pages). */
+ * anonymous memory inherited over fork and memfds, since version 6 deleted
+ * files on a tmpfs of the run (Python multiprocessing's heap), each named by
+ * its inode (/proc/PID/maps, the descriptor's stat), captured once whoever maps
+ * or holds it, and restored as one object: a memfd made again under its name,
+ * a deleted file created at its path and unlinked, at a holder descriptor,
+ * anonymous memory as a shared mapping the root holds before the tree is
+ * forked; every process maps it again at its addresses (mmap of the holder, or
+ * mremap of the holder mapping with old size 0: a new mapping of the same
+ * pages). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "snap/snap-internal.h"
@@ -32,14 +36,48 @@ static int memfd_name_len(const char *path)
 	return (int)(n - 7 - d);
 }
 
-int snap_shm_mapping(const char *path)
+/* "/PATH (deleted)" of another file than a memfd or /dev/zero: PATH's length
+ * (at most SNAP_SHM_PATH_MAX), or -1. */
+static int deleted_len(const char *path)
 {
-	return !strcmp(path, ANON_PATH) || memfd_name_len(path) >= 0;
+	size_t n = strlen(path), d = strlen(DELETED);
+	if (path[0] != '/' || n <= d + 1 || strcmp(path + n - d, DELETED) ||
+	    memfd_name_len(path) >= 0 || !strcmp(path, ANON_PATH) || n - d > SNAP_SHM_PATH_MAX)
+		return -1;
+	return (int)(n - d);
 }
 
-int snap_shm_fd(const char *link)
+int snap_shm_mapping(const char *path)
 {
-	return memfd_name_len(link) >= 0;
+	return !strcmp(path, ANON_PATH) || memfd_name_len(path) >= 0 || deleted_len(path) >= 0;
+}
+
+int snap_shm_deleted(const char *path)
+{
+	return deleted_len(path) >= 0;
+}
+
+int snap_shm_on_tmpfs(pid_t pid, const char *path, dev_t dev)
+{
+	int len = deleted_len(path);
+	if (len < 0)
+		return 0;
+	/* the directory as the guest sees it: restore creates the file there */
+	const char *slash = path + len;
+	while (*slash != '/')
+		slash--;
+	char dir[SNAP_SHM_PATH_MAX + 64];
+	snprintf(dir, sizeof dir, "/proc/%d/root%.*s", (int)pid, (int)(slash - path), path);
+	struct stat sb;
+	struct statfs fs;
+	return stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_dev == dev &&
+	       statfs(dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
+
+int snap_shm_fd(pid_t pid, const char *link, const struct stat *sb, uint32_t version)
+{
+	return memfd_name_len(link) >= 0 ||
+	       (version >= 6 && sb->st_nlink == 0 && snap_shm_on_tmpfs(pid, link, sb->st_dev));
 }
 
 /* Where an object's content is read: a copy of a descriptor of it, else the
@@ -51,6 +89,7 @@ struct shm_map {
 struct snap_shm_src {
 	uint64_t ino;
 	int fd;                  /* our copy of the first descriptor, or -1 */
+	int mapfd;               /* a deleted file opened through map_files, or -1 */
 	pid_t fd_pid;            /* the first descriptor, for kcmp */
 	uint32_t fd_num;
 	uint64_t extent;         /* the end of the furthest mapping */
@@ -58,11 +97,15 @@ struct snap_shm_src {
 	size_t nmaps;
 };
 
+/* Object j of this inode (a deleted file's: of this path too, as inode numbers
+ * are per tmpfs), added when new. */
 static size_t object_of(struct snap_state *st, struct snap_shm_src **src, uint64_t ino,
 			uint32_t kind, const char *name)
 {
 	size_t j = 0;
-	while (j < st->nshms && (*src)[j].ino != ino)
+	while (j < st->nshms && ((*src)[j].ino != ino ||
+				 (st->shms[j].kind == SNAP_SHM_FILE) != (kind == SNAP_SHM_FILE) ||
+				 (kind == SNAP_SHM_FILE && strcmp(st->shms[j].name, name))))
 		j++;
 	if (j < st->nshms)
 		return j;
@@ -74,11 +117,13 @@ static size_t object_of(struct snap_state *st, struct snap_shm_src **src, uint64
 	st->shms[j].name = common_xstrdup(name);
 	(*src)[j].ino = ino;
 	(*src)[j].fd = -1;
+	(*src)[j].mapfd = -1;
 	st->nshms = j + 1;
 	return j;
 }
 
-/* A memfd descriptor f of process pid: its object, held once (one open file). */
+/* A memfd's or deleted file's descriptor f of process pid: its object, held
+ * once (one open file). */
 static int shm_fd(struct snap_state *st, struct snap_shm_src **src, pid_t pid, struct snap_fd *f,
 		  struct common_err *e)
 {
@@ -88,21 +133,25 @@ static int shm_fd(struct snap_state *st, struct snap_shm_src **src, pid_t pid, s
 	if (n < 0)
 		return common_errno(e, errno, "readlink %s", p);
 	link[n] = 0;
-	int len = memfd_name_len(link);
-	if (len < 0 || (size_t)len > SNAP_SHM_NAME_MAX)
-		return common_errf(e, "capture", "fd %u: %s is not a memfd", f->fd, link);
-	link[7 + len] = 0;
-	size_t j = object_of(st, src, f->size, SNAP_SHM_MEMFD, link + 7);
+	int len = memfd_name_len(link), dlen = deleted_len(link);
+	uint32_t kind = len >= 0 ? SNAP_SHM_MEMFD : SNAP_SHM_FILE;
+	if ((len < 0 && dlen < 0) || len > (int)SNAP_SHM_NAME_MAX)
+		return common_errf(e, "capture", "fd %u: %s is not a memfd or a deleted file", f->fd,
+				   link);
+	link[len >= 0 ? 7 + len : dlen] = 0;
+	const char *name = len >= 0 ? link + 7 : link;
+	size_t j = object_of(st, src, f->size, kind, name);
 	struct snap_shm_src *s = &(*src)[j];
 	if (st->nshms > SNAP_OBJ_MAX)
 		return common_errf(e, "capture", "more than %u shared memory objects", SNAP_OBJ_MAX);
-	if (st->shms[j].kind != SNAP_SHM_MEMFD)
+	if (st->shms[j].kind != kind)
 		return common_errf(e, "capture", "fd %u: memfd %s is also anonymous memory", f->fd, link);
 	f->size = j;
 	if (s->fd >= 0)
 		return syscall(SYS_kcmp, s->fd_pid, pid, KCMP_FILE, s->fd_num, f->fd) == 0 ? 0 :
-			common_errf(e, "capture", "fd %u of process %d: memfd %s is open more than once "
-				    "(one open file per memfd is supported)", f->fd, (int)pid, link + 7);
+			common_errf(e, "capture", "fd %u of process %d: %s %s is open more than once "
+				    "(one open file per object is supported)", f->fd, (int)pid,
+				    len >= 0 ? "memfd" : "deleted file", name);
 	s->fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0)
 		return common_errno(e, errno, "open %s", p);
@@ -111,15 +160,27 @@ static int shm_fd(struct snap_state *st, struct snap_shm_src **src, pid_t pid, s
 	return 0;
 }
 
+/* A deleted file no descriptor of the tree holds, opened through
+ * /proc/PID/map_files (where the invoker may: root) for its size and mode. */
+static void map_file(struct snap_shm_src *s, pid_t pid, const struct snap_region *r)
+{
+	char p[96];
+	snprintf(p, sizeof p, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, r->start, r->end);
+	s->mapfd = open(p, O_RDONLY | O_CLOEXEC);
+}
+
 /* A region of process k mapping a shared memory object (path: its maps name). */
 static int shm_region(struct snap_state *st, struct snap_shm_src **src, struct trace_tracee *t,
 		      const struct snap_state *p, struct snap_region *r, struct common_err *e)
 {
-	int len = memfd_name_len(r->path);
-	uint32_t kind = len < 0 ? SNAP_SHM_ANON : SNAP_SHM_MEMFD;
+	int len = memfd_name_len(r->path), dlen = deleted_len(r->path);
+	uint32_t kind = len >= 0 ? SNAP_SHM_MEMFD : dlen >= 0 ? SNAP_SHM_FILE : SNAP_SHM_ANON;
 	if (len >= 0)
 		r->path[7 + len] = 0;
-	size_t j = object_of(st, src, r->offset >> 32, kind, len < 0 ? "" : r->path + 7);
+	if (dlen >= 0)
+		r->path[dlen] = 0;
+	size_t j = object_of(st, src, r->offset >> 32, kind,
+			     kind == SNAP_SHM_MEMFD ? r->path + 7 : kind == SNAP_SHM_FILE ? r->path : "");
 	struct snap_shm_src *s = &(*src)[j];
 	uint64_t off = r->offset & 0xffffffffu;
 	if (st->nshms > SNAP_OBJ_MAX)
@@ -127,6 +188,8 @@ static int shm_region(struct snap_state *st, struct snap_shm_src **src, struct t
 	if (st->shms[j].kind != kind)
 		return common_errf(e, "capture", "shared mapping at %#" PRIx64 ": one object seen "
 				   "as a memfd and as anonymous memory", r->start);
+	if (kind == SNAP_SHM_FILE && s->mapfd < 0)
+		map_file(s, t->tid, r);
 	/* the holder mapping is the root program's: gone in a process that ran another */
 	if (kind == SNAP_SHM_ANON && p != st && strcmp(p->exe, st->exe))
 		return common_errf(e, "capture", "shared anonymous memory at %#" PRIx64 " in process "
@@ -145,11 +208,20 @@ static int shm_region(struct snap_state *st, struct snap_shm_src **src, struct t
 	return 0;
 }
 
-/* Each object's size and seals, once all its uses are known. */
+/* Each object's size and seals (a deleted file's mode), once all its uses are
+ * known. A deleted file no process holds nor map_files opens: its extent and
+ * mode 0600 (mkstemp's, sem_open's). */
 static int shm_finish(struct snap_shm *g, struct snap_shm_src *s, struct common_err *e)
 {
 	g->size = s->extent;
-	if (s->fd >= 0) {
+	if (g->kind == SNAP_SHM_FILE) {
+		struct stat sb;
+		int fd = s->fd >= 0 ? s->fd : s->mapfd;
+		if (fd >= 0 && fstat(fd, &sb) < 0)
+			return common_errno(e, errno, "deleted file %s", g->name);
+		g->size = fd >= 0 ? (uint64_t)sb.st_size : g->size;
+		g->mode = fd >= 0 ? sb.st_mode & 07777 : 0600;
+	} else if (s->fd >= 0) {
 		struct stat sb;
 		int seals = fcntl(s->fd, F_GET_SEALS);
 		if (fstat(s->fd, &sb) < 0 || seals < 0)
@@ -194,12 +266,13 @@ int snap_shm_fill(struct snap_shm_src *src, size_t j, uint64_t first, uint64_t n
 		  struct common_err *e)
 {
 	struct snap_shm_src *s = &src[j];
+	int fd = s->fd >= 0 ? s->fd : s->mapfd;
 	(void)e;
 	memset(dst, 0, n * SNAP_PAGE);
-	if (s->fd >= 0) {
+	if (fd >= 0) {
 		/* past the end of the file: zero */
 		for (uint64_t done = 0; done < n * SNAP_PAGE;) {
-			ssize_t got = pread(s->fd, dst + done, n * SNAP_PAGE - done,
+			ssize_t got = pread(fd, dst + done, n * SNAP_PAGE - done,
 					    (off_t)(first * SNAP_PAGE + done));
 			if (got < 0 && errno == EINTR)
 				continue;
@@ -229,6 +302,8 @@ void snap_shm_src_free(struct snap_shm_src *src, size_t n)
 	for (size_t j = 0; src && j < n; j++) {
 		if (src[j].fd >= 0)
 			close(src[j].fd);
+		if (src[j].mapfd >= 0)
+			close(src[j].mapfd);
 		free(src[j].maps);
 	}
 	free(src);
@@ -294,28 +369,45 @@ static const struct snap_fd *first_fd(const struct snap_state *st, size_t j)
 	return NULL;
 }
 
-static int make_memfd(struct trace_tracee *root, uint64_t scratch, const struct snap_state *st,
-		      size_t j, uint32_t slot, struct common_err *e)
+/* A memfd made again under its name; a deleted file created at its path (never
+ * over another: the run's tmpfs is fresh), unlinked at once, given its mode. */
+static int create_object(struct trace_tracee *root, uint64_t scratch, const struct snap_shm *g,
+			 int64_t *fd, struct common_err *e)
+{
+	char what[SNAP_SHM_PATH_MAX + 32];
+	snprintf(what, sizeof what, "create %s", g->name);
+	if (trace_tracee_write(root, scratch, g->name, strlen(g->name) + 1, e) < 0)
+		return -1;
+	if (g->kind == SNAP_SHM_MEMFD)
+		return snap_inject(root, "memfd_create", SYS_memfd_create, scratch,
+				   g->sealable ? MFD_ALLOW_SEALING : 0, 0, 0, fd, e);
+	if (snap_inject(root, what, SYS_openat, (uint64_t)AT_FDCWD, scratch,
+			O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, g->mode, fd, e) < 0)
+		return -1;
+	return snap_inject(root, "unlink", SYS_unlinkat, (uint64_t)AT_FDCWD, scratch, 0, 0, NULL, e) < 0 ||
+	       snap_inject(root, "fchmod", SYS_fchmod, (uint64_t)*fd, g->mode, 0, 0, NULL, e) < 0 ? -1 : 0;
+}
+
+static int make_object(struct trace_tracee *root, uint64_t scratch, const struct snap_state *st,
+		       size_t j, uint32_t slot, struct common_err *e)
 {
 	const struct snap_shm *g = &st->shms[j];
 	const struct snap_fd *f = first_fd(st, j);
 	int64_t fd, got;
-	if (trace_tracee_write(root, scratch, g->name, strlen(g->name) + 1, e) < 0 ||
-	    snap_inject(root, "memfd_create", SYS_memfd_create, scratch,
-			g->sealable ? MFD_ALLOW_SEALING : 0, 0, 0, &fd, e) < 0 ||
+	if (create_object(root, scratch, g, &fd, e) < 0 ||
 	    snap_inject(root, "fcntl(F_DUPFD)", SYS_fcntl, (uint64_t)fd, F_DUPFD, slot, 0, &got, e) < 0 ||
 	    snap_inject(root, "close", SYS_close, (uint64_t)fd, 0, 0, 0, NULL, e) < 0 ||
 	    (f && snap_inject(root, "lseek", SYS_lseek, slot, f->pos, SEEK_SET, 0, NULL, e) < 0))
 		return -1;
 	if (got != slot)
-		return common_errf(e, "restore", "memfd holder landed on fd %lld, not %u",
+		return common_errf(e, "restore", "shared memory holder landed on fd %lld, not %u",
 				   (long long)got, slot);
 	char p[64];
 	snprintf(p, sizeof p, "/proc/%d/fd/%u", (int)root->tid, slot);
 	int w = open(p, O_RDWR | O_CLOEXEC);
 	if (w < 0)
 		return common_errno(e, errno, "open %s", p);
-	int rc = put_content(g, write_fd, &w) < 0 ? common_errno(e, errno, "fill memfd %s", g->name) : 0;
+	int rc = put_content(g, write_fd, &w) < 0 ? common_errno(e, errno, "fill %s", g->name) : 0;
 	close(w);
 	/* whole pages were written: the size last */
 	return rc < 0 ? -1 : snap_inject(root, "ftruncate", SYS_ftruncate, slot, g->size, 0, 0, NULL, e);
@@ -360,8 +452,8 @@ int snap_shm_holders(struct trace_tracee *root, uint64_t scratch, const struct s
 	for (size_t j = 0; j < st->nshms; j++) {
 		const struct snap_shm *g = &st->shms[j];
 		struct mem_at m = { root, h->shm_at + anon_at(st, j), e };
-		if (g->kind == SNAP_SHM_MEMFD ? make_memfd(root, scratch, st, j, h->shm_fd + (uint32_t)j, e) < 0
-					      : put_content(g, write_mem, &m) < 0)
+		if (g->kind != SNAP_SHM_ANON ? make_object(root, scratch, st, j, h->shm_fd + (uint32_t)j, e) < 0
+					     : put_content(g, write_mem, &m) < 0)
 			return -1;
 	}
 	return 0;
@@ -374,7 +466,7 @@ int snap_shm_map(struct trace_tracee *t, const struct snap_region *r, const stru
 	uint64_t off = r->offset & 0xffffffffu, len = r->end - r->start;
 	int64_t got;
 	int rc;
-	if (root->shms[j].kind == SNAP_SHM_MEMFD) {
+	if (root->shms[j].kind != SNAP_SHM_ANON) {
 		uint64_t a[6] = { r->start, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 				  h->shm_fd + j, off };
 		rc = trace_tracee_inject(t, SYS_mmap, a, &got, e);

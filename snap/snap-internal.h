@@ -134,9 +134,17 @@ int snap_exec_program(struct trace_tracee *t, uint64_t scratch, const char *path
 		      struct common_err *e);
 
 /* Version 5's shared memory objects (shmem.c). A shared mapping of anonymous
- * memory or of a memfd; a memfd descriptor's /proc link. */
+ * memory, of a memfd or (version 6) of a deleted file, by its maps name: */
 int snap_shm_mapping(const char *path);
-int snap_shm_fd(const char *link);
+/* Whether a maps name or /proc link names a deleted file (not a memfd); */
+int snap_shm_deleted(const char *path);
+/* and whether that file lies in a tmpfs directory of pid's view with the
+ * file's device dev (where restore creates it again). */
+int snap_shm_on_tmpfs(pid_t pid, const char *path, dev_t dev);
+/* A descriptor of pid (its /proc link and stat) held as a shared memory
+ * object: a memfd, or since version 6 a deleted file on a tmpfs of the run. */
+struct stat;
+int snap_shm_fd(pid_t pid, const char *link, const struct stat *sb, uint32_t version);
 /* Capture, every process captured (its SHM regions' offsets the inode << 32,
  * paths their maps names; its SHM descriptors' size the inode): the objects
  * numbered in order of first use into st->shms, regions and descriptors

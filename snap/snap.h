@@ -10,7 +10,7 @@
 #include "trace/trace.h"
 
 #define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
-#define SNAP_VERSION 5u          /* 2 and 3 still decode and restore: one process; 4: a tree */
+#define SNAP_VERSION 6u          /* 2 and 3 still decode and restore: one process; 4: a tree */
 #define SNAP_THREADS_MAX 1024u   /* decoder bound: threads besides the leader */
 #define SNAP_PROCS_MAX 256u      /* decoder bound: processes besides the root */
 #define SNAP_PIPES_MAX 1024u     /* decoder bound: pipes of the tree */
@@ -78,9 +78,10 @@
  *         again on restore when it is not the root's) and process body},
  *         u32 npipes, pipe[] in order of first use (by process, then fd) =
  *         {u32 capacity, u64 len, bytes (len <= capacity)},
- *   version 5 only: u32 nshms, shm[] in order of first use (by process, its
+ *   version 5 and up: u32 nshms, shm[] in order of first use (by process, its
  *         descriptors then its regions) = {u32 kind, u32 sealable, str name,
- *         u64 size, content: bitmap + non-zero pages as a region's, of the
+ *         u64 size, version 6: u32 mode (a deleted file's permission bits,
+ *         else 0), content: bitmap + non-zero pages as a region's, of the
  *         pages [0, size rounded up)}; version 5 processes may hold objects
  *         and SysV attachments (the root holds every segment's record, the
  *         first attachment in the tree its content),
@@ -108,7 +109,7 @@ enum snap_fd_kind {
 			     * O_ACCMODE, O_NONBLOCK and O_CLOEXEC; v5: of a named
 			     * FIFO, its path and its mode in size */
 	SNAP_FD_OBJECT = 5, /* v4: a kernel object of the object table (eventfd, socket…) */
-	SNAP_FD_SHM = 6,    /* v5: a memfd descriptor (path ""): size is its object's
+	SNAP_FD_SHM = 6,    /* v5: a memfd's (v6: a deleted file's) descriptor (path ""): size is its object's
 			     * number, pos the offset of the one open file every
 			     * descriptor of it shares; flags O_CLOEXEC, O_NONBLOCK, O_APPEND */
 };
@@ -148,12 +149,18 @@ struct snap_region {
 };
 /* A shared memory object of the tree (version 5): captured once, mapped shared
  * again by every process that had it, at the same addresses. */
-enum snap_shm_kind { SNAP_SHM_ANON = 0 /* MAP_SHARED|MAP_ANONYMOUS */, SNAP_SHM_MEMFD = 1 };
+enum snap_shm_kind {
+	SNAP_SHM_ANON = 0 /* MAP_SHARED|MAP_ANONYMOUS */, SNAP_SHM_MEMFD = 1,
+	SNAP_SHM_FILE = 2 /* v6: a deleted file on a tmpfs of the run */
+};
 #define SNAP_SHM_NAME_MAX 249u     /* memfd_create's bound on a name */
+#define SNAP_SHM_PATH_MAX 4000u    /* a deleted file's path (it fits a scratch page) */
 struct snap_shm {
 	uint32_t kind, sealable;   /* sealable: a memfd that accepts seals (none set) */
-	char *name;                /* a memfd's name, "" for anonymous memory */
-	uint64_t size;             /* a memfd's size; anonymous: its mapped extent */
+	char *name;                /* a memfd's name, a deleted file's absolute path
+				    * (" (deleted)" cut), "" for anonymous memory */
+	uint64_t size;             /* a memfd's or file's size; anonymous: its mapped extent */
+	uint32_t mode;             /* v6: a deleted file's permission bits, else 0 */
 	struct snap_region content; /* [0, size rounded up to pages) */
 };
 struct snap_fd {

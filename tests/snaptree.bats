@@ -163,3 +163,11 @@ load snaptree/lib
 @test "snaptree: fifo" {
 	snaptree_case fifo
 }
+
+@test "snaptree: shm_deleted_fork" {
+	snaptree_case shm_deleted_fork
+}
+
+@test "snaptree: shm_deleted_fd" {
+	snaptree_case shm_deleted_fd
+}

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,10 +103,12 @@ int trace_proc_maps(pid_t tid, struct trace_map **out, size_t *n, struct common_
 		if (cnt == cap)
 			m = common_xrealloc(m, (cap *= 2) * sizeof *m);
 		struct trace_map *x = &m[cnt];
-		unsigned long long s, en, off;
+		unsigned long long s, en, off, ino;
+		unsigned maj, min;
 		int pos = 0;
 		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%llx-%llx %4s %llx %*s %*s %n", &s, &en, x->perms, &off, &pos) < 4) {
+		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &s, &en, x->perms, &off, &maj, &min,
+			   &ino, &pos) < 7) {
 			fclose(f);
 			free(m);
 			return common_errf(e, p, "unparsable line \"%s\"", line);
@@ -113,6 +116,8 @@ int trace_proc_maps(pid_t tid, struct trace_map **out, size_t *n, struct common_
 		x->start = s;
 		x->end = en;
 		x->offset = off;
+		x->dev = makedev(maj, min);
+		x->ino = ino;
 		snprintf(x->path, sizeof x->path, "%s", pos ? line + pos : "");
 		cnt++;
 	}

@@ -122,6 +122,8 @@ int trace_prlimit(pid_t pid, int resource, const struct rlimit *set, struct rlim
 #define TRACE_MAP_PATH_MAX 4096u
 struct trace_map {
 	uint64_t start, end, offset;
+	dev_t dev;                 /* the mapped file's device and inode (0: none) */
+	uint64_t ino;
 	char perms[5];
 	char path[TRACE_MAP_PATH_MAX];
 };
