@@ -887,26 +887,29 @@ static void test_decoder_objects(const struct snap_image *im)
 }
 
 /* Version 5's shared memory objects: a memfd mapped and held by a descriptor,
- * anonymous memory mapped twice, round-trip; a hostile field is refused by
- * name; every truncation is refused. SBX_SNAP_CORPUS=DIR writes the image as
- * DIR/image-shm (fuzz seed). */
+ * anonymous memory mapped twice, version 6's deleted file mapped and held,
+ * round-trip; a hostile field is refused by name; every truncation is refused;
+ * a version 5 image without the file still decodes. SBX_SNAP_CORPUS=DIR writes
+ * the image as DIR/image-shm (fuzz seed). */
 static void test_decoder_shm(const struct snap_image *im)
 {
 	struct snap_state s, t;
 	struct snap_image a, b;
 	struct common_err e;
 	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
-	CHECK(s.version == 5 && s.nshms == 0);
+	CHECK(s.version == SNAP_VERSION && s.nshms == 0);
 	static uint8_t page[2 * 4096];
 	static const uint8_t bm_memfd = 2, bm_anon = 1;
 	memset(page, 'm', sizeof page);
-	struct snap_shm g[2] = {
+	struct snap_shm g[3] = {
 		{ .kind = SNAP_SHM_MEMFD, .sealable = 1, .name = "a memfd", .size = 5000,
 		  .content = { .start = 0, .end = 8192, .bitmap = &bm_memfd, .packed = page } },
 		{ .kind = SNAP_SHM_ANON, .name = "", .size = 8192,
 		  .content = { .start = 0, .end = 8192, .bitmap = &bm_anon, .packed = page } },
+		{ .kind = SNAP_SHM_FILE, .name = "/dev/shm/pym-1-x", .size = 4096, .mode = 0600,
+		  .content = { .start = 0, .end = 4096, .bitmap = &bm_anon, .packed = page } },
 	};
-	struct snap_region *saved_regions = s.regions, *rg = calloc(s.nregions + 3, sizeof *rg);
+	struct snap_region *saved_regions = s.regions, *rg = calloc(s.nregions + 4, sizeof *rg);
 	size_t nreg = s.nregions, at = 0;
 	while (at < nreg && saved_regions[at].start < 0x200000000ull)
 		at++;
@@ -917,7 +920,9 @@ static void test_decoder_shm(const struct snap_image *im)
 					   .kind = SNAP_REGION_SHM, .offset = (uint64_t)1 << 32 };
 	rg[at + 2] = (struct snap_region){ .start = 0x200200000ull, .end = 0x200201000ull, .prot = 1,
 					   .kind = SNAP_REGION_SHM, .offset = (uint64_t)1 << 32 | 4096 };
-	memcpy(rg + at + 3, saved_regions + at, (nreg - at) * sizeof *rg);
+	rg[at + 3] = (struct snap_region){ .start = 0x200300000ull, .end = 0x200301000ull, .prot = 3,
+					   .kind = SNAP_REGION_SHM, .offset = (uint64_t)2 << 32 };
+	memcpy(rg + at + 4, saved_regions + at, (nreg - at) * sizeof *rg);
 	struct snap_fd *saved_fds = s.fds, fds[8];
 	size_t nsaved = s.nfds, nf = 0;
 	for (size_t i = 0; i < nsaved && s.fds[i].fd <= 2; i++)
@@ -925,18 +930,22 @@ static void test_decoder_shm(const struct snap_image *im)
 	fds[nf++] = (struct snap_fd){ .fd = 40, .kind = SNAP_FD_SHM, .pos = 77, .path = "" };
 	fds[nf++] = (struct snap_fd){ .fd = 41, .kind = SNAP_FD_SHM, .pos = 77, .flags = O_CLOEXEC,
 				      .path = "" };
+	fds[nf++] = (struct snap_fd){ .fd = 42, .kind = SNAP_FD_SHM, .size = 2, .pos = 9,
+				      .path = "" };
 	s.regions = rg;
-	s.nregions = nreg + 3;
+	s.nregions = nreg + 4;
 	s.fds = fds;
 	s.nfds = nf;
 	s.shms = g;
-	s.nshms = 2;
+	s.nshms = 3;
 	CHECK(snap_encode(&s, &a, &e) == 0);
 	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
-	CHECK(t.nshms == 2 && !strcmp(t.shms[0].name, "a memfd") && t.shms[0].size == 5000 &&
+	CHECK(t.nshms == 3 && !strcmp(t.shms[0].name, "a memfd") && t.shms[0].size == 5000 &&
+	      t.shms[2].kind == SNAP_SHM_FILE && t.shms[2].mode == 0600 &&
+	      !strcmp(t.shms[2].name, "/dev/shm/pym-1-x") && t.fds[nf - 1].size == 2 &&
 	      t.shms[0].sealable && t.shms[1].kind == SNAP_SHM_ANON &&
 	      t.shms[0].content.packed[0] == 'm' && t.regions[at + 2].offset == ((uint64_t)1 << 32 | 4096) &&
-	      !snap_region_has_content(&t, &t, at) && t.fds[nf - 1].kind == SNAP_FD_SHM);
+	      !snap_region_has_content(&t, &t, at) && t.fds[nf - 2].kind == SNAP_FD_SHM);
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
 	snap_state_free(&t);
 	snap_image_free(&b);
@@ -946,7 +955,7 @@ static void test_decoder_shm(const struct snap_image *im)
 		struct snap_state small = s;
 		char path[4200];
 		small.regions = rg + at;
-		small.nregions = 3;
+		small.nregions = 4;
 		small.ncells = 0;
 		CHECK(snap_encode(&small, &b, &e) == 0);
 		snprintf(path, sizeof path, "%s/image-shm", corpus);
@@ -966,26 +975,50 @@ static void test_decoder_shm(const struct snap_image *im)
 		tree_refused(&s, why);          \
 		(field) = keep_;                \
 	} while (0)
-	REFUSED(g[0].kind, 2, "shared memory object kind, name or size");
+	REFUSED(g[0].kind, 3, "shared memory object kind, name or size");
+	REFUSED(g[0].kind, SNAP_SHM_FILE, "shared memory object kind, name or size");
+	REFUSED(g[0].mode, 0600, "shared memory object mode invalid");
+	REFUSED(g[2].mode, 010000, "shared memory object mode invalid");
+	REFUSED(g[2].sealable, 1, "shared memory object kind, name or size");
+	REFUSED(g[2].name, "dev/shm/x", "shared memory object kind, name or size");
+	REFUSED(g[2].name, "/dev/shm/", "shared memory object kind, name or size");
+	REFUSED(g[2].name, "/dev/shm/..", "shared memory object kind, name or size");
+	REFUSED(g[2].kind, SNAP_SHM_ANON, "shared memory object kind, name or size");
+	REFUSED(fds[nf - 1].size, 1, "names no object");
 	REFUSED(g[1].name, "x", "shared memory object kind, name or size");
 	REFUSED(g[1].size, 0, "shared memory object kind, name or size");
 	REFUSED(g[0].sealable, 2, "shared memory object kind, name or size");
 	REFUSED(g[0].size, SNAP_MAX_BYTES + 1, "shared memory object kind, name or size");
-	REFUSED(rg[at].offset, (uint64_t)2 << 32, "names no object");
+	REFUSED(rg[at].offset, (uint64_t)3 << 32, "names no object");
 	REFUSED(rg[at + 2].offset, (uint64_t)1 << 32 | 8192, "names no object");
 	REFUSED(rg[at].offset, 100, "shared memory region offset invalid");
 	REFUSED(rg[at].offset, 0xfffff000ull, "shared memory region offset invalid");
-	REFUSED(fds[nf - 1].pos, 78, "names no object");
-	REFUSED(fds[nf - 1].size, 1, "names no object");
-	REFUSED(fds[nf - 1].size, 1u << 20, "memfd descriptor with a hash, flags or number");
-	REFUSED(fds[nf - 1].flags, O_RDWR, "memfd descriptor with a hash, flags or number");
+	REFUSED(fds[nf - 2].pos, 78, "names no object");
+	REFUSED(fds[nf - 2].size, 1, "names no object");
+	REFUSED(fds[nf - 2].size, 1u << 20, "memfd descriptor with a hash, flags or number");
+	REFUSED(fds[nf - 2].flags, O_RDWR, "memfd descriptor with a hash, flags or number");
 	s.nregions = nreg;
 	s.regions = saved_regions;
-	REFUSED(s.nfds, nf - 2, "an object is unused");
+	REFUSED(s.nfds, nf - 3, "an object is unused");
 	s.regions = rg;
-	s.nregions = nreg + 3;
-	/* no such record in a version 4 image */
+	s.nregions = nreg + 4;
+	/* no deleted file in a version 5 image, no such record in a version 4 one */
+	REFUSED(s.version, 5, "shared memory object kind, name or size");
 	REFUSED(s.version, 4, "descriptor kind, number or path invalid");
+	/* a version 5 image (no mode field) without the file round-trips */
+	s.version = 5;
+	s.nshms = 2;
+	s.nregions = nreg + 3;
+	memmove(rg + at + 3, rg + at + 4, (nreg - at) * sizeof *rg);
+	s.nfds = nf - 1;
+	CHECK(snap_encode(&s, &a, &e) == 0);
+	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
+	CHECK(t.version == 5 && t.nshms == 2 && t.shms[1].mode == 0);
+	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
+	snap_state_free(&t);
+	snap_image_free(&a);
+	snap_image_free(&b);
+	s.version = SNAP_VERSION;
 #undef REFUSED
 	s.regions = saved_regions;
 	s.nregions = nreg;
