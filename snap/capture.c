@@ -360,7 +360,8 @@ static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_
 	return rc;
 }
 
-static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *e)
+static int capture_regions(pid_t pid, struct snap_state *st, const struct snap_capture_opts *o,
+			   struct common_err *e)
 {
 	struct trace_map *m;
 	size_t n;
@@ -378,7 +379,8 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 			.prot = (m[i].perms[0] == 'r' ? 1u : 0) | (m[i].perms[1] == 'w' ? 2u : 0) |
 				(m[i].perms[2] == 'x' ? 4u : 0) |
 				(m[i].perms[3] == 's' ? SNAP_PROT_SHARED : 0),
-			.offset = kind == SNAP_REGION_FILE || kind == SNAP_REGION_SYSV ? m[i].offset : 0,
+			.offset = kind == SNAP_REGION_ANON || kind == SNAP_REGION_HEAP || kind == SNAP_REGION_STACK ||
+				  kind == SNAP_REGION_VDSO ? 0 : m[i].offset,
 		};
 		if (kind == SNAP_REGION_SYSV || kind == SNAP_REGION_SHM) {
 			/* the segment's id, the object's inode (renumbered later) */
@@ -389,6 +391,11 @@ static int capture_regions(pid_t pid, struct snap_state *st, struct common_err *
 			}
 			r.prot &= ~SNAP_PROT_SHARED; /* shared by kind */
 			r.offset |= (uint64_t)id << 32;
+			/* a mapping the storage meter holds: as the guest asked for it
+			 * (the restoring run's meter holds it again) */
+			int asked;
+			if (o->held_prot && o->held_prot(o->held_ctx, pid, r.start, r.end - r.start, &asked))
+				r.prot = (uint32_t)asked & 7u;
 		}
 		if (kind != SNAP_REGION_ANON && kind != SNAP_REGION_HEAP) {
 			add_region(st, r, m[i].path);
@@ -753,7 +760,7 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 	if (trace_tracee_inject(&c->t, SYS_brk, none, &brk, e) < 0)
 		return -1;
 	st->brk = (uint64_t)brk;
-	if (capture_regions(pid, st, e) < 0 || query_kernel_state(&c->t, st, e) < 0)
+	if (capture_regions(pid, st, o, e) < 0 || query_kernel_state(&c->t, st, e) < 0)
 		return -1;
 	const struct snap_region *w = scratch_region(st, e);
 	/* each process's segments, gathered in the root's list (tree_segments) */

@@ -322,6 +322,8 @@ static int snap_take(struct lease_store *s, const char *lease, const struct trac
 	o.meta.step = rq->trace_seq;
 	memcpy(o.meta.trace_head, rq->trace_head, 32);
 	o.determ = rq->determ;
+	o.held_prot = rq->held_prot;
+	o.held_ctx = rq->held_ctx;
 	o.determ_len = rq->determ_len;
 	ns = lease_ns_dir(s, lease);
 	o.ns_dir = ns;

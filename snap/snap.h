@@ -320,6 +320,10 @@ struct snap_capture_opts {
 	/* a --deterministic run's record (trace_determ_save), or NULL */
 	const uint8_t *determ;
 	size_t determ_len;
+	/* the protection the guest asked for of a shared mapping the storage
+	 * meter holds without PROT_WRITE (trace_metering_held_prot), or NULL */
+	int (*held_prot)(void *ctx, pid_t tgid, uint64_t addr, uint64_t len, int *prot);
+	void *held_ctx;
 };
 /* Capture the tracee pid (a thread-group leader) and every other thread of
  * its process, and (version 4) every process below it with its threads, each

@@ -112,6 +112,9 @@ struct trace_snap_request {
 	const uint8_t *determ;
 	size_t determ_len;
 	const char *renter, *renter_sig; /* a peer renter's signature (sbx-snap take), or NULL */
+	/* the meter's held shared mappings (trace_metering_held_prot), or NULL */
+	int (*held_prot)(void *ctx, pid_t tgid, uint64_t addr, uint64_t len, int *prot);
+	void *held_ctx;
 };
 struct trace_snap_taken {
 	char digest[65];

@@ -1,10 +1,14 @@
 /* Shared file mappings held (trace/meter/mapping.c), at the calls that map, move
  * or protect them and at the faults of stores into them: each run of pages is
  * charged to storage_write before it is made writable. */
+#include <dirent.h>
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/user.h>
 #include "lease/lease.h"
@@ -270,4 +274,74 @@ void meter_map_exit(struct trace_metering *mt, const struct trace_stop *st)
 		trace_maps_move(mt->maps, st->pid, mc.addr, mc.len, (uint64_t)st->result, mc.newlen, mc.keep);
 	else if (mc.kind == TRACE_MAP_PROTECT)
 		trace_maps_protect(mt->maps, st->pid, mc.addr, mc.len, mc.prot);
+}
+
+int trace_metering_held_prot(void *mt, pid_t tgid, uint64_t addr, uint64_t len, int *prot)
+{
+	const struct trace_metering *m = mt;
+	return m && m->maps && trace_maps_held_prot(m->maps, tgid, addr, len, prot);
+}
+
+/* Process pid's shared file mappings it may store through, held (see below). */
+static int hold_process(struct trace_metering *mt, pid_t pid, struct common_err *e)
+{
+	struct trace_map *m;
+	size_t n;
+	int rc = 0;
+
+	if (trace_proc_maps(pid, &m, &n, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		/* shared anonymous memory and SysV segments are no file's */
+		if (m[i].perms[3] != 's' || m[i].perms[1] != 'w' || m[i].path[0] != '/' ||
+		    !strcmp(m[i].path, "/dev/zero (deleted)") || !strncmp(m[i].path, "/SYSV", 5))
+			continue;
+		struct trace_map_piece p = { m[i].start, m[i].end,
+					     (m[i].perms[0] == 'r' ? PROT_READ : 0) |
+					     (m[i].perms[2] == 'x' ? PROT_EXEC : 0) };
+		struct trace_map_call mc = { TRACE_MAP_MMAP, p.prot | PROT_WRITE, m[i].dev,
+					     (ino_t)m[i].ino, 0, m[i].end - m[i].start, 0, 0 };
+		int64_t ret;
+		if (map_protect_now(pid, 0, &p, &ret) < 0 || ret < 0)
+			rc = common_errf(e, "storage_write", "could not hold the shared mapping %#llx of "
+					 "%s in process %d", (unsigned long long)m[i].start, m[i].path, (int)pid);
+		else
+			trace_maps_add(mt->maps, pid, m[i].start, m[i].end - m[i].start, &mc);
+	}
+	free(m);
+	return rc;
+}
+
+int trace_metering_hold_restored(struct trace_metering *mt, pid_t root, struct common_err *e)
+{
+	char p[96];
+	int rc;
+
+	if (!mt || !mt->maps)
+		return 0;
+	if ((rc = hold_process(mt, root, e)) < 0)
+		return -1;
+	/* the children of every thread, each process once (a child has one parent thread) */
+	snprintf(p, sizeof p, "/proc/%d/task", (int)root);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	while (rc == 0 && d && (de = readdir(d))) {
+		char *kids;
+		size_t len;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof p, "/proc/%d/task/%s/children", (int)root, de->d_name);
+		if (common_read_file(p, 1 << 20, &kids, &len, NULL) < 0)
+			continue;
+		for (char *s = kids, *end; rc == 0 && *s; s = end) {
+			long kid = strtol(s, &end, 10);
+			if (end == s)
+				break;
+			rc = kid > 0 ? trace_metering_hold_restored(mt, (pid_t)kid, e) : 0;
+		}
+		free(kids);
+	}
+	if (d)
+		closedir(d);
+	return rc;
 }

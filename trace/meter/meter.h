@@ -264,6 +264,15 @@ int trace_metering_renew_due(struct trace_metering *mt, const struct trace_stop 
  * later too), and shared mappings cannot be snapshotted. */
 int trace_metering_store_due(struct trace_metering *mt, struct trace_guest *g,
 			     const struct trace_stop *st);
+/* The protection the guest asked for of the shared file mapping the meter holds
+ * at [addr, addr + len) in tgid: 1 with *prot, 0 when none is held (mt may be
+ * NULL). A snapshot records it rather than the held one. */
+int trace_metering_held_prot(void *mt, pid_t tgid, uint64_t addr, uint64_t len, int *prot);
+/* A restored tree (sbx-restore, a chain's next link), every task in a ptrace
+ * stop: each writable shared mapping of a regular file in root's processes held
+ * as the meter holds one it sees made (the protection restored is the one the
+ * guest asked for), so its stores are charged in this lease too. */
+int trace_metering_hold_restored(struct trace_metering *mt, pid_t root, struct common_err *e);
 /* Usage totals of the lease including this run (monotonic). */
 void trace_metering_usage(const struct trace_metering *mt, uint64_t usage[TRACE_DIMS]);
 

@@ -111,7 +111,8 @@ static int request_snapshot(struct run *r, pid_t guest, pid_t held, int stop, in
 {
 	struct trace_snap_request rq = { .guest = guest, .held = held, .stop = stop, .at_stop = at_stop,
 					 .renter = json_string_value(json_object_get(peer, "renter")),
-					 .renter_sig = json_string_value(json_object_get(peer, "renter_sig")) };
+					 .renter_sig = json_string_value(json_object_get(peer, "renter_sig")),
+					 .held_prot = trace_metering_held_prot, .held_ctx = r->meter };
 	if (!r->opts || !r->opts->snap)
 		return common_errf(e, "snapshot", "this program takes no snapshots");
 	if (r->rec) {
@@ -302,6 +303,13 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 		return 0;
 	r->restored = 1;
 	if (r->opts->restore_exec(r->opts->restore_ctx, pid, &e) < 0) {
+		r->fail = e;
+		r->failed = 1;
+		trace_sv_kill_now(sv, "restore failed");
+		return -1;
+	}
+	/* the shared file mappings restored writable are held as the guest's own */
+	if (trace_metering_hold_restored(r->meter, pid, &e) < 0) {
 		r->fail = e;
 		r->failed = 1;
 		trace_sv_kill_now(sv, "restore failed");
