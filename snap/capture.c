@@ -318,6 +318,20 @@ static int shared_may_write(pid_t pid, uint64_t start, struct common_err *e)
 	return mw;
 }
 
+/* The kind mapping m of pid is captured as: a shared mapping that may store into
+ * a file still linked on a tmpfs of the run is a shared memory object (version 6),
+ * named by its link (m->path rewritten when it mapped a name since removed). */
+static int region_kind(pid_t pid, struct trace_map *m, uint32_t version)
+{
+	if (version >= 6 && m->perms[3] == 's')
+		snap_shm_relinked(pid, m);
+	int kind = snap_map_kind(m);
+	if (kind == SNAP_REGION_FILE && version >= 6 && m->perms[3] == 's' &&
+	    snap_shm_named(pid, m) && (m->perms[1] == 'w' || shared_may_write(pid, m->start, NULL) == 1))
+		return SNAP_REGION_SHM;
+	return kind;
+}
+
 /* What a snapshot cannot hold, refused while the guest is untouched: a shared
  * mapping that can be written (or that no file names), a deleted file (but one
  * shared on a tmpfs of the run, version 6). A shared read-only file mapping is
@@ -330,7 +344,7 @@ static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_
 	if (trace_proc_maps(pid, &m, &n, e) < 0)
 		return -1;
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		int kind = snap_map_kind(&m[i]);
+		int kind = region_kind(pid, &m[i], version);
 		/* SysV segments and shared memory objects are the tree's (version 5) */
 		int deleted = snap_shm_deleted(m[i].path);
 		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4 && (root || version >= 5)) ||
@@ -371,7 +385,7 @@ static int capture_regions(pid_t pid, struct snap_state *st, const struct snap_c
 	st->regions = common_xcalloc(3 * n + 1, sizeof *st->regions);
 	uint64_t hs = st->start_brk, he = (st->brk + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1);
 	for (size_t i = 0; i < n; i++) {
-		int kind = snap_map_kind(&m[i]);
+		int kind = region_kind(pid, &m[i], st->version);
 		if (kind < 0)
 			continue;
 		struct snap_region r = {

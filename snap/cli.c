@@ -270,7 +270,8 @@ static void show_tree(json_t *j, const struct snap_state *st)
 	for (size_t i = 0; i < st->nshms; i++)
 		json_array_append_new(shm, json_pack("{s:s,s:s,s:I}", "kind",
 						     st->shms[i].kind == SNAP_SHM_MEMFD ? "memfd" :
-						     st->shms[i].kind == SNAP_SHM_FILE ? "deleted-file" : "anonymous",
+						     st->shms[i].kind == SNAP_SHM_FILE ? "deleted-file" :
+						     st->shms[i].kind == SNAP_SHM_NAMED ? "tmpfs-file" : "anonymous",
 						     "name", st->shms[i].name, "size",
 						     (json_int_t)st->shms[i].size));
 	json_object_set_new(j, "shared_memory", shm);

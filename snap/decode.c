@@ -368,6 +368,7 @@ static int check_shms(struct codec_rd *r, const struct snap_state *st)
 			if (f->kind != SNAP_FD_SHM)
 				continue;
 			bad = f->size >= st->nshms || st->shms[f->size].kind == SNAP_SHM_ANON ||
+			      st->shms[f->size].kind == SNAP_SHM_NAMED ||
 			      (used[f->size] & 2 && pos[f->size] != f->pos);
 			if (!bad) {
 				used[f->size] |= 3;
@@ -408,13 +409,13 @@ static int decode_shms(struct codec_rd *r, struct snap_state *st)
 		    get_str(r, &g->name) < 0 || codec_get_u64(r, &g->size) < 0 ||
 		    (st->version >= 6 && codec_get_u32(r, &g->mode) < 0))
 			return -1;
-		if (g->kind > (st->version >= 6 ? SNAP_SHM_FILE : SNAP_SHM_MEMFD) || g->sealable > 1 ||
+		if (g->kind > (st->version >= 6 ? SNAP_SHM_NAMED : SNAP_SHM_MEMFD) || g->sealable > 1 ||
 		    g->size > SNAP_MAX_BYTES ||
 		    (g->kind == SNAP_SHM_ANON ? g->name[0] || g->sealable || !g->size
 		     : g->kind == SNAP_SHM_MEMFD ? strlen(g->name) > SNAP_SHM_NAME_MAX
 		     : g->sealable || !file_path_ok(g->name)))
 			return codec_rd_fail(r, "shared memory object kind, name or size invalid");
-		if (g->kind == SNAP_SHM_FILE ? g->mode > 07777 : g->mode != 0)
+		if (g->kind >= SNAP_SHM_FILE ? g->mode > 07777 : g->mode != 0)
 			return codec_rd_fail(r, "shared memory object mode invalid");
 		g->content = (struct snap_region){ .start = 0, .kind = SNAP_REGION_ANON,
 			.end = (g->size + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1) };

@@ -8,6 +8,7 @@
  * forked; every process maps it again at its addresses (mmap of the holder, or
  * mremap of the holder mapping with old size 0: a new mapping of the same
  * pages). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -36,13 +37,14 @@ static int memfd_name_len(const char *path)
 	return (int)(n - 7 - d);
 }
 
-/* "/PATH (deleted)" of another file than a memfd or /dev/zero: PATH's length
- * (at most SNAP_SHM_PATH_MAX), or -1. */
+/* "/PATH (deleted)" of another file than a memfd, /dev/zero or a SysV segment:
+ * PATH's length (at most SNAP_SHM_PATH_MAX), or -1. */
 static int deleted_len(const char *path)
 {
 	size_t n = strlen(path), d = strlen(DELETED);
 	if (path[0] != '/' || n <= d + 1 || strcmp(path + n - d, DELETED) ||
-	    memfd_name_len(path) >= 0 || !strcmp(path, ANON_PATH) || n - d > SNAP_SHM_PATH_MAX)
+	    memfd_name_len(path) >= 0 || !strcmp(path, ANON_PATH) || snap_sysv_mapping(path) ||
+	    n - d > SNAP_SHM_PATH_MAX)
 		return -1;
 	return (int)(n - d);
 }
@@ -74,6 +76,48 @@ int snap_shm_on_tmpfs(pid_t pid, const char *path, dev_t dev)
 	       statfs(dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 }
 
+int snap_shm_relinked(pid_t pid, struct trace_map *m)
+{
+	int len = deleted_len(m->path), found = 0;
+	if (len < 0)
+		return 0;
+	const char *slash = m->path + len;
+	while (*slash != '/')
+		slash--;
+	char dir[SNAP_SHM_PATH_MAX + 64], name[256];
+	snprintf(dir, sizeof dir, "/proc/%d/root%.*s", (int)pid, (int)(slash - m->path), m->path);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_ino == m->ino && strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    found++ == 0)
+			snprintf(name, sizeof name, "%s", de->d_name);
+	if (d)
+		closedir(d);
+	/* one other name, in the same directory: the file is that one (checked by
+	 * snap_shm_named) */
+	if (found != 1 || (size_t)(slash - m->path) + 1 + strlen(name) > SNAP_SHM_PATH_MAX)
+		return 0;
+	char p[SNAP_SHM_PATH_MAX + 1];
+	snprintf(p, sizeof p, "%.*s/%s", (int)(slash - m->path), m->path, name);
+	snprintf(m->path, sizeof m->path, "%s", p);
+	return 1;
+}
+
+int snap_shm_named(pid_t pid, const struct trace_map *m)
+{
+	char p[SNAP_SHM_PATH_MAX + 64];
+	struct stat sb;
+	struct statfs fs;
+	if (m->path[0] != '/' || strlen(m->path) > SNAP_SHM_PATH_MAX || snap_shm_mapping(m->path) ||
+	    snap_sysv_mapping(m->path))
+		return 0;
+	snprintf(p, sizeof p, "/proc/%d/root%s", (int)pid, m->path);
+	return lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_dev == m->dev &&
+	       sb.st_ino == m->ino && sb.st_nlink == 1 && statfs(p, &fs) == 0 &&
+	       fs.f_type == TMPFS_MAGIC;
+}
+
 int snap_shm_fd(pid_t pid, const char *link, const struct stat *sb, uint32_t version)
 {
 	return memfd_name_len(link) >= 0 ||
@@ -97,15 +141,15 @@ struct snap_shm_src {
 	size_t nmaps;
 };
 
-/* Object j of this inode (a deleted file's: of this path too, as inode numbers
- * are per tmpfs), added when new. */
+/* Object j of this inode (a file's: of this path too, as inode numbers are per
+ * tmpfs), added when new. */
 static size_t object_of(struct snap_state *st, struct snap_shm_src **src, uint64_t ino,
 			uint32_t kind, const char *name)
 {
 	size_t j = 0;
 	while (j < st->nshms && ((*src)[j].ino != ino ||
-				 (st->shms[j].kind == SNAP_SHM_FILE) != (kind == SNAP_SHM_FILE) ||
-				 (kind == SNAP_SHM_FILE && strcmp(st->shms[j].name, name))))
+				 (st->shms[j].kind >= SNAP_SHM_FILE) != (kind >= SNAP_SHM_FILE) ||
+				 (kind >= SNAP_SHM_FILE && strcmp(st->shms[j].name, name))))
 		j++;
 	if (j < st->nshms)
 		return j;
@@ -161,12 +205,22 @@ static int shm_fd(struct snap_state *st, struct snap_shm_src **src, pid_t pid, s
 }
 
 /* A deleted file no descriptor of the tree holds, opened through
- * /proc/PID/map_files (where the invoker may: root) for its size and mode. */
-static void map_file(struct snap_shm_src *s, pid_t pid, const struct snap_region *r)
+ * /proc/PID/map_files (where the invoker may: root) for its size and mode; a
+ * linked one at its path in pid's view (the inode checked). */
+static void map_file(struct snap_shm_src *s, pid_t pid, const struct snap_region *r, uint32_t kind)
 {
-	char p[96];
-	snprintf(p, sizeof p, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, r->start, r->end);
-	s->mapfd = open(p, O_RDONLY | O_CLOEXEC);
+	char p[SNAP_SHM_PATH_MAX + 64];
+	struct stat sb;
+	if (kind == SNAP_SHM_NAMED)
+		snprintf(p, sizeof p, "/proc/%d/root%s", (int)pid, r->path);
+	else
+		snprintf(p, sizeof p, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, r->start,
+			 r->end);
+	s->mapfd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (s->mapfd >= 0 && (fstat(s->mapfd, &sb) < 0 || (uint32_t)sb.st_ino != (uint32_t)s->ino)) {
+		close(s->mapfd);
+		s->mapfd = -1;
+	}
 }
 
 /* A region of process k mapping a shared memory object (path: its maps name). */
@@ -174,13 +228,14 @@ static int shm_region(struct snap_state *st, struct snap_shm_src **src, struct t
 		      const struct snap_state *p, struct snap_region *r, struct common_err *e)
 {
 	int len = memfd_name_len(r->path), dlen = deleted_len(r->path);
-	uint32_t kind = len >= 0 ? SNAP_SHM_MEMFD : dlen >= 0 ? SNAP_SHM_FILE : SNAP_SHM_ANON;
+	uint32_t kind = len >= 0 ? SNAP_SHM_MEMFD : dlen >= 0 ? SNAP_SHM_FILE :
+			!strcmp(r->path, ANON_PATH) ? SNAP_SHM_ANON : SNAP_SHM_NAMED;
 	if (len >= 0)
 		r->path[7 + len] = 0;
 	if (dlen >= 0)
 		r->path[dlen] = 0;
 	size_t j = object_of(st, src, r->offset >> 32, kind,
-			     kind == SNAP_SHM_MEMFD ? r->path + 7 : kind == SNAP_SHM_FILE ? r->path : "");
+			     kind == SNAP_SHM_MEMFD ? r->path + 7 : kind >= SNAP_SHM_FILE ? r->path : "");
 	struct snap_shm_src *s = &(*src)[j];
 	uint64_t off = r->offset & 0xffffffffu;
 	if (st->nshms > SNAP_OBJ_MAX)
@@ -188,8 +243,8 @@ static int shm_region(struct snap_state *st, struct snap_shm_src **src, struct t
 	if (st->shms[j].kind != kind)
 		return common_errf(e, "capture", "shared mapping at %#" PRIx64 ": one object seen "
 				   "as a memfd and as anonymous memory", r->start);
-	if (kind == SNAP_SHM_FILE && s->mapfd < 0)
-		map_file(s, t->tid, r);
+	if (kind >= SNAP_SHM_FILE && s->mapfd < 0)
+		map_file(s, t->tid, r, kind);
 	/* the holder mapping is the root program's: gone in a process that ran another */
 	if (kind == SNAP_SHM_ANON && p != st && strcmp(p->exe, st->exe))
 		return common_errf(e, "capture", "shared anonymous memory at %#" PRIx64 " in process "
@@ -214,7 +269,7 @@ static int shm_region(struct snap_state *st, struct snap_shm_src **src, struct t
 static int shm_finish(struct snap_shm *g, struct snap_shm_src *s, struct common_err *e)
 {
 	g->size = s->extent;
-	if (g->kind == SNAP_SHM_FILE) {
+	if (g->kind >= SNAP_SHM_FILE) {
 		struct stat sb;
 		int fd = s->fd >= 0 ? s->fd : s->mapfd;
 		if (fd >= 0 && fstat(fd, &sb) < 0)
@@ -369,8 +424,9 @@ static const struct snap_fd *first_fd(const struct snap_state *st, size_t j)
 	return NULL;
 }
 
-/* A memfd made again under its name; a deleted file created at its path (never
- * over another: the run's tmpfs is fresh), unlinked at once, given its mode. */
+/* A memfd made again under its name; a file created at its path (never over
+ * another: the run's tmpfs is fresh), a deleted one unlinked at once, given its
+ * mode. */
 static int create_object(struct trace_tracee *root, uint64_t scratch, const struct snap_shm *g,
 			 int64_t *fd, struct common_err *e)
 {
@@ -384,7 +440,8 @@ static int create_object(struct trace_tracee *root, uint64_t scratch, const stru
 	if (snap_inject(root, what, SYS_openat, (uint64_t)AT_FDCWD, scratch,
 			O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, g->mode, fd, e) < 0)
 		return -1;
-	return snap_inject(root, "unlink", SYS_unlinkat, (uint64_t)AT_FDCWD, scratch, 0, 0, NULL, e) < 0 ||
+	return (g->kind == SNAP_SHM_FILE &&
+		snap_inject(root, "unlink", SYS_unlinkat, (uint64_t)AT_FDCWD, scratch, 0, 0, NULL, e) < 0) ||
 	       snap_inject(root, "fchmod", SYS_fchmod, (uint64_t)*fd, g->mode, 0, 0, NULL, e) < 0 ? -1 : 0;
 }
 

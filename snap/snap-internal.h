@@ -141,6 +141,14 @@ int snap_shm_deleted(const char *path);
 /* and whether that file lies in a tmpfs directory of pid's view with the
  * file's device dev (where restore creates it again). */
 int snap_shm_on_tmpfs(pid_t pid, const char *path, dev_t dev);
+/* Whether pid's shared mapping m is of a file still linked on a tmpfs of the
+ * run (a named semaphore, shm_open's memory): at its path in pid's view, one
+ * link (version 6 holds it, made again at its path). */
+int snap_shm_named(pid_t pid, const struct trace_map *m);
+/* A deleted name of a file linked again under one other name in the same
+ * directory (glibc's sem_open links its temporary file to the semaphore's
+ * name): m->path becomes that name, 1; else 0. */
+int snap_shm_relinked(pid_t pid, struct trace_map *m);
 /* A descriptor of pid (its /proc link and stat) held as a shared memory
  * object: a memfd, or since version 6 a deleted file on a tmpfs of the run. */
 struct stat;

@@ -80,8 +80,8 @@
  *         {u32 capacity, u64 len, bytes (len <= capacity)},
  *   version 5 and up: u32 nshms, shm[] in order of first use (by process, its
  *         descriptors then its regions) = {u32 kind, u32 sealable, str name,
- *         u64 size, version 6: u32 mode (a deleted file's permission bits,
- *         else 0), content: bitmap + non-zero pages as a region's, of the
+ *         u64 size, version 6: u32 mode (a file's permission bits, else
+ *         0), content: bitmap + non-zero pages as a region's, of the
  *         pages [0, size rounded up)}; version 5 processes may hold objects
  *         and SysV attachments (the root holds every segment's record, the
  *         first attachment in the tree its content),
@@ -151,16 +151,17 @@ struct snap_region {
  * again by every process that had it, at the same addresses. */
 enum snap_shm_kind {
 	SNAP_SHM_ANON = 0 /* MAP_SHARED|MAP_ANONYMOUS */, SNAP_SHM_MEMFD = 1,
-	SNAP_SHM_FILE = 2 /* v6: a deleted file on a tmpfs of the run */
+	SNAP_SHM_FILE = 2,  /* v6: a deleted file on a tmpfs of the run */
+	SNAP_SHM_NAMED = 3  /* v6: a file on a tmpfs of the run, mapped shared, still linked */
 };
 #define SNAP_SHM_NAME_MAX 249u     /* memfd_create's bound on a name */
 #define SNAP_SHM_PATH_MAX 4000u    /* a deleted file's path (it fits a scratch page) */
 struct snap_shm {
 	uint32_t kind, sealable;   /* sealable: a memfd that accepts seals (none set) */
-	char *name;                /* a memfd's name, a deleted file's absolute path
-				    * (" (deleted)" cut), "" for anonymous memory */
+	char *name;                /* a memfd's name, a file's absolute path (a deleted
+				    * one's " (deleted)" cut), "" for anonymous memory */
 	uint64_t size;             /* a memfd's or file's size; anonymous: its mapped extent */
-	uint32_t mode;             /* v6: a deleted file's permission bits, else 0 */
+	uint32_t mode;             /* v6: a file's permission bits, else 0 */
 	struct snap_region content; /* [0, size rounded up to pages) */
 };
 struct snap_fd {

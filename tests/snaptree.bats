@@ -171,3 +171,7 @@ load snaptree/lib
 @test "snaptree: shm_deleted_fd" {
 	snaptree_case shm_deleted_fd
 }
+
+@test "snaptree: shm_named" {
+	snaptree_case shm_named
+}

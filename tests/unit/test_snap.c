@@ -985,6 +985,9 @@ static void test_decoder_shm(const struct snap_image *im)
 	REFUSED(g[2].name, "/dev/shm/..", "shared memory object kind, name or size");
 	REFUSED(g[2].kind, SNAP_SHM_ANON, "shared memory object kind, name or size");
 	REFUSED(fds[nf - 1].size, 1, "names no object");
+	/* a file still linked is mapped only, never held by a descriptor */
+	REFUSED(g[2].kind, SNAP_SHM_NAMED, "names no object");
+	REFUSED(g[2].kind, 4, "shared memory object kind, name or size");
 	REFUSED(g[1].name, "x", "shared memory object kind, name or size");
 	REFUSED(g[1].size, 0, "shared memory object kind, name or size");
 	REFUSED(g[0].sealable, 2, "shared memory object kind, name or size");
