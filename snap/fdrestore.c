@@ -175,6 +175,24 @@ static const struct snap_object *object_at(const struct snap_state *st, uint32_t
 	return NULL;
 }
 
+/* A Unix socket's path (sa, len at scratch) taken by a socket file nobody
+ * listens on (a connect is refused): the file a listener left, as in a directory
+ * the run binds that outlives it (a chain's next link), unlinked. 1 when it was. */
+static int unlink_stale(struct fr *f, const struct snap_object *o, size_t len)
+{
+	uint64_t sk[6] = { AF_UNIX, o->type | SOCK_CLOEXEC, 0, 0, 0, 0 }, at[6] = { 0 };
+	int64_t s, r = 0, ign;
+	if (o->addr[0] == 0 || trace_tracee_inject(f->t, SYS_socket, sk, &s, f->e) < 0 || s < 0)
+		return 0;
+	uint64_t c[6] = { (uint64_t)s, f->scratch, len, 0, 0, 0 }, cl[6] = { (uint64_t)s, 0, 0, 0, 0, 0 };
+	if (trace_tracee_inject(f->t, SYS_connect, c, &r, f->e) < 0 ||
+	    trace_tracee_inject(f->t, SYS_close, cl, &ign, f->e) < 0 || r != -ECONNREFUSED)
+		return 0;
+	at[0] = (uint64_t)AT_FDCWD;
+	at[1] = f->scratch + offsetof(struct sockaddr_un, sun_path);
+	return trace_tracee_inject(f->t, SYS_unlinkat, at, &r, f->e) == 0 && r == 0;
+}
+
 static int bind_listen(struct fr *f, const struct snap_object *o, uint32_t fd)
 {
 	uint8_t sa[128];
@@ -206,9 +224,15 @@ static int bind_listen(struct fr *f, const struct snap_object *o, uint32_t fd)
 		return -1;
 	if (r < 0)
 		return common_errf(f->e, "restore", "setsockopt(SO_REUSEADDR): %s", strerror((int)-r));
-	if (o->addrlen && (scratch_put(f, sa, len) < 0 ||
-			   must(f, "bind", SYS_bind, fd, f->scratch, len, 0, NULL) < 0))
+	uint64_t b[6] = { fd, f->scratch, len, 0, 0, 0 };
+	if (o->addrlen && (scratch_put(f, sa, sizeof sa) < 0 ||
+			   trace_tracee_inject(f->t, SYS_bind, b, &r, f->e) < 0))
 		return -1;
+	if (o->addrlen && r == -EADDRINUSE && o->family == AF_UNIX && unlink_stale(f, o, len) &&
+	    trace_tracee_inject(f->t, SYS_bind, b, &r, f->e) < 0)
+		return -1;
+	if (o->addrlen && r < 0)
+		return common_errf(f->e, "restore", "bind: %s", strerror((int)-r));
 	if (o->state == SNAP_SOCK_LISTENING &&
 	    must(f, "listen", SYS_listen, fd, o->backlog, 0, 0, NULL) < 0)
 		return -1;

@@ -285,3 +285,37 @@ take_stop() {
 		rm -rf "$U"
 	done
 }
+
+@test "a Unix listener whose socket file outlives its run (in a bound directory) is bound again over it on restore" {
+	d="$BATS_TEST_TMPDIR/keep"
+	mkdir -p "$d"
+	chmod 777 "$d"
+	cat >"$d/l.py" <<'PY'
+import socket, time
+l = socket.socket(socket.AF_UNIX)
+l.bind('/keep/sock')
+l.listen(4)
+for s in range(40):
+    print('step', s, flush=True)
+    time.sleep(0.05)
+c = socket.socket(socket.AF_UNIX)
+c.connect('/keep/sock')
+a, _ = l.accept()
+c.send(b'reached')
+print(a.recv(16).decode(), flush=True)
+PY
+	SRC=$(tree_lease /usr/bin/python3 active)
+	sbx-run --lease "$SRC" --rw "$d:/keep" -- /usr/bin/python3 /keep/l.py >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 200); do
+		grep -q "step 2" "$BATS_TEST_TMPDIR/src.out" && break
+		sleep 0.05
+	done
+	take_stop "$SRC"
+	wait "$pid" || true
+	[ -S "$d/sock" ]
+	TGT=$(tree_lease /usr/bin/python3 funded)
+	run sbx-restore "$DIGEST" --lease "$TGT" --rw "$d:/keep"
+	assert_success
+	[[ $output == *reached* ]]
+}
