@@ -24,16 +24,21 @@
 # test_multiprocessing_spawn needs more than one lease: every interpreter it
 # spawns re-reads the standard library's .pyc files, 1.41 GiB of file reads in
 # all natively (1.47 GiB with its pipes and sockets, which storage_read, the
-# kernel's rchar, counts too), past storage_read's 1 GiB ceiling: its lease
-# closes on storage_read after some 166 of its 339 passing cases. sbx-run
-# --chain cannot carry it over: multiprocessing's heap is a deleted /dev/shm
-# file mapped shared, which a snapshot refuses ("mapping of deleted file ...
-# is not supported"), so the link runs on to its bound.
+# kernel's rchar, counts too), past storage_read's 1 GiB ceiling: in one lease
+# it closes on storage_read after some 166 of its 339 passing cases. So under
+# sbx (not sbx-trace: a chain takes no trace) the modules of COMPAT_CHAIN
+# (default: that one) run as a user would run them, as a chain of leases
+# (sbx-run --chain COMPAT_LINKS, default 4): each link's tree is snapshotted
+# near the bound (multiprocessing's heap, a deleted /dev/shm file mapped
+# shared, and its named semaphores are held since snapshot format 6) and
+# restored into the next lease. The run's /tmp is its own tmpfs, which no
+# snapshot carries, and regrtest works in a directory of TMPDIR: so TMPDIR is
+# a directory of the host bound into the run, which outlives every link.
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
 # and every case that passes natively but not under sbx, with its first error.
 # Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
 # COMPAT_SUITES picks from "cpython jvm libuv git"; COMPAT_MODULES overrides the
-# CPython module list). Run it un-niced: a root
+# CPython module list, COMPAT_CHAIN the modules run as a chain under sbx). Run it un-niced: a root
 # invoker may lower a niceness natively, a guest (no CAP_SYS_NICE) may not.
 set -eu
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
@@ -54,7 +59,9 @@ test_multiprocessing_spawn}"
 : "${GIT_SRC:=}" "${GIT_TIMEOUT:=600}" "${COMPAT_CACHE:=/var/tmp/sbx-bench-compat-cache}"
 : "${GIT_TESTS:=t0000 t0052 t0301 t1300 t1301 t2200 t3200 t3400 t3903 t4013 t5300 t5510 t6300 t7001
 t7003 t7508 t7810}"
-: "${COMPAT_TIMEOUT:=1200}"
+: "${COMPAT_TIMEOUT:=1200}" "${COMPAT_CHAIN:=test_multiprocessing_spawn}" "${COMPAT_LINKS:=4}"
+# a chained module's TMPDIR (see above), searchable by the guest
+mkdir -m 1777 "$W/tmp"
 suite() { case " $COMPAT_SUITES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if suite cpython && ! [ -f /usr/lib/python3.11/test/test_os.py ]; then
 	echo "compat: no CPython test suite (make bench-deps)" >&2; exit 1
@@ -116,16 +123,24 @@ cases() {
 
 # py VARIANT RUN...: each CPython module in a run of its own (a run's fuel
 # bound is the suite's, and a hang ends one module); "MODULE<TAB>why" into
-# VARIANT.mods for a module that timed out or whose run sbx-run ended
+# VARIANT.mods for a module that timed out or whose run sbx-run ended. Under
+# sbx RUN is sbx-run and its options ("--" comes here, after a chain's).
 py() {
 	v=$1
 	shift
 	: >"$W/$v.out"
 	for m in $COMPAT_MODULES; do
 		start=$(date +%s)
-		timeout -k 30 "$COMPAT_TIMEOUT" "$@" $PY -m test -u network -v "$m" >"$W/mod.out" 2>&1 </dev/null || true
+		chain= sep= limit=$COMPAT_TIMEOUT
+		[ "$v" = native ] || sep=--
+		# a chain snapshots and restores a tree at every link: twice the time
+		case "$v: $COMPAT_CHAIN " in
+		"sbx:"*" $m "*) chain="--chain $COMPAT_LINKS --rw $W/tmp:$W/tmp --env TMPDIR=$W/tmp"
+			limit=$((2 * COMPAT_TIMEOUT)) ;;
+		esac
+		timeout -k 30 "$limit" "$@" $chain $sep $PY -m test -u network -v "$m" >"$W/mod.out" 2>&1 </dev/null || true
 		cat "$W/mod.out" >>"$W/$v.out"
-		ended "$start" "$COMPAT_TIMEOUT" "$W/mod.out" | sed "s/^/$m\t/" >>"$W/$v.mods"
+		ended "$start" "$limit" "$W/mod.out" | sed "s/^/$m\t/" >>"$W/$v.mods"
 	done
 }
 
@@ -239,7 +254,7 @@ run_variant() {
 		set -- "$SBX_BUILD/bin/sbx-run" --ephemeral --env HOME=/tmp
 		[ "$v" = sbx ] || set -- "$@" --trace "$W/t.jsonl" --trace-level file
 		if suite cpython; then
-			py "$v" "$@" --
+			py "$v" "$@"
 		fi
 		if suite jvm; then
 			"$@" --rw "$W/j:/j" -- /bin/sh -c "$(jvm)" >"$W/$v.jvm" 2>&1 || true

@@ -147,7 +147,8 @@ static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb, u
 	if (named && (version < 5 || link[0] != '/' || strstr(link, " (deleted)")))
 		return common_errf(e, "capture", "fd %u: named FIFO %s is not supported%s", f->fd,
 				   link, version < 5 ? "" : " (it is not reachable by its path)");
-	if ((f->flags & O_ACCMODE) == O_RDWR)
+	/* a named FIFO's (version 6) is opened again at its path */
+	if ((f->flags & O_ACCMODE) == O_RDWR && (!named || version < 6))
 		return common_errf(e, "capture", "fd %u: %s%s opened for reading and writing "
 				   "is not supported", f->fd, named ? "named FIFO " : "a pipe",
 				   named ? link : "");

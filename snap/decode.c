@@ -221,6 +221,10 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 		if (f->kind == SNAP_FD_PIPE && (f->size > (f->path[0] ? 07777u : 0) ||
 						memcmp(f->hash, (const uint8_t[32]){0}, 32)))
 			return codec_rd_fail(r, "pipe end with a hash or a mode out of range");
+		if (f->kind == SNAP_FD_PIPE && (f->flags & O_ACCMODE) == O_RDWR &&
+		    (st->version < 6 || !f->path[0]))
+			return codec_rd_fail(r, "pipe end opened for reading and writing that is no "
+					     "named FIFO's (version 6)");
 		if (f->kind == SNAP_FD_SHM &&
 		    (f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK | O_APPEND) || f->size > SNAP_OBJ_MAX ||
 		     f->pos > SNAP_MAX_BYTES || memcmp(f->hash, (const uint8_t[32]){0}, 32)))

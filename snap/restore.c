@@ -378,6 +378,8 @@ static int restore_fds(struct rs *s)
 		if (kept_std(s, f) || (f->kind == SNAP_FD_STREAM && !s->h))
 			rc = f->fd <= 2 && have[f->fd] ? 0 :
 				common_errf(s->e, "restore", "standard fd %u is not open", f->fd);
+		else if (f->kind == SNAP_FD_PIPE && (f->flags & O_ACCMODE) == O_RDWR)
+			rc = path_fd(s, f); /* a named FIFO's, made again at its path */
 		else if (f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE || f->kind == SNAP_FD_SHM)
 			rc = held_fd(s, f);
 		else

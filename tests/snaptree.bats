@@ -175,3 +175,7 @@ load snaptree/lib
 @test "snaptree: shm_named" {
 	snaptree_case shm_named
 }
+
+@test "snaptree: fifo_rdwr" {
+	snaptree_case fifo_rdwr
+}
