@@ -708,6 +708,10 @@ static void test_decoder_tree(const struct snap_image *im)
 	fds[0].pos = 1;
 	tree_refused(&s, "names no pipe");
 	fds[0].pos = 0;
+	/* reading and writing: a named FIFO's only */
+	fds[0].flags = O_RDWR;
+	tree_refused(&s, "no named FIFO's");
+	fds[0].flags = O_WRONLY;
 	fds[1].pos = 3;
 	tree_refused(&s, "descriptor kind");
 	fds[1].pos = 1;
