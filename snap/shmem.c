@@ -274,6 +274,12 @@ static int shm_finish(struct snap_shm *g, struct snap_shm_src *s, struct common_
 		int fd = s->fd >= 0 ? s->fd : s->mapfd;
 		if (fd >= 0 && fstat(fd, &sb) < 0)
 			return common_errno(e, errno, "deleted file %s", g->name);
+		/* restored as one file under its one name, or none */
+		if (fd >= 0 && sb.st_nlink != (g->kind == SNAP_SHM_NAMED))
+			return common_errf(e, "capture", "%s%s has %lu links: a shared file also "
+					   "linked under another name is not supported", g->name,
+					   g->kind == SNAP_SHM_FILE ? " (deleted)" : "",
+					   (unsigned long)sb.st_nlink);
 		g->size = fd >= 0 ? (uint64_t)sb.st_size : g->size;
 		g->mode = fd >= 0 ? sb.st_mode & 07777 : 0600;
 	} else if (s->fd >= 0) {

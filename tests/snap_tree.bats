@@ -319,3 +319,29 @@ PY
 	assert_success
 	[[ $output == *reached* ]]
 }
+
+@test "a deleted /dev/shm file still linked under another name is refused by name, never restored as deleted" {
+	SRC=$(tree_lease /usr/bin/python3 active)
+	sbx-run --lease "$SRC" -- /usr/bin/python3 -c '
+import mmap, os, time
+os.mkdir("/dev/shm/sub")
+fd = os.open("/dev/shm/a", os.O_CREAT | os.O_RDWR, 0o600)
+os.ftruncate(fd, 4096)
+os.link("/dev/shm/a", "/dev/shm/sub/b")
+os.unlink("/dev/shm/a")
+m = mmap.mmap(fd, 4096)
+m[0] = 1
+print("mapped", flush=True)
+time.sleep(30)' >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 200); do
+		grep -q mapped "$BATS_TEST_TMPDIR/src.out" && break
+		sleep 0.05
+	done
+	run sbx-snap take "$SRC"
+	assert_failure
+	[[ $output == *"/dev/shm/a (deleted)"* ]]
+	[ "$(sbx-lease show "$SRC" | jq -r .lease.state)" = Active ]
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" || true
+}
