@@ -216,7 +216,8 @@ static void map_file(struct snap_shm_src *s, pid_t pid, const struct snap_region
 	else
 		snprintf(p, sizeof p, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, r->start,
 			 r->end);
-	s->mapfd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* a map_files entry is a magic link, followed; a named file's is not one */
+	s->mapfd = open(p, O_RDONLY | O_CLOEXEC | (kind == SNAP_SHM_NAMED ? O_NOFOLLOW : 0));
 	if (s->mapfd >= 0 && (fstat(s->mapfd, &sb) < 0 || (uint32_t)sb.st_ino != (uint32_t)s->ino)) {
 		close(s->mapfd);
 		s->mapfd = -1;

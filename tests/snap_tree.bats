@@ -323,14 +323,19 @@ PY
 @test "a deleted /dev/shm file still linked under another name is refused by name, never restored as deleted" {
 	SRC=$(tree_lease /usr/bin/python3 active)
 	sbx-run --lease "$SRC" -- /usr/bin/python3 -c '
-import mmap, os, time
+import ctypes, mmap, os, time
 os.mkdir("/dev/shm/sub")
 fd = os.open("/dev/shm/a", os.O_CREAT | os.O_RDWR, 0o600)
 os.ftruncate(fd, 4096)
 os.link("/dev/shm/a", "/dev/shm/sub/b")
 os.unlink("/dev/shm/a")
-m = mmap.mmap(fd, 4096)
-m[0] = 1
+# mapped only: no descriptor is left to say it is linked (map_files does)
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+p = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+os.close(fd)
+ctypes.memset(p, 1, 1)
 print("mapped", flush=True)
 time.sleep(30)' >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
 	pid=$!
