@@ -114,6 +114,11 @@ static int request_snapshot(struct run *r, pid_t guest, pid_t held, int stop, in
 					 .renter_sig = json_string_value(json_object_get(peer, "renter_sig")) };
 	if (!r->opts || !r->opts->snap)
 		return common_errf(e, "snapshot", "this program takes no snapshots");
+	/* the channel's result goes to this run's --state-out only: a restored run
+	 * would hold a copy of the memory file and nowhere to deliver it */
+	if (r->opts->state_in || r->opts->state_out)
+		return common_errf(e, "snapshot", "this run carries a --state-in/--state-out "
+				   "channel, whose result a restored run could not deliver");
 	if (r->rec) {
 		trace_rec_flush(r->rec);
 		trace_rec_head(r->rec, rq.trace_head);
