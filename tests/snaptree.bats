@@ -163,3 +163,19 @@ load snaptree/lib
 @test "snaptree: fifo" {
 	snaptree_case fifo
 }
+
+@test "snaptree: shared_eventfd" {
+	snaptree_case shared_eventfd
+}
+
+@test "snaptree: shared_socketpair" {
+	snaptree_case shared_socketpair
+}
+
+@test "snaptree: shared_epoll" {
+	snaptree_case shared_epoll
+}
+
+@test "snaptree: shared_listener" {
+	snaptree_case shared_listener
+}

@@ -1,0 +1,42 @@
+/* snaptree guest: two eventfds made before the fork and kept by parent and
+ * child, both using them: each step the parent adds to the first, the child
+ * reads it a moment later (the count waits across the pause) and answers on
+ * the second, a semaphore the parent takes twice. */
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "fdguest.h"
+
+int main(void)
+{
+	int ev = eventfd(0, 0), ack = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	CHECK(ev >= 0 && ack >= 0);
+	pid_t kid = fork();
+	CHECK(kid >= 0);
+	if (kid == 0) {
+		for (int s = 0; s < STEPS; s++) {
+			uint64_t v, two = 2;
+			pause_ms(30);
+			CHECK(read(ev, &v, 8) == 8);
+			mix(&v, 8);
+			printf("child got %llu\n", (unsigned long long)v);
+			CHECK(write(ack, &two, 8) == 8);
+			step_done(s, "child");
+		}
+		_exit(5);
+	}
+	uint64_t sum = 0;
+	for (int s = 0; s < STEPS; s++) {
+		uint64_t v = (uint64_t)s + 1, a;
+		CHECK(write(ev, &v, 8) == 8);
+		for (int k = 0; k < 2; k++) {
+			CHECK(read(ack, &a, 8) == 8 && a == 1);
+			sum += a;
+		}
+	}
+	int st;
+	CHECK(waitpid(kid, &st, 0) == kid);
+	printf("parent took %llu, child exit %d\n", (unsigned long long)sum, WEXITSTATUS(st));
+	return 0;
+}
