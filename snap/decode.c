@@ -219,7 +219,8 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 		/* a shared object may be another process's standard descriptor (pid 0: the root) */
 		if ((f->kind == SNAP_FD_OBJECT || f->kind == SNAP_FD_SHARED) &&
 		    ((f->fd <= 2 && (f->kind == SNAP_FD_OBJECT || !st->pid)) || f->pos ||
-		     (f->kind == SNAP_FD_SHARED && f->size > SNAP_OBJ_MAX) || f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
+		     (f->kind == SNAP_FD_SHARED && f->size > SNAP_OBJ_MAX) ||
+		     f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
 		     memcmp(f->hash, (const uint8_t[32]){0}, 32)))
 			return codec_rd_fail(r, "object descriptor with a position, hash or flags");
 		if (f->kind == SNAP_FD_PIPE && (f->size > (f->path[0] ? 07777u : 0) ||

@@ -160,6 +160,11 @@ static int capture_epoll(pid_t pid, const char *info, struct snap_object *o, str
 		o->watch[o->nwatch++] = (struct snap_watch){ tfd, ev, data };
 	}
 	qsort(o->watch, o->nwatch, sizeof *o->watch, cmp_watch);
+	for (size_t i = 1; i < o->nwatch; i++)
+		if (o->watch[i].fd == o->watch[i - 1].fd)
+			return common_errf(e, "capture", "fd %u: epoll set watches two files under "
+					   "descriptor %u (added by different processes): not supported",
+					   o->fd, o->watch[i].fd);
 	return 0;
 }
 

@@ -386,8 +386,8 @@ static int restore_fds(struct rs *s)
 			rc = path_fd(s, f);
 	}
 	/* the holders go once every descriptor is in place */
-	for (uint32_t fd = 0; s->h && rc == 0 && fd < 2 * s->root->npipes + 3 + s->root->nshms + s->root->nkobjs;
-	     fd++) {
+	size_t held = s->h ? 2 * s->root->npipes + 3 + s->root->nshms + s->root->nkobjs : 0;
+	for (uint32_t fd = 0; rc == 0 && fd < held; fd++) {
 		int64_t ign;
 		rc = call(s, SYS_close, s->h->base + fd, 0, 0, 0, 0, 0, &ign);
 	}
