@@ -239,12 +239,20 @@ void snap_kobjs_put(struct codec_buf *b, const struct snap_state *root)
 	}
 }
 
-static int holds(const struct snap_state *p, uint32_t fd, uint32_t kind, uint64_t size)
+/* Whether process p holds shared object number num; has descriptor fd open. */
+static int holds_object(const struct snap_state *p, uint32_t num)
 {
 	for (size_t i = 0; i < p->nfds; i++)
-		if (p->fds[i].fd == fd || fd == UINT32_MAX)
-			if (kind == UINT32_MAX || (p->fds[i].kind == kind && p->fds[i].size == size))
-				return 1;
+		if (p->fds[i].kind == SNAP_FD_SHARED && p->fds[i].size == num)
+			return 1;
+	return 0;
+}
+
+static int has_fd(const struct snap_state *p, uint32_t fd)
+{
+	for (size_t i = 0; i < p->nfds; i++)
+		if (p->fds[i].fd == fd)
+			return 1;
 	return 0;
 }
 
@@ -283,10 +291,10 @@ static int check_kobjs(struct codec_rd *r, const struct snap_state *root)
 		if (o->kind != SNAP_OBJ_EPOLL)
 			continue;
 		const struct snap_state *w = proc_of((struct snap_state *)root, o->owner);
-		if (!holds(w, UINT32_MAX, SNAP_FD_SHARED, o->fd))
+		if (!holds_object(w, o->fd))
 			return codec_rd_fail(r, "shared epoll set's owner does not hold it");
 		for (size_t i = 0; i < o->nwatch; i++)
-			if (!holds(w, o->watch[i].fd, UINT32_MAX, 0))
+			if (!has_fd(w, o->watch[i].fd))
 				return codec_rd_fail(r, "shared epoll watch of a descriptor its owner "
 						     "has not open");
 	}

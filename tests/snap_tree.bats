@@ -289,3 +289,36 @@ take_stop() {
 		rm -rf "$U"
 	done
 }
+
+@test "an unprivileged invoker snapshots trees sharing kernel objects (socket pairs split or kept by both, an epoll set) and restores them" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	for name in shared_socketpair shared_epoll; do
+		case $name in
+		shared_socketpair) shape='[2,["unix-socket","unix-socket","unix-socket","unix-socket"]]' ;;
+		shared_epoll) shape='[2,["epoll","eventfd"]]' ;;
+		esac
+		U=$(mktemp -d /var/tmp/sbx-tree.XXXXXX)
+		chmod 0777 "$U"
+		g="$GUESTS/snaptree/$name"
+		want=$(cd "$BATS_TEST_TMPDIR" && "$g")
+		run $SBX_AS_NOBODY env SBX_STORE="$U/store" PATH="$PATH" G="$g" U="$U" bash -c '
+			lease() {
+				out=$(sbx-lease request --image "$G" --escrow 10 --limits namespace_bytes=256M |
+					sbx-lease fund --amount 10 --evidence -) || exit 1
+				[ "$1" = active ] && out=$(printf "%s" "$out" | sbx-lease activate --evidence -)
+				printf "%s" "$out" | jq -r .lease.id
+			}
+			SRC=$(lease active)
+			sbx-run --lease "$SRC" -- "$G" >"$U/src.out" 2>/dev/null &
+			sleep 0.8
+			D=$(sbx-snap take "$SRC" --stop | jq -r .digest) || exit 2
+			wait
+			sbx-snap show "$D" |
+				jq -c "[(.processes | length), [.shared_objects[].kind]]" >"$U/shape"
+			sbx-restore "$D" --lease "$(lease funded)" >"$U/tgt.out" || exit 3'
+		assert_success
+		assert_equal "$(cat "$U/shape")" "$shape"
+		assert_equal "$(cat "$U/src.out" "$U/tgt.out")" "$want"
+		rm -rf "$U"
+	done
+}
