@@ -179,3 +179,7 @@ load snaptree/lib
 @test "snaptree: shared_listener" {
 	snaptree_case shared_listener
 }
+
+@test "snaptree: shared_pty" {
+	snaptree_case shared_pty
+}
