@@ -1,8 +1,10 @@
-/* snaptree guest: an abstract Unix listener made by the parent and inherited
- * by a child that accepts: the parent connects, each step sends a request
- * the child reads after a pause and answers, the answer waiting a pause
- * too; at the end a second client must still reach the child through the
- * listener both kept. */
+/* snaptree guest: an abstract Unix listener and a loopback TCP listener made
+ * by the parent and inherited by a child that accepts: the parent connects
+ * to the first, each step sends a request the child reads after a pause and
+ * answers, the answer waiting a pause too; at the end a second client of
+ * each must still reach the child through the listeners both kept. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -29,7 +31,20 @@ static int client(void)
 	return c;
 }
 
-static void child(int l)
+/* A TCP listener on a loopback port the system picks: its socket and port. */
+static int tcp_listener(struct sockaddr_in *a)
+{
+	socklen_t len = sizeof *a;
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	memset(a, 0, sizeof *a);
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(l >= 0 && bind(l, (struct sockaddr *)a, sizeof *a) == 0 && listen(l, 2) == 0 &&
+	      getsockname(l, (struct sockaddr *)a, &len) == 0);
+	return l;
+}
+
+static void child(int l, int tl)
 {
 	int c = accept(l, NULL, NULL);
 	char buf[16];
@@ -46,6 +61,9 @@ static void child(int l)
 	int late = accept(l, NULL, NULL);
 	CHECK(late >= 0 && read(late, buf, 4) == 4 && write(late, "ok", 2) == 2);
 	printf("late client %.4s\n", buf);
+	late = accept(tl, NULL, NULL);
+	CHECK(late >= 0 && read(late, buf, 4) == 4 && write(late, "ok", 2) == 2);
+	printf("tcp client %.4s\n", buf);
 	fflush(stdout);
 	_exit(3);
 }
@@ -56,10 +74,12 @@ int main(void)
 	socklen_t len = addr(&a);
 	int l = socket(AF_UNIX, SOCK_STREAM, 0);
 	CHECK(l >= 0 && bind(l, (struct sockaddr *)&a, len) == 0 && listen(l, 4) == 0);
+	struct sockaddr_in ta;
+	int tl = tcp_listener(&ta);
 	pid_t kid = fork();
 	CHECK(kid >= 0);
 	if (kid == 0)
-		child(l);
+		child(l, tl);
 	int c = client();
 	char buf[16];
 	uint64_t h = 0;
@@ -72,6 +92,9 @@ int main(void)
 	}
 	int late = client();
 	CHECK(write(late, "late", 4) == 4 && read(late, buf, 2) == 2);
+	int tc = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(tc >= 0 && connect(tc, (struct sockaddr *)&ta, sizeof ta) == 0);
+	CHECK(write(tc, "tcp!", 4) == 4 && read(tc, buf, 2) == 2);
 	int st;
 	CHECK(waitpid(kid, &st, 0) == kid);
 	printf("parent %llu %.2s, child exit %d\n", (unsigned long long)h, buf, WEXITSTATUS(st));
