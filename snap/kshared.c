@@ -3,8 +3,8 @@
  * socket pair split between parent and child. Each is captured once into the
  * root's table, made once in the root before the tree is forked and handed
  * to every holder from there, as the pipes are (skeleton.c). */
-#include <errno.h>
 #include <linux/kcmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -76,6 +76,15 @@ static void group_refs(struct snap_state *root, const pid_t *hosts, struct kgrou
 	}
 }
 
+/* "the root process" or "process N" (its namespace pid), for messages. */
+static const char *holder_name(const struct kref *r, char buf[32])
+{
+	if (!r->k)
+		return "the root process";
+	snprintf(buf, 32, "process %u", r->p->pid);
+	return buf;
+}
+
 /* The group of a pair end's other end or a slave's master, anywhere in the run. */
 static int other_end(const struct kgroups *g, const struct kref *r, struct common_err *e)
 {
@@ -91,11 +100,12 @@ static int other_end(const struct kgroups *g, const struct kref *r, struct commo
 		    x->index == o->index)
 			return (int)g->r[q].g;
 	}
+	char who[32];
 	if (o->kind == SNAP_OBJ_PTY_SLAVE)
-		return common_errf(e, "capture", "fd %u of process %u: a pty slave whose master the "
-				   "run does not hold is not supported", o->fd, r->p->tid);
-	return common_errf(e, "capture", "fd %u of process %u: a Unix socket connected to one "
-			   "outside the run (or not back to it) is not supported", o->fd, r->p->tid);
+		return common_errf(e, "capture", "fd %u of %s: a pty slave whose master the run "
+				   "does not hold is not supported", o->fd, holder_name(r, who));
+	return common_errf(e, "capture", "fd %u of %s: a Unix socket connected to one outside "
+			   "the run (or not back to it) is not supported", o->fd, holder_name(r, who));
 }
 
 /* Both ends of a pair or pty are made together: one in the table brings the other. */
@@ -137,10 +147,11 @@ static int epoll_owners(struct kgroups *g, struct common_err *e)
 		size_t q = i + 1;
 		while (q < g->n && (g->r[q].g != r->g || g->r[q].o->stale))
 			q++;
+		char who[32];
 		if (q == g->n)
-			return common_errf(e, "capture", "fd %u of process %u: an epoll set held by "
-					   "several processes watches descriptors that no one of them "
-					   "holds all of is not supported", r->o->fd, r->p->tid);
+			return common_errf(e, "capture", "fd %u of %s: an epoll set held by several "
+					   "processes watches descriptors that no one of them holds "
+					   "all of is not supported", r->o->fd, holder_name(r, who));
 		g->rep[r->g] = q;
 	}
 	return 0;

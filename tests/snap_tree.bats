@@ -158,7 +158,7 @@ take_stop() {
 	g="$GUESTS/snap_forks"
 	for kind in split-epoll twin-epoll memfd-twice; do
 		case $kind in
-		split-epoll) why="an epoll set held by several processes watches descriptors that no one of them holds all of is not supported" ;;
+		split-epoll) why="fd 3 of the root process: an epoll set held by several processes watches descriptors that no one of them holds all of is not supported" ;;
 		twin-epoll) why="epoll set watches two files under descriptor 40 (added by different processes): not supported" ;;
 		memfd-twice) why="memfd twice is open more than once" ;;
 		esac
