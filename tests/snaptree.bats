@@ -183,3 +183,11 @@ load snaptree/lib
 @test "snaptree: shared_pty" {
 	snaptree_case shared_pty
 }
+
+@test "snaptree: shared_stdio" {
+	snaptree_case shared_stdio
+}
+
+@test "snaptree: child_stdin_pair" {
+	snaptree_case child_stdin_pair
+}
