@@ -229,9 +229,9 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 		return 0;
 	}
 	if (st->version >= 4 && snap_fd_is_object(&sb)) {
-		/* an object another process shares would be split in two when
-		 * restored per process (snap_objects_unshared); version 4 holds
-		 * the root's only */
+		/* an object another process shares is the tree's (version 6,
+		 * snap_kobjs_capture; refused before); version 4 holds the
+		 * root's only */
 		if (!root && st->version < 5)
 			return common_errf(e, "capture", "fd %u of process %u: %s: a descriptor "
 					   "object outside the root process is not supported",
@@ -272,7 +272,7 @@ static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *
 		rc = capture_fd(&c, f, st, sd, root, e);
 	}
 	if (rc == 0 && st->version >= 4)
-		rc = snap_objects_link(&c, st, e);
+		rc = snap_objects_link(st, e);
 	snap_fdctx_close(&c);
 	free(nums);
 	return rc;
@@ -843,8 +843,10 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 	}
 	if (rc == 0 && st->version >= 4)
 		rc = snap_pipes_capture(st, hosts, e);
-	if (rc == 0 && st->version >= 5)
+	if (rc == 0 && st->version == 5)
 		rc = snap_objects_unshared(st, hosts, e);
+	if (rc == 0 && st->version >= 6)
+		rc = snap_kobjs_capture(st, hosts, expect, e);
 	free(hosts);
 	return rc;
 }

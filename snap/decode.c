@@ -207,15 +207,20 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 		int v4 = st->version >= 4;
 		/* a named FIFO's end (version 5) has its path */
 		int bare = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_OBJECT ||
-			   f->kind == SNAP_FD_SHM ||
+			   f->kind == SNAP_FD_SHM || f->kind == SNAP_FD_SHARED ||
 			   (f->kind == SNAP_FD_PIPE && (st->version < 5 || !f->path[0]));
-		if (f->kind > (st->version >= 5 ? SNAP_FD_SHM : SNAP_FD_OBJECT) || f->fd > (1u << 20) ||
+		if (f->kind > (st->version >= 6 ? SNAP_FD_SHARED : st->version >= 5 ? SNAP_FD_SHM
+										    : SNAP_FD_OBJECT) ||
+		    f->fd > (1u << 20) ||
 		    (f->kind >= SNAP_FD_PIPE && !v4) ||
 		    bare != (f->path[0] == 0) || (!bare && f->path[0] != '/') ||
 		    (f->kind == SNAP_FD_STREAM && (v4 ? f->pos > 2 : f->fd > 2 || f->pos)))
 			return codec_rd_fail(r, "descriptor kind, number or path invalid");
-		if (f->kind == SNAP_FD_OBJECT &&
-		    (f->fd <= 2 || f->pos || f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
+		/* a shared object may be another process's standard descriptor (pid 0: the root) */
+		if ((f->kind == SNAP_FD_OBJECT || f->kind == SNAP_FD_SHARED) &&
+		    ((f->fd <= 2 && (f->kind == SNAP_FD_OBJECT || !st->pid)) || f->pos ||
+		     (f->kind == SNAP_FD_SHARED && f->size > SNAP_OBJ_MAX) ||
+		     f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
 		     memcmp(f->hash, (const uint8_t[32]){0}, 32)))
 			return codec_rd_fail(r, "object descriptor with a position, hash or flags");
 		if (f->kind == SNAP_FD_PIPE && (f->size > (f->path[0] ? 07777u : 0) ||
@@ -466,7 +471,9 @@ static int decode_tree(struct codec_rd *r, struct snap_state *st)
 	}
 	if (check_pipes(r, st) < 0)
 		return -1;
-	return st->version >= 5 ? decode_shms(r, st) : 0;
+	if (st->version >= 5 && decode_shms(r, st) < 0)
+		return -1;
+	return st->version >= 6 ? snap_kobjs_get(r, st) : 0;
 }
 
 /* One process body (encode_process) of root's tree. */
@@ -600,6 +607,7 @@ void snap_state_free(struct snap_state *st)
 	free(st->procs);
 	free(st->pipes);
 	snap_shms_free(st);
+	snap_kobjs_free(st);
 	free(st->exe);
 	memset(st, 0, sizeof *st);
 }

@@ -549,6 +549,8 @@ static int encode_tree(const struct snap_state *st, uint32_t ver, snap_fill_fn f
 		if (put_content(o, &g->content, o->bms ? o->bms[o->bmi++] : NULL, fill, ctx, e) < 0)
 			return -1;
 	}
+	if (ver >= 6)
+		snap_kobjs_put(&o->b, st);
 	return out_flush(o, e);
 }
 
