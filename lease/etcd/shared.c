@@ -10,6 +10,7 @@
 #include "lease/etcd/etcd.h"
 
 #define KEY_MAX 160
+#define KEPT_MAX 1024 /* values kept in memory before they are all dropped */
 
 /* What a transition read: the revision its commit compares. */
 static void note(struct lease_store *s, const char *key, int64_t rev, const json_t *val)
@@ -22,13 +23,67 @@ static int64_t noted_rev(struct lease_store *s, const char *key)
 	return json_integer_value(json_array_get(json_object_get(s->reads, key), 0));
 }
 
+/* A record or slot list this process last read or wrote is kept (s->fcache:
+ * [revision, value]) for the write path, whose commit compares the revision: a
+ * process alone at the store reads nothing. */
+static int keepable(const char *key)
+{
+	return strncmp(key, "lease/", 6) == 0 || strncmp(key, "slots/", 6) == 0;
+}
+
+static void keep(struct lease_store *s, const char *key, int64_t rev, const json_t *val)
+{
+	if (!s->fcache)
+		s->fcache = json_object();
+	if (json_object_size(s->fcache) >= KEPT_MAX)
+		json_object_clear(s->fcache);
+	json_object_set_new(s->fcache, key, json_pack("[I, O?]", (json_int_t)rev, (json_t *)val));
+}
+
+/* Another process writes here too: slot lists, which every request and end of a
+ * principal's lease changes, are then read fresh rather than compared stale. */
+static int contended(const struct lease_store *s)
+{
+	return json_is_true(json_object_get(s->fcache, "contended"));
+}
+
+static void contend(struct lease_store *s)
+{
+	if (!s->fcache)
+		s->fcache = json_object();
+	json_object_set_new(s->fcache, "contended", json_true());
+}
+
+/* The write path's value of key without a read: noted by this transition, else kept
+ * (1 with *out, which may be NULL for an absent key), 0 a read is needed. */
+static int unread(struct lease_store *s, const char *key, json_t **out)
+{
+	const json_t *seen = json_object_get(s->reads, key), *kept = json_object_get(s->fcache, key);
+
+	if (!s->kept_ok)
+		return 0;
+	if (!seen && (!kept || !keepable(key) ||
+		      (strncmp(key, "slots/", 6) == 0 && contended(s))))
+		return 0;
+	if (!seen) {
+		note(s, key, json_integer_value(json_array_get(kept, 0)), json_array_get(kept, 1));
+		s->kept_used = 1;
+	}
+	seen = json_array_get(json_object_get(s->reads, key), 1);
+	*out = json_is_null(seen) ? NULL : json_deep_copy(seen); /* null: absent */
+	return 1;
+}
+
 /* key's value parsed as JSON (NULL when absent), its revision noted. */
 static int get_json(struct lease_store *s, const char *key, json_t **out, struct common_err *e)
 {
 	char *val, name[KEY_MAX + 8];
+	const json_t *kept;
 	int64_t rev;
 
 	*out = NULL;
+	if (unread(s, key, out))
+		return 0;
 	if (lease_etcd_get(s->etcd, key, &val, &rev, e) < 0)
 		return -1;
 	snprintf(name, sizeof name, "etcd %s", key);
@@ -38,6 +93,11 @@ static int get_json(struct lease_store *s, const char *key, json_t **out, struct
 	}
 	free(val);
 	note(s, key, rev, *out);
+	kept = json_object_get(s->fcache, key);
+	if (kept && json_integer_value(json_array_get(kept, 0)) != rev)
+		contend(s);
+	if (keepable(key))
+		keep(s, key, rev, *out);
 	return 0;
 }
 
@@ -61,6 +121,42 @@ static int shared_pair_read(struct lease_store *s, const char *id, json_t **pair
 	}
 	*pair = j;
 	return 0;
+}
+
+/* The records of ids not noted or kept yet, read in one round trip and kept: a
+ * request's sweep of its principal's live leases then reads none by one. */
+static int shared_prefetch(struct lease_store *s, const json_t *ids, struct common_err *e)
+{
+	json_t *keys = json_array(), *kvs, *kv, *v;
+	char key[KEY_MAX];
+	size_t i;
+	int rc;
+
+	json_array_foreach(ids, i, v) {
+		if (!json_is_string(v))
+			continue;
+		snprintf(key, sizeof key, "lease/%s", json_string_value(v));
+		if (!json_object_get(s->reads, key) &&
+		    !json_object_get(s->fcache, key))
+			json_array_append_new(keys, json_string(key));
+	}
+	if (!s->kept_ok || json_array_size(keys) == 0) {
+		json_decref(keys);
+		return 0;
+	}
+	rc = lease_etcd_get_many(s->etcd, keys, &kvs, e);
+	json_array_foreach(rc == 0 ? kvs : NULL, i, kv) {
+		const char *k = json_string_value(json_array_get(kv, 0));
+		const char *val = json_string_value(json_array_get(kv, 1));
+		/* damaged: left for the read one by one to report */
+		if ((v = common_json_load(val, strlen(val), k, NULL)))
+			keep(s, k, json_integer_value(json_array_get(kv, 2)), v);
+		json_decref(v);
+	}
+	if (rc == 0)
+		json_decref(kvs);
+	json_decref(keys);
+	return rc;
 }
 
 static int shared_slots_read(struct lease_store *s, const char *principal, json_t **slots,
@@ -138,19 +234,41 @@ static json_t *slots_with(const json_t *list, const char *id, int live)
 	return out;
 }
 
-/* A commit whose reply was lost and whose retry then lost the comparison may have
- * been applied: it was when the record's head is our last receipt. */
-static int was_ours(struct lease_store *s, const char *lk, const char *digest,
-		    struct common_err *e)
+/* What a lost comparison answered (now: [[key, value, mod_revision], …]) is kept for
+ * the run again, for each key compared (cmp: [[key, revision], …]). 1 when the
+ * record's head is our last receipt: a commit whose reply was lost and whose retry
+ * then lost the comparison was applied. */
+static int lost(struct lease_store *s, const json_t *cmp, const json_t *now, const char *lk,
+		const char *digest)
 {
-	json_t *pair;
-	int ours;
+	const json_t *c, *kv;
+	json_t *val;
+	size_t i, j;
+	int ours = 0;
 
-	if (get_json(s, lk, &pair, e) < 0)
-		return -1;
-	ours = pair && lease_jstr(json_object_get(pair, "lease"), "head") &&
-	       strcmp(lease_jstr(json_object_get(pair, "lease"), "head"), digest) == 0;
-	json_decref(pair);
+	contend(s);
+	json_array_foreach(cmp, i, c) {
+		const char *key = json_string_value(json_array_get(c, 0));
+		int64_t rev = 0;
+		val = NULL;
+		json_array_foreach(now, j, kv) {
+			const char *v = json_string_value(json_array_get(kv, 1));
+			if (strcmp(json_string_value(json_array_get(kv, 0)), key) != 0)
+				continue;
+			rev = json_integer_value(json_array_get(kv, 2));
+			val = common_json_load(v, strlen(v), key, NULL);
+		}
+		if (strcmp(key, lk) == 0 && json_is_object(val)) {
+			const char *head = lease_jstr(json_object_get(val, "lease"), "head");
+			ours = head && strcmp(head, digest) == 0;
+		}
+		/* not JSON (the run again reads it and says so), or no clock */
+		if ((rev && !val) || (!val && strcmp(key, "clock") == 0))
+			json_object_del(s->fcache, key);
+		else if (keepable(key) || strcmp(key, "clock") == 0)
+			keep(s, key, rev, val);
+		json_decref(val);
+	}
 	return ours;
 }
 
@@ -159,7 +277,7 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 {
 	const json_t *last = json_array_get(rs, json_array_size(rs) - 1), *r;
 	const char *id = lease_jstr(rec, "id"), *pr = lease_jstr(rec, "principal");
-	json_t *cmp = json_array(), *puts = json_array(), *pair, *slots = NULL, *seen;
+	json_t *cmp = json_array(), *puts = json_array(), *pair, *slots = NULL, *seen, *now = NULL;
 	const json_t *before;
 	char lk[KEY_MAX], sk[KEY_MAX], rk[KEY_MAX];
 	enum lease_state st, prev;
@@ -198,21 +316,26 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 		json_array_append_new(cmp, json_pack("[s, I]", sk, (json_int_t)noted_rev(s, sk)));
 		json_array_append_new(puts, put_json(sk, slots));
 	}
-	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
-	if (done == 0)
-		done = was_ours(s, lk, lease_jstr(last, "digest"), e);
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, &now, e);
+	/* ours after all: every key it put carries its revision, the record's now */
+	if (done == 0 && (done = lost(s, cmp, now, lk, lease_jstr(last, "digest"))))
+		rev = json_integer_value(json_array_get(json_object_get(s->fcache, lk), 0));
+	json_decref(now);
 	if (done < 0)
 		goto out;
 	if (done == 0) {
 		s->conflict = 1;
-		json_object_del(s->fcache, "clock");
 		common_errf(e, "store", "lease %s, the slots of %s or the clock changed meanwhile "
 			    "in %s", id, pr, s->name);
 		goto out;
 	}
 	note(s, lk, rev, pair);
-	if (slots)
+	keep(s, lk, rev, pair);
+	s->kept_used = 0; /* what follows this commit starts from what it wrote */
+	if (slots) {
 		note(s, sk, rev, slots);
+		keep(s, sk, rev, slots);
+	}
 	rc = lease_ns_effect(s, rec, e);
 out:
 	json_decref(slots);
@@ -250,7 +373,7 @@ static int shared_clock_write(struct lease_store *s, const json_t *clk, struct c
 	json_t *cmp = json_pack("[[s, I]]", "clock", (json_int_t)noted_rev(s, "clock"));
 	json_t *puts = json_pack("[o]", put_json("clock", clk));
 	int64_t rev;
-	int done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	int done = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 
 	json_object_del(s->fcache, "clock"); /* changed, or not as this process read it */
 	json_decref(cmp);
@@ -323,7 +446,7 @@ static int shared_snap_put(struct lease_store *s, const char *hex, const json_t 
 	snprintf(key, sizeof key, "snapshot/%s", hex);
 	cmp = json_pack("[[s, i]]", key, 0);
 	puts = json_pack("[o]", put_json(key, rec));
-	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 	json_decref(cmp);
 	json_decref(puts);
 	return done;
@@ -338,7 +461,7 @@ static int shared_snap_del(struct lease_store *s, const char *hex, struct common
 
 	snprintf(key, sizeof key, "snapshot/%s", hex);
 	puts = json_pack("[[s, n]]", key);
-	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 	json_decref(cmp);
 	json_decref(puts);
 	return done < 0 ? -1 : 0;
@@ -379,7 +502,7 @@ static int ensure(struct lease_store *s, const char *key, const json_t *val, str
 
 	free(have);
 	if (r == 0 && rev == 0)
-		r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+		r = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 	json_decref(cmp);
 	json_decref(puts);
 	return r < 0 ? -1 : 0;
@@ -471,7 +594,7 @@ static int principal_put(struct lease_store *s, const char *name, const char *he
 	json_t *cmp = json_pack("[[s, i]]", p, 0), *puts = json_pack("[[s, s]]", p, val);
 	int64_t rev;
 	/* not applied: another caller recorded one first, and that one stands */
-	int r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	int r = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 
 	json_decref(cmp);
 	json_decref(puts);
@@ -500,6 +623,8 @@ static int unreachable(const struct lease_store *s)
 
 const struct lease_backend lease_etcd_backend = {
 	.pair_read = shared_pair_read,
+	.pairs_prefetch = shared_prefetch,
+	.creates_checked = 1,
 	.slots_read = shared_slots_read,
 	.commit = shared_commit,
 	.clock_read = shared_clock_read,
