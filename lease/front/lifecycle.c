@@ -436,11 +436,9 @@ static int edge_receipt(struct lease_store *s, const json_t *rec, enum lease_edg
 	snprintf(what, sizeof what, "cannot %s lease %s", lease_edge_name(ed), id);
 	lease_state_parse(lease_jstr(rec, "state"), &from);
 	lease_edge_next(ed, from, &to);
-	if (ed == LEASE_EDGE_OBSERVE) {
-		if (observe_receipt(rec, json_object_get(args, "usage"), batch, 1, r, &closed, e) < 0)
-			return -1;
-		return 0;
-	}
+	if (ed == LEASE_EDGE_OBSERVE) /* changed_only: no receipt when nothing moved */
+		return observe_receipt(rec, json_object_get(args, "usage"), batch,
+				       !json_is_true(json_object_get(args, "changed_only")), r, &closed, e);
 	*r = receipt_new(id, lease_jint(rec, "seq") + 1, ed, lease_jstr(rec, "state"), to, batch,
 			 lease_jstr(rec, "head"));
 	switch (ed) {
@@ -731,6 +729,8 @@ static int apply_once(struct lease_store *s, const struct lease_request *req,
 		}
 		if (edge_receipt(s, rec, steps[k].edge, steps[k].args, batch, &r, e) < 0)
 			goto unlock;
+		if (!r) /* an observation that changed nothing */
+			continue;
 		if (renter_asks(steps[k].edge) &&
 		    lease_renter_sign(s, rec, lease_jstr(rec, "principal"), r, steps[k].args, e) < 0) {
 			json_decref(r);

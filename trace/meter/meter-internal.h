@@ -52,6 +52,7 @@ struct trace_metering {
 	uint64_t bound[TRACE_DIMS]; /* the run's bound last posted (bound_hold) */
 	int bound_set;
 	struct trace_maps *maps;    /* shared file mappings held, charged by the page */
+	int final_due;              /* finished: the close observes the last usage */
 };
 
 /* The metering's failure, kept once: -1. */

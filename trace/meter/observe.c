@@ -96,14 +96,7 @@ static void *writer_main(void *arg)
 
 	pthread_setname_np(pthread_self(), "sbx-observe");
 	(void)trace_prio_join(&pr, w->tracer);
-	int open_rc = lease_store_open(lease_store_name(mt->o.store), &s, &e);
-
 	pthread_mutex_lock(&w->mu);
-	if (open_rc < 0) {
-		w->failed = 1;
-		w->err = e;
-		common_err_context(&w->err, "recording usage");
-	}
 	for (;;) {
 		while (!w->stop && w->written == w->posted && w->bound_written == w->bound_posted)
 			pthread_cond_wait(&w->post_cv, &w->mu);
@@ -121,7 +114,14 @@ static void *writer_main(void *arg)
 		/* a closed lease takes no more observations; a failure is reported once */
 		if (!w->failed && !w->closed[0]) {
 			pthread_mutex_unlock(&w->mu);
-			rc = meter_obs_write(s, w->lease, u, closed, &e);
+			/* opened at the first observation: a short run may make none */
+			if (!s && lease_store_open(lease_store_name(mt->o.store), &s, &e) < 0) {
+				s = NULL;
+				common_err_context(&e, "recording usage");
+				rc = -1;
+			} else {
+				rc = meter_obs_write(s, w->lease, u, closed, &e);
+			}
 			pthread_mutex_lock(&w->mu);
 			if (rc < 0 && !w->failed) {
 				w->failed = 1;
