@@ -743,3 +743,18 @@ as_other() { XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" "$@"; }
 	assert_success
 	assert_output --partial "0 failed"
 }
+
+@test "a process alone at the store compares what it kept: no read per transition; a record moved meanwhile is decided again" {
+	# tests/unit/test_lease.c, test_store_kept: 33 transitions of one lease in one
+	# process, then another handle moves it and the first's stale head is refused
+	SBX_TEST_STORE=$SBX_STORE SBX_TEST_KEPT=1 run "$SBX_BUILD/tests/test_lease"
+	assert_success
+	assert_output --partial "0 failed"
+	[ -n "${SBX_TEST_ETCD:-}" ] || return 0
+	command -v strace >/dev/null || skip "strace not installed"
+	SBX_STORE=$(sbx_etcd_url "k$BATS_TEST_NUMBER") SBX_TEST_STORE=$(sbx_etcd_url "k$BATS_TEST_NUMBER") \
+		SBX_TEST_KEPT=1 strace -f -qq -e trace=sendto -s 48 -o st.txt "$SBX_BUILD/tests/test_lease" >/dev/null
+	# two handles' opening reads and the stale head's re-reads, not one a transition
+	reads=$(grep -c 'POST /v3/kv/range' st.txt)
+	[ "$reads" -le 16 ] || { echo "$reads reads for 35 transitions"; return 1; }
+}
