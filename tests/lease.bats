@@ -758,3 +758,29 @@ as_other() { XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" "$@"; }
 	reads=$(grep -c 'POST /v3/kv/range' st.txt)
 	[ "$reads" -le 16 ] || { echo "$reads reads for 35 transitions"; return 1; }
 }
+
+@test "etcd: a principal's slots as one list (a store written before slot keys) count, and move into slot keys at its next change" {
+	[ -n "${SBX_TEST_ETCD:-}" ] || skip "etcd's key layout"
+	p="/t$BATS_TEST_NUMBER"
+	new_lease --principal old >a.json
+	new_lease --principal old >b.json
+	a=$(jq -r .lease.id a.json) b=$(jq -r .lease.id b.json)
+	# each live lease holds one key slots/PRINCIPAL/NN
+	assert_equal "$(sbx_etcdctl get --prefix "$p/slots/old/" --keys-only | grep -c .)" 2
+	# as the list an earlier sbx kept
+	sbx_etcdctl del --prefix "$p/slots/old/" >/dev/null
+	sbx_etcdctl put "$p/slots/old" "[\"$a\",\"$b\"]" >/dev/null
+	sbx-lease verify >/dev/null
+	# the next request of the principal moves the list into slots, its lease beside
+	new_lease --principal old >c.json
+	sbx-lease verify >/dev/null
+	assert_equal "$(sbx_etcdctl get "$p/slots/old" --keys-only | grep -c .)" 0
+	assert_equal "$(sbx_etcdctl get --prefix "$p/slots/old/" --print-value-only | sort | tr '\n' ' ')" \
+		"$(jq -r .lease.id a.json b.json c.json | sort | tr '\n' ' ')"
+	# a lease leaving the live states frees its own slot
+	sbx-lease fund --amount 0 --evidence b.json | sbx-lease activate --evidence - |
+		sbx-lease settle --evidence - | sbx-lease expire --evidence - >/dev/null
+	assert_equal "$(sbx_etcdctl get --prefix "$p/slots/old/" --print-value-only | sort | tr '\n' ' ')" \
+		"$(jq -r .lease.id a.json c.json | sort | tr '\n' ' ')"
+	sbx-lease verify >/dev/null
+}
