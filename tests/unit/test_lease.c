@@ -433,9 +433,9 @@ static void test_run_bound(void)
 	for (int d = 0; d < LEASE_DIM_COUNT; d++)
 		b[d] = 1000u * (unsigned)d + 7;
 	CHECK(fd >= 0);
-	CHECK(lease_run_bound_write(fd, id, 4, b, &e) == 0);
+	CHECK(lease_run_bound_write(fd, id, 4, b, 1, &e) == 0);
 	b[0] = 99999;
-	CHECK(lease_run_bound_write(fd, id, 5, b, &e) == 0);
+	CHECK(lease_run_bound_write(fd, id, 5, b, 1, &e) == 0);
 	CHECK(pread(fd, slot, sizeof slot, 4096) == (ssize_t)sizeof slot);
 	CHECK(lease_run_bound_decode(slot[1], sizeof slot[1], id, &seq, got) == 0);
 	CHECK(seq == 5 && got[0] == 99999 && got[LEASE_DIM_COUNT - 1] == b[LEASE_DIM_COUNT - 1]);
@@ -448,7 +448,7 @@ static void test_run_bound(void)
 		slot[0][i] ^= 1;
 	}
 	b[2] = (1ull << 62) + 1; /* whole, but above any usage */
-	CHECK(lease_run_bound_write(fd, id, 6, b, &e) == 0);
+	CHECK(lease_run_bound_write(fd, id, 6, b, 0, &e) == 0);
 	CHECK(pread(fd, slot[0], sizeof slot[0], 4096) == (ssize_t)sizeof slot[0]);
 	CHECK(lease_run_bound_decode(slot[0], sizeof slot[0], id, &seq, got) < 0);
 	close(fd);

@@ -117,7 +117,7 @@ static int metering_start(void *ctx, struct trace_supervisor *sv)
 	if (meter_bound_hold(mt, sv, 1) < 0) /* durable before the guest runs */
 		return -1;
 	if (mt->o.run_claim && mt->w.started && !mt->held)
-		meter_writer_post_bound(&mt->w, NULL, mt->bound);
+		meter_writer_post_bound(&mt->w, NULL, mt->bound, 0);
 	uint64_t u[TRACE_DIMS];
 	trace_metering_usage(mt, u);
 	meter_fuel_tick(mt, sv, u);

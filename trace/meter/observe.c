@@ -70,7 +70,7 @@ static void writer_bound(struct trace_metering *mt, struct obs_writer *w)
 	memcpy(b, w->bound, sizeof b);
 	if (!w->failed) {
 		pthread_mutex_unlock(&w->mu);
-		rc = lease_run_bound_write(*mt->o.run_claim, w->lease, gen, b, &e);
+		rc = lease_run_bound_write(*mt->o.run_claim, w->lease, gen, b, !w->bound_journaled, &e);
 		pthread_mutex_lock(&w->mu);
 		if (rc < 0 && !w->failed) {
 			w->failed = 1;
@@ -208,10 +208,11 @@ void meter_writer_post(struct obs_writer *w, const uint64_t u[TRACE_DIMS], int w
 }
 
 void meter_writer_post_bound(struct obs_writer *w, const uint64_t b[TRACE_DIMS],
-			     const uint64_t most[TRACE_DIMS])
+			     const uint64_t most[TRACE_DIMS], int journaled)
 {
 	pthread_mutex_lock(&w->mu);
 	if (b) {
+		w->bound_journaled = journaled;
 		memcpy(w->bound, b, sizeof w->bound);
 		w->bound_posted++;
 		pthread_cond_signal(&w->post_cv);
