@@ -846,7 +846,10 @@ static int observe_once(struct lease_store *s, const char *id,
 		goto out;
 	s->kept_ok = 1;
 	s->kept_used = 0;
-	if (lease_recover(s, e) < 0 || load_pair(s, id, &pair, e) < 0)
+	if (lease_recover(s, e) < 0)
+		goto unlock;
+reload:
+	if (load_pair(s, id, &pair, e) < 0)
 		goto unlock;
 	rec = json_incref(json_object_get(pair, "lease"));
 	if (strcmp(lease_jstr(rec, "state"), "Active") != 0) {
@@ -859,8 +862,15 @@ static int observe_once(struct lease_store *s, const char *id,
 		batch = (uint64_t)lease_jint(rec, "batch");
 	if (observe_receipt(rec, uj, batch, 0, &r, closed, e) < 0)
 		goto unlock;
-	if (!r) { /* nothing to do, unless what was kept is stale: seen fresh */
-		rc = s->kept_used ? common_errf(e, "observe", "checked again fresh") : 0;
+	if (!r && s->kept_used && s->kept_ok) { /* nothing to do by what was kept: read it */
+		s->kept_ok = 0;
+		json_decref(rec);
+		json_decref(pair);
+		rec = pair = NULL;
+		goto reload;
+	}
+	if (!r) {
+		rc = 0;
 		goto unlock;
 	}
 	if (seal_fold(s, &rec, r, rs, e) == 0)

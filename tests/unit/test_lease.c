@@ -737,7 +737,7 @@ static void test_store_kept(const char *url)
 	struct lease_store *s1, *s2;
 	struct common_err e;
 	struct lease_request req;
-	json_t *r = NULL, *f, *a, *o = NULL, *rs, *h = NULL;
+	json_t *r = NULL, *f, *f2, *a, *o = NULL, *rs, *h = NULL;
 	uint64_t usage[LEASE_DIM_COUNT] = { 0 };
 	const char *closed;
 
@@ -766,6 +766,16 @@ static void test_store_kept(const char *url)
 			 &h, &e) == 0);
 	o = h ? step(s1, LEASE_EDGE_OBSERVE, h, json_pack("{s:{s:i}}", "usage", "fuel", 41), &e) : NULL;
 	CHECK(o && json_integer_value(json_object_get(json_object_get(o, "receipt"), "seq")) == 34);
+	/* settled by the other handle: an observation that changes nothing by what s1
+	 * kept is refused all the same */
+	f2 = o ? step(s2, LEASE_EDGE_SETTLE, o, NULL, &e) : NULL;
+	CHECK(f2 != NULL);
+	usage[LEASE_DIM_FUEL] = 41;
+	rs = NULL;
+	CHECK(lease_observe_usage(s1, json_string_value(json_object_get(json_object_get(a, "receipt"),
+				  "lease")), usage, &closed, &rs, &e) < 0 && strstr(e.why, "Settling"));
+	json_decref(rs);
+	json_decref(f2);
 	json_decref(o);
 	json_decref(h);
 	json_decref(a);
