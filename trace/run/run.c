@@ -57,6 +57,7 @@ struct run {
 	struct common_err fail;
 	struct trace_result res;      /* close */
 	const char *closed;           /* the dimension that closed the lease */
+	char closed_at_close[32];     /* the one the close's last observation closed it by */
 	json_t *trace_j, *result;
 };
 
@@ -813,15 +814,23 @@ static int run_close(struct run *r)
 {
 	const struct trace_run_opts *o = r->opts;
 	int chained = o->link && o->link->snapshot[0];
+	uint64_t u[TRACE_DIMS];
+	int eph = r->have_lease;
 
-	r->code = r->closed ? SBX_EXIT_BOUND : trace_result_exit_code(&r->res);
-	if (r->have_lease) {
+	if (eph) {
+		int final = trace_metering_final(r->meter, u);
 		r->have_lease = 0;
-		if (trace_run_ephemeral_close(r->store, r->id, r->receipts, &r->e) < 0) {
+		common_fault_point("run-before-close");
+		if (trace_run_ephemeral_close(r->store, r->id, final ? u : NULL, r->receipts,
+					      r->closed_at_close, &r->e) < 0) {
 			r->code = SBX_EXIT_SBX;
 			return -1;
 		}
-	} else {
+		if (r->closed_at_close[0])
+			r->closed = r->closed_at_close;
+	}
+	r->code = r->closed ? SBX_EXIT_BOUND : trace_result_exit_code(&r->res);
+	if (!eph) {
 		/* a --lease link that ended near a bound is settled: the next one goes on */
 		struct lease_step settle[] = { { LEASE_EDGE_SETTLE, NULL, 1 } };
 		json_t *made = NULL;
@@ -854,6 +863,8 @@ static void run_fail(struct run *r)
 {
 	const struct trace_run_opts *o = r->opts;
 	struct common_err e2;
+	uint64_t u[TRACE_DIMS];
+	int final = trace_metering_final(r->meter, u);
 
 	ctl_close(r);
 	if (r->rec)
@@ -862,7 +873,8 @@ static void run_fail(struct run *r)
 	common_report(&r->e);
 	if (r->code == 0)
 		r->code = SBX_EXIT_SBX;
-	if (r->have_lease && r->store && r->id && trace_run_ephemeral_close(r->store, r->id, r->receipts, &e2) < 0)
+	if (r->have_lease && r->store && r->id && trace_run_ephemeral_close(r->store, r->id, final ? u : NULL, r->receipts,
+				      r->closed_at_close, &e2) < 0)
 		common_report(&e2);
 	if (!o->result_path && o->result_fd < 0)
 		return;
