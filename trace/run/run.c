@@ -676,7 +676,7 @@ static unsigned compose_classes(const struct run *r)
 		c |= TRACE_FILTER_NO_READLINK;
 	/* an exec call stops only for a class that asks (level file, an inspector):
 	 * the exec event records and checks what ran; a schedule, a chain's
-	 * handover and a step count count its stop */
+	 * handover (--chain) and a step count count its stop */
 	if (!r->det && !r->opts->link && !r->opts->snapshot_at_step)
 		c |= TRACE_FILTER_EXEC_EVENT;
 	return c;
