@@ -680,6 +680,11 @@ static unsigned compose_classes(const struct run *r)
 	if ((r->rec ? r->opts->trace_level == TRACE_LEVEL_FILE : r->det != NULL) &&
 	    !(inspected & TRACE_CLASS_FILE))
 		c |= TRACE_FILTER_NO_READLINK;
+	/* an exec call stops only for a class that asks (level file, an inspector):
+	 * the exec event records and checks what ran; a schedule, a chain's
+	 * handover (--chain) and a step count count its stop */
+	if (!r->det && !r->opts->link && !r->opts->snapshot_at_step)
+		c |= TRACE_FILTER_EXEC_EVENT;
 	return c;
 }
 
