@@ -30,7 +30,9 @@
 # execvp of `as`: one failed execve per directory before /usr/bin) do not
 # depend on the invoking shell's PATH.
 # Usage: bench/run.sh [ROUNDS]   (default 7; SBX_BUILD defaults to ./build;
-# VARIANTS, a space-separated list, runs some of them)
+# VARIANTS, a space-separated list, runs some of them; SBX_BASE, another build
+# directory, adds `sbx-base`: the `sbx` row with that build, interleaved with it,
+# for a change's before and after in one run)
 set -eu
 ROUNDS=${1:-7}
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -46,7 +48,7 @@ cc -O2 -Wall -Wextra -Werror -o "$W/floor" "$here/bench/floor.c"
 
 # gVisor's runsc (Debian's build, ptrace platform, writing to the host like the
 # others' read-write project) joins where it is installed
-VARIANTS=${VARIANTS:-"native native-R sbx sbx-file sbx-filen sbx-eph bwrap floor proot pin-bwrap pin-sbx$(
+VARIANTS=${VARIANTS:-"native native-R sbx${SBX_BASE:+ sbx-base} sbx-file sbx-filen sbx-eph bwrap floor proot pin-bwrap pin-sbx$(
 	command -v runsc >/dev/null 2>&1 && echo ' runsc')"}
 has() { case " $VARIANTS " in *" $1 "*) ;; *) return 1 ;; esac; }
 for v in bwrap proot runsc; do
@@ -83,6 +85,8 @@ build() {
 	native-R) set -- setarch -R make -s -C "$SRC" -j2 ;;
 	sbx) set -- "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" --trace "$W/t.jsonl" \
 		--trace-level exec --result "$W/result.json" -- make -s -C "$SRC" -j2 ;;
+	sbx-base) set -- "${SBX_BASE:?sbx-base needs SBX_BASE}/bin/sbx-run" --lease "$L" --rw "$SRC" \
+		--trace "$W/t.jsonl" --trace-level exec --result "$W/result-b.json" -- make -s -C "$SRC" -j2 ;;
 	sbx-file) set -- "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" --trace "$W/t.jsonl" \
 		--trace-level file --result "$W/result-f.json" -- make -s -C "$SRC" -j2 ;;
 	sbx-filen) set -- env SBX_FILE_TRACE=notify "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" \
@@ -112,9 +116,9 @@ r=0
 while [ "$r" -le "$ROUNDS" ]; do
 	for v in $VARIANTS; do
 		make -s -C "$SRC" clean
-		case $v in *sbx | sbx-file*) lease new ;; esac
+		case $v in *sbx | sbx-file* | sbx-base) lease new ;; esac
 		build "$v" >/dev/null 2>"$W/err" || { echo "bench/run.sh: $v failed:" >&2; cat "$W/err" >&2; exit 1; }
-		case $v in *sbx | sbx-file*) lease end ;; esac
+		case $v in *sbx | sbx-file* | sbx-base) lease end ;; esac
 		[ -x "$SRC/hello" ] || { echo "bench/run.sh: $v built nothing" >&2; exit 1; }
 		[ "$r" -eq 0 ] ||
 			awk -v v="$v" '{printf "%s %d %d\n", v, $1, ($2 + $3) * 1000}' "$W/t" >> "$W/times"
@@ -142,7 +146,7 @@ for v in $VARIANTS; do
 	printf '%-10s %9d %7s %9d %7s %9d %7s\n' "$v" "$m" "$(ratio "$m" "$base")" "$b" \
 		"$(ratio "$b" "$bbase")" "$c" "$(ratio "$c" "$cbase")"
 done
-for v in sbx sbx-file sbx-filen sbx-eph; do
+for v in sbx sbx-base sbx-file sbx-filen sbx-eph; do
 	! { has "$v" && has floor; } ||
 		awk -v v="$v" -v s="$(median "$v" 2)" -v b="$(median floor 2)" \
 			'BEGIN {printf "%s vs the floor (median wall): %.3fx\n", v, s / b}'
@@ -159,6 +163,9 @@ done
 [ ! -f "$W/result.json" ] ||
 	printf 'stops per build of the last sbx variant: %s (refused %s)\n' \
 		"$(jq .supervisor.stops "$W/result.json")" "$(jq .supervisor.refused "$W/result.json")"
+[ ! -f "$W/result-b.json" ] ||
+	printf 'stops per build of sbx-base: %s (refused %s)\n' \
+		"$(jq .supervisor.stops "$W/result-b.json")" "$(jq .supervisor.refused "$W/result-b.json")"
 for v in f n; do
 	[ ! -f "$W/result-$v.json" ] ||
 		printf 'sbx-file%s: stops %s, notified by user notification %s per build\n' "${v#f}" \

@@ -87,9 +87,11 @@ int lease_run_held(const struct lease_store *s, const char *id);
 void lease_run_release(struct lease_store *s, const char *id, int fd);
 /* The most the run's guest may have used by now (SPEC §4.2), made durable in its
  * claim before the guest can use more: a run that dies is charged it, capped at
- * the lease's limits. seq orders writes; the newest whole one counts. */
+ * the lease's limits. seq orders writes; the newest whole one counts. Not durable
+ * (no fdatasync) when the journal already holds that usage: a later bound lost to
+ * a crash leaves an earlier, higher one standing. */
 int lease_run_bound_write(int run_fd, const char *id, uint64_t seq,
-			  const uint64_t bound[LEASE_DIM_COUNT], struct common_err *e);
+			  const uint64_t bound[LEASE_DIM_COUNT], int durable, struct common_err *e);
 #define LEASE_RUN_BOUND_SLOT 256
 /* One slot's bytes (hostile): 0 with *seq and bound[] when it is a whole bound of
  * lease id, -1 otherwise. */

@@ -147,8 +147,8 @@ static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb, u
 	if (named && (version < 5 || link[0] != '/' || strstr(link, " (deleted)")))
 		return common_errf(e, "capture", "fd %u: named FIFO %s is not supported%s", f->fd,
 				   link, version < 5 ? "" : " (it is not reachable by its path)");
-	/* a named FIFO's (version 6) is opened again at its path */
-	if ((f->flags & O_ACCMODE) == O_RDWR && (!named || version < 6))
+	/* a named FIFO's (version 7) is opened again at its path */
+	if ((f->flags & O_ACCMODE) == O_RDWR && (!named || version < 7))
 		return common_errf(e, "capture", "fd %u: %s%s opened for reading and writing "
 				   "is not supported", f->fd, named ? "named FIFO " : "a pipe",
 				   named ? link : "");
@@ -230,9 +230,9 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 		return 0;
 	}
 	if (st->version >= 4 && snap_fd_is_object(&sb)) {
-		/* an object another process shares would be split in two when
-		 * restored per process (snap_objects_unshared); version 4 holds
-		 * the root's only */
+		/* an object another process shares is the tree's (version 6,
+		 * snap_kobjs_capture; refused before); version 4 holds the
+		 * root's only */
 		if (!root && st->version < 5)
 			return common_errf(e, "capture", "fd %u of process %u: %s: a descriptor "
 					   "object outside the root process is not supported",
@@ -273,7 +273,7 @@ static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *
 		rc = capture_fd(&c, f, st, sd, root, e);
 	}
 	if (rc == 0 && st->version >= 4)
-		rc = snap_objects_link(&c, st, e);
+		rc = snap_objects_link(st, e);
 	snap_fdctx_close(&c);
 	free(nums);
 	return rc;
@@ -320,14 +320,14 @@ static int shared_may_write(pid_t pid, uint64_t start, struct common_err *e)
 }
 
 /* The kind mapping m of pid is captured as: a shared mapping that may store into
- * a file still linked on a tmpfs of the run is a shared memory object (version 6),
+ * a file still linked on a tmpfs of the run is a shared memory object (version 7),
  * named by its link (m->path rewritten when it mapped a name since removed). */
 static int region_kind(pid_t pid, struct trace_map *m, uint32_t version)
 {
-	if (version >= 6 && m->perms[3] == 's')
+	if (version >= 7 && m->perms[3] == 's')
 		snap_shm_relinked(pid, m);
 	int kind = snap_map_kind(m);
-	if (kind == SNAP_REGION_FILE && version >= 6 && m->perms[3] == 's' &&
+	if (kind == SNAP_REGION_FILE && version >= 7 && m->perms[3] == 's' &&
 	    snap_shm_named(pid, m) && (m->perms[1] == 'w' || shared_may_write(pid, m->start, NULL) == 1))
 		return SNAP_REGION_SHM;
 	return kind;
@@ -335,7 +335,7 @@ static int region_kind(pid_t pid, struct trace_map *m, uint32_t version)
 
 /* What a snapshot cannot hold, refused while the guest is untouched: a shared
  * mapping that can be written (or that no file names), a deleted file (but one
- * shared on a tmpfs of the run, version 6). A shared read-only file mapping is
+ * shared on a tmpfs of the run, version 7). A shared read-only file mapping is
  * held by content and mapped shared again. */
 static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_err *e)
 {
@@ -350,11 +350,11 @@ static int refuse_mappings(pid_t pid, uint32_t version, int root, struct common_
 		int deleted = snap_shm_deleted(m[i].path);
 		if (kind < 0 || (kind == SNAP_REGION_SYSV && version >= 4 && (root || version >= 5)) ||
 		    (kind == SNAP_REGION_SHM && version >= 5 && !deleted) ||
-		    (kind == SNAP_REGION_SHM && version >= 6 && snap_shm_on_tmpfs(pid, m[i].path, m[i].dev)))
+		    (kind == SNAP_REGION_SHM && version >= 7 && snap_shm_on_tmpfs(pid, m[i].path, m[i].dev)))
 			continue;
 		if (kind == SNAP_REGION_SHM)
 			rc = common_errf(e, "capture", "mapping of deleted file %s is not supported%s",
-					 m[i].path, version < 6 ? " (before version 6)" :
+					 m[i].path, version < 7 ? " (before version 7)" :
 					 " (only on a tmpfs of the run, its directory still there)");
 		else if (kind == SNAP_REGION_SYSV)
 			rc = common_errf(e, "capture", "SysV shared memory at %#" PRIx64 " %s",
@@ -872,8 +872,10 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 	}
 	if (rc == 0 && st->version >= 4)
 		rc = snap_pipes_capture(st, hosts, e);
-	if (rc == 0 && st->version >= 5)
+	if (rc == 0 && st->version == 5)
 		rc = snap_objects_unshared(st, hosts, e);
+	if (rc == 0 && st->version >= 6)
+		rc = snap_kobjs_capture(st, hosts, expect, e);
 	free(hosts);
 	return rc;
 }

@@ -242,6 +242,26 @@ static int cmd_list(struct lease_store *s, const char *lease, enum common_format
 	return print_json(arr, f);
 }
 
+/* Version 6: each kernel object several processes hold, with its holders. */
+static void show_kobjs(json_t *j, const struct snap_state *st)
+{
+	json_t *arr = json_array();
+	for (size_t n = 1; n <= st->nkobjs; n++) {
+		json_t *held = json_array();
+		for (size_t k = 0; k <= st->nprocs; k++) {
+			const struct snap_state *p = k ? &st->procs[k - 1] : st;
+			for (size_t i = 0; i < p->nfds; i++)
+				if (p->fds[i].kind == SNAP_FD_SHARED && p->fds[i].size == n)
+					json_array_append_new(held, json_pack("{s:I,s:I}", "pid",
+						(json_int_t)(k ? p->pid : st->tid), "fd",
+						(json_int_t)p->fds[i].fd));
+		}
+		json_array_append_new(arr, json_pack("{s:s,s:o}", "kind",
+						     snap_obj_name(st->kobjs[n - 1].kind), "holders", held));
+	}
+	json_object_set_new(j, "shared_objects", arr);
+}
+
 /* Version 4: the processes (the root first) and the pipes with their bytes. */
 static void show_tree(json_t *j, const struct snap_state *st)
 {
@@ -275,6 +295,8 @@ static void show_tree(json_t *j, const struct snap_state *st)
 						     "name", st->shms[i].name, "size",
 						     (json_int_t)st->shms[i].size));
 	json_object_set_new(j, "shared_memory", shm);
+	if (st->version >= 6)
+		show_kobjs(j, st);
 }
 
 static int cmd_show(struct lease_store *s, const char *hex, int verify_only,

@@ -207,24 +207,29 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 		int v4 = st->version >= 4;
 		/* a named FIFO's end (version 5) has its path */
 		int bare = f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_OBJECT ||
-			   f->kind == SNAP_FD_SHM ||
+			   f->kind == SNAP_FD_SHM || f->kind == SNAP_FD_SHARED ||
 			   (f->kind == SNAP_FD_PIPE && (st->version < 5 || !f->path[0]));
-		if (f->kind > (st->version >= 5 ? SNAP_FD_SHM : SNAP_FD_OBJECT) || f->fd > (1u << 20) ||
+		if (f->kind > (st->version >= 6 ? SNAP_FD_SHARED : st->version >= 5 ? SNAP_FD_SHM
+										    : SNAP_FD_OBJECT) ||
+		    f->fd > (1u << 20) ||
 		    (f->kind >= SNAP_FD_PIPE && !v4) ||
 		    bare != (f->path[0] == 0) || (!bare && f->path[0] != '/') ||
 		    (f->kind == SNAP_FD_STREAM && (v4 ? f->pos > 2 : f->fd > 2 || f->pos)))
 			return codec_rd_fail(r, "descriptor kind, number or path invalid");
-		if (f->kind == SNAP_FD_OBJECT &&
-		    (f->fd <= 2 || f->pos || f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
+		/* a shared object may be another process's standard descriptor (pid 0: the root) */
+		if ((f->kind == SNAP_FD_OBJECT || f->kind == SNAP_FD_SHARED) &&
+		    ((f->fd <= 2 && (f->kind == SNAP_FD_OBJECT || !st->pid)) || f->pos ||
+		     (f->kind == SNAP_FD_SHARED && f->size > SNAP_OBJ_MAX) ||
+		     f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
 		     memcmp(f->hash, (const uint8_t[32]){0}, 32)))
 			return codec_rd_fail(r, "object descriptor with a position, hash or flags");
 		if (f->kind == SNAP_FD_PIPE && (f->size > (f->path[0] ? 07777u : 0) ||
 						memcmp(f->hash, (const uint8_t[32]){0}, 32)))
 			return codec_rd_fail(r, "pipe end with a hash or a mode out of range");
 		if (f->kind == SNAP_FD_PIPE && (f->flags & O_ACCMODE) == O_RDWR &&
-		    (st->version < 6 || !f->path[0]))
+		    (st->version < 7 || !f->path[0]))
 			return codec_rd_fail(r, "pipe end opened for reading and writing that is no "
-					     "named FIFO's (version 6)");
+					     "named FIFO's (version 7)");
 		if (f->kind == SNAP_FD_SHM &&
 		    (f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK | O_APPEND) || f->size > SNAP_OBJ_MAX ||
 		     f->pos > SNAP_MAX_BYTES || memcmp(f->hash, (const uint8_t[32]){0}, 32)))
@@ -388,7 +393,7 @@ static int check_shms(struct codec_rd *r, const struct snap_state *st)
 				   "object is unused") : 0;
 }
 
-/* A deleted file's path (version 6): absolute, its last part a name, short
+/* A deleted file's path (version 7): absolute, its last part a name, short
  * enough to be written in one page. */
 static int file_path_ok(const char *p)
 {
@@ -411,9 +416,9 @@ static int decode_shms(struct codec_rd *r, struct snap_state *st)
 		st->nshms = i + 1;
 		if (codec_get_u32(r, &g->kind) < 0 || codec_get_u32(r, &g->sealable) < 0 ||
 		    get_str(r, &g->name) < 0 || codec_get_u64(r, &g->size) < 0 ||
-		    (st->version >= 6 && codec_get_u32(r, &g->mode) < 0))
+		    (st->version >= 7 && codec_get_u32(r, &g->mode) < 0))
 			return -1;
-		if (g->kind > (st->version >= 6 ? SNAP_SHM_NAMED : SNAP_SHM_MEMFD) || g->sealable > 1 ||
+		if (g->kind > (st->version >= 7 ? SNAP_SHM_NAMED : SNAP_SHM_MEMFD) || g->sealable > 1 ||
 		    g->size > SNAP_MAX_BYTES ||
 		    (g->kind == SNAP_SHM_ANON ? g->name[0] || g->sealable || !g->size
 		     : g->kind == SNAP_SHM_MEMFD ? strlen(g->name) > SNAP_SHM_NAME_MAX
@@ -485,7 +490,9 @@ static int decode_tree(struct codec_rd *r, struct snap_state *st)
 	}
 	if (check_pipes(r, st) < 0)
 		return -1;
-	return st->version >= 5 ? decode_shms(r, st) : 0;
+	if (st->version >= 5 && decode_shms(r, st) < 0)
+		return -1;
+	return st->version >= 6 ? snap_kobjs_get(r, st) : 0;
 }
 
 /* One process body (encode_process) of root's tree. */
@@ -619,6 +626,7 @@ void snap_state_free(struct snap_state *st)
 	free(st->procs);
 	free(st->pipes);
 	snap_shms_free(st);
+	snap_kobjs_free(st);
 	free(st->exe);
 	memset(st, 0, sizeof *st);
 }

@@ -546,11 +546,13 @@ static int encode_tree(const struct snap_state *st, uint32_t ver, snap_fill_fn f
 		codec_put_u32(&o->b, g->sealable);
 		put_str(&o->b, g->name);
 		codec_put_u64(&o->b, g->size);
-		if (ver >= 6)
+		if (ver >= 7)
 			codec_put_u32(&o->b, g->mode);
 		if (put_content(o, &g->content, o->bms ? o->bms[o->bmi++] : NULL, fill, ctx, e) < 0)
 			return -1;
 	}
+	if (ver >= 6)
+		snap_kobjs_put(&o->b, st);
 	return out_flush(o, e);
 }
 

@@ -152,14 +152,19 @@ static int capture_epoll(pid_t pid, const char *info, struct snap_object *o, str
 			return common_errf(e, "capture", "fd %u: more than %u epoll watches", o->fd,
 					   SNAP_OBJ_MAX);
 		struct { uint32_t efd, tfd, toff; } slot = { o->fd, tfd, 0 };
-		if (syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, tfd, &slot) != 0)
-			return common_errf(e, "capture", "fd %u: epoll set watches descriptor %u, "
-					   "which no longer holds the watched file", o->fd, tfd);
+		/* refused once it is known which processes hold the set */
+		if (syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, tfd, &slot) != 0 && !o->stale)
+			o->stale = tfd + 1;
 		if (o->nwatch == cap)
 			o->watch = common_xrealloc(o->watch, (cap *= 2) * sizeof *o->watch);
 		o->watch[o->nwatch++] = (struct snap_watch){ tfd, ev, data };
 	}
 	qsort(o->watch, o->nwatch, sizeof *o->watch, cmp_watch);
+	for (size_t i = 1; i < o->nwatch; i++)
+		if (o->watch[i].fd == o->watch[i - 1].fd)
+			return common_errf(e, "capture", "fd %u: epoll set watches two files under "
+					   "descriptor %u (added by different processes): not supported",
+					   o->fd, o->watch[i].fd);
 	return 0;
 }
 
@@ -284,7 +289,8 @@ static int capture_unix(struct snap_fdctx *c, int d, const char *info, struct sn
 	memset(&a, 0, sizeof a);
 	if (getsockname(d, (struct sockaddr *)&a, &al) < 0)
 		return common_errno(e, errno, "fd %u: getsockname", o->fd);
-	o->peer = u.peer; /* an inode until every socket is known (snap_objects_link) */
+	o->ino = u.ino;
+	o->peer_ino = u.peer;
 	if (u.state == TCP_LISTEN_STATE) {
 		if (!u.has_rq || u.rq)
 			return common_errf(e, "capture", "fd %u: a Unix listener with %u connection(s) "
@@ -470,7 +476,7 @@ static struct snap_object *object_at(const struct snap_state *st, uint32_t fd)
 	return NULL;
 }
 
-static const char *obj_name(uint32_t kind)
+const char *snap_obj_name(uint32_t kind)
 {
 	static const char *const objs[] = { "eventfd", "timerfd", "signalfd", "epoll",
 					    "unix-socket", "tcp-listener", "pty-master", "pty-slave" };
@@ -484,10 +490,13 @@ const char *snap_fd_kind_name(const struct snap_state *st, const struct snap_fd 
 	if (f->kind == SNAP_FD_SHM)
 		return f->size < st->nshms && st->shms[f->size].kind == SNAP_SHM_FILE ? "deleted-file"
 										       : "memfd";
+	if (f->kind == SNAP_FD_SHARED)
+		return f->size && f->size <= st->nkobjs ? snap_obj_name(st->kobjs[f->size - 1].kind)
+							: "shared-object";
 	if (f->kind < SNAP_FD_OBJECT)
 		return files[f->kind];
 	const struct snap_object *o = object_at(st, (uint32_t)f->size);
-	return o ? obj_name(o->kind) : "object";
+	return o ? snap_obj_name(o->kind) : "object";
 }
 
 /* Restore's re-check: a timer's time left and expirations moved with the
@@ -534,52 +543,49 @@ int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
 /* Once every descriptor is known: each socket pair's ends name each other by
  * descriptor (both must be the run's), each pty slave has its master, each
  * watched descriptor is open. Objects were made in ascending fd order. */
-int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common_err *e)
+int snap_objects_link(struct snap_state *st, struct common_err *e)
 {
-	uint32_t *ino = common_xcalloc(st->nobjects + 1, sizeof *ino);
-	int rc = 0;
+	/* version 6: an end whose pair or master another process holds is tied
+	 * up with the tree's objects (snap_kobjs_capture) */
+	int tree = st->version >= 6, rc = 0;
 	for (size_t i = 0; i < st->nobjects && rc == 0; i++) {
-		struct stat sb;
-		int d = st->objects[i].kind == SNAP_OBJ_UNIX ? snap_fd_copy(c, st->objects[i].fd, e) : -2;
-		if (d == -1)
-			rc = -1;
-		else if (d >= 0) {
-			rc = fstat(d, &sb) < 0 ? common_errno(e, errno, "fstat") : 0;
-			ino[i] = (uint32_t)sb.st_ino;
-			close(d);
-		}
-	}
-	uint32_t *peer = common_xcalloc(st->nobjects + 1, sizeof *peer);
-	for (size_t i = 0; i < st->nobjects && rc == 0; i++) {
-		const struct snap_object *o = &st->objects[i];
+		struct snap_object *o = &st->objects[i];
 		if (o->kind != SNAP_OBJ_UNIX || o->state != SNAP_SOCK_PAIRED)
 			continue;
 		size_t j = 0;
-		while (j < st->nobjects && (j == i || st->objects[j].kind != SNAP_OBJ_UNIX || ino[j] != o->peer))
+		while (j < st->nobjects && (j == i || st->objects[j].kind != SNAP_OBJ_UNIX ||
+					    st->objects[j].ino != o->peer_ino))
 			j++;
-		if (j == st->nobjects || st->objects[j].state != SNAP_SOCK_PAIRED ||
-		    st->objects[j].peer != ino[i] || st->objects[j].type != o->type)
+		if (j == st->nobjects && tree)
+			o->remote = 1;
+		else if (j == st->nobjects || st->objects[j].state != SNAP_SOCK_PAIRED ||
+			 st->objects[j].peer_ino != o->ino || st->objects[j].type != o->type)
 			rc = common_errf(e, "capture", "fd %u of process %u: a Unix socket connected "
 					 "to one in another process or outside the run (or not back to "
 					 "it) is not supported", o->fd, st->pid ? st->pid : st->tid);
 		else
-			peer[i] = st->objects[j].fd;
+			o->peer = st->objects[j].fd;
 	}
-	for (size_t i = 0; i < st->nobjects && rc == 0; i++)
-		if (st->objects[i].kind == SNAP_OBJ_UNIX)
-			st->objects[i].peer = peer[i];
-	free(peer);
 	for (size_t i = 0; i < st->nobjects && rc == 0; i++) {
-		const struct snap_object *o = &st->objects[i];
+		struct snap_object *o = &st->objects[i];
 		int master = 0;
 		for (size_t j = 0; o->kind == SNAP_OBJ_PTY_SLAVE && j < st->nobjects; j++)
 			master |= st->objects[j].kind == SNAP_OBJ_PTY_MASTER && st->objects[j].index == o->index;
-		if (o->kind == SNAP_OBJ_PTY_SLAVE && !master)
+		if (o->kind == SNAP_OBJ_PTY_SLAVE && !master && tree)
+			o->remote = 1;
+		else if (o->kind == SNAP_OBJ_PTY_SLAVE && !master)
 			rc = common_errf(e, "capture", "fd %u: a pty slave whose master the run does "
 					 "not hold is not supported", o->fd);
+		else if (o->stale && !tree)
+			rc = snap_epoll_stale(o, e);
 	}
-	free(ino);
 	return rc;
+}
+
+int snap_epoll_stale(const struct snap_object *o, struct common_err *e)
+{
+	return common_errf(e, "capture", "fd %u: epoll set watches descriptor %u, which no "
+			   "longer holds the watched file", o->fd, o->stale - 1);
 }
 
 int snap_objects_unshared(const struct snap_state *st, const pid_t *hosts, struct common_err *e)
@@ -596,7 +602,7 @@ int snap_objects_unshared(const struct snap_state *st, const pid_t *hosts, struc
 								   "is also fd %u of %s: a kernel object "
 								   "held by several processes is not "
 								   "supported", p->objects[i].fd, p->pid,
-								   obj_name(p->objects[i].kind),
+								   snap_obj_name(p->objects[i].kind),
 								   q->objects[m].fd, j ? "another process"
 								   : "the root process");
 			}
@@ -604,7 +610,7 @@ int snap_objects_unshared(const struct snap_state *st, const pid_t *hosts, struc
 	return 0;
 }
 
-static void put_object(struct codec_buf *b, const struct snap_object *o)
+void snap_object_put(struct codec_buf *b, const struct snap_object *o)
 {
 	codec_put_u32(b, o->kind);
 	codec_put_u32(b, o->fd);
@@ -665,7 +671,7 @@ void snap_objects_put(struct codec_buf *b, const struct snap_state *st)
 {
 	codec_put_u32(b, (uint32_t)st->nobjects);
 	for (size_t i = 0; i < st->nobjects; i++)
-		put_object(b, &st->objects[i]);
+		snap_object_put(b, &st->objects[i]);
 	codec_put_u32(b, (uint32_t)st->nsegments);
 	for (size_t i = 0; i < st->nsegments; i++) {
 		const struct snap_segment *g = &st->segments[i];
@@ -759,7 +765,7 @@ static int valid_clock(uint32_t c)
 	return c == 0 || c == 1 || c == 7 || c == 8 || c == 9;
 }
 
-static int get_object(struct codec_rd *r, struct snap_object *o)
+int snap_object_get(struct codec_rd *r, struct snap_object *o)
 {
 	uint32_t v[2];
 	switch (o->kind) {
@@ -849,7 +855,7 @@ int snap_objects_get(struct codec_rd *r, struct snap_state *st)
 		st->nobjects = i + 1;
 		if (o->kind > SNAP_OBJ_PTY_SLAVE || (i && o->fd <= st->objects[i - 1].fd))
 			return codec_rd_fail(r, "object kind unknown or objects not sorted");
-		if (get_object(r, o) < 0)
+		if (snap_object_get(r, o) < 0)
 			return -1;
 	}
 	return get_segments(r, st);

@@ -291,6 +291,7 @@ static int held_fd(struct rs *s, const struct snap_fd *f)
 	uint32_t from = f->kind == SNAP_FD_PIPE
 		? s->h->base + 2 * (uint32_t)f->pos + ((f->flags & O_ACCMODE) == O_WRONLY)
 		: f->kind == SNAP_FD_SHM ? s->h->shm_fd + (uint32_t)f->size
+		: f->kind == SNAP_FD_SHARED ? s->h->kobj_fd + (uint32_t)f->size - 1
 		: s->h->base + 2 * (uint32_t)s->root->npipes + (uint32_t)f->pos;
 	if (must(s, "dup3", SYS_dup3, from, f->fd, f->flags & O_CLOEXEC, 0, 0, 0, NULL) < 0)
 		return -1;
@@ -380,13 +381,15 @@ static int restore_fds(struct rs *s)
 				common_errf(s->e, "restore", "standard fd %u is not open", f->fd);
 		else if (f->kind == SNAP_FD_PIPE && (f->flags & O_ACCMODE) == O_RDWR)
 			rc = path_fd(s, f); /* a named FIFO's, made again at its path */
-		else if (f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE || f->kind == SNAP_FD_SHM)
+		else if (f->kind == SNAP_FD_STREAM || f->kind == SNAP_FD_PIPE || f->kind == SNAP_FD_SHM ||
+			 f->kind == SNAP_FD_SHARED)
 			rc = held_fd(s, f);
 		else
 			rc = path_fd(s, f);
 	}
 	/* the holders go once every descriptor is in place */
-	for (uint32_t fd = 0; s->h && rc == 0 && fd < 2 * s->root->npipes + 3 + s->root->nshms; fd++) {
+	size_t held = s->h ? 2 * s->root->npipes + 3 + s->root->nshms + s->root->nkobjs : 0;
+	for (uint32_t fd = 0; rc == 0 && fd < held; fd++) {
 		int64_t ign;
 		rc = call(s, SYS_close, s->h->base + fd, 0, 0, 0, 0, 0, &ign);
 	}
@@ -546,6 +549,7 @@ static int rebuild(pid_t pid, const struct snap_state *st, struct snap_hosts *h,
 		 0, 0, NULL) < 0)
 		goto out;
 	if (restore_fds(&s) < 0 || snap_objects_restore(&s.t, s.scratch, st, e) < 0 ||
+	    snap_kobjs_watch(&s.t, s.scratch, st, root, k, e) < 0 ||
 	    restore_signals(&s) < 0 ||
 	    snap_threads_restore(&s.t, s.scratch, st, &xl, s.h ? h->threads[k] : NULL, e) < 0)
 		goto out;

@@ -1,5 +1,5 @@
 /* snap: shared memory objects of a process tree (version 5): shared
- * anonymous memory inherited over fork and memfds, since version 6 deleted
+ * anonymous memory inherited over fork and memfds, since version 7 deleted
  * files on a tmpfs of the run (Python multiprocessing's heap), each named by
  * its inode (/proc/PID/maps, the descriptor's stat), captured once whoever maps
  * or holds it, and restored as one object: a memfd made again under its name,
@@ -121,7 +121,7 @@ int snap_shm_named(pid_t pid, const struct trace_map *m)
 int snap_shm_fd(pid_t pid, const char *link, const struct stat *sb, uint32_t version)
 {
 	return memfd_name_len(link) >= 0 ||
-	       (version >= 6 && sb->st_nlink == 0 && snap_shm_on_tmpfs(pid, link, sb->st_dev));
+	       (version >= 7 && sb->st_nlink == 0 && snap_shm_on_tmpfs(pid, link, sb->st_dev));
 }
 
 /* Where an object's content is read: a copy of a descriptor of it, else the

@@ -120,7 +120,8 @@ static int make_holders(struct trace_tracee *root, uint64_t scratch, const struc
 			return common_errf(e, "restore", "holder landed on fd %lld, not %u",
 					   (long long)got, want);
 	}
-	return snap_shm_holders(root, scratch, st, h, e);
+	return snap_shm_holders(root, scratch, st, h, e) < 0 ||
+	       snap_kobjs_holders(root, scratch, st, h, e) < 0 ? -1 : 0;
 }
 
 /* The host pid of parent's child with namespace pid ns. */

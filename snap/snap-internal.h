@@ -119,6 +119,7 @@ struct snap_hosts {
 	pid_t *proc;       /* host pid of procs[i] (0: a zombie) */
 	pid_t **threads;   /* host tids of the threads: [0] the root's, [i + 1] procs[i]'s */
 	uint32_t shm_fd;   /* memfd j's holder at shm_fd + j (after the standard ones) */
+	uint32_t kobj_fd;  /* v6: kernel object number n's holder at kobj_fd + n - 1 */
 	uint64_t shm_at, shm_len; /* the root's mapping holding the anonymous objects */
 };
 /* Pipes filled, then every process and thread of st (the root's threads
@@ -134,7 +135,7 @@ int snap_exec_program(struct trace_tracee *t, uint64_t scratch, const char *path
 		      struct common_err *e);
 
 /* Version 5's shared memory objects (shmem.c). A shared mapping of anonymous
- * memory, of a memfd or (version 6) of a deleted file, by its maps name: */
+ * memory, of a memfd or (version 7) of a deleted file, by its maps name: */
 int snap_shm_mapping(const char *path);
 /* Whether a maps name or /proc link names a deleted file (not a memfd); */
 int snap_shm_deleted(const char *path);
@@ -143,14 +144,14 @@ int snap_shm_deleted(const char *path);
 int snap_shm_on_tmpfs(pid_t pid, const char *path, dev_t dev);
 /* Whether pid's shared mapping m is of a file still linked on a tmpfs of the
  * run (a named semaphore, shm_open's memory): at its path in pid's view, one
- * link (version 6 holds it, made again at its path). */
+ * link (version 7 holds it, made again at its path). */
 int snap_shm_named(pid_t pid, const struct trace_map *m);
 /* A deleted name of a file linked again under one other name in the same
  * directory (glibc's sem_open links its temporary file to the semaphore's
  * name): m->path becomes that name, 1; else 0. */
 int snap_shm_relinked(pid_t pid, struct trace_map *m);
 /* A descriptor of pid (its /proc link and stat) held as a shared memory
- * object: a memfd, or since version 6 a deleted file on a tmpfs of the run. */
+ * object: a memfd, or since version 7 a deleted file on a tmpfs of the run. */
 struct stat;
 int snap_shm_fd(pid_t pid, const char *link, const struct stat *sb, uint32_t version);
 /* Capture, every process captured (its SHM regions' offsets the inode << 32,
@@ -191,12 +192,37 @@ int snap_fd_copy(struct snap_fdctx *c, uint32_t fd, struct common_err *e);
  * earlier descriptor holds; f->size becomes the object's fd. */
 int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
 		   const struct stat *sb, struct snap_state *st, struct common_err *e);
-/* Once all descriptors are captured: pair ends, masters, watches tied up. */
-int snap_objects_link(struct snap_fdctx *c, struct snap_state *st, struct common_err *e);
+/* Once all descriptors are captured: pair ends, masters, watches tied up
+ * (version 6: those another process holds left to snap_kobjs_capture). */
+int snap_objects_link(struct snap_state *st, struct common_err *e);
+/* Refused: epoll set o watches a descriptor not open (o->stale) where it is held. */
+int snap_epoll_stale(const struct snap_object *o, struct common_err *e);
+const char *snap_obj_name(uint32_t kind);
+/* One object's encoding: kind and fd, then its body; get reads the body. */
+void snap_object_put(struct codec_buf *b, const struct snap_object *o);
+int snap_object_get(struct codec_rd *r, struct snap_object *o);
 /* Version 5: refuse an object of one process that another process holds too
  * (hosts[k]: process k's host pid; 0 the root). */
 int snap_objects_unshared(const struct snap_state *st, const pid_t *hosts, struct common_err *e);
 void snap_object_clear(struct snap_object *o);
+/* Version 6's kernel objects held by several processes (kshared.c). Capture,
+ * every process's descriptors captured: each object another process holds
+ * too (by its open file, kcmp), and both ends of a pair or pty one of whose
+ * ends is, moved once into root->kobjs, its descriptors made SNAP_FD_SHARED;
+ * what cannot be restored so refused by name. expect: restore's re-check. */
+int snap_kobjs_capture(struct snap_state *root, const pid_t *hosts,
+		       const struct snap_state *expect, struct common_err *e);
+void snap_kobjs_put(struct codec_buf *b, const struct snap_state *root);
+/* Decode: the table, then every descriptor naming it and every tie checked. */
+int snap_kobjs_get(struct codec_rd *r, struct snap_state *root);
+void snap_kobjs_free(struct snap_state *root);
+/* Restore, in the root before the tree is forked: every object made at its
+ * holder h->kobj_fd + number - 1, epoll sets empty. */
+int snap_kobjs_holders(struct trace_tracee *root, uint64_t scratch, const struct snap_state *st,
+		       struct snap_hosts *h, struct common_err *e);
+/* Restore, process k's descriptors in place: the watches of the sets it owns. */
+int snap_kobjs_watch(struct trace_tracee *t, uint64_t scratch, const struct snap_state *p,
+		     const struct snap_state *root, size_t k, struct common_err *e);
 void snap_objects_put(struct codec_buf *b, const struct snap_state *st);
 int snap_objects_get(struct codec_rd *r, struct snap_state *st);
 int snap_objects_check(struct codec_rd *r, const struct snap_state *st);

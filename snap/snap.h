@@ -10,7 +10,7 @@
 #include "trace/trace.h"
 
 #define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
-#define SNAP_VERSION 6u          /* 2 and 3 still decode and restore: one process; 4: a tree */
+#define SNAP_VERSION 7u          /* 2 and 3 still decode and restore: one process; 4: a tree */
 #define SNAP_THREADS_MAX 1024u   /* decoder bound: threads besides the leader */
 #define SNAP_PROCS_MAX 256u      /* decoder bound: processes besides the root */
 #define SNAP_PIPES_MAX 1024u     /* decoder bound: pipes of the tree */
@@ -80,11 +80,18 @@
  *         {u32 capacity, u64 len, bytes (len <= capacity)},
  *   version 5 and up: u32 nshms, shm[] in order of first use (by process, its
  *         descriptors then its regions) = {u32 kind, u32 sealable, str name,
- *         u64 size, version 6: u32 mode (a file's permission bits, else
+ *         u64 size, version 7: u32 mode (a file's permission bits, else
  *         0), content: bitmap + non-zero pages as a region's, of the
  *         pages [0, size rounded up)}; version 5 processes may hold objects
  *         and SysV attachments (the root holds every segment's record, the
  *         first attachment in the tree its content),
+ *   version 6 and up: u32 nkobjs, kobj[] in order of first use (by process,
+ *         then fd) = an object as in fdkinds.c whose fd is its number (1..n)
+ *         and a pair's peer its pair's number, then for an epoll set u32 owner
+ *         (0 the root, i + 1 proc[i]: the process whose descriptor numbers its
+ *         watches name): the kernel objects held by several processes (and
+ *         both ends of a socket pair or pty one of whose ends is), captured
+ *         once; descriptors of kind SNAP_FD_SHARED name them,
  *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes},
  *   optional, only a --deterministic run's snapshot at a deterministic point
  *         (sbx-run --snapshot-at-step): str SNAP_DETERM_TAG, u64 len (at most
@@ -109,9 +116,11 @@ enum snap_fd_kind {
 			     * O_ACCMODE, O_NONBLOCK and O_CLOEXEC; v5: of a named
 			     * FIFO, its path and its mode in size */
 	SNAP_FD_OBJECT = 5, /* v4: a kernel object of the object table (eventfd, socket…) */
-	SNAP_FD_SHM = 6,    /* v5: a memfd's (v6: a deleted file's) descriptor (path ""): size is its object's
+	SNAP_FD_SHM = 6,    /* v5: a memfd's (v7: a deleted file's) descriptor (path ""): size is its object's
 			     * number, pos the offset of the one open file every
 			     * descriptor of it shares; flags O_CLOEXEC, O_NONBLOCK, O_APPEND */
+	SNAP_FD_SHARED = 7, /* v6: a kernel object of the tree's table (path ""): size
+			     * is its number; flags O_CLOEXEC, O_NONBLOCK */
 };
 /* A pipe of the tree: its capacity (F_GETPIPE_SZ) and the bytes queued in it. */
 struct snap_pipe {
@@ -151,8 +160,8 @@ struct snap_region {
  * again by every process that had it, at the same addresses. */
 enum snap_shm_kind {
 	SNAP_SHM_ANON = 0 /* MAP_SHARED|MAP_ANONYMOUS */, SNAP_SHM_MEMFD = 1,
-	SNAP_SHM_FILE = 2,  /* v6: a deleted file on a tmpfs of the run */
-	SNAP_SHM_NAMED = 3  /* v6: a file on a tmpfs of the run, mapped shared, still linked */
+	SNAP_SHM_FILE = 2,  /* v7: a deleted file on a tmpfs of the run */
+	SNAP_SHM_NAMED = 3  /* v7: a file on a tmpfs of the run, mapped shared, still linked */
 };
 #define SNAP_SHM_NAME_MAX 249u     /* memfd_create's bound on a name */
 #define SNAP_SHM_PATH_MAX 4000u    /* a deleted file's path (it fits a scratch page) */
@@ -161,7 +170,7 @@ struct snap_shm {
 	char *name;                /* a memfd's name, a file's absolute path (a deleted
 				    * one's " (deleted)" cut), "" for anonymous memory */
 	uint64_t size;             /* a memfd's or file's size; anonymous: its mapped extent */
-	uint32_t mode;             /* v6: a file's permission bits, else 0 */
+	uint32_t mode;             /* v7: a file's permission bits, else 0 */
 	struct snap_region content; /* [0, size rounded up to pages) */
 };
 struct snap_fd {
@@ -193,6 +202,10 @@ struct snap_object {
 	uint32_t index, locked;      /* pty number, ptmx lock */
 	uint8_t termios[2][SNAP_TERMIOS]; /* pty: master's then slave's */
 	uint16_t winsize[4];
+	uint32_t owner;              /* v6 tree epoll set: the process its watches name */
+	/* captured only: the socket's and its peer's inodes; a watch not open
+	 * in this process (a tfd + 1); an end whose pair or master is elsewhere */
+	uint32_t ino, peer_ino, stale, remote;
 };
 /* A SysV shared memory segment attached by the run (version 4). */
 struct snap_segment { uint32_t id, key, mode, removed, uid, gid; uint64_t size; };
@@ -276,6 +289,8 @@ struct snap_state {
 	size_t npipes;
 	struct snap_shm *shms;        /* v5: the tree's shared memory objects (the root's) */
 	size_t nshms;
+	struct snap_object *kobjs;    /* v6: kernel objects several processes hold (the root's) */
+	size_t nkobjs;
 	/* the determinism record, or NULL: decoded, into the input; captured, the
 	 * options' (never freed with the state) */
 	const uint8_t *determ;

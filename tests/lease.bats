@@ -743,3 +743,44 @@ as_other() { XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/other" "$@"; }
 	assert_success
 	assert_output --partial "0 failed"
 }
+
+@test "a process alone at the store compares what it kept: no read per transition; a record moved meanwhile is decided again" {
+	# tests/unit/test_lease.c, test_store_kept: 34 transitions of one lease in one
+	# process, then another handle moves it and the first's stale head is refused
+	SBX_TEST_STORE=$SBX_STORE SBX_TEST_KEPT=1 run "$SBX_BUILD/tests/test_lease"
+	assert_success
+	assert_output --partial "0 failed"
+	[ -n "${SBX_TEST_ETCD:-}" ] || return 0
+	command -v strace >/dev/null || skip "strace not installed"
+	SBX_STORE=$(sbx_etcd_url "k$BATS_TEST_NUMBER") SBX_TEST_STORE=$(sbx_etcd_url "k$BATS_TEST_NUMBER") \
+		SBX_TEST_KEPT=1 strace -f -qq -e trace=sendto -s 48 -o st.txt "$SBX_BUILD/tests/test_lease" >/dev/null
+	# two handles' opening reads and the stale head's re-reads, not one a transition
+	reads=$(grep -c 'POST /v3/kv/range' st.txt)
+	[ "$reads" -le 24 ] || { echo "$reads reads for 36 transitions"; return 1; }
+}
+
+@test "etcd: a principal's slots as one list (a store written before slot keys) count, and move into slot keys at its next change" {
+	[ -n "${SBX_TEST_ETCD:-}" ] || skip "etcd's key layout"
+	p="/t$BATS_TEST_NUMBER"
+	new_lease --principal old >a.json
+	new_lease --principal old >b.json
+	a=$(jq -r .lease.id a.json) b=$(jq -r .lease.id b.json)
+	# each live lease holds one key slots/PRINCIPAL/NN
+	assert_equal "$(sbx_etcdctl get --prefix "$p/slots/old/" --keys-only | grep -c .)" 2
+	# as the list an earlier sbx kept
+	sbx_etcdctl del --prefix "$p/slots/old/" >/dev/null
+	sbx_etcdctl put "$p/slots/old" "[\"$a\",\"$b\"]" >/dev/null
+	sbx-lease verify >/dev/null
+	# the next request of the principal moves the list into slots, its lease beside
+	new_lease --principal old >c.json
+	sbx-lease verify >/dev/null
+	assert_equal "$(sbx_etcdctl get "$p/slots/old" --keys-only | grep -c .)" 0
+	assert_equal "$(sbx_etcdctl get --prefix "$p/slots/old/" --print-value-only | sort | tr '\n' ' ')" \
+		"$(jq -r .lease.id a.json b.json c.json | sort | tr '\n' ' ')"
+	# a lease leaving the live states frees its own slot
+	sbx-lease fund --amount 0 --evidence b.json | sbx-lease activate --evidence - |
+		sbx-lease settle --evidence - | sbx-lease expire --evidence - >/dev/null
+	assert_equal "$(sbx_etcdctl get --prefix "$p/slots/old/" --print-value-only | sort | tr '\n' ' ')" \
+		"$(jq -r .lease.id a.json c.json | sort | tr '\n' ' ')"
+	sbx-lease verify >/dev/null
+}

@@ -165,6 +165,55 @@ crash_walk() {
 	[ -n "$closed" ] && [ "$closed" -ge 2 ]
 }
 
+# The open is one append of three receipts and each observation during the run
+# one of its own; the close's append holds the run's last observation with settle,
+# expire and destroy (an append and an fdatasync of the run's bound fewer).
+@test "sbx-run --ephemeral: the last observation is in the closing append" {
+	# a loaded host's run may observe during its run (an append more): a run that
+	# ends before its kill is tried again one append earlier
+	pass=1 tries=0
+	while [ $((tries += 1)) -le 40 ]; do
+		sbx-lease list | jq -r .id | sort >before.txt
+		set +e
+		SBX_FAULT=lease-after-journal:$pass sbx-run --ephemeral -- /bin/true >out.txt 2>err.txt
+		rc=$?
+		set -e
+		[ "$rc" -ne 0 ] || { pass=$((pass - 1)); continue; }
+		[ "$rc" -eq 137 ] || { echo "pass $pass: rc=$rc: $(cat err.txt)"; return 1; }
+		id=$(sbx-lease list | jq -r .id | sort | comm -13 before.txt -)
+		[ "$(sbx-lease show "$id" | jq -r .lease.state)" = Destroyed ] && break
+		sbx-lease recover >/dev/null
+		pass=$((pass + 1))
+	done
+	sbx-lease log "$id" >log.json
+	n=$(wc -l <log.json)
+	# receipts of the close's append: those before it are the open's and one per
+	# observation append
+	assert_equal "$((n - 3 - (pass - 2)))" 4
+	assert_equal "$(jq -r .edge log.json | tail -n4 | tr '\n' ' ')" "observe settle expire destroy "
+	assert_equal "$(jq -r 'select(.edge == "settle") | .reason' log.json)" caller
+	sbx-lease verify >/dev/null
+}
+
+@test "SIGKILL of sbx-run --ephemeral after its guest ended, before the closing append: settled from the run's bound" {
+	set +e
+	SBX_FAULT=run-before-close sbx-run --ephemeral -- /bin/true >out.txt 2>err.txt
+	rc=$?
+	set -e
+	[ "$rc" -eq 137 ] || { echo "rc=$rc, not killed: $(cat err.txt)"; return 1; }
+	id=$(sbx-lease list --state Active | jq -r .id)
+	[ -n "$id" ]
+	run sbx-lease verify
+	assert_failure
+	assert_output --partial "lease $id: its run died without closing it"
+	sbx-lease recover >/dev/null
+	sbx-lease verify
+	# the bound made durable before the guest ran stands for what it used
+	assert_equal "$(sbx-lease log "$id" | jq -r .edge | tail -n4 | tr '\n' ' ')" "observe settle expire destroy "
+	[ "$(sbx-lease show "$id" | jq -r .lease.usage.fuel)" -gt 0 ]
+	assert_equal "$(sbx-lease log "$id" | jq -r 'select(.edge == "settle") | .reason')" run-died
+}
+
 # a background run a failed test left is ended (its guest dies with it)
 teardown() {
 	[ -z "${RUN_PID:-}" ] || kill -9 "$RUN_PID" 2>/dev/null || true

@@ -284,6 +284,23 @@ snapshot_mid_run() {
 	done
 }
 
+@test "a run carrying a --state-in/--state-out channel is refused a snapshot and delivers its result" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'input-bytes' >in.img
+	SRC=$(lease_new /bin/sh active)
+	sbx-run --lease "$SRC" --state-in in.img --state-out out.img -- /bin/sh -c \
+		'touch /ns/ready; sleep 1; exec "$0" copy' "$GUESTS/state_echo" >src.out 2>src.err &
+	SRC_PID=$!
+	for _ in $(seq 1 200); do [ -f "$SBX_STORE/ns/$SRC/ready" ] && break; sleep 0.05; done
+	run sbx-snap take "$SRC"
+	assert_failure
+	assert_output --partial "--state-in/--state-out channel"
+	[ "$(lease_state "$SRC")" = Active ]
+	wait "$SRC_PID"
+	assert_equal "$(cat out.img)" "got 11:input-bytes"
+	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+}
+
 @test "a shared anonymous mapping is snapshotted once and mapped shared again" {
 	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS" -1 shared-anon)
 	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)

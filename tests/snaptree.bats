@@ -164,6 +164,34 @@ load snaptree/lib
 	snaptree_case fifo
 }
 
+@test "snaptree: shared_eventfd" {
+	snaptree_case shared_eventfd
+}
+
+@test "snaptree: shared_socketpair" {
+	snaptree_case shared_socketpair
+}
+
+@test "snaptree: shared_epoll" {
+	snaptree_case shared_epoll
+}
+
+@test "snaptree: shared_listener" {
+	snaptree_case shared_listener
+}
+
+@test "snaptree: shared_pty" {
+	snaptree_case shared_pty
+}
+
+@test "snaptree: shared_stdio" {
+	snaptree_case shared_stdio
+}
+
+@test "snaptree: child_stdin_pair" {
+	snaptree_case child_stdin_pair
+}
+
 @test "snaptree: shm_deleted_fork" {
 	snaptree_case shm_deleted_fork
 }

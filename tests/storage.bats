@@ -264,3 +264,18 @@ copied_small() {
 	assert_equal "$(jq -r .closed r.json)" null
 	[ "$(jq .usage.storage_write r.json)" -lt $((64 << 20)) ]
 }
+
+@test "a write's stop reads its thread's I/O count once: the last write settles from the count the next one starts from" {
+	# 3000 one-byte writes, each its own stop; storage_write exact
+	strace -qq -e trace=pread64 -e signal=none -s 16 -o s.log \
+		sbx-run --ephemeral --rw "$PWD/w:/w" --result r.json -- \
+		/usr/bin/dd if=/dev/zero of=/w/f bs=1 count=3000 status=none
+	assert_equal "$(stat -c %s w/f)" 3000
+	# the file's 3000 bytes and its inode's
+	assert_equal "$(jq .usage.storage_write r.json)" $((3000 + 4096))
+	[ "$(jq .supervisor.stops r.json)" -ge 3000 ]
+	# one read of the thread's io file per write (two before), plus the ticks'
+	n=$(grep -c '"rchar: ' s.log)
+	echo "io reads: $n" >&2
+	[ "$n" -lt 4500 ]
+}

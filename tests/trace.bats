@@ -415,6 +415,38 @@ rechain() {
 /usr/bin/dash"
 }
 
+@test "level exec: a failed exec does not stop, a successful one is recorded; level file and a policy still stop at each" {
+	# 300 execs that fail (a PATH probe's ENOENT) and 3 that run, in one process
+	mkdir w && cd w # bound below: the store (in the test directory) must stay out of view
+	cat > ex.py <<'EOF'
+import os
+for i in range(300):
+    try:
+        os.execv("/nonexistent/probe", ["probe"])
+    except OSError:
+        pass
+for i in range(3):
+    if os.fork() == 0:
+        os.execv("/bin/true", ["true", str(i)])
+    os.wait()
+EOF
+	sbx-run --ephemeral --ro "$PWD" --trace-level exec --trace e.trace --result e.json -- /usr/bin/python3 "$PWD/ex.py"
+	[ "$(jq .supervisor.stops e.json)" -lt 100 ]
+	run jq -r 'select(.ev == "exec") | .argv | join(" ")' e.trace
+	assert_output "/usr/bin/python3 $PWD/ex.py
+true 0
+true 1
+true 2"
+	# the exec call stops where a class asks for it: level file records each probe
+	sbx-run --ephemeral --ro "$PWD" --trace-level file --trace f.trace --result f.json -- /usr/bin/python3 "$PWD/ex.py"
+	[ "$(jq .supervisor.stops f.json)" -ge 300 ]
+	[ "$(jq -r 'select(.ev == "sys" and .name == "execve" and .path == "/nonexistent/probe") | .path' f.trace |
+		wc -l)" -eq 300 ]
+	printf '{"rules":[{"syscall":["execve"],"path":"/nonexistent/probe","action":"deny"}]}' > deny.json
+	sbx-run --ephemeral --ro "$PWD" --policy deny.json --trace-level exec --result p.json -- /usr/bin/python3 "$PWD/ex.py"
+	[ "$(jq .supervisor.refused p.json)" -ge 300 ]
+}
+
 @test "exec argv: thousands of arguments across pages and an overlong one are recorded exactly" {
 	long=$(head -c 5000 /dev/zero | tr '\0' a)
 	sbx-run --ephemeral --trace-level exec --trace a.trace -- /bin/sh -c "exec /bin/echo \$(seq 1 3000) $long" >/dev/null

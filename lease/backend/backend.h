@@ -29,6 +29,12 @@ typedef int (*lease_line_fn)(void *arg, const char *name, const char *line, size
 struct lease_backend {
 	/* {"lease": RECORD, "receipt": HEAD} of id; *pair NULL when absent */
 	int (*pair_read)(struct lease_store *s, const char *id, json_t **pair, struct common_err *e);
+	/* Read at once the records of ids (an array) that the write path's reads one by
+	 * one would each fetch (NULL: such reads are cheap) */
+	int (*pairs_prefetch)(struct lease_store *s, const json_t *ids, struct common_err *e);
+	/* 1 when a commit creating a record checks that its id is still unused: a
+	 * fresh random id needs no read */
+	int creates_checked;
 	/* {principal: [live lease ids]}: all principals, or only principal */
 	int (*slots_read)(struct lease_store *s, const char *principal, json_t **slots,
 			  struct common_err *e);
@@ -90,6 +96,9 @@ struct lease_store {
 	json_t *reads;  /* etcd: key -> [mod_revision, value] read by this transition */
 	json_t *signers; /* etcd: registered public keys seen */
 	int conflict;   /* the last commit lost a race: run the transition again */
+	int kept_ok;    /* the write path: reads may give what this process kept (etcd),
+			 * since its commit compares their revisions */
+	int kept_used;  /* a read gave a kept value: a refusal is checked again fresh */
 	int lockfd;     /* -1 when the store lock is not held */
 	int lock_depth; /* nested lock holders in this process */
 	unsigned lock_gen; /* times the lock was taken: what one hold checked lasts while it does */

@@ -541,19 +541,77 @@ int lease_etcd_get(struct lease_etcd *c, const char *key, char **val, int64_t *r
 	return 0;
 }
 
-int lease_etcd_txn(struct lease_etcd *c, const json_t *cmp, const json_t *puts, int64_t *rev,
-		   struct common_err *e)
+/* The kvs of every range among a txn reply's responses, one array. */
+static int responses_kvs(const struct lease_etcd *c, const json_t *rep, json_t **kvs,
+			 struct common_err *e)
 {
-	json_t *req = json_pack("{s:[], s:[]}", "compare", "success"), *rep = NULL, *it;
+	json_t *one, *r;
+	size_t i;
+
+	*kvs = json_array();
+	json_array_foreach(json_object_get(rep, "responses"), i, r) {
+		if (!json_object_get(r, "response_range"))
+			continue;
+		if (kvs_of(c, json_object_get(r, "response_range"), &one, e) < 0) {
+			json_decref(*kvs);
+			*kvs = NULL;
+			return -1;
+		}
+		json_array_extend(*kvs, one);
+		json_decref(one);
+	}
+	return 0;
+}
+
+static json_t *range_op(const struct lease_etcd *c, const char *key)
+{
+	char *k = full_key(c, key);
+	json_t *op = json_pack("{s:{s:o}}", "request_range", "key", b64_str(k));
+
+	free(k);
+	return op;
+}
+
+int lease_etcd_get_many(struct lease_etcd *c, const json_t *keys, json_t **kvs,
+			struct common_err *e)
+{
+	json_t *req = json_pack("{s:[], s:[]}", "compare", "success"), *rep = NULL, *k;
 	size_t i;
 	int rc;
 
+	*kvs = NULL;
+	/* a transaction of reads only is one linearizable read, not a proposal */
+	json_array_foreach(keys, i, k)
+		json_array_append_new(json_object_get(req, "success"),
+				      range_op(c, json_string_value(k)));
+	rc = post(c, "/v3/kv/txn", req, &rep, e);
+	if (rc == 0)
+		rc = responses_kvs(c, rep, kvs, e);
+	json_decref(req);
+	json_decref(rep);
+	return rc;
+}
+
+int lease_etcd_txn(struct lease_etcd *c, const json_t *cmp, const json_t *puts, int64_t *rev,
+		   json_t **now, struct common_err *e)
+{
+	json_t *req = json_pack("{s:[], s:[], s:[]}", "compare", "success", "failure"), *rep = NULL;
+	json_t *it;
+	size_t i;
+	int rc;
+
+	if (now)
+		*now = NULL;
 	json_array_foreach(cmp, i, it) {
 		char *k = full_key(c, json_string_value(json_array_get(it, 0))), rev[24];
 		snprintf(rev, sizeof rev, "%lld", (long long)json_integer_value(json_array_get(it, 1)));
 		json_array_append_new(json_object_get(req, "compare"),
 				      json_pack("{s:o, s:s, s:s, s:s}", "key", b64_str(k), "target", "MOD",
 						"result", "EQUAL", "mod_revision", rev));
+		/* a lost comparison answers with what holds now: the retry needs no read */
+		if (now)
+			json_array_append_new(json_object_get(req, "failure"),
+					      range_op(c, json_string_value(json_array_get(it, 0))));
 		free(k);
 	}
 	json_array_foreach(puts, i, it) {
@@ -576,6 +634,8 @@ int lease_etcd_txn(struct lease_etcd *c, const json_t *cmp, const json_t *puts, 
 		rc = json_is_true(json_object_get(rep, "succeeded")) ? 1 : 0;
 		*rev = rev_of(json_object_get(rep, "header"), "revision");
 	}
+	if (rc == 0 && now && responses_kvs(c, rep, now, e) < 0)
+		rc = -1;
 	json_decref(req);
 	json_decref(rep);
 	return rc;

@@ -22,10 +22,15 @@ int lease_etcd_decode(struct lease_etcd *c, long status, const char *body, size_
 /* *val NULL and *rev 0 when key is absent */
 int lease_etcd_get(struct lease_etcd *c, const char *key, char **val, int64_t *rev,
 		   struct common_err *e);
+/* [[key, value, mod_revision], …] of the keys named (absent ones left out), read at
+ * one revision in one round trip */
+int lease_etcd_get_many(struct lease_etcd *c, const json_t *keys, json_t **kvs,
+			struct common_err *e);
 /* Puts [[key, value], …] (a null value deletes key) when every [[key, mod_revision], …]
  * of cmp still holds (mod_revision 0: key absent):
- * 1 applied (at *rev), 0 not (nothing written), -1 error */
+ * 1 applied (at *rev), 0 not (nothing written; *now, when now is given, holds
+ * [[key, value, mod_revision], …] of cmp's keys present now), -1 error */
 int lease_etcd_txn(struct lease_etcd *c, const json_t *cmp, const json_t *puts, int64_t *rev,
-		   struct common_err *e);
+		   json_t **now, struct common_err *e);
 
 #endif

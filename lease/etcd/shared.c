@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 #include "lease/etcd/etcd.h"
 
 #define KEY_MAX 160
+#define KEPT_MAX 1024 /* values kept in memory before they are all dropped */
 
 /* What a transition read: the revision its commit compares. */
 static void note(struct lease_store *s, const char *key, int64_t rev, const json_t *val)
@@ -22,13 +24,68 @@ static int64_t noted_rev(struct lease_store *s, const char *key)
 	return json_integer_value(json_array_get(json_object_get(s->reads, key), 0));
 }
 
+/* A record or slot list this process last read or wrote is kept (s->fcache:
+ * [revision, value]) for the write path, whose commit compares the revision: a
+ * process alone at the store reads nothing. */
+static int keepable(const char *key)
+{
+	return strncmp(key, "lease/", 6) == 0 || strncmp(key, "slots/", 6) == 0;
+}
+
+static void keep(struct lease_store *s, const char *key, int64_t rev, const json_t *val)
+{
+	if (!s->fcache)
+		s->fcache = json_object();
+	if (json_object_size(s->fcache) >= KEPT_MAX)
+		json_object_clear(s->fcache);
+	json_object_set_new(s->fcache, key, json_pack("[I, O?]", (json_int_t)rev, (json_t *)val));
+}
+
+/* Another process writes here too: slot lists, which every request and end of a
+ * principal's lease changes, are then read fresh rather than compared stale. */
+static int contended(const struct lease_store *s)
+{
+	return json_is_true(json_object_get(s->fcache, "contended"));
+}
+
+static void contend(struct lease_store *s)
+{
+	if (!s->fcache)
+		s->fcache = json_object();
+	json_object_set_new(s->fcache, "contended", json_true());
+}
+
+/* The write path's value of key without a read: noted by this transition, else kept
+ * (1 with *out, which may be NULL for an absent key), 0 a read is needed. Slots
+ * others write too are read afresh, unless mine: the kept value will do. */
+static int unread(struct lease_store *s, const char *key, int mine, json_t **out)
+{
+	const json_t *seen = json_object_get(s->reads, key), *kept = json_object_get(s->fcache, key);
+
+	if (!s->kept_ok)
+		return 0;
+	if (!seen && (!kept || !keepable(key) ||
+		      (strncmp(key, "slots/", 6) == 0 && contended(s) && !mine)))
+		return 0;
+	if (!seen) {
+		note(s, key, json_integer_value(json_array_get(kept, 0)), json_array_get(kept, 1));
+		s->kept_used = 1;
+	}
+	seen = json_array_get(json_object_get(s->reads, key), 1);
+	*out = json_is_null(seen) ? NULL : json_deep_copy(seen); /* null: absent */
+	return 1;
+}
+
 /* key's value parsed as JSON (NULL when absent), its revision noted. */
 static int get_json(struct lease_store *s, const char *key, json_t **out, struct common_err *e)
 {
 	char *val, name[KEY_MAX + 8];
+	const json_t *kept;
 	int64_t rev;
 
 	*out = NULL;
+	if (unread(s, key, 0, out))
+		return 0;
 	if (lease_etcd_get(s->etcd, key, &val, &rev, e) < 0)
 		return -1;
 	snprintf(name, sizeof name, "etcd %s", key);
@@ -38,6 +95,11 @@ static int get_json(struct lease_store *s, const char *key, json_t **out, struct
 	}
 	free(val);
 	note(s, key, rev, *out);
+	kept = json_object_get(s->fcache, key);
+	if (kept && json_integer_value(json_array_get(kept, 0)) != rev)
+		contend(s);
+	if (keepable(key))
+		keep(s, key, rev, *out);
 	return 0;
 }
 
@@ -63,45 +125,179 @@ static int shared_pair_read(struct lease_store *s, const char *id, json_t **pair
 	return 0;
 }
 
+/* The records of ids not noted or kept yet, read in one round trip and kept: a
+ * request's sweep of its principal's live leases then reads none by one. */
+static int shared_prefetch(struct lease_store *s, const json_t *ids, struct common_err *e)
+{
+	json_t *keys = json_array(), *kvs, *kv, *v;
+	char key[KEY_MAX];
+	size_t i;
+	int rc;
+
+	json_array_foreach(ids, i, v) {
+		if (!json_is_string(v))
+			continue;
+		snprintf(key, sizeof key, "lease/%s", json_string_value(v));
+		if (!json_object_get(s->reads, key) &&
+		    !json_object_get(s->fcache, key))
+			json_array_append_new(keys, json_string(key));
+	}
+	if (!s->kept_ok || json_array_size(keys) == 0) {
+		json_decref(keys);
+		return 0;
+	}
+	rc = lease_etcd_get_many(s->etcd, keys, &kvs, e);
+	json_array_foreach(rc == 0 ? kvs : NULL, i, kv) {
+		const char *k = json_string_value(json_array_get(kv, 0));
+		const char *val = json_string_value(json_array_get(kv, 1));
+		/* damaged: left for the read one by one to report */
+		if ((v = common_json_load(val, strlen(val), k, NULL)))
+			keep(s, k, json_integer_value(json_array_get(kv, 2)), v);
+		json_decref(v);
+	}
+	if (rc == 0)
+		json_decref(kvs);
+	json_decref(keys);
+	return rc;
+}
+
+/* A principal's live leases, one key a slot: slots/PRINCIPAL/NN (NN below
+ * LEASE_PRINCIPAL_SLOTS) holds a lease id. A request takes a free slot and a lease
+ * leaving the live states frees its own, each comparing that one key: one
+ * principal's clients contend only when two pick the same slot, and no principal
+ * ever holds more slots than there are. A list of ids at slots/PRINCIPAL (a store
+ * written before) counts too and moves into slots at the principal's next change.
+ * A view: {"NN": [id, mod_revision], …, "list": [mod_revision, [id, …]]}. */
+#define SLOT_DIGITS 2
+
+/* NN of a slot key's tail, -1 when it is none */
+static int slot_number(const char *tail)
+{
+	if (strlen(tail) != SLOT_DIGITS || tail[0] < '0' || tail[0] > '9' || tail[1] < '0' ||
+	    tail[1] > '9' || (tail[0] - '0') * 10 + (tail[1] - '0') >= LEASE_PRINCIPAL_SLOTS)
+		return -1;
+	return (tail[0] - '0') * 10 + (tail[1] - '0');
+}
+
+/* One key below slots/ (k without it) into views ({principal: view}); keys of other
+ * principals than only (when given) are skipped. */
+static int slot_entry(json_t *views, const char *only, const char *k, const char *v, int64_t rev,
+		      struct common_err *e)
+{
+	const char *slash = strchr(k, '/');
+	size_t plen = slash ? (size_t)(slash - k) : strlen(k);
+	char pr[LEASE_NAME_MAX + 1], nn[SLOT_DIGITS + 1];
+	json_t *view, *list;
+
+	if (plen > LEASE_NAME_MAX || (only && (plen != strlen(only) || strncmp(k, only, plen) != 0)))
+		return 0;
+	memcpy(pr, k, plen);
+	pr[plen] = '\0';
+	if (!(view = json_object_get(views, pr)))
+		json_object_set_new(views, pr, view = json_object());
+	if (!slash) {
+		list = common_json_load(v, strlen(v), k, NULL);
+		if (!json_is_array(list)) {
+			json_decref(list);
+			return common_errf(e, k, "expected an array of lease ids");
+		}
+		json_object_set_new(view, "list", json_pack("[I, o]", (json_int_t)rev, list));
+		return 0;
+	}
+	if (slot_number(slash + 1) < 0 || !lease_id_valid(v))
+		return common_errf(e, k, "expected slot 00-%d holding a lease id",
+				   LEASE_PRINCIPAL_SLOTS - 1);
+	snprintf(nn, sizeof nn, "%s", slash + 1);
+	json_object_set_new(view, nn, json_pack("[s, I]", v, (json_int_t)rev));
+	return 0;
+}
+
+/* The lease ids of a view: slots in order, then the list's. */
+static json_t *view_ids(const json_t *view)
+{
+	json_t *ids = json_array(), *v;
+	char nn[SLOT_DIGITS + 1];
+	size_t i;
+
+	for (int n = 0; n < LEASE_PRINCIPAL_SLOTS; n++) {
+		snprintf(nn, sizeof nn, "%02d", n);
+		if ((v = json_object_get(view, nn)))
+			json_array_append(ids, json_array_get(v, 0));
+	}
+	json_array_foreach(json_array_get(json_object_get(view, "list"), 1), i, v)
+		if (json_is_string(v))
+			json_array_append(ids, v);
+	return ids;
+}
+
+/* pr's view: noted or kept (mine: even when others write here, for a lease's own
+ * slot, which nobody else frees), else read (the list's key and the slots'). */
+static int slot_view(struct lease_store *s, const char *pr, int mine, json_t **view,
+		     struct common_err *e)
+{
+	char vk[KEY_MAX], from[KEY_MAX];
+	json_t *kvs, *kv, *views, *kept;
+	size_t i;
+	int rc = 0;
+
+	snprintf(vk, sizeof vk, "slots/%s/", pr);
+	if (unread(s, vk, mine, view))
+		return 0;
+	snprintf(from, sizeof from, "slots/%s", pr);
+	if (lease_etcd_range(s->etcd, vk, from, &kvs, e) < 0)
+		return -1;
+	views = json_object();
+	json_array_foreach(kvs, i, kv)
+		if (rc == 0)
+			rc = slot_entry(views, pr, json_string_value(json_array_get(kv, 0)) + 6,
+					json_string_value(json_array_get(kv, 1)),
+					json_integer_value(json_array_get(kv, 2)), e);
+	json_decref(kvs);
+	*view = rc == 0 ? json_deep_copy(json_object_get(views, pr)) : NULL;
+	json_decref(views);
+	if (rc < 0)
+		return -1;
+	if (!*view)
+		*view = json_object();
+	kept = json_array_get(json_object_get(s->fcache, vk), 1);
+	if (kept && !json_equal(kept, *view))
+		contend(s);
+	note(s, vk, 0, *view);
+	keep(s, vk, 0, *view);
+	return 0;
+}
+
 static int shared_slots_read(struct lease_store *s, const char *principal, json_t **slots,
 			     struct common_err *e)
 {
-	char key[KEY_MAX];
-	json_t *kvs, *kv, *list;
+	json_t *kvs, *kv, *view, *ids;
+	const char *pr;
 	size_t i;
+	int rc = 0;
 
 	*slots = json_object();
 	if (principal) {
-		snprintf(key, sizeof key, "slots/%s", principal);
-		if (get_json(s, key, &list, e) < 0)
+		if (slot_view(s, principal, 0, &view, e) < 0)
 			goto fail;
-		if (list && !json_is_array(list)) {
-			json_decref(list);
-			common_errf(e, key, "expected an array of lease ids");
-			goto fail;
-		}
-		if (list)
-			json_object_set_new(*slots, principal, list);
+		ids = view_ids(view);
+		json_decref(view);
+		json_object_set_new(*slots, principal, ids);
 		return 0;
 	}
 	if (lease_etcd_range(s->etcd, "slots/", NULL, &kvs, e) < 0)
 		goto fail;
-	json_array_foreach(kvs, i, kv) {
-		const char *k = json_string_value(json_array_get(kv, 0)), *v;
-		v = json_string_value(json_array_get(kv, 1));
-		list = common_json_load(v, strlen(v), k, NULL);
-		if (!json_is_array(list)) {
-			json_decref(list);
-			json_decref(kvs);
-			common_errf(e, k, "expected an array of lease ids");
-			goto fail;
-		}
-		if (json_array_size(list))
-			json_object_set_new(*slots, k + strlen("slots/"), list);
-		else
-			json_decref(list);
-	}
+	json_array_foreach(kvs, i, kv)
+		if (rc == 0)
+			rc = slot_entry(*slots, NULL, json_string_value(json_array_get(kv, 0)) + 6,
+					json_string_value(json_array_get(kv, 1)),
+					json_integer_value(json_array_get(kv, 2)), e);
 	json_decref(kvs);
+	if (rc < 0)
+		goto fail;
+	json_object_foreach(*slots, pr, view) {
+		ids = view_ids(view);
+		json_object_set_new(*slots, pr, ids);
+	}
 	return 0;
 fail:
 	json_decref(*slots);
@@ -118,39 +314,119 @@ static json_t *put_json(const char *key, const json_t *val)
 	return p;
 }
 
-/* The principal's slot list with id in (live) or out; NULL when already so. */
-static json_t *slots_with(const json_t *list, const char *id, int live)
+/* A lease entering (live) or leaving the live states: the slot keys that change,
+ * each compared (cmp) and put (puts; freed: deleted); *view the view after, its
+ * new slots at revision 0 until the commit names it. */
+static int slot_change(struct lease_store *s, const char *pr, const char *id, int live,
+		       json_t *cmp, json_t *puts, json_t **view, struct common_err *e)
 {
-	json_t *out = json_is_array(list) ? json_copy((json_t *)list) : json_array(), *v;
-	size_t i, found = (size_t)-1;
+	json_t *moving = json_array(), *list, *v, *ids;
+	char key[KEY_MAX], nn[SLOT_DIGITS + 1];
+	const char *n;
+	unsigned start = 0;
+	size_t i;
+	int rc = 0;
 
-	json_array_foreach(out, i, v)
-		if (json_is_string(v) && strcmp(json_string_value(v), id) == 0)
-			found = i;
-	if (live == (found != (size_t)-1)) {
-		json_decref(out);
-		return NULL;
+	if (slot_view(s, pr, !live, view, e) < 0) {
+		json_decref(moving);
+		return -1;
 	}
+	ids = view_ids(*view);
+	if ((list = json_object_get(*view, "list"))) { /* written before slots: moved */
+		snprintf(key, sizeof key, "slots/%s", pr);
+		json_array_append_new(cmp, json_pack("[s, O]", key, json_array_get(list, 0)));
+		json_array_append_new(puts, json_pack("[s, n]", key));
+		json_array_foreach(json_array_get(list, 1), i, v)
+			if (json_is_string(v) && strcmp(json_string_value(v), id) != 0)
+				json_array_append(moving, v);
+		json_object_del(*view, "list");
+	}
+	json_object_foreach(*view, n, v)
+		if (!live && strcmp(json_string_value(json_array_get(v, 0)), id) == 0) {
+			snprintf(key, sizeof key, "slots/%s/%s", pr, n);
+			json_array_append_new(cmp, json_pack("[s, O]", key, json_array_get(v, 1)));
+			json_array_append_new(puts, json_pack("[s, n]", key));
+		}
+	if (!live)
+		for (int k = 0; k < LEASE_PRINCIPAL_SLOTS; k++) {
+			snprintf(nn, sizeof nn, "%02d", k);
+			v = json_object_get(*view, nn);
+			if (v && strcmp(json_string_value(json_array_get(v, 0)), id) == 0)
+				json_object_del(*view, nn);
+		}
+	json_array_foreach(ids, i, v)
+		live &= strcmp(json_string_value(v), id) != 0; /* already in a slot */
 	if (live)
-		json_array_append_new(out, json_string(id));
-	else
-		json_array_remove(out, found);
-	return out;
+		json_array_append_new(moving, json_string(id));
+	/* from a random slot: clients of one principal seldom pick the same */
+	if (json_array_size(moving) && getrandom(&start, sizeof start, 0) < 0)
+		start = (unsigned)getpid();
+	json_array_foreach(moving, i, v) {
+		int k = 0;
+		for (; k < LEASE_PRINCIPAL_SLOTS; k++) {
+			snprintf(nn, sizeof nn, "%02u", (start + (unsigned)k) % LEASE_PRINCIPAL_SLOTS);
+			if (!json_object_get(*view, nn))
+				break;
+		}
+		if (k == LEASE_PRINCIPAL_SLOTS) {
+			rc = common_errf(e, "request refused", "principal %s already holds %d live "
+					 "leases, the maximum", pr, LEASE_PRINCIPAL_SLOTS);
+			break;
+		}
+		snprintf(key, sizeof key, "slots/%s/%s", pr, nn);
+		json_array_append_new(cmp, json_pack("[s, i]", key, 0));
+		json_array_append_new(puts, json_pack("[s, O]", key, v));
+		json_object_set_new(*view, nn, json_pack("[O, i]", v, 0));
+	}
+	json_decref(ids);
+	json_decref(moving);
+	return rc;
 }
 
-/* A commit whose reply was lost and whose retry then lost the comparison may have
- * been applied: it was when the record's head is our last receipt. */
-static int was_ours(struct lease_store *s, const char *lk, const char *digest,
-		    struct common_err *e)
+/* What a lost comparison answered (now: [[key, value, mod_revision], …]) is kept for
+ * the run again, for each key compared (cmp: [[key, revision], …]). 1 when the
+ * record's head is our last receipt: a commit whose reply was lost and whose retry
+ * then lost the comparison was applied. */
+static int lost(struct lease_store *s, const json_t *cmp, const json_t *now, const char *lk,
+		const char *digest)
 {
-	json_t *pair;
-	int ours;
+	const json_t *c, *kv;
+	json_t *val;
+	size_t i, j;
+	int ours = 0;
 
-	if (get_json(s, lk, &pair, e) < 0)
-		return -1;
-	ours = pair && lease_jstr(json_object_get(pair, "lease"), "head") &&
-	       strcmp(lease_jstr(json_object_get(pair, "lease"), "head"), digest) == 0;
-	json_decref(pair);
+	contend(s);
+	json_array_foreach(cmp, i, c) {
+		const char *key = json_string_value(json_array_get(c, 0));
+		int64_t rev = 0;
+		val = NULL;
+		json_array_foreach(now, j, kv) {
+			const char *v = json_string_value(json_array_get(kv, 1));
+			if (strcmp(json_string_value(json_array_get(kv, 0)), key) != 0)
+				continue;
+			rev = json_integer_value(json_array_get(kv, 2));
+			val = common_json_load(v, strlen(v), key, NULL);
+		}
+		if (strcmp(key, lk) == 0 && json_is_object(val)) {
+			const char *head = lease_jstr(json_object_get(val, "lease"), "head");
+			ours = head && strcmp(head, digest) == 0;
+		}
+		/* a slot: the principal's view is read again */
+		if (strncmp(key, "slots/", 6) == 0) {
+			char vk[KEY_MAX];
+			const char *slash = strchr(key + 6, '/');
+			snprintf(vk, sizeof vk, "%.*s/", slash ? (int)(slash - key) : (int)strlen(key), key);
+			json_object_del(s->fcache, vk);
+			json_decref(val);
+			continue;
+		}
+		/* not JSON (the run again reads it and says so), or no clock */
+		if ((rev && !val) || (!val && strcmp(key, "clock") == 0))
+			json_object_del(s->fcache, key);
+		else if (keepable(key) || strcmp(key, "clock") == 0)
+			keep(s, key, rev, val);
+		json_decref(val);
+	}
 	return ours;
 }
 
@@ -159,9 +435,10 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 {
 	const json_t *last = json_array_get(rs, json_array_size(rs) - 1), *r;
 	const char *id = lease_jstr(rec, "id"), *pr = lease_jstr(rec, "principal");
-	json_t *cmp = json_array(), *puts = json_array(), *pair, *slots = NULL, *seen;
+	json_t *cmp = json_array(), *puts = json_array(), *pair, *view = NULL, *now = NULL, *v;
 	const json_t *before;
-	char lk[KEY_MAX], sk[KEY_MAX], rk[KEY_MAX];
+	char lk[KEY_MAX], vk[KEY_MAX], rk[KEY_MAX];
+	const char *nn;
 	enum lease_state st, prev;
 	int was_live;
 	int64_t rev = 0;
@@ -169,7 +446,7 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 	int rc = -1, done;
 
 	snprintf(lk, sizeof lk, "lease/%s", id);
-	snprintf(sk, sizeof sk, "slots/%s", pr);
+	snprintf(vk, sizeof vk, "slots/%s/", pr);
 	lease_state_parse(lease_jstr(rec, "state"), &st);
 	json_array_append_new(cmp, json_pack("[s, I]", lk, (json_int_t)noted_rev(s, lk)));
 	/* the batch the receipts name is the clock's as read (maybe kept): still so */
@@ -186,36 +463,35 @@ static int shared_commit(struct lease_store *s, const json_t *rs, const json_t *
 	before = json_object_get(json_array_get(json_object_get(s->reads, lk), 1), "lease");
 	was_live = before && lease_state_parse(lease_jstr(before, "state"), &prev) == 0 &&
 		   lease_state_live(prev);
-	if (was_live != lease_state_live(st) && !json_object_get(s->reads, sk)) {
-		if (shared_slots_read(s, pr, &seen, e) < 0)
-			goto out;
-		json_decref(seen);
-	}
-	if (was_live != lease_state_live(st))
-		slots = slots_with(json_array_get(json_object_get(s->reads, sk), 1), id,
-				   lease_state_live(st));
-	if (slots) {
-		json_array_append_new(cmp, json_pack("[s, I]", sk, (json_int_t)noted_rev(s, sk)));
-		json_array_append_new(puts, put_json(sk, slots));
-	}
-	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
-	if (done == 0)
-		done = was_ours(s, lk, lease_jstr(last, "digest"), e);
+	if (was_live != lease_state_live(st) &&
+	    slot_change(s, pr, id, lease_state_live(st), cmp, puts, &view, e) < 0)
+		goto out;
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, &now, e);
+	/* ours after all: every key it put carries its revision, the record's now */
+	if (done == 0 && (done = lost(s, cmp, now, lk, lease_jstr(last, "digest"))))
+		rev = json_integer_value(json_array_get(json_object_get(s->fcache, lk), 0));
+	json_decref(now);
 	if (done < 0)
 		goto out;
 	if (done == 0) {
 		s->conflict = 1;
-		json_object_del(s->fcache, "clock");
 		common_errf(e, "store", "lease %s, the slots of %s or the clock changed meanwhile "
 			    "in %s", id, pr, s->name);
 		goto out;
 	}
 	note(s, lk, rev, pair);
-	if (slots)
-		note(s, sk, rev, slots);
+	keep(s, lk, rev, pair);
+	s->kept_used = 0; /* what follows this commit starts from what it wrote */
+	json_object_foreach(view, nn, v) /* the slots taken now carry the commit's revision */
+		if (json_integer_value(json_array_get(v, 1)) == 0)
+			json_array_set_new(v, 1, json_integer((json_int_t)rev));
+	if (view) {
+		note(s, vk, 0, view);
+		keep(s, vk, 0, view);
+	}
 	rc = lease_ns_effect(s, rec, e);
 out:
-	json_decref(slots);
+	json_decref(view);
 	json_decref(pair);
 	json_decref(cmp);
 	json_decref(puts);
@@ -250,7 +526,7 @@ static int shared_clock_write(struct lease_store *s, const json_t *clk, struct c
 	json_t *cmp = json_pack("[[s, I]]", "clock", (json_int_t)noted_rev(s, "clock"));
 	json_t *puts = json_pack("[o]", put_json("clock", clk));
 	int64_t rev;
-	int done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	int done = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 
 	json_object_del(s->fcache, "clock"); /* changed, or not as this process read it */
 	json_decref(cmp);
@@ -323,7 +599,7 @@ static int shared_snap_put(struct lease_store *s, const char *hex, const json_t 
 	snprintf(key, sizeof key, "snapshot/%s", hex);
 	cmp = json_pack("[[s, i]]", key, 0);
 	puts = json_pack("[o]", put_json(key, rec));
-	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 	json_decref(cmp);
 	json_decref(puts);
 	return done;
@@ -338,7 +614,7 @@ static int shared_snap_del(struct lease_store *s, const char *hex, struct common
 
 	snprintf(key, sizeof key, "snapshot/%s", hex);
 	puts = json_pack("[[s, n]]", key);
-	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	done = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 	json_decref(cmp);
 	json_decref(puts);
 	return done < 0 ? -1 : 0;
@@ -379,7 +655,7 @@ static int ensure(struct lease_store *s, const char *key, const json_t *val, str
 
 	free(have);
 	if (r == 0 && rev == 0)
-		r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+		r = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 	json_decref(cmp);
 	json_decref(puts);
 	return r < 0 ? -1 : 0;
@@ -471,7 +747,7 @@ static int principal_put(struct lease_store *s, const char *name, const char *he
 	json_t *cmp = json_pack("[[s, i]]", p, 0), *puts = json_pack("[[s, s]]", p, val);
 	int64_t rev;
 	/* not applied: another caller recorded one first, and that one stands */
-	int r = lease_etcd_txn(s->etcd, cmp, puts, &rev, e);
+	int r = lease_etcd_txn(s->etcd, cmp, puts, &rev, NULL, e);
 
 	json_decref(cmp);
 	json_decref(puts);
@@ -500,6 +776,8 @@ static int unreachable(const struct lease_store *s)
 
 const struct lease_backend lease_etcd_backend = {
 	.pair_read = shared_pair_read,
+	.pairs_prefetch = shared_prefetch,
+	.creates_checked = 1,
 	.slots_read = shared_slots_read,
 	.commit = shared_commit,
 	.clock_read = shared_clock_read,

@@ -66,7 +66,10 @@ static int new_id(struct lease_store *s, char id[LEASE_ID_LEN + 1], struct commo
 		id[0] = 'L';
 		common_hex(rnd, sizeof rnd, id + 1);
 		/* Records are never deleted (Destroyed stays), so an id seen once stays taken;
-		 * etcd's commit also checks that the record is still absent. */
+		 * etcd's commit checks that the record is still absent (a taken id loses
+		 * the comparison and the request runs again with another). */
+		if (s->be->creates_checked)
+			return 0;
 		if (lease_pair_read(s, id, &pair, e) < 0)
 			return -1;
 		if (!pair)
@@ -433,11 +436,9 @@ static int edge_receipt(struct lease_store *s, const json_t *rec, enum lease_edg
 	snprintf(what, sizeof what, "cannot %s lease %s", lease_edge_name(ed), id);
 	lease_state_parse(lease_jstr(rec, "state"), &from);
 	lease_edge_next(ed, from, &to);
-	if (ed == LEASE_EDGE_OBSERVE) {
-		if (observe_receipt(rec, json_object_get(args, "usage"), batch, 1, r, &closed, e) < 0)
-			return -1;
-		return 0;
-	}
+	if (ed == LEASE_EDGE_OBSERVE) /* changed_only: no receipt when nothing moved */
+		return observe_receipt(rec, json_object_get(args, "usage"), batch,
+				       !json_is_true(json_object_get(args, "changed_only")), r, &closed, e);
 	*r = receipt_new(id, lease_jint(rec, "seq") + 1, ed, lease_jstr(rec, "state"), to, batch,
 			 lease_jstr(rec, "head"));
 	switch (ed) {
@@ -642,6 +643,10 @@ static int expire_principal_overdue(struct lease_store *s, const char *principal
 		return -1;
 	ids = json_deep_copy(json_object_get(slots, principal));
 	json_decref(slots);
+	if (s->be->pairs_prefetch && ids && s->be->pairs_prefetch(s, ids, e) < 0) {
+		json_decref(ids);
+		return -1;
+	}
 	json_array_foreach(ids, i, v) {
 		json_t *pair = NULL, *rec;
 		struct common_err skip;
@@ -683,6 +688,8 @@ static int apply_once(struct lease_store *s, const struct lease_request *req,
 	*pair_out = NULL;
 	if (lease_lock(s, e) < 0)
 		goto out;
+	s->kept_ok = 1;
+	s->kept_used = 0;
 	if (lease_recover(s, e) < 0 || lease_store_batch(s, &batch, e) < 0 ||
 	    close_dead_runs(s, batch, e) < 0)
 		goto unlock;
@@ -722,6 +729,8 @@ static int apply_once(struct lease_store *s, const struct lease_request *req,
 		}
 		if (edge_receipt(s, rec, steps[k].edge, steps[k].args, batch, &r, e) < 0)
 			goto unlock;
+		if (!r) /* an observation that changed nothing */
+			continue;
 		if (renter_asks(steps[k].edge) &&
 		    lease_renter_sign(s, rec, lease_jstr(rec, "principal"), r, steps[k].args, e) < 0) {
 			json_decref(r);
@@ -744,6 +753,18 @@ out:
 	return rc;
 }
 
+/* A refusal decided on kept values (s->kept_used) may rest on a stale record: the
+ * transition runs again once on fresh reads. */
+static int kept_again(struct lease_store *s, int *fresh)
+{
+	if (!s->kept_used || s->conflict || *fresh)
+		return 0;
+	*fresh = 1;
+	if (s->be->forget)
+		s->be->forget(s);
+	return 1;
+}
+
 /* The one write path; a transition that lost a race to another host runs again. */
 static int apply(struct lease_store *s, const struct lease_request *req, const char *id,
 		 const json_t *ev, int need_ev, const struct lease_step *steps, size_t n,
@@ -751,14 +772,14 @@ static int apply(struct lease_store *s, const struct lease_request *req, const c
 {
 	struct prepared p = { 0 };
 	unsigned attempt = 0;
-	int rc = -1;
+	int rc = -1, fresh = 0;
 
 	*pair_out = NULL;
 	if (n > LEASE_STEPS_MAX)
 		return common_errf(e, "steps", "more than %d edges at once", LEASE_STEPS_MAX);
 	if (!req || prepare(s, req, &p, e) == 0)
 		while ((rc = apply_once(s, req, &p, id, ev, need_ev, steps, n, pair_out, receipts,
-					e)) < 0 && lease_retry(s, &attempt))
+					e)) < 0 && (kept_again(s, &fresh) || lease_retry(s, &attempt)))
 			;
 	prepared_free(&p);
 	return rc;
@@ -823,7 +844,12 @@ static int observe_once(struct lease_store *s, const char *id,
 	*receipts = NULL;
 	if (lease_lock(s, e) < 0)
 		goto out;
-	if (lease_recover(s, e) < 0 || load_pair(s, id, &pair, e) < 0)
+	s->kept_ok = 1;
+	s->kept_used = 0;
+	if (lease_recover(s, e) < 0)
+		goto unlock;
+reload:
+	if (load_pair(s, id, &pair, e) < 0)
 		goto unlock;
 	rec = json_incref(json_object_get(pair, "lease"));
 	if (strcmp(lease_jstr(rec, "state"), "Active") != 0) {
@@ -836,6 +862,13 @@ static int observe_once(struct lease_store *s, const char *id,
 		batch = (uint64_t)lease_jint(rec, "batch");
 	if (observe_receipt(rec, uj, batch, 0, &r, closed, e) < 0)
 		goto unlock;
+	if (!r && s->kept_used && s->kept_ok) { /* nothing to do by what was kept: read it */
+		s->kept_ok = 0;
+		json_decref(rec);
+		json_decref(pair);
+		rec = pair = NULL;
+		goto reload;
+	}
 	if (!r) {
 		rc = 0;
 		goto unlock;
@@ -862,9 +895,10 @@ int lease_observe_usage(struct lease_store *s, const char *id,
 			json_t **receipts, struct common_err *e)
 {
 	unsigned attempt = 0;
-	int rc;
+	int rc, fresh = 0;
 
-	while ((rc = observe_once(s, id, usage, closed, receipts, e)) < 0 && lease_retry(s, &attempt))
+	while ((rc = observe_once(s, id, usage, closed, receipts, e)) < 0 &&
+	       (kept_again(s, &fresh) || lease_retry(s, &attempt)))
 		;
 	return rc;
 }

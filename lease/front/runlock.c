@@ -181,13 +181,14 @@ int lease_run_bound_decode(const uint8_t *buf, size_t len, const char *id, uint6
 }
 
 int lease_run_bound_write(int run_fd, const char *id, uint64_t seq,
-			  const uint64_t bound[LEASE_DIM_COUNT], struct common_err *e)
+			  const uint64_t bound[LEASE_DIM_COUNT], int durable, struct common_err *e)
 {
 	uint8_t buf[LEASE_RUN_BOUND_SLOT];
 	off_t at = RUN_BOUND_OFF + (off_t)(seq & 1) * LEASE_RUN_BOUND_SLOT;
 
 	bound_encode(buf, id, seq, bound);
-	if (pwrite(run_fd, buf, sizeof buf, at) != (ssize_t)sizeof buf || fdatasync(run_fd) < 0)
+	if (pwrite(run_fd, buf, sizeof buf, at) != (ssize_t)sizeof buf ||
+	    (durable && fdatasync(run_fd) < 0))
 		return common_errno(e, errno, "run claim of %s: writing its usage bound", id);
 	return 0;
 }

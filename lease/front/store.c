@@ -56,6 +56,7 @@ void lease_unlock(struct lease_store *s)
 		return;
 	common_unlock(s->lockfd);
 	s->lockfd = -1;
+	s->kept_ok = 0;
 	json_object_clear(s->reads);
 }
 

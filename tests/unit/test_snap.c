@@ -620,8 +620,8 @@ static void test_decoder_threads(const struct snap_image *im)
 	s.version = 2;
 	CHECK(snap_encode(&s, &a, &e) == 0);
 	/* less the thread list, the empty object and segment counts and the
-	 * tree (root program, no process, no pipe, no shared memory object) */
-	CHECK(a.len == im->len - 32 - 8 - (16 + strlen(s.exe)));
+	 * tree (root program, no process, no pipe, no shared memory or kernel object) */
+	CHECK(a.len == im->len - 32 - 8 - (20 + strlen(s.exe)));
 	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
 	CHECK(t.version == 2 && t.tid == 0 && t.nthreads == 0);
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
@@ -891,9 +891,9 @@ static void test_decoder_objects(const struct snap_image *im)
 }
 
 /* Version 5's shared memory objects: a memfd mapped and held by a descriptor,
- * anonymous memory mapped twice, version 6's deleted file mapped and held,
+ * anonymous memory mapped twice, version 7's deleted file mapped and held,
  * round-trip; a hostile field is refused by name; every truncation is refused;
- * a version 5 image without the file still decodes. SBX_SNAP_CORPUS=DIR writes
+ * version 5 and 6 images without the file still decode. SBX_SNAP_CORPUS=DIR writes
  * the image as DIR/image-shm (fuzz seed). */
 static void test_decoder_shm(const struct snap_image *im)
 {
@@ -1009,22 +1009,25 @@ static void test_decoder_shm(const struct snap_image *im)
 	REFUSED(s.nfds, nf - 3, "an object is unused");
 	s.regions = rg;
 	s.nregions = nreg + 4;
-	/* no deleted file in a version 5 image, no such record in a version 4 one */
+	/* no deleted file in a version 5 or 6 image, no such record in a version 4 one */
+	REFUSED(s.version, 6, "shared memory object kind, name or size");
 	REFUSED(s.version, 5, "shared memory object kind, name or size");
 	REFUSED(s.version, 4, "descriptor kind, number or path invalid");
-	/* a version 5 image (no mode field) without the file round-trips */
-	s.version = 5;
+	/* version 5 and 6 images (no mode field) without the file round-trip */
 	s.nshms = 2;
 	s.nregions = nreg + 3;
 	memmove(rg + at + 3, rg + at + 4, (nreg - at) * sizeof *rg);
 	s.nfds = nf - 1;
-	CHECK(snap_encode(&s, &a, &e) == 0);
-	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
-	CHECK(t.version == 5 && t.nshms == 2 && t.shms[1].mode == 0);
-	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
-	snap_state_free(&t);
-	snap_image_free(&a);
-	snap_image_free(&b);
+	for (uint32_t v = 5; v <= 6; v++) {
+		s.version = v;
+		CHECK(snap_encode(&s, &a, &e) == 0);
+		CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
+		CHECK(t.version == v && t.nshms == 2 && t.shms[1].mode == 0);
+		CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
+		snap_state_free(&t);
+		snap_image_free(&a);
+		snap_image_free(&b);
+	}
 	s.version = SNAP_VERSION;
 #undef REFUSED
 	s.regions = saved_regions;
@@ -1034,6 +1037,125 @@ static void test_decoder_shm(const struct snap_image *im)
 	s.nfds = nsaved;
 	s.shms = NULL;
 	s.nshms = 0;
+	snap_state_free(&s);
+}
+
+/* Version 6's objects several processes hold: an eventfd of the root and a
+ * child, a socket pair split between them (the child's end its stdout), an
+ * epoll set both hold whose watches name the child's descriptors,
+ * round-trip; a hostile field is refused by name; every truncation is
+ * refused. SBX_SNAP_CORPUS=DIR writes the image as DIR/image-kobjs. */
+static void test_decoder_kobjs(const struct snap_image *im)
+{
+	struct snap_state s, t, p;
+	struct snap_image a, b;
+	struct common_err e;
+	CHECK(snap_decode(im->bytes, im->len, "x", &s, &e) == 0);
+	CHECK(s.version == SNAP_VERSION && s.nkobjs == 0);
+	struct snap_fd *saved_fds = s.fds, fds[8], kfds[4];
+	size_t nsaved = s.nfds, nf = 0;
+	for (size_t i = 0; i < nsaved && s.fds[i].fd <= 2; i++)
+		fds[nf++] = s.fds[i];
+	fds[nf++] = (struct snap_fd){ .fd = 60, .kind = SNAP_FD_SHARED, .size = 1, .path = "" };
+	fds[nf++] = (struct snap_fd){ .fd = 61, .kind = SNAP_FD_SHARED, .size = 2,
+				      .flags = O_CLOEXEC | O_NONBLOCK, .path = "" };
+	fds[nf++] = (struct snap_fd){ .fd = 62, .kind = SNAP_FD_SHARED, .size = 4, .path = "" };
+	kfds[0] = (struct snap_fd){ .fd = 1, .kind = SNAP_FD_SHARED, .size = 3, .path = "" };
+	kfds[1] = (struct snap_fd){ .fd = 60, .kind = SNAP_FD_SHARED, .size = 1, .path = "" };
+	kfds[2] = (struct snap_fd){ .fd = 62, .kind = SNAP_FD_SHARED, .size = 4,
+				    .flags = O_CLOEXEC, .path = "" };
+	p = s;
+	p.procs = NULL;
+	p.nprocs = 0;
+	p.pid = p.tid = s.tid + 5;
+	p.ppid = s.tid;
+	p.exe = "/bin/true";
+	p.fds = kfds;
+	p.nfds = 3;
+	uint8_t hello[5] = "hello";
+	struct snap_msg msg = { 5, hello };
+	struct snap_watch w[2] = { { 1, 4, 0x77 }, { 60, 1, 0x1234 } };
+	struct snap_object k[4];
+	memset(k, 0, sizeof k);
+	k[0] = (struct snap_object){ .kind = SNAP_OBJ_EVENTFD, .fd = 1, .count = 3 };
+	k[1] = (struct snap_object){ .kind = SNAP_OBJ_UNIX, .fd = 2, .family = 1, .type = 1,
+				     .state = SNAP_SOCK_PAIRED, .peer = 3, .msgs = &msg, .nmsgs = 1 };
+	k[2] = (struct snap_object){ .kind = SNAP_OBJ_UNIX, .fd = 3, .family = 1, .type = 1,
+				     .state = SNAP_SOCK_PAIRED, .peer = 2 };
+	k[3] = (struct snap_object){ .kind = SNAP_OBJ_EPOLL, .fd = 4, .watch = w, .nwatch = 2,
+				     .owner = 1 };
+	s.fds = fds;
+	s.nfds = nf;
+	s.procs = &p;
+	s.nprocs = 1;
+	s.kobjs = k;
+	s.nkobjs = 4;
+	CHECK(snap_encode(&s, &a, &e) == 0);
+	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
+	CHECK(t.nkobjs == 4 && t.kobjs[0].count == 3 && t.kobjs[1].peer == 3 &&
+	      t.kobjs[1].nmsgs == 1 && !memcmp(t.kobjs[1].msgs[0].data, "hello", 5) &&
+	      t.kobjs[3].owner == 1 && t.kobjs[3].nwatch == 2 && t.kobjs[3].watch[1].data == 0x1234 &&
+	      t.procs[0].fds[0].kind == SNAP_FD_SHARED && t.procs[0].fds[0].fd == 1);
+	CHECK(!strcmp(snap_fd_kind_name(&t, &t.fds[nf - 3]), "eventfd") &&
+	      !strcmp(snap_fd_kind_name(&t, &t.fds[nf - 1]), "epoll"));
+	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));
+	snap_state_free(&t);
+	snap_image_free(&b);
+	const char *corpus = getenv("SBX_SNAP_CORPUS");
+	if (corpus) {
+		/* a small seed: the objects without the memory */
+		struct snap_state small = s, sp = p;
+		char path[4200];
+		small.nregions = small.ncells = sp.nregions = 0;
+		small.procs = &sp;
+		CHECK(snap_encode(&small, &b, &e) == 0);
+		snprintf(path, sizeof path, "%s/image-kobjs", corpus);
+		FILE *f = fopen(path, "wb");
+		CHECK(f && fputc(2, f) == 2 && fwrite(b.bytes, 1, b.len, f) == b.len && fclose(f) == 0);
+		snap_image_free(&b);
+	}
+	for (size_t cut = a.len - 1; cut > 0; cut = cut > 4000 ? cut - 1999 : cut / 2)
+		CHECK(snap_decode(a.bytes, cut, "x", &t, &e) < 0);
+	for (size_t cut = a.len - 1; cut > a.len - 600; cut -= 7)
+		CHECK(snap_decode(a.bytes, cut, "x", &t, &e) < 0);
+	snap_image_free(&a);
+#define REFUSED(field, bad, why)                \
+	do {                                    \
+		__typeof__(field) keep_ = (field); \
+		(field) = (bad);                \
+		tree_refused(&s, why);          \
+		(field) = keep_;                \
+	} while (0)
+	REFUSED(k[0].kind, 9, "shared object kind unknown or not numbered in order");
+	REFUSED(k[1].fd, 5, "shared object kind unknown or not numbered in order");
+	REFUSED(k[0].count, UINT64_MAX, "eventfd counter or flag out of range");
+	REFUSED(k[2].peer, 3, "shared socket pair ends do not name each other");
+	REFUSED(k[2].peer, 9, "shared socket pair ends do not name each other");
+	REFUSED(k[2].peer, 1, "shared socket pair ends do not name each other");
+	REFUSED(k[2].type, 2, "shared socket pair ends do not name each other");
+	REFUSED(k[3].owner, 2, "shared epoll set's owner is no live process");
+	REFUSED(w[0].fd, 2, "shared epoll watch of a descriptor its owner has not open");
+	REFUSED(w[1].fd, 70, "shared epoll watch of a descriptor its owner has not open");
+	REFUSED(kfds[2].size, 1, "shared epoll set's owner does not hold it");
+	REFUSED(fds[nf - 3].size, 0, "shared descriptor names no object");
+	REFUSED(fds[nf - 3].size, 5, "shared descriptor names no object");
+	REFUSED(fds[nf - 3].size, 1u << 20, "object descriptor with a position, hash or flags");
+	REFUSED(fds[nf - 3].pos, 1, "object descriptor with a position, hash or flags");
+	REFUSED(fds[nf - 3].flags, O_APPEND, "object descriptor with a position, hash or flags");
+	p.fds = kfds + 1;
+	REFUSED(p.nfds, 2, "an object no descriptor");
+	p.fds = kfds;
+	/* the root's standard descriptors are the supervisor's */
+	REFUSED(fds[nf - 3].fd, 2, "descriptors are not sorted");
+	/* no such record before version 6 */
+	REFUSED(s.version, 5, "descriptor kind, number or path invalid");
+#undef REFUSED
+	s.fds = saved_fds;
+	s.nfds = nsaved;
+	s.procs = NULL;
+	s.nprocs = 0;
+	s.kobjs = NULL;
+	s.nkobjs = 0;
 	snap_state_free(&s);
 }
 
@@ -1141,6 +1263,7 @@ int main(int argc, char **argv)
 		test_decoder_tree(&im);
 		test_decoder_objects(&im);
 		test_decoder_shm(&im);
+		test_decoder_kobjs(&im);
 		test_xstate_refusal(&im);
 		test_store(&im);
 		snap_image_free(&im);

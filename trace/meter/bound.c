@@ -45,7 +45,7 @@ void meter_relay_allow(struct trace_metering *mt, int wait)
 	if (!mt->o.relay || !mt->o.run_claim || !mt->w.started || mt->held)
 		return;
 	if (wait)
-		meter_writer_post_bound(&mt->w, NULL, mt->bound);
+		meter_writer_post_bound(&mt->w, NULL, mt->bound, 0);
 	pthread_mutex_lock(&mt->w.mu);
 	memcpy(b, mt->w.bound_durable, sizeof b);
 	pthread_mutex_unlock(&mt->w.mu);
@@ -102,7 +102,7 @@ int meter_bound_hold(struct trace_metering *mt, struct trace_supervisor *sv, int
 		memcpy(mt->bound, b, sizeof b);
 	/* a tick does not wait: what passed the bound already did, and reads must go on */
 	static const uint64_t none[TRACE_DIMS];
-	meter_writer_post_bound(&mt->w, due ? b : NULL, tick ? none : most);
+	meter_writer_post_bound(&mt->w, due ? b : NULL, tick ? none : most, 0);
 	meter_relay_allow(mt, 0);
 	return meter_writer_take(mt, sv) < 0 ? -1 : 0;
 }
@@ -120,7 +120,8 @@ int meter_bound_final(struct trace_metering *mt)
 		if (u[d] > mt->limits[d])
 			u[d] = mt->limits[d];
 	memcpy(mt->bound, u, sizeof u);
-	meter_writer_post_bound(&mt->w, u, u);
+	/* the final observation just made this usage durable in the journal */
+	meter_writer_post_bound(&mt->w, u, u, 1);
 	return meter_writer_take(mt, NULL) < 0 ? -1 : 0;
 }
 

@@ -92,6 +92,10 @@ static int metering_start(void *ctx, struct trace_supervisor *sv)
 	struct common_err e;
 
 	mt->sv = sv;
+	/* a one-shot run's close observes what a short run used: no observation before
+	 * the usual interval (its bound is durable before the guest runs) */
+	if (mt->o.final_in_close)
+		mt->last_obs_ms = common_now_ms();
 	/* tasks are learnt at stops and ticks */
 	if (mt->o.relay && trace_relay_start(mt->o.relay, &e) < 0)
 		return meter_fail(mt, &e);
@@ -113,7 +117,7 @@ static int metering_start(void *ctx, struct trace_supervisor *sv)
 	if (meter_bound_hold(mt, sv, 1) < 0) /* durable before the guest runs */
 		return -1;
 	if (mt->o.run_claim && mt->w.started && !mt->held)
-		meter_writer_post_bound(&mt->w, NULL, mt->bound);
+		meter_writer_post_bound(&mt->w, NULL, mt->bound, 0);
 	uint64_t u[TRACE_DIMS];
 	trace_metering_usage(mt, u);
 	meter_fuel_tick(mt, sv, u);
@@ -208,6 +212,9 @@ static int metering_tick(void *ctx, struct trace_supervisor *sv)
 	trace_meter_tick(mt->meter);
 	trace_metering_usage(mt, u);
 	meter_fuel_hold(mt, u);
+	/* the tree gone: a one-shot run's close observes the last usage in its append */
+	if (n == 0 && mt->o.final_in_close && meter_crossed(mt, u) < 0)
+		return 0;
 	return meter_observe(mt, sv, 0) != 0;
 }
 
@@ -513,15 +520,32 @@ int trace_metering_finish(struct trace_metering *mt, struct common_err *e)
 	if (mt->o.relay)
 		trace_relay_finish(mt->o.relay);
 	trace_meter_sample(mt->meter);
-	int rc = !mt->closed[0] ? meter_observe(mt, NULL, 1) : 0;
-	if (rc == 0 && !mt->closed[0])
-		rc = meter_bound_final(mt);
-	meter_writer_stop(&mt->w);
+	int rc = 0;
+	if (mt->o.final_in_close && mt->o.store && mt->o.lease && !mt->held) {
+		/* what was posted is written; the last usage goes in the close's append,
+		 * and until it the run's bound stands for it */
+		meter_writer_stop(&mt->w);
+		rc = meter_writer_take(mt, NULL) < 0 ? -1 : 0;
+		mt->final_due = rc == 0 && !mt->closed[0];
+	} else {
+		rc = !mt->closed[0] ? meter_observe(mt, NULL, 1) : 0;
+		if (rc == 0 && !mt->closed[0])
+			rc = meter_bound_final(mt);
+		meter_writer_stop(&mt->w);
+	}
 	if (rc < 0) {
 		*e = mt->fail;
 		return -1;
 	}
 	return 0;
+}
+
+int trace_metering_final(const struct trace_metering *mt, uint64_t usage[TRACE_DIMS])
+{
+	if (!mt || !mt->final_due)
+		return 0;
+	trace_metering_usage(mt, usage);
+	return 1;
 }
 
 struct trace_layer trace_meter_layer(struct trace_metering *mt)

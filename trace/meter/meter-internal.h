@@ -23,6 +23,7 @@ struct obs_writer {
 	uint64_t bound[TRACE_DIMS];    /* the run's bound posted, and the last durable one */
 	uint64_t bound_durable[TRACE_DIMS];
 	uint64_t bound_posted, bound_written;
+	int bound_journaled;           /* the bound posted is usage the journal holds */
 	int stop;
 	int efd;
 	char closed[32];
@@ -52,6 +53,7 @@ struct trace_metering {
 	uint64_t bound[TRACE_DIMS]; /* the run's bound last posted (bound_hold) */
 	int bound_set;
 	struct trace_maps *maps;    /* shared file mappings held, charged by the page */
+	int final_due;              /* finished: the close observes the last usage */
 };
 
 /* The metering's failure, kept once: -1. */
@@ -68,9 +70,10 @@ int meter_writer_result(struct obs_writer *w, char closed[32], struct common_err
 /* Hand u to the writer; with wait, return once it is in the lease (or refused). */
 void meter_writer_post(struct obs_writer *w, const uint64_t u[TRACE_DIMS], int wait);
 /* Hand the run's bound b to the writer; return once every dimension of most is
- * within the durable one (a guest may be past it only by what it is allowed). */
+ * within the durable one (a guest may be past it only by what it is allowed).
+ * journaled: b is usage the journal holds already, written without an fdatasync. */
 void meter_writer_post_bound(struct obs_writer *w, const uint64_t b[TRACE_DIMS],
-			     const uint64_t most[TRACE_DIMS]);
+			     const uint64_t most[TRACE_DIMS], int journaled);
 /* One durable observation of usage u in lease id: raised first to what a
  * concurrent run recorded when the lease refuses it as lower; closed gets the
  * dimension that closed the lease ("" if none). 0, or -1 with e filled. */

@@ -51,6 +51,7 @@ struct task {
 	int store_by_result;   /* that call returns the bytes it stored */
 	int store_lazy;        /* that call settles by its wchar's growth, at its next stop */
 	uint64_t wchar;        /* its wchar before that call */
+	int wchar_now;         /* wchar was read at this stop (the thread has not run since) */
 	uint64_t load_w;       /* what its read in progress may read (reserved) */
 	int loading;           /* a read of it is between its entry and its exit */
 	uint64_t ns_w;         /* what its storing call may add to the namespace */
@@ -295,8 +296,11 @@ static void store_settle(struct trace_meter *m, struct task *t, int64_t result)
 	uint64_t got = t->store_w, w;
 
 	/* settled at a later stop: what its thread's wchar grew by, at most its reservation */
-	if (t->store_lazy && result == INT64_MAX && task_wchar(t, &w) == 0 && w >= t->wchar)
+	if (t->store_lazy && result == INT64_MAX && task_wchar(t, &w) == 0 && w >= t->wchar) {
 		result = (int64_t)(w - t->wchar < t->store_w ? w - t->wchar : t->store_w);
+		t->wchar = w;
+		t->wchar_now = 1;
+	}
 	t->store_lazy = 0;
 	m->ns_inflight -= t->ns_w;
 	t->ns_w = 0;
@@ -627,8 +631,12 @@ int trace_meter_store_lazy(struct trace_meter *m, pid_t tid)
 {
 	struct task *t = find(m, tid);
 
-	if (!t || !t->store_w || !t->store_by_result || task_wchar(t, &t->wchar) < 0)
+	if (!t || !t->store_w || !t->store_by_result)
 		return 0;
+	/* the last write's settling at this stop read the count this one starts from */
+	if (!t->wchar_now && task_wchar(t, &t->wchar) < 0)
+		return 0;
+	t->wchar_now = 0;
 	t->store_lazy = 1;
 	return 1;
 }
@@ -637,6 +645,8 @@ void trace_meter_store_stopped(struct trace_meter *m, pid_t tid)
 {
 	struct task *t = find(m, tid);
 
+	if (t)
+		t->wchar_now = 0;
 	if (t && t->store_lazy)
 		store_settle(m, t, INT64_MAX);
 }

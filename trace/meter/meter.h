@@ -224,6 +224,8 @@ struct trace_metering_opts {
 	struct trace_relay *relay;      /* output relay (started by on_start), NULL: none */
 	const int *run_claim;           /* the run's claim (lease_run_claim): the bound of
 					 * what its guest may have used is kept there, NULL: none */
+	int final_in_close;             /* the run's close commits the last observation with
+					 * its own receipts (trace_metering_final): one append */
 };
 struct trace_metering;
 struct trace_metering *trace_metering_new(const struct trace_metering_opts *o);
@@ -275,5 +277,8 @@ int trace_metering_held_prot(void *mt, pid_t tgid, uint64_t addr, uint64_t len, 
 int trace_metering_hold_restored(struct trace_metering *mt, pid_t root, struct common_err *e);
 /* Usage totals of the lease including this run (monotonic). */
 void trace_metering_usage(const struct trace_metering *mt, uint64_t usage[TRACE_DIMS]);
+/* With o.final_in_close, once finished: 1 with the usage the run's close must
+ * observe (trace_metering_finish recorded none), 0 when nothing is left to observe. */
+int trace_metering_final(const struct trace_metering *mt, uint64_t usage[TRACE_DIMS]);
 
 #endif

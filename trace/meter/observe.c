@@ -70,7 +70,7 @@ static void writer_bound(struct trace_metering *mt, struct obs_writer *w)
 	memcpy(b, w->bound, sizeof b);
 	if (!w->failed) {
 		pthread_mutex_unlock(&w->mu);
-		rc = lease_run_bound_write(*mt->o.run_claim, w->lease, gen, b, &e);
+		rc = lease_run_bound_write(*mt->o.run_claim, w->lease, gen, b, !w->bound_journaled, &e);
 		pthread_mutex_lock(&w->mu);
 		if (rc < 0 && !w->failed) {
 			w->failed = 1;
@@ -96,14 +96,7 @@ static void *writer_main(void *arg)
 
 	pthread_setname_np(pthread_self(), "sbx-observe");
 	(void)trace_prio_join(&pr, w->tracer);
-	int open_rc = lease_store_open(lease_store_name(mt->o.store), &s, &e);
-
 	pthread_mutex_lock(&w->mu);
-	if (open_rc < 0) {
-		w->failed = 1;
-		w->err = e;
-		common_err_context(&w->err, "recording usage");
-	}
 	for (;;) {
 		while (!w->stop && w->written == w->posted && w->bound_written == w->bound_posted)
 			pthread_cond_wait(&w->post_cv, &w->mu);
@@ -121,7 +114,14 @@ static void *writer_main(void *arg)
 		/* a closed lease takes no more observations; a failure is reported once */
 		if (!w->failed && !w->closed[0]) {
 			pthread_mutex_unlock(&w->mu);
-			rc = meter_obs_write(s, w->lease, u, closed, &e);
+			/* opened at the first observation: a short run may make none */
+			if (!s && lease_store_open(lease_store_name(mt->o.store), &s, &e) < 0) {
+				s = NULL;
+				common_err_context(&e, "recording usage");
+				rc = -1;
+			} else {
+				rc = meter_obs_write(s, w->lease, u, closed, &e);
+			}
 			pthread_mutex_lock(&w->mu);
 			if (rc < 0 && !w->failed) {
 				w->failed = 1;
@@ -208,10 +208,11 @@ void meter_writer_post(struct obs_writer *w, const uint64_t u[TRACE_DIMS], int w
 }
 
 void meter_writer_post_bound(struct obs_writer *w, const uint64_t b[TRACE_DIMS],
-			     const uint64_t most[TRACE_DIMS])
+			     const uint64_t most[TRACE_DIMS], int journaled)
 {
 	pthread_mutex_lock(&w->mu);
 	if (b) {
+		w->bound_journaled = journaled;
 		memcpy(w->bound, b, sizeof w->bound);
 		w->bound_posted++;
 		pthread_cond_signal(&w->post_cv);

@@ -107,6 +107,9 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 	mo.ns_dir = ns;
 	mo.relay = b->relay;
 	mo.run_claim = *run_claim >= 0 ? run_claim : NULL;
+	/* a one-shot lease closes right after: its last observation joins that commit
+	 * (state output and chains decide on the closure before it) */
+	mo.final_in_close = b->o->ephemeral && !b->o->state_out && !b->o->link;
 	b->meter = trace_metering_new(&mo);
 	io.policy = b->policy;
 	io.inspect_exec = b->o->inspect_exec;

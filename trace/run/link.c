@@ -97,15 +97,40 @@ int trace_run_ephemeral_open(struct lease_store *s, const struct trace_run_opts 
 	return 0;
 }
 
-/* settle (unless a bound already did), expire, destroy: one locked commit */
-int trace_run_ephemeral_close(struct lease_store *s, const char *id, json_t *receipts,
-			      struct common_err *e)
+/* The bound the close's observation closed the lease by: its settle's reason. */
+static void closed_by(const json_t *made, char closed[32])
 {
-	struct lease_step steps[] = { { LEASE_EDGE_SETTLE, NULL, 1 }, { LEASE_EDGE_EXPIRE, NULL, 0 },
-				      { LEASE_EDGE_DESTROY, NULL, 0 } };
+	const json_t *r;
+	size_t i;
+
+	closed[0] = '\0';
+	json_array_foreach(made, i, r) {
+		const char *why = common_jstr(r, "reason", NULL);
+		if (strcmp(common_jstr(r, "edge", ""), "settle") == 0 && why &&
+		    strcmp(why, "caller") != 0 && strcmp(why, "run-died") != 0)
+			snprintf(closed, 32, "%s", why);
+	}
+}
+
+int trace_run_ephemeral_close(struct lease_store *s, const char *id, const uint64_t *final,
+			      json_t *receipts, char closed[32], struct common_err *e)
+{
+	json_t *obs = final ? json_pack("{s:{}, s:b}", "usage", "changed_only", 1) : NULL;
+	struct lease_step steps[] = { { LEASE_EDGE_OBSERVE, obs, 1 }, { LEASE_EDGE_SETTLE, NULL, 1 },
+				      { LEASE_EDGE_EXPIRE, NULL, 0 }, { LEASE_EDGE_DESTROY, NULL, 0 } };
 	json_t *made = NULL, *all = NULL;
-	if (lease_steps(s, NULL, id, NULL, steps, 3, &made, e) < 0)
+	int rc;
+
+	for (int d = 0; final && d < LEASE_DIM_COUNT; d++)
+		json_object_set_new(json_object_get(obs, "usage"), lease_dim_name((enum lease_dim)d),
+				    json_integer((json_int_t)final[d]));
+	rc = lease_steps(s, NULL, id, NULL, steps + !final, 4 - !final, &made, e);
+
+	json_decref(obs);
+	closed[0] = '\0';
+	if (rc < 0)
 		return -1;
+	closed_by(made, closed);
 	/* the journal also holds the observations metering made during the run */
 	if (lease_log_since(s, id, -1, &all, e) == 0) {
 		json_array_clear(receipts);

@@ -77,10 +77,11 @@ int trace_run_write_result(const struct trace_run_opts *o, struct common_outfile
 int trace_run_ephemeral_open(struct lease_store *s, const struct trace_run_opts *o,
 			     const char *image, const char *sha, const struct trace_script *sc,
 			     char **id, json_t **head, json_t *receipts, struct common_err *e);
-/* settle (unless a bound already did), expire, destroy: one locked commit; receipts
- * becomes the lease's whole log. */
-int trace_run_ephemeral_close(struct lease_store *s, const char *id, json_t *receipts,
-			      struct common_err *e);
+/* observe final (the run's last usage, NULL: none), settle (unless a bound already
+ * did), expire, destroy: one locked commit, one journal append; receipts becomes the
+ * lease's whole log, closed the bound that observation closed the lease by ("": none). */
+int trace_run_ephemeral_close(struct lease_store *s, const char *id, const uint64_t *final,
+			      json_t *receipts, char closed[32], struct common_err *e);
 /* --lease: the receipts this run added (observations, a closure), else the head. */
 void trace_run_lease_receipts(struct lease_store *s, const char *id, json_int_t start_seq,
 			      json_t *receipts);

@@ -57,6 +57,7 @@ struct run {
 	struct common_err fail;
 	struct trace_result res;      /* close */
 	const char *closed;           /* the dimension that closed the lease */
+	char closed_at_close[32];     /* the one the close's last observation closed it by */
 	json_t *trace_j, *result;
 };
 
@@ -115,6 +116,11 @@ static int request_snapshot(struct run *r, pid_t guest, pid_t held, int stop, in
 					 .held_prot = trace_metering_held_prot, .held_ctx = r->meter };
 	if (!r->opts || !r->opts->snap)
 		return common_errf(e, "snapshot", "this program takes no snapshots");
+	/* the channel's result goes to this run's --state-out only: a restored run
+	 * would hold a copy of the memory file and nowhere to deliver it */
+	if (r->opts->state_in || r->opts->state_out)
+		return common_errf(e, "snapshot", "this run carries a --state-in/--state-out "
+				   "channel, whose result a restored run could not deliver");
 	if (r->rec) {
 		trace_rec_flush(r->rec);
 		trace_rec_head(r->rec, rq.trace_head);
@@ -682,6 +688,11 @@ static unsigned compose_classes(const struct run *r)
 	if ((r->rec ? r->opts->trace_level == TRACE_LEVEL_FILE : r->det != NULL) &&
 	    !(inspected & TRACE_CLASS_FILE))
 		c |= TRACE_FILTER_NO_READLINK;
+	/* an exec call stops only for a class that asks (level file, an inspector):
+	 * the exec event records and checks what ran; a schedule, a chain's
+	 * handover (--chain) and a step count count its stop */
+	if (!r->det && !r->opts->link && !r->opts->snapshot_at_step)
+		c |= TRACE_FILTER_EXEC_EVENT;
 	return c;
 }
 
@@ -816,15 +827,23 @@ static int run_close(struct run *r)
 {
 	const struct trace_run_opts *o = r->opts;
 	int chained = o->link && o->link->snapshot[0];
+	uint64_t u[TRACE_DIMS];
+	int eph = r->have_lease;
 
-	r->code = r->closed ? SBX_EXIT_BOUND : trace_result_exit_code(&r->res);
-	if (r->have_lease) {
+	if (eph) {
+		int final = trace_metering_final(r->meter, u);
 		r->have_lease = 0;
-		if (trace_run_ephemeral_close(r->store, r->id, r->receipts, &r->e) < 0) {
+		common_fault_point("run-before-close");
+		if (trace_run_ephemeral_close(r->store, r->id, final ? u : NULL, r->receipts,
+					      r->closed_at_close, &r->e) < 0) {
 			r->code = SBX_EXIT_SBX;
 			return -1;
 		}
-	} else {
+		if (r->closed_at_close[0])
+			r->closed = r->closed_at_close;
+	}
+	r->code = r->closed ? SBX_EXIT_BOUND : trace_result_exit_code(&r->res);
+	if (!eph) {
 		/* a --lease link that ended near a bound is settled: the next one goes on */
 		struct lease_step settle[] = { { LEASE_EDGE_SETTLE, NULL, 1 } };
 		json_t *made = NULL;
@@ -857,6 +876,8 @@ static void run_fail(struct run *r)
 {
 	const struct trace_run_opts *o = r->opts;
 	struct common_err e2;
+	uint64_t u[TRACE_DIMS];
+	int final = trace_metering_final(r->meter, u);
 
 	ctl_close(r);
 	if (r->rec)
@@ -865,7 +886,8 @@ static void run_fail(struct run *r)
 	common_report(&r->e);
 	if (r->code == 0)
 		r->code = SBX_EXIT_SBX;
-	if (r->have_lease && r->store && r->id && trace_run_ephemeral_close(r->store, r->id, r->receipts, &e2) < 0)
+	if (r->have_lease && r->store && r->id && trace_run_ephemeral_close(r->store, r->id, final ? u : NULL, r->receipts,
+				      r->closed_at_close, &e2) < 0)
 		common_report(&e2);
 	if (!o->result_path && o->result_fd < 0)
 		return;

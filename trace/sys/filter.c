@@ -119,7 +119,7 @@ static int load_only(const struct trace_sysinfo *s, unsigned classes)
 }
 
 /* The action a call gets whatever its arguments, by its facts; 0: none such. */
-static int fixed_action(const struct trace_sysinfo *s, unsigned facts, uint32_t *act)
+static int fixed_action(const struct trace_sysinfo *s, unsigned facts, unsigned classes, uint32_t *act)
 {
 	if (facts & TRACE_FACT_NEVER_TRAPPED)
 		*act = SCMP_ACT_ALLOW;
@@ -127,6 +127,8 @@ static int fixed_action(const struct trace_sysinfo *s, unsigned facts, uint32_t 
 		*act = SCMP_ACT_TRACE(TRACE_TAG_REFUSED);
 	else if (facts & TRACE_FACT_AT_EXIT)
 		*act = SCMP_ACT_TRACE(TRACE_TAG_CLASS);
+	else if ((facts & TRACE_FACT_EXEC) && (classes & TRACE_FILTER_EXEC_EVENT))
+		return 0; /* by its classes, as any other call */
 	else if (facts & TRACE_FACT_EXEC)
 		*act = SCMP_ACT_TRACE(TRACE_TAG_EXEC);
 	else if (facts & TRACE_FACT_UNSUPPORTED) /* the verdict says ENOSYS, at a stop */
@@ -214,7 +216,7 @@ static int add_call(scmp_filter_ctx c, const struct trace_sysinfo *s, unsigned c
 	int oflags = trace_sys_arg(s, TRACE_ARG_OFLAGS), mflags = trace_sys_arg(s, TRACE_ARG_MFLAGS);
 	int prot = trace_sys_arg(s, TRACE_ARG_PROT);
 	uint32_t act, fixed = (classes & TRACE_FILTER_REMAP) && (facts & TRACE_FACT_REMAP) ? MAP_FIXED : 0;
-	if (fixed_action(s, facts, &act))
+	if (fixed_action(s, facts, classes, &act))
 		return rule(c, act, s->nr, 0, NULL, s->name, e);
 	if (store_only(s, classes) && (oflags >= 0 || mflags >= 0 || prot >= 0)) {
 		/* only a creating open, a shared mapping or a protection that lets a

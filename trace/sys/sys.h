@@ -55,7 +55,7 @@ int trace_sys_arg(const struct trace_sysinfo *s, enum trace_arg kind);
 /* Facts of a call the filter and the verdict act on (trace/sys/facts.def). */
 enum trace_fact {
 	TRACE_FACT_NEVER_TRAPPED = 1u << 0, /* allowed whatever the plan */
-	TRACE_FACT_EXEC = 1u << 1,          /* always stops, as an exec */
+	TRACE_FACT_EXEC = 1u << 1,          /* stops, as an exec (TRACE_FILTER_EXEC_EVENT: as its classes) */
 	TRACE_FACT_AT_EXIT = 1u << 2,       /* always stops: the supervisor judges it */
 	TRACE_FACT_UNSUPPORTED = 1u << 3,   /* ENOSYS, each attempt stopped (counted, recorded) */
 	TRACE_FACT_DETERM = 1u << 4,        /* TRACE_FILTER_DETERM traps it beyond its classes */
@@ -110,6 +110,10 @@ int trace_sys_rules_errno(long nr, const uint64_t a[6]);
  * TRACE_FACT_NOTIFY calls (read-only opens, stats, access checks) to a user
  * notification listener and allows everything else to the first program. */
 #define TRACE_FILTER_NOTIFY_PROG (1u << 27)
+/* Filter modifier: execve and execveat run without a stop unless a class the
+ * plan traps holds them; PTRACE_EVENT_EXEC alone tells of an exec that succeeded
+ * (a failed one, a compiler driver's PATH probe, changes nothing). */
+#define TRACE_FILTER_EXEC_EVENT (1u << 26)
 /* Set in the high half of a notified call's int argument (the kernel reads 32 bits),
  * the call goes past the listener to the ptrace stop (a call it handed back). */
 #define TRACE_NOTIFY_MARK (1ull << 40)
