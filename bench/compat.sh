@@ -30,10 +30,12 @@
 # (default: that one) run as a user would run them, as a chain of leases
 # (sbx-run --chain COMPAT_LINKS, default 4): each link's tree is snapshotted
 # near the bound (multiprocessing's heap, a deleted /dev/shm file mapped
-# shared, and its named semaphores are held since snapshot format 6) and
+# shared, and its named semaphores are held since snapshot format 7) and
 # restored into the next lease. The run's /tmp is its own tmpfs, which no
 # snapshot carries, and regrtest works in a directory of TMPDIR: so TMPDIR is
-# a directory of the host bound into the run, which outlives every link.
+# a directory of the host bound into the run, which outlives every link. On
+# an AMD EPYC 2-vCPU host at load 11-15 it passed 339 of its 339 in two links
+# (939 MB and 657 MB of storage_read), 354 s against 305 s natively.
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
 # and every case that passes natively but not under sbx, with its first error.
 # Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
