@@ -1,7 +1,8 @@
 /* Snapshot guest: forks all the time. 150 rounds 10 ms apart, each forking a
  * child that exits at once with a status the parent folds into a digest;
  * argument "fifo", "eventfd" or "shm": a child holds a named FIFO open for
- * reading and writing, an eventfd, or an attached SysV segment meanwhile;
+ * reading and writing (then removed), an eventfd, or an attached SysV segment
+ * meanwhile;
  * "shared-eventfd": an eventfd made before the fork, held by both;
  * "memfd-twice": a memfd opened a second time through /proc;
  * "split-epoll", "twin-epoll": an epoll set made before the fork, held by
@@ -45,7 +46,9 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && (holder = fork()) == 0) {
 		int id;
-		if (!strcmp(argv[1], "fifo") && (mkfifo("fifo", 0600) < 0 || open("fifo", O_RDWR) < 0))
+		/* unreachable by its path: refused (one still named is held) */
+		if (!strcmp(argv[1], "fifo") && (mkfifo("fifo", 0600) < 0 || open("fifo", O_RDWR) < 0 ||
+						 unlink("fifo") < 0))
 			_exit(2);
 		if (!strcmp(argv[1], "eventfd") && eventfd(3, 0) < 0)
 			_exit(2);

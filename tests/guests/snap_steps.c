@@ -4,7 +4,7 @@
  * A third argument holds something while it steps: "shared-ro" (its own image
  * mapped shared read-only, folded into the digest), "shared-rw", "shared-anon",
  * "deleted" (a mapping of a removed file), "pipe", "fifo" (a named FIFO
- * held open), "pipe-rdwr" (a pipe reopened for reading and writing), "orphan"
+ * held open for reading and writing, then removed), "pipe-rdwr" (a pipe reopened for reading and writing), "orphan"
  * (a grandchild left to the run's init, alive 3 s); or "limits" prints the
  * bounds it ran under. */
 #include <fcntl.h>
@@ -37,7 +37,8 @@ static const uint8_t *hold(const char *mode, const char *self)
 		m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
 	else if (!strcmp(mode, "pipe") && pipe(p) == 0)
 		return NULL;
-	else if (!strcmp(mode, "fifo") && mkfifo("fifo", 0600) == 0 && open("fifo", O_RDWR) >= 0)
+	else if (!strcmp(mode, "fifo") && mkfifo("fifo", 0600) == 0 && open("fifo", O_RDWR) >= 0 &&
+		 unlink("fifo") == 0)
 		return NULL;
 	else if (!strcmp(mode, "pipe-rdwr") && pipe(p) == 0) {
 		char path[64];
