@@ -262,9 +262,11 @@ take_stop() {
 	rm -rf "$U"
 }
 
-@test "an unprivileged invoker snapshots trees sharing memory (a memfd, shared anonymous memory) and restores them" {
+@test "an unprivileged invoker snapshots trees sharing memory (a memfd, shared anonymous memory, deleted and named /dev/shm files) and restores them" {
 	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
-	for name in memfd_shared shm_anon_fork; do
+	# name:processes,objects (no map_files for nobody: a file mapped only keeps its extent)
+	for spec in memfd_shared:2,1 shm_anon_fork:2,1 shm_deleted_fork:3,1 shm_named:2,3; do
+		name=${spec%%:*}
 		U=$(mktemp -d /var/tmp/sbx-tree.XXXXXX)
 		chmod 0777 "$U"
 		g="$GUESTS/snaptree/$name"
@@ -284,7 +286,7 @@ take_stop() {
 			sbx-snap show "$D" | jq -c "[(.processes | length), (.shared_memory | length)]" >"$U/shape"
 			sbx-restore "$D" --lease "$(lease funded)" >"$U/tgt.out" || exit 3'
 		assert_success
-		assert_equal "$(cat "$U/shape")" "[2,1]"
+		assert_equal "$(cat "$U/shape")" "[${spec#*:}]"
 		assert_equal "$(cat "$U/src.out" "$U/tgt.out")" "$want"
 		rm -rf "$U"
 	done
