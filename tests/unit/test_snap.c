@@ -267,7 +267,7 @@ static int roundtrip(const char *guest, const char *dir, long step, const char *
 	if (snap_cells_write(&s, dir, &e) < 0)
 		goto out_state;
 	pid = start(guest, dir, 1, &fd);
-	if (snap_restore_checked(pid, &s, dir, im.digest, &e) < 0) {
+	if (snap_restore_checked(pid, &s, dir, &im, &e) < 0) {
 		fprintf(stderr, "%s step %ld: restore: %s: %s\n", guest, step, e.what, e.why);
 		explain(&s, pid, dir);
 		kill(pid, SIGKILL);
