@@ -956,7 +956,7 @@ int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct sna
 int snap_capture_compare(pid_t pid, const struct snap_capture_opts *o, const struct snap_image *im,
 			 uint64_t *differs, struct common_err *e)
 {
-	struct snap_expect x = { o->expect, im->bytes, im->len, im->len };
+	struct snap_expect x = { o->expect, im->bytes, im->len, UINT64_MAX };
 	struct snap_manifest m;
 	int rc = capture_run(pid, o, NULL, NULL, &m, &x, e);
 	*differs = x.differs;

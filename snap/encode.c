@@ -63,7 +63,7 @@ struct ring {
 	pthread_t th;
 	struct common_sha256 h;
 	const struct snap_expect *x; /* compared with x's bytes instead of hashed */
-	uint64_t at, differs;  /* bytes compared; the first that differs (or x->len) */
+	uint64_t at, differs;  /* bytes compared; the first that differs (or UINT64_MAX) */
 };
 struct snap_out {
 	struct codec_buf b;
@@ -85,7 +85,7 @@ struct snap_out {
 static void ring_compare(struct ring *rg, const uint8_t *p, size_t n)
 {
 	const struct snap_expect *x = rg->x;
-	if (rg->differs == x->len) {
+	if (rg->differs == UINT64_MAX) {
 		size_t k = 0;
 		size_t have = rg->at < x->len ? (size_t)(x->len - rg->at) : 0;
 		size_t same = n < have ? n : have;
@@ -167,9 +167,8 @@ static int ring_start(struct snap_out *o, uint64_t len, struct common_err *e)
 	pthread_mutex_init(&rg->mu, NULL);
 	pthread_cond_init(&rg->cv, NULL);
 	rg->x = o->x;
-	if (o->x)
-		rg->differs = o->x->len;
-	else
+	rg->differs = UINT64_MAX;
+	if (!o->x)
 		common_sha256_init(&rg->h);
 	int err = pthread_create(&rg->th, NULL, ring_hasher, rg);
 	if (err)
@@ -741,8 +740,6 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	uint64_t len = o.total;
 	if (rc == 0 && admit)
 		rc = admit(actx, len, e);
-	if (rc == 0 && x && len != x->len)
-		o.zero_at = len < x->len ? len : x->len;
 	if (rc == 0 && dir) {
 		if (mkdir(dir, 0700) < 0)
 			rc = common_errno(e, errno, "create %s", dir);
@@ -752,19 +749,21 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	}
 	o.counting = 0;
 	o.total = 0;
-	if (rc == 0 && o.zero_at == UINT64_MAX)
+	if (rc == 0)
 		rc = ring_start(&o, len, e);
-	if (rc == 0 && o.zero_at == UINT64_MAX)
+	if (rc == 0)
 		rc = encode_body(st, fill, ctx, &o, e);
 	if (rc == 0)
 		rc = ring_submit(&o, e);
 	ring_end(&o, rc == 0 ? m->digest : NULL);
 	if (cs.fd >= 0)
 		close(cs.fd);
-	if (rc == 0 && o.total != len && !(x && o.zero_at != UINT64_MAX))
+	if (rc == 0 && o.total != len)
 		rc = common_errf(e, "capture", "the guest's memory changed while it was read");
+	/* encodings of two lengths, the same up to the shorter's end, differ there */
+	uint64_t end = x && o.total < x->len ? o.total : x ? x->len : 0;
 	if (x)
-		x->differs = o.zero_at < x->len ? o.zero_at : x->len;
+		x->differs = o.total != x->len && end < o.zero_at ? end : o.zero_at;
 	m->len = o.total;
 	m->chunks = (uint32_t)((o.total + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
 	if (rc == 0 && dir)

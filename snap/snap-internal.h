@@ -15,7 +15,8 @@ typedef int (*snap_fill_fn)(void *ctx, const struct snap_region *r, uint64_t fir
 int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 		     struct snap_image *out, struct common_err *e);
 /* Restore's re-check: the verified image (bytes, decoded into st) the encoding
- * must equal; differs is set to the first byte where it does not, or len. */
+ * must equal; differs is set to the first byte where it does not (where the
+ * shorter ends when only the lengths differ), or UINT64_MAX. */
 struct snap_expect {
 	const struct snap_state *st;
 	const uint8_t *bytes;

@@ -338,8 +338,9 @@ int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct sna
 			struct common_err *e);
 /* Restore's re-check: the same, compared byte for byte with im (verified
  * against its digest; o->expect decoded from it) instead of hashed, each page
- * read once; *differs is the first byte of the encoding that is not im's, or
- * im->len when they are the same. 0, or -1 with e when the capture fails. */
+ * read once; *differs is the first byte of the encoding that is not im's (where
+ * the shorter ends when only the lengths differ), or UINT64_MAX when they are
+ * the same. 0, or -1 with e when the capture fails. */
 int snap_capture_compare(pid_t pid, const struct snap_capture_opts *o, const struct snap_image *im,
 			 uint64_t *differs, struct common_err *e);
 
