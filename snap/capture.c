@@ -903,7 +903,8 @@ static int shared_memory(struct snap_state *st, struct cap_proc *cp, struct snap
 }
 
 static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
-		       const char *dir, struct snap_manifest *m, struct common_err *e)
+		       const char *dir, struct snap_manifest *m, struct snap_expect *x,
+		       struct common_err *e)
 {
 	struct snap_state st;
 	struct cell_list cells = { 0 };
@@ -943,7 +944,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	st.determ_len = o->determ_len;
 	fc.cp = cp;
 	if (m)
-		rc = snap_encode_stream(&st, fill_region, &fc, dir, o->admit, o->admit_ctx, m, e);
+		rc = snap_encode_stream(&st, fill_region, &fc, x, dir, o->admit, o->admit_ctx, m, e);
 	else
 		rc = snap_encode_with(&st, fill_region, &fc, out, e);
 out:
@@ -968,17 +969,27 @@ out:
 int snap_capture(pid_t pid, const struct snap_capture_opts *o, struct snap_image *out,
 		 struct common_err *e)
 {
-	return capture_run(pid, o, out, NULL, NULL, e);
+	return capture_run(pid, o, out, NULL, NULL, NULL, e);
 }
 
 int snap_capture_store(pid_t pid, const struct snap_capture_opts *o, const char *dir,
 		       struct snap_manifest *m, struct common_err *e)
 {
-	return capture_run(pid, o, NULL, dir, m, e);
+	return capture_run(pid, o, NULL, dir, m, NULL, e);
 }
 
 int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct snap_manifest *m,
 			struct common_err *e)
 {
-	return capture_run(pid, o, NULL, NULL, m, e);
+	return capture_run(pid, o, NULL, NULL, m, NULL, e);
+}
+
+int snap_capture_compare(pid_t pid, const struct snap_capture_opts *o, const struct snap_image *im,
+			 uint64_t *differs, struct common_err *e)
+{
+	struct snap_expect x = { o->expect, im->bytes, im->len, UINT64_MAX };
+	struct snap_manifest m;
+	int rc = capture_run(pid, o, NULL, NULL, &m, &x, e);
+	*differs = x.differs;
+	return rc;
 }

@@ -708,7 +708,7 @@ int snap_restore_at_exec(void *ctx, pid_t pid, struct common_err *e)
 {
 	struct snap_restore_ctx *r = ctx;
 	if (snap_cells_write(&r->st, r->ns, e) < 0 ||
-	    snap_restore_checked(pid, &r->st, r->ns, r->digest, e) < 0 ||
+	    snap_restore_checked(pid, &r->st, r->ns, &r->im, e) < 0 ||
 	    snap_determ_ids(pid, &r->st, e) < 0 || restore_commit(r, e) < 0) {
 		snap_cells_remove(&r->st, r->ns);
 		return -1;

@@ -43,16 +43,18 @@ size_t snap_packed_len(const struct snap_region *r)
 
 /* Where encoded bytes go. In memory: all of them in b. Streamed: small fields
  * are staged in b and copied, region pages read straight, into a ring of
- * reused, pre-faulted buffers (fresh memory is what costs most here); a second
- * thread hashes each full buffer while this one hands it to the sink and fills
- * the next, so on two cores the time is about that of SHA-256 alone. Counting:
- * nothing is read or kept, only the length is summed. */
+ * reused buffers; a second thread hashes each full buffer (or compares it with
+ * the expected image) while this one hands it to the sink and fills the next,
+ * so on two cores the time is about that of SHA-256 alone. Counting: nothing
+ * is read or kept, only the length is summed. */
 #define RING_N 4
 #define RING_BUF (2u << 20) /* a multiple of SNAP_CHUNK_MAX */
+#define RING_SMALL (256u << 10) /* below RING_BIG bytes: 1 MiB in all, unpopulated */
+#define RING_BIG (64ull << 20)
 #define SCAN_PAGES 64u      /* pages per zero-page scan: stays in cache */
 struct ring {
 	uint8_t *mem;          /* RING_N buffers of buf bytes */
-	size_t buf;            /* RING_BUF, or less for a small snapshot */
+	size_t buf;            /* RING_BUF, or RING_SMALL for a small snapshot */
 	size_t len[RING_N];
 	uint64_t sub, done;    /* buffers submitted, buffers hashed */
 	int closing, started;
@@ -60,6 +62,8 @@ struct ring {
 	pthread_cond_t cv;
 	pthread_t th;
 	struct common_sha256 h;
+	const struct snap_expect *x; /* compared with x's bytes instead of hashed */
+	uint64_t at, differs;  /* bytes compared; the first that differs (or UINT64_MAX) */
 };
 struct snap_out {
 	struct codec_buf b;
@@ -73,7 +77,28 @@ struct snap_out {
 	uint8_t **bms;         /* streamed: bitmap of each region read through fill, the
 				* root's then each proc's */
 	size_t bmi;            /* the next region's in bms */
+	const struct snap_expect *x;
+	uint64_t zero_at;      /* compared: where a page streamed as non-zero is zero */
 };
+
+/* Compare the bytes at rg->at with the expected image's. */
+static void ring_compare(struct ring *rg, const uint8_t *p, size_t n)
+{
+	const struct snap_expect *x = rg->x;
+	if (rg->differs == UINT64_MAX) {
+		size_t k = 0;
+		size_t have = rg->at < x->len ? (size_t)(x->len - rg->at) : 0;
+		size_t same = n < have ? n : have;
+		if (memcmp(p, x->bytes + rg->at, same))
+			while (p[k] == x->bytes[rg->at + k])
+				k++;
+		else
+			k = same;
+		if (k < n)
+			rg->differs = rg->at + k;
+	}
+	rg->at += n;
+}
 
 static void *ring_hasher(void *arg)
 {
@@ -86,7 +111,10 @@ static void *ring_hasher(void *arg)
 			break;
 		uint64_t i = rg->done % RING_N;
 		pthread_mutex_unlock(&rg->mu);
-		common_sha256_update(&rg->h, rg->mem + i * rg->buf, rg->len[i]);
+		if (rg->x)
+			ring_compare(rg, rg->mem + i * rg->buf, rg->len[i]);
+		else
+			common_sha256_update(&rg->h, rg->mem + i * rg->buf, rg->len[i]);
 		pthread_mutex_lock(&rg->mu);
 		rg->done++;
 		pthread_cond_broadcast(&rg->cv);
@@ -122,25 +150,26 @@ static uint8_t *ring_mem(struct common_err *e)
 	return m;
 }
 
-/* A snapshot of len bytes. One smaller than the ring gets buffers of its own
- * size, unpopulated, unless a ring is cached: populating 8 MiB of fresh huge
- * pages took a fifth of the CPU of a 3-process restore (its re-check) here. */
+/* A snapshot of len bytes. One below RING_BIG gets small buffers of its own,
+ * unpopulated, unless a ring is cached: populating 8 MiB of fresh huge pages
+ * took a fifth of the CPU of a 3-process restore (its re-check) here. */
 static int ring_start(struct snap_out *o, uint64_t len, struct common_err *e)
 {
 	struct ring *rg = common_xcalloc(1, sizeof *rg);
 	o->rg = rg;
-	uint64_t per = (len + RING_N - 1) / RING_N;
 	rg->buf = RING_BUF;
-	if (per < RING_BUF && !__atomic_load_n(&ring_cache, __ATOMIC_ACQUIRE)) {
-		rg->buf = (size_t)((per + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX * SNAP_CHUNK_MAX);
-		rg->buf = rg->buf ? rg->buf : SNAP_CHUNK_MAX;
+	if (len < RING_BIG && !__atomic_load_n(&ring_cache, __ATOMIC_ACQUIRE)) {
+		rg->buf = RING_SMALL;
 		rg->mem = common_xmalloc((size_t)RING_N * rg->buf);
 	} else if (!(rg->mem = ring_mem(e))) {
 		return -1;
 	}
 	pthread_mutex_init(&rg->mu, NULL);
 	pthread_cond_init(&rg->cv, NULL);
-	common_sha256_init(&rg->h);
+	rg->x = o->x;
+	rg->differs = UINT64_MAX;
+	if (!o->x)
+		common_sha256_init(&rg->h);
 	int err = pthread_create(&rg->th, NULL, ring_hasher, rg);
 	if (err)
 		return common_errno(e, err, "start the hashing thread");
@@ -191,6 +220,8 @@ static void ring_end(struct snap_out *o, uint8_t digest[32])
 	uint8_t ignored[32];
 	if (rg->h.ctx)
 		common_sha256_final(&rg->h, digest ? digest : ignored);
+	if (rg->x && rg->differs < o->zero_at)
+		o->zero_at = rg->differs;
 	uint8_t *spare = NULL;
 	if (rg->buf != RING_BUF)
 		free(rg->mem);
@@ -285,31 +316,44 @@ struct scan_job {
 	struct common_err e;
 };
 
+#define BIT(bm, p) ((bm)[(p) / 8] >> ((p) % 8) & 1)
+/* Pages already set in the bitmap (the expected image's) are not read here. */
 static void *scan_pages(void *arg)
 {
 	struct scan_job *j = arg;
 	for (uint64_t p = j->first; p < j->end; p += SCAN_PAGES) {
-		uint64_t n = j->end - p < SCAN_PAGES ? j->end - p : SCAN_PAGES;
-		if (j->fill(j->ctx, j->r, p, n, j->buf, &j->e) < 0) {
-			j->rc = -1;
-			return NULL;
+		uint64_t end = j->end - p < SCAN_PAGES ? j->end : p + SCAN_PAGES;
+		for (uint64_t a = p, b; a < end; a = b) {
+			if (BIT(j->bm, a)) {
+				b = a + 1;
+				continue;
+			}
+			for (b = a + 1; b < end && !BIT(j->bm, b); b++)
+				;
+			if (j->fill(j->ctx, j->r, a, b - a, j->buf, &j->e) < 0) {
+				j->rc = -1;
+				return NULL;
+			}
+			for (uint64_t i = a; i < b; i++)
+				if (!page_is_zero(j->buf + (i - a) * SNAP_PAGE))
+					j->bm[i / 8] |= (uint8_t)(1u << (i % 8));
 		}
-		for (uint64_t i = 0; i < n; i++)
-			if (!page_is_zero(j->buf + i * SNAP_PAGE))
-				j->bm[(p + i) / 8] |= (uint8_t)(1u << ((p + i) % 8));
 	}
 	return NULL;
 }
 
 /* The bitmap of a region (malloc'd); a big one is scanned in two halves on
- * both cores, since nothing can be hashed before its bitmap is known. */
+ * both cores, since nothing can be hashed before its bitmap is known. With the
+ * expected image's bitmap (preset), only the pages it leaves out are read. */
 #define SCAN_SPLIT 4096u    /* pages (16 MiB): below, a thread costs more than it saves */
 static uint8_t *region_bitmap(const struct snap_region *r, snap_fill_fn fill, void *ctx,
-			      uint8_t *scan, struct common_err *e)
+			      const uint8_t *preset, uint8_t *scan, struct common_err *e)
 {
 	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
 	struct scan_job a = { r, fill, ctx, 0, pages, common_xcalloc(1, snap_bitmap_len(r) + 1), scan,
 			      0, { "", "" } };
+	for (uint64_t p = 0; preset && p < pages; p++)
+		a.bm[p / 8] |= (uint8_t)(BIT(preset, p) << (p % 8));
 	struct scan_job b = a;
 	pthread_t th;
 	int two = 0;
@@ -364,6 +408,11 @@ static int put_region_runs(struct snap_out *o, const struct snap_region *r, cons
 			uint64_t n = q - p < room ? q - p : room;
 			if (fill(ctx, r, p, n, o->cur + o->fill, e) < 0)
 				return -1;
+			/* compared: a page taken from the expected bitmap unread must not be zero */
+			for (uint64_t k = 0; o->x && k < n; k++)
+				if (page_is_zero(o->cur + o->fill + k * SNAP_PAGE) &&
+				    o->total + o->fill + k * SNAP_PAGE < o->zero_at)
+					o->zero_at = o->total + o->fill + k * SNAP_PAGE;
 			o->fill += (size_t)(n * SNAP_PAGE);
 			p += n;
 		}
@@ -642,8 +691,21 @@ static int write_manifest(const char *dir, const struct snap_manifest *m, struct
 	return rc;
 }
 
+/* The expected image's bitmap of region r, the root's (k = 0) or proc k - 1's
+ * region i, or shared memory object i (k = SIZE_MAX): where its layout is r's. */
+static const uint8_t *expected_bitmap(const struct snap_expect *x, size_t k, size_t i,
+				      const struct snap_region *r)
+{
+	const struct snap_state *p = !x || k == SIZE_MAX ? NULL : k == 0 ? x->st :
+				     k <= x->st->nprocs ? &x->st->procs[k - 1] : NULL;
+	const struct snap_region *q = p && i < p->nregions ? &p->regions[i] :
+				      x && k == SIZE_MAX && i < x->st->nshms ? &x->st->shms[i].content :
+				      NULL;
+	return q && q->bitmap && q->start == r->start && q->end == r->end ? q->bitmap : NULL;
+}
+
 int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx,
-		       const char *dir, snap_admit_fn admit, void *actx,
+		       struct snap_expect *x, const char *dir, snap_admit_fn admit, void *actx,
 		       struct snap_manifest *m, struct common_err *e)
 {
 	struct chunk_sink cs = { .dir = dir, .fd = -1 };
@@ -652,6 +714,8 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	memset(&o, 0, sizeof o);
 	codec_buf_init(&o.b);
 	o.streamed = 1;
+	o.x = x;
+	o.zero_at = UINT64_MAX;
 	size_t nbm = st->nregions + st->nshms;
 	for (size_t k = 0; k < st->nprocs; k++)
 		nbm += st->procs[k].nregions;
@@ -661,12 +725,15 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		const struct snap_state *p = k ? &st->procs[k - 1] : st;
 		for (size_t i = 0; i < p->nregions && rc == 0; i++, at++)
 			if (snap_region_has_content(st, p, i) && !p->regions[i].bitmap &&
-			    !(o.bms[at] = region_bitmap(&p->regions[i], fill, ctx, scan, e)))
+			    !(o.bms[at] = region_bitmap(&p->regions[i], fill, ctx,
+							expected_bitmap(x, k, i, &p->regions[i]), scan, e)))
 				rc = -1;
 		/* the shared memory objects come after the last process */
 		for (size_t i = 0; k == st->nprocs && i < st->nshms && rc == 0; i++, at++)
 			if (!st->shms[i].content.bitmap &&
-			    !(o.bms[at] = region_bitmap(&st->shms[i].content, fill, ctx, scan, e)))
+			    !(o.bms[at] = region_bitmap(&st->shms[i].content, fill, ctx,
+							expected_bitmap(x, SIZE_MAX, i, &st->shms[i].content),
+							scan, e)))
 				rc = -1;
 	}
 	free(scan);
@@ -697,6 +764,10 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 		close(cs.fd);
 	if (rc == 0 && o.total != len)
 		rc = common_errf(e, "capture", "the guest's memory changed while it was read");
+	/* encodings of two lengths, the same up to the shorter's end, differ there */
+	uint64_t end = x && o.total < x->len ? o.total : x ? x->len : 0;
+	if (x)
+		x->differs = o.total != x->len && end < o.zero_at ? end : o.zero_at;
 	m->len = o.total;
 	m->chunks = (uint32_t)((o.total + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
 	if (rc == 0 && dir)

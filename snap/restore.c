@@ -654,7 +654,7 @@ static int fits_target(const struct snap_state *st, const struct rlimit *t,
 }
 
 int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_dir,
-			 const uint8_t digest[32], struct common_err *e)
+			 const struct snap_image *want, struct common_err *e)
 {
 	struct rlimit target[NTARGET];
 	int err;
@@ -675,27 +675,26 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir, .rlim_mask = mask,
 				       .rlim = st->rlim, .version = st->version, .expect = st,
 				       .determ = st->determ, .determ_len = st->determ_len };
-	struct snap_manifest m;
-	/* the digest alone, streamed: no image-sized buffer */
-	if (snap_capture_digest(pid, &o, &m, e) < 0) {
+	uint64_t differs;
+	/* compared with the image just verified, streamed: nothing hashed again,
+	 * no image-sized buffer */
+	if (snap_capture_compare(pid, &o, want, &differs, e) < 0) {
 		common_err_context(e, "re-capture after restore");
 		return -1;
 	}
-	int same = !memcmp(m.digest, digest, 32);
+	if (differs == UINT64_MAX)
+		return 0;
 	const char *dbg = getenv("SBX_SNAP_DEBUG");
 	struct snap_image im;
-	if (!same && dbg && snap_capture(pid, &o, &im, NULL) == 0) {
+	if (dbg && snap_capture(pid, &o, &im, NULL) == 0) {
 		/* for diagnosing a mismatch: the rebuilt encoding */
 		common_write_atomic(dbg, im.bytes, im.len, 0600, NULL);
 		snap_image_free(&im);
 	}
-	char want[65], got[65];
-	common_hex(digest, 32, want);
-	common_hex(m.digest, 32, got);
-	if (!same)
-		return common_errf(e, "restore", "rebuilt state has digest %s, the snapshot %s",
-				   got, want);
-	return 0;
+	char hex[65];
+	common_hex(want->digest, 32, hex);
+	return common_errf(e, "restore", "rebuilt state differs from snapshot %s at byte %" PRIu64
+			   " of %zu", hex, differs, want->len);
 }
 
 int snap_cells_write(const struct snap_state *st, const char *dir, struct common_err *e)

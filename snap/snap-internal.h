@@ -14,14 +14,25 @@ typedef int (*snap_fill_fn)(void *ctx, const struct snap_region *r, uint64_t fir
  * In memory: */
 int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,
 		     struct snap_image *out, struct common_err *e);
+/* Restore's re-check: the verified image (bytes, decoded into st) the encoding
+ * must equal; differs is set to the first byte where it does not (where the
+ * shorter ends when only the lengths differ), or UINT64_MAX. */
+struct snap_expect {
+	const struct snap_state *st;
+	const uint8_t *bytes;
+	uint64_t len;
+	uint64_t differs;
+};
 /* Streamed: every region read through fill twice (which pages are non-zero,
  * then those pages, straight into reused buffers) and hashed on a second
  * thread. The exact length is known before any byte goes out: admit (may be
  * NULL) sees it first and may refuse. With dir, the chunks and the manifest go
  * into dir (created, must not exist; removed on failure), synced once; without
- * it only *m's digest and length are made. */
+ * it only *m's digest and length are made. With x (and no dir), compared with
+ * x's bytes instead of hashed: pages x's bitmaps hold are read once, in the
+ * second pass, and must not be zero; the first pass reads only the others. */
 int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx,
-		       const char *dir, snap_admit_fn admit, void *actx,
+		       struct snap_expect *x, const char *dir, snap_admit_fn admit, void *actx,
 		       struct snap_manifest *m, struct common_err *e);
 
 /* Bytes of a region's page bitmap; of a decoded region's packed pages. */

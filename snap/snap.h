@@ -363,6 +363,13 @@ int snap_capture_store(pid_t pid, const struct snap_capture_opts *o, const char 
 /* The same without persistence: only the digest and length (*m). */
 int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct snap_manifest *m,
 			struct common_err *e);
+/* Restore's re-check: the same, compared byte for byte with im (verified
+ * against its digest; o->expect decoded from it) instead of hashed, each page
+ * read once; *differs is the first byte of the encoding that is not im's (where
+ * the shorter ends when only the lengths differ), or UINT64_MAX when they are
+ * the same. 0, or -1 with e when the capture fails. */
+int snap_capture_compare(pid_t pid, const struct snap_capture_opts *o, const struct snap_image *im,
+			 uint64_t *differs, struct common_err *e);
 
 /* Rebuild pid, a fresh exec of the same image (ADDR_NO_RANDOMIZE, same rlimits)
  * stopped by ptrace before its first instruction, into st: address space by
@@ -377,13 +384,14 @@ int snap_capture_digest(pid_t pid, const struct snap_capture_opts *o, struct sna
  * nobody has waited for (the supervisor adopts them: trace_sv_adopt_tree);
  * resume them with signal 0. */
 int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e);
-/* snap_restore, then capture pid again and require the same digest. The
+/* snap_restore, then capture pid again and require the same encoding as im,
+ * the verified image st was decoded from, byte for byte (so its digest). The
  * rlimits sbx-run derives from the target lease (RLIMIT_AS, RLIMIT_NOFILE,
  * RLIMIT_NPROC), which pid already has, are kept instead of the snapshot's: a
  * state that does not fit them is refused first, naming the dimension, and the
  * re-check encodes the snapshot's values in their place. */
 int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_dir,
-			 const uint8_t digest[32], struct common_err *e);
+			 const struct snap_image *im, struct common_err *e);
 /* Write the snapshot's namespace cells under dir (created; existing files with
  * the same keys are replaced). Keys were checked by snap_decode. */
 int snap_cells_write(const struct snap_state *st, const char *dir, struct common_err *e);
