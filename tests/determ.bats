@@ -356,6 +356,21 @@ make_run() {
 	done
 }
 
+@test "the result tells where the order's waits went: parked_by names what waited, its sum is parked_us (fails on main: no parked_by)" {
+	id=$(lease_for /bin/sh)
+	script='w() { i=0; while [ $i -lt 30 ]; do echo "$1 $i"; i=$((i + 1)); done; }
+		{ w a & w b & w c & wait; } | cat'
+	sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin \
+		--result r.json -- /bin/sh -c "$script" >o
+	jq -c .determinism.stops r.json
+	# every µs an ordered stop waited is told once, by the call's name, an
+	# exit, an answer put off until the turn, or other
+	jq -e '.determinism.stops as $s | ($s.parked_by | type) == "object" and
+		([$s.parked_by[]] | all(type == "number" and . > 0)) and
+		([$s.parked_by[]] | add // 0) == $s.parked_us' r.json
+	jq -e '.determinism.stops.parked_by | keys | all(test("^[a-z0-9_]+$"))' r.json
+}
+
 @test "stats and listings go on beside the other tasks: only a first sight of a file waits for a turn; a directory reports the epoch (fails on main: every stat waited)" {
 	id=$(lease_for /bin/sh)
 	script='mkdir /tmp/d && echo x >/tmp/d/f && { ls -li /usr/bin & ls -li /usr/lib/x86_64-linux-gnu & ls -li /usr/include; wait; } >/tmp/l &&
