@@ -371,6 +371,19 @@ make_run() {
 	jq -e '.determinism.stops.parked_by | keys | all(test("^[a-z0-9_]+$"))' r.json
 }
 
+@test "a small read far from the storage_read bound stops once: no exit stop to hold it (fails on main: every read was held to its exit)" {
+	id=$(lease_for /bin/sh)
+	run sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin --result r.json \
+		-- /bin/sh -c 'dd if=/etc/services of=/dev/null bs=1 count=3000 2>/dev/null; head -c 3000 /etc/services | wc -c'
+	assert_success
+	assert_output 3000
+	jq -c '[.supervisor.stops, .determinism.stops]' r.json
+	# 3000 one-byte reads: each a seccomp stop (determinism stops every read),
+	# none held to an exit stop, as the load filter lets them run
+	jq -e '.determinism.unscheduled == 0 and .supervisor.stops >= 3000 and
+		.determinism.stops.free - .supervisor.stops < 1000' r.json
+}
+
 @test "stats and listings go on beside the other tasks: only a first sight of a file waits for a turn; a directory reports the epoch (fails on main: every stat waited)" {
 	id=$(lease_for /bin/sh)
 	script='mkdir /tmp/d && echo x >/tmp/d/f && { ls -li /usr/bin & ls -li /usr/lib/x86_64-linux-gnu & ls -li /usr/include; wait; } >/tmp/l &&
