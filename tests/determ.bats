@@ -371,6 +371,30 @@ make_run() {
 	jq -e '.determinism.stops.parked_by | keys | all(test("^[a-z0-9_]+$"))' r.json
 }
 
+@test "an fstat the file table can answer stops once: answered at its entry, the same trace (fails on main: every fstat ran to an exit stop)" {
+	id=$(lease_for /usr/bin/perl)
+	cat >f.pl <<'PERL'
+open F, "<", "/etc/services" or die;
+my $n = 0;
+for (1..2000) { my @s = stat F; $n += $s[7] > 0 && $s[1] == (stat "/etc/services")[1] }
+print "$n\n";
+PERL
+	for k in 1 2; do
+		run sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin \
+			--ro "$PWD/f.pl:/f.pl" --result r$k.json --trace t$k.trace -- /usr/bin/perl /f.pl
+		assert_success
+		assert_output 2000
+	done
+	assert_equal "$(head_of t2.trace)" "$(head_of t1.trace)"
+	# 2000 fstats and 2000 stats of a path: the first of each a first sight at
+	# its turn, the fstats answered at their seccomp stop, the stats at their exit
+	jq -c '[.supervisor.stops, .determinism.stops]' r1.json
+	jq -e '.determinism.unscheduled == 0 and .supervisor.stops >= 4000 and
+		.determinism.stops.free - .supervisor.stops < 2500' r1.json
+	# the trace says the same of a call answered either way
+	[ "$(jq -s '[.[] | select(.name == "newfstatat" and .action != "allowed")] | length' t1.trace)" -eq 0 ]
+}
+
 @test "a small read far from the storage_read bound stops once: no exit stop to hold it (fails on main: every read was held to its exit)" {
 	id=$(lease_for /bin/sh)
 	run sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin --result r.json \
