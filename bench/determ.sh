@@ -154,7 +154,9 @@ if [ "$MK" -gt 0 ]; then
 		awk -v m="$m" -v v="$v" -v n="$mn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
 	done
 	echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $MK runs"
-	echo "  last deterministic run's schedule: $(jq -c .determinism.stops "$W/mk.json")"
+	echo "  last deterministic run's schedule: $(jq -c '.determinism.stops | del(.parked_by)' "$W/mk.json")"
+	echo "  its parked ms by what waited: $(jq -r '.determinism.stops.parked_by | to_entries |
+		sort_by(-.value) | map("\(.key) \(.value / 1000 | floor)") | join(", ")' "$W/mk.json")"
 	echo "  deterministic: supervisor CPU $(med "$W/mk.svcpu") s median;" \
 		"seccomp stops and schedule resumes $(sort -n "$W/mk.stops" | uniq -c | sort -rn | head -1 | sed 's/^ *[0-9]* //')"
 	cn=$(med "$W/mk.cnat")

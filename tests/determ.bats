@@ -356,6 +356,58 @@ make_run() {
 	done
 }
 
+@test "the result tells where the order's waits went: parked_by names what waited, its sum is parked_us (fails on main: no parked_by)" {
+	id=$(lease_for /bin/sh)
+	script='w() { i=0; while [ $i -lt 30 ]; do echo "$1 $i"; i=$((i + 1)); done; }
+		{ w a & w b & w c & wait; } | cat'
+	sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin \
+		--result r.json -- /bin/sh -c "$script" >o
+	jq -c .determinism.stops r.json
+	# every µs an ordered stop waited is told once, by the call's name, an
+	# exit, an answer put off until the turn, or other
+	jq -e '.determinism.stops as $s | ($s.parked_by | type) == "object" and
+		([$s.parked_by[]] | all(type == "number" and . > 0)) and
+		([$s.parked_by[]] | add // 0) == $s.parked_us' r.json
+	jq -e '.determinism.stops.parked_by | keys | all(test("^[a-z0-9_]+$"))' r.json
+}
+
+@test "an fstat the file table can answer stops once: answered at its entry, the same trace (fails on main: every fstat ran to an exit stop)" {
+	id=$(lease_for /usr/bin/perl)
+	cat >f.pl <<'PERL'
+open F, "<", "/etc/services" or die;
+my $n = 0;
+for (1..2000) { my @s = stat F; $n += $s[7] > 0 && $s[1] == (stat "/etc/services")[1] }
+print "$n\n";
+PERL
+	for k in 1 2; do
+		run sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin \
+			--ro "$PWD/f.pl:/f.pl" --result r$k.json --trace t$k.trace -- /usr/bin/perl /f.pl
+		assert_success
+		assert_output 2000
+	done
+	assert_equal "$(head_of t2.trace)" "$(head_of t1.trace)"
+	# 2000 fstats and 2000 stats of a path: the first of each a first sight at
+	# its turn, the fstats answered at their seccomp stop, the stats at their exit
+	jq -c '[.supervisor.stops, .determinism.stops]' r1.json
+	jq -e '.determinism.unscheduled == 0 and .supervisor.stops >= 4000 and
+		.determinism.stops.free - .supervisor.stops < 2500' r1.json
+	# the trace says the same of a call answered either way
+	[ "$(jq -s '[.[] | select(.name == "newfstatat" and .action != "allowed")] | length' t1.trace)" -eq 0 ]
+}
+
+@test "a small read far from the storage_read bound stops once: no exit stop to hold it (fails on main: every read was held to its exit)" {
+	id=$(lease_for /bin/sh)
+	run sbx-run --lease "$id" --deterministic --env-clear --env PATH=/usr/bin:/bin --result r.json \
+		-- /bin/sh -c 'dd if=/etc/services of=/dev/null bs=1 count=3000 2>/dev/null; head -c 3000 /etc/services | wc -c'
+	assert_success
+	assert_output 3000
+	jq -c '[.supervisor.stops, .determinism.stops]' r.json
+	# 3000 one-byte reads: each a seccomp stop (determinism stops every read),
+	# none held to an exit stop, as the load filter lets them run
+	jq -e '.determinism.unscheduled == 0 and .supervisor.stops >= 3000 and
+		.determinism.stops.free - .supervisor.stops < 1000' r.json
+}
+
 @test "stats and listings go on beside the other tasks: only a first sight of a file waits for a turn; a directory reports the epoch (fails on main: every stat waited)" {
 	id=$(lease_for /bin/sh)
 	script='mkdir /tmp/d && echo x >/tmp/d/f && { ls -li /usr/bin & ls -li /usr/lib/x86_64-linux-gnu & ls -li /usr/include; wait; } >/tmp/l &&

@@ -278,15 +278,21 @@ static int put(struct trace_guest *g, uint64_t addr, const void *buf, size_t len
 	return trace_guest_write(g, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
 }
 
-/* Skip the call and return v (an emulated answer, or -errno). */
-static void answer(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st, long long v)
+/* Skip the call: it returns v. */
+static int skip(struct trace_guest *g, long long v)
 {
 	struct user_regs_struct r;
 	if (trace_guest_get_regs(g, &r) < 0)
-		return;
+		return -1;
 	r.orig_rax = (unsigned long long)-1;
 	r.rax = (unsigned long long)v;
-	if (trace_guest_set_regs(g, &r) < 0)
+	return trace_guest_set_regs(g, &r);
+}
+
+/* Skip the call and return v (an emulated answer, or -errno). */
+static void answer(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st, long long v)
+{
+	if (skip(g, v) < 0)
 		return;
 	st->action = TRACE_REWRITTEN;
 	d->emulated++;
@@ -547,6 +553,47 @@ static void outside_peer(struct trace_determ *d, struct trace_guest *g, struct t
 	fell_back(d, st, "socket to a peer outside the run", a[2] ? a + 2 : NULL);
 }
 
+/* fstat, or a stat of fd's own object (an empty path): the supervisor stats it
+ * too, through /proc/TID/fd (the same inode; a symlink held with O_PATH stays
+ * the link), so when the table holds what the answer needs it is answered here
+ * and the call skipped: no exit stop. 0 when it is not (a bad descriptor, a
+ * first sight, whose numbers wait for the task's turn): the call runs, its
+ * answer rewritten at its exit. Either way the call stays "allowed" and is not
+ * counted as emulated: which way it went depends on what the other tasks had
+ * numbered when it came, not on the lease. */
+static int fstat_now(struct trace_determ *d, struct trace_guest *g, const struct trace_stop *st,
+		     int fd, uint64_t buf)
+{
+	char link[64];
+	struct stat sb;
+	uint8_t b[144];
+	_Static_assert(sizeof sb == sizeof b, "the x86-64 struct stat the kernel writes");
+	snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)st->tid, fd);
+	if (fd < 0 || stat(link, &sb) < 0)
+		return 0;
+	struct proc *pr = proc_of(g), scratch = *pr; /* a probe raises no clock */
+	struct trace_determ_view v = { d->epoch, &scratch.ns, fd_in_ns(st->tid, fd) };
+	memcpy(b, &sb, sizeof b);
+	trace_determ_files_probe(d->files);
+	trace_determ_files_stat(d->files, &v, b);
+	if (trace_determ_files_probe_end(d->files))
+		return 0;
+	memcpy(b, &sb, sizeof b);
+	v.clock = &pr->ns;
+	trace_determ_files_stat(d->files, &v, b);
+	return skip(g, put(g, buf, b, sizeof b) < 0 ? -EFAULT : 0) == 0;
+}
+
+/* newfstatat(fd, "", AT_EMPTY_PATH | ...): a stat of fd's own object */
+static int empty_path(struct trace_guest *g, const struct trace_stop *st)
+{
+	char c;
+	const uint64_t *a = st->args;
+	return (int)a[0] >= 0 && (a[3] & AT_EMPTY_PATH) &&
+	       !(a[3] & ~(uint64_t)(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)) &&
+	       trace_guest_read(g, a[1], &c, 1) == 1 && c == 0;
+}
+
 static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct trace_determ *d = ctx;
@@ -619,6 +666,8 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		break;
 	}
 	case TRACE_SYS_fstat:
+		if (fstat_now(d, g, st, (int)a[0], a[1]))
+			break;
 		want(g, st, P_STAT, a[1], (int)a[0]);
 		proc_of(g)->pend.in_ns = fd_in_ns(st->tid, (int)a[0]);
 		break;
@@ -629,6 +678,9 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		break;
 	case TRACE_SYS_newfstatat:
 	case TRACE_SYS_statx:
+		if (st->nr == TRACE_SYS_newfstatat && empty_path(g, st) &&
+		    fstat_now(d, g, st, (int)a[0], a[2]))
+			break;
 		want(g, st, st->nr == TRACE_SYS_statx ? P_STATX : P_STAT,
 		     st->nr == TRACE_SYS_statx ? a[4] : a[2], -1);
 		proc_of(g)->pend.in_ns = in_ns_path(st->path[0]) ||

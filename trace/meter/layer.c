@@ -312,6 +312,19 @@ static int load_vector(struct trace_metering *mt, struct trace_guest *g, struct 
 	return vector_hold(mt, g, st, runs, ask);
 }
 
+/* A read the load filter lets run unstopped: at most TRACE_LOAD_SMALL, not into
+ * the held mappings' window, while far from the bound (every call stops within
+ * it). Another class may stop it (--deterministic stops every read): it runs
+ * unheld all the same, counted by rchar, without an exit stop. */
+static int small_read(const struct trace_metering *mt, const struct trace_stop *st, uint64_t ask)
+{
+	int buf = trace_sys_arg(st->sys, TRACE_ARG_PTR);
+	int windowed = buf >= 0 && trace_sys_arg(st->sys, TRACE_ARG_OUTFD) < 0 &&
+		       st->args[buf] >= TRACE_MAP_WINDOW_LO && st->args[buf] < TRACE_MAP_WINDOW_HI;
+	return trace_sys_arg(st->sys, TRACE_ARG_IOV) < 0 && ask <= TRACE_LOAD_SMALL && !windowed &&
+	       mt->sv && !trace_sv_every_call_on(mt->sv);
+}
+
 /* A read that stops (a large one; near the bound, all): held to storage_read's
  * bound before it runs. What it may read is reserved; one that would cross is cut
  * to what is left, and with nothing left it reads nothing and the lease closes one
@@ -335,6 +348,8 @@ static int load_entry(struct trace_metering *mt, struct trace_guest *g, struct t
 		return 0;
 	ask = count >= 0 ? st->args[count] : 0;
 	if (ask == 0 && iov < 0)
+		return 0;
+	if (seccomp && small_read(mt, st, ask))
 		return 0;
 	held = base + trace_meter_load_held(mt->meter);
 	left = held < bound ? bound - held : 0;

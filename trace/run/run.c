@@ -15,6 +15,7 @@
 #include "trace/record/reader/reader.h"
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
+#include "trace/sys/sys.h"
 
 /* One run's state from its plan to its close; each layer's hooks get it as ctx. */
 struct run {
@@ -769,6 +770,29 @@ static int run_supervise(struct run *r)
 
 /* The result record of a run that finished: what ran, how it ended, its usage,
  * its receipts, what determinism answered, the trace. */
+/* Where the order's waits went (the result's stops.parked_by): µs by the
+ * call that waited, its name from the syscall table, "exit", "answer" (a
+ * first sight answered at its turn) and "other"; only what waited at all. */
+static json_t *parked_by(const struct trace_sched_stats *ss)
+{
+	json_t *o = json_object();
+	for (int nr = 0; nr < TRACE_SCHED_NR; nr++) {
+		const struct trace_sysinfo *sys = trace_sys_by_nr(nr);
+		if (ss->parked_call_us[nr])
+			json_object_set_new(o, sys ? sys->name : "other",
+					    json_integer((json_int_t)ss->parked_call_us[nr]));
+	}
+	const char *k[] = { "exit", "answer", "other" };
+	const uint64_t v[] = { ss->parked_exit_us, ss->parked_answer_us, ss->parked_other_us };
+	for (size_t i = 0; i < 3; i++) {
+		json_t *had = json_object_get(o, k[i]);
+		uint64_t t = v[i] + (had ? (uint64_t)json_integer_value(had) : 0);
+		if (t)
+			json_object_set_new(o, k[i], json_integer((json_int_t)t));
+	}
+	return o;
+}
+
 static void result_build(struct run *r)
 {
 	r->result = trace_run_result_json(r->id, r->image, r->sha, r->opts->argv, &r->res, r->code,
@@ -787,12 +811,14 @@ static void result_build(struct run *r)
 			json_object_set_new(d, "unscheduled", json_integer((json_int_t)r->res.unscheduled));
 			json_object_set_new(d, "fell_back", trace_determ_fell_back(r->det));
 			const struct trace_sched_stats *ss = &r->res.sched;
-			json_object_set_new(d, "stops", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+			json_t *stops = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 				"ordered", (json_int_t)ss->ordered, "free", (json_int_t)ss->free,
 				"turns", (json_int_t)ss->turns, "answered", (json_int_t)ss->answered,
 				"blocked", (json_int_t)ss->blocked,
 				"parked_us", (json_int_t)ss->parked_us,
-				"blocked_us", (json_int_t)ss->blocked_us));
+				"blocked_us", (json_int_t)ss->blocked_us);
+			json_object_set_new(stops, "parked_by", parked_by(ss));
+			json_object_set_new(d, "stops", stops);
 			json_object_set_new(r->result, "determinism", d);
 		}
 	}

@@ -145,6 +145,22 @@ static void go(struct sent *e, enum sstate st, int req)
 	ptrace(req, e->tid, NULL, (void *)(long)e->sig);
 }
 
+/* e waited, parked, until now: the schedule's cost, told by what waited. */
+static void parked_until(struct trace_sched *s, struct sent *e, uint64_t now)
+{
+	uint64_t us = now - e->since_us;
+	s->st.parked_us += us;
+	if (e->exiting)
+		s->st.parked_exit_us += us;
+	else if (e->answer)
+		s->st.parked_answer_us += us;
+	else if (e->at_call && e->nr >= 0 && e->nr < TRACE_SCHED_NR)
+		s->st.parked_call_us[e->nr] += us;
+	else
+		s->st.parked_other_us += us;
+	e->since_us = now;
+}
+
 /* At a FUTEX_WAKE's turn: up to n blocked waiters on its word, least key
  * first, are woken (their wait returns 0 when they run); the kernel wakes
  * none, they are not in it. Requeues wake every waiter (a spurious wake-up,
@@ -179,7 +195,7 @@ static void futex_wake(struct trace_sched *s, const struct sent *by)
 static void take_turn(struct trace_sched *s, struct sent *e)
 {
 	s->st.turns++;
-	s->st.parked_us += common_mono_us() - e->since_us;
+	parked_until(s, e, common_mono_us());
 	int req = e->req;
 	if (e->answer) {
 		e->answer = 0;
@@ -241,9 +257,7 @@ static void schedule(struct trace_sched *s)
 		}
 		best->state = S_BLOCKED;
 		s->st.blocked++;
-		uint64_t now = common_mono_us();
-		s->st.parked_us += now - best->since_us;
-		best->since_us = now;
+		parked_until(s, best, common_mono_us());
 	}
 }
 

@@ -122,9 +122,14 @@ enum trace_priority {
  * (blocked until another task's event); tasks let loose; the µs ordered stops
  * spent ready but waiting for a lower key (the schedule's cost), and blocked
  * (waiting for another task, as they would without it), summed over tasks. */
+#define TRACE_SCHED_NR 512 /* calls whose parked µs are told apart: x86-64 numbers below it */
 struct trace_sched_stats {
 	uint64_t ordered, free, turns, blocked, loose, parked_us, blocked_us;
 	uint64_t answered; /* of the turns, answers a layer put off until then (on_turn) */
+	/* parked_us by what waited: the call's number, an exit, an answer put
+	 * off until the turn (a first sight), anything else (a thread's stop
+	 * outside a call, a call numbered past the table) */
+	uint64_t parked_call_us[TRACE_SCHED_NR], parked_exit_us, parked_answer_us, parked_other_us;
 };
 struct trace_result {
 	int exited, status;           /* guest exit status when exited */
