@@ -52,6 +52,7 @@
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
 #include "trace/determ/determ-internal.h"
+#include "trace/record/record.h"
 #include "trace/tracee/tracee.h"
 
 #define MAX_IO (1u << 20)     /* most bytes one emulated call produces */
@@ -147,6 +148,8 @@ void trace_determ_free(struct trace_determ *d)
 		return;
 	free(d->seed);
 	free(d->saved);
+	trace_sched_saved_free(d->sched);
+	trace_rec_saved_free(d->queued);
 	trace_determ_files_free(d->files);
 	json_decref(d->named);
 	json_decref(d->fell_back);

@@ -35,10 +35,14 @@ json_t *trace_determ_fell_back(const struct trace_determ *d);
 json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 			    struct common_err *e);
 /* A snapshot's determinism record (trace/determ/state.c): the run's seed, epoch,
- * file table and every task's clock and PRNG position, taken with every task at
- * a step boundary (none inside an answered call); *out is malloc'd. */
-int trace_determ_save(const struct trace_determ *d, struct trace_supervisor *sv, uint8_t **out,
-		      size_t *len, struct common_err *e);
+ * file table, every task's clock and PRNG position, the schedule's keys and the
+ * events of rec (NULL: none) waiting for their task's turn; *out is malloc'd.
+ * -1 and e, nothing changed, while a task stands where no record holds it
+ * (the schedule's turn held, a task starting or exiting, inside an answered
+ * call, in flight inside a recorded call): a later stop may do. */
+struct trace_rec;
+int trace_determ_save(const struct trace_determ *d, struct trace_supervisor *sv,
+		      struct trace_rec *rec, uint8_t **out, size_t *len, struct common_err *e);
 /* Hostile input: a record checked whole; NULL, or why it is refused (static). */
 const char *trace_determ_record_why(const uint8_t *p, size_t n);
 /* A restored run's determinism from a record (its seed and epoch, not the
@@ -49,7 +53,7 @@ struct trace_determ *trace_determ_resumed(const uint8_t *p, size_t n, int tsc, c
 uint32_t trace_determ_record_last_pid(const uint8_t *p, size_t n);
 /* Once the restore rebuilt the tree: each live task takes its record's state. */
 int trace_determ_resume_tasks(struct trace_determ *d, struct trace_supervisor *sv,
-			      struct common_err *e);
+			      struct trace_rec *rec, struct common_err *e);
 /* rdtsc/rdtscp (trace/determ/tsc.c): the instruction at b (n bytes) and its length;
  * the probe: 1 if prctl(PR_SET_TSC, PR_TSC_SIGSEGV) makes rdtsc fault on this
  * host (a forked child tries, once per process); at a SIGSEGV stop of tid, the

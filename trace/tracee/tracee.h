@@ -62,6 +62,9 @@ int trace_wait_stop(pid_t tid, int *status);
  * (the thread exits) or -errno. At a seccomp stop: afterwards the thread is at
  * a fresh seccomp stop of its own pending syscall, with its own registers. */
 int trace_inject_at_entry(pid_t tid, long nr, const uint64_t a[6], int64_t *ret);
+/* A thread that was at the seccomp stop of the call registers at describe (and
+ * ran injected calls since) stops there again, with those registers. */
+int trace_seccomp_again(pid_t tid, const struct user_regs_struct *at);
 /* At a syscall-exit stop: afterwards the completed syscall's registers are back. */
 int trace_inject_at_exit(pid_t tid, long nr, const uint64_t a[6], int64_t *ret);
 /* At any stop, from t->insn: registers are left as the syscall left them

@@ -117,6 +117,24 @@ int trace_inject_at_entry(pid_t tid, long nr, const uint64_t a[6], int64_t *ret)
 	return 0;
 }
 
+int trace_seccomp_again(pid_t tid, const struct user_regs_struct *at)
+{
+	struct user_regs_struct r = *at;
+	int sig = 0, rc;
+	/* back onto the syscall instruction: the filter traps the call again */
+	r.rip -= 2;
+	r.rax = at->orig_rax;
+	r.orig_rax = (uint64_t)-1;
+	if (trace_regs_set(tid, &r) < 0)
+		return -EIO;
+	if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+		return -errno;
+	if ((rc = trace_wait_for(tid, TRACE_WANT_SECCOMP, PTRACE_CONT, &sig)) < 0)
+		return rc;
+	send_again(tid, sig);
+	return 0;
+}
+
 int trace_inject_at_exit(pid_t tid, long nr, const uint64_t a[6], int64_t *ret)
 {
 	struct user_regs_struct r0, r;
