@@ -188,8 +188,8 @@ static void kept_back(const struct kept *k, size_t nk)
  * loop's stop) stopped at a step boundary, before anything is read; tasks
  * started meanwhile are caught by the next pass. *ids lists the ones stopped
  * here, for resume_threads; *kept the ones the loop holds, with their registers. */
-static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct kept **kept,
-			size_t *nkept, struct common_err *e)
+static int stop_threads(pid_t guest, pid_t held, int signals_left, pid_t **ids, size_t *n,
+			struct kept **kept, size_t *nkept, struct common_err *e)
 {
 	pid_t *seen = NULL;
 	size_t nseen = 0;
@@ -215,7 +215,7 @@ static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct 
 				keep_regs(kept, nkept, now[i]);
 				continue;
 			}
-			if (trace_tracee_interrupt(now[i], e) < 0) {
+			if (trace_tracee_interrupt(now[i], signals_left, e) < 0) {
 				/* a task other than the leader ending meanwhile (a compiler
 				 * done) is a zombie or gone by the capture, not a refusal */
 				if (now[i] != guest && ended(now[i]))
@@ -269,11 +269,13 @@ static int capture_guest(pid_t guest, pid_t held, int stop, const struct snap_ca
 	 * image's rewound ones: its call runs once here (and again after a restore) */
 	if (held)
 		keep_regs(&kept, &nkept, held);
-	if (interrupt && trace_tracee_interrupt(leader, e) < 0) {
+	/* a deterministic run's signals are its loop's to deliver, in order */
+	int signals_left = o->determ != NULL;
+	if (interrupt && trace_tracee_interrupt(leader, signals_left, e) < 0) {
 		free(kept);
 		return -1;
 	}
-	int rc = stop_threads(leader, held, &threads, &nthreads, &kept, &nkept, e);
+	int rc = stop_threads(leader, held, signals_left, &threads, &nthreads, &kept, &nkept, e);
 	/* streamed into chunks as it is read: no image-sized buffer */
 	if (rc == 0)
 		rc = snap_capture_store(leader, o, dir, man, e);

@@ -368,8 +368,11 @@ static int det_snapshot(struct run *r, struct trace_guest *g)
 	struct trace_snap_taken t;
 	struct common_err e;
 	pid_t tids[2];
-	if (trace_determ_save(r->det, r->sv, r->rec, &r->det_rec, &r->det_len, &e) < 0)
+	if (trace_determ_save(r->det, r->sv, r->rec, &r->det_rec, &r->det_len, &e) < 0) {
+		if (getenv("DETMID_DEBUG")) fprintf(stderr, "DBG defer: %s\n", e.why);
 		return 0; /* not yet a point the record holds: a later stop */
+	}
+	if (getenv("DETMID_DEBUG")) fprintf(stderr, "DBG take at %llu\n", (unsigned long long)trace_rec_events(r->rec));
 	/* the whole tree, from its root, the thread at its stop held as it stands */
 	int rc = request_snapshot(r, trace_sv_guest_pid(r->sv), trace_guest_tid(g), 0, 1, NULL, &t, &e);
 	free(r->det_rec);
@@ -379,6 +382,7 @@ static int det_snapshot(struct run *r, struct trace_guest *g)
 		json_decref(t.receipt);
 		return 0;
 	}
+	if (getenv("DETMID_DEBUG")) fprintf(stderr, "DBG refused: %s: %s\n", e.what, e.why);
 	if (trace_sv_pids(r->sv, tids, 2) > 1 && ++r->det_refused < DET_TRIES)
 		return 0;
 	r->det_taken = 1;

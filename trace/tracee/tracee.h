@@ -75,8 +75,10 @@ int trace_tracee_inject(struct trace_tracee *t, long nr, const uint64_t a[6], in
 int trace_tracee_find_syscall(struct trace_tracee *t, struct common_err *e);
 /* Stop a running tid at a step boundary (PTRACE_INTERRUPT): a syscall caught at
  * its seccomp stop on the way is rewound to run (and be supervised) again after;
- * signals met are delivered. */
-int trace_tracee_interrupt(pid_t tid, struct common_err *e);
+ * signals met are delivered, or with signals_left refused (try again), left for
+ * the supervisor's loop (a --deterministic run answers a rdtsc fault, and
+ * orders a signal's delivery). */
+int trace_tracee_interrupt(pid_t tid, int signals_left, struct common_err *e);
 /* Let a stopped tid run on, no signal delivered: 0 or -errno (ESRCH: it is gone). */
 int trace_tracee_resume(pid_t tid);
 /* Let a stopped tid run to its end through the stops on the way, and reap it

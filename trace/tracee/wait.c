@@ -293,7 +293,7 @@ int trace_tracee_reap(pid_t tid)
 
 /* The event of tid's pending ptrace stop, not consumed; *none when it has not
  * stopped (nor exited) yet. */
-static int pending_event(pid_t tid, int *none)
+static int pending_event(pid_t tid, int *none, int *sig)
 {
 	siginfo_t si;
 	int rc;
@@ -303,6 +303,7 @@ static int pending_event(pid_t tid, int *none)
 			    __WNOTHREAD);
 	} while (rc < 0 && errno == EINTR);
 	*none = rc == 0 && si.si_pid == 0;
+	*sig = rc == 0 && si.si_code == CLD_TRAPPED ? si.si_status & 0xff : 0;
 	return rc == 0 && si.si_code == CLD_TRAPPED ? si.si_status >> 8 : 0;
 }
 
@@ -337,14 +338,17 @@ static int in_vfork(pid_t tid)
 	return n == (ssize_t)sizeof flags && (flags & CLONE_VFORK);
 }
 
-int trace_tracee_interrupt(pid_t tid, struct common_err *e)
+int trace_tracee_interrupt(pid_t tid, int signals_left, struct common_err *e)
 {
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
 		return common_errno(e, errno, "interrupt guest %d", (int)tid);
 	for (int i = 0, waited = 0; i < 10000; i++) {
 		/* a fork, clone or exec event is the loop's to see (its child is held
 		 * until it does), and its stop clears the interrupt: left pending */
-		int none, pev = pending_event(tid, &none);
+		int none, psig, pev = pending_event(tid, &none, &psig);
+		if (signals_left && !none && psig != SIGTRAP && !pev)
+			return common_errf(e, "snapshot", "guest task %d has a signal to take: try "
+					   "again", (int)tid);
 		if (none && in_vfork(tid))
 			return common_errf(e, "snapshot", "guest task %d waits for its vfork child to "
 					   "start a program: try again", (int)tid);
