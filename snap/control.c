@@ -263,12 +263,16 @@ static int capture_guest(pid_t guest, pid_t held, int stop, const struct snap_ca
 {
 	pid_t leader = leader_of(guest), *threads;
 	size_t nthreads, nkept = 0;
-	int interrupt = leader != held;
+	/* a leader the loop holds already (parked by a deterministic run's
+	 * schedule) would never report an interrupt */
+	int interrupt = leader != held && !held_by_loop(leader);
 	struct kept *kept = NULL;
 	/* a held thread the loop goes on with keeps its stop's registers, not the
 	 * image's rewound ones: its call runs once here (and again after a restore) */
 	if (held)
 		keep_regs(&kept, &nkept, held);
+	if (leader != held && !interrupt)
+		keep_regs(&kept, &nkept, leader);
 	/* a deterministic run's signals are its loop's to deliver, in order */
 	int signals_left = o->determ != NULL;
 	if (interrupt && trace_tracee_interrupt(leader, signals_left, e) < 0) {

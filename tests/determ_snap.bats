@@ -161,16 +161,31 @@ make_run() {
 		.replay.from == "snapshot" and .replay.snapshot == $d and .replay.stopped == "disputed step reached"' <<<"$output"
 }
 
-@test "make -j2 snapshotted mid-build with two or more processes alive: restored, it writes the uninterrupted run's trace and head (fails on main)" {
-	gen_project proj
+# make -j2 of proj (generated with -pipe) built in the lease's /ns, whose
+# files a snapshot holds (the run's own /tmp it does not): lease $1, trace $2,
+# more sbx-run options after; /ns emptied first (every run of a lease shares it).
+ns_make_run() {
+	rm -rf "${SBX_STORE:?}/ns/$1"
+	sbx-run --lease "$1" --deterministic --ro "$PWD/proj:/in" --trace "$2" "${@:3}" \
+		-- make -C /ns -f /in/Makefile VPATH=/in -j2 >"$2.out" 2>&1
+}
+
+# The processes alive in snapshot $1's own tree.
+alive() {
+	sbx-snap show "$1" | jq '[.processes[] | select(.zombie | not)] | length'
+}
+
+@test "make -j2 snapshotted mid-build, compilers running: restored, the parallel build writes the uninterrupted run's trace, head and program (fails on main)" {
+	gen_project proj -pipe
 	id=$(lease_new "$(command -v make)" active)
-	make_run "$id" a.trace --result a.json
+	ns_make_run "$id" a.trace --result a.json
+	cp "$SBX_STORE/ns/$id/prog" prog.a
 	# half-way through the build: compilers started long before
 	n=$(jq -s 'length' a.trace)
 	spawn=$(jq -s '[.[] | select(.ev == "spawn")][2].seq' a.trace)
 	k=$((n / 2))
 	[ "$k" -gt "$spawn" ]
-	make_run "$id" s.trace --snapshot-at-step "$k" --result s.json
+	ns_make_run "$id" s.trace --snapshot-at-step "$k" --result s.json
 	# taking it neither moves nor changes the run
 	cmp a.trace s.trace
 	d=$(snap_of "$id")
@@ -178,43 +193,40 @@ make_run() {
 	[ "$seq" -ge "$k" ] && [ "$seq" -lt "$((n - 2))" ]
 	assert_equal "$(sbx-snap show "$d" | jq -r .trace_head)" "$(sed -n "$((seq + 1))p" a.trace | jq -r .h)"
 	# the snapshot's own tree: make and at least one compiler alive
-	sbx-snap show "$d" | jq -e '[.processes[] | select(.zombie | not)] | length >= 2'
-	rm -rf src
-	cp -a proj src
+	[ "$(alive "$d")" -ge 2 ]
 	tgt=$(lease_new "$(command -v make)" funded)
-	sbx-restore "$d" --lease "$tgt" --rw "$PWD/src:/src" --trace r.trace --trace-from a.trace \
+	sbx-restore "$d" --lease "$tgt" --ro "$PWD/proj:/in" --trace r.trace --trace-from a.trace \
 		--result r.json >r.out 2>&1
 	assert_equal "$(head_of r.trace)" "$(head_of a.trace)"
 	cmp a.trace r.trace
-	[ "$(src/prog)" = 2717 ]
+	cmp prog.a "$SBX_STORE/ns/$tgt/prog"
+	[ "$("$SBX_STORE/ns/$tgt/prog")" = 2717 ]
 	jq -e '.exit_code == 0 and .determinism.unscheduled == 0' r.json
 }
 
-@test "adjudicate on make -j2 starts from a snapshot taken mid-build, processes alive, and says B is right (fails on main)" {
-	gen_project proj
-	cp -a proj projb
-	sed -i 's/\* 5;/* 50;/' projb/m5.c
+@test "adjudicate on make -j2 restores a snapshot taken mid-build, processes alive, and says B is right (fails on main)" {
+	gen_project proj -pipe
+	cp -a proj proja
+	sed -i 's/\* 5;/* 50;/' proj/m5.c
 	id=$(lease_new "$(command -v make)" active)
-	make_run "$id" a.trace
-	mv proj proja && mv projb proj
-	make_run "$id" b.trace
+	ns_make_run "$id" b.trace
+	mv proj projb && mv proja proj
+	ns_make_run "$id" a.trace
 	line=$(sbx-trace bisect a.trace b.trace | jq .first_divergent_line)
 	spawn=$(jq -s '[.[] | select(.ev == "spawn")][2].seq' a.trace)
 	k=$(((spawn + line) / 2))
 	[ "$k" -gt "$spawn" ]
-	mv proj projb && mv proja proj
-	make_run "$id" a2.trace --snapshot-at-step "$k"
+	ns_make_run "$id" a2.trace --snapshot-at-step "$k"
 	cmp a.trace a2.trace
 	d=$(snap_of "$id")
 	seq=$(sbx-snap show "$d" | jq .trace_seq)
 	[ "$seq" -lt "$((line - 1))" ]
-	sbx-snap show "$d" | jq -e '[.processes[] | select(.zombie | not)] | length >= 2'
+	[ "$(alive "$d")" -ge 2 ]
+	# the input is B's: B is right, found by a replay from the snapshot
 	rm -rf proj && mv projb proj
-	rm -rf src
-	cp -a proj src
-	run sbx-trace adjudicate --allow-rw --timeout 900000 a.trace b.trace
+	run sbx-trace adjudicate --timeout 900000 a.trace b.trace
 	assert_failure 11
-	jq -e --arg d "$d" --argjson k "$seq" '.verdict == "b" and .b.path == "/src/m5.c" and
+	jq -e --arg d "$d" --argjson k "$seq" '.verdict == "b" and .b.path == "/in/m5.c" and
 		.replay.from == "snapshot" and .replay.snapshot == $d and .replay.step == $k and
 		.replay.stopped == "disputed step reached"' <<<"$output"
 }

@@ -75,9 +75,10 @@ int trace_tracee_inject(struct trace_tracee *t, long nr, const uint64_t a[6], in
 int trace_tracee_find_syscall(struct trace_tracee *t, struct common_err *e);
 /* Stop a running tid at a step boundary (PTRACE_INTERRUPT): a syscall caught at
  * its seccomp stop on the way is rewound to run (and be supervised) again after;
- * signals met are delivered, or with signals_left refused (try again), left for
- * the supervisor's loop (a --deterministic run answers a rdtsc fault, and
- * orders a signal's delivery). */
+ * signals met are delivered; with signals_left a stop other than the interrupt's
+ * or a seccomp stop (a signal, its exit, a call's exit) is refused (try again)
+ * and left for the supervisor's loop (a --deterministic run answers a rdtsc
+ * fault, orders a signal's delivery and an exit). */
 int trace_tracee_interrupt(pid_t tid, int signals_left, struct common_err *e);
 /* Let a stopped tid run on, no signal delivered: 0 or -errno (ESRCH: it is gone). */
 int trace_tracee_resume(pid_t tid);

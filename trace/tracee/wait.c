@@ -346,9 +346,6 @@ int trace_tracee_interrupt(pid_t tid, int signals_left, struct common_err *e)
 		/* a fork, clone or exec event is the loop's to see (its child is held
 		 * until it does), and its stop clears the interrupt: left pending */
 		int none, psig, pev = pending_event(tid, &none, &psig);
-		if (signals_left && !none && psig != SIGTRAP && !pev)
-			return common_errf(e, "snapshot", "guest task %d has a signal to take: try "
-					   "again", (int)tid);
 		if (none && in_vfork(tid))
 			return common_errf(e, "snapshot", "guest task %d waits for its vfork child to "
 					   "start a program: try again", (int)tid);
@@ -361,6 +358,10 @@ int trace_tracee_interrupt(pid_t tid, int signals_left, struct common_err *e)
 		    pev == PTRACE_EVENT_EXEC || pev == PTRACE_EVENT_VFORK_DONE)
 			return common_errf(e, "snapshot", "guest task %d is starting a process or "
 					   "a program: try again", (int)tid);
+		/* a signal, its exit, a call's exit: stops the loop must see */
+		if (signals_left && !none && pev != PTRACE_EVENT_STOP && pev != PTRACE_EVENT_SECCOMP)
+			return common_errf(e, "snapshot", "guest task %d has a stop of its own to "
+					   "report (signal %d, event %d): try again", (int)tid, psig, pev);
 		int st, rc = trace_wait_stop(tid, &st);
 		if (rc == -ESRCH)
 			return common_errf(e, "snapshot", "the guest is exiting");
