@@ -283,7 +283,7 @@ static int capture_guest(pid_t guest, pid_t held, int stop, const struct snap_ca
 	/* streamed into chunks as it is read: no image-sized buffer */
 	if (rc == 0)
 		rc = snap_capture_store(leader, o, dir, man, e);
-	if (!stop && rc == 0)
+	if (!stop || rc < 0) /* the run goes on: taken or refused after its calls */
 		kept_back(kept, nkept);
 	free(kept);
 	if (!stop || rc < 0)

@@ -10,10 +10,11 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-# request + fund (+ activate with "active") a lease; prints its id
+# request + fund (+ activate with "active") a lease of namespace_bytes $3 (64M);
+# prints its id
 lease_new() {
 	local image=$1 mode=$2 out
-	out=$(sbx-lease request --image "$image" --escrow 10 --limits namespace_bytes=64M |
+	out=$(sbx-lease request --image "$image" --escrow 10 --limits "namespace_bytes=${3:-64M}" |
 		sbx-lease fund --amount 10 --evidence -)
 	[ "$mode" = active ] && out=$(printf '%s' "$out" | sbx-lease activate --evidence -)
 	printf '%s' "$out" | jq -r .lease.id
@@ -177,7 +178,7 @@ alive() {
 
 @test "make -j2 snapshotted mid-build, compilers running: restored, the parallel build writes the uninterrupted run's trace, head and program (fails on main)" {
 	gen_project proj -pipe
-	id=$(lease_new "$(command -v make)" active)
+	id=$(lease_new "$(command -v make)" active 512M)
 	ns_make_run "$id" a.trace --result a.json
 	cp "$SBX_STORE/ns/$id/prog" prog.a
 	# half-way through the build: compilers started long before
@@ -194,7 +195,7 @@ alive() {
 	assert_equal "$(sbx-snap show "$d" | jq -r .trace_head)" "$(sed -n "$((seq + 1))p" a.trace | jq -r .h)"
 	# the snapshot's own tree: make and at least one compiler alive
 	[ "$(alive "$d")" -ge 2 ]
-	tgt=$(lease_new "$(command -v make)" funded)
+	tgt=$(lease_new "$(command -v make)" funded 512M)
 	sbx-restore "$d" --lease "$tgt" --ro "$PWD/proj:/in" --trace r.trace --trace-from a.trace \
 		--result r.json >r.out 2>&1
 	assert_equal "$(head_of r.trace)" "$(head_of a.trace)"
@@ -208,7 +209,7 @@ alive() {
 	gen_project proj -pipe
 	cp -a proj proja
 	sed -i 's/\* 5;/* 50;/' proj/m5.c
-	id=$(lease_new "$(command -v make)" active)
+	id=$(lease_new "$(command -v make)" active 512M)
 	ns_make_run "$id" b.trace
 	mv proj projb && mv proja proj
 	ns_make_run "$id" a.trace

@@ -383,7 +383,8 @@ static int det_snapshot(struct run *r, struct trace_guest *g)
 		return 0;
 	}
 	if (getenv("DETMID_DEBUG")) fprintf(stderr, "DBG refused: %s: %s\n", e.what, e.why);
-	if (trace_sv_pids(r->sv, tids, 2) > 1 && ++r->det_refused < DET_TRIES)
+	if (trace_sv_pids(r->sv, tids, 2) > 1 && strstr(e.why, "try again") &&
+	    ++r->det_refused < DET_TRIES)
 		return 0;
 	r->det_taken = 1;
 	r->fail = e;

@@ -25,12 +25,27 @@ struct trace_sched_saved {
 	struct trace_sched_task v[];
 };
 
+/* Whether process pid outlived its parent: the run's init adopted it. */
+static int orphan(const struct trace_supervisor *sv, pid_t pid)
+{
+	struct trace_status st;
+	unsigned long long pp = 0;
+	if (pid == sv->guest || trace_status_read(pid, &st) < 0)
+		return 0;
+	int rc = trace_status_num(&st, "PPid", 10, &pp);
+	trace_status_free(&st);
+	return rc == 0 && (pid_t)pp == sv->init;
+}
+
 /* Where the supervisor holds a task in a way no snapshot carries. */
-static const char *task_unsaved(const struct tstate *t, const struct trace_sched_task *k)
+static const char *task_unsaved(const struct trace_supervisor *sv, const struct tstate *t,
+				const struct trace_sched_task *k)
 {
 	struct user_regs_struct r;
 	if (!t)
 		return "a task of the schedule is unknown to the supervisor";
+	if (t->tid == t->tgid && orphan(sv, t->tid))
+		return "a process outlived its parent (a snapshot holds the guest's tree)";
 	if (t->sgid || t->notify_redo || t->conn_waits || t->nest || t->tracer || t->held)
 		return "a task is inside a call the supervisor completes for it";
 	if (!k->again && t->want_exit)
@@ -62,7 +77,7 @@ int trace_sv_sched_save(struct trace_supervisor *sv, pid_t (*ns)(pid_t), struct 
 	    trace_sv_pids(sv, live, SCHED_TASKS_MAX) != n)
 		*why = "a task of the run is not in the schedule yet";
 	for (size_t i = 0; !*why && i < n; i++) {
-		if ((*why = task_unsaved(trace_sv_find(sv, v[i].tid), &v[i])))
+		if ((*why = task_unsaved(sv, trace_sv_find(sv, v[i].tid), &v[i])))
 			break;
 		if (v[i].again && na == max)
 			*why = "too many parked tasks";
