@@ -360,19 +360,16 @@ static int chain_snapshot(void *ctx, pid_t held, struct trace_snap_taken *t, str
 /* --snapshot-at-step's snapshot, as the thread stands at its entry stop (the
  * call runs on afterwards, and runs again first in a restore), at the first
  * stop where the record holds the run. A take refused while other tasks run
- * (one starting a process meanwhile) is tried again at a later stop, a few
- * times; then, or refused for a lone task, it ends the run: the step asked
- * for has no snapshot. */
+ * (one with a fork, exec, signal or exit to report meanwhile: "try again") is
+ * tried again at a later stop, DET_TRIES times at most; any other refusal
+ * ends the run: the step asked for has no snapshot. */
 static int det_snapshot(struct run *r, struct trace_guest *g)
 {
 	struct trace_snap_taken t;
 	struct common_err e;
 	pid_t tids[2];
-	if (trace_determ_save(r->det, r->sv, r->rec, &r->det_rec, &r->det_len, &e) < 0) {
-		if (getenv("DETMID_DEBUG")) fprintf(stderr, "DBG defer: %s\n", e.why);
+	if (trace_determ_save(r->det, r->sv, r->rec, &r->det_rec, &r->det_len, &e) < 0)
 		return 0; /* not yet a point the record holds: a later stop */
-	}
-	if (getenv("DETMID_DEBUG")) fprintf(stderr, "DBG take at %llu\n", (unsigned long long)trace_rec_events(r->rec));
 	/* the whole tree, from its root, the thread at its stop held as it stands */
 	int rc = request_snapshot(r, trace_sv_guest_pid(r->sv), trace_guest_tid(g), 0, 1, NULL, &t, &e);
 	free(r->det_rec);
@@ -382,7 +379,6 @@ static int det_snapshot(struct run *r, struct trace_guest *g)
 		json_decref(t.receipt);
 		return 0;
 	}
-	if (getenv("DETMID_DEBUG")) fprintf(stderr, "DBG refused: %s: %s\n", e.what, e.why);
 	if (trace_sv_pids(r->sv, tids, 2) > 1 && strstr(e.why, "try again") &&
 	    ++r->det_refused < DET_TRIES)
 		return 0;
