@@ -181,6 +181,7 @@ static struct codec_buf record_of(const struct rec_fields *f)
 			codec_put_u64(&b, f->orders[i]);
 			codec_put_u64(&b, 10 + (uint64_t)i);
 		}
+		codec_put_u64(&b, 4 + 8 + 8 + strlen(f->line) + 4 + 4 * (f->nskip < 2 ? f->nskip : 2) + 4);
 		codec_put_u32(&b, 1);          /* one queue of one line */
 		codec_put_u32(&b, f->qtid);
 		codec_put_u32(&b, 1);
@@ -211,7 +212,7 @@ static const char *why_of(const struct rec_fields *f)
 {
 	static char why[256];
 	struct codec_buf b = record_of(f);
-	const char *w = trace_determ_record_why(b.p, b.len);
+	const char *w = trace_determ_record_why(b.p, b.len, trace_rec_state_why);
 	snprintf(why, sizeof why, "%s", w ? w : "");
 	codec_buf_free(&b);
 	return w ? why : NULL;
@@ -229,7 +230,7 @@ static void record_check(void)
 	struct codec_buf b = record_of(&ok);
 	CHECK(trace_determ_record_last_pid(b.p, b.len) == 2);
 	for (size_t cut = 1; cut < b.len; cut += 7) /* cut short anywhere: refused */
-		CHECK(trace_determ_record_why(b.p, b.len - cut) != NULL);
+		CHECK(trace_determ_record_why(b.p, b.len - cut, trace_rec_state_why) != NULL);
 	codec_buf_free(&b);
 	f = ok, f.ver = 1;
 	CHECK(why_of(&f) == NULL);

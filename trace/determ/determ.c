@@ -52,7 +52,6 @@
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
 #include "trace/determ/determ-internal.h"
-#include "trace/record/record.h"
 #include "trace/tracee/tracee.h"
 
 #define MAX_IO (1u << 20)     /* most bytes one emulated call produces */
@@ -149,7 +148,7 @@ void trace_determ_free(struct trace_determ *d)
 	free(d->seed);
 	free(d->saved);
 	trace_sched_saved_free(d->sched);
-	trace_rec_saved_free(d->queued);
+	free(d->queued);
 	trace_determ_files_free(d->files);
 	json_decref(d->named);
 	json_decref(d->fell_back);

@@ -71,21 +71,21 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 /* Frees without an end event (the trace stays a truncated prefix). */
 void trace_rec_abort(struct trace_rec *r);
 
-/* A --deterministic run's queued events in a snapshot's determinism record
- * (trace/record/state.c). The save: every task's events no turn has put in the
- * chain, by namespace id (ns), into b; for each task of again (parked at a call
- * it issues again once restored) the event its entry made is taken back, or,
- * already in the chain, not made again. -1 and *why (static), nothing written,
- * while a task in flight is inside a recorded call. The load checks every
- * field (NULL, r failed); the resume (map: the host id of each namespace id)
- * queues the events again, before the restored tasks stop. */
-struct trace_rec_saved;
-int trace_rec_state_save(struct trace_rec *r, struct trace_supervisor *sv, pid_t (*ns)(pid_t),
+/* A --deterministic run's queued events, the recorder's section of a
+ * snapshot's determinism record (trace/record/state.c). The save (rec: the
+ * recorder; a trace_determ_queued_fn): every task's events no turn has put in
+ * the chain, by namespace id (ns), into b; for each task of again (parked at a
+ * call it issues again once restored) the event its entry made is taken back,
+ * or, already in the chain, not made again. -1 and *why (static), nothing
+ * written, while a task in flight is inside a recorded call. The check: NULL,
+ * or why the section is refused (each field checked). The resume (map: the
+ * host id of each namespace id) queues the events again, before the restored
+ * tasks stop. */
+int trace_rec_state_save(void *rec, struct trace_supervisor *sv, pid_t (*ns)(pid_t),
 			 const struct trace_sv_again *again, size_t n, struct codec_buf *b,
 			 const char **why);
-struct trace_rec_saved *trace_rec_saved_load(struct codec_rd *r);
-void trace_rec_saved_free(struct trace_rec_saved *s);
-int trace_rec_state_resume(struct trace_rec *r, const struct trace_rec_saved *s,
+const char *trace_rec_state_why(const uint8_t *p, size_t n);
+int trace_rec_state_resume(struct trace_rec *r, const uint8_t *p, size_t n,
 			   const struct trace_sv_idmap *map, size_t nmap, struct common_err *e);
 
 /* Events a recorder has written after its header. */

@@ -1,7 +1,7 @@
-/* The recorder's part of a snapshot's determinism record (trace/determ/state.c,
- * version 2): the events of a deterministic run that wait for their task's
- * next turn, so that a restored run puts them in the chain where the
- * uninterrupted one did.
+/* The recorder's section of a snapshot's determinism record (trace/determ/state.c,
+ * version 2, which holds it as bytes this file checks): the events of a
+ * deterministic run that wait for their task's next turn, so that a restored
+ * run puts them in the chain where the uninterrupted one did.
  *
  *   u32 nqueues (<= QUEUES_MAX), queue[] in the order made = {u32 tid (namespace
  *   id, distinct), u32 nlines (1..), line[] = {u32 seq_at, u32 len
@@ -29,7 +29,7 @@ struct saved_queue {
 	size_t n;
 	struct saved_line *l;
 };
-struct trace_rec_saved {
+struct saved {
 	struct saved_queue *q;
 	size_t nq;
 	pid_t *skip;
@@ -94,10 +94,11 @@ static uint32_t queues_kept(const struct trace_rec *r, const uint8_t *drop)
 	return k;
 }
 
-int trace_rec_state_save(struct trace_rec *r, struct trace_supervisor *sv, pid_t (*ns)(pid_t),
+int trace_rec_state_save(void *rec, struct trace_supervisor *sv, pid_t (*ns)(pid_t),
 			 const struct trace_sv_again *again, size_t n, struct codec_buf *b,
 			 const char **why)
 {
+	struct trace_rec *r = rec;
 	*why = r->failed ? "the trace failed" : r->q.n > QUEUES_MAX ? "too many queues" : NULL;
 	for (size_t i = 0; !*why && i < r->npend; i++)
 		if (!again_of(again, n, r->pend[i].tid))
@@ -139,7 +140,7 @@ int trace_rec_state_save(struct trace_rec *r, struct trace_supervisor *sv, pid_t
 	return 0;
 }
 
-void trace_rec_saved_free(struct trace_rec_saved *s)
+static void saved_free(struct saved *s)
 {
 	if (!s)
 		return;
@@ -179,7 +180,7 @@ static int load_id(struct codec_rd *r, pid_t *id)
 	return 0;
 }
 
-static int load_queues(struct codec_rd *r, struct trace_rec_saved *s)
+static int load_queues(struct codec_rd *r, struct saved *s)
 {
 	uint32_t n;
 	if (codec_get_u32(r, &n) < 0)
@@ -205,9 +206,10 @@ static int load_queues(struct codec_rd *r, struct trace_rec_saved *s)
 	return 0;
 }
 
-struct trace_rec_saved *trace_rec_saved_load(struct codec_rd *r)
+/* The section checked whole into s (its lines point into it); NULL, r failed. */
+static struct saved *load(struct codec_rd *r)
 {
-	struct trace_rec_saved *s = common_xcalloc(1, sizeof *s);
+	struct saved *s = common_xcalloc(1, sizeof *s);
 	uint32_t n = 0;
 	if (load_queues(r, s) < 0 || codec_get_u32(r, &n) < 0)
 		goto bad;
@@ -234,9 +236,10 @@ struct trace_rec_saved *trace_rec_saved_load(struct codec_rd *r)
 	for (; s->nthr < n; s->nthr++)
 		if (load_id(r, &s->thr[s->nthr].tid) < 0 || load_id(r, &s->thr[s->nthr].tgid) < 0)
 			goto bad;
-	return s;
+	if (codec_rd_end(r) == 0)
+		return s;
 bad:
-	trace_rec_saved_free(s);
+	saved_free(s);
 	return NULL;
 }
 
@@ -248,11 +251,9 @@ static pid_t host_of(const struct trace_sv_idmap *map, size_t n, pid_t ns)
 	return 0;
 }
 
-int trace_rec_state_resume(struct trace_rec *r, const struct trace_rec_saved *s,
-			   const struct trace_sv_idmap *map, size_t nmap, struct common_err *e)
+static int resume(struct trace_rec *r, const struct saved *s, const struct trace_sv_idmap *map,
+		  size_t nmap, struct common_err *e)
 {
-	if (!r || !s)
-		return 0;
 	for (size_t i = 0; i < s->nq; i++) {
 		pid_t tid = host_of(map, nmap, s->q[i].tid);
 		if (!tid)
@@ -278,4 +279,28 @@ int trace_rec_state_resume(struct trace_rec *r, const struct trace_rec_saved *s,
 	}
 	r->capthr = r->nthr;
 	return 0;
+}
+
+const char *trace_rec_state_why(const uint8_t *p, size_t n)
+{
+	struct codec_rd r;
+	codec_rd_init(&r, p, n);
+	struct saved *s = load(&r);
+	saved_free(s);
+	return s ? NULL : r.why ? r.why : "queued events: malformed";
+}
+
+int trace_rec_state_resume(struct trace_rec *r, const uint8_t *p, size_t n,
+			   const struct trace_sv_idmap *map, size_t nmap, struct common_err *e)
+{
+	struct codec_rd rd;
+	if (!r || !p)
+		return 0;
+	codec_rd_init(&rd, p, n);
+	struct saved *s = load(&rd);
+	if (!s)
+		return codec_rd_err(&rd, "queued events", e);
+	int rc = resume(r, s, map, nmap, e);
+	saved_free(s);
+	return rc;
 }

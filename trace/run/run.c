@@ -311,8 +311,7 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 	/* the snapshot's other threads and processes, made by the restore, run
 	 * from now on */
 	trace_sv_adopt_tree(sv, pid);
-	if (r->det && r->opts->determ_resume &&
-	    trace_determ_resume_tasks(r->det, sv, r->rec, &e) < 0) {
+	if (r->det && r->opts->determ_resume && trace_run_determ_resume(r->det, sv, r->rec, &e) < 0) {
 		r->fail = e;
 		r->failed = 1;
 		trace_sv_kill_now(sv, "restore failed");
@@ -368,7 +367,8 @@ static int det_snapshot(struct run *r, struct trace_guest *g)
 	struct trace_snap_taken t;
 	struct common_err e;
 	pid_t tids[2];
-	if (trace_determ_save(r->det, r->sv, r->rec, &r->det_rec, &r->det_len, &e) < 0)
+	if (trace_determ_save(r->det, r->sv, r->rec ? trace_rec_state_save : NULL, r->rec,
+			      &r->det_rec, &r->det_len, &e) < 0)
 		return 0; /* not yet a point the record holds: a later stop */
 	/* the whole tree, from its root, the thread at its stop held as it stands */
 	int rc = request_snapshot(r, trace_sv_guest_pid(r->sv), trace_guest_tid(g), 0, 1, NULL, &t, &e);
