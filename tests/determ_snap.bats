@@ -223,9 +223,11 @@ alive() {
 	seq=$(sbx-snap show "$d" | jq .trace_seq)
 	[ "$seq" -lt "$((line - 1))" ]
 	[ "$(alive "$d")" -ge 2 ]
-	# the input is B's: B is right, found by a replay from the snapshot
+	# the input is B's: B is right, found by a replay from the snapshot (the
+	# lease's /ns as the runs began: empty)
 	rm -rf proj && mv projb proj
-	run sbx-trace adjudicate --timeout 900000 a.trace b.trace
+	mkdir ns0
+	run sbx-trace adjudicate --ns "$PWD/ns0" --timeout 900000 a.trace b.trace
 	assert_failure 11
 	jq -e --arg d "$d" --argjson k "$seq" '.verdict == "b" and .b.path == "/in/m5.c" and
 		.replay.from == "snapshot" and .replay.snapshot == $d and .replay.step == $k and

@@ -25,16 +25,24 @@ struct trace_sched_saved {
 	struct trace_sched_task v[];
 };
 
-/* Whether process pid outlived its parent: the run's init adopted it. */
-static int orphan(const struct trace_supervisor *sv, pid_t pid)
+/* What /proc says of a task no snapshot of a deterministic run carries: a
+ * signal pending (its delivery point is the schedule's, and a restore would
+ * queue it again elsewhere), or a process that outlived its parent (the run's
+ * init adopted it: not in the guest's tree). */
+static const char *status_unsaved(const struct trace_supervisor *sv, const struct tstate *t)
 {
 	struct trace_status st;
-	unsigned long long pp = 0;
-	if (pid == sv->guest || trace_status_read(pid, &st) < 0)
-		return 0;
-	int rc = trace_status_num(&st, "PPid", 10, &pp);
+	unsigned long long pp = 0, pnd = 0, shd = 0;
+	if (trace_status_read(t->tid, &st) < 0)
+		return "a task's status cannot be read";
+	int rc = trace_status_num(&st, "PPid", 10, &pp) | trace_status_num(&st, "SigPnd", 16, &pnd) |
+		 trace_status_num(&st, "ShdPnd", 16, &shd);
 	trace_status_free(&st);
-	return rc == 0 && (pid_t)pp == sv->init;
+	if (rc < 0 || pnd || shd)
+		return "a task has a signal pending";
+	if (t->tid == t->tgid && t->tid != sv->guest && (pid_t)pp == sv->init)
+		return "a process outlived its parent (a snapshot holds the guest's tree)";
+	return NULL;
 }
 
 /* Where the supervisor holds a task in a way no snapshot carries. */
@@ -44,8 +52,9 @@ static const char *task_unsaved(const struct trace_supervisor *sv, const struct 
 	struct user_regs_struct r;
 	if (!t)
 		return "a task of the schedule is unknown to the supervisor";
-	if (t->tid == t->tgid && orphan(sv, t->tid))
-		return "a process outlived its parent (a snapshot holds the guest's tree)";
+	const char *why = status_unsaved(sv, t);
+	if (why)
+		return why;
 	if (t->sgid || t->notify_redo || t->conn_waits || t->nest || t->tracer || t->held)
 		return "a task is inside a call the supervisor completes for it";
 	if (!k->again && t->want_exit)
