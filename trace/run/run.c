@@ -361,7 +361,7 @@ static int chain_snapshot(void *ctx, pid_t held, struct trace_snap_taken *t, str
  * stop where the record holds the run. A take refused while other tasks run
  * (one with a fork, exec, signal or exit to report meanwhile: "try again") is
  * tried again at a later stop, DET_TRIES times at most; any other refusal
- * ends the run: the step asked for has no snapshot. */
+ * ends the run: the step asked for has no snapshot. 1: put off. */
 static int det_snapshot(struct run *r, struct trace_guest *g)
 {
 	struct trace_snap_taken t;
@@ -369,7 +369,7 @@ static int det_snapshot(struct run *r, struct trace_guest *g)
 	pid_t tids[2];
 	if (trace_determ_save(r->det, r->sv, r->rec ? trace_rec_state_save : NULL, r->rec,
 			      &r->det_rec, &r->det_len, &e) < 0)
-		return 0; /* not yet a point the record holds: a later stop */
+		return 1; /* not yet a point the record holds: a later stop */
 	/* the whole tree, from its root, the thread at its stop held as it stands */
 	int rc = request_snapshot(r, trace_sv_guest_pid(r->sv), trace_guest_tid(g), 0, 1, NULL, &t, &e);
 	free(r->det_rec);
@@ -381,7 +381,7 @@ static int det_snapshot(struct run *r, struct trace_guest *g)
 	}
 	if (trace_sv_pids(r->sv, tids, 2) > 1 && strstr(e.why, "try again") &&
 	    ++r->det_refused < DET_TRIES)
-		return 0;
+		return 1;
 	r->det_taken = 1;
 	r->fail = e;
 	common_err_context(&r->fail, "--snapshot-at-step %llu",
@@ -395,9 +395,10 @@ static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct run *r = ctx;
 
+	int rc = 1;
 	if (!r->det_taken && trace_run_det_point(r->opts, r->rec))
-		return det_snapshot(r, g);
-	return trace_handover_entry(&r->ho, g, st);
+		rc = det_snapshot(r, g);
+	return rc < 1 ? rc : trace_handover_entry(&r->ho, g, st);
 }
 
 static int hook_tick(void *ctx, struct trace_supervisor *sv)
