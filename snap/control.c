@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/user.h>
@@ -157,11 +158,38 @@ static int tree_tids(pid_t guest, pid_t **out, size_t *n, struct common_err *e)
 	return 0;
 }
 
+/* The stop registers of the tasks the loop holds (a deterministic run's
+ * parked calls): the capture leaves a task at its image's rewound boundary,
+ * and one the loop then resumed would skip its call and issue it again. */
+struct kept {
+	pid_t tid;
+	struct user_regs_struct regs;
+	int seccomp;   /* at a seccomp stop: its call has not run yet */
+};
+
+static void keep_regs(struct kept **k, size_t *nk, pid_t tid)
+{
+	*k = common_xrealloc(*k, (*nk + 1) * sizeof **k);
+	(*k)[*nk].tid = tid;
+	(*k)[*nk].seccomp = trace_syscall_op(tid) == PTRACE_SYSCALL_INFO_SECCOMP;
+	*nk += trace_regs_get(tid, &(*k)[*nk].regs) == 0;
+}
+
+/* Each kept task back at its stop: one at a seccomp stop stops there again
+ * (after the calls injected into it, its own would not run). */
+static void kept_back(const struct kept *k, size_t nk)
+{
+	for (size_t i = 0; i < nk; i++)
+		if (!k[i].seccomp || trace_seccomp_again(k[i].tid, &k[i].regs) < 0)
+			trace_regs_set(k[i].tid, &k[i].regs);
+}
+
 /* Every task of the guest but the leader (and held, a thread already in the
  * loop's stop) stopped at a step boundary, before anything is read; tasks
  * started meanwhile are caught by the next pass. *ids lists the ones stopped
- * here, for resume_threads. */
-static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct common_err *e)
+ * here, for resume_threads; *kept the ones the loop holds, with their registers. */
+static int stop_threads(pid_t guest, pid_t held, int signals_left, pid_t **ids, size_t *n,
+			struct kept **kept, size_t *nkept, struct common_err *e)
 {
 	pid_t *seen = NULL;
 	size_t nseen = 0;
@@ -183,9 +211,11 @@ static int stop_threads(pid_t guest, pid_t held, pid_t **ids, size_t *n, struct 
 			seen = common_xrealloc(seen, (nseen + 1) * sizeof *seen);
 			seen[nseen++] = now[i];
 			fresh++;
-			if (held_by_loop(now[i]))
+			if (held_by_loop(now[i])) {
+				keep_regs(kept, nkept, now[i]);
 				continue;
-			if (trace_tracee_interrupt(now[i], e) < 0) {
+			}
+			if (trace_tracee_interrupt(now[i], signals_left, e) < 0) {
 				/* a task other than the leader ending meanwhile (a compiler
 				 * done) is a zombie or gone by the capture, not a refusal */
 				if (now[i] != guest && ended(now[i]))
@@ -232,20 +262,30 @@ static int capture_guest(pid_t guest, pid_t held, int stop, const struct snap_ca
 			 const char *dir, struct snap_manifest *man, struct common_err *e)
 {
 	pid_t leader = leader_of(guest), *threads;
-	size_t nthreads;
-	int interrupt = leader != held;
-	struct user_regs_struct at;
+	size_t nthreads, nkept = 0;
+	/* a leader the loop holds already (parked by a deterministic run's
+	 * schedule) would never report an interrupt */
+	int interrupt = leader != held && !held_by_loop(leader);
+	struct kept *kept = NULL;
 	/* a held thread the loop goes on with keeps its stop's registers, not the
 	 * image's rewound ones: its call runs once here (and again after a restore) */
-	int keep = held && !stop && trace_regs_get(held, &at) == 0;
-	if (interrupt && trace_tracee_interrupt(leader, e) < 0)
+	if (held)
+		keep_regs(&kept, &nkept, held);
+	if (leader != held && !interrupt)
+		keep_regs(&kept, &nkept, leader);
+	/* a deterministic run's signals are its loop's to deliver, in order */
+	int signals_left = o->determ != NULL;
+	if (interrupt && trace_tracee_interrupt(leader, signals_left, e) < 0) {
+		free(kept);
 		return -1;
-	int rc = stop_threads(leader, held, &threads, &nthreads, e);
+	}
+	int rc = stop_threads(leader, held, signals_left, &threads, &nthreads, &kept, &nkept, e);
 	/* streamed into chunks as it is read: no image-sized buffer */
 	if (rc == 0)
 		rc = snap_capture_store(leader, o, dir, man, e);
-	if (keep && rc == 0)
-		trace_regs_set(held, &at);
+	if (!stop || rc < 0) /* the run goes on: taken or refused after its calls */
+		kept_back(kept, nkept);
+	free(kept);
 	if (!stop || rc < 0)
 		resume_threads(threads, nthreads);
 	free(threads);

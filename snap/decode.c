@@ -6,6 +6,7 @@
 #include "codec/codec.h"
 #include "snap/snap-internal.h"
 #include "trace/determ/determ.h"
+#include "trace/record/record.h"
 
 static int snap_valid_key(const char *k)
 {
@@ -282,7 +283,7 @@ static int decode_determ(struct codec_rd *r, struct snap_state *st)
 		return codec_rd_fail(r, "determinism record exceeds its bound or the input");
 	if (codec_get_raw(r, &st->determ, (size_t)n) < 0)
 		return -1;
-	const char *why = trace_determ_record_why(st->determ, (size_t)n);
+	const char *why = trace_determ_record_why(st->determ, (size_t)n, trace_rec_state_why);
 	if (why)
 		return codec_rd_fail(r, strstr(why, "truncated") ? "determinism record is truncated"
 				     : "determinism record is corrupt");

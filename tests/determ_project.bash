@@ -1,7 +1,8 @@
 # The generated 12-module C project of the --deterministic make -j2 tests
 # (determ.bats, determ_snap.bats), loaded after helpers.
 
-# A 12-module C project (and main.c) with a Makefile, in $1.
+# A 12-module C project (and main.c) with a Makefile, in $1; $2: more compiler
+# options (-pipe: no temporary files in the run's own /tmp, which no snapshot holds).
 gen_project() {
 	mkdir -p "$1"
 	for i in $(seq 1 12); do
@@ -18,6 +19,6 @@ gen_project() {
 	{
 		printf 'OBJ = main.o'
 		for i in $(seq 1 12); do printf ' m%d.o' "$i"; done
-		printf '\nprog: $(OBJ)\n\tcc -o $@ $(OBJ)\n%%.o: %%.c\n\tcc -O1 -c $< -o $@\n'
+		printf '\nprog: $(OBJ)\n\tcc -o $@ $(OBJ)\n%%.o: %%.c\n\tcc -O1%s -c $< -o $@\n' "${2:+ $2}"
 	} >"$1/Makefile"
 }

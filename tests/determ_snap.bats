@@ -10,10 +10,11 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-# request + fund (+ activate with "active") a lease; prints its id
+# request + fund (+ activate with "active") a lease of namespace_bytes $3 (64M);
+# prints its id
 lease_new() {
 	local image=$1 mode=$2 out
-	out=$(sbx-lease request --image "$image" --escrow 10 --limits namespace_bytes=64M |
+	out=$(sbx-lease request --image "$image" --escrow 10 --limits "namespace_bytes=${3:-64M}" |
 		sbx-lease fund --amount 10 --evidence -)
 	[ "$mode" = active ] && out=$(printf '%s' "$out" | sbx-lease activate --evidence -)
 	printf '%s' "$out" | jq -r .lease.id
@@ -159,6 +160,78 @@ make_run() {
 	assert_failure 11
 	jq -e --arg d "$(snap_of "$id")" '.verdict == "b" and .b.path == "/src/m5.c" and
 		.replay.from == "snapshot" and .replay.snapshot == $d and .replay.stopped == "disputed step reached"' <<<"$output"
+}
+
+# make -j2 of proj (generated with -pipe) built in the lease's /ns, whose
+# files a snapshot holds (the run's own /tmp it does not): lease $1, trace $2,
+# more sbx-run options after; /ns emptied first (every run of a lease shares it).
+ns_make_run() {
+	rm -rf "${SBX_STORE:?}/ns/$1"
+	sbx-run --lease "$1" --deterministic --ro "$PWD/proj:/in" --trace "$2" "${@:3}" \
+		-- make -C /ns -f /in/Makefile VPATH=/in -j2 >"$2.out" 2>&1
+}
+
+# The processes alive in snapshot $1's own tree.
+alive() {
+	sbx-snap show "$1" | jq '[.processes[] | select(.zombie | not)] | length'
+}
+
+@test "make -j2 snapshotted mid-build, compilers running: restored, the parallel build writes the uninterrupted run's trace, head and program (fails on main)" {
+	gen_project proj -pipe
+	id=$(lease_new "$(command -v make)" active 512M)
+	ns_make_run "$id" a.trace --result a.json
+	cp "$SBX_STORE/ns/$id/prog" prog.a
+	# half-way through the build: compilers started long before
+	n=$(jq -s 'length' a.trace)
+	spawn=$(jq -s '[.[] | select(.ev == "spawn")][2].seq' a.trace)
+	k=$((n / 2))
+	[ "$k" -gt "$spawn" ]
+	ns_make_run "$id" s.trace --snapshot-at-step "$k" --result s.json
+	# taking it neither moves nor changes the run
+	cmp a.trace s.trace
+	d=$(snap_of "$id")
+	seq=$(sbx-snap show "$d" | jq .trace_seq)
+	[ "$seq" -ge "$k" ] && [ "$seq" -lt "$((n - 2))" ]
+	assert_equal "$(sbx-snap show "$d" | jq -r .trace_head)" "$(sed -n "$((seq + 1))p" a.trace | jq -r .h)"
+	# the snapshot's own tree: make and at least one compiler alive
+	[ "$(alive "$d")" -ge 2 ]
+	tgt=$(lease_new "$(command -v make)" funded 512M)
+	sbx-restore "$d" --lease "$tgt" --ro "$PWD/proj:/in" --trace r.trace --trace-from a.trace \
+		--result r.json >r.out 2>&1
+	assert_equal "$(head_of r.trace)" "$(head_of a.trace)"
+	cmp a.trace r.trace
+	cmp prog.a "$SBX_STORE/ns/$tgt/prog"
+	[ "$("$SBX_STORE/ns/$tgt/prog")" = 2717 ]
+	jq -e '.exit_code == 0 and .determinism.unscheduled == 0' r.json
+}
+
+@test "adjudicate on make -j2 restores a snapshot taken mid-build, processes alive, and says B is right (fails on main)" {
+	gen_project proj -pipe
+	cp -a proj proja
+	sed -i 's/\* 5;/* 50;/' proj/m5.c
+	id=$(lease_new "$(command -v make)" active 512M)
+	ns_make_run "$id" b.trace
+	mv proj projb && mv proja proj
+	ns_make_run "$id" a.trace
+	line=$(sbx-trace bisect a.trace b.trace | jq .first_divergent_line)
+	spawn=$(jq -s '[.[] | select(.ev == "spawn")][2].seq' a.trace)
+	k=$(((spawn + line) / 2))
+	[ "$k" -gt "$spawn" ]
+	ns_make_run "$id" a2.trace --snapshot-at-step "$k"
+	cmp a.trace a2.trace
+	d=$(snap_of "$id")
+	seq=$(sbx-snap show "$d" | jq .trace_seq)
+	[ "$seq" -lt "$((line - 1))" ]
+	[ "$(alive "$d")" -ge 2 ]
+	# the input is B's: B is right, found by a replay from the snapshot (the
+	# lease's /ns as the runs began: empty)
+	rm -rf proj && mv projb proj
+	mkdir ns0
+	run sbx-trace adjudicate --ns "$PWD/ns0" --timeout 900000 a.trace b.trace
+	assert_failure 11
+	jq -e --arg d "$d" --argjson k "$seq" '.verdict == "b" and .b.path == "/in/m5.c" and
+		.replay.from == "snapshot" and .replay.snapshot == $d and .replay.step == $k and
+		.replay.stopped == "disputed step reached"' <<<"$output"
 }
 
 # The image of snapshot $1 with its determinism record passed through the

@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include "codec/codec.h"
 #include "trace/determ/determ.h"
 #include "trace/record/record.h"
 #include "tests/unit/unit.h"
@@ -145,6 +146,121 @@ static void files_check(void)
 	trace_determ_files_free(f);
 }
 
+/* A determinism record by hand (trace/determ/state.c): two tasks, 1 (make)
+ * and 2 (its child), the fields given; ver 1 leaves the schedule and the
+ * queued events out. */
+struct rec_fields {
+	uint32_t ver, tids[2], tgid2, skip[2], nskip;
+	uint64_t orders[2], next;
+	uint32_t qtid, seq_at;
+	const char *line;
+};
+
+static struct codec_buf record_of(const struct rec_fields *f)
+{
+	struct codec_buf b;
+	codec_buf_init(&b);
+	codec_put_u32(&b, f->ver);
+	codec_put_u32(&b, 4);
+	codec_put_raw(&b, "seed", 4);
+	codec_put_u64(&b, 1700000000);
+	codec_put_u64(&b, 3);
+	codec_put_u32(&b, 2);                  /* last pid */
+	for (int k = 0; k < 3; k++)            /* an empty file table */
+		codec_put_u64(&b, k ? 1 : 0);
+	codec_put_u32(&b, 0);
+	codec_put_u32(&b, 0);
+	for (int k = 0; k < 6; k++)            /* stdio */
+		codec_put_u64(&b, 0);
+	if (f->ver == 2) {
+		codec_put_u64(&b, f->next);
+		codec_put_u32(&b, 2);
+		for (int i = 0; i < 2; i++) {
+			codec_put_u32(&b, f->tids[i]);
+			codec_put_u32(&b, i ? f->tgid2 : f->tids[0]);
+			codec_put_u64(&b, f->orders[i]);
+			codec_put_u64(&b, 10 + (uint64_t)i);
+		}
+		codec_put_u64(&b, 4 + 8 + 8 + strlen(f->line) + 4 + 4 * (f->nskip < 2 ? f->nskip : 2) + 4);
+		codec_put_u32(&b, 1);          /* one queue of one line */
+		codec_put_u32(&b, f->qtid);
+		codec_put_u32(&b, 1);
+		codec_put_u32(&b, f->seq_at);
+		codec_put_u32(&b, (uint32_t)strlen(f->line));
+		codec_put_raw(&b, f->line, strlen(f->line));
+		codec_put_u32(&b, f->nskip);
+		for (uint32_t i = 0; i < f->nskip && i < 2; i++)
+			codec_put_u32(&b, f->skip[i]);
+		codec_put_u32(&b, 0);          /* no threads */
+	}
+	codec_put_u32(&b, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		codec_put_u32(&b, i + 1);
+		codec_put_u32(&b, i + 1);
+		codec_put_u32(&b, i);
+		for (int k = 0; k < 3; k++)
+			codec_put_u64(&b, 0);
+		codec_put_u32(&b, 32);
+		for (int k = 0; k < 8; k++)
+			codec_put_u32(&b, 0);
+	}
+	return b;
+}
+
+/* NULL when the record is accepted, else why it is refused. */
+static const char *why_of(const struct rec_fields *f)
+{
+	static char why[256];
+	struct codec_buf b = record_of(f);
+	const char *w = trace_determ_record_why(b.p, b.len, trace_rec_state_why);
+	snprintf(why, sizeof why, "%s", w ? w : "");
+	codec_buf_free(&b);
+	return w ? why : NULL;
+}
+
+/* Version 2 holds the schedule's keys and the queued events, each field
+ * checked; version 1 still decodes. */
+static void record_check(void)
+{
+	const char *ev = "{\"ev\":\"exit\",\"exit\":0,\"pid\":2,\"seq\":";
+	struct rec_fields ok = { .ver = 2, .tids = { 1, 2 }, .tgid2 = 2, .orders = { 0, 1 },
+				 .next = 2, .qtid = 2, .line = ev, .seq_at = (uint32_t)strlen(ev),
+				 .skip = { 1 }, .nskip = 1 }, f;
+	CHECK(why_of(&ok) == NULL);
+	struct codec_buf b = record_of(&ok);
+	CHECK(trace_determ_record_last_pid(b.p, b.len) == 2);
+	for (size_t cut = 1; cut < b.len; cut += 7) /* cut short anywhere: refused */
+		CHECK(trace_determ_record_why(b.p, b.len - cut, trace_rec_state_why) != NULL);
+	codec_buf_free(&b);
+	f = ok, f.ver = 1;
+	CHECK(why_of(&f) == NULL);
+	f = ok, f.ver = 3;
+	CHECK(strstr(why_of(&f), "unsupported determinism record version"));
+	f = ok, f.tids[0] = 3;
+	CHECK(strstr(why_of(&f), "schedule: a task's id is out of range or out of order"));
+	f = ok, f.tids[1] = 5000000;
+	CHECK(strstr(why_of(&f), "schedule: a task's id is out of range or out of order"));
+	f = ok, f.tgid2 = 7;
+	CHECK(strstr(why_of(&f), "schedule: a task's process is not a task of the record"));
+	f = ok, f.orders[1] = 2;
+	CHECK(strstr(why_of(&f), "schedule: a task's spawn order was never handed out"));
+	f = ok, f.orders[1] = 0;
+	CHECK(strstr(why_of(&f), "schedule: two tasks have one spawn order"));
+	f = ok, f.qtid = 0;
+	CHECK(strstr(why_of(&f), "queued events: a task id is out of range"));
+	f = ok, f.seq_at = 3;
+	CHECK(strstr(why_of(&f), "queued events: a line is not an event awaiting its seq"));
+	f = ok, f.line = "{\"ev\":\"exit\",\n\"seq\":";
+	f.seq_at = (uint32_t)strlen(f.line);
+	CHECK(strstr(why_of(&f), "queued events: a line is not an event awaiting its seq"));
+	f = ok, f.seq_at = (uint32_t)strlen(ev) + 1;
+	CHECK(strstr(why_of(&f), "queued events: a line is not an event awaiting its seq"));
+	f = ok, f.skip[0] = 2, f.skip[1] = 1, f.nskip = 2;
+	CHECK(strstr(why_of(&f), "queued events: skipped tasks out of order"));
+	f = ok, f.nskip = 0x40000000;
+	CHECK(strstr(why_of(&f), "queued events: skip count beyond the input"));
+}
+
 int main(void)
 {
 	struct common_err e;
@@ -238,5 +354,6 @@ int main(void)
 	CHECK(trace_determ_emulated(un) == 0);
 	trace_determ_free(un);
 	files_check();
+	record_check();
 	return unit_finish("test_determ");
 }

@@ -154,7 +154,7 @@ static void interrupt(void)
 	}
 	int st;
 	CHECK(ptrace(PTRACE_SEIZE, pid, NULL, (void *)PTRACE_O_EXITKILL) == 0);
-	CHECK(trace_tracee_interrupt(pid, NULL) == 0);
+	CHECK(trace_tracee_interrupt(pid, 0, NULL) == 0);
 	CHECK(trace_syscall_op(pid) >= 0);
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);

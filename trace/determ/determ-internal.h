@@ -49,6 +49,9 @@ struct trace_determ {
 	uint64_t stdio[3][2];   /* a restored run's: the run's objects behind fds 0-2 */
 	struct saved *saved;    /* a restored run's tasks, until they are resumed (state.c) */
 	size_t nsaved;
+	struct trace_sched_saved *sched; /* a restored run's schedule, until then (version 2) */
+	uint8_t *queued;        /* a restored run's recorder section (version 2) */
+	size_t nqueued;
 };
 
 /* The files table as a snapshot's determinism record holds it (files.c). */

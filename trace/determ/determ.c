@@ -147,6 +147,8 @@ void trace_determ_free(struct trace_determ *d)
 		return;
 	free(d->seed);
 	free(d->saved);
+	trace_sched_saved_free(d->sched);
+	free(d->queued);
 	trace_determ_files_free(d->files);
 	json_decref(d->named);
 	json_decref(d->fell_back);

@@ -35,21 +35,36 @@ json_t *trace_determ_fell_back(const struct trace_determ *d);
 json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 			    struct common_err *e);
 /* A snapshot's determinism record (trace/determ/state.c): the run's seed, epoch,
- * file table and every task's clock and PRNG position, taken with every task at
- * a step boundary (none inside an answered call); *out is malloc'd. */
-int trace_determ_save(const struct trace_determ *d, struct trace_supervisor *sv, uint8_t **out,
-		      size_t *len, struct common_err *e);
-/* Hostile input: a record checked whole; NULL, or why it is refused (static). */
-const char *trace_determ_record_why(const uint8_t *p, size_t n);
+ * file table, every task's clock and PRNG position, the schedule's keys and
+ * what queued (the recorder's, called above this layer; NULL: nothing) writes
+ * of the events waiting for their task's turn; *out is malloc'd. -1 and e,
+ * nothing changed, while a task stands where no record holds it (the
+ * schedule's turn held, a task starting or exiting, inside an answered call,
+ * in flight inside a recorded call): a later stop may do. */
+typedef int (*trace_determ_queued_fn)(void *ctx, struct trace_supervisor *sv, pid_t (*ns)(pid_t),
+				      const struct trace_sv_again *again, size_t n,
+				      struct codec_buf *b, const char **why);
+/* The recorder section's check: NULL, or why it is refused (static). */
+typedef const char *(*trace_determ_check_fn)(const uint8_t *p, size_t n);
+int trace_determ_save(const struct trace_determ *d, struct trace_supervisor *sv,
+		      trace_determ_queued_fn queued, void *ctx, uint8_t **out, size_t *len,
+		      struct common_err *e);
+/* Hostile input: a record checked whole (check: the recorder's section, NULL:
+ * taken as it is); NULL, or why it is refused (static). */
+const char *trace_determ_record_why(const uint8_t *p, size_t n, trace_determ_check_fn check);
 /* A restored run's determinism from a record (its seed and epoch, not the
  * target lease's); its tasks' states wait for trace_determ_resume_tasks. */
-struct trace_determ *trace_determ_resumed(const uint8_t *p, size_t n, int tsc, const char *name,
+struct trace_determ *trace_determ_resumed(const uint8_t *p, size_t n, int tsc,
+					  trace_determ_check_fn check, const char *name,
 					  struct common_err *e);
 /* The highest namespace id a task of the record's run had (0: malformed). */
 uint32_t trace_determ_record_last_pid(const uint8_t *p, size_t n);
-/* Once the restore rebuilt the tree: each live task takes its record's state. */
+/* Once the restore rebuilt the tree: each live task takes its record's state
+ * and its place in the schedule. */
 int trace_determ_resume_tasks(struct trace_determ *d, struct trace_supervisor *sv,
 			      struct common_err *e);
+/* A resumed record's recorder section (version 2; NULL and 0 for version 1). */
+const uint8_t *trace_determ_queued(const struct trace_determ *d, size_t *n);
 /* rdtsc/rdtscp (trace/determ/tsc.c): the instruction at b (n bytes) and its length;
  * the probe: 1 if prctl(PR_SET_TSC, PR_TSC_SIGSEGV) makes rdtsc fault on this
  * host (a forked child tries, once per process); at a SIGSEGV stop of tid, the

@@ -106,6 +106,13 @@ struct trace_rec {
 	pid_t cur;                  /* the task the event being built is of */
 	size_t seq_at;
 	struct trace_rq_set q;
+	pid_t *skip;                /* restored tasks whose next entry's event is in the chain */
+	size_t nskip;
 };
+
+/* Whether the entry stop s makes its event then (no exit awaited). */
+int trace_rec_at_entry(struct trace_rec *r, const struct trace_stop *s);
+/* 1 once for a task of r->skip, which it leaves (state.c). */
+int trace_rec_skipped(struct trace_rec *r, pid_t tid);
 
 #endif

@@ -155,11 +155,6 @@ uint64_t trace_rec_bytes(const struct trace_rec *r)
 	return r->bytes;
 }
 
-int trace_rec_quiet(const struct trace_rec *r)
-{
-	return r->q.n == 0 && r->npend == 0;
-}
-
 uint64_t trace_rec_events(const struct trace_rec *r)
 {
 	return r->seq;
@@ -250,6 +245,11 @@ static int recorded(const struct trace_rec *r, const struct trace_stop *s)
 	if (r->level == TRACE_LEVEL_FILE)
 		return s->sys && (s->sys->classes & TRACE_CLASS_FILE);
 	return 0;
+}
+
+int trace_rec_at_entry(struct trace_rec *r, const struct trace_stop *s)
+{
+	return recorded(r, s) && s->action != TRACE_DENIED && !trace_rec_want_exit(r, s);
 }
 
 int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s)
@@ -703,6 +703,7 @@ static void free_rec(struct trace_rec *r)
 	free(r->pend);
 	free(r->thr);
 	free(r->par);
+	free(r->skip);
 	EVP_MD_CTX_free(r->md);
 	common_hashcache_close(r->hc);
 	if (r->own_fd)
@@ -883,8 +884,8 @@ static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	struct trace_rec *r = ctx;
 
 	(void)g;
-	if (r->restoring)
-		return 0;
+	if (r->restoring || (r->nskip && trace_rec_skipped(r, st->tid)))
+		return 0; /* a restored task's call made again: its event is in the chain */
 	if (trace_rec_want_exit(r, st))
 		st->want_exit = 1;
 	trace_rec_syscall(r, st);

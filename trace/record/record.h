@@ -71,9 +71,23 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 /* Frees without an end event (the trace stays a truncated prefix). */
 void trace_rec_abort(struct trace_rec *r);
 
-/* Nothing waits to join the chain: no task's queued events, no call awaiting
- * its exit (a deterministic snapshot point). */
-int trace_rec_quiet(const struct trace_rec *r);
+/* A --deterministic run's queued events, the recorder's section of a
+ * snapshot's determinism record (trace/record/state.c). The save (rec: the
+ * recorder; a trace_determ_queued_fn): every task's events no turn has put in
+ * the chain, by namespace id (ns), into b; for each task of again (parked at a
+ * call it issues again once restored) the event its entry made is taken back,
+ * or, already in the chain, not made again. -1 and *why (static), nothing
+ * written, while a task in flight is inside a recorded call. The check: NULL,
+ * or why the section is refused (each field checked). The resume (map: the
+ * host id of each namespace id) queues the events again, before the restored
+ * tasks stop. */
+int trace_rec_state_save(void *rec, struct trace_supervisor *sv, pid_t (*ns)(pid_t),
+			 const struct trace_sv_again *again, size_t n, struct codec_buf *b,
+			 const char **why);
+const char *trace_rec_state_why(const uint8_t *p, size_t n);
+int trace_rec_state_resume(struct trace_rec *r, const uint8_t *p, size_t n,
+			   const struct trace_sv_idmap *map, size_t nmap, struct common_err *e);
+
 /* Events a recorder has written after its header. */
 uint64_t trace_rec_events(const struct trace_rec *r);
 /* Bytes of trace written so far (the lease meters them as storage_write). */

@@ -14,7 +14,7 @@ struct trace_determ *trace_run_determ_open(struct lease_store *s, const char *id
 {
 	if (o->determ_resume)
 		return trace_determ_resumed(o->determ_resume, o->determ_resume_len, trace_tsc_probe(),
-					    "determinism record", e);
+					    trace_rec_state_why, "determinism record", e);
 	const json_t *l = json_object_get(rec, "lease") ? json_object_get(rec, "lease") : rec;
 	json_int_t batch = -1;
 	size_t i;
@@ -38,17 +38,31 @@ struct trace_determ *trace_run_determ_open(struct lease_store *s, const char *id
 	return trace_determ_new(id, epoch, trace_tsc_probe());
 }
 
-/* The snapshot point of --snapshot-at-step K, the same in every run of the
- * lease: an entry stop, before any feature saw it, once the trace holds K
- * events, where the guest is one task, no task holds the schedule's turn and
- * nothing waits to join the chain. The snapshot then holds everything the
- * rest of the run depends on, and none of it depends on timing. */
-int trace_run_det_point(const struct trace_run_opts *o, const struct trace_rec *rec,
-			const struct trace_supervisor *sv)
+/* Where --snapshot-at-step K may be taken: an entry stop, before any feature
+ * saw it, once the trace holds K events. It is taken at the first such stop
+ * where the determinism record holds the whole run (trace_determ_save): the
+ * schedule's keys, the events waiting for their turn, every task in flight or
+ * parked at a call it issues again. None of that depends on timing, so the
+ * restored run continues the trace as the uninterrupted one did. */
+int trace_run_det_point(const struct trace_run_opts *o, const struct trace_rec *rec)
 {
-	pid_t tids[2];
-	return o->snapshot_at_step && rec && trace_rec_events(rec) >= o->snapshot_at_step &&
-	       trace_rec_quiet(rec) && trace_sv_pids(sv, tids, 2) == 1 && !trace_sv_turn(sv);
+	return o->snapshot_at_step && rec && trace_rec_events(rec) >= o->snapshot_at_step;
+}
+
+/* Once the restore rebuilt the tree: each task's determinism and place in the
+ * schedule, then the events that waited for their turns, by namespace id. */
+int trace_run_determ_resume(struct trace_determ *d, struct trace_supervisor *sv,
+			    struct trace_rec *rec, struct common_err *e)
+{
+	pid_t tids[1024];
+	struct trace_sv_idmap map[1024];
+	size_t n = trace_sv_pids(sv, tids, 1024), len;
+	const uint8_t *q = trace_determ_queued(d, &len);
+	if (trace_determ_resume_tasks(d, sv, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n && i < 1024; i++)
+		map[i] = (struct trace_sv_idmap){ tids[i], trace_determ_nspid(tids[i]) };
+	return trace_rec_state_resume(rec, q, len, map, n < 1024 ? n : 1024, e);
 }
 
 int trace_run_determ_check(const struct trace_run_opts *o, struct common_err *e)

@@ -57,9 +57,12 @@ struct trace_rec;
 struct trace_determ *trace_run_determ_open(struct lease_store *s, const char *id, const json_t *rec,
 					   const json_t *receipts, const struct trace_run_opts *o,
 					   struct common_err *e);
-/* 1 at --snapshot-at-step's point (an entry stop, before the features see it). */
-int trace_run_det_point(const struct trace_run_opts *o, const struct trace_rec *rec,
-			const struct trace_supervisor *sv);
+/* 1 from --snapshot-at-step's step on (at an entry stop, before the features
+ * see it): the snapshot is taken at the first where the record can be saved. */
+int trace_run_det_point(const struct trace_run_opts *o, const struct trace_rec *rec);
+/* sbx-restore: the record's state given to the restored tree (run/determ.c). */
+int trace_run_determ_resume(struct trace_determ *d, struct trace_supervisor *sv,
+			    struct trace_rec *rec, struct common_err *e);
 /* The options these need, checked before anything moves. */
 int trace_run_determ_check(const struct trace_run_opts *o, struct common_err *e);
 

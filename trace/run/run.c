@@ -17,6 +17,8 @@
 #include "trace/run/run-internal.h"
 #include "trace/sys/sys.h"
 
+#define DET_TRIES 64 /* --snapshot-at-step: takes refused before the run gives up */
+
 /* One run's state from its plan to its close; each layer's hooks get it as ctx. */
 struct run {
 	struct trace_run_opts *opts;
@@ -51,7 +53,9 @@ struct run {
 	struct trace_config cfg;
 	struct trace_supervisor *sv;  /* supervise */
 	int restored;                 /* the restore hook ran */
-	int det_point, det_taken;     /* --snapshot-at-step: at its point; done */
+	uint8_t *det_rec;             /* --snapshot-at-step: the determinism record at its point */
+	size_t det_len;
+	int det_taken, det_refused;   /* done; takes refused (a task starting meanwhile) */
 	uint64_t snap_batch;          /* batch of the last automatic snapshot */
 	struct trace_handover ho;     /* --chain: this link's hand-over */
 	int failed;                   /* the run ends with fail, an sbx error (125) */
@@ -127,16 +131,13 @@ static int request_snapshot(struct run *r, pid_t guest, pid_t held, int stop, in
 		trace_rec_head(r->rec, rq.trace_head);
 		rq.trace_seq = trace_rec_events(r->rec);
 	}
-	uint8_t *det = NULL; /* only at --snapshot-at-step's point: a trace goes on from it */
-	if (r->det_point && trace_determ_save(r->det, r->sv, &det, &rq.determ_len, e) < 0)
-		return -1;
-	rq.determ = det;
+	rq.determ = r->det_rec; /* only at --snapshot-at-step's point: a trace goes on from it */
+	rq.determ_len = r->det_len;
 	if (r->sv)
 		trace_sv_unhurried(r->sv, 1);
 	int rc = r->opts->snap->take(r->store, r->id, &rq, out, e);
 	if (r->sv)
 		trace_sv_unhurried(r->sv, 0);
-	free(det);
 	/* the snapshot resumed the guest with PTRACE_CONT */
 	if ((!stop || rc < 0) && r->sv) {
 		pid_t tids[1024];
@@ -325,7 +326,7 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 	/* the snapshot's other threads and processes, made by the restore, run
 	 * from now on */
 	trace_sv_adopt_tree(sv, pid);
-	if (r->det && r->opts->determ_resume && trace_determ_resume_tasks(r->det, sv, &e) < 0) {
+	if (r->det && r->opts->determ_resume && trace_run_determ_resume(r->det, sv, r->rec, &e) < 0) {
 		r->fail = e;
 		r->failed = 1;
 		trace_sv_kill_now(sv, "restore failed");
@@ -371,19 +372,32 @@ static int chain_snapshot(void *ctx, pid_t held, struct trace_snap_taken *t, str
 }
 
 /* --snapshot-at-step's snapshot, as the thread stands at its entry stop (the
- * call runs on afterwards, and runs again first in a restore); a refusal
- * ends the run: the step asked for has no snapshot. */
+ * call runs on afterwards, and runs again first in a restore), at the first
+ * stop where the record holds the run. A take refused while other tasks run
+ * (one with a fork, exec, signal or exit to report meanwhile: "try again") is
+ * tried again at a later stop, DET_TRIES times at most; any other refusal
+ * ends the run: the step asked for has no snapshot. 1: put off. */
 static int det_snapshot(struct run *r, struct trace_guest *g)
 {
 	struct trace_snap_taken t;
 	struct common_err e;
-	r->det_taken = r->det_point = 1;
-	int rc = request_snapshot(r, trace_guest_tid(g), 0, 0, 1, NULL, &t, &e);
-	r->det_point = 0;
+	pid_t tids[2];
+	if (trace_determ_save(r->det, r->sv, r->rec ? trace_rec_state_save : NULL, r->rec,
+			      &r->det_rec, &r->det_len, &e) < 0)
+		return 1; /* not yet a point the record holds: a later stop */
+	/* the whole tree, from its root, the thread at its stop held as it stands */
+	int rc = request_snapshot(r, trace_sv_guest_pid(r->sv), trace_guest_tid(g), 0, 1, NULL, &t, &e);
+	free(r->det_rec);
+	r->det_rec = NULL;
 	if (rc == 0) {
+		r->det_taken = 1;
 		json_decref(t.receipt);
 		return 0;
 	}
+	if (trace_sv_pids(r->sv, tids, 2) > 1 && strstr(e.why, "try again") &&
+	    ++r->det_refused < DET_TRIES)
+		return 1;
+	r->det_taken = 1;
 	r->fail = e;
 	common_err_context(&r->fail, "--snapshot-at-step %llu",
 			   (unsigned long long)r->opts->snapshot_at_step);
@@ -396,9 +410,10 @@ static int hook_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	struct run *r = ctx;
 
-	if (!r->det_taken && trace_run_det_point(r->opts, r->rec, r->sv))
-		return det_snapshot(r, g);
-	return trace_handover_entry(&r->ho, g, st);
+	int rc = 1;
+	if (!r->det_taken && trace_run_det_point(r->opts, r->rec))
+		rc = det_snapshot(r, g);
+	return rc < 1 ? rc : trace_handover_entry(&r->ho, g, st);
 }
 
 static int hook_tick(void *ctx, struct trace_supervisor *sv)

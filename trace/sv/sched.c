@@ -505,7 +505,40 @@ void trace_sched_off(struct trace_supervisor *sv)
 	sv->sched = NULL;
 }
 
-pid_t trace_sv_turn(const struct trace_supervisor *sv)
+
+/* The schedule's tasks as a snapshot holds them (sched_state.c): no turn held,
+ * each task in flight or parked at the seccomp stop of a call it issues again
+ * once restored (its clock then without that stop). -1, *why: a task stands
+ * where no snapshot holds it (starting, loose, at its exit, an answer, a vfork). */
+int trace_sched_export(const struct trace_sched *s, struct trace_sched_task *v, size_t max,
+		       size_t *n, uint64_t *next_order, const char **why)
 {
-	return sv->sched ? sv->sched->turn : 0;
+	*why = s->turn ? "a task holds the schedule's turn" : s->n > max ? "too many tasks" : NULL;
+	for (size_t i = 0; !*why && i < s->n; i++) {
+		const struct sent *e = &s->v[i];
+		int again = e->state == S_PARKED || e->state == S_BLOCKED;
+		if (e->state != S_RUN && e->state != S_TURN && !again)
+			*why = "a task is starting, let loose or a leader waiting for its threads";
+		else if (again && (!e->at_call || e->exiting || e->answer || e->vfork_child || e->woken))
+			*why = "a task waits at its exit, an answer, a vfork child or a futex wake";
+		v[i] = (struct trace_sched_task){ .tid = e->tid, .tgid = e->tgid, .order = e->order,
+			.clock = e->clock - (again ? (uint64_t)counted(s, e->nr) : 0),
+			.again = again, .nr = again ? e->nr : -1 };
+	}
+	*n = s->n;
+	*next_order = s->next_order;
+	return *why ? -1 : 0;
+}
+
+/* A restored run's tasks take their keys back; each runs until its next stop. */
+void trace_sched_import(struct trace_sched *s, const struct trace_sched_task *v, size_t n,
+			uint64_t next_order)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sent *e = add(s, v[i].tid, v[i].tgid, v[i].clock, S_RUN);
+		e->tgid = v[i].tgid;
+		e->order = v[i].order;
+		e->clock = v[i].clock;
+	}
+	s->next_order = next_order;
 }

@@ -102,6 +102,19 @@ void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us)
 void trace_sched_release(struct trace_sched *s);
 /* The run is ending (or ended): parked tasks go, the count goes to the result. */
 void trace_sched_off(struct trace_supervisor *sv);
+/* A task of the schedule as a snapshot holds it (sched_state.c): its key, and
+ * whether it is parked at the seccomp stop of call nr, which it issues again
+ * once restored (its clock then the one before that stop). */
+struct trace_sched_task {
+	pid_t tid, tgid;
+	uint64_t order, clock;
+	int again;
+	long nr;
+};
+int trace_sched_export(const struct trace_sched *s, struct trace_sched_task *v, size_t max,
+		       size_t *n, uint64_t *next_order, const char **why);
+void trace_sched_import(struct trace_sched *s, const struct trace_sched_task *v, size_t n,
+			uint64_t next_order);
 
 /* Every layer's on_order for tid (layers.c). */
 void trace_sv_layers_order(struct trace_supervisor *sv, pid_t tid);

@@ -207,8 +207,28 @@ uint64_t trace_sv_peak_rss(const struct trace_supervisor *sv); /* bytes, largest
  * the calls every such run stops at (with TRACE_FACT_DETERM ones), which alone
  * count on the tasks' clocks. */
 void trace_sv_scheduled(struct trace_supervisor *sv, unsigned classes);
-/* The task holding the schedule's turn, 0 when none does (or no schedule). */
-pid_t trace_sv_turn(const struct trace_supervisor *sv);
+/* The schedule in a snapshot's determinism record (trace/sv/sched_state.c). The
+ * save, at an entry stop of a hook: each task's key by its namespace id (ns
+ * maps a host tid, <= 0: none) into b, and into again[] (at most max) the
+ * tasks parked at the seccomp stop of a call they issue again once restored;
+ * -1 and *why (static), nothing written, while a task stands where no snapshot
+ * holds it (the turn held, starting, at its exit, inside a call the supervisor
+ * completes, in flight inside a call whose exit is awaited). The load checks
+ * every field (NULL, r failed); the resume, once the restored tree is adopted,
+ * gives each task (map: the host id of each namespace id) its key back. */
+struct codec_buf;
+struct codec_rd;
+struct trace_sched_saved;
+struct trace_sv_again { pid_t tid; long nr; };
+struct trace_sv_idmap { pid_t host, ns; };
+int trace_sv_sched_save(struct trace_supervisor *sv, pid_t (*ns)(pid_t), struct codec_buf *b,
+			struct trace_sv_again *again, size_t max, size_t *nagain, const char **why);
+struct trace_sched_saved *trace_sched_saved_load(struct codec_rd *r);
+void trace_sched_saved_free(struct trace_sched_saved *s);
+int trace_sv_sched_resume(struct trace_supervisor *sv, const struct trace_sched_saved *s,
+			  const struct trace_sv_idmap *map, size_t nmap, struct common_err *e);
+/* The entry stop a task stopped at last (its arguments, the layers' verdict). */
+const struct trace_stop *trace_sv_entry_stop(struct trace_supervisor *sv, pid_t tid);
 /* What the schedule reads of a task (trace/sv/ready.c): 1 unless the call
  * nr (arguments a) of the stopped tid would wait for another task (a blocking
  * descriptor with nothing to read, a wait with no reapable child, select/poll

@@ -62,6 +62,9 @@ int trace_wait_stop(pid_t tid, int *status);
  * (the thread exits) or -errno. At a seccomp stop: afterwards the thread is at
  * a fresh seccomp stop of its own pending syscall, with its own registers. */
 int trace_inject_at_entry(pid_t tid, long nr, const uint64_t a[6], int64_t *ret);
+/* A thread that was at the seccomp stop of the call registers at describe (and
+ * ran injected calls since) stops there again, with those registers. */
+int trace_seccomp_again(pid_t tid, const struct user_regs_struct *at);
 /* At a syscall-exit stop: afterwards the completed syscall's registers are back. */
 int trace_inject_at_exit(pid_t tid, long nr, const uint64_t a[6], int64_t *ret);
 /* At any stop, from t->insn: registers are left as the syscall left them
@@ -72,8 +75,11 @@ int trace_tracee_inject(struct trace_tracee *t, long nr, const uint64_t a[6], in
 int trace_tracee_find_syscall(struct trace_tracee *t, struct common_err *e);
 /* Stop a running tid at a step boundary (PTRACE_INTERRUPT): a syscall caught at
  * its seccomp stop on the way is rewound to run (and be supervised) again after;
- * signals met are delivered. */
-int trace_tracee_interrupt(pid_t tid, struct common_err *e);
+ * signals met are delivered; with signals_left a stop other than the interrupt's
+ * or a seccomp stop (a signal, its exit, a call's exit) is refused (try again)
+ * and left for the supervisor's loop (a --deterministic run answers a rdtsc
+ * fault, orders a signal's delivery and an exit). */
+int trace_tracee_interrupt(pid_t tid, int signals_left, struct common_err *e);
 /* Let a stopped tid run on, no signal delivered: 0 or -errno (ESRCH: it is gone). */
 int trace_tracee_resume(pid_t tid);
 /* Let a stopped tid run to its end through the stops on the way, and reap it

@@ -117,6 +117,24 @@ int trace_inject_at_entry(pid_t tid, long nr, const uint64_t a[6], int64_t *ret)
 	return 0;
 }
 
+int trace_seccomp_again(pid_t tid, const struct user_regs_struct *at)
+{
+	struct user_regs_struct r = *at;
+	int sig = 0, rc;
+	/* back onto the syscall instruction: the filter traps the call again */
+	r.rip -= 2;
+	r.rax = at->orig_rax;
+	r.orig_rax = (uint64_t)-1;
+	if (trace_regs_set(tid, &r) < 0)
+		return -EIO;
+	if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+		return -errno;
+	if ((rc = trace_wait_for(tid, TRACE_WANT_SECCOMP, PTRACE_CONT, &sig)) < 0)
+		return rc;
+	send_again(tid, sig);
+	return 0;
+}
+
 int trace_inject_at_exit(pid_t tid, long nr, const uint64_t a[6], int64_t *ret)
 {
 	struct user_regs_struct r0, r;
@@ -275,7 +293,7 @@ int trace_tracee_reap(pid_t tid)
 
 /* The event of tid's pending ptrace stop, not consumed; *none when it has not
  * stopped (nor exited) yet. */
-static int pending_event(pid_t tid, int *none)
+static int pending_event(pid_t tid, int *none, int *sig)
 {
 	siginfo_t si;
 	int rc;
@@ -285,6 +303,7 @@ static int pending_event(pid_t tid, int *none)
 			    __WNOTHREAD);
 	} while (rc < 0 && errno == EINTR);
 	*none = rc == 0 && si.si_pid == 0;
+	*sig = rc == 0 && si.si_code == CLD_TRAPPED ? si.si_status & 0xff : 0;
 	return rc == 0 && si.si_code == CLD_TRAPPED ? si.si_status >> 8 : 0;
 }
 
@@ -319,14 +338,14 @@ static int in_vfork(pid_t tid)
 	return n == (ssize_t)sizeof flags && (flags & CLONE_VFORK);
 }
 
-int trace_tracee_interrupt(pid_t tid, struct common_err *e)
+int trace_tracee_interrupt(pid_t tid, int signals_left, struct common_err *e)
 {
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
 		return common_errno(e, errno, "interrupt guest %d", (int)tid);
 	for (int i = 0, waited = 0; i < 10000; i++) {
 		/* a fork, clone or exec event is the loop's to see (its child is held
 		 * until it does), and its stop clears the interrupt: left pending */
-		int none, pev = pending_event(tid, &none);
+		int none, psig, pev = pending_event(tid, &none, &psig);
 		if (none && in_vfork(tid))
 			return common_errf(e, "snapshot", "guest task %d waits for its vfork child to "
 					   "start a program: try again", (int)tid);
@@ -339,6 +358,10 @@ int trace_tracee_interrupt(pid_t tid, struct common_err *e)
 		    pev == PTRACE_EVENT_EXEC || pev == PTRACE_EVENT_VFORK_DONE)
 			return common_errf(e, "snapshot", "guest task %d is starting a process or "
 					   "a program: try again", (int)tid);
+		/* a signal, its exit, a call's exit: stops the loop must see */
+		if (signals_left && !none && pev != PTRACE_EVENT_STOP && pev != PTRACE_EVENT_SECCOMP)
+			return common_errf(e, "snapshot", "guest task %d has a stop of its own to "
+					   "report (signal %d, event %d): try again", (int)tid, psig, pev);
 		int st, rc = trace_wait_stop(tid, &st);
 		if (rc == -ESRCH)
 			return common_errf(e, "snapshot", "the guest is exiting");
