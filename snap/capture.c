@@ -929,7 +929,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 		if (!p->zombie && capture_process(&cp[k], o, p, e) < 0)
 			goto out;
 	}
-	if (shared_memory(&st, cp, &fc.shm, e) < 0)
+	if (shared_memory(&st, cp, &fc.shm, e) < 0 ||
+	    (st.version >= 8 && snap_tmps_capture(&st, pid, e) < 0))
 		goto out;
 	if (o->ns_dir) {
 		cells.tree = &st;

@@ -493,7 +493,9 @@ static int decode_tree(struct codec_rd *r, struct snap_state *st)
 		return -1;
 	if (st->version >= 5 && decode_shms(r, st) < 0)
 		return -1;
-	return st->version >= 6 ? snap_kobjs_get(r, st) : 0;
+	if (st->version >= 6 && snap_kobjs_get(r, st) < 0)
+		return -1;
+	return st->version >= 8 ? snap_tmps_get(r, st) : 0;
 }
 
 /* One process body (encode_process) of root's tree. */
@@ -628,6 +630,7 @@ void snap_state_free(struct snap_state *st)
 	free(st->pipes);
 	snap_shms_free(st);
 	snap_kobjs_free(st);
+	snap_tmps_free(st);
 	free(st->exe);
 	memset(st, 0, sizeof *st);
 }

@@ -560,6 +560,27 @@ static int encode_process(const struct snap_state *root, const struct snap_state
 	return 0;
 }
 
+/* Version 8's tmpfs entries. */
+static int encode_tmps(const struct snap_state *st, struct snap_out *o, struct common_err *e)
+{
+	codec_put_u32(&o->b, (uint32_t)st->ntmps);
+	for (size_t i = 0; i < st->ntmps; i++) {
+		const struct snap_tmp *t = &st->tmps[i];
+		codec_put_u32(&o->b, t->mount);
+		put_str(&o->b, t->path);
+		codec_put_u32(&o->b, t->kind);
+		codec_put_u32(&o->b, t->mode);
+		if (t->kind == SNAP_TMP_SYMLINK)
+			put_str(&o->b, t->target);
+		if (t->kind != SNAP_TMP_FILE)
+			continue;
+		codec_put_u64(&o->b, t->size);
+		if (out_big(o, t->bytes, (size_t)t->size, e) < 0)
+			return -1;
+	}
+	return out_flush(o, e);
+}
+
 /* Version 4's other processes and the pipes of the tree. */
 static int encode_tree(const struct snap_state *st, uint32_t ver, snap_fill_fn fill, void *ctx,
 		       struct snap_out *o, struct common_err *e)
@@ -602,7 +623,7 @@ static int encode_tree(const struct snap_state *st, uint32_t ver, snap_fill_fn f
 	}
 	if (ver >= 6)
 		snap_kobjs_put(&o->b, st);
-	return out_flush(o, e);
+	return ver >= 8 ? encode_tmps(st, o, e) : out_flush(o, e);
 }
 
 int snap_encode_with(const struct snap_state *st, snap_fill_fn fill, void *ctx,

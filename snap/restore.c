@@ -619,7 +619,8 @@ int snap_restore(pid_t pid, const struct snap_state *st, struct common_err *e)
 {
 	struct snap_hosts h;
 	memset(&h, 0, sizeof h);
-	if (st->version >= 4 && root_program(pid, st, e) < 0)
+	/* files there by path are reopened by the rebuild */
+	if (snap_tmps_write(pid, st, e) < 0 || (st->version >= 4 && root_program(pid, st, e) < 0))
 		return -1;
 	int rc = rebuild(pid, st, &h, 0, st, e);
 	for (size_t k = 0; rc == 0 && k < st->nprocs; k++)

@@ -333,4 +333,12 @@ struct snap_tar_api {
 extern struct snap_tar_api snap_tar;
 int snap_tar_load(struct common_err *e);
 
+/* Version 8's tmpfs entries (tmpfs.c): pid's view of the run's own /tmp and
+ * /dev/shm walked without following a symlink, into root (files mapped shared,
+ * root->shms' named ones, left out); decoded bounded; recreated in pid's. */
+int snap_tmps_capture(struct snap_state *root, pid_t pid, struct common_err *e);
+int snap_tmps_get(struct codec_rd *r, struct snap_state *root);
+int snap_tmps_write(pid_t pid, const struct snap_state *root, struct common_err *e);
+void snap_tmps_free(struct snap_state *root);
+
 #endif

@@ -10,7 +10,7 @@
 #include "trace/trace.h"
 
 #define SNAP_DOMAIN "LayerX/programs/sandbox/snapshot/v1"
-#define SNAP_VERSION 7u          /* 2 and 3 still decode and restore: one process; 4: a tree */
+#define SNAP_VERSION 8u          /* 2 and 3 still decode and restore: one process; 4: a tree */
 #define SNAP_THREADS_MAX 1024u   /* decoder bound: threads besides the leader */
 #define SNAP_PROCS_MAX 256u      /* decoder bound: processes besides the root */
 #define SNAP_PIPES_MAX 1024u     /* decoder bound: pipes of the tree */
@@ -92,6 +92,12 @@
  *         watches name): the kernel objects held by several processes (and
  *         both ends of a socket pair or pty one of whose ends is), captured
  *         once; descriptors of kind SNAP_FD_SHARED name them,
+ *   version 8 and up: u32 ntmps, tmp[] sorted by mount then path (bytewise) =
+ *         {u32 mount (0 /tmp, 1 /dev/shm: the run's own tmpfs), str path
+ *         (relative, no empty, "." or ".." component; its parent an earlier
+ *         directory), u32 kind (snap_tmp_kind), u32 mode (permission bits),
+ *         then a file's u64 size and bytes, a symlink's str target}: what the
+ *         run's tmpfs holds that no descriptor or mapping does (snap/tmpfs.c),
  *   u32 ncells, cell[] sorted by key = {str key, u64 len, bytes},
  *   optional, only a --deterministic run's snapshot at a deterministic point
  *         (sbx-run --snapshot-at-step): str SNAP_DETERM_TAG, u64 len (at most
@@ -172,6 +178,19 @@ struct snap_shm {
 	uint64_t size;             /* a memfd's or file's size; anonymous: its mapped extent */
 	uint32_t mode;             /* v7: a file's permission bits, else 0 */
 	struct snap_region content; /* [0, size rounded up to pages) */
+};
+/* An entry of the run's own tmpfs mounts (version 8), recreated before the
+ * guest's descriptors are reopened; files mapped shared are shms instead. */
+enum snap_tmp_kind { SNAP_TMP_DIR = 0, SNAP_TMP_FILE = 1, SNAP_TMP_SYMLINK = 2, SNAP_TMP_FIFO = 3 };
+#define SNAP_TMP_MOUNTS 2u          /* /tmp, /dev/shm */
+#define SNAP_TMP_MAX 65536u         /* decoder bound: entries */
+#define SNAP_TMP_BYTES_MAX (256u << 20) /* decoder bound: Σ file sizes */
+struct snap_tmp {
+	uint32_t mount, kind, mode;
+	char *path;                /* relative to the mount */
+	char *target;              /* a symlink's, else NULL */
+	uint64_t size;             /* a file's */
+	const uint8_t *bytes;      /* decoded: into the input; captured: into tmp_data */
 };
 struct snap_fd {
 	uint32_t fd, kind, flags;
@@ -291,6 +310,9 @@ struct snap_state {
 	size_t nshms;
 	struct snap_object *kobjs;    /* v6: kernel objects several processes hold (the root's) */
 	size_t nkobjs;
+	struct snap_tmp *tmps;        /* v8: the run's tmpfs entries (the root's) */
+	size_t ntmps;
+	uint8_t *tmp_data;            /* captured only: the files' bytes */
 	/* the determinism record, or NULL: decoded, into the input; captured, the
 	 * options' (never freed with the state) */
 	const uint8_t *determ;
