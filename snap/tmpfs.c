@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -239,8 +240,12 @@ int snap_tmps_capture(struct snap_state *root, pid_t pid, struct common_err *e)
 static int get_name(struct codec_rd *r, char **out)
 {
 	const uint8_t *p;
-	size_t n;
-	if (codec_get_bytes(r, &p, &n, SNAP_STR_MAX) < 0)
+	uint32_t n;
+	if (codec_get_u32(r, &n) < 0)
+		return -1;
+	if (n > SNAP_STR_MAX)
+		return codec_rd_fail(r, "tmpfs entry: path or target longer than 4096 bytes");
+	if (codec_get_raw(r, &p, n) < 0)
 		return -1;
 	if (memchr(p, 0, n))
 		return codec_rd_fail(r, "tmpfs entry: NUL byte inside a path or target");
@@ -344,20 +349,31 @@ void snap_tmps_free(struct snap_state *st)
 	st->ntmps = 0;
 }
 
-/* One entry at its name in its parent (resolved beneath the mount, no symlink
- * followed), owned by the guest. */
-static int make_entry(int mfd, const struct snap_tmp *t, uid_t uid, gid_t gid)
+/* Its parent (resolved beneath the mount, no symlink followed), as a path fd. */
+static int open_parent(int mfd, const struct snap_tmp *t, const char **name)
 {
-	const char *slash = strrchr(t->path, '/'), *name = slash ? slash + 1 : t->path;
-	char *dir = slash ? common_xasprintf("%.*s", (int)(slash - t->path), t->path) : NULL;
-	int pfd = !slash ? dup(mfd)
-			 : open_beneath(mfd, dir, O_PATH | O_DIRECTORY,
-					RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV |
-					RESOLVE_NO_MAGICLINKS);
+	const char *slash = strrchr(t->path, '/');
+	*name = slash ? slash + 1 : t->path;
+	if (!slash)
+	{
+		int fd = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -errno : fd;
+	}
+	char *dir = common_xasprintf("%.*s", (int)(slash - t->path), t->path);
+	int fd = open_beneath(mfd, dir, O_PATH | O_DIRECTORY, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			      RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS);
 	free(dir);
+	return fd;
+}
+
+/* One entry at its name in its parent; a directory stays 0700 (searchable
+ * while its entries are made) until set_dir_mode. */
+static int make_entry(int mfd, const struct snap_tmp *t)
+{
+	const char *name;
+	int pfd = open_parent(mfd, t, &name), rc = 0;
 	if (pfd < 0)
-		return pfd == -1 ? -errno : pfd;
-	int rc = 0;
+		return pfd;
 	if (t->kind == SNAP_TMP_DIR) {
 		rc = mkdirat(pfd, name, 0700);
 	} else if (t->kind == SNAP_TMP_SYMLINK) {
@@ -372,44 +388,88 @@ static int make_entry(int mfd, const struct snap_tmp *t, uid_t uid, gid_t gid)
 		if (fd >= 0)
 			close(fd);
 	}
-	if (rc == 0)
-		rc = fchownat(pfd, name, uid, gid, AT_SYMLINK_NOFOLLOW);
 	/* created just now, never a symlink, by nobody else: the guest is stopped */
-	if (rc == 0 && t->kind != SNAP_TMP_SYMLINK)
+	if (rc == 0 && t->kind != SNAP_TMP_SYMLINK && t->kind != SNAP_TMP_DIR)
 		rc = fchmodat(pfd, name, t->mode, 0);
 	rc = rc < 0 ? -errno : 0;
 	close(pfd);
 	return rc;
 }
 
+static int set_dir_mode(int mfd, const struct snap_tmp *t)
+{
+	const char *name;
+	int pfd = open_parent(mfd, t, &name);
+	if (pfd < 0)
+		return pfd;
+	int rc = fchmodat(pfd, name, t->mode, 0) < 0 ? -errno : 0;
+	close(pfd);
+	return rc;
+}
+
+/* The guest's effective ids in the host's view: the tmpfs's user namespace maps
+ * no other, so its entries are made with them as the filesystem ids. */
+static int guest_ids(pid_t pid, uid_t *uid, gid_t *gid, struct common_err *e)
+{
+	char p[64], line[256];
+	unsigned u = 0, g = 0;
+	int have = 0;
+	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(p, "re");
+	while (f && fgets(line, sizeof line, f))
+		have += sscanf(line, "Uid: %*u %u", &u) == 1 || sscanf(line, "Gid: %*u %u", &g) == 1;
+	if (f)
+		fclose(f);
+	if (have != 2)
+		return common_errf(e, "restore", "%s: no Uid or Gid line", p);
+	*uid = u;
+	*gid = g;
+	return 0;
+}
+
+/* Mount mfd's entries [from, to), made in order, then their directories'
+ * modes from the deepest up. */
+static int write_mount(int mfd, const struct snap_state *st, size_t from, size_t to,
+		       struct common_err *e)
+{
+	int err = 0;
+	size_t i;
+	for (i = from; i < to && err == 0; i++)
+		err = make_entry(mfd, &st->tmps[i]);
+	for (size_t j = to; err == 0 && j-- > from;)
+		if (st->tmps[j].kind == SNAP_TMP_DIR && (err = set_dir_mode(mfd, &st->tmps[j])) < 0)
+			i = j + 1;
+	return err < 0 ? common_errno(e, -err, "recreate /%s/%s", mount_at[st->tmps[from].mount],
+				      st->tmps[i - 1].path) : 0;
+}
+
 int snap_tmps_write(pid_t pid, const struct snap_state *st, struct common_err *e)
 {
-	char p[64];
-	struct stat owner;
-	snprintf(p, sizeof p, "/proc/%d", (int)pid);
-	if (st->ntmps && stat(p, &owner) < 0)
-		return common_errno(e, errno, "stat %s", p);
-	int mfd = -1, rc = 0;
-	uint32_t at = SNAP_TMP_MOUNTS;
+	int mfd[SNAP_TMP_MOUNTS] = { -1, -1 }, rc = 0;
+	uid_t uid;
+	gid_t gid;
+	if (!st->ntmps)
+		return 0;
+	if (guest_ids(pid, &uid, &gid, e) < 0)
+		return -1;
 	for (size_t i = 0; i < st->ntmps && rc == 0; i++) {
-		const struct snap_tmp *t = &st->tmps[i];
-		if (t->mount != at) {
-			dev_t dev;
-			if (mfd >= 0)
-				close(mfd);
-			at = t->mount;
-			mfd = open_mount(pid, at, &dev);
-			if (mfd < 0) {
-				rc = common_errf(e, "restore", "/%s is not a tmpfs of the run's own, "
-						 "the snapshot holds files there", mount_at[at]);
-				break;
-			}
-		}
-		int err = make_entry(mfd, t, owner.st_uid, owner.st_gid);
-		if (err < 0)
-			rc = common_errno(e, -err, "recreate /%s/%s", mount_at[at], t->path);
+		uint32_t m = st->tmps[i].mount;
+		dev_t dev;
+		if (mfd[m] < 0 && (mfd[m] = open_mount(pid, m, &dev)) < 0)
+			rc = common_errf(e, "restore", "/%s is not a tmpfs of the run's own, the "
+					 "snapshot holds files there", mount_at[m]);
 	}
-	if (mfd >= 0)
-		close(mfd);
+	/* per thread: only this one creates, as the guest */
+	int ogid = setfsgid(gid), ouid = setfsuid(uid);
+	for (size_t i = 0, j; i < st->ntmps && rc == 0; i = j) {
+		for (j = i; j < st->ntmps && st->tmps[j].mount == st->tmps[i].mount; j++)
+			;
+		rc = write_mount(mfd[st->tmps[i].mount], st, i, j, e);
+	}
+	setfsuid((uid_t)ouid);
+	setfsgid((gid_t)ogid);
+	for (uint32_t m = 0; m < SNAP_TMP_MOUNTS; m++)
+		if (mfd[m] >= 0)
+			close(mfd[m]);
 	return rc;
 }

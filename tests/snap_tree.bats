@@ -389,3 +389,38 @@ time.sleep(30)' >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" || true
 }
+
+# writes a nested directory, a symlink, a FIFO and a 1 MiB file to $T (the
+# run's /tmp), closes them all but one held by path, waits in $T/d, then prints
+# what it reads back (checksums, kinds, modes)
+TMP_GUEST='T=${T:-/tmp}
+mkdir -p "$T/d/e/f" && chmod 750 "$T/d/e"
+yes "tmpfs line" | head -c 1048576 >"$T/d/e/big"
+printf small >"$T/d/small" && chmod 604 "$T/d/small"
+ln -s e/big "$T/d/link" && mkfifo -m 640 "$T/d/fifo"
+cd "$T/d" && exec 3<small && : >"$NS/ready"
+sleep 4
+sha256sum e/big small link; cat <&3; echo
+stat -c "%n %a %F" . e e/f e/big small link fifo
+readlink link; ls -A "$T/d"'
+
+@test "files a tree left in the run's /tmp (a nested directory, a symlink, a FIFO, 1 MiB) come back after a restore" {
+	mkdir -p "$BATS_TEST_TMPDIR/t"
+	want=$(T="$BATS_TEST_TMPDIR/t" NS="$BATS_TEST_TMPDIR" sh -c "$TMP_GUEST")
+	SRC=$(tree_lease /bin/sh active)
+	ns="$SBX_STORE/ns/$SRC"
+	mkdir -p "$ns" && chmod a+rwx "$ns"
+	sbx-run --lease "$SRC" -- /bin/sh -c "NS=\$PWD; $TMP_GUEST" >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 300); do
+		[ -e "$ns/ready" ] && break
+		sleep 0.1
+	done
+	take_stop "$SRC"
+	wait "$pid" || true
+	TGT=$(tree_lease /bin/sh funded)
+	run sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	[ "$(cat "$BATS_TEST_TMPDIR/src.out"; printf '%s\n' "$output")" = "$want" ] ||
+		{ diff <(echo "$want") <(cat "$BATS_TEST_TMPDIR/src.out"; printf '%s\n' "$output") >&2; false; }
+}
