@@ -708,8 +708,9 @@ static void test_decoder_threads(const struct snap_image *im)
 	s.version = 2;
 	CHECK(snap_encode(&s, &a, &e) == 0);
 	/* less the thread list, the empty object and segment counts and the
-	 * tree (root program, no process, no pipe, no shared memory or kernel object) */
-	CHECK(a.len == im->len - 32 - 8 - (20 + strlen(s.exe)));
+	 * tree (root program, no process, no pipe, shared memory or kernel object,
+	 * no tmpfs entry) */
+	CHECK(a.len == im->len - 32 - 8 - (24 + strlen(s.exe)));
 	CHECK(snap_decode(a.bytes, a.len, "x", &t, &e) == 0);
 	CHECK(t.version == 2 && t.tid == 0 && t.nthreads == 0);
 	CHECK(snap_encode(&t, &b, &e) == 0 && b.len == a.len && !memcmp(a.bytes, b.bytes, a.len));

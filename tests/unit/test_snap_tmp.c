@@ -7,7 +7,7 @@
 #include "unit.h"
 
 static uint8_t xstate[SNAP_XCANON_SIZE];
-static uint8_t big[70000];
+static uint8_t big[5000];
 
 /* The smallest tree the decoder takes, holding entries t[0..n). */
 static void base(struct snap_state *s, struct snap_tmp *t, size_t n)
