@@ -283,3 +283,37 @@ chain_build() {
 	jq -e '.links[1].receipts[0].request | .deadline == 15 and .prev != null' \
 		"$BATS_TEST_TMPDIR/res.json"
 }
+
+# a 3-module project whose compilers write assembly of ~1 MiB each to the run's
+# /tmp (no -pipe: cc1 writes /tmp/ccXXXXXX.s, as reads it), in $1
+tmp_project() {
+	mkdir -p "$1"
+	for i in 1 2 3; do
+		awk -v i="$i" 'BEGIN {
+			printf "unsigned int t%d[] = {", i
+			for (k = 0; k < 65536; k++) printf "%u,", (k * 2654435761 + i) % 4294967296
+			print "};"
+			printf "unsigned long mod%d(unsigned long x)\n{\n", i
+			printf "\tfor (unsigned k = 0; k < sizeof t%d / sizeof *t%d; k++)\n", i, i
+			printf "\t\tx = x * 31 + t%d[k];\n\treturn x;\n}\n", i
+		}' >"$1/m$i.c"
+	done
+	printf '#include <stdio.h>\nunsigned long mod1(unsigned long), mod2(unsigned long), mod3(unsigned long);\nint main(void) { printf("%%lx\\n", mod3(mod2(mod1(1)))); return 0; }\n' >"$1/main.c"
+	printf 'prog: main.o m1.o m2.o m3.o\n\t/usr/bin/gcc -o $@ $^\n%%.o: %%.c\n\t/usr/bin/gcc -O2 -c -o $@ $<\n' >"$1/Makefile"
+}
+
+@test "chain: make -j2 without -pipe, links ending while the compilers' files sit in /tmp: objects and binary as native (fails on main: the restored run's /tmp was empty)" {
+	d=$BATS_TEST_TMPDIR
+	tmp_project "$d/native"
+	tmp_project "$d/src"
+	make -s -C "$d/native" -j2 >/dev/null
+	chmod -R a+rwX "$d/src"
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=1M --chain 24 \
+		--rw "$d/src:/src" --result "$d/res.json" -- /usr/bin/make -s -C /src -j2
+	[ "$status" -eq 0 ] || { echo "$stderr" | tail -n 5 >&2; links >&2; false; }
+	[ "$(nlinks)" -ge 3 ]
+	for f in main.o m1.o m2.o m3.o prog; do
+		cmp "$d/native/$f" "$d/src/$f"
+	done
+	[ "$("$d/src/prog")" = "$("$d/native/prog")" ]
+}
