@@ -424,3 +424,30 @@ readlink link; ls -A "$T/d"'
 	[ "$(cat "$BATS_TEST_TMPDIR/src.out"; printf '%s\n' "$output")" = "$want" ] ||
 		{ diff <(echo "$want") <(cat "$BATS_TEST_TMPDIR/src.out"; printf '%s\n' "$output") >&2; false; }
 }
+
+@test "an unprivileged invoker's tree gets the files it left in the run's /tmp back after a restore" {
+	[ "$(id -u)" = 0 ] || skip "needs root (runs the unprivileged case as nobody)"
+	U=$(mktemp -d /var/tmp/sbx-tree.XXXXXX)
+	chmod 0777 "$U"
+	mkdir -p "$BATS_TEST_TMPDIR/t"
+	want=$(T="$BATS_TEST_TMPDIR/t" NS="$BATS_TEST_TMPDIR" sh -c "$TMP_GUEST")
+	run $SBX_AS_NOBODY env SBX_STORE="$U/store" PATH="$PATH" U="$U" G="$TMP_GUEST" bash -c '
+		lease() {
+			out=$(sbx-lease request --image /bin/sh --escrow 10 --limits namespace_bytes=256M |
+				sbx-lease fund --amount 10 --evidence -) || exit 1
+			[ "$1" = active ] && out=$(printf "%s" "$out" | sbx-lease activate --evidence -)
+			printf "%s" "$out" | jq -r .lease.id
+		}
+		SRC=$(lease active)
+		sbx-run --lease "$SRC" -- /bin/sh -c "NS=\$PWD; $G" >"$U/src.out" 2>/dev/null &
+		for _ in $(seq 1 300); do
+			[ -e "$U/store/ns/$SRC/ready" ] && break
+			sleep 0.1
+		done
+		D=$(sbx-snap take "$SRC" --stop | jq -r .digest) || exit 2
+		wait
+		sbx-restore "$D" --lease "$(lease funded)" >"$U/tgt.out" || exit 3'
+	assert_success
+	assert_equal "$(cat "$U/src.out" "$U/tgt.out")" "$want"
+	rm -rf "$U"
+}
