@@ -185,6 +185,7 @@ enum snap_tmp_kind { SNAP_TMP_DIR = 0, SNAP_TMP_FILE = 1, SNAP_TMP_SYMLINK = 2, 
 #define SNAP_TMP_MOUNTS 2u          /* /tmp, /dev/shm */
 #define SNAP_TMP_MAX 65536u         /* decoder bound: entries */
 #define SNAP_TMP_BYTES_MAX (256u << 20) /* decoder bound: Σ file sizes */
+#define SNAP_TMP_DEPTH 128u         /* capture bound: directory levels */
 struct snap_tmp {
 	uint32_t mount, kind, mode;
 	char *path;                /* relative to the mount */

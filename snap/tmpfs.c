@@ -23,7 +23,7 @@ static const char *const mount_at[SNAP_TMP_MOUNTS] = { "tmp", "dev/shm" };
 
 struct tmp_walk {
 	struct snap_state *root;
-	uint32_t mount;
+	uint32_t mount, depth;
 	dev_t dev;
 	size_t cap;
 	uint64_t bytes, data_cap;
@@ -125,7 +125,8 @@ static int read_file(struct tmp_walk *w, int dfd, const char *name, const char *
 				   SNAP_TMP_BYTES_MAX);
 	}
 	if (w->bytes + size > w->data_cap) {
-		w->data_cap = 2 * (w->bytes + size);
+		w->data_cap = 2 * (w->bytes + size) < SNAP_TMP_BYTES_MAX ? 2 * (w->bytes + size)
+									 : SNAP_TMP_BYTES_MAX;
 		w->root->tmp_data = common_xrealloc(w->root->tmp_data, (size_t)w->data_cap);
 	}
 	uint64_t got = 0;
@@ -155,6 +156,10 @@ static int walk_entry(struct tmp_walk *w, int dfd, const char *name, const char 
 	if (sb.st_dev != w->dev)
 		return 0; /* another mount below: not this tmpfs */
 	if (S_ISDIR(sb.st_mode)) {
+		/* each level holds two descriptors while its entries are walked */
+		if (++w->depth > SNAP_TMP_DEPTH)
+			return common_errf(w->e, "capture", "/%s/%s: directories nested deeper than %u",
+					   mount_at[w->mount], path, SNAP_TMP_DEPTH);
 		if (!add_entry(w, path, SNAP_TMP_DIR, &sb))
 			return -1;
 		int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -162,6 +167,7 @@ static int walk_entry(struct tmp_walk *w, int dfd, const char *name, const char 
 			return common_errno(w->e, errno, "open /%s/%s", mount_at[w->mount], path);
 		int rc = walk(w, cfd, path);
 		close(cfd);
+		w->depth--;
 		return rc;
 	}
 	if (S_ISREG(sb.st_mode))
@@ -170,15 +176,18 @@ static int walk_entry(struct tmp_walk *w, int dfd, const char *name, const char 
 		return add_entry(w, path, SNAP_TMP_FIFO, &sb) ? 0 : -1;
 	if (!S_ISLNK(sb.st_mode))
 		return 0; /* a socket is its object's, rebound on restore */
-	char target[SNAP_STR_MAX + 1];
-	ssize_t n = readlinkat(dfd, name, target, sizeof target);
+	/* on the heap: this frame recurs once per directory level */
+	char *target = common_xmalloc(SNAP_STR_MAX + 1);
+	ssize_t n = readlinkat(dfd, name, target, SNAP_STR_MAX + 1);
+	struct snap_tmp *t = NULL;
 	if (n <= 0 || n > SNAP_STR_MAX)
-		return common_errf(w->e, "capture", "symlink /%s/%s unreadable or too long",
-				   mount_at[w->mount], path);
-	target[n] = 0;
-	struct snap_tmp *t = add_entry(w, path, SNAP_TMP_SYMLINK, &sb);
-	if (t)
+		common_errf(w->e, "capture", "symlink /%s/%s unreadable or too long",
+			    mount_at[w->mount], path);
+	else if ((t = add_entry(w, path, SNAP_TMP_SYMLINK, &sb))) {
+		target[n] = 0;
 		t->target = common_xstrdup(target);
+	}
+	free(target);
 	return t ? 0 : -1;
 }
 

@@ -451,3 +451,21 @@ readlink link; ls -A "$T/d"'
 	assert_equal "$(cat "$U/src.out" "$U/tgt.out")" "$want"
 	rm -rf "$U"
 }
+
+@test "a run's /tmp nested deeper than a snapshot holds is refused by name and the guest runs on" {
+	SRC=$(tree_lease /bin/sh active)
+	ns="$SBX_STORE/ns/$SRC"
+	mkdir -p "$ns" && chmod a+rwx "$ns"
+	sbx-run --lease "$SRC" -- /bin/sh -c 'NS=$PWD; cd /tmp && for i in $(seq 1 130); do
+		mkdir d && cd d; done; : >"$NS/ready"; sleep 4; echo alive' >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 300); do
+		[ -e "$ns/ready" ] && break
+		sleep 0.1
+	done
+	run sbx-snap take "$SRC" --stop
+	assert_failure
+	assert_output --partial "directories nested deeper than 128"
+	wait "$pid"
+	grep -qx alive "$BATS_TEST_TMPDIR/src.out"
+}
