@@ -2,7 +2,8 @@
 # (determ.bats, determ_snap.bats), loaded after helpers.
 
 # A 12-module C project (and main.c) with a Makefile, in $1; $2: more compiler
-# options (-pipe: no temporary files in the run's own /tmp, which no snapshot holds).
+# options (-pipe: no temporary files in the run's own /tmp, which snapshots before
+# format version 8 did not hold).
 gen_project() {
 	mkdir -p "$1"
 	for i in $(seq 1 12); do
