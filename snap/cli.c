@@ -297,6 +297,14 @@ static void show_tree(json_t *j, const struct snap_state *st)
 	json_object_set_new(j, "shared_memory", shm);
 	if (st->version >= 6)
 		show_kobjs(j, st);
+	if (st->version < 8)
+		return;
+	/* a summary: the paths are the guest's bytes, not always UTF-8 */
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < st->ntmps; i++)
+		bytes += st->tmps[i].size;
+	json_object_set_new(j, "tmpfs", json_pack("{s:I,s:I}", "entries", (json_int_t)st->ntmps,
+						  "bytes", (json_int_t)bytes));
 }
 
 static int cmd_show(struct lease_store *s, const char *hex, int verify_only,

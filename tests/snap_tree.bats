@@ -418,6 +418,10 @@ readlink link; ls -A "$T/d"'
 	done
 	take_stop "$SRC"
 	wait "$pid" || true
+	# d, d/e, d/e/f, d/e/big, d/small, d/link, d/fifo
+	run sbx-snap show "$DIGEST"
+	assert_success
+	printf '%s' "$output" | jq -e '.tmpfs.entries == 7 and .tmpfs.bytes == 1048581'
 	TGT=$(tree_lease /bin/sh funded)
 	run sbx-restore "$DIGEST" --lease "$TGT"
 	assert_success
