@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,14 +127,16 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The standard descriptors the supervisor gave the guest, as the root holds
- * them (st_ino 0: not open). */
-struct snap_std { dev_t dev[3]; ino_t ino[3]; };
+/* The supervisor's standard descriptors as the root holds them (st_ino 0: not open). */
+struct snap_std { pid_t root; dev_t dev[3]; ino_t ino[3]; };
 
-static int std_of(const struct snap_std *sd, const struct stat *sb)
+/* Which of the root's standard descriptors fd of pid is the same open file as
+ * (kcmp): the guest's own /dev/null is no copy of a stdin on the host's one. */
+static int std_of(const struct snap_std *sd, pid_t pid, uint32_t fd, const struct stat *sb)
 {
 	for (int k = 0; sd && k < 3; k++)
-		if (sd->ino[k] && sd->ino[k] == sb->st_ino && sd->dev[k] == sb->st_dev)
+		if (sd->ino[k] && sd->ino[k] == sb->st_ino && sd->dev[k] == sb->st_dev &&
+		    syscall(SYS_kcmp, sd->root, pid, KCMP_FILE, k, fd) == 0)
 			return k;
 	return -1;
 }
@@ -205,7 +208,7 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 	f->pos = q ? strtoull(q + 4, NULL, 10) : 0;
 	f->flags = fl ? (uint32_t)strtoul(fl + 6, NULL, 8) : 0;
 	free(buf);
-	int k = std_of(sd, &sb);
+	int k = std_of(sd, c->pid, f->fd, &sb);
 	if ((root && f->fd <= 2) || k >= 0) {
 		/* stdio belongs to the supervisor (pipes, terminals, log files):
 		 * the restoring supervisor provides its own; elsewhere than the
@@ -796,6 +799,7 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 static void read_std(pid_t pid, struct snap_std *sd)
 {
 	memset(sd, 0, sizeof *sd);
+	sd->root = pid;
 	for (int k = 0; k < 3; k++) {
 		char p[64];
 		struct stat sb;

@@ -284,6 +284,23 @@ chain_build() {
 		"$BATS_TEST_TMPDIR/res.json"
 }
 
+@test "chain: a shell's own /dev/null across the links, the run's stdin the host's /dev/null (fails on main: restored as a read-only copy of stdin, EBADF)" {
+	# the shell holds /dev/null write-only (3) and read-write (4); tee and cat
+	# write to a /dev/null of their own, one of them at each link's end
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=6M --chain 12 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- /bin/sh -c 'cd /ns && exec 3>/dev/null 4<>/dev/null
+		i=0
+		while [ $i -lt 24 ]; do
+			head -c 1048576 /dev/zero | tee f >/dev/null && cat f >/dev/null &&
+				echo kept >&3 && echo both >&4 && rm f || exit 9
+			i=$((i + 1))
+			echo $i
+		done' </dev/null
+	echo "status $status stderr $stderr"; links || true
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(seq 1 24)" ]
+	[ "$(nlinks)" -ge 3 ]
+	jq -e '.links[:-1] | all(.end == "chain: storage_write")' "$BATS_TEST_TMPDIR/res.json"
 # a 3-module project whose compilers write assembly of ~1 MiB each to the run's
 # /tmp (no -pipe: cc1 writes /tmp/ccXXXXXX.s, as reads it), in $1
 tmp_project() {

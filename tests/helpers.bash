@@ -112,3 +112,17 @@ sbx_etcdctl() {
 	[ -f "$t/ca.pem" ] && tls=(--cacert "$t/ca.pem" --cert "$t/client.pem" --key "$t/client.key")
 	ETCDCTL_API=3 etcdctl --endpoints="$(cat "$SBX_TEST_ETCD/endpoints")" --command-timeout=2s "${tls[@]}" "$@"
 }
+
+# After a SIGKILL of sbx-run: until the kernel released every run claim of the
+# store. Children sbx-run forked and had not yet closed the claim in (the
+# sandbox while it is set up, a socket probe) die of their parent-death signal
+# a moment after it, and hold the claim until then.
+sbx_runs_released() {
+	local f
+	for f in "$SBX_STORE"/run/*.lock; do
+		for _ in $(seq 1 200); do
+			{ [ ! -e "$f" ] || flock -n -s "$f" true; } && break
+			sleep 0.05
+		done
+	done
+}

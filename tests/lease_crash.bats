@@ -238,6 +238,7 @@ run_bg() {
 	run_bg --ephemeral -- /bin/sleep 1000
 	kill -9 "$RUN_PID"
 	wait "$RUN_PID" || true
+	sbx_runs_released
 	[ -d "$SBX_STORE/ns/$ID" ]
 	run sbx-lease verify
 	assert_failure
@@ -297,6 +298,7 @@ run_bg() {
 	done
 	kill -9 "$RUN_PID"
 	wait "$RUN_PID" || true
+	sbx_runs_released
 	run sbx-lease verify
 	assert_failure
 	sbx-lease recover >rec.json

@@ -465,6 +465,7 @@ new_active() {
 	done
 	kill -9 "$pid"
 	wait "$pid" || true
+	sbx_runs_released
 	fuel=$(sbx-lease show "$id" | jq -r .lease.usage.fuel)
 	[ "$fuel" -gt 100000 ]
 	run bash -c "sbx-lease log $id | jq -r .edge | sort -u"
@@ -495,6 +496,7 @@ new_active() {
 	done
 	kill -9 "$pid"
 	wait "$pid" || true
+	sbx_runs_released
 	sbx-lease request --image /bin/true >/dev/null
 	assert_equal "$(sbx-lease show "$eph" | jq -r .lease.state)" Destroyed
 	assert_equal "$(sbx-lease log "$eph" | jq -r 'select(.edge == "settle") | .reason')" run-died
@@ -516,6 +518,7 @@ said_at_kill() {
 	done
 	kill -9 "$pid"
 	wait "$pid" || true
+	sbx_runs_released
 	SAID=$(tail -n2 said | head -n1)
 	[ "$SAID" -gt "$3" ]
 }
@@ -574,6 +577,7 @@ stalled_kill() {
 	kill -9 "$pid"
 	exec 7>&-
 	wait "$pid" || true
+	sbx_runs_released
 	sbx-lease request --image /bin/true >/dev/null
 	sbx-lease log "$id" | tail -n1 >last
 	echo "$1: seen $SEEN; charged $(jq -c .usage last)"
@@ -613,6 +617,7 @@ delivered_at_kill() {
 	done
 	kill -9 "$pid"
 	wait "$pid" || true
+	sbx_runs_released
 	sbx-lease request --image /bin/true >/dev/null
 	sbx-lease log "$id" | tail -n1 >last
 	echo "$1: delivered $(stat -c %s said) bytes, $(wc -l <said) lines; charged $(jq -c .usage last)"
@@ -663,6 +668,7 @@ le64() {
 	cp "$SBX_STORE/run/$a.lock" claim
 	kill -9 "$pid"
 	wait "$pid" || true
+	sbx_runs_released
 	[ "$(stat -c %s claim)" -eq $((4096 + 2 * 256)) ]
 	cp claim "$SBX_STORE/run/$b.lock"          # another lease's
 	cp claim "$SBX_STORE/run/$c.lock"          # every byte of it checked

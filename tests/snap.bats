@@ -301,6 +301,23 @@ snapshot_mid_run() {
 	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
 }
 
+@test "a take while the sandbox is being set up says try again; the next one is taken" {
+	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)
+	sbx-run --lease "$SRC" -- "$GUESTS/snap_steps" "$STEPS" >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	SRC_PID=$!
+	taken=
+	for _ in $(seq 1 400); do
+		out=$(sbx-snap take "$SRC" 2>&1) && { taken=1; break; }
+		case $out in
+		*"has no running guest"* | *"not started yet: try again"*) ;;
+		*) echo "$out" >&2; false ;;
+		esac
+	done
+	[ -n "$taken" ]
+	wait "$SRC_PID"
+	[ "$(lease_state "$SRC")" = Active ]
+}
+
 @test "a shared anonymous mapping is snapshotted once and mapped shared again" {
 	want=$(cd "$BATS_TEST_TMPDIR" && "$GUESTS/snap_steps" "$STEPS" -1 shared-anon)
 	SRC=$(lease_new "$GUESTS/snap_steps" active --limits namespace_bytes=64M)

@@ -184,6 +184,10 @@ load snaptree/lib
 	snaptree_case shared_pty
 }
 
+@test "snaptree: dev_null, the run's stdin the host's /dev/null (fails on main: the guest's own /dev/null came back as a read-only copy of stdin, EBADF)" {
+	snaptree_case dev_null </dev/null
+}
+
 @test "snaptree: shared_stdio" {
 	snaptree_case shared_stdio
 }

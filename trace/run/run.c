@@ -219,9 +219,12 @@ static void ctl_serve(struct run *r, struct trace_supervisor *sv)
 		int stop = json_is_true(json_object_get(req, "stop"));
 		/* a peer's snapshot is its renter's to authorize, never this run's key */
 		int peer_signed = json_is_string(json_object_get(req, "renter_sig"));
-		int rc = peer_signed ? request_snapshot(r, trace_sv_guest_pid(sv), 0, stop, 0, req, &t, &e)
-			: common_errf(&e, "snapshot", "not signed by the lease's renter (sbx-snap "
-				      "take signs it)");
+		/* the control socket is up while the sandbox is still being set up */
+		int rc = !peer_signed ? common_errf(&e, "snapshot", "not signed by the lease's renter "
+						    "(sbx-snap take signs it)")
+			: trace_sv_guest_pid(sv) <= 0 ? common_errf(&e, "snapshot", "the guest has not "
+								 "started yet: try again")
+			: request_snapshot(r, trace_sv_guest_pid(sv), 0, stop, 0, req, &t, &e);
 		json_decref(rep);
 		rep = snap_reply(r->id, rc, &t, &e);
 		if (stop && rc == 0)
