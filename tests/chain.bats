@@ -301,6 +301,8 @@ chain_build() {
 	[ "$output" = "$(seq 1 24)" ]
 	[ "$(nlinks)" -ge 3 ]
 	jq -e '.links[:-1] | all(.end == "chain: storage_write")' "$BATS_TEST_TMPDIR/res.json"
+}
+
 # a 3-module project whose compilers write assembly of ~1 MiB each to the run's
 # /tmp (no -pipe: cc1 writes /tmp/ccXXXXXX.s, as reads it), in $1
 tmp_project() {
