@@ -104,17 +104,7 @@ int trace_inject_at_entry(pid_t tid, long nr, const uint64_t a[6], int64_t *ret)
 		return -EIO;
 	*ret = (int64_t)r.rax;
 	/* back to the syscall instruction: the kernel traps it again, unchanged */
-	r = r0;
-	r.rip -= 2;
-	r.rax = r0.orig_rax;
-	if (trace_regs_set(tid, &r) < 0)
-		return -EIO;
-	if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
-		return -errno;
-	if ((rc = trace_wait_for(tid, TRACE_WANT_SECCOMP, PTRACE_CONT, &sig)) < 0)
-		return rc;
-	send_again(tid, sig);
-	return 0;
+	return trace_seccomp_again(tid, &r0);
 }
 
 int trace_seccomp_again(pid_t tid, const struct user_regs_struct *at)
