@@ -2,8 +2,10 @@
  * children), each with MIB MiB of touched heap; stage i holds a line for
  * stage i+1 in the pipe between them. Once all are ready the root prints
  * "ready" and every stage waits while /tmp/snap_tree.mark, which the root
- * made, exists: the sandbox's /tmp is the run's own, so a restored run (or a
- * native one whose mark the bench removed) finds none and goes on at once.
+ * made, exists and the process is the one that started (its start time in
+ * /proc/self/stat): a snapshot holds the run's /tmp and its mark, but a
+ * restored process is a new one, and a native run goes on once the bench
+ * removes the mark.
  * Each stage then reads its line and checks its memory; the root prints
  * "resumed NS" (CLOCK_REALTIME when it went on), waits for the children and
  * prints "ok". */
@@ -17,6 +19,29 @@
 
 #define MARK "/tmp/snap_tree.mark"
 #define MAX_PROCS 64
+
+/* This process's start time (field 22 of /proc/self/stat), 0 if unknown. */
+static unsigned long long start_time(void)
+{
+	char buf[1024];
+	unsigned long long t = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &t) != 1)
+		t = 0;
+	return t;
+}
+
+/* Wait while the mark exists in the process that made the snapshot's state. */
+static void hold(unsigned long long started)
+{
+	while (access(MARK, F_OK) == 0 && start_time() == started)
+		usleep(1000);
+}
 
 static uint64_t *touch(size_t mib, unsigned stage)
 {
@@ -38,13 +63,13 @@ static int check(const uint64_t *p, size_t mib, unsigned stage)
 /* A child stage: its line from stage i-1 (in), a line for stage i+1 (out, or -1). */
 static int stage(unsigned i, size_t mib, int in, int out, int ready)
 {
+	unsigned long long started = start_time();
 	uint64_t *p = touch(mib, i);
 	char line[64], got[64] = "";
 	int n = snprintf(line, sizeof line, "stage %u\n", i);
 	if (!p || (out >= 0 && write(out, line, (size_t)n) != n) || write(ready, "r", 1) != 1)
 		return 3;
-	while (access(MARK, F_OK) == 0)
-		usleep(1000);
+	hold(started);
 	snprintf(line, sizeof line, "stage %u\n", i - 1);
 	if (read(in, got, sizeof got - 1) <= 0 || strcmp(got, line))
 		return 4;
@@ -56,6 +81,7 @@ int main(int argc, char **argv)
 	unsigned procs = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 3;
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 4;
 	int fd[MAX_PROCS][2], ready[2];
+	unsigned long long started = start_time();
 	FILE *m = fopen(MARK, "w");
 	if (!m || fclose(m) || pipe(ready) < 0 || procs < 1 || procs > MAX_PROCS)
 		return 2;
@@ -93,8 +119,7 @@ int main(int argc, char **argv)
 			return 2;
 	puts("ready");
 	fflush(stdout);
-	while (access(MARK, F_OK) == 0)
-		usleep(1000);
+	hold(started);
 	struct timespec t;
 	clock_gettime(CLOCK_REALTIME, &t);
 	printf("resumed %lld\n", (long long)t.tv_sec * 1000000000ll + t.tv_nsec);
