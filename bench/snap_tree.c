@@ -2,10 +2,10 @@
  * children), each with MIB MiB of touched heap; stage i holds a line for
  * stage i+1 in the pipe between them. Once all are ready the root prints
  * "ready" and every stage waits while /tmp/snap_tree.mark, which the root
- * made, exists and the process is the one that started (its start time in
- * /proc/self/stat): a snapshot holds the run's /tmp and its mark, but a
- * restored process is a new one, and a native run goes on once the bench
- * removes the mark.
+ * made, exists as it made it (its ctime): a snapshot holds the run's /tmp and
+ * the mark in it, made again by the restore (times are not held), and a native
+ * run goes on once the bench removes the mark. No descriptor stays open while
+ * it waits: a snapshot holds every one.
  * Each stage then reads its line and checks its memory; the root prints
  * "resumed NS" (CLOCK_REALTIME when it went on), waits for the children and
  * prints "ok". */
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,26 +21,14 @@
 #define MARK "/tmp/snap_tree.mark"
 #define MAX_PROCS 64
 
-/* This process's start time (field 22 of /proc/self/stat), 0 if unknown. */
-static unsigned long long start_time(void)
-{
-	char buf[1024];
-	unsigned long long t = 0;
-	FILE *f = fopen("/proc/self/stat", "r");
-	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &t) != 1)
-		t = 0;
-	return t;
-}
+static struct timespec made; /* the mark's ctime */
 
-/* Wait while the mark exists in the process that made the snapshot's state. */
-static void hold(unsigned long long started)
+/* Wait while the mark is the one the root made. */
+static void hold(void)
 {
-	while (access(MARK, F_OK) == 0 && start_time() == started)
+	struct stat sb;
+	while (stat(MARK, &sb) == 0 && sb.st_ctim.tv_sec == made.tv_sec &&
+	       sb.st_ctim.tv_nsec == made.tv_nsec)
 		usleep(1000);
 }
 
@@ -63,13 +52,12 @@ static int check(const uint64_t *p, size_t mib, unsigned stage)
 /* A child stage: its line from stage i-1 (in), a line for stage i+1 (out, or -1). */
 static int stage(unsigned i, size_t mib, int in, int out, int ready)
 {
-	unsigned long long started = start_time();
 	uint64_t *p = touch(mib, i);
 	char line[64], got[64] = "";
 	int n = snprintf(line, sizeof line, "stage %u\n", i);
 	if (!p || (out >= 0 && write(out, line, (size_t)n) != n) || write(ready, "r", 1) != 1)
 		return 3;
-	hold(started);
+	hold();
 	snprintf(line, sizeof line, "stage %u\n", i - 1);
 	if (read(in, got, sizeof got - 1) <= 0 || strcmp(got, line))
 		return 4;
@@ -81,10 +69,12 @@ int main(int argc, char **argv)
 	unsigned procs = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 3;
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 4;
 	int fd[MAX_PROCS][2], ready[2];
-	unsigned long long started = start_time();
 	FILE *m = fopen(MARK, "w");
-	if (!m || fclose(m) || pipe(ready) < 0 || procs < 1 || procs > MAX_PROCS)
+	struct stat sb;
+	if (!m || fclose(m) || stat(MARK, &sb) < 0 || pipe(ready) < 0 || procs < 1 ||
+	    procs > MAX_PROCS)
 		return 2;
+	made = sb.st_ctim;
 	/* pipe k: stage k writes, stage k+1 reads */
 	for (unsigned k = 0; k + 1 < procs; k++)
 		if (pipe(fd[k]) < 0)
@@ -119,7 +109,7 @@ int main(int argc, char **argv)
 			return 2;
 	puts("ready");
 	fflush(stdout);
-	hold(started);
+	hold();
 	struct timespec t;
 	clock_gettime(CLOCK_REALTIME, &t);
 	printf("resumed %lld\n", (long long)t.tv_sec * 1000000000ll + t.tv_nsec);
