@@ -792,5 +792,6 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 			rc = common_errno(e, -rc, "passing the seccomp program to the sandbox");
 	}
 	trace_box_close(&p->sync_fd[1]);
+	trace_plan_reap(p);
 	return rc;
 }
