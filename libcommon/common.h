@@ -107,6 +107,7 @@ struct stat;
 int common_same_file(const struct stat *a, const struct stat *b);
 int common_rm_rf(const char *path, struct common_err *e);
 int common_write_all(int fd, const void *buf, size_t len);  /* -errno or 0 */
+int common_write_quiet(int fd, const void *buf, size_t len); /* the same; no SIGPIPE */
 ssize_t common_read_all(int fd, void *buf, size_t len);     /* bytes read, short at EOF, -errno */
 
 /* A host file written after a guest ran: open its directory before the guest

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,27 @@ int common_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* A reader gone away answers with -EPIPE, not with a SIGPIPE that would kill the
+ * host: blocked in this thread only and, if this write raised it, taken back (the
+ * host's disposition is never touched). */
+int common_write_quiet(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_set, old, pending;
+	struct timespec zero = { 0, 0 };
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pending);
+	int had = sigismember(&pending, SIGPIPE) == 1;
+	int r = common_write_all(fd, buf, len);
+	if (r == -EPIPE && !had)
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
 }
 
 ssize_t common_read_all(int fd, void *buf, size_t len)

@@ -170,6 +170,20 @@ memcg_or_skip() {
 	[ "$(usage_of memory)" -le $(((64 << 20) + (1 << 20))) ]
 }
 
+# init builds the guest's tree while sbx-run moves it into the run's cgroups (a
+# move waits out an RCU grace period); the guest is forked only after the move
+@test "the guest is in the run's memory and CPU cgroups from its first instruction" {
+	memcg_or_skip
+	local i
+	for i in 1 2 3 4 5; do
+		sbx-run --ephemeral -- /bin/cat /proc/self/cgroup >cg 2>err || { cat err; false; }
+		grep -q '^[0-9]*:memory:/sbx-run\.[0-9]*\.[0-9]*$' cg || { cat cg; false; }
+		if sbx_fusecg; then
+			grep -q '^[0-9]*:cpuacct:/sbx-run\.[0-9]*\.[0-9]*$' cg || { cat cg; false; }
+		fi
+	done
+}
+
 @test "concurrent bounded runs each keep their own memory cgroup" {
 	memcg_or_skip
 	local pids=() i st

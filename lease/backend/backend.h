@@ -131,12 +131,18 @@ int lease_ns_effect(struct lease_store *s, const json_t *rec, struct common_err 
 /* receipt.c */
 /* Fill "digest" and "sig" of r with the store key. */
 int lease_receipt_seal(struct lease_store *s, json_t *r, struct common_err *e);
+/* lease_receipt_check without the digest: for a receipt this process just sealed. */
+int lease_receipt_shape(const json_t *r, const char *name, struct common_err *e);
 /* Shape + digest + signature against the store key. */
 int lease_receipt_verify(struct lease_store *s, const json_t *r, const char *name,
 			 struct common_err *e);
 
 /* fold.c: record' = apply(record, receipt); rec NULL for a request. Pure. */
 int lease_fold(const json_t *rec, const json_t *receipt, json_t **out, struct common_err *e);
+/* The same for a receipt lease_receipt_seal has just digested, unchanged since:
+ * its digest is not computed again. */
+int lease_fold_sealed(const json_t *rec, const json_t *receipt, json_t **out,
+		      struct common_err *e);
 /* cost = Σ usage × fee, saturated at INT64_MAX. */
 uint64_t lease_cost(const json_t *usage, const json_t *fees);
 int lease_usage_get(const json_t *usage, uint64_t out[LEASE_DIM_COUNT]);

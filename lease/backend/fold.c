@@ -206,13 +206,20 @@ static int fold_snapshot(json_t *rec, const json_t *cur, const json_t *r, enum l
 
 int lease_fold(const json_t *cur, const json_t *r, json_t **out, struct common_err *e)
 {
+	if (lease_receipt_check(r, "receipt", e) < 0)
+		return -1;
+	return lease_fold_sealed(cur, r, out, e);
+}
+
+int lease_fold_sealed(const json_t *cur, const json_t *r, json_t **out, struct common_err *e)
+{
 	const char *id = lease_jstr(r, "lease"), *edge = lease_jstr(r, "edge");
 	enum lease_edge ed;
 	enum lease_state from, to;
 	json_t *rec;
 	int64_t v, esc, cost;
 
-	if (lease_receipt_check(r, "receipt", e) < 0)
+	if (lease_receipt_shape(r, "receipt", e) < 0)
 		return -1;
 	lease_edge_parse(edge, &ed);
 	lease_state_parse(lease_jstr(r, "to"), &to);

@@ -6,6 +6,7 @@
  * Also kept: the journal's descriptor, and what the last commit left unwritten (the
  * record of the journal's last lease, the slot index), which any other process's
  * recovery rolls forward from the journal before it reads them. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -102,14 +103,26 @@ void lease_file_cache_put(struct lease_store *s, const char *key, const json_t *
 	json_object_set_new(s->fcache, key, json_deep_copy(v));
 }
 
+/* v as the cache keeps it under key (kept values are never changed: readers get
+ * copies), else a copy of v */
+static json_t *kept_or_copy(struct lease_store *s, const char *key, const json_t *v)
+{
+	json_t *k = s->fcache ? json_object_get(s->fcache, key) : NULL;
+
+	return k ? json_incref(k) : json_deep_copy(v);
+}
+
 void lease_file_pending_set(struct lease_store *s, const json_t *pair, const json_t *slots,
 			    size_t lag)
 {
 	struct lease_file_mem *m = mem(s);
+	char key[LEASE_ID_LEN + 8];
+	const char *id = lease_jstr(json_object_get(pair, "lease"), "id");
 
 	lease_file_pending_drop(s);
-	m->pair = json_deep_copy(pair);
-	m->slots = slots ? json_deep_copy(slots) : NULL;
+	snprintf(key, sizeof key, "lease/%s", id ? id : "");
+	m->pair = id ? kept_or_copy(s, key, pair) : json_deep_copy(pair);
+	m->slots = slots ? kept_or_copy(s, "slots", slots) : NULL;
 	m->lag = lag;
 }
 

@@ -57,7 +57,8 @@ void lease_file_journal_forget(struct lease_store *s);
 void lease_file_forget(struct lease_store *s);
 /* The unwritten derived files (pair NULL when none), the descriptor of the journal. */
 struct lease_file_mem *lease_file_pending(struct lease_store *s);
-/* Keep pair (and slots, unless NULL) as the last commit's unwritten files. */
+/* Keep pair (and slots, unless NULL) as the last commit's unwritten files; called
+ * right after lease_file_cache_put of the same values, it shares the cache's copies. */
 void lease_file_pending_set(struct lease_store *s, const json_t *pair, const json_t *slots,
 			    size_t lag);
 void lease_file_pending_drop(struct lease_store *s);

@@ -66,7 +66,10 @@ static void test_steps(const char *dir)
 	st[0].args = amount;
 	CHECK(lease_steps(s, &req, NULL, NULL, st, 2, &rs, &e) == 0 && json_array_size(rs) == 3);
 	snprintf(id, sizeof id, "%s", rid(json_array_get(rs, 0)));
-	/* each step its own receipt, chained */
+	/* each step its own receipt, chained; each hashes to its digest (sealed and
+	 * folded without a second digest, nothing changed it in between) */
+	for (size_t i = 0; i < json_array_size(rs); i++)
+		CHECK(lease_receipt_check(json_array_get(rs, i), "receipt", &e) == 0);
 	for (size_t i = 1; i < json_array_size(rs); i++) {
 		json_t *r = json_array_get(rs, i), *p = json_array_get(rs, i - 1);
 		CHECK(json_integer_value(json_object_get(r, "seq")) == (json_int_t)i);
@@ -74,6 +77,16 @@ static void test_steps(const char *dir)
 			  json_string_value(json_object_get(p, "digest")));
 	}
 	CHECK_STR(json_string_value(json_object_get(json_array_get(rs, 2), "to")), "Active");
+	/* the head with one field edited (digest and signature left alone) is no head:
+	 * only the very receipt skips a digest, the edited one is found tampered */
+	head = json_deep_copy(json_array_get(rs, 2));
+	json_int_t batch = json_integer_value(json_object_get(head, "batch"));
+	json_object_set_new(head, "batch", json_integer(batch + 1));
+	CHECK(lease_steps(s, NULL, id, head, close_steps, 3, &cs, &e) < 0 && strstr(e.why, "tampered"));
+	json_object_set_new(head, "batch", json_integer(batch));
+	json_object_set_new(head, "extra", json_true()); /* a field added */
+	CHECK(lease_steps(s, NULL, id, head, close_steps, 3, &cs, &e) < 0 && strstr(e.why, "tampered"));
+	json_decref(head);
 	/* evidence other than the head is refused, before anything is written */
 	CHECK(lease_steps(s, NULL, id, json_array_get(rs, 0), close_steps, 3, &cs, &e) < 0 &&
 	      strstr(e.why, "replayed"));

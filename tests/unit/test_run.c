@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "trace/sv/sv.h"
 #include "trace/box/box-internal.h"
@@ -237,6 +238,40 @@ static struct trace_config base(void)
 	return c;
 }
 
+/* root's rw bind of the lease namespace is cut through an id-map helper's user
+ * namespace; the helper's exit is left off the start-up path, and reaped before a
+ * supervisor would wait for any child (a stray child would be taken for a guest
+ * task): none is left after trace_plan_reap, nor after a plan freed unreleased */
+static void test_plan_helpers(void)
+{
+	struct common_err e;
+	struct trace_config c = base();
+	struct trace_plan p;
+	char dir[] = "/tmp/test_run_ns.XXXXXX";
+	if (geteuid() != 0 || !mkdtemp(dir)) {
+		printf("test_plan_helpers: skipped (needs root)\n");
+		return;
+	}
+	c.ns_dir = dir;
+	for (int k = 0; k < 2; k++) {
+		CHECK(trace_plan_build(&c, &p, &e) == 0, "plan with the lease namespace: %s", e.why);
+		int helpers = 0;
+		for (size_t i = 0; i < p.nm; i++)
+			helpers += p.m[i].idmap_helper > 0;
+		CHECK(helpers == 1, "one id-map helper, not yet reaped (%d)", helpers);
+		if (k == 0)
+			trace_plan_reap(&p);
+		else
+			trace_plan_free(&p);
+		errno = 0;
+		CHECK(waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD,
+		      "no child left after %s", k ? "the plan freed" : "trace_plan_reap");
+		if (k == 0)
+			trace_plan_free(&p);
+	}
+	rmdir(dir);
+}
+
 static void test_config(void)
 {
 	struct common_err e;
@@ -419,6 +454,7 @@ int main(void)
 	test_opts();
 	test_exit_codes();
 	test_view_homes();
+	test_plan_helpers();
 	printf("test_run: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

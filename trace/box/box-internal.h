@@ -56,7 +56,8 @@ struct trace_fuse {
 	int count_fd, v2;             /* the cgroup's CPU count: cpu.stat (v2) or cpuacct.usage */
 	pid_t init;                   /* the run's init: never killed, its CPU not counted */
 	int init_fd;                  /* its schedstat, once started; else -1 */
-	uint64_t init_base_ns;        /* what it had burnt when it entered the cgroup */
+	uint64_t init_base_ns;        /* what it had burnt just after it entered the cgroup
+				       * (mid set-up: the µs between count as the guest's) */
 	unsigned ncpu;                /* the CPUs the tree may burn on at once */
 };
 /* The shared page; -1 when none can be mapped. */

@@ -85,6 +85,8 @@ struct trace_mnt {
 	char *opts;
 	int rw;
 	int tree_fd;       /* -1, or a detached idmapped tree made by the supervisor */
+	pid_t idmap_helper; /* 0, or the helper whose user namespace maps tree_fd: it exits
+			     * at once, reaped by trace_plan_reap (its exit off the start-up path) */
 	int is_file;       /* bind of a non-directory */
 	int expand;        /* a root bind: expanded one level onto a tmpfs */
 	int lease_ns;      /* the lease namespace at /ns (--owner does not apply) */
@@ -121,6 +123,8 @@ struct trace_plan {
 
 int trace_plan_build(const struct trace_config *cfg, struct trace_plan *p, struct common_err *e);
 void trace_plan_free(struct trace_plan *p);
+/* Reap the id-map helpers (before the supervisor waits for any child: none is its). */
+void trace_plan_reap(struct trace_plan *p);
 /* clone() into the namespaces; the child waits on sync_fd. Returns pid or -1,
  * with p->init_pidfd set. */
 pid_t trace_sandbox_spawn(struct trace_plan *p, struct common_err *e);

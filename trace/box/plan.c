@@ -138,7 +138,7 @@ int trace_box_write(const char *path, const char *s, struct common_err *e)
  * idmapped rw bind then shows the owner's files as the guest's own, and files
  * the guest creates land on the host as the owner's, nothing wider. *fd gets it. */
 static int make_idmap_userns(const struct trace_plan *p, uid_t uid, gid_t gid, int *fd,
-			     struct common_err *e)
+			     pid_t *helper, struct common_err *e)
 {
 	int pp[2];
 	if (pipe2(pp, O_CLOEXEC) < 0)
@@ -169,8 +169,8 @@ static int make_idmap_userns(const struct trace_plan *p, uid_t uid, gid_t gid, i
 	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)h);
 	if (rc == 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		rc = common_errno(e, errno, "idmap: %s", path);
-	close(pp[1]);
-	waitpid(h, NULL, __WNOTHREAD);
+	close(pp[1]); /* the helper's EOF: it exits, reaped later (trace_plan_reap) */
+	*helper = h;
 	return rc;
 }
 
@@ -186,7 +186,7 @@ static int make_idmapped_tree(struct trace_plan *p, struct trace_mnt *m, const c
 	uid_t uid = p->cfg->owner_set && !m->lease_ns ? p->cfg->owner_uid : st.st_uid;
 	gid_t gid = p->cfg->owner_set && !m->lease_ns ? p->cfg->owner_gid : st.st_gid;
 	int ns = -1;
-	if (make_idmap_userns(p, uid, gid, &ns, e) < 0)
+	if (make_idmap_userns(p, uid, gid, &ns, &m->idmap_helper, e) < 0)
 		return -1;
 	int t = (int)syscall(SYS_open_tree, AT_FDCWD, host_src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (t < 0) {
@@ -351,8 +351,18 @@ void trace_box_close(int *fd)
 	*fd = -1;
 }
 
+void trace_plan_reap(struct trace_plan *p)
+{
+	for (size_t i = 0; i < p->nm; i++) {
+		if (p->m[i].idmap_helper > 0)
+			waitpid(p->m[i].idmap_helper, NULL, __WNOTHREAD);
+		p->m[i].idmap_helper = 0;
+	}
+}
+
 void trace_plan_free(struct trace_plan *p)
 {
+	trace_plan_reap(p);
 	for (size_t i = 0; i < p->nm; i++) {
 		free(p->m[i].src);
 		free(p->m[i].dst);

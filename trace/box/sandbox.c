@@ -763,11 +763,13 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 	snprintf(map, sizeof map, "%d %u 1\n", TRACE_GUEST_UID, (unsigned)p->host_gid);
 	if (trace_box_write(path, map, e) < 0)
 		return -1;
-	/* before it runs anything: every task of the run is born inside */
-	if (p->cfg->cgroup && trace_cgroup_enter(p->cfg->cgroup, child, e) < 0)
-		return -1;
 	if (write(p->sync_fd[1], "g", 1) != 1)
 		return common_errno(e, errno, "starting the sandbox");
+	/* while init builds the guest's tree (a cgroup move waits out an RCU grace
+	 * period, milliseconds): init forks the guest only once it has read the
+	 * programs below, so every guest task is born inside */
+	if (p->cfg->cgroup && trace_cgroup_enter(p->cfg->cgroup, child, e) < 0)
+		return -1;
 	/* built (or found) now, while the child mounts; a pipe holds the largest program */
 	int rc = 0;
 	for (int k = 0; k < 2 && rc == 0; k++) {
@@ -778,13 +780,18 @@ int trace_sandbox_release(struct trace_plan *p, pid_t child, struct common_err *
 		if (rc < 0)
 			break;
 		uint16_t n = prog.len;
-		rc = common_write_all(p->sync_fd[1], &n, sizeof n);
+		rc = common_write_quiet(p->sync_fd[1], &n, sizeof n);
 		if (rc == 0 && n)
-			rc = common_write_all(p->sync_fd[1], prog.filter, n * sizeof(struct sock_filter));
+			rc = common_write_quiet(p->sync_fd[1], prog.filter, n * sizeof(struct sock_filter));
+		free(prog.filter);
+		if (rc == -EPIPE) { /* init failed its set-up: its error pipe says why */
+			rc = 0;
+			break;
+		}
 		if (rc < 0)
 			rc = common_errno(e, -rc, "passing the seccomp program to the sandbox");
-		free(prog.filter);
 	}
 	trace_box_close(&p->sync_fd[1]);
+	trace_plan_reap(p);
 	return rc;
 }

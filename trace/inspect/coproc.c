@@ -296,27 +296,6 @@ fail:
 	return common_errno(e, err, "starting inspector %s", prog);
 }
 
-/* A write that a co-process gone away answers with EPIPE, not with a SIGPIPE
- * that would kill the host: blocked in this thread only and, if this write
- * raised it, taken back (the host's disposition is never touched). */
-static int write_quiet(int fd, const void *buf, size_t len)
-{
-	sigset_t pipe_set, old, pending;
-	struct timespec zero = { 0, 0 };
-
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	sigpending(&pending);
-	int had = sigismember(&pending, SIGPIPE) == 1;
-	int r = common_write_all(fd, buf, len);
-	if (r == -EPIPE && !had)
-		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-			;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return r;
-}
-
 /* One line from the co-process within the deadline. */
 static int read_line(struct trace_coproc *c, size_t *linelen, struct common_err *e)
 {
@@ -367,7 +346,7 @@ int trace_coproc_ask(struct trace_coproc *c, const struct trace_stop *st, const 
 	int r;
 
 	ev[n] = '\n'; /* json_dumps leaves room only for the NUL: rewrite it */
-	r = write_quiet(c->to, ev, n + 1);
+	r = common_write_quiet(c->to, ev, n + 1);
 	free(ev);
 	if (r < 0)
 		return common_errf(e, "inspector reply", "missing: the co-process is gone (%s)",
