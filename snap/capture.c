@@ -127,18 +127,43 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The supervisor's standard descriptors as the root holds them (st_ino 0: not open). */
-struct snap_std { pid_t root; dev_t dev[3]; ino_t ino[3]; };
+/* The run's standard streams (st_ino 0: none): held by the capturing process
+ * at fd[k] (pipe[k]: the read end of the pipe the guest writes), or -1: the
+ * root's own fd k. */
+struct snap_std { pid_t root; int fd[3], pipe[3]; dev_t dev[3]; ino_t ino[3]; };
 
-/* Which of the root's standard descriptors fd of pid is the same open file as
- * (kcmp): the guest's own /dev/null is no copy of a stdin on the host's one. */
-static int std_of(const struct snap_std *sd, pid_t pid, uint32_t fd, const struct stat *sb)
+/* Which standard stream fd of pid (flags: its fdinfo's) is the same open file
+ * as (kcmp), or the relay pipe's write end: the guest's own /dev/null is no
+ * copy of a stdin on the host's one, nor the root's after `exec >/dev/null`. */
+static int std_of(const struct snap_std *sd, pid_t pid, uint32_t fd, uint32_t flags,
+		  const struct stat *sb)
 {
-	for (int k = 0; sd && k < 3; k++)
-		if (sd->ino[k] && sd->ino[k] == sb->st_ino && sd->dev[k] == sb->st_dev &&
-		    syscall(SYS_kcmp, sd->root, pid, KCMP_FILE, k, fd) == 0)
+	for (int k = 0; sd && k < 3; k++) {
+		if (!sd->ino[k] || sd->ino[k] != sb->st_ino || sd->dev[k] != sb->st_dev)
+			continue;
+		if (sd->fd[k] < 0 ? syscall(SYS_kcmp, sd->root, pid, KCMP_FILE, k, fd) == 0
+				  : syscall(SYS_kcmp, getpid(), pid, KCMP_FILE, sd->fd[k], fd) == 0 ||
+				    (sd->pipe[k] && (flags & O_ACCMODE) == O_WRONLY))
 			return k;
+	}
 	return -1;
+}
+
+/* A standard stream at fd f of the root or elsewhere: the root's own fd k
+ * stays the supervisor's, any other is a copy of stream k. */
+static int stream_fd(struct snap_fd *f, const struct snap_std *sd, int root, int k,
+		     struct common_err *e)
+{
+	int own = root && f->fd <= 2 && (!sd || sd->fd[f->fd] < 0 || k == (int)f->fd);
+	/* pos 0 at the root's 0-2 means its own: a copy of stdin there has no name */
+	if (!own && root && f->fd <= 2 && k == 0)
+		return common_errf(e, "capture", "fd %u of the root process is a copy of the run's "
+				   "standard input: not supported", f->fd);
+	f->kind = SNAP_FD_STREAM;
+	f->path = common_xstrdup("");
+	f->pos = own ? 0 : (uint64_t)k;
+	f->flags = own ? 0 : f->flags & O_CLOEXEC;
+	return 0;
 }
 
 /* A pipe end: pos is the pipe's inode until snap_pipes_capture numbers it. A
@@ -208,17 +233,12 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 	f->pos = q ? strtoull(q + 4, NULL, 10) : 0;
 	f->flags = fl ? (uint32_t)strtoul(fl + 6, NULL, 8) : 0;
 	free(buf);
-	int k = std_of(sd, c->pid, f->fd, &sb);
-	if ((root && f->fd <= 2) || k >= 0) {
-		/* stdio belongs to the supervisor (pipes, terminals, log files):
-		 * the restoring supervisor provides its own; elsewhere than the
-		 * root's 0-2, a copy of the root's standard descriptor pos */
-		f->kind = SNAP_FD_STREAM;
-		f->path = common_xstrdup("");
-		f->pos = root && f->fd <= 2 ? 0 : (uint64_t)k;
-		f->flags = root && f->fd <= 2 ? 0 : f->flags & O_CLOEXEC;
-		return 0;
-	}
+	/* stdio belongs to the supervisor (pipes, terminals, log files): the
+	 * restoring supervisor provides its own; what the root put at its 0-2
+	 * itself is captured as what it is */
+	int k = std_of(sd, c->pid, f->fd, f->flags, &sb);
+	if (k >= 0 || (root && f->fd <= 2 && (!sd || sd->fd[f->fd] < 0)))
+		return stream_fd(f, sd, root, k, e);
 	if (S_ISFIFO(sb.st_mode) && st->version >= 4)
 		return pipe_fd(f, link, &sb, st->version, e);
 	if (S_ISREG(sb.st_mode) && st->version >= 5 && snap_shm_fd(c->pid, link, &sb, st->version)) {
@@ -795,19 +815,23 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 	return 0;
 }
 
-/* The root's standard descriptors (what other descriptors may be copies of). */
-static void read_std(pid_t pid, struct snap_std *sd)
+/* The run's standard streams (what descriptors may be copies of): held here
+ * (std_fds), else the root's own 0-2. */
+static void read_std(pid_t pid, const int *std_fds, struct snap_std *sd)
 {
 	memset(sd, 0, sizeof *sd);
 	sd->root = pid;
 	for (int k = 0; k < 3; k++) {
 		char p[64];
 		struct stat sb;
+		sd->fd[k] = std_fds ? std_fds[k] : -1;
 		snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)pid, k);
-		if (stat(p, &sb) == 0) {
-			sd->dev[k] = sb.st_dev;
-			sd->ino[k] = sb.st_ino;
-		}
+		if (sd->fd[k] >= 0 ? fstat(sd->fd[k], &sb) < 0 : stat(p, &sb) < 0)
+			continue;
+		sd->dev[k] = sb.st_dev;
+		sd->ino[k] = sb.st_ino;
+		sd->pipe[k] = sd->fd[k] >= 0 && S_ISFIFO(sb.st_mode) &&
+			      (fcntl(sd->fd[k], F_GETFL) & O_ACCMODE) == O_RDONLY;
 	}
 }
 
@@ -852,10 +876,10 @@ static int list_procs(pid_t pid, struct snap_state *st, struct cap_proc **cp,
 /* What may refuse the snapshot, read before any process is touched: each
  * live process's mappings and descriptors, its program, the pipes' bytes. */
 static int precheck(struct snap_state *st, struct cap_proc *cp, const struct snap_state *expect,
-		    struct common_err *e)
+		    const int *std_fds, struct common_err *e)
 {
 	struct snap_std sd;
-	read_std(cp[0].pid, &sd);
+	read_std(cp[0].pid, std_fds, &sd);
 	pid_t *hosts = common_xcalloc(st->nprocs + 1, sizeof *hosts);
 	int rc = 0;
 	for (size_t k = 0; k <= st->nprocs && rc == 0; k++) {
@@ -926,7 +950,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	st.meta.host_program = common_xstrdup(o->meta.host_program ? o->meta.host_program : "");
 	st.meta.ns_prefix = common_xstrdup(o->meta.ns_prefix ? o->meta.ns_prefix : "");
 	/* a refused snapshot leaves the guest exactly as it was */
-	if (list_procs(pid, &st, &cp, e) < 0 || precheck(&st, cp, o->expect, e) < 0)
+	if (list_procs(pid, &st, &cp, e) < 0 || precheck(&st, cp, o->expect, o->std_fds, e) < 0)
 		goto out;
 	for (size_t k = 0; k <= st.nprocs; k++) {
 		struct snap_state *p = k ? &st.procs[k - 1] : &st;

@@ -199,6 +199,8 @@ void snap_fdctx_close(struct snap_fdctx *c);
 int snap_fd_is_object(const struct stat *sb);
 /* A copy of the tracee's descriptor in this process: fd or -1 with e. */
 int snap_fd_copy(struct snap_fdctx *c, uint32_t fd, struct common_err *e);
+/* Copies here of pid's descriptors 0-2 (-1: not open), for the caller to close. */
+void snap_std_hold(pid_t pid, int fds[3]);
 /* Capture the object behind f (link: its /proc/PID/fd link), or find the one an
  * earlier descriptor holds; f->size becomes the object's fd. */
 int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,

@@ -363,6 +363,11 @@ struct snap_capture_opts {
 	 * meter holds without PROT_WRITE (trace_metering_held_prot), or NULL */
 	int (*held_prot)(void *ctx, pid_t tgid, uint64_t addr, uint64_t len, int *prot);
 	void *held_ctx;
+	/* the run's standard streams as the capturing process holds them: the
+	 * open file the guest was handed as fd k, or the read end of the pipe
+	 * whose write end it was (the output relay). The root's fds 0-2 are they
+	 * only when they still hold them; NULL or -1: the root's own fd k is. */
+	const int *std_fds;
 };
 /* Capture the tracee pid (a thread-group leader) and every other thread of
  * its process, and (version 4) every process below it with its threads, each
