@@ -278,9 +278,14 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 	return f->kind == SNAP_FD_FILE ? hash_fd_file(p, f->hash, &f->size, e) : 0;
 }
 
-static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *sd, int root,
+/* The descriptors of process k of tree (its host pid hosts[k]) into st; tree
+ * NULL: its objects all read from it. */
+static int capture_fds(const struct snap_state *tree, const pid_t *hosts, size_t k,
+		       struct snap_state *st, const struct snap_std *sd,
 		       const struct snap_state *expect, struct common_err *e)
 {
+	pid_t pid = hosts[k];
+	int root = k == 0;
 	uint32_t *nums = NULL;
 	size_t n = 0;
 	struct snap_fdctx c;
@@ -288,6 +293,9 @@ static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *
 		return -1;
 	snap_fdctx_init(&c, pid);
 	c.expect = expect;
+	c.tree = tree;
+	c.hosts = hosts;
+	c.k = k;
 	st->fds = common_xcalloc(n + 1, sizeof *st->fds);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -890,7 +898,7 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 			continue;
 		snprintf(path, sizeof path, "/proc/%d/exe", (int)cp[k].pid);
 		if (refuse_mappings(cp[k].pid, st->version, k == 0, e) < 0 ||
-		    capture_fds(cp[k].pid, p, st->version >= 4 ? &sd : NULL, k == 0,
+		    capture_fds(st->version >= 6 ? st : NULL, hosts, k, p, st->version >= 4 ? &sd : NULL,
 				!k || !expect ? expect : k <= expect->nprocs ? &expect->procs[k - 1] : NULL,
 				e) < 0 ||
 		    (st->version >= 4 && read_link(path, link, sizeof link, e) < 0))

@@ -192,6 +192,13 @@ struct snap_fdctx {
 	pid_t pid;
 	int pidfd, diag;              /* opened when first needed */
 	const struct snap_state *expect; /* restore's re-check: timers as restored */
+	/* version 6: the tree, its processes' host pids and this one's place (0:
+	 * the root), whose earlier processes' objects are not read again; NULL:
+	 * every object read here */
+	const struct snap_state *tree;
+	const pid_t *hosts;
+	size_t k;
+	uint64_t objects_read, bytes_read; /* what was read of the guest's objects */
 };
 void snap_fdctx_init(struct snap_fdctx *c, pid_t pid);
 void snap_fdctx_close(struct snap_fdctx *c);
