@@ -112,9 +112,9 @@ enum snap_region_kind {
 			       * (writable); offset = object << 32 | byte offset */
 };
 enum snap_fd_kind {
-	SNAP_FD_STREAM = 0, /* fd 0-2 given by the supervisor (pipe, tty): the root's
-			     * kept as is; v4: any other is a copy of the root's
-			     * standard descriptor pos (0-2) */
+	SNAP_FD_STREAM = 0, /* a standard stream the supervisor gave (pipe, tty): the
+			     * root's own 0-2 (pos 0) kept as is; v4: any other a
+			     * copy of stream pos (0-2) */
 	SNAP_FD_FILE = 1,   /* regular file: reopened by path, content hash checked */
 	SNAP_FD_DIR = 2,
 	SNAP_FD_DEV = 3,    /* character device: reopened by path */
