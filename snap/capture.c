@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,45 +126,6 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The run's standard streams (st_ino 0: none): held by the capturing process
- * at fd[k] (pipe[k]: the read end of the pipe the guest writes), or -1: the
- * root's own fd k. */
-struct snap_std { pid_t root; int fd[3], pipe[3]; dev_t dev[3]; ino_t ino[3]; };
-
-/* Which standard stream fd of pid (flags: its fdinfo's) is the same open file
- * as (kcmp), or the relay pipe's write end: the guest's own /dev/null is no
- * copy of a stdin on the host's one, nor the root's after `exec >/dev/null`. */
-static int std_of(const struct snap_std *sd, pid_t pid, uint32_t fd, uint32_t flags,
-		  const struct stat *sb)
-{
-	for (int k = 0; sd && k < 3; k++) {
-		if (!sd->ino[k] || sd->ino[k] != sb->st_ino || sd->dev[k] != sb->st_dev)
-			continue;
-		if (sd->fd[k] < 0 ? syscall(SYS_kcmp, sd->root, pid, KCMP_FILE, k, fd) == 0
-				  : syscall(SYS_kcmp, getpid(), pid, KCMP_FILE, sd->fd[k], fd) == 0 ||
-				    (sd->pipe[k] && (flags & O_ACCMODE) == O_WRONLY))
-			return k;
-	}
-	return -1;
-}
-
-/* A standard stream at fd f of the root or elsewhere: the root's own fd k
- * stays the supervisor's, any other is a copy of stream k. */
-static int stream_fd(struct snap_fd *f, const struct snap_std *sd, int root, int k,
-		     struct common_err *e)
-{
-	int own = root && f->fd <= 2 && (!sd || sd->fd[f->fd] < 0 || k == (int)f->fd);
-	/* pos 0 at the root's 0-2 means its own: a copy of stdin there has no name */
-	if (!own && root && f->fd <= 2 && k == 0)
-		return common_errf(e, "capture", "fd %u of the root process is a copy of the run's "
-				   "standard input: not supported", f->fd);
-	f->kind = SNAP_FD_STREAM;
-	f->path = common_xstrdup("");
-	f->pos = own ? 0 : (uint64_t)k;
-	f->flags = own ? 0 : f->flags & O_CLOEXEC;
-	return 0;
-}
-
 /* A pipe end: pos is the pipe's inode until snap_pipes_capture numbers it. A
  * named FIFO's end (version 5) carries its path, and its mode in size. */
 static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb, uint32_t version,
@@ -233,12 +193,9 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 	f->pos = q ? strtoull(q + 4, NULL, 10) : 0;
 	f->flags = fl ? (uint32_t)strtoul(fl + 6, NULL, 8) : 0;
 	free(buf);
-	/* stdio belongs to the supervisor (pipes, terminals, log files): the
-	 * restoring supervisor provides its own; what the root put at its 0-2
-	 * itself is captured as what it is */
-	int k = std_of(sd, c->pid, f->fd, f->flags, &sb);
-	if (k >= 0 || (root && f->fd <= 2 && (!sd || sd->fd[f->fd] < 0)))
-		return stream_fd(f, sd, root, k, e);
+	int stream = snap_std_fd(sd, c->pid, root, f, &sb, e);
+	if (stream)
+		return stream < 0 ? -1 : 0;
 	if (S_ISFIFO(sb.st_mode) && st->version >= 4)
 		return pipe_fd(f, link, &sb, st->version, e);
 	if (S_ISREG(sb.st_mode) && st->version >= 5 && snap_shm_fd(c->pid, link, &sb, st->version)) {
@@ -823,26 +780,6 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 	return 0;
 }
 
-/* The run's standard streams (what descriptors may be copies of): held here
- * (std_fds), else the root's own 0-2. */
-static void read_std(pid_t pid, const int *std_fds, struct snap_std *sd)
-{
-	memset(sd, 0, sizeof *sd);
-	sd->root = pid;
-	for (int k = 0; k < 3; k++) {
-		char p[64];
-		struct stat sb;
-		sd->fd[k] = std_fds ? std_fds[k] : -1;
-		snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)pid, k);
-		if (sd->fd[k] >= 0 ? fstat(sd->fd[k], &sb) < 0 : stat(p, &sb) < 0)
-			continue;
-		sd->dev[k] = sb.st_dev;
-		sd->ino[k] = sb.st_ino;
-		sd->pipe[k] = sd->fd[k] >= 0 && S_ISFIFO(sb.st_mode) &&
-			      (fcntl(sd->fd[k], F_GETFL) & O_ACCMODE) == O_RDONLY;
-	}
-}
-
 /* Version 4: the other processes of the tree, listed (zombies complete). */
 static int list_procs(pid_t pid, struct snap_state *st, struct cap_proc **cp,
 		      struct common_err *e)
@@ -887,7 +824,7 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 		    const int *std_fds, struct common_err *e)
 {
 	struct snap_std sd;
-	read_std(cp[0].pid, std_fds, &sd);
+	snap_std_read(cp[0].pid, std_fds, &sd);
 	pid_t *hosts = common_xcalloc(st->nprocs + 1, sizeof *hosts);
 	int rc = 0;
 	for (size_t k = 0; k <= st->nprocs && rc == 0; k++) {

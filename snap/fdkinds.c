@@ -69,16 +69,6 @@ int snap_fd_copy(struct snap_fdctx *c, uint32_t fd, struct common_err *e)
 	return d;
 }
 
-void snap_std_hold(pid_t pid, int fds[3])
-{
-	struct snap_fdctx c;
-	struct common_err e;
-	snap_fdctx_init(&c, pid);
-	for (int k = 0; k < 3; k++)
-		fds[k] = snap_fd_copy(&c, (uint32_t)k, &e);
-	snap_fdctx_close(&c);
-}
-
 /* One "key: value" number of an fdinfo text (base 0: as written), or -1. */
 static int info_num(const char *buf, const char *key, int base, uint64_t *v)
 {
