@@ -138,10 +138,8 @@ static int cmp_watch(const void *a, const void *b)
 	return x->fd < y->fd ? -1 : x->fd > y->fd;
 }
 
-/* Every registration, each checked to be the file the tracee's descriptor of
- * that number holds now (an epoll set remembers a closed descriptor's file). */
-/* The first watch of set o that pid's descriptor no longer holds (a tfd + 1),
- * refused once it is known which processes hold the set. */
+/* The first watch of set o that pid's descriptor of that number no longer
+ * holds (a tfd + 1), refused once it is known which processes hold the set. */
 static void epoll_stale(pid_t pid, struct snap_object *o)
 {
 	o->stale = 0;
@@ -152,6 +150,8 @@ static void epoll_stale(pid_t pid, struct snap_object *o)
 	}
 }
 
+/* Every registration, each checked to be the file the tracee's descriptor of
+ * that number holds now (an epoll set remembers a closed descriptor's file). */
 static int capture_epoll(pid_t pid, const char *info, struct snap_object *o, struct common_err *e)
 {
 	size_t cap = 8;
