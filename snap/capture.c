@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,20 +126,6 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The supervisor's standard descriptors as the root holds them (st_ino 0: not open). */
-struct snap_std { pid_t root; dev_t dev[3]; ino_t ino[3]; };
-
-/* Which of the root's standard descriptors fd of pid is the same open file as
- * (kcmp): the guest's own /dev/null is no copy of a stdin on the host's one. */
-static int std_of(const struct snap_std *sd, pid_t pid, uint32_t fd, const struct stat *sb)
-{
-	for (int k = 0; sd && k < 3; k++)
-		if (sd->ino[k] && sd->ino[k] == sb->st_ino && sd->dev[k] == sb->st_dev &&
-		    syscall(SYS_kcmp, sd->root, pid, KCMP_FILE, k, fd) == 0)
-			return k;
-	return -1;
-}
-
 /* A pipe end: pos is the pipe's inode until snap_pipes_capture numbers it. A
  * named FIFO's end (version 5) carries its path, and its mode in size. */
 static int pipe_fd(struct snap_fd *f, const char *link, const struct stat *sb, uint32_t version,
@@ -208,17 +193,9 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 	f->pos = q ? strtoull(q + 4, NULL, 10) : 0;
 	f->flags = fl ? (uint32_t)strtoul(fl + 6, NULL, 8) : 0;
 	free(buf);
-	int k = std_of(sd, c->pid, f->fd, &sb);
-	if ((root && f->fd <= 2) || k >= 0) {
-		/* stdio belongs to the supervisor (pipes, terminals, log files):
-		 * the restoring supervisor provides its own; elsewhere than the
-		 * root's 0-2, a copy of the root's standard descriptor pos */
-		f->kind = SNAP_FD_STREAM;
-		f->path = common_xstrdup("");
-		f->pos = root && f->fd <= 2 ? 0 : (uint64_t)k;
-		f->flags = root && f->fd <= 2 ? 0 : f->flags & O_CLOEXEC;
-		return 0;
-	}
+	int stream = snap_std_fd(sd, c->pid, root, f, &sb, e);
+	if (stream)
+		return stream < 0 ? -1 : 0;
 	if (S_ISFIFO(sb.st_mode) && st->version >= 4)
 		return pipe_fd(f, link, &sb, st->version, e);
 	if (S_ISREG(sb.st_mode) && st->version >= 5 && snap_shm_fd(c->pid, link, &sb, st->version)) {
@@ -258,9 +235,14 @@ static int capture_fd(struct snap_fdctx *c, struct snap_fd *f, struct snap_state
 	return f->kind == SNAP_FD_FILE ? hash_fd_file(p, f->hash, &f->size, e) : 0;
 }
 
-static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *sd, int root,
+/* The descriptors of process k of tree (its host pid hosts[k]) into st; tree
+ * NULL: its objects all read from it. */
+static int capture_fds(const struct snap_state *tree, const pid_t *hosts, size_t k,
+		       struct snap_state *st, const struct snap_std *sd,
 		       const struct snap_state *expect, struct common_err *e)
 {
+	pid_t pid = hosts[k];
+	int root = k == 0;
 	uint32_t *nums = NULL;
 	size_t n = 0;
 	struct snap_fdctx c;
@@ -268,6 +250,9 @@ static int capture_fds(pid_t pid, struct snap_state *st, const struct snap_std *
 		return -1;
 	snap_fdctx_init(&c, pid);
 	c.expect = expect;
+	c.tree = tree;
+	c.hosts = hosts;
+	c.k = k;
 	st->fds = common_xcalloc(n + 1, sizeof *st->fds);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -795,22 +780,6 @@ static int capture_process(struct cap_proc *c, const struct snap_capture_opts *o
 	return 0;
 }
 
-/* The root's standard descriptors (what other descriptors may be copies of). */
-static void read_std(pid_t pid, struct snap_std *sd)
-{
-	memset(sd, 0, sizeof *sd);
-	sd->root = pid;
-	for (int k = 0; k < 3; k++) {
-		char p[64];
-		struct stat sb;
-		snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)pid, k);
-		if (stat(p, &sb) == 0) {
-			sd->dev[k] = sb.st_dev;
-			sd->ino[k] = sb.st_ino;
-		}
-	}
-}
-
 /* Version 4: the other processes of the tree, listed (zombies complete). */
 static int list_procs(pid_t pid, struct snap_state *st, struct cap_proc **cp,
 		      struct common_err *e)
@@ -852,10 +821,10 @@ static int list_procs(pid_t pid, struct snap_state *st, struct cap_proc **cp,
 /* What may refuse the snapshot, read before any process is touched: each
  * live process's mappings and descriptors, its program, the pipes' bytes. */
 static int precheck(struct snap_state *st, struct cap_proc *cp, const struct snap_state *expect,
-		    struct common_err *e)
+		    const int *std_fds, struct common_err *e)
 {
 	struct snap_std sd;
-	read_std(cp[0].pid, &sd);
+	snap_std_read(cp[0].pid, std_fds, &sd);
 	pid_t *hosts = common_xcalloc(st->nprocs + 1, sizeof *hosts);
 	int rc = 0;
 	for (size_t k = 0; k <= st->nprocs && rc == 0; k++) {
@@ -866,7 +835,7 @@ static int precheck(struct snap_state *st, struct cap_proc *cp, const struct sna
 			continue;
 		snprintf(path, sizeof path, "/proc/%d/exe", (int)cp[k].pid);
 		if (refuse_mappings(cp[k].pid, st->version, k == 0, e) < 0 ||
-		    capture_fds(cp[k].pid, p, st->version >= 4 ? &sd : NULL, k == 0,
+		    capture_fds(st->version >= 6 ? st : NULL, hosts, k, p, st->version >= 4 ? &sd : NULL,
 				!k || !expect ? expect : k <= expect->nprocs ? &expect->procs[k - 1] : NULL,
 				e) < 0 ||
 		    (st->version >= 4 && read_link(path, link, sizeof link, e) < 0))
@@ -926,7 +895,7 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	st.meta.host_program = common_xstrdup(o->meta.host_program ? o->meta.host_program : "");
 	st.meta.ns_prefix = common_xstrdup(o->meta.ns_prefix ? o->meta.ns_prefix : "");
 	/* a refused snapshot leaves the guest exactly as it was */
-	if (list_procs(pid, &st, &cp, e) < 0 || precheck(&st, cp, o->expect, e) < 0)
+	if (list_procs(pid, &st, &cp, e) < 0 || precheck(&st, cp, o->expect, o->std_fds, e) < 0)
 		goto out;
 	for (size_t k = 0; k <= st.nprocs; k++) {
 		struct snap_state *p = k ? &st.procs[k - 1] : &st;

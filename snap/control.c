@@ -364,6 +364,7 @@ static int snap_take(struct lease_store *s, const char *lease, const struct trac
 	o.determ = rq->determ;
 	o.held_prot = rq->held_prot;
 	o.held_ctx = rq->held_ctx;
+	o.std_fds = rq->std_fds;
 	o.determ_len = rq->determ_len;
 	ns = lease_ns_dir(s, lease);
 	o.ns_dir = ns;

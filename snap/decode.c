@@ -217,9 +217,10 @@ static int decode_fds(struct codec_rd *r, struct snap_state *st)
 		    bare != (f->path[0] == 0) || (!bare && f->path[0] != '/') ||
 		    (f->kind == SNAP_FD_STREAM && (v4 ? f->pos > 2 : f->fd > 2 || f->pos)))
 			return codec_rd_fail(r, "descriptor kind, number or path invalid");
-		/* a shared object may be another process's standard descriptor (pid 0: the root) */
+		/* a shared object may be a process's standard descriptor (the
+		 * root's too, which it put there itself) */
 		if ((f->kind == SNAP_FD_OBJECT || f->kind == SNAP_FD_SHARED) &&
-		    ((f->fd <= 2 && (f->kind == SNAP_FD_OBJECT || !st->pid)) || f->pos ||
+		    ((f->fd <= 2 && f->kind == SNAP_FD_OBJECT) || f->pos ||
 		     (f->kind == SNAP_FD_SHARED && f->size > SNAP_OBJ_MAX) ||
 		     f->flags & ~(uint32_t)(O_CLOEXEC | O_NONBLOCK) ||
 		     memcmp(f->hash, (const uint8_t[32]){0}, 32)))

@@ -43,6 +43,7 @@ int snap_fd_is_object(const struct stat *sb)
 
 void snap_fdctx_init(struct snap_fdctx *c, pid_t pid)
 {
+	memset(c, 0, sizeof *c);
 	c->pid = pid;
 	c->pidfd = -1;
 	c->diag = -1;
@@ -137,6 +138,18 @@ static int cmp_watch(const void *a, const void *b)
 	return x->fd < y->fd ? -1 : x->fd > y->fd;
 }
 
+/* The first watch of set o that pid's descriptor of that number no longer
+ * holds (a tfd + 1), refused once it is known which processes hold the set. */
+static void epoll_stale(pid_t pid, struct snap_object *o)
+{
+	o->stale = 0;
+	for (size_t i = 0; i < o->nwatch && !o->stale; i++) {
+		struct { uint32_t efd, tfd, toff; } slot = { o->fd, o->watch[i].fd, 0 };
+		if (syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, o->watch[i].fd, &slot) != 0)
+			o->stale = o->watch[i].fd + 1;
+	}
+}
+
 /* Every registration, each checked to be the file the tracee's descriptor of
  * that number holds now (an epoll set remembers a closed descriptor's file). */
 static int capture_epoll(pid_t pid, const char *info, struct snap_object *o, struct common_err *e)
@@ -151,14 +164,11 @@ static int capture_epoll(pid_t pid, const char *info, struct snap_object *o, str
 		if (o->nwatch == SNAP_OBJ_MAX)
 			return common_errf(e, "capture", "fd %u: more than %u epoll watches", o->fd,
 					   SNAP_OBJ_MAX);
-		struct { uint32_t efd, tfd, toff; } slot = { o->fd, tfd, 0 };
-		/* refused once it is known which processes hold the set */
-		if (syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, tfd, &slot) != 0 && !o->stale)
-			o->stale = tfd + 1;
 		if (o->nwatch == cap)
 			o->watch = common_xrealloc(o->watch, (cap *= 2) * sizeof *o->watch);
 		o->watch[o->nwatch++] = (struct snap_watch){ tfd, ev, data };
 	}
+	epoll_stale(pid, o); /* the first in the set's order names it */
 	qsort(o->watch, o->nwatch, sizeof *o->watch, cmp_watch);
 	for (size_t i = 1; i < o->nwatch; i++)
 		if (o->watch[i].fd == o->watch[i - 1].fd)
@@ -511,8 +521,40 @@ static void expected_timer(const struct snap_fdctx *c, struct snap_object *o)
 	}
 }
 
+/* The object an earlier process of the tree captured that descriptor f of
+ * this one is the same open file as, or NULL. */
+static const struct snap_object *captured_before(const struct snap_fdctx *c, uint32_t fd)
+{
+	for (size_t j = 0; c->tree && j < c->k; j++) {
+		const struct snap_state *q = j ? &c->tree->procs[j - 1] : c->tree;
+		for (size_t i = 0; i < q->nobjects; i++)
+			if (syscall(SYS_kcmp, c->hosts[j], c->pid, KCMP_FILE, q->objects[i].fd, fd) == 0)
+				return &q->objects[i];
+	}
+	return NULL;
+}
+
+/* Another holder's object as this process's descriptor fd: what the tree's
+ * table keeps is the first holder's (snap_kobjs_capture), so its queued bytes
+ * are not copied; an epoll set's watches are, each holder's own stale one
+ * found again (the set may be restored from another holder). */
+static void held_again(struct snap_fdctx *c, const struct snap_object *x, uint32_t fd,
+		       struct snap_object *o)
+{
+	*o = *x;
+	o->fd = fd;
+	o->msgs = NULL;
+	o->nmsgs = 0;
+	o->peer = o->remote = 0;
+	o->watch = common_xcalloc(x->nwatch + 1, sizeof *o->watch);
+	memcpy(o->watch, x->watch, x->nwatch * sizeof *o->watch);
+	if (o->kind == SNAP_OBJ_EPOLL)
+		epoll_stale(c->pid, o);
+}
+
 /* Descriptor f (an object kind, link its /proc link): the object an earlier
- * descriptor holds (the same open file), or a new one captured now. */
+ * descriptor holds (the same open file), or a new one captured now, read from
+ * the guest only if no earlier process of the tree holds it. */
 int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
 		   const struct stat *sb, struct snap_state *st, struct common_err *e)
 {
@@ -529,6 +571,12 @@ int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
 	memset(o, 0, sizeof *o);
 	o->fd = f->fd;
 	f->size = f->fd;
+	const struct snap_object *x = captured_before(c, f->fd);
+	if (x) {
+		held_again(c, x, f->fd, o);
+		st->nobjects++;
+		return 0;
+	}
 	int d = snap_fd_copy(c, f->fd, e);
 	if (d < 0)
 		return -1;
@@ -537,6 +585,9 @@ int snap_fd_object(struct snap_fdctx *c, struct snap_fd *f, const char *link,
 	if (rc == 0 && o->kind == SNAP_OBJ_TIMERFD)
 		expected_timer(c, o);
 	st->nobjects++;
+	c->objects_read++;
+	for (size_t i = 0; i < o->nmsgs; i++)
+		c->bytes_read += o->msgs[i].len;
 	return rc;
 }
 

@@ -70,12 +70,12 @@ static void group_refs(struct snap_state *root, const pid_t *hosts, struct kgrou
 	g->num = common_xcalloc(g->ng + 1, sizeof *g->num);
 	for (size_t i = 0; i < g->ng; i++)
 		g->rep[i] = g->peer[i] = SIZE_MAX;
-	/* held by several, or an end whose pair is elsewhere; or at a child's
+	/* held by several, or an end whose pair is elsewhere; or at a
 	 * descriptor 0-2, which a process's own table cannot name (its pairs'
 	 * peer 0 is none) */
 	for (size_t i = g->n; i-- > 0;) {
 		const struct kref *r = &g->r[i];
-		g->tree[r->g] |= g->rep[r->g] != SIZE_MAX || r->o->remote || (r->k && r->o->fd <= 2);
+		g->tree[r->g] |= g->rep[r->g] != SIZE_MAX || r->o->remote || r->o->fd <= 2;
 		g->rep[r->g] = i;
 	}
 }

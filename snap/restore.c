@@ -340,11 +340,11 @@ static int path_fd(struct rs *s, const struct snap_fd *f)
 	return must(s, "lseek", SYS_lseek, f->fd, f->pos, SEEK_SET, 0, 0, 0, NULL);
 }
 
-/* The root's standard descriptors 0-2 stay (the supervisor's); version 3 has
- * no others. */
+/* The root's standard descriptors 0-2 that were the supervisor's stay (pos
+ * 0; another is a copy of the stream pos); version 3 has no others. */
 static int kept_std(const struct rs *s, const struct snap_fd *f)
 {
-	return f->kind == SNAP_FD_STREAM && s->k == 0 && f->fd <= 2;
+	return f->kind == SNAP_FD_STREAM && s->k == 0 && f->fd <= 2 && f->pos == 0;
 }
 
 static int restore_fds(struct rs *s)
@@ -687,18 +687,27 @@ int snap_restore_checked(pid_t pid, const struct snap_state *st, const char *ns_
 		bounded.rlim[target_rlimits[i]][1] = target[i].rlim_max;
 		mask |= 1u << target_rlimits[i];
 	}
-	if (snap_restore(pid, &bounded, e) < 0)
-		return -1;
+	/* the fresh exec's 0-2 are what this run handed it: held here, the
+	 * re-capture tells them from what the rebuilt root put there itself */
+	int std_fds[3];
+	snap_std_hold(pid, std_fds);
+	int rc = snap_restore(pid, &bounded, e);
 	struct snap_capture_opts o = { .meta = st->meta, .ns_dir = ns_dir, .rlim_mask = mask,
 				       .rlim = st->rlim, .version = st->version, .expect = st,
-				       .determ = st->determ, .determ_len = st->determ_len };
-	uint64_t differs;
+				       .determ = st->determ, .determ_len = st->determ_len,
+				       .std_fds = std_fds };
+	uint64_t differs = UINT64_MAX;
 	/* compared with the image just verified, streamed: nothing hashed again,
 	 * no image-sized buffer */
-	if (snap_capture_compare(pid, &o, want, &differs, e) < 0) {
+	if (rc == 0 && snap_capture_compare(pid, &o, want, &differs, e) < 0) {
 		common_err_context(e, "re-capture after restore");
-		return -1;
+		rc = -1;
 	}
+	for (int k = 0; k < 3; k++)
+		if (std_fds[k] >= 0)
+			close(std_fds[k]);
+	if (rc < 0)
+		return -1;
 	if (differs == UINT64_MAX)
 		return 0;
 	const char *dbg = getenv("SBX_SNAP_DEBUG");

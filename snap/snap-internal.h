@@ -186,12 +186,33 @@ int snap_shm_holders(struct trace_tracee *root, uint64_t scratch, const struct s
 int snap_shm_map(struct trace_tracee *t, const struct snap_region *r, const struct snap_state *root,
 		 const struct snap_hosts *h, struct common_err *e);
 
+/* The run's standard streams (stdstream.c; st_ino 0: none): held by the
+ * capturing process at fd[k] (pipe[k]: the read end of the pipe the guest
+ * writes, the output relay), or -1: the root's own fd k. */
+struct snap_std { pid_t root; int fd[3], pipe[3]; dev_t dev[3]; ino_t ino[3]; };
+/* The streams held here at std_fds (NULL: the root pid's own 0-2). */
+void snap_std_read(pid_t root, const int *std_fds, struct snap_std *sd);
+/* Descriptor f of process pid (the root: root != 0; sb its stat, f->flags
+ * its fdinfo's) as a standard stream: 1 when it is one (f filled), 0 when not,
+ * -1 with e when it is one that cannot be held. sd NULL: the root's 0-2 only. */
+int snap_std_fd(const struct snap_std *sd, pid_t pid, int root, struct snap_fd *f,
+		const struct stat *sb, struct common_err *e);
+/* Copies here of pid's descriptors 0-2 (-1: not open), for the caller to close. */
+void snap_std_hold(pid_t pid, int fds[3]);
+
 /* Version 4's descriptor objects and SysV segments (fdkinds.c, fdrestore.c). */
 struct stat;
 struct snap_fdctx {
 	pid_t pid;
 	int pidfd, diag;              /* opened when first needed */
 	const struct snap_state *expect; /* restore's re-check: timers as restored */
+	/* version 6: the tree, its processes' host pids and this one's place (0:
+	 * the root), whose earlier processes' objects are not read again; NULL:
+	 * every object read here */
+	const struct snap_state *tree;
+	const pid_t *hosts;
+	size_t k;
+	uint64_t objects_read, bytes_read; /* what was read of the guest's objects */
 };
 void snap_fdctx_init(struct snap_fdctx *c, pid_t pid);
 void snap_fdctx_close(struct snap_fdctx *c);

@@ -112,9 +112,9 @@ enum snap_region_kind {
 			       * (writable); offset = object << 32 | byte offset */
 };
 enum snap_fd_kind {
-	SNAP_FD_STREAM = 0, /* fd 0-2 given by the supervisor (pipe, tty): the root's
-			     * kept as is; v4: any other is a copy of the root's
-			     * standard descriptor pos (0-2) */
+	SNAP_FD_STREAM = 0, /* a standard stream the supervisor gave (pipe, tty): the
+			     * root's own 0-2 (pos 0) kept as is; v4: any other a
+			     * copy of stream pos (0-2) */
 	SNAP_FD_FILE = 1,   /* regular file: reopened by path, content hash checked */
 	SNAP_FD_DIR = 2,
 	SNAP_FD_DEV = 3,    /* character device: reopened by path */
@@ -363,6 +363,11 @@ struct snap_capture_opts {
 	 * meter holds without PROT_WRITE (trace_metering_held_prot), or NULL */
 	int (*held_prot)(void *ctx, pid_t tgid, uint64_t addr, uint64_t len, int *prot);
 	void *held_ctx;
+	/* the run's standard streams as the capturing process holds them: the
+	 * open file the guest was handed as fd k, or the read end of the pipe
+	 * whose write end it was (the output relay). The root's fds 0-2 are they
+	 * only when they still hold them; NULL or -1: the root's own fd k is. */
+	const int *std_fds;
 };
 /* Capture the tracee pid (a thread-group leader) and every other thread of
  * its process, and (version 4) every process below it with its threads, each

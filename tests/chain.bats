@@ -336,3 +336,21 @@ tmp_project() {
 	done
 	[ "$("$d/src/prog")" = "$("$d/native/prog")" ]
 }
+
+@test "chain: a shell that sent its own output to a log and /dev/null (exec 3>&1 >log 2>/dev/null) across the links: the log holds every line, the run's output only what went to 3 (fails on main: restored as the run's stdout and stderr)" {
+	run --separate-stderr sbx-run --ephemeral --limits storage_write=6M --chain 12 \
+		--result "$BATS_TEST_TMPDIR/res.json" -- /bin/sh -c 'cd /ns && exec 3>&1 >log 2>/dev/null
+		i=0
+		while [ $i -lt 24 ]; do
+			head -c 1048576 /dev/zero >f && rm f || exit 9
+			i=$((i + 1))
+			echo "line $i"
+			echo "noise $i" >&2
+		done
+		wc -l <log >&3' </dev/null
+	echo "status $status stderr $stderr"; links || true
+	[ "$status" -eq 0 ]
+	[ "$output" = 24 ]
+	[ -z "$stderr" ]
+	[ "$(nlinks)" -ge 3 ]
+}

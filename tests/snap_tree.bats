@@ -154,6 +154,26 @@ take_stop() {
 	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
 }
 
+@test "a root whose fd 2 it made a copy of the run's stdin is refused by name and harms nothing" {
+	script='exec 2<&0; i=0; while [ $i -lt 25 ]; do echo $i; i=$((i + 1)); sleep 0.1; done'
+	want=$(sh -c "$script" </dev/null)
+	SRC=$(tree_lease /bin/sh active)
+	sbx-run --lease "$SRC" -- /bin/sh -c "$script" </dev/null >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	sleep 0.5
+	for _ in $(seq 1 20); do
+		run sbx-snap take "$SRC"
+		[[ $output == *"try again"* || $output == *"no lease guest"* ]] || break
+		sleep 0.1
+	done
+	assert_failure
+	assert_output --partial "fd 2 of the root process is a copy of the run's standard input: not supported"
+	wait "$pid"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out")" "$want"
+	[ "$(sbx-lease show "$SRC" | jq -r .lease.state)" = Active ]
+	sbx-lease log "$SRC" | jq -r .edge | { ! grep -qx snapshot; }
+}
+
 @test "an epoll set shared by processes whose watches no one of them holds, or a memfd opened twice, is refused by name and harms nothing" {
 	g="$GUESTS/snap_forks"
 	for kind in split-epoll twin-epoll memfd-twice; do

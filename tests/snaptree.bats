@@ -211,3 +211,15 @@ load snaptree/lib
 @test "snaptree: fifo_rdwr" {
 	snaptree_case fifo_rdwr
 }
+
+@test "snaptree: std_devnull, the root's own exec 2>&1 >/dev/null </dev/zero (fails on main: restored as the run's stdin, stdout and stderr)" {
+	snaptree_case std_devnull
+}
+
+@test "snaptree: std_pipe, the root's fd 1 a pipe to its child, fd 2 a file of its own (fails on main: restored as the run's stdout and stderr)" {
+	snaptree_case std_pipe
+}
+
+@test "snaptree: std_socket, the root's fd 1 a socket to its child (fails on main: its end taken for the run's stdout, the child's refused as connected outside the run)" {
+	snaptree_case std_socket
+}

@@ -115,6 +115,8 @@ struct trace_snap_request {
 	/* the meter's held shared mappings (trace_metering_held_prot), or NULL */
 	int (*held_prot)(void *ctx, pid_t tgid, uint64_t addr, uint64_t len, int *prot);
 	void *held_ctx;
+	/* the run's standard streams as the supervisor holds them (trace_bound_std_fds) */
+	int std_fds[3];
 };
 struct trace_snap_taken {
 	char digest[65];

@@ -145,6 +145,14 @@ struct trace_metering *trace_bound_metering(const struct trace_bound *b)
 	return b ? b->meter : NULL;
 }
 
+void trace_bound_std_fds(const struct trace_bound *b, int fds[3])
+{
+	for (int k = 0; k < 3; k++)
+		fds[k] = k;
+	if (b && b->relay)
+		trace_relay_read_fds(b->relay, &fds[1], &fds[2]);
+}
+
 int trace_bound_finish(struct trace_bound *b, const struct trace_result *res,
 		       const char **closed, struct common_err *e)
 {

@@ -43,6 +43,9 @@ int trace_bound_attach(struct trace_bound *b, struct lease_store *s, const char 
 		       struct common_err *e);
 struct trace_inspector *trace_bound_inspector(const struct trace_bound *b);
 struct trace_metering *trace_bound_metering(const struct trace_bound *b);
+/* What the guest was handed as its fds 0-2, as this process holds it: our own
+ * stdin, the output relay's read ends (our stdout and stderr without one). */
+void trace_bound_std_fds(const struct trace_bound *b, int fds[3]);
 /* After trace_run: final observation; *closed names the dimension that closed the
  * lease; -1 on an inspector or metering failure or a bad state result (nothing written back). */
 int trace_bound_finish(struct trace_bound *b, const struct trace_result *res,

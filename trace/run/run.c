@@ -131,6 +131,7 @@ static int request_snapshot(struct run *r, pid_t guest, pid_t held, int stop, in
 		trace_rec_head(r->rec, rq.trace_head);
 		rq.trace_seq = trace_rec_events(r->rec);
 	}
+	trace_bound_std_fds(r->bound, rq.std_fds);
 	rq.determ = r->det_rec; /* only at --snapshot-at-step's point: a trace goes on from it */
 	rq.determ_len = r->det_len;
 	if (r->sv)

@@ -83,6 +83,12 @@ void trace_relay_child_fds(const struct trace_relay *r, int *out_w, int *err_w)
 	*err_w = r->s[1].wr;
 }
 
+void trace_relay_read_fds(const struct trace_relay *r, int *out_r, int *err_r)
+{
+	*out_r = r->s[0].rd;
+	*err_r = r->s[1].rd;
+}
+
 static uint64_t count_nl(const char *b, size_t n)
 {
 	uint64_t c = 0;

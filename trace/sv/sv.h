@@ -312,6 +312,9 @@ int trace_relay_open(struct trace_relay **r, int out_fd, int err_fd, uint64_t ma
 		     uint64_t max_lines, struct common_err *e);
 /* The write ends to dup2 onto the guest's fds 1 and 2 (close-on-exec set). */
 void trace_relay_child_fds(const struct trace_relay *r, int *out_w, int *err_w);
+/* Our read ends of those pipes (-1 once the reader went away): a snapshot
+ * tells the guest's standard output from a pipe of its own by them. */
+void trace_relay_read_fds(const struct trace_relay *r, int *out_r, int *err_r);
 /* After the guest is forked: closes our write ends, starts the thread. */
 int trace_relay_start(struct trace_relay *r, struct common_err *e);
 void trace_relay_counts(const struct trace_relay *r, uint64_t *bytes, uint64_t *lines);
