@@ -301,11 +301,10 @@ int trace_metering_store_due(struct trace_metering *mt, struct trace_guest *g,
  * every link gets that far, and a call larger than what a fresh lease allows ends
  * on the bound, as a run without a chain does. */
 int trace_metering_renew_due(struct trace_metering *mt, const struct trace_stop *st, unsigned num,
-			     unsigned den, int traced)
+			     unsigned den)
 {
 	static const int renewed[] = { LEASE_DIM_FUEL, LEASE_DIM_STORAGE_READ,
-				       LEASE_DIM_OUTPUT_BYTES, LEASE_DIM_OUTPUT_VALUES,
-				       LEASE_DIM_STORAGE_WRITE };
+				       LEASE_DIM_OUTPUT_BYTES, LEASE_DIM_OUTPUT_VALUES };
 	uint64_t run[TRACE_DIMS], call[TRACE_DIMS] = { 0 };
 
 	if (!mt || mt->held || mt->closed[0] || mt->failed)
@@ -316,7 +315,7 @@ int trace_metering_renew_due(struct trace_metering *mt, const struct trace_stop 
 	if (count >= 0 && (st->sys->classes & TRACE_CLASS_LOAD))
 		call[LEASE_DIM_STORAGE_READ] = st->args[count];
 	trace_meter_most(mt->meter, st == NULL, run);
-	for (size_t i = 0; i < sizeof renewed / sizeof renewed[0] - !traced; i++) {
+	for (size_t i = 0; i < sizeof renewed / sizeof renewed[0]; i++) {
 		int d = renewed[i];
 		uint64_t used = mt->base[d] + run[d], lim = mt->limits[d] / den * num;
 		if (used >= mt->limits[d] / den && used + call[d] > lim && lim > 0)

@@ -253,12 +253,11 @@ int trace_metering_finish(struct trace_metering *mt, struct common_err *e);
 const char *trace_metering_closed(const struct trace_metering *mt);
 /* A metering failure (the lease, a call it could not hold), or NULL. */
 const struct common_err *trace_metering_failure(const struct trace_metering *mt);
-/* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read, output;
- * storage_write too when traced: a trace grows it between stops) whose usage,
- * with what the call stopped at st may read (NULL: a tick), passes num/den of its
- * bound, once this lease used 1/den of it; -1 for none. */
+/* sbx-run --chain: a dimension a fresh lease renews (fuel, storage_read, output)
+ * whose usage, with what the call stopped at st may read (NULL: a tick), passes
+ * num/den of its bound, once this lease used 1/den of it; -1 for none. */
 int trace_metering_renew_due(struct trace_metering *mt, const struct trace_stop *st, unsigned num,
-			     unsigned den, int traced);
+			     unsigned den);
 /* sbx-run --chain: 1 when the storing call stopped at st (its entry) would be refused
  * here, taking storage_write past its bound with what every call before it reserved,
  * but a fresh lease's bound holds it (a copy, cut to what is left: once nothing is);

@@ -11,10 +11,12 @@
 #include "trace/record/record-internal.h"
 #include "trace/record/record.h"
 
-void trace_rec_handed_over(struct trace_rec *r)
+void trace_rec_handed_over(struct trace_rec *r, const pid_t (*ended)[3], size_t nended)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; i < nended; i++)
+		trace_rec_exit(r, ended[i][0], ended[i][1], (int)ended[i][2]);
 	trace_rec_flush(r);
 	trace_rec_pend_drop_all(r); /* each is made again by the next link */
 	r->handed = 1;

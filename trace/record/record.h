@@ -96,8 +96,10 @@ int trace_rec_state_resume(struct trace_rec *r, const uint8_t *p, size_t n,
 
 /* sbx-run --chain (trace/record/link.c). The link's snapshot is taken: what
  * the tree does after it (killed) is not the run's, and its calls in flight
- * are made again by the next link: no more events, none pending. */
-void trace_rec_handed_over(struct trace_rec *r);
+ * are made again by the next link: no more events, none pending. Before that,
+ * the exits the snapshot met (a task that ended while it stopped the tree, a
+ * zombie now: ended[i] = {tid, tgid, wait status}). */
+void trace_rec_handed_over(struct trace_rec *r, const pid_t (*ended)[3], size_t nended);
 /* The next link's start, its guest restored: the event {"ev":"link"} with
  * fields (link, lease, prev, snapshot, pids: [[id before, id now], ...] of each
  * restored task); tgids: each restored thread's process ([[tid, tgid], ...]). */

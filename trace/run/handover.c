@@ -6,8 +6,7 @@
  * ends above its bound, whatever the tree's other writers do meanwhile. The other
  * dimensions a fresh lease renews (fuel, storage_read, output) and the lifetime,
  * which grow between stops, hand over once past 7/8 of their bound, at the next
- * reading or storing call's stop or at a tick; so does storage_write when the
- * run records a trace, whose bytes grow it between stops. */
+ * reading or storing call's stop or at a tick. */
 #include <errno.h>
 #include <unistd.h>
 #include "lease/lease.h"
@@ -76,7 +75,7 @@ int trace_handover_entry(struct trace_handover *h, struct trace_guest *g, struct
 		return 0;
 	int at_call = trace_metering_store_due(h->meter, g, st);
 	int d = at_call ? LEASE_DIM_STORAGE_WRITE : trace_metering_renew_due(h->meter, st, CHAIN_NUM,
-									     CHAIN_DEN, h->traced);
+									     CHAIN_DEN);
 	if (d < 0)
 		return 0;
 	if (end_link(h, trace_guest_tid(g), lease_dim_name((enum lease_dim)d))) {
@@ -103,8 +102,7 @@ int trace_handover_tick(struct trace_handover *h)
 
 	if (!may(h))
 		return 0;
-	if ((d = trace_metering_renew_due(h->meter, NULL, CHAIN_NUM, CHAIN_DEN,
-					    h->traced)) >= 0)
+	if ((d = trace_metering_renew_due(h->meter, NULL, CHAIN_NUM, CHAIN_DEN)) >= 0)
 		return end_link(h, 0, lease_dim_name((enum lease_dim)d));
 	if (h->lifetime && lease_store_batch(h->store, &b, NULL) == 0 &&
 	    b - h->requested >= h->lifetime * CHAIN_NUM / CHAIN_DEN)

@@ -98,13 +98,36 @@ int trace_run_recorder_close(struct trace_rec *rec, const struct trace_run_opts 
 	return rc;
 }
 
-/* The live tasks of the run: host id, namespace id, process (tgid). */
-static size_t link_tasks(struct trace_supervisor *sv, pid_t (*out)[3], size_t max)
+/* A zombie's wait status (/proc/TID/stat's exit_code, field 52), or -1 while
+ * it lives. */
+static int zombie_status(pid_t tid)
+{
+	char p[64], *buf = NULL, *at;
+	size_t len;
+	int ws = -1;
+	snprintf(p, sizeof p, "/proc/%d/stat", (int)tid);
+	if (common_read_file(p, 4096, &buf, &len, NULL) < 0)
+		return -1;
+	at = strrchr(buf, ')');
+	if (at && at[1] == ' ' && at[2] == 'Z') {
+		at += 2;
+		for (int f = 3; f < 52 && at; f++) /* from the state, field 3 */
+			if ((at = strchr(at, ' ')))
+				at++;
+		ws = at ? atoi(at) : -1;
+	}
+	free(buf);
+	return ws;
+}
+
+/* The tasks of the run whose exit the hooks were not told: host id, namespace
+ * id, process (tgid), and a zombie's wait status (else -1). */
+static size_t link_tasks(struct trace_supervisor *sv, pid_t (*out)[4], size_t max)
 {
 	pid_t *tids = common_xmalloc(max * sizeof *tids);
 	size_t n = trace_sv_pids(sv, tids, max), k = 0;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && i < max; i++) {
 		struct trace_status s;
 		unsigned long long tgid = 0;
 		if (trace_status_read(tids[i], &s) < 0)
@@ -114,6 +137,7 @@ static size_t link_tasks(struct trace_supervisor *sv, pid_t (*out)[3], size_t ma
 		out[k][2] = trace_status_num(&s, "Tgid", 10, &tgid) == 0 && tgid > 0 &&
 			    tgid <= (unsigned long long)INT32_MAX ? (pid_t)tgid : tids[i];
 		trace_status_free(&s);
+		out[k][3] = zombie_status(tids[i]);
 		k += out[k][1] > 0;
 	}
 	free(tids);
@@ -125,16 +149,24 @@ void trace_run_recorder_handed(struct trace_rec *rec, struct trace_supervisor *s
 {
 	if (!rec)
 		return;
-	trace_rec_handed_over(rec);
-	pid_t (*t)[3] = common_xmalloc(LINK_TASKS_MAX * sizeof *t);
-	size_t n = link_tasks(sv, t, LINK_TASKS_MAX);
+	pid_t (*t)[4] = common_xmalloc(LINK_TASKS_MAX * sizeof *t);
+	pid_t (*ended)[3] = common_xmalloc(LINK_TASKS_MAX * sizeof *ended);
+	size_t n = link_tasks(sv, t, LINK_TASKS_MAX), nended = 0;
 	free(ln->tasks);
 	ln->tasks = common_xmalloc((n ? n : 1) * sizeof *ln->tasks);
+	ln->ntasks = 0;
 	for (size_t i = 0; i < n; i++) {
-		ln->tasks[i][0] = t[i][0];
-		ln->tasks[i][1] = t[i][1];
+		if (t[i][3] >= 0) { /* it ended while the snapshot stopped the tree */
+			ended[nended][0] = t[i][0];
+			ended[nended][1] = t[i][2];
+			ended[nended++][2] = t[i][3];
+			continue;
+		}
+		ln->tasks[ln->ntasks][0] = t[i][0];
+		ln->tasks[ln->ntasks++][1] = t[i][1];
 	}
-	ln->ntasks = n;
+	trace_rec_handed_over(rec, (const pid_t (*)[3])ended, nended);
+	free(ended);
 	free(t);
 }
 
@@ -143,7 +175,7 @@ int trace_run_recorder_linked(struct trace_rec *rec, struct trace_supervisor *sv
 {
 	if (!rec || !ln || ln->n < 2)
 		return 0;
-	pid_t (*t)[3] = common_xmalloc(LINK_TASKS_MAX * sizeof *t);
+	pid_t (*t)[4] = common_xmalloc(LINK_TASKS_MAX * sizeof *t);
 	size_t n = link_tasks(sv, t, LINK_TASKS_MAX);
 	json_t *pids = json_array(), *tgids = json_array();
 	/* a restored task keeps its namespace id: that joins its ids of both links */

@@ -120,7 +120,6 @@ struct trace_handover {
 	struct lease_store *store;
 	const char *lease;
 	uint64_t requested, lifetime;    /* the lease's request batch and lifetime */
-	int traced;                      /* --trace: its bytes grow storage_write between stops */
 	int off;                         /* no snapshot came: the link runs on to its bound */
 	unsigned refused;                /* snapshots refused so far (a task starting...) */
 	uint64_t next_try_us;            /* not before then, once refused */

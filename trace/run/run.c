@@ -652,8 +652,7 @@ static int run_setup(struct run *r)
 	r->cfg.filter_cache = r->filters;
 	if (ctl_open(r, lease_store_dir(r->store), r->id, &r->e) < 0)
 		return -1;
-	r->ho = (struct trace_handover){ .link = o->link, .snapshot = chain_snapshot, .ctx = r,
-					 .traced = o->trace_path != NULL };
+	r->ho = (struct trace_handover){ .link = o->link, .snapshot = chain_snapshot, .ctx = r };
 	if (o->link && trace_handover_open(&r->ho, r->store, r->id, &r->e) < 0)
 		return -1;
 	return features_open(r);
