@@ -80,6 +80,11 @@ chained_ok() {
 		<(sbx-trace files "$d/plain.trace" | jq '.processes | length')
 	run sbx-trace files "$d/chained.trace"
 	jq -e '[.processes[] | select(.exit == null)] | length == 0' <<<"$output"
+	# sbx-trace diff: every process's events as unchained; only the end's count
+	# differs (by the link events), and the build records are equal
+	run sbx-trace diff "$d/chained.trace" "$d/plain.trace"
+	jq -e '.processes.differing == 1 and .first_difference.process == "run" and
+		.first_difference.a.ev == "end" and ([.files[][]] | map(length) | add) == 0' <<<"$output"
 }
 
 @test "chain+trace: a tree crossing storage_read: the trace verifies, events as unchained" {
