@@ -37,7 +37,9 @@
 # run's /tmp is carried since snapshot format 8; the bind keeps regrtest's
 # directory where it was before). On an AMD EPYC 2-vCPU host at load 11-15 it
 # passed 339 of its 339 under sbx in two links (939 MB and 657 MB of
-# storage_read), 354 s against 305 s natively.
+# storage_read), 354 s against 305 s natively; at load 20-24, 339 of 339 under
+# sbx (608 s) and under sbx-trace (689 s, two links, one trace of 468,969
+# events that verifies against the result's head) against 465 s natively.
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
 # and every case that passes natively but not under sbx, with its first error.
 # Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
@@ -143,6 +145,7 @@ py() {
 			chain="--chain $COMPAT_LINKS --rw $W/tmp:$W/tmp --env TMPDIR=$W/tmp --result $W/chain.json"
 			limit=$((2 * COMPAT_TIMEOUT)) ;;
 		esac
+		rm -f "$W/chain.json" # a run that writes none is not judged by an earlier one's
 		timeout -k 30 "$limit" "$@" $chain $sep $PY -m test -u network -v "$m" >"$W/mod.out" 2>&1 </dev/null || true
 		if [ -n "$chain" ] && [ "$v" = sbx-trace ]; then
 			head=$(jq -r '.trace.head // "none"' "$W/chain.json" 2>/dev/null || echo none)
