@@ -12,7 +12,6 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
-#include "trace/record/reader/reader.h"
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
 #include "trace/sys/sys.h"
