@@ -39,7 +39,8 @@
 # passed 339 of its 339 under sbx in two links (939 MB and 657 MB of
 # storage_read), 354 s against 305 s natively; at load 20-24, 339 of 339 under
 # sbx (608 s) and under sbx-trace (689 s, two links, one trace of 468,969
-# events that verifies against the result's head) against 465 s natively.
+# events that verifies against the result's head) against 465 s natively, and
+# again at load 9-20 (419 s native, 408 s sbx, 355 s sbx-trace, 470,246 events).
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
 # and every case that passes natively but not under sbx, with its first error.
 # Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
