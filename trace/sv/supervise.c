@@ -475,10 +475,10 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 			return;
 		}
 	}
+	if (t->tracer && !sv->every_call && trace_nest_tracer_stop(sv, t))
+		return; /* a guest tracer's own syscall stop: not a result sbx asked for */
 	sv->res->exit_stops++;
 	count_stop(sv, &t->st, 1);
-	if (t->tracer && !sv->every_call && trace_nest_tracer_stop(sv, t))
-		return;
 	if (t->notify_redo)
 		trace_notify_unmark(sv, t, 0, NULL);
 	if (t->sgid) {
