@@ -141,7 +141,7 @@ struct trace_result {
 	int exec_failed;              /* the image could not be executed: errno */
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
-	uint64_t exit_stops;          /* syscall-exit stops handled: a call's result asked for */
+	uint64_t exit_stops;          /* other syscall stops: a call's result asked for, a guest tracer's */
 	/* both by call number, for calls of the syscall table (trace/sys) */
 	uint32_t stops_by_nr[TRACE_STOPS_NR][2];
 	uint64_t notified;            /* calls served by user notification (notify_files) */
