@@ -171,7 +171,8 @@ done
 		"$(jq .supervisor.stops "$W/result-b.json")" "$(jq .supervisor.refused "$W/result-b.json")"
 for v in f fb n; do
 	[ ! -f "$W/result-$v.json" ] ||
-		printf 'sbx-file%s: stops %s, exit stops %s, notified by user notification %s per build\n' "${v#f}" \
+		printf 'sbx-file%s: stops %s, exit stops %s, notified by user notification %s per build\n' \
+			"$(case $v in fb) echo base ;; n) echo n ;; esac)" \
 			"$(jq .supervisor.stops "$W/result-$v.json")" "$(jq '.supervisor.exit_stops // "?"' "$W/result-$v.json")" \
 			"$(jq '.supervisor.notified // 0' "$W/result-$v.json")"
 done
