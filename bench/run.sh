@@ -31,8 +31,9 @@
 # depend on the invoking shell's PATH.
 # Usage: bench/run.sh [ROUNDS]   (default 7; SBX_BUILD defaults to ./build;
 # VARIANTS, a space-separated list, runs some of them; SBX_BASE, another build
-# directory, adds `sbx-base`: the `sbx` row with that build, interleaved with it,
-# for a change's before and after in one run)
+# directory, adds `sbx-base` and `sbx-filebase`: the `sbx` and `sbx-file` rows
+# with that build, interleaved with them, for a change's before and after in
+# one run)
 set -eu
 ROUNDS=${1:-7}
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -48,7 +49,7 @@ cc -O2 -Wall -Wextra -Werror -o "$W/floor" "$here/bench/floor.c"
 
 # gVisor's runsc (Debian's build, ptrace platform, writing to the host like the
 # others' read-write project) joins where it is installed
-VARIANTS=${VARIANTS:-"native native-R sbx${SBX_BASE:+ sbx-base} sbx-file sbx-filen sbx-eph bwrap floor proot pin-bwrap pin-sbx$(
+VARIANTS=${VARIANTS:-"native native-R sbx${SBX_BASE:+ sbx-base} sbx-file${SBX_BASE:+ sbx-filebase} sbx-filen sbx-eph bwrap floor proot pin-bwrap pin-sbx$(
 	command -v runsc >/dev/null 2>&1 && echo ' runsc')"}
 has() { case " $VARIANTS " in *" $1 "*) ;; *) return 1 ;; esac; }
 for v in bwrap proot runsc; do
@@ -89,6 +90,8 @@ build() {
 		--trace "$W/t.jsonl" --trace-level exec --result "$W/result-b.json" -- make -s -C "$SRC" -j2 ;;
 	sbx-file) set -- "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" --trace "$W/t.jsonl" \
 		--trace-level file --result "$W/result-f.json" -- make -s -C "$SRC" -j2 ;;
+	sbx-filebase) set -- "${SBX_BASE:?sbx-filebase needs SBX_BASE}/bin/sbx-run" --lease "$L" --rw "$SRC" \
+		--trace "$W/t.jsonl" --trace-level file --result "$W/result-fb.json" -- make -s -C "$SRC" -j2 ;;
 	sbx-filen) set -- env SBX_FILE_TRACE=notify "$SBX_BUILD/bin/sbx-run" --lease "$L" --rw "$SRC" \
 		--trace "$W/t.jsonl" --trace-level file --result "$W/result-n.json" -- make -s -C "$SRC" -j2 ;;
 	sbx-eph) set -- "$SBX_BUILD/bin/sbx-run" --ephemeral --rw "$SRC" --trace "$W/t.jsonl" \
@@ -146,7 +149,7 @@ for v in $VARIANTS; do
 	printf '%-10s %9d %7s %9d %7s %9d %7s\n' "$v" "$m" "$(ratio "$m" "$base")" "$b" \
 		"$(ratio "$b" "$bbase")" "$c" "$(ratio "$c" "$cbase")"
 done
-for v in sbx sbx-base sbx-file sbx-filen sbx-eph; do
+for v in sbx sbx-base sbx-file sbx-filebase sbx-filen sbx-eph; do
 	! { has "$v" && has floor; } ||
 		awk -v v="$v" -v s="$(median "$v" 2)" -v b="$(median floor 2)" \
 			'BEGIN {printf "%s vs the floor (median wall): %.3fx\n", v, s / b}'
@@ -166,8 +169,14 @@ done
 [ ! -f "$W/result-b.json" ] ||
 	printf 'stops per build of sbx-base: %s (refused %s)\n' \
 		"$(jq .supervisor.stops "$W/result-b.json")" "$(jq .supervisor.refused "$W/result-b.json")"
-for v in f n; do
+for v in f fb n; do
 	[ ! -f "$W/result-$v.json" ] ||
-		printf 'sbx-file%s: stops %s, notified by user notification %s per build\n' "${v#f}" \
-			"$(jq .supervisor.stops "$W/result-$v.json")" "$(jq '.supervisor.notified // 0' "$W/result-$v.json")"
+		printf 'sbx-file%s: stops %s, exit stops %s, notified by user notification %s per build\n' \
+			"$(case $v in fb) echo base ;; n) echo n ;; esac)" \
+			"$(jq .supervisor.stops "$W/result-$v.json")" "$(jq '.supervisor.exit_stops // "?"' "$W/result-$v.json")" \
+			"$(jq '.supervisor.notified // 0' "$W/result-$v.json")"
 done
+# where sbx-file's stops go: the calls that stopped most, [entry, exit]
+[ ! -f "$W/result-f.json" ] ||
+	printf 'sbx-file stops by call: %s\n' "$(jq -r '.supervisor.by_call // {} | to_entries |
+		sort_by(-(.value | add)) | .[:8] | map("\(.key) \(.value)") | join(", ")' "$W/result-f.json")"

@@ -239,6 +239,20 @@ small_trace() {
 	assert_output --partial 'exec, file or all'
 }
 
+@test "the result counts stops by call at entry and exit: level file stops each open twice, level exec never at an exit (fails on main: no exit_stops, no by_call)" {
+	sbx-run --ephemeral --trace-level file --trace f.trace --result f.json -- "$GUESTS/run_absent" 300 > out
+	run cat out
+	assert_output 'enoent 600'
+	jq -c .supervisor f.json
+	# each failed open stops at its entry and at its exit, whose errno the trace records
+	jq -e '.supervisor as $s | ($s.exit_stops | type) == "number" and
+		$s.by_call.openat[0] >= 600 and $s.by_call.openat[1] >= 600 and
+		([$s.by_call[][1]] | add) == $s.exit_stops and ([$s.by_call[][0]] | add) <= $s.stops' f.json
+	[ "$(jq -s '[.[] | select(.ev == "sys" and .name == "openat" and .errno == "ENOENT")] | length' f.trace)" -ge 600 ]
+	sbx-run --ephemeral --trace-level exec --trace e.trace --result e.json -- "$GUESTS/run_absent" 300 > out
+	jq -e '.supervisor.exit_stops == 0 and (.supervisor.by_call | has("openat") | not)' e.json
+}
+
 @test "--trace - writes the trace to standard output" {
 	run sbx-run --ephemeral --trace - -- /bin/true
 	assert_success

@@ -14,6 +14,19 @@ static const char *priority_name(enum trace_priority p)
 	return p == TRACE_PRIO_REALTIME ? "realtime" : p == TRACE_PRIO_INVOKER ? "invoker" : "normal";
 }
 
+/* The stops of each call that stopped: its name, [entry stops, exit stops]. */
+static json_t *by_call(const struct trace_result *r)
+{
+	json_t *o = json_object();
+	for (long nr = 0; nr < TRACE_STOPS_NR; nr++) {
+		const struct trace_sysinfo *s = trace_sys_by_nr(nr);
+		const uint32_t *n = r->stops_by_nr[nr];
+		if (s && (n[0] || n[1]))
+			json_object_set_new(o, s->name, json_pack("[I,I]", (json_int_t)n[0], (json_int_t)n[1]));
+	}
+	return o;
+}
+
 json_t *trace_run_result_json(const char *lease, const char *image, const char *sha,
 			      char *const *argv, const struct trace_result *r, int code,
 			      const char *closed, json_t *receipts)
@@ -35,9 +48,10 @@ json_t *trace_run_result_json(const char *lease, const char *image, const char *
 	json_object_set_new(j, "stopped", r->stop_reason[0] ? json_string(r->stop_reason) : json_null());
 	json_object_set_new(j, "usage", json_pack("{s:I,s:I}", "cpu_us", (json_int_t)r->cpu_us,
 						  "maxrss", (json_int_t)r->maxrss));
-	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I,s:s}", "stops", (json_int_t)r->stops,
-						       "refused", (json_int_t)r->refused, "priority",
-						       priority_name(r->priority)));
+	json_object_set_new(j, "supervisor", json_pack("{s:I,s:I,s:I,s:o,s:s}", "stops", (json_int_t)r->stops,
+						       "exit_stops", (json_int_t)r->exit_stops,
+						       "refused", (json_int_t)r->refused, "by_call", by_call(r),
+						       "priority", priority_name(r->priority)));
 	if (r->notified) /* only where the listener served calls: the ptrace path's result is as it was */
 		json_object_set_new(json_object_get(j, "supervisor"), "notified",
 				    json_integer((json_int_t)r->notified));

@@ -345,6 +345,13 @@ void trace_sv_decode_paths(struct trace_guest *g, struct trace_stop *st)
 	}
 }
 
+/* The result's stops by call: where a run's stops go (at=0 entry, 1 exit). */
+static void count_stop(struct trace_supervisor *sv, const struct trace_stop *st, int at)
+{
+	if (st->sys && st->nr >= 0 && st->nr < TRACE_STOPS_NR)
+		sv->res->stops_by_nr[st->nr][at]++;
+}
+
 static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 {
 	struct __ptrace_syscall_info info;
@@ -374,6 +381,7 @@ static void on_seccomp(struct trace_supervisor *sv, struct tstate *t)
 	st->nr = (long)info.seccomp.nr;
 	st->arch_ok = info.arch == AUDIT_ARCH_X86_64 && !(info.seccomp.nr & 0x40000000);
 	st->sys = st->arch_ok ? trace_sys_by_nr(st->nr) : NULL;
+	count_stop(sv, st, 0);
 	memcpy(st->args, info.seccomp.args, sizeof st->args);
 	st->action = TRACE_ALLOWED;
 	struct trace_guest g = { sv, t };
@@ -468,7 +476,9 @@ static void on_syscall_exit(struct trace_supervisor *sv, struct tstate *t)
 		}
 	}
 	if (t->tracer && !sv->every_call && trace_nest_tracer_stop(sv, t))
-		return;
+		return; /* a guest tracer's own syscall stop: not a result sbx asked for */
+	sv->res->exit_stops++;
+	count_stop(sv, &t->st, 1);
 	if (t->notify_redo)
 		trace_notify_unmark(sv, t, 0, NULL);
 	if (t->sgid) {

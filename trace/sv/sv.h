@@ -131,6 +131,7 @@ struct trace_sched_stats {
 	 * outside a call, a call numbered past the table) */
 	uint64_t parked_call_us[TRACE_SCHED_NR], parked_exit_us, parked_answer_us, parked_other_us;
 };
+#define TRACE_STOPS_NR 512 /* call numbers the result counts stops of (above: uncounted) */
 struct trace_result {
 	int exited, status;           /* guest exit status when exited */
 	int signal;                   /* killing signal, else 0 */
@@ -140,6 +141,9 @@ struct trace_result {
 	int exec_failed;              /* the image could not be executed: errno */
 	pid_t guest_pid;              /* host pid of the guest's main process */
 	uint64_t stops;               /* seccomp stops handled */
+	uint64_t exit_stops;          /* other syscall stops: a call's result asked for, a guest tracer's */
+	/* both by call number, for calls of the syscall table (trace/sys) */
+	uint32_t stops_by_nr[TRACE_STOPS_NR][2];
 	uint64_t notified;            /* calls served by user notification (notify_files) */
 	uint64_t refused;             /* syscalls the boundary refused */
 	uint64_t unscheduled;         /* trace_sv_scheduled: waits outside the schedule (tasks let loose) */
