@@ -414,12 +414,9 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
  * every other task stands still until then (blocked, a leader waiting for its
  * threads, or parked behind tid's key once this stop counts), so the table
  * holds at the answer what it holds now. */
-int trace_sched_alone(const struct trace_sched *s, pid_t tid, long nr)
+int trace_sched_alone(struct trace_sched *s, pid_t tid, long nr)
 {
-	const struct sent *me = NULL;
-	for (size_t i = 0; i < s->n && !me; i++)
-		if (s->v[i].tid == tid)
-			me = &s->v[i];
+	const struct sent *me = find(s, tid);
 	if (s->turn || !me || me->state != S_RUN || threads(s, me) != 1)
 		return 0;
 	struct sent at = *me;

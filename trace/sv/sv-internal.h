@@ -105,7 +105,7 @@ void trace_sched_exec(struct trace_sched *s, pid_t tid, pid_t former);
 void trace_sched_gone(struct trace_sched *s, pid_t tid);
 void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us);
 void trace_sched_release(struct trace_sched *s);
-int trace_sched_alone(const struct trace_sched *s, pid_t tid, long nr);
+int trace_sched_alone(struct trace_sched *s, pid_t tid, long nr);
 /* The run is ending (or ended): parked tasks go, the count goes to the result. */
 void trace_sched_off(struct trace_supervisor *sv);
 /* A task of the schedule as a snapshot holds it (sched_state.c): its key, and
