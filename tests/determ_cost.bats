@@ -47,11 +47,11 @@ stops() {
 		--trace t.trace --result r.json -- make -C /src -j2 >out 2>&1
 	rm -rf "$p"
 	stops r.json
-	# main (08d25df) wrote this head, with 4190 seccomp stops and 6540 resumes
+	# main (08d25df) wrote this head, with 4190 seccomp stops and 6540 resumes; now about 5460
 	assert_equal "$(head_of t.trace)" 8af37e440d29debaafc9e12d507b1483b78d8f41c91b35d8e9b5b29c068edc4a
 	read -r s r < <(stops r.json)
-	[ "$s" -eq 4190 ]
-	[ "$r" -lt 6000 ]
+	[ "$s" -ge 4000 ]
+	[ "$r" -lt 5800 ]
 }
 
 @test "a stat of a path is answered at its seccomp stop, as the kernel answers it: no exit stop (fails on main: every stat ran to an exit stop)" {
@@ -152,8 +152,8 @@ PERL
 		stops r$k.json
 		jq -e '.determinism.unscheduled == 0 and .exit_code == 0' r$k.json
 		read -r s r < <(stops r$k.json)
-		# main: 4190 seccomp stops, 6540 resumes; now about 5560
-		[ $((100 * (r - s))) -lt $((42 * s)) ]
+		# main: 4190 seccomp stops, 6540 resumes; now about 5460
+		[ $((100 * (r - s))) -lt $((38 * s)) ]
 	done
 }
 
