@@ -201,8 +201,13 @@ void trace_lookup_as_guest(const struct trace_lookup *lk, int on)
 {
 	if (!lk->fsids)
 		return;
-	setfsgid(on ? lk->gid : 0);
-	setfsuid(on ? lk->uid : 0);
+	if (on) {
+		setfsgid(lk->gid);
+		setfsuid(lk->uid);
+	} else {
+		setfsuid(0);
+		setfsgid(0);
+	}
 }
 
 static unsigned read_overflow(const char *path)
@@ -246,16 +251,18 @@ static ino_t userns_of(pid_t tid)
 	return stat(p, &sb) == 0 ? sb.st_ino : 0;
 }
 
-/* Opened at the first stat from the stopped task's root, the tree's: a guest
- * cannot chroot or pivot_root. Off where this thread's lookups would not be
- * the guest's: it has supplementary groups the guest has not. */
-static struct trace_lookup *look_of(struct trace_supervisor *sv, pid_t tid)
+/* Opened at the first use from the guest's root, the tree's (a guest cannot
+ * chroot or pivot_root), with the user namespace its ids map in. Off where
+ * this thread's lookups would not be the guest's: it has supplementary groups
+ * the guest has not. */
+static struct trace_lookup *look_of(struct trace_supervisor *sv)
 {
 	if (sv->look || sv->look_off)
 		return sv->look;
 	struct trace_lookup *lk = common_xcalloc(1, sizeof *lk);
-	sv->look_userns = userns_of(tid);
-	if (trace_lookup_open(lk, sv, tid) < 0 || !sv->look_userns ||
+	lk->rootfd = -1;
+	sv->look_userns = sv->guest_gone ? 0 : userns_of(sv->guest);
+	if (!sv->look_userns || trace_lookup_open(lk, sv, sv->guest) < 0 ||
 	    (lk->fsids && getgroups(0, NULL) != 0)) {
 		trace_lookup_close(lk);
 		free(lk);
@@ -268,7 +275,7 @@ static struct trace_lookup *look_of(struct trace_supervisor *sv, pid_t tid)
 int trace_guest_stat(struct trace_guest *g, const struct trace_stop *st, void *out,
 		     int64_t *result)
 {
-	struct trace_lookup *lk = look_of(g->sv, st->tid);
+	struct trace_lookup *lk = look_of(g->sv);
 	struct trace_lookup_stat o = { 0 };
 	/* a task in a user namespace of its own sees other owners */
 	if (!lk || !st->sys || !st->raw[0] || !st->path[0] || userns_of(st->tid) != g->sv->look_userns)
@@ -288,7 +295,7 @@ int trace_guest_stat(struct trace_guest *g, const struct trace_stop *st, void *o
 
 int trace_guest_absent(struct trace_guest *g, const struct trace_stop *st)
 {
-	struct trace_lookup *lk = look_of(g->sv, st->tid);
+	struct trace_lookup *lk = look_of(g->sv);
 	/* a thread's calls take turns: what it records must not move past one */
 	if (!lk || !g->sv->sched || !trace_sched_lone(g->sv->sched, st->tid) || !st->sys ||
 	    !st->raw[0] || !*st->raw[0] || userns_of(st->tid) != g->sv->look_userns)
