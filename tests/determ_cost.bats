@@ -61,9 +61,15 @@ chdir "/etc" or die;
 mkdir "/tmp/d" or die;
 open F, ">", "/tmp/d/f" or die; print F "abc"; close F;
 symlink "f", "/tmp/d/l" or die;
+symlink "../../../../../etc/passwd", "/tmp/d/up" or die;
+symlink "/proc/self/root/etc", "/tmp/d/magic" or die;
+symlink "none", "/tmp/d/dangling" or die;
+# hostile names too: a symlink climbing above the root, magic links, a dangling link
 for my $p ("/etc/services", "/etc", "/bin", "/usr/bin/perl", "/nonexistent", "/etc/nonexistent/x",
 	   "/usr/../etc/services", "services", "../etc/passwd", "/etc/services/x", "/tmp/d/.",
-	   "/tmp/d/l", "/tmp/d/f", "/tmp/none/.", "/proc/self/status", "") {
+	   "/tmp/d/l", "/tmp/d/f", "/tmp/none/.", "/proc/self/status", "", "/tmp/d/up",
+	   "/tmp/d/magic/passwd", "/proc/1/root/etc/passwd", "/proc/self/cwd/services",
+	   "/tmp/d/dangling", "/tmp/d/dangling/x") {
 	my @s = stat $p; my $se = $! + 0;
 	my @l = lstat $p; my $le = $! + 0;
 	print "$p: ", (@s ? "@s[2..5,7]" : "err $se"), " | ", (@l ? "@l[2..5,7]" : "err $le"), "\n";

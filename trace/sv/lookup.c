@@ -113,7 +113,8 @@ void trace_lookup_fd_path(pid_t tid, int64_t dirfd, char *out, size_t n)
 
 static int base_of(const struct trace_lookup *lk, const struct trace_stop *st, struct base *b)
 {
-	*b = (struct base){ .fd = lk->rootfd, .resolve = RESOLVE_IN_ROOT };
+	/* a magic link (/proc/N/root, /proc/N/fd/K) is the guest's kernel's to follow */
+	*b = (struct base){ .fd = lk->rootfd, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	if (st->raw[0][0] == '/')
 		return 0;
 	int a = trace_sys_arg(st->sys, TRACE_ARG_DIRFD);
