@@ -65,9 +65,6 @@ void trace_determ_want(struct trace_guest *g, struct trace_stop *st, enum pend_k
 /* At the seccomp stop of fstat, stat, lstat, newfstatat or statx (stat.c):
  * answered now, or its answer wanted at its exit. */
 void trace_determ_stat_entry(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st);
-/* At the seccomp stop of open, openat or execve: a name absent for the guest
- * answered ENOENT now (stat.c). */
-void trace_determ_absent_entry(struct trace_guest *g, struct trace_stop *st);
 
 /* The files table as a snapshot's determinism record holds it (files.c). */
 void trace_determ_files_save(const struct trace_determ_files *f, struct codec_buf *b);

@@ -610,11 +610,6 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 			trace_determ_files_written(d->files, &v, st->tid, fd);
 		break;
 	}
-	case TRACE_SYS_open:
-	case TRACE_SYS_openat:
-	case TRACE_SYS_execve:
-		trace_determ_absent_entry(g, st);
-		break;
 	case TRACE_SYS_fstat:
 	case TRACE_SYS_stat:
 	case TRACE_SYS_lstat:

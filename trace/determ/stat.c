@@ -108,23 +108,6 @@ static int empty_path(struct trace_guest *g, const struct trace_stop *st)
 	       trace_guest_read(g, a[1], &c, 1) == 1 && c == 0;
 }
 
-/* An open without O_CREAT, or an execve, of a name the supervisor's own lookup
- * finds absent for the guest (a compiler's include and PATH probes): the
- * kernel's ENOENT given at the entry and the call skipped, st->skipped telling
- * the recorder its result now, so no exit stop fetches it. Recorded allowed
- * either way; no file table is touched. */
-void trace_determ_absent_entry(struct trace_guest *g, struct trace_stop *st)
-{
-	int of = trace_sys_arg(st->sys, TRACE_ARG_OFLAGS);
-	if (st->action != TRACE_ALLOWED ||
-	    (of >= 0 && ((st->args[of] & O_CREAT) || (st->args[of] & O_TMPFILE) == O_TMPFILE)))
-		return;
-	if (trace_guest_absent(g, st) && trace_determ_skip(g, -ENOENT) == 0) {
-		st->skipped = 1;
-		st->result = -ENOENT;
-	}
-}
-
 void trace_determ_stat_entry(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st)
 {
 	const uint64_t *a = st->args;

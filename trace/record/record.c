@@ -537,8 +537,6 @@ int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s)
 	p = pend_find(r, s->tid);
 	if (p) /* a stale entry (the thread's syscall never completed) */
 		pend_drop(r, p);
-	if (s->skipped) /* answered at its entry: the exit would tell the same */
-		return emit_sys(r, s, 1, s->result, -1, rec_now(r), rec_now(r), -1);
 	if (r->npend == r->cappend) {
 		r->cappend = r->cappend ? 2 * r->cappend : 16;
 		r->pend = common_xrealloc(r->pend, r->cappend * sizeof *r->pend);
@@ -888,7 +886,7 @@ static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	(void)g;
 	if (r->restoring || (r->nskip && trace_rec_skipped(r, st->tid)))
 		return 0; /* a restored task's call made again: its event is in the chain */
-	if (trace_rec_want_exit(r, st) && !st->skipped)
+	if (trace_rec_want_exit(r, st))
 		st->want_exit = 1;
 	trace_rec_syscall(r, st);
 	return 0; /* a write error must not kill the build; sbx-run reports it */

@@ -48,8 +48,7 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 int trace_rec_want_exit(struct trace_rec *r, const struct trace_stop *s);
 /* At entry (has_result 0) or exit (has_result 1) of a syscall. When an exit
  * was wanted, the entry call stores the stop and the exit call emits one
- * completion event; otherwise the entry call emits the event (a completion
- * event when a layer before it answered the call at its entry: s->skipped). */
+ * completion event; otherwise the entry call emits the event. */
 int trace_rec_syscall(struct trace_rec *r, const struct trace_stop *s);
 /* PTRACE_EVENT_EXEC: the binary's path (NULL: /proc/PID/exe), its SHA-256
  * (hashed once per file identity), argv (NULL: /proc/PID/cmdline). */

@@ -294,21 +294,6 @@ int trace_guest_stat(struct trace_guest *g, const struct trace_stop *st, void *o
 	return 0;
 }
 
-int trace_guest_absent(struct trace_guest *g, const struct trace_stop *st)
-{
-	struct trace_lookup *lk = look_of(g->sv);
-	/* a thread's calls take turns: what it records must not move past one */
-	if (!lk || !g->sv->sched || !trace_sched_lone(g->sv->sched, st->tid) || !st->sys ||
-	    !st->raw[0] || !*st->raw[0] || userns_of(st->tid) != g->sv->look_userns)
-		return 0;
-	trace_lookup_as_guest(lk, 1);
-	int fd = trace_lookup_resolve(lk, st, trace_sys_follows_last(st->sys, st->args, 0), 0);
-	trace_lookup_as_guest(lk, 0);
-	if (fd >= 0)
-		close(fd);
-	return fd == -ENOENT;
-}
-
 void trace_sv_lookup_end(struct trace_supervisor *sv)
 {
 	if (sv->look) {

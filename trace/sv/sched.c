@@ -409,13 +409,6 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
 	return 1;
 }
 
-/* Whether tid is its process's only thread the schedule knows. */
-int trace_sched_lone(struct trace_sched *s, pid_t tid)
-{
-	const struct sent *e = find(s, tid);
-	return e && threads(s, e) == 1;
-}
-
 /* Whether an answer of tid's put off for its turn (a first sight) would be
  * given at once, here: no turn is held, tid is a lone thread in flight, and
  * every other task stands still until then (blocked, a leader waiting for its
@@ -424,7 +417,7 @@ int trace_sched_lone(struct trace_sched *s, pid_t tid)
 int trace_sched_alone(struct trace_sched *s, pid_t tid, long nr)
 {
 	const struct sent *me = find(s, tid);
-	if (s->turn || !me || me->state != S_RUN || !trace_sched_lone(s, tid))
+	if (s->turn || !me || me->state != S_RUN || threads(s, me) != 1)
 		return 0;
 	struct sent at = *me;
 	at.clock += (uint64_t)counted(s, nr);

@@ -105,10 +105,9 @@ void trace_sched_exec(struct trace_sched *s, pid_t tid, pid_t former);
 void trace_sched_gone(struct trace_sched *s, pid_t tid);
 void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us);
 void trace_sched_release(struct trace_sched *s);
-/* Whether tid is its process's only thread the schedule knows; whether an
- * answer of its put off for its turn would be given at once (nr: the call at
- * whose seccomp stop it is): no turn held, every other task standing still. */
-int trace_sched_lone(struct trace_sched *s, pid_t tid);
+/* Whether an answer of tid's put off for its turn would be given at once (nr:
+ * the call at whose seccomp stop it is): no turn held, every other task
+ * standing still until then. */
 int trace_sched_alone(struct trace_sched *s, pid_t tid, long nr);
 /* The run is ending (or ended): parked tasks go, the count goes to the result. */
 void trace_sched_off(struct trace_supervisor *sv);

@@ -31,8 +31,6 @@ struct trace_stop {
 	int host_fd;                    /* >0: the file the supervisor opened for the call (notify.c) */
 	int exists;                     /* 1/2: the supervisor's own lookup found the path / not (notify.c) */
 	int answer_at_turn;             /* set by on_exit: the answer waits for the task's turn (on_turn) */
-	int skipped;                    /* set by on_entry: a layer answered the call, result holds
-					 * what it returns: no exit stop is needed to learn it */
 };
 
 struct trace_guest;      /* the stopped thread inside a hook; opaque */
@@ -197,14 +195,10 @@ void **trace_guest_slot(struct trace_guest *g, enum trace_layer_slot l);
  * the guest's view with its ids (trace/sv/lookup.c): 0 with *result (0 or
  * -errno) and, when 0, the struct stat or statx (256 bytes) in out; -1 when it
  * cannot tell exactly (/proc and kin, a ".." above a relative path's
- * directory, an error other than a name verified absent): the call must run. */
+ * directory, a magic link, an error other than a name verified absent): the
+ * call must run. */
 int trace_guest_stat(struct trace_guest *g, const struct trace_stop *st, void *out,
 		     int64_t *result);
-/* At the seccomp stop of a call with one path (open, openat, execve): 1 when the
- * supervisor's own lookup in the guest's view finds the name absent, as the
- * guest's kernel would (ENOENT), for a lone thread under the parallel schedule
- * (trace/sv/lookup.c); 0 otherwise, or when it cannot tell. */
-int trace_guest_absent(struct trace_guest *g, const struct trace_stop *st);
 /* At a seccomp stop under the parallel schedule: whether an answer put off for
  * the task's turn would be given at once, every other task standing still
  * until then (trace/sv/sched.c). 0 without a schedule. */
