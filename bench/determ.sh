@@ -122,36 +122,46 @@ build() {
 	/usr/bin/time -f '%e %U %S' -o "$W/t" "$@" >/dev/null 2>&1
 	cut -d' ' -f1 "$W/t" >>"$out"
 }
-i=0
-while [ $i -lt "$MK" ]; do
-	cut -d' ' -f1 /proc/loadavg >>"$W/mk.load"
-	build "$W/mk.native" make -C "$W/src" -j2
-	build "$W/mk.pinned" taskset -c 0 make -C "$W/src" -j2
-	build "$W/mk.run" "$B/sbx-run" --lease "$LM" --rw "$W/src:/src" -- make -C /src -j2
+# the deterministic runs, after and before the change (SBX_BUILD_BEFORE)
+mk_det() {
 	build "$W/mk.det" "$B/sbx-run" --lease "$LM" --deterministic --rw "$W/src:/src" \
 		--trace "$W/mk.trace" --result "$W/mk.json" -- make -C /src -j2
 	tail -n 1 "$W/mk.trace" | jq -r .h >>"$W/mk.heads"
 	# the supervisor's CPU: sbx-run's and its children's, less the guest tree's
 	awk -v g="$(jq .usage.cpu_us "$W/mk.json")" '{ printf "%.3f\n", $2 + $3 - g / 1e6 }' "$W/t" >>"$W/mk.svcpu"
 	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/mk.json" >>"$W/mk.stops"
-	if [ -n "${SBX_BUILD_BEFORE:-}" ]; then
-		build "$W/mk.before" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LM" --deterministic \
-			--rw "$W/src:/src" --trace "$W/mk.trace" --result "$W/mk.bjson" -- make -C /src -j2
-		tail -n 1 "$W/mk.trace" | jq -r .h >>"$W/mk.heads"
-		awk -v g="$(jq .usage.cpu_us "$W/mk.bjson")" '{ printf "%.3f\n", $2 + $3 - g / 1e6 }' "$W/t" >>"$W/mk.bsvcpu"
-		jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/mk.bjson" >>"$W/mk.bstops"
-	fi
-	build "$W/mk.cnat" sh -c "cd '$W/src' && cc -O2 -c big.c -o big.o"
-	build "$W/mk.crun" "$B/sbx-run" --lease "$LC" --rw "$W/src:/src" \
-		--chdir /src -- cc -O2 -c big.c -o big.o
+}
+mk_before() {
+	[ -n "${SBX_BUILD_BEFORE:-}" ] || return 0
+	build "$W/mk.before" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LM" --deterministic \
+		--rw "$W/src:/src" --trace "$W/mk.trace" --result "$W/mk.bjson" -- make -C /src -j2
+	tail -n 1 "$W/mk.trace" | jq -r .h >>"$W/mk.heads"
+	awk -v g="$(jq .usage.cpu_us "$W/mk.bjson")" '{ printf "%.3f\n", $2 + $3 - g / 1e6 }' "$W/t" >>"$W/mk.bsvcpu"
+	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/mk.bjson" >>"$W/mk.bstops"
+}
+seq_det() {
 	build "$W/mk.cdet" "$B/sbx-run" --lease "$LC" --deterministic --rw "$W/src:/src" \
 		--chdir /src --result "$W/c.json" -- cc -O2 -c big.c -o big.o
 	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/c.json" >>"$W/mk.cstops"
-	if [ -n "${SBX_BUILD_BEFORE:-}" ]; then
-		build "$W/mk.cbefore" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LC" --deterministic \
-			--rw "$W/src:/src" --chdir /src --result "$W/c.json" -- cc -O2 -c big.c -o big.o
-		jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/c.json" >>"$W/mk.cbstops"
-	fi
+}
+seq_before() {
+	[ -n "${SBX_BUILD_BEFORE:-}" ] || return 0
+	build "$W/mk.cbefore" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LC" --deterministic \
+		--rw "$W/src:/src" --chdir /src --result "$W/c.json" -- cc -O2 -c big.c -o big.o
+	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/c.json" >>"$W/mk.cbstops"
+}
+i=0
+while [ $i -lt "$MK" ]; do
+	cut -d' ' -f1 /proc/loadavg >>"$W/mk.load"
+	build "$W/mk.native" make -C "$W/src" -j2
+	build "$W/mk.pinned" taskset -c 0 make -C "$W/src" -j2
+	build "$W/mk.run" "$B/sbx-run" --lease "$LM" --rw "$W/src:/src" -- make -C /src -j2
+	# before and after alternate which goes first: a build's time depends on its place in the round
+	if [ $((i % 2)) -eq 0 ]; then mk_det; mk_before; else mk_before; mk_det; fi
+	build "$W/mk.cnat" sh -c "cd '$W/src' && cc -O2 -c big.c -o big.o"
+	build "$W/mk.crun" "$B/sbx-run" --lease "$LC" --rw "$W/src:/src" \
+		--chdir /src -- cc -O2 -c big.c -o big.o
+	if [ $((i % 2)) -eq 0 ]; then seq_det; seq_before; else seq_before; seq_det; fi
 	i=$((i + 1))
 done
 med() {
