@@ -83,7 +83,9 @@ echo "  adjudicate    ${adj} s  ($(wc -l <"$W/a.trace") trace lines)"
 # (what one-at-a-time costs without any tracer), sbx-run, and sbx-run
 # --deterministic (the parallel schedule), and the same with the binaries
 # before the change (SBX_BUILD_BEFORE, optional); rounds interleaved, medians,
-# ratios to native, and whether every deterministic run wrote one trace head.
+# ratios to native, and whether every deterministic run wrote one trace head
+# (with SBX_BUILD_BEFORE, the before runs' heads too: the same lease, so the
+# same head when the change keeps every trace), and the stops of each.
 P="$W/proj"
 mkdir "$P"
 i=1
@@ -106,9 +108,10 @@ sleep 1 # the sources lie in the lease's past
 LM=$(lease "$(command -v make)")
 LC=$(lease "$(command -v cc)")
 MODES="native pinned run det"
-[ -n "${SBX_BUILD_BEFORE:-}" ] && MODES="$MODES before"
-for m in $MODES cnat crun cdet; do : >"$W/mk.$m"; done
-: >"$W/mk.svcpu"; : >"$W/mk.stops"
+CMODES="cnat crun cdet"
+[ -n "${SBX_BUILD_BEFORE:-}" ] && MODES="$MODES before" && CMODES="$CMODES cbefore"
+for m in $MODES $CMODES; do : >"$W/mk.$m"; done
+: >"$W/mk.svcpu"; : >"$W/mk.bsvcpu"; : >"$W/mk.stops"; : >"$W/mk.bstops"; : >"$W/mk.cstops"; : >"$W/mk.cbstops"
 : >"$W/mk.heads"; : >"$W/mk.load"
 # one timed build of a fresh copy of the project at one path; $1 the times file
 build() {
@@ -119,27 +122,46 @@ build() {
 	/usr/bin/time -f '%e %U %S' -o "$W/t" "$@" >/dev/null 2>&1
 	cut -d' ' -f1 "$W/t" >>"$out"
 }
-i=0
-while [ $i -lt "$MK" ]; do
-	cut -d' ' -f1 /proc/loadavg >>"$W/mk.load"
-	build "$W/mk.native" make -C "$W/src" -j2
-	build "$W/mk.pinned" taskset -c 0 make -C "$W/src" -j2
-	build "$W/mk.run" "$B/sbx-run" --lease "$LM" --rw "$W/src:/src" -- make -C /src -j2
+# the deterministic runs, after and before the change (SBX_BUILD_BEFORE)
+mk_det() {
 	build "$W/mk.det" "$B/sbx-run" --lease "$LM" --deterministic --rw "$W/src:/src" \
 		--trace "$W/mk.trace" --result "$W/mk.json" -- make -C /src -j2
 	tail -n 1 "$W/mk.trace" | jq -r .h >>"$W/mk.heads"
 	# the supervisor's CPU: sbx-run's and its children's, less the guest tree's
 	awk -v g="$(jq .usage.cpu_us "$W/mk.json")" '{ printf "%.3f\n", $2 + $3 - g / 1e6 }' "$W/t" >>"$W/mk.svcpu"
 	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/mk.json" >>"$W/mk.stops"
-	if [ -n "${SBX_BUILD_BEFORE:-}" ]; then
-		build "$W/mk.before" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LM" --deterministic \
-			--rw "$W/src:/src" --trace "$W/mk.trace" -- make -C /src -j2
-	fi
+}
+mk_before() {
+	[ -n "${SBX_BUILD_BEFORE:-}" ] || return 0
+	build "$W/mk.before" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LM" --deterministic \
+		--rw "$W/src:/src" --trace "$W/mk.trace" --result "$W/mk.bjson" -- make -C /src -j2
+	tail -n 1 "$W/mk.trace" | jq -r .h >>"$W/mk.heads"
+	awk -v g="$(jq .usage.cpu_us "$W/mk.bjson")" '{ printf "%.3f\n", $2 + $3 - g / 1e6 }' "$W/t" >>"$W/mk.bsvcpu"
+	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/mk.bjson" >>"$W/mk.bstops"
+}
+seq_det() {
+	build "$W/mk.cdet" "$B/sbx-run" --lease "$LC" --deterministic --rw "$W/src:/src" \
+		--chdir /src --result "$W/c.json" -- cc -O2 -c big.c -o big.o
+	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/c.json" >>"$W/mk.cstops"
+}
+seq_before() {
+	[ -n "${SBX_BUILD_BEFORE:-}" ] || return 0
+	build "$W/mk.cbefore" "$SBX_BUILD_BEFORE/bin/sbx-run" --lease "$LC" --deterministic \
+		--rw "$W/src:/src" --chdir /src --result "$W/c.json" -- cc -O2 -c big.c -o big.o
+	jq -r '"\(.supervisor.stops) \(.determinism.stops.free + .determinism.stops.ordered)"' "$W/c.json" >>"$W/mk.cbstops"
+}
+i=0
+while [ $i -lt "$MK" ]; do
+	cut -d' ' -f1 /proc/loadavg >>"$W/mk.load"
+	build "$W/mk.native" make -C "$W/src" -j2
+	build "$W/mk.pinned" taskset -c 0 make -C "$W/src" -j2
+	build "$W/mk.run" "$B/sbx-run" --lease "$LM" --rw "$W/src:/src" -- make -C /src -j2
+	# before and after alternate which goes first: a build's time depends on its place in the round
+	if [ $((i % 2)) -eq 0 ]; then mk_det; mk_before; else mk_before; mk_det; fi
 	build "$W/mk.cnat" sh -c "cd '$W/src' && cc -O2 -c big.c -o big.o"
 	build "$W/mk.crun" "$B/sbx-run" --lease "$LC" --rw "$W/src:/src" \
 		--chdir /src -- cc -O2 -c big.c -o big.o
-	build "$W/mk.cdet" "$B/sbx-run" --lease "$LC" --deterministic --rw "$W/src:/src" \
-		--chdir /src -- cc -O2 -c big.c -o big.o
+	if [ $((i % 2)) -eq 0 ]; then seq_det; seq_before; else seq_before; seq_det; fi
 	i=$((i + 1))
 done
 med() {
@@ -153,15 +175,17 @@ if [ "$MK" -gt 0 ]; then
 		v=$(med "$W/mk.$m")
 		awk -v m="$m" -v v="$v" -v n="$mn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
 	done
-	echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $MK runs"
+	echo "  deterministic trace heads: $(sort -u "$W/mk.heads" | wc -l) distinct in $(wc -l <"$W/mk.heads") runs"
 	echo "  last deterministic run's schedule: $(jq -c '.determinism.stops | del(.parked_by)' "$W/mk.json")"
 	echo "  its parked ms by what waited: $(jq -r '.determinism.stops.parked_by | to_entries |
 		sort_by(-.value) | map("\(.key) \(.value / 1000 | floor)") | join(", ")' "$W/mk.json")"
 	echo "  deterministic: supervisor CPU $(med "$W/mk.svcpu") s median;" \
 		"seccomp stops and schedule resumes $(sort -n "$W/mk.stops" | uniq -c | sort -rn | head -1 | sed 's/^ *[0-9]* //')"
+	[ -s "$W/mk.bstops" ] && echo "  before: supervisor CPU $(med "$W/mk.bsvcpu") s median;" \
+		"seccomp stops and schedule resumes $(sort -n "$W/mk.bstops" | uniq -c | sort -rn | head -1 | sed 's/^ *[0-9]* //')"
 	cn=$(med "$W/mk.cnat")
 	echo "sequential: cc -O2 -c of a 300-function module, one process"
-	for m in cnat crun cdet; do
+	for m in $CMODES; do
 		v=$(med "$W/mk.$m")
 		awk -v m="$m" -v v="$v" -v n="$cn" 'BEGIN { printf "  %-14s %s s  %.2fx native\n", m, v, v / n }'
 	done

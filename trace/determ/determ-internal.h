@@ -54,6 +54,18 @@ struct trace_determ {
 	size_t nqueued;
 };
 
+/* determ.c's own, for stat.c: the process's state (made at its first use); a
+ * guest buffer written (-EFAULT); the call skipped, returning v; its answer
+ * wanted at its exit (k, the result buffer, the descriptor read). */
+struct proc *trace_determ_proc(struct trace_guest *g);
+int trace_determ_put(struct trace_guest *g, uint64_t addr, const void *buf, size_t len);
+int trace_determ_skip(struct trace_guest *g, long long v);
+void trace_determ_want(struct trace_guest *g, struct trace_stop *st, enum pend_kind k,
+		       uint64_t buf, int fd);
+/* At the seccomp stop of fstat, stat, lstat, newfstatat or statx (stat.c):
+ * answered now, or its answer wanted at its exit. */
+void trace_determ_stat_entry(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st);
+
 /* The files table as a snapshot's determinism record holds it (files.c). */
 void trace_determ_files_save(const struct trace_determ_files *f, struct codec_buf *b);
 /* Hostile input: every count and key checked; NULL (r failed) when malformed. */

@@ -83,7 +83,7 @@ static struct proc *proc_at(void **slot, pid_t pid)
 	return p;
 }
 
-static struct proc *proc_of(struct trace_guest *g)
+struct proc *trace_determ_proc(struct trace_guest *g)
 {
 	return proc_at(trace_guest_slot(g, TRACE_LAYER_DETERM), trace_guest_pid(g));
 }
@@ -271,7 +271,7 @@ json_t *trace_determ_header(const struct trace_determ *d, const char *ns_dir,
 	return h;
 }
 
-static int put(struct trace_guest *g, uint64_t addr, const void *buf, size_t len)
+int trace_determ_put(struct trace_guest *g, uint64_t addr, const void *buf, size_t len)
 {
 	/* the guest's own buffers are writable: process_vm_writev is one call, the
 	 * /proc/PID/mem path (open, pwrite, close) the fallback */
@@ -281,7 +281,7 @@ static int put(struct trace_guest *g, uint64_t addr, const void *buf, size_t len
 }
 
 /* Skip the call: it returns v. */
-static int skip(struct trace_guest *g, long long v)
+int trace_determ_skip(struct trace_guest *g, long long v)
 {
 	struct user_regs_struct r;
 	if (trace_guest_get_regs(g, &r) < 0)
@@ -294,7 +294,7 @@ static int skip(struct trace_guest *g, long long v)
 /* Skip the call and return v (an emulated answer, or -errno). */
 static void answer(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st, long long v)
 {
-	if (skip(g, v) < 0)
+	if (trace_determ_skip(g, v) < 0)
 		return;
 	st->action = TRACE_REWRITTEN;
 	d->emulated++;
@@ -377,13 +377,13 @@ static int sysinfo_virtual(struct trace_guest *g, uint64_t addr, struct proc *p)
 	memcpy(si + 40, &v, 8);
 	memcpy(si + 80, &procs, 2);
 	memcpy(si + 104, &unit, 4);
-	return put(g, addr, si, sizeof si);
+	return trace_determ_put(g, addr, si, sizeof si);
 }
 
 static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st)
 {
 	const uint64_t *a = st->args;
-	struct proc *p = proc_of(g);
+	struct proc *p = trace_determ_proc(g);
 	switch (st->nr) {
 	case TRACE_SYS_clock_gettime: {
 		if (!clock_ok((long)(int)a[0])) {
@@ -392,7 +392,7 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		}
 		uint64_t ns = clock_ns(d, p, (long)(int)a[0]);
 		int64_t ts[2] = { (int64_t)(ns / 1000000000ull), (int64_t)(ns % 1000000000ull) };
-		answer(d, g, st, put(g, a[1], ts, sizeof ts));
+		answer(d, g, st, trace_determ_put(g, a[1], ts, sizeof ts));
 		return 1;
 	}
 	case TRACE_SYS_clock_getres: {
@@ -400,22 +400,22 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		if (!clock_ok((long)(int)a[0]))
 			answer(d, g, st, -EINVAL);
 		else
-			answer(d, g, st, a[1] ? put(g, a[1], ts, sizeof ts) : 0);
+			answer(d, g, st, a[1] ? trace_determ_put(g, a[1], ts, sizeof ts) : 0);
 		return 1;
 	}
 	case TRACE_SYS_gettimeofday: {
 		uint64_t ns = clock_ns(d, p, CLOCK_REALTIME);
 		int64_t tv[2] = { (int64_t)(ns / 1000000000ull), (int64_t)(ns % 1000000000ull / 1000) };
 		int32_t tz[2] = { 0, 0 };
-		int rc = a[0] ? put(g, a[0], tv, sizeof tv) : 0;
+		int rc = a[0] ? trace_determ_put(g, a[0], tv, sizeof tv) : 0;
 		if (rc == 0 && a[1])
-			rc = put(g, a[1], tz, sizeof tz);
+			rc = trace_determ_put(g, a[1], tz, sizeof tz);
 		answer(d, g, st, rc);
 		return 1;
 	}
 	case TRACE_SYS_time: {
 		int64_t s = (int64_t)(clock_ns(d, p, CLOCK_REALTIME) / 1000000000ull);
-		if (a[0] && put(g, a[0], &s, sizeof s) < 0)
+		if (a[0] && trace_determ_put(g, a[0], &s, sizeof s) < 0)
 			answer(d, g, st, -EFAULT);
 		else
 			answer(d, g, st, s);
@@ -428,7 +428,7 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 	case TRACE_SYS_times: {
 		uint64_t ns = tick(p);
 		int64_t tms[4] = { 0, 0, 0, 0 };
-		if (a[0] && put(g, a[0], tms, sizeof tms) < 0)
+		if (a[0] && trace_determ_put(g, a[0], tms, sizeof tms) < 0)
 			answer(d, g, st, -EFAULT);
 		else
 			answer(d, g, st, (long long)(100 + ns / 10000000ull)); /* 100 Hz since boot */
@@ -437,7 +437,7 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 	case TRACE_SYS_getrusage: {
 		uint8_t ru[144];
 		memset(ru, 0, sizeof ru);
-		answer(d, g, st, put(g, a[1], ru, sizeof ru));
+		answer(d, g, st, trace_determ_put(g, a[1], ru, sizeof ru));
 		return 1;
 	}
 	case TRACE_SYS_sysinfo:
@@ -445,9 +445,9 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		return 1;
 	case TRACE_SYS_getcpu: {
 		uint32_t z = 0;
-		int rc = a[0] ? put(g, a[0], &z, 4) : 0;
+		int rc = a[0] ? trace_determ_put(g, a[0], &z, 4) : 0;
 		if (rc == 0 && a[1])
-			rc = put(g, a[1], &z, 4);
+			rc = trace_determ_put(g, a[1], &z, 4);
 		answer(d, g, st, rc);
 		return 1;
 	}
@@ -455,7 +455,7 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 		size_t n = a[1] > MAX_IO ? MAX_IO : (size_t)a[1];
 		uint8_t *buf = common_xmalloc(n ? n : 1);
 		prng_bytes(d, p, buf, n);
-		int rc = n ? put(g, a[0], buf, n) : 0;
+		int rc = n ? trace_determ_put(g, a[0], buf, n) : 0;
 		free(buf);
 		answer(d, g, st, rc < 0 ? rc : (long long)n);
 		return 1;
@@ -465,10 +465,10 @@ static int do_time(struct trace_determ *d, struct trace_guest *g, struct trace_s
 	}
 }
 
-static void want(struct trace_guest *g, struct trace_stop *st, enum pend_kind k, uint64_t buf,
-		 int fd)
+void trace_determ_want(struct trace_guest *g, struct trace_stop *st, enum pend_kind k,
+		       uint64_t buf, int fd)
 {
-	struct pend *p = &proc_of(g)->pend;
+	struct pend *p = &trace_determ_proc(g)->pend;
 	p->kind = k;
 	p->buf = buf;
 	p->fd = fd;
@@ -528,22 +528,6 @@ static const char *fd_target(pid_t tid, int fd)
 	return target;
 }
 
-static int in_ns_path(const char *p)
-{
-	return p && (!strcmp(p, "/ns") || !strncmp(p, "/ns/", 4));
-}
-
-static int fd_in_ns(pid_t tid, int fd)
-{
-	char link[64], target[PATH_MAX];
-	snprintf(link, sizeof link, fd == AT_FDCWD ? "/proc/%d/cwd" : "/proc/%d/fd/%d", (int)tid, fd);
-	ssize_t n = readlink(link, target, sizeof target - 1);
-	if (n < 0)
-		return 0;
-	target[n] = 0;
-	return in_ns_path(target);
-}
-
 /* A connect the supervisor makes to a host socket named with --socket: what
  * the peer says is not the run's to answer. Named with its path. */
 static void outside_peer(struct trace_determ *d, struct trace_guest *g, struct trace_stop *st)
@@ -553,47 +537,6 @@ static void outside_peer(struct trace_determ *d, struct trace_guest *g, struct t
 	if (n <= 2 || trace_guest_read(g, st->args[1], a, n) != (ssize_t)n)
 		a[2] = 0;
 	fell_back(d, st, "socket to a peer outside the run", a[2] ? a + 2 : NULL);
-}
-
-/* fstat, or a stat of fd's own object (an empty path): the supervisor stats it
- * too, through /proc/TID/fd (the same inode; a symlink held with O_PATH stays
- * the link), so when the table holds what the answer needs it is answered here
- * and the call skipped: no exit stop. 0 when it is not (a bad descriptor, a
- * first sight, whose numbers wait for the task's turn): the call runs, its
- * answer rewritten at its exit. Either way the call stays "allowed" and is not
- * counted as emulated: which way it went depends on what the other tasks had
- * numbered when it came, not on the lease. */
-static int fstat_now(struct trace_determ *d, struct trace_guest *g, const struct trace_stop *st,
-		     int fd, uint64_t buf)
-{
-	char link[64];
-	struct stat sb;
-	uint8_t b[144];
-	_Static_assert(sizeof sb == sizeof b, "the x86-64 struct stat the kernel writes");
-	snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)st->tid, fd);
-	if (fd < 0 || stat(link, &sb) < 0)
-		return 0;
-	struct proc *pr = proc_of(g), scratch = *pr; /* a probe raises no clock */
-	struct trace_determ_view v = { d->epoch, &scratch.ns, fd_in_ns(st->tid, fd) };
-	memcpy(b, &sb, sizeof b);
-	trace_determ_files_probe(d->files);
-	trace_determ_files_stat(d->files, &v, b);
-	if (trace_determ_files_probe_end(d->files))
-		return 0;
-	memcpy(b, &sb, sizeof b);
-	v.clock = &pr->ns;
-	trace_determ_files_stat(d->files, &v, b);
-	return skip(g, put(g, buf, b, sizeof b) < 0 ? -EFAULT : 0) == 0;
-}
-
-/* newfstatat(fd, "", AT_EMPTY_PATH | ...): a stat of fd's own object */
-static int empty_path(struct trace_guest *g, const struct trace_stop *st)
-{
-	char c;
-	const uint64_t *a = st->args;
-	return (int)a[0] >= 0 && (a[3] & AT_EMPTY_PATH) &&
-	       !(a[3] & ~(uint64_t)(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)) &&
-	       trace_guest_read(g, a[1], &c, 1) == 1 && c == 0;
 }
 
 static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
@@ -615,7 +558,7 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		if (a[1] < sizeof one || (a[1] & 7))
 			answer(d, g, st, -EINVAL);
 		else
-			answer(d, g, st, put(g, a[2], &one, sizeof one) < 0 ? -EFAULT : (long long)sizeof one);
+			answer(d, g, st, trace_determ_put(g, a[2], &one, sizeof one) < 0 ? -EFAULT : (long long)sizeof one);
 		break;
 	}
 	case TRACE_SYS_rseq:
@@ -631,7 +574,7 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		if (k == P_DEVICE)
 			fell_back(d, st, "device", fd_target(st->tid, (int)a[0]));
 		else if (k != P_NONE)
-			want(g, st, k, a[1], (int)a[0]);
+			trace_determ_want(g, st, k, a[1], (int)a[0]);
 		break;
 	}
 	case TRACE_SYS_readv:
@@ -653,7 +596,7 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)st->tid, (int)a[0]);
 		ssize_t n = readlink(link, target, sizeof target - 1);
 		int cpudir = n == 23 && !memcmp(target, "/sys/devices/system/cpu", 23);
-		want(g, st, cpudir ? P_CPUDIR : P_DENTS, a[1], (int)a[0]);
+		trace_determ_want(g, st, cpudir ? P_CPUDIR : P_DENTS, a[1], (int)a[0]);
 		break;
 	}
 	case TRACE_SYS_close:
@@ -662,31 +605,17 @@ static int determ_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 		/* descriptors 0 to 2 are the tree's: others may write them meanwhile
 		 * (a redirection the shell undoes), their times are no one writer's */
 		int fd = (int)a[st->nr != TRACE_SYS_close];
-		struct trace_determ_view v = { d->epoch, &proc_of(g)->ns, 0 };
+		struct trace_determ_view v = { d->epoch, &trace_determ_proc(g)->ns, 0 };
 		if (fd > 2)
 			trace_determ_files_written(d->files, &v, st->tid, fd);
 		break;
 	}
 	case TRACE_SYS_fstat:
-		if (fstat_now(d, g, st, (int)a[0], a[1]))
-			break;
-		want(g, st, P_STAT, a[1], (int)a[0]);
-		proc_of(g)->pend.in_ns = fd_in_ns(st->tid, (int)a[0]);
-		break;
 	case TRACE_SYS_stat:
 	case TRACE_SYS_lstat:
-		want(g, st, P_STAT, a[1], -1);
-		proc_of(g)->pend.in_ns = in_ns_path(st->path[0]);
-		break;
 	case TRACE_SYS_newfstatat:
 	case TRACE_SYS_statx:
-		if (st->nr == TRACE_SYS_newfstatat && empty_path(g, st) &&
-		    fstat_now(d, g, st, (int)a[0], a[2]))
-			break;
-		want(g, st, st->nr == TRACE_SYS_statx ? P_STATX : P_STAT,
-		     st->nr == TRACE_SYS_statx ? a[4] : a[2], -1);
-		proc_of(g)->pend.in_ns = in_ns_path(st->path[0]) ||
-			((!st->path[0] || !*st->path[0]) && fd_in_ns(st->tid, (int)a[0]));
+		trace_determ_stat_entry(d, g, st);
 		break;
 	default:
 		break;
@@ -737,7 +666,7 @@ static void serve_text(struct trace_guest *g, const struct trace_stop *st, uint6
 	len -= (size_t)pos;
 	if (cnt < len)
 		len = cnt;
-	set_result(g, put(g, buf, text + pos, len) < 0 ? -EFAULT : (long long)len);
+	set_result(g, trace_determ_put(g, buf, text + pos, len) < 0 ? -EFAULT : (long long)len);
 }
 
 /* /proc/uptime, /proc/loadavg, /proc/meminfo: the virtual clock since its boot
@@ -776,7 +705,7 @@ static void answer_stat(struct trace_determ *d, struct trace_guest *g, struct pr
 		trace_determ_files_statx(d->files, &v, b);
 	else
 		trace_determ_files_stat(d->files, &v, b);
-	put(g, p->buf, b, n);
+	trace_determ_put(g, p->buf, b, n);
 }
 
 /* What the file table tells of a stat or getdents64 (result n bytes). */
@@ -849,7 +778,7 @@ static int determ_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 			n = MAX_IO;
 		uint8_t *b = common_xmalloc(n ? n : 1);
 		prng_bytes(d, pr, b, n);
-		if (n && put(g, p.buf, b, n) == 0)
+		if (n && trace_determ_put(g, p.buf, b, n) == 0)
 			set_result(g, (long long)n);
 		free(b);
 		d->emulated++;
@@ -910,7 +839,7 @@ static int determ_fault(void *ctx, struct trace_guest *g, int sig)
 	int insn = trace_tsc_fault(trace_guest_tid(g), &r, &len);
 	if (insn <= 0)
 		return 0; /* another fault: the guest gets its SIGSEGV */
-	struct proc *p = proc_of(g);
+	struct proc *p = trace_determ_proc(g);
 	uint64_t tsc = 1000000000ull + p->ns + ++p->tsc_reads;
 	if (trace_tsc_answer(trace_guest_tid(g), &r, insn, len, tsc) < 0)
 		return 0;

@@ -56,3 +56,8 @@ int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t a[6])
 	trace_regs_set_args(&r, a);
 	return trace_guest_set_regs(g, &r);
 }
+
+int trace_guest_alone(struct trace_guest *g)
+{
+	return g->sv->sched && trace_sched_alone(g->sv->sched, g->ts->tid, g->ts->st.nr);
+}

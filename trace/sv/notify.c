@@ -45,21 +45,13 @@
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
 #define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
 #endif
-#ifndef CGROUP2_SUPER_MAGIC
-#define CGROUP2_SUPER_MAGIC 0x63677270
-#endif
 #define ERESTARTSYS 512     /* include/linux/errno.h: what an interrupted wait returns */
 #define BACK 1              /* served by the ptrace stop instead */
-#define EAGAIN_TRIES 64     /* a ".." raced by a rename on the host: looked up again */
-#define UP_TRIES 16         /* components walked up to find where an ENOENT lookup failed */
-#define RESOLVED_BACK INT_MIN /* resolve(): not a descriptor, not an errno */
 
 struct trace_notify {
 	struct trace_supervisor *sv;
-	int listener, stopfd, rootfd, selffd;
-	uid_t uid, overflow_uid;    /* the guest's host ids; what it sees for the rest */
-	gid_t gid, overflow_gid;
-	int fsids;                  /* the lookups take the guest's fs ids (root invoker) */
+	int listener, stopfd, selffd;
+	struct trace_lookup lk;     /* the guest's root and ids (lookup.c) */
 	pthread_t thread;
 	pid_t *back;                /* threads handed back, for the loop to interrupt */
 	size_t nback, capback;
@@ -72,138 +64,16 @@ struct served {
 	void *out;       /* written to the guest at out_addr when result is 0 */
 	size_t out_len;
 	uint64_t out_addr;
-	struct stat sb;
-	struct statx sx;
+	struct trace_lookup_stat ls; /* a stat's */
 	int exists;      /* 1: the path's lookup found it, 2: it is absent, 0: not looked up */
 };
-
-/* Pseudo file systems whose entries depend on who looks (pid namespace, the
- * opener's task): the guest's own lookup decides those. */
-static int special_fs(int fd)
-{
-	struct statfs f;
-	if (fstatfs(fd, &f) < 0)
-		return 1;
-	switch ((unsigned long)f.f_type) {
-	case PROC_SUPER_MAGIC: case SYSFS_MAGIC: case CGROUP_SUPER_MAGIC: case CGROUP2_SUPER_MAGIC:
-	case DEVPTS_SUPER_MAGIC: case SECURITYFS_MAGIC: case DEBUGFS_MAGIC: case TRACEFS_MAGIC:
-	case BPF_FS_MAGIC: case NSFS_MAGIC:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* Where a lookup starts: the guest's root for an absolute path (never above it),
- * else the very directory object the call names (its dirfd, or the cwd), never
- * left (a ".." above it or an absolute symlink goes back to the guest). */
-struct base {
-	int fd, own;
-	uint64_t resolve;
-};
-
-static int lookup(const struct base *b, const char *path, uint64_t flags)
-{
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC | flags, .resolve = b->resolve };
-	int fd = -1;
-	for (int i = 0; i < EAGAIN_TRIES; i++)
-		if ((fd = (int)syscall(SYS_openat2, b->fd, path, &how, sizeof how)) >= 0 ||
-		    errno != EAGAIN)
-			break;
-	return fd;
-}
-
-/* An ENOENT lookup is the guest's too when, walking up, the first prefix that
- * resolves is an ordinary directory in which the next name is absent (no
- * symlink there that only the guest's /proc would resolve). */
-static int absent_for_guest(const struct base *b, const char *path)
-{
-	char pre[PATH_MAX];
-	snprintf(pre, sizeof pre, "%s", path);
-	for (int up = 0; up < UP_TRIES; up++) {
-		char *slash = strrchr(pre, '/');
-		const char *name = slash ? slash + 1 : pre;
-		char nm[NAME_MAX + 1];
-		if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strlen(name) > NAME_MAX)
-			return 0;
-		strcpy(nm, name);
-		if (!slash)
-			strcpy(pre, "."); /* the base directory itself */
-		else if (slash == pre)
-			slash[1] = 0; /* the root */
-		else
-			*slash = 0;
-		int d = lookup(b, pre, O_DIRECTORY);
-		if (d < 0) {
-			if (errno != ENOENT || !slash)
-				return 0;
-			continue;
-		}
-		struct stat sb;
-		int absent = !special_fs(d) && fstatat(d, nm, &sb, AT_SYMLINK_NOFOLLOW) < 0 &&
-			     errno == ENOENT;
-		close(d);
-		return absent;
-	}
-	return 0;
-}
-
-/* An fd operation (AT_EMPTY_PATH, ""): the guest's descriptor through /proc. */
-static void fd_path(pid_t tid, int64_t dirfd, char *out, size_t n)
-{
-	if ((int)dirfd == AT_FDCWD)
-		snprintf(out, n, "/proc/%d/cwd", (int)tid);
-	else
-		snprintf(out, n, "/proc/%d/fd/%d", (int)tid, (int)dirfd);
-}
-
-static int base_of(struct trace_notify *nf, const struct trace_stop *st, struct base *b)
-{
-	*b = (struct base){ .fd = nf->rootfd, .resolve = RESOLVE_IN_ROOT };
-	if (st->raw[0][0] == '/')
-		return 0;
-	int a = trace_sys_arg(st->sys, TRACE_ARG_DIRFD);
-	char p[64];
-	fd_path(st->tid, a >= 0 ? st->args[a] : AT_FDCWD, p, sizeof p);
-	b->fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	b->own = 1;
-	b->resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-	return b->fd < 0 ? -1 : 0;
-}
-
-/* The object the call's path names in the guest's view, O_PATH: the descriptor,
- * -errno as the guest's kernel would answer, or RESOLVED_BACK. */
-static int resolve(struct trace_notify *nf, const struct trace_stop *st, int follow, uint64_t flags)
-{
-	struct base b;
-	int fd = RESOLVED_BACK;
-	if (base_of(nf, st, &b) < 0)
-		return RESOLVED_BACK; /* a bad dirfd: the kernel's error to give */
-	int got = lookup(&b, st->raw[0], flags | (follow ? 0 : O_NOFOLLOW));
-	if (got >= 0 && !special_fs(got))
-		fd = got;
-	else if (got >= 0)
-		close(got);
-	else if (errno == ENOENT && absent_for_guest(&b, st->raw[0]))
-		fd = -ENOENT;
-	if (b.own)
-		close(b.fd);
-	return fd;
-}
-
-/* The guest's view of an owner: its own host id is TRACE_GUEST_UID, the rest unmapped. */
-static void guest_ids(const struct trace_notify *nf, uid_t *u, gid_t *g)
-{
-	*u = *u == nf->uid ? TRACE_GUEST_UID : nf->overflow_uid;
-	*g = *g == nf->gid ? TRACE_GUEST_UID : nf->overflow_gid;
-}
 
 static int serve_open(struct trace_notify *nf, const struct trace_stop *st, struct served *o)
 {
 	uint32_t fl = (uint32_t)st->args[trace_sys_arg(st->sys, TRACE_ARG_OFLAGS)];
-	int fd = resolve(nf, st, !(fl & O_NOFOLLOW), fl & O_DIRECTORY);
+	int fd = trace_lookup_resolve(&nf->lk, st, !(fl & O_NOFOLLOW), fl & O_DIRECTORY);
 	struct stat sb;
-	if (fd == RESOLVED_BACK)
+	if (fd == TRACE_LOOKUP_BACK)
 		return BACK;
 	if (fd < 0) {
 		o->result = fd;
@@ -235,53 +105,13 @@ static int serve_open(struct trace_notify *nf, const struct trace_stop *st, stru
 /* stat, lstat, newfstatat and statx: the lookup, then the stat of what it found. */
 static int serve_stat(struct trace_notify *nf, const struct trace_stop *st, struct served *o)
 {
-	int is_statx = st->nr == TRACE_SYS_statx, fa = trace_sys_arg(st->sys, TRACE_ARG_FLAGS);
-	uint32_t fl = fa >= 0 ? (uint32_t)st->args[fa] : 0, mask = 0;
-	uint32_t known = AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT;
-	if (is_statx) {
-		known |= AT_STATX_SYNC_TYPE;
-		mask = (uint32_t)st->args[3];
-		if ((fl & AT_STATX_SYNC_TYPE) == AT_STATX_SYNC_TYPE || (mask & STATX__RESERVED))
-			return BACK; /* EINVAL, the kernel's to say */
-	}
-	if (fl & ~known)
+	if (trace_lookup_stat(&nf->lk, st, &o->ls) == TRACE_LOOKUP_BACK)
 		return BACK;
-	int follow = trace_sys_follows_last(st->sys, st->args, 0);
+	o->result = o->ls.result;
+	o->exists = o->ls.exists;
 	o->out_addr = st->args[trace_sys_arg(st->sys, TRACE_ARG_PTR)];
-	int fd = -1, rc;
-	if (!*st->raw[0] && !(fl & AT_EMPTY_PATH)) {
-		o->result = -ENOENT;
-		return 0;
-	}
-	if (!*st->raw[0]) {
-		char p[64];
-		fd_path(st->tid, st->args[0], p, sizeof p);
-		rc = is_statx ? statx(AT_FDCWD, p, (int)(fl & AT_STATX_SYNC_TYPE), mask, &o->sx)
-			      : stat(p, &o->sb);
-		o->result = rc < 0 ? (errno == ENOENT ? -EBADF : -errno) : 0;
-	} else {
-		if ((fd = resolve(nf, st, follow, 0)) == RESOLVED_BACK)
-			return BACK;
-		if (st->raw[0][0] == '/') /* the trace looks up the path string: the same walk */
-			o->exists = fd >= 0 ? 1 : 2; /* the only error served: ENOENT */
-		if (fd < 0) {
-			o->result = fd;
-			return 0;
-		}
-		rc = is_statx ? statx(fd, "", AT_EMPTY_PATH | (int)(fl & AT_STATX_SYNC_TYPE), mask, &o->sx)
-			      : fstat(fd, &o->sb);
-		o->result = rc < 0 ? -errno : 0;
-		close(fd);
-	}
-	if (is_statx) {
-		guest_ids(nf, &o->sx.stx_uid, &o->sx.stx_gid);
-		o->out = &o->sx;
-		o->out_len = sizeof o->sx;
-	} else {
-		guest_ids(nf, &o->sb.st_uid, &o->sb.st_gid);
-		o->out = &o->sb;
-		o->out_len = sizeof o->sb;
-	}
+	o->out = st->nr == TRACE_SYS_statx ? (void *)&o->ls.sx : (void *)&o->ls.sb;
+	o->out_len = st->nr == TRACE_SYS_statx ? sizeof o->ls.sx : sizeof o->ls.sb;
 	return 0;
 }
 
@@ -297,8 +127,8 @@ static int serve_access(struct trace_notify *nf, const struct trace_stop *st, st
 		o->result = -ENOENT;
 		return 0;
 	}
-	int fd = resolve(nf, st, !(fl & AT_SYMLINK_NOFOLLOW), 0);
-	if (fd == RESOLVED_BACK)
+	int fd = trace_lookup_resolve(&nf->lk, st, !(fl & AT_SYMLINK_NOFOLLOW), 0);
+	if (fd == TRACE_LOOKUP_BACK)
 		return BACK;
 	/* the trace looks up the path string, following, as access(2) does */
 	if (!(fl & AT_SYMLINK_NOFOLLOW) && st->raw[0][0] == '/')
@@ -318,10 +148,7 @@ static int serve(struct trace_notify *nf, const struct trace_stop *st, struct se
 {
 	if (!st->raw[0] || !st->path[0])
 		return BACK; /* an unreadable path: the kernel's EFAULT or ENAMETOOLONG */
-	if (nf->fsids) {
-		setfsgid(nf->gid);
-		setfsuid(nf->uid);
-	}
+	trace_lookup_as_guest(&nf->lk, 1);
 	int how;
 	if (trace_sys_arg(st->sys, TRACE_ARG_OFLAGS) >= 0)
 		how = serve_open(nf, st, o);
@@ -329,10 +156,7 @@ static int serve(struct trace_notify *nf, const struct trace_stop *st, struct se
 		how = serve_access(nf, st, o);
 	else
 		how = serve_stat(nf, st, o);
-	if (nf->fsids) {
-		setfsuid(0);
-		setfsgid(0);
-	}
+	trace_lookup_as_guest(&nf->lk, 0);
 	return how;
 }
 
@@ -443,7 +267,7 @@ static void *notify_main(void *arg)
 	pthread_setname_np(pthread_self(), "sbx-notify");
 	(void)trace_prio_join(&pr, trace_sv_prio(nf->sv)); /* the guest waits on it as on the tracer */
 	/* this thread's groups are the guest's: none (a root invoker's guest drops them) */
-	if (nf->fsids)
+	if (nf->lk.fsids)
 		syscall(SYS_setgroups, 0, NULL);
 	for (;;) {
 		struct pollfd pf[2] = { { .fd = nf->listener, .events = POLLIN },
@@ -495,34 +319,15 @@ static int take_listener(pid_t guest)
 	return fd;
 }
 
-static unsigned read_overflow(const char *path)
-{
-	unsigned v = 65534;
-	FILE *f = fopen(path, "re");
-	if (f) {
-		if (fscanf(f, "%u", &v) != 1)
-			v = 65534;
-		fclose(f);
-	}
-	return v;
-}
-
 int trace_notify_attach(struct trace_supervisor *sv, pid_t guest)
 {
 	struct trace_notify *nf = common_xcalloc(1, sizeof *nf);
-	char root[64];
 	nf->sv = sv;
-	nf->uid = sv->p->host_uid;
-	nf->gid = sv->p->host_gid;
-	nf->fsids = geteuid() == 0;
-	nf->overflow_uid = read_overflow("/proc/sys/kernel/overflowuid");
-	nf->overflow_gid = read_overflow("/proc/sys/kernel/overflowgid");
-	snprintf(root, sizeof root, "/proc/%d/root", (int)guest);
 	nf->listener = take_listener(guest);
-	nf->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	trace_lookup_open(&nf->lk, sv, guest);
 	nf->selffd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	nf->stopfd = eventfd(0, EFD_CLOEXEC);
-	int ok = nf->listener >= 0 && nf->rootfd >= 0 && nf->selffd >= 0 && nf->stopfd >= 0;
+	int ok = nf->listener >= 0 && nf->lk.rootfd >= 0 && nf->selffd >= 0 && nf->stopfd >= 0;
 	if (ok) {
 		/* the guest and this thread hand the CPU to each other, as at a ptrace stop */
 		(void)ioctl(nf->listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
@@ -533,7 +338,7 @@ int trace_notify_attach(struct trace_supervisor *sv, pid_t guest)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (!ok) {
-		int fds[4] = { nf->listener, nf->rootfd, nf->selffd, nf->stopfd };
+		int fds[4] = { nf->listener, nf->lk.rootfd, nf->selffd, nf->stopfd };
 		for (int i = 0; i < 4; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
@@ -611,7 +416,7 @@ void trace_notify_end(struct trace_supervisor *sv)
 	pthread_join(nf->thread, NULL);
 	pthread_mutex_lock(&sv->mu);
 	close(nf->listener);
-	close(nf->rootfd);
+	trace_lookup_close(&nf->lk);
 	close(nf->selffd);
 	close(nf->stopfd);
 	free(nf->back);

@@ -409,6 +409,27 @@ int trace_sched_resume(struct trace_sched *s, struct tstate *t, int req, int sig
 	return 1;
 }
 
+/* Whether an answer of tid's put off for its turn (a first sight) would be
+ * given at once, here: no turn is held, tid is a lone thread in flight, and
+ * every other task stands still until then (blocked, a leader waiting for its
+ * threads, or parked behind tid's key once this stop counts), so the table
+ * holds at the answer what it holds now. */
+int trace_sched_alone(struct trace_sched *s, pid_t tid, long nr)
+{
+	const struct sent *me = find(s, tid);
+	if (s->turn || !me || me->state != S_RUN || threads(s, me) != 1)
+		return 0;
+	struct sent at = *me;
+	at.clock += (uint64_t)counted(s, nr);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sent *e = &s->v[i];
+		if (e != me && e->state != S_BLOCKED && e->state != S_ZOMBIE &&
+		    !(e->state == S_PARKED && before(&at, e)))
+			return 0;
+	}
+	return 1;
+}
+
 /* tid exec'd or is gone: a vfork parent waiting for it goes on after it. */
 static void vfork_done(struct trace_sched *s, pid_t tid)
 {

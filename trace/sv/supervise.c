@@ -886,6 +886,7 @@ int trace_supervise(struct trace_plan *p, pid_t init_pid, struct trace_result *r
 			break;
 	}
 	trace_notify_end(&sv);
+	trace_sv_lookup_end(&sv);
 	trace_sv_waker_stop(&wk);
 	trace_sched_off(&sv);
 	if (errfd >= 0) {

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include "trace/sv/sv.h"
 
 #define NBUCKET 256
@@ -15,6 +16,7 @@
 
 struct trace_nest_task;
 struct trace_nest_tracer;
+struct trace_lookup;
 
 struct tstate {
 	struct tstate *next;
@@ -68,6 +70,9 @@ struct trace_supervisor {
 	struct trace_sched *sched; /* the serial schedule (sched.c), NULL when off */
 	struct trace_notify *notify; /* the listener's server (notify.c), NULL when off */
 	struct trace_waker *wk;
+	struct trace_lookup *look; /* the stats answered at entry (trace_guest_stat), NULL until one */
+	int look_off;             /* no lookup here is the guest's (lookup.c) */
+	ino_t look_userns;        /* the user namespace the lookups' ids are the guest's in */
 	pthread_mutex_t mu;       /* held by the loop but while it waits: the listener's turn */
 };
 
@@ -100,6 +105,10 @@ void trace_sched_exec(struct trace_sched *s, pid_t tid, pid_t former);
 void trace_sched_gone(struct trace_sched *s, pid_t tid);
 void trace_sched_tick(struct trace_sched *s, uint64_t now_us, uint64_t after_us);
 void trace_sched_release(struct trace_sched *s);
+/* Whether an answer of tid's put off for its turn would be given at once (nr:
+ * the call at whose seccomp stop it is): no turn held, every other task
+ * standing still until then. */
+int trace_sched_alone(struct trace_sched *s, pid_t tid, long nr);
 /* The run is ending (or ended): parked tasks go, the count goes to the result. */
 void trace_sched_off(struct trace_supervisor *sv);
 /* A task of the schedule as a snapshot holds it (sched_state.c): its key, and
@@ -172,6 +181,40 @@ int trace_sv_layers_fd(struct trace_supervisor *sv, int fd);
 void trace_sv_layers_signal(struct trace_supervisor *sv, pid_t tid, int sig);
 int trace_sv_layers_fault(struct trace_supervisor *sv, struct trace_guest *g, int sig);
 
+/* Lookups the supervisor makes in the guest's view with its ids (lookup.c), for
+ * user notification and the stats determinism answers at their entry. */
+struct trace_lookup {
+	int rootfd;                 /* the guest's root, O_PATH */
+	uid_t uid, overflow_uid;    /* the guest's host ids; what it sees for the rest */
+	gid_t gid, overflow_gid;
+	int fsids;                  /* the lookups take the guest's fs ids (root invoker) */
+};
+/* A stat family call served: its result (0 or -errno), the stat or statx, and
+ * whether the trace's lookup of the path string found it (1), not (2), or was
+ * not made (0). */
+struct trace_lookup_stat {
+	int64_t result;
+	struct stat sb;
+	struct statx sx;
+	int exists;
+};
+#define TRACE_LOOKUP_BACK INT_MIN /* not a descriptor, not an errno: the guest's call decides */
+int trace_lookup_open(struct trace_lookup *lk, const struct trace_supervisor *sv, pid_t guest);
+void trace_lookup_close(struct trace_lookup *lk);
+/* /proc/TID/cwd, or /proc/TID/fd/DIRFD */
+void trace_lookup_fd_path(pid_t tid, int64_t dirfd, char *out, size_t n);
+/* The object the call's path names, O_PATH: the descriptor, -errno as the
+ * guest's kernel would answer, or TRACE_LOOKUP_BACK. */
+int trace_lookup_resolve(const struct trace_lookup *lk, const struct trace_stop *st, int follow,
+			 uint64_t flags);
+/* An owner as the guest sees it: its own host id is TRACE_GUEST_UID, the rest unmapped. */
+void trace_lookup_ids(const struct trace_lookup *lk, uid_t *u, gid_t *g);
+/* stat, lstat, newfstatat and statx: 0 with *o filled, or TRACE_LOOKUP_BACK. */
+int trace_lookup_stat(const struct trace_lookup *lk, const struct trace_stop *st,
+		      struct trace_lookup_stat *o);
+/* The calling thread's file system ids: the guest's (on), or back to root's. */
+void trace_lookup_as_guest(const struct trace_lookup *lk, int on);
+
 /* User notification (notify.c): the open/stat family served by a thread of its
  * own under sv->mu, the supervisor opening or looking up the object itself in the
  * guest's view and handing over the result. At the guest's first stop (its
@@ -185,6 +228,8 @@ void trace_notify_interrupts(struct trace_supervisor *sv);
 void trace_notify_mark(struct trace_supervisor *sv, struct tstate *t);
 void trace_notify_unmark(struct trace_supervisor *sv, struct tstate *t, long nr, uint64_t args[6]);
 void trace_notify_end(struct trace_supervisor *sv);
+/* The run is over: trace_guest_stat's root is closed (lookup.c). */
+void trace_sv_lookup_end(struct trace_supervisor *sv);
 
 /* The waker (trace/sv/waker.c). */
 #define WAKE_MS 50             /* fds and ticks are looked at least this often */

@@ -194,6 +194,19 @@ int trace_guest_set_syscall(struct trace_guest *g, long nr, const uint64_t args[
  * NULL until the layer sets it. The stopped thread's; any task's of this run (NULL
  * when tid is none). */
 void **trace_guest_slot(struct trace_guest *g, enum trace_layer_slot l);
+/* At the seccomp stop of stat, lstat, newfstatat or statx: the answer the
+ * guest's kernel would give, from the supervisor's own lookup of the path in
+ * the guest's view with its ids (trace/sv/lookup.c): 0 with *result (0 or
+ * -errno) and, when 0, the struct stat or statx (256 bytes) in out; -1 when it
+ * cannot tell exactly (/proc and kin, a ".." above a relative path's
+ * directory, a magic link, an error other than a name verified absent): the
+ * call must run. */
+int trace_guest_stat(struct trace_guest *g, const struct trace_stop *st, void *out,
+		     int64_t *result);
+/* At a seccomp stop under the parallel schedule: whether an answer put off for
+ * the task's turn would be given at once, every other task standing still
+ * until then (trace/sv/sched.c). 0 without a schedule. */
+int trace_guest_alone(struct trace_guest *g);
 void **trace_sv_slot(struct trace_supervisor *sv, pid_t tid, enum trace_layer_slot l);
 /* The supervisor inside hooks. */
 int trace_sv_watch(struct trace_supervisor *sv, int fd);    /* poll fd; on_fd when readable */
