@@ -114,7 +114,7 @@ static int count_files(const char *dir)
 static void test_fixed(void)
 {
 	struct snap_state s;
-	struct snap_image im, back;
+	struct snap_image im = { 0 }, back = { 0 };
 	struct snap_manifest m;
 	struct common_err e;
 	char hex[COMMON_SHA256_HEX], dir[] = "/tmp/test_snap_stream.XXXXXX";
@@ -221,7 +221,7 @@ static pid_t start_guest(void)
 static void test_guest(void)
 {
 	struct snap_capture_opts o = { .meta = { .lease = "L1" } };
-	struct snap_image im, back;
+	struct snap_image im = { 0 }, back = { 0 };
 	struct snap_manifest m, md;
 	struct common_err e;
 	char dir[] = "/tmp/test_snap_stream.XXXXXX";
