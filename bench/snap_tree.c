@@ -2,8 +2,10 @@
  * children), each with MIB MiB of touched heap; stage i holds a line for
  * stage i+1 in the pipe between them. Once all are ready the root prints
  * "ready" and every stage waits while /tmp/snap_tree.mark, which the root
- * made, exists: the sandbox's /tmp is the run's own, so a restored run (or a
- * native one whose mark the bench removed) finds none and goes on at once.
+ * made, exists, until it is restored: a snapshot carries the run's own /tmp,
+ * mark and all, so a restored process goes on when it finds it was started
+ * anew (its start time in /proc/self/stat), a native one when the bench
+ * removes the mark.
  * Each stage then reads its line and checks its memory; the root prints
  * "resumed NS" (CLOCK_REALTIME when it went on), waits for the children and
  * prints "ok". */
@@ -35,6 +37,29 @@ static int check(const uint64_t *p, size_t mib, unsigned stage)
 	return 0;
 }
 
+/* When this process started (clock ticks after boot): a restored one is new. */
+static unsigned long long started(void)
+{
+	unsigned long long t = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+	/* after ") ": state, then 18 fields before starttime */
+	if (f && fscanf(f, "%*[^)]) %*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			"%*s %*s %*s %*s %llu", &t) != 1)
+		t = 0;
+	if (f)
+		fclose(f);
+	return t;
+}
+
+/* Held while the mark is there, until restored: a snapshot of the run's own
+ * /tmp holds the mark too. */
+static void held(void)
+{
+	unsigned long long born = started();
+	while (access(MARK, F_OK) == 0 && started() == born)
+		usleep(1000);
+}
+
 /* A child stage: its line from stage i-1 (in), a line for stage i+1 (out, or -1). */
 static int stage(unsigned i, size_t mib, int in, int out, int ready)
 {
@@ -43,8 +68,7 @@ static int stage(unsigned i, size_t mib, int in, int out, int ready)
 	int n = snprintf(line, sizeof line, "stage %u\n", i);
 	if (!p || (out >= 0 && write(out, line, (size_t)n) != n) || write(ready, "r", 1) != 1)
 		return 3;
-	while (access(MARK, F_OK) == 0)
-		usleep(1000);
+	held();
 	snprintf(line, sizeof line, "stage %u\n", i - 1);
 	if (read(in, got, sizeof got - 1) <= 0 || strcmp(got, line))
 		return 4;
@@ -93,8 +117,7 @@ int main(int argc, char **argv)
 			return 2;
 	puts("ready");
 	fflush(stdout);
-	while (access(MARK, F_OK) == 0)
-		usleep(1000);
+	held();
 	struct timespec t;
 	clock_gettime(CLOCK_REALTIME, &t);
 	printf("resumed %lld\n", (long long)t.tv_sec * 1000000000ll + t.tv_nsec);
