@@ -2,10 +2,10 @@
  * children), each with MIB MiB of touched heap; stage i holds a line for
  * stage i+1 in the pipe between them. Once all are ready the root prints
  * "ready" and every stage waits while /tmp/snap_tree.mark, which the root
- * made, exists, until it is restored: a snapshot carries the run's own /tmp,
- * mark and all, so a restored process goes on when it finds it was started
- * anew (its start time in /proc/self/stat), a native one when the bench
- * removes the mark.
+ * made, exists as it made it (its ctime): a snapshot holds the run's /tmp and
+ * the mark in it, made again by the restore (times are not held), and a native
+ * run goes on once the bench removes the mark. No descriptor stays open while
+ * it waits: a snapshot holds every one.
  * Each stage then reads its line and checks its memory; the root prints
  * "resumed NS" (CLOCK_REALTIME when it went on), waits for the children and
  * prints "ok". */
@@ -13,12 +13,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MARK "/tmp/snap_tree.mark"
 #define MAX_PROCS 64
+
+static struct timespec made; /* the mark's ctime */
+
+/* Wait while the mark is the one the root made. */
+static void hold(void)
+{
+	struct stat sb;
+	while (stat(MARK, &sb) == 0 && sb.st_ctim.tv_sec == made.tv_sec &&
+	       sb.st_ctim.tv_nsec == made.tv_nsec)
+		usleep(1000);
+}
 
 static uint64_t *touch(size_t mib, unsigned stage)
 {
@@ -37,29 +49,6 @@ static int check(const uint64_t *p, size_t mib, unsigned stage)
 	return 0;
 }
 
-/* When this process started (clock ticks after boot): a restored one is new. */
-static unsigned long long started(void)
-{
-	unsigned long long t = 0;
-	FILE *f = fopen("/proc/self/stat", "r");
-	/* after ") ": state, then 18 fields before starttime */
-	if (f && fscanf(f, "%*[^)]) %*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			"%*s %*s %*s %*s %llu", &t) != 1)
-		t = 0;
-	if (f)
-		fclose(f);
-	return t;
-}
-
-/* Held while the mark is there, until restored: a snapshot of the run's own
- * /tmp holds the mark too. */
-static void held(void)
-{
-	unsigned long long born = started();
-	while (access(MARK, F_OK) == 0 && started() == born)
-		usleep(1000);
-}
-
 /* A child stage: its line from stage i-1 (in), a line for stage i+1 (out, or -1). */
 static int stage(unsigned i, size_t mib, int in, int out, int ready)
 {
@@ -68,7 +57,7 @@ static int stage(unsigned i, size_t mib, int in, int out, int ready)
 	int n = snprintf(line, sizeof line, "stage %u\n", i);
 	if (!p || (out >= 0 && write(out, line, (size_t)n) != n) || write(ready, "r", 1) != 1)
 		return 3;
-	held();
+	hold();
 	snprintf(line, sizeof line, "stage %u\n", i - 1);
 	if (read(in, got, sizeof got - 1) <= 0 || strcmp(got, line))
 		return 4;
@@ -81,8 +70,11 @@ int main(int argc, char **argv)
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 4;
 	int fd[MAX_PROCS][2], ready[2];
 	FILE *m = fopen(MARK, "w");
-	if (!m || fclose(m) || pipe(ready) < 0 || procs < 1 || procs > MAX_PROCS)
+	struct stat sb;
+	if (!m || fclose(m) || stat(MARK, &sb) < 0 || pipe(ready) < 0 || procs < 1 ||
+	    procs > MAX_PROCS)
 		return 2;
+	made = sb.st_ctim;
 	/* pipe k: stage k writes, stage k+1 reads */
 	for (unsigned k = 0; k + 1 < procs; k++)
 		if (pipe(fd[k]) < 0)
@@ -117,7 +109,7 @@ int main(int argc, char **argv)
 			return 2;
 	puts("ready");
 	fflush(stdout);
-	held();
+	hold();
 	struct timespec t;
 	clock_gettime(CLOCK_REALTIME, &t);
 	printf("resumed %lld\n", (long long)t.tv_sec * 1000000000ll + t.tv_nsec);

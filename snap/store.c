@@ -1,6 +1,7 @@
 /* snap: persistence as a 44-byte manifest and chunks of at most 65,536 bytes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,70 @@ int snap_store_write(const char *dir, const struct snap_image *im, struct common
 	return rc;
 }
 
+/* SHA-256 of the chunks read so far, on a second thread: on two cores reading
+ * (first touching the buffer) and hashing overlap. */
+struct hash_behind {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	const uint8_t *buf;
+	uint64_t ready, done; /* bytes read, bytes hashed */
+	int closing;
+	struct common_sha256 h;
+};
+
+static void *hash_behind(void *arg)
+{
+	struct hash_behind *b = arg;
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		while (b->done == b->ready && !b->closing)
+			pthread_cond_wait(&b->cv, &b->mu);
+		if (b->done == b->ready)
+			break;
+		uint64_t from = b->done, to = b->ready;
+		pthread_mutex_unlock(&b->mu);
+		common_sha256_update(&b->h, b->buf + from, (size_t)(to - from));
+		pthread_mutex_lock(&b->mu);
+		b->done = to;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+static void hash_publish(struct hash_behind *b, uint64_t ready, int closing)
+{
+	pthread_mutex_lock(&b->mu);
+	b->ready = ready;
+	b->closing = closing;
+	pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* Chunk i of the manifest m into dst (want bytes, its whole length); 0 or -1. */
+static int read_chunk(const char *dir, const struct snap_manifest *m, uint32_t i, uint8_t *dst,
+		      size_t want, struct common_err *e)
+{
+	char *p = common_xasprintf("%s/%06u", dir, i);
+	int rc = 0, fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		rc = errno == ENOENT ? common_errf(e, p, "chunk %u of %u is missing", i, m->chunks)
+				     : common_errno(e, errno, "open %s", p);
+	} else {
+		struct stat sb;
+		ssize_t n = -1;
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == want)
+			n = common_read_all(fd, dst, want);
+		close(fd);
+		if (n != (ssize_t)want)
+			rc = common_errf(e, p, "chunk %u holds %lld bytes, the manifest needs %zu", i,
+					 n < 0 ? (long long)sb.st_size : (long long)n, want);
+	}
+	free(p);
+	return rc;
+}
+
+#define READ_STEP (1u << 20) /* bytes populated, read and handed to the hasher at a time */
+
 int snap_store_read(const char *dir, struct snap_image *out, struct common_err *e)
 {
 	char *mp = common_xasprintf("%s/manifest", dir);
@@ -96,52 +161,50 @@ int snap_store_read(const char *dir, struct snap_image *out, struct common_err *
 	free(mp);
 	if (rc < 0)
 		return -1;
-	/* huge pages where the kernel allows them: first touching fresh memory one
-	 * 4 KiB page at a time costs more here than reading and hashing it */
-	size_t huge = 2u << 20, cap = ((size_t)m.len + huge - 1) / huge * huge;
-	uint8_t *buf = aligned_alloc(huge, cap);
+	/* small pages, faulted in by one call rather than one trap each: a huge
+	 * page's first touch here (a PVM guest) cost 10-300 ms per restore when the
+	 * host had taken the free 2 MiB block back (bench/snap.sh, issue 32) */
+	size_t cap = ((size_t)m.len + SNAP_PAGE - 1) / SNAP_PAGE * SNAP_PAGE;
+	uint8_t *buf = aligned_alloc(SNAP_PAGE, cap ? cap : SNAP_PAGE);
 	if (!buf)
 		return common_errf(e, dir, "cannot hold %llu bytes", (unsigned long long)m.len);
-	madvise(buf, cap, MADV_HUGEPAGE);
-	struct common_sha256 h;
-	common_sha256_init(&h);
-	uint64_t off = 0;
+	madvise(buf, cap, MADV_NOHUGEPAGE);
+	struct hash_behind b = { .buf = buf };
+	pthread_mutex_init(&b.mu, NULL);
+	pthread_cond_init(&b.cv, NULL);
+	common_sha256_init(&b.h);
+	pthread_t th;
+	int threaded = pthread_create(&th, NULL, hash_behind, &b) == 0;
+	uint64_t off = 0, populated = 0;
 	for (uint32_t i = 0; i < m.chunks && rc == 0; i++) {
-		char *p = common_xasprintf("%s/%06u", dir, i);
 		size_t want = m.len - off < SNAP_CHUNK_MAX ? (size_t)(m.len - off) : SNAP_CHUNK_MAX;
-		int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0) {
-			rc = errno == ENOENT ? common_errf(e, p, "chunk %u of %u is missing", i, m.chunks)
-					     : common_errno(e, errno, "open %s", p);
-		} else {
-			struct stat sb;
-			ssize_t n = -1;
-			if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == want)
-				n = common_read_all(fd, buf + off, want);
-			close(fd);
-			if (n != (ssize_t)want)
-				rc = common_errf(e, p, "chunk %u holds %lld bytes, the manifest needs %zu", i,
-						 n < 0 ? (long long)sb.st_size : (long long)n, want);
+		if (off + want > populated) { /* before Linux 5.14: faulted by the read */
+			size_t step = cap - populated < READ_STEP ? cap - populated : READ_STEP;
+			madvise(buf + populated, step, MADV_POPULATE_WRITE);
+			populated += step;
+			hash_publish(&b, off, 0);
 		}
-		if (rc == 0) {
-			common_sha256_update(&h, buf + off, want);
+		if ((rc = read_chunk(dir, &m, i, buf + off, want, e)) == 0)
 			off += want;
-		}
-		free(p);
 	}
+	hash_publish(&b, off, 1);
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		common_sha256_update(&b.h, buf, (size_t)off);
+	pthread_mutex_destroy(&b.mu);
+	pthread_cond_destroy(&b.cv);
+	common_sha256_final(&b.h, out->digest);
 	if (rc < 0) {
-		common_sha256_final(&h, out->digest);
 		free(buf);
 		return -1;
 	}
 	char extra[4096];
 	snprintf(extra, sizeof extra, "%s/%06u", dir, m.chunks);
 	if (access(extra, F_OK) == 0) {
-		common_sha256_final(&h, out->digest);
 		free(buf);
 		return common_errf(e, extra, "chunk beyond the manifest's %u", m.chunks);
 	}
-	common_sha256_final(&h, out->digest);
 	if (memcmp(out->digest, m.digest, 32)) {
 		free(buf);
 		char want[65], got[65];

@@ -473,3 +473,26 @@ readlink link; ls -A "$T/d"'
 	wait "$pid"
 	grep -qx alive "$BATS_TEST_TMPDIR/src.out"
 }
+
+@test "bench/snap.sh's tree guest, held by a mark in the run's /tmp, goes on after a restore that brings the mark back" {
+	g="$BATS_TEST_TMPDIR/snap_tree"
+	cc -O2 -fno-pie -no-pie -o "$g" "$BATS_TEST_DIRNAME/../bench/snap_tree.c"
+	SRC=$(tree_lease "$g" active)
+	sbx-run --lease "$SRC" -- "$g" 3 1 >"$BATS_TEST_TMPDIR/src.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 600); do
+		grep -q ready "$BATS_TEST_TMPDIR/src.out" && break
+		sleep 0.1
+	done
+	run sbx-snap take "$SRC"
+	assert_success
+	DIGEST=$(printf '%s' "$output" | jq -r .digest)
+	kill "$pid"
+	wait "$pid" || true
+	[ "$(sbx-snap show "$DIGEST" | jq .tmpfs.entries)" -ge 1 ] # the mark
+	TGT=$(tree_lease "$g" funded)
+	run timeout 60 sbx-restore "$DIGEST" --lease "$TGT"
+	assert_success
+	[[ $output == *resumed* ]]
+	[ "${lines[-1]}" = ok ]
+}
