@@ -64,6 +64,8 @@ void common_sha256(const void *buf, size_t len, uint8_t out[COMMON_SHA256_LEN]);
 void common_sha256_init(struct common_sha256 *h);
 void common_sha256_update(struct common_sha256 *h, const void *buf, size_t len);
 void common_sha256_final(struct common_sha256 *h, uint8_t out[COMMON_SHA256_LEN]);
+void common_sha256_copy(struct common_sha256 *dst, const struct common_sha256 *src);
+void common_sha256_free(struct common_sha256 *h); /* without a digest */
 int common_sha256_file(const char *path, uint8_t out[COMMON_SHA256_LEN], struct common_err *e);
 /* What fd holds, read from its start with pread (its offset stays); name for errors. */
 int common_sha256_fd(int fd, const char *name, uint8_t out[COMMON_SHA256_LEN],

@@ -38,6 +38,21 @@ void common_sha256_update(struct common_sha256 *h, const void *buf, size_t len)
 		abort();
 }
 
+/* dst (initialised or not) takes src's state: a stream hashed on from a mark */
+void common_sha256_copy(struct common_sha256 *dst, const struct common_sha256 *src)
+{
+	if (!dst->ctx && !(dst->ctx = EVP_MD_CTX_new()))
+		abort();
+	if (!EVP_MD_CTX_copy_ex(dst->ctx, src->ctx))
+		abort();
+}
+
+void common_sha256_free(struct common_sha256 *h)
+{
+	EVP_MD_CTX_free(h->ctx);
+	h->ctx = NULL;
+}
+
 void common_sha256_final(struct common_sha256 *h, uint8_t out[COMMON_SHA256_LEN])
 {
 	unsigned int n = 0;

@@ -459,75 +459,40 @@ static struct cap_proc *owner(struct fill_ctx *c, const struct snap_region *r,
 	return &c->cp[0];
 }
 
-/* The words of the rseq area the kernel writes on its own (cpu_id_start,
- * cpu_id, node_id, mm_cid) depend on where the guest last ran: canonical values. */
-static void canon_rseq(uint64_t rseq, uint64_t start, uint8_t *dst, uint64_t len)
-{
-	static const struct { unsigned off; uint32_t v; } w[] = {
-		{ 0, 0 }, { 4, 0xffffffffu }, { 24, 0 }, { 28, 0 } };
-	for (size_t i = 0; rseq && i < sizeof w / sizeof w[0]; i++) {
-		uint64_t a = rseq + w[i].off;
-		if (a >= start && a + 4 <= start + len)
-			memcpy(dst + (a - start), &w[i].v, 4);
-	}
-}
-
-/* Region content from /proc/pid/mem. Anonymous pages the kernel never
- * populated read as zero, so pagemap lets us skip them; pages past the end of
- * a mapped file cannot be read and count as zero. */
-static int fill_region(void *vctx, const struct snap_region *whole, uint64_t first,
-		       uint64_t pages, uint8_t *dst, struct common_err *e)
+/* Region content: a shared memory object's, or read from the process whose
+ * state holds the region (held: the pages are known to be held, pagemap is
+ * not asked which are). */
+static int region_pages(struct fill_ctx *fc, const struct snap_region *whole, uint64_t first,
+			uint64_t pages, uint8_t *dst, int held, struct common_err *e)
 {
 	const struct snap_state *st;
-	struct fill_ctx *fc = vctx;
 	for (size_t j = 0; j < fc->st->nshms; j++)
 		if (whole == &fc->st->shms[j].content)
 			return snap_shm_fill(fc->shm, j, first, pages, dst, e);
-	struct cap_proc *c = owner(vctx, whole, &st);
-	struct snap_region part = *whole;
-	const struct snap_region *r = &part;
-	part.start = whole->start + first * SNAP_PAGE;
-	part.end = part.start + pages * SNAP_PAGE;
-	uint64_t *pm = NULL;
-	/* a SysV page may be in the segment yet not in this mapping's page table */
-	if (c->pagemap >= 0 && r->kind != SNAP_REGION_FILE && r->kind != SNAP_REGION_SYSV) {
-		pm = common_xmalloc(pages * 8);
-		ssize_t want = (ssize_t)(pages * 8);
-		if (pread(c->pagemap, pm, (size_t)want, (off_t)(r->start / SNAP_PAGE * 8)) != want) {
-			free(pm);
-			pm = NULL;
-		}
-	}
-	uint64_t i = 0;
-	while (i < pages) {
-		uint64_t j = i;
-		int absent = pm && !(pm[i] & (3ull << 62));
-		while (j < pages && (pm ? (!(pm[j] & (3ull << 62))) == absent : 1))
-			j++;
-		uint8_t *d = dst + i * SNAP_PAGE;
-		size_t len = (size_t)((j - i) * SNAP_PAGE);
-		if (absent) {
-			memset(d, 0, len);
-		} else if (trace_tracee_read(&c->t, r->start + i * SNAP_PAGE, d, len, NULL) < 0) {
-			for (uint64_t k = i; k < j; k++)
-				if (trace_tracee_read(&c->t, r->start + k * SNAP_PAGE,
-						  dst + k * SNAP_PAGE, SNAP_PAGE, NULL) < 0) {
-					if (r->kind != SNAP_REGION_FILE) {
-						free(pm);
-						return common_errf(e, "capture",
-								   "cannot read guest memory at %#" PRIx64,
-								   r->start + k * SNAP_PAGE);
-					}
-					memset(dst + k * SNAP_PAGE, 0, SNAP_PAGE);
-				}
-		}
-		i = j;
-	}
-	free(pm);
-	canon_rseq(st->rseq_len ? st->rseq_ptr : 0, r->start, dst, pages * SNAP_PAGE);
-	for (size_t k = 0; k < st->nthreads; k++)
-		canon_rseq(st->threads[k].rseq_ptr, r->start, dst, pages * SNAP_PAGE);
-	return 0;
+	struct cap_proc *c = owner(fc, whole, &st);
+	return snap_pages_read(&c->t, c->pagemap, st, whole, first, pages, dst, held, e);
+}
+
+static int fill_region(void *ctx, const struct snap_region *r, uint64_t first, uint64_t pages,
+		       uint8_t *dst, struct common_err *e)
+{
+	return region_pages(ctx, r, first, pages, dst, 0, e);
+}
+
+static int read_region(void *ctx, const struct snap_region *r, uint64_t first, uint64_t pages,
+		       uint8_t *dst, struct common_err *e)
+{
+	return region_pages(ctx, r, first, pages, dst, 1, e);
+}
+
+static int64_t held_pages(void *ctx, const struct snap_region *r, uint8_t *bm)
+{
+	struct fill_ctx *fc = ctx;
+	const struct snap_state *st;
+	for (size_t j = 0; j < fc->st->nshms; j++)
+		if (r == &fc->st->shms[j].content)
+			return -1;
+	return snap_pages_held(owner(fc, r, &st)->pagemap, r, bm);
 }
 
 /* Queued signals, the thread's then the process's, in queue order. */
@@ -918,7 +883,8 @@ static int capture_run(pid_t pid, const struct snap_capture_opts *o, struct snap
 	st.determ_len = o->determ_len;
 	fc.cp = cp;
 	if (m)
-		rc = snap_encode_stream(&st, fill_region, &fc, x, dir, o->admit, o->admit_ctx, m, e);
+		rc = snap_encode_stream(&st, &(struct snap_source){ fill_region, read_region, held_pages,
+								    &fc }, x, dir, o->admit, o->admit_ctx, m, e);
 	else
 		rc = snap_encode_with(&st, fill_region, &fc, out, e);
 out:

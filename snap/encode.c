@@ -64,6 +64,8 @@ struct ring {
 	struct common_sha256 h;
 	const struct snap_expect *x; /* compared with x's bytes instead of hashed */
 	uint64_t at, differs;  /* bytes compared; the first that differs (or UINT64_MAX) */
+	uint64_t mark;         /* saved is h once this many buffers are hashed */
+	struct common_sha256 saved;
 };
 struct snap_out {
 	struct codec_buf b;
@@ -79,6 +81,12 @@ struct snap_out {
 	size_t bmi;            /* the next region's in bms */
 	const struct snap_expect *x;
 	uint64_t zero_at;      /* compared: where a page streamed as non-zero is zero */
+	const struct snap_source *src;
+	uint8_t *guessed;      /* which of bms are held pages taken for non-zero ones */
+	uint8_t *scan;         /* SCAN_PAGES of scratch */
+	int (*rewind)(void *ctx, uint64_t at, struct common_err *e); /* the sink's */
+	uint64_t mark_total;   /* where the guessed region being streamed starts */
+	uint64_t shrunk;       /* bytes the guesses proved wrong took off the length */
 };
 
 /* Compare the bytes at rg->at with the expected image's. */
@@ -116,6 +124,8 @@ static void *ring_hasher(void *arg)
 		else
 			common_sha256_update(&rg->h, rg->mem + i * rg->buf, rg->len[i]);
 		pthread_mutex_lock(&rg->mu);
+		if (!rg->x && rg->mark == rg->done + 1)
+			common_sha256_copy(&rg->saved, &rg->h);
 		rg->done++;
 		pthread_cond_broadcast(&rg->cv);
 	}
@@ -168,6 +178,7 @@ static int ring_start(struct snap_out *o, uint64_t len, struct common_err *e)
 	pthread_cond_init(&rg->cv, NULL);
 	rg->x = o->x;
 	rg->differs = UINT64_MAX;
+	rg->mark = UINT64_MAX;
 	if (!o->x)
 		common_sha256_init(&rg->h);
 	int err = pthread_create(&rg->th, NULL, ring_hasher, rg);
@@ -202,6 +213,37 @@ static int ring_submit(struct snap_out *o, struct common_err *e)
 	return 0;
 }
 
+/* Where a guessed region starts: every byte before it submitted, the hash's
+ * state there saved (by the hasher once it gets there). */
+static int ring_mark(struct snap_out *o, struct common_err *e)
+{
+	struct ring *rg = o->rg;
+	if (ring_submit(o, e) < 0)
+		return -1;
+	pthread_mutex_lock(&rg->mu);
+	rg->mark = rg->sub;
+	if (rg->done == rg->sub)
+		common_sha256_copy(&rg->saved, &rg->h);
+	pthread_mutex_unlock(&rg->mu);
+	o->mark_total = o->total;
+	return 0;
+}
+
+/* Back to the mark: the hasher idle, its state the saved one, the sink's
+ * bytes after the mark gone, the buffer being filled emptied. */
+static int ring_rewind(struct snap_out *o, struct common_err *e)
+{
+	struct ring *rg = o->rg;
+	pthread_mutex_lock(&rg->mu);
+	while (rg->done != rg->sub)
+		pthread_cond_wait(&rg->cv, &rg->mu);
+	pthread_mutex_unlock(&rg->mu);
+	common_sha256_copy(&rg->h, &rg->saved);
+	o->fill = 0;
+	o->total = o->mark_total;
+	return o->rewind ? o->rewind(o->ctx, o->mark_total, e) : 0;
+}
+
 /* Stop the hasher (after the last buffer when digest is not NULL). */
 static void ring_end(struct snap_out *o, uint8_t digest[32])
 {
@@ -220,6 +262,7 @@ static void ring_end(struct snap_out *o, uint8_t digest[32])
 	uint8_t ignored[32];
 	if (rg->h.ctx)
 		common_sha256_final(&rg->h, digest ? digest : ignored);
+	common_sha256_free(&rg->saved);
 	if (rg->x && rg->differs < o->zero_at)
 		o->zero_at = rg->differs;
 	uint8_t *spare = NULL;
@@ -308,29 +351,31 @@ static int put_region_fill(struct codec_buf *b, const struct snap_region *r,
 /* Streamed, first pass: which pages of [first, end) of a region are non-zero. */
 struct scan_job {
 	const struct snap_region *r;
-	snap_fill_fn fill;
-	void *ctx;
+	const struct snap_source *src;
 	uint64_t first, end;
 	uint8_t *bm, *buf;
+	const uint8_t *only; /* pages outside it are zero, those in it held */
 	int rc;
 	struct common_err e;
 };
 
 #define BIT(bm, p) ((bm)[(p) / 8] >> ((p) % 8) & 1)
-/* Pages already set in the bitmap (the expected image's) are not read here. */
+/* Pages already set in the bitmap (the expected image's, or found non-zero
+ * already) are not read here. */
 static void *scan_pages(void *arg)
 {
 	struct scan_job *j = arg;
+	snap_fill_fn fill = j->only ? j->src->read : j->src->fill;
 	for (uint64_t p = j->first; p < j->end; p += SCAN_PAGES) {
 		uint64_t end = j->end - p < SCAN_PAGES ? j->end : p + SCAN_PAGES;
 		for (uint64_t a = p, b; a < end; a = b) {
-			if (BIT(j->bm, a)) {
+			if (BIT(j->bm, a) || (j->only && !BIT(j->only, a))) {
 				b = a + 1;
 				continue;
 			}
-			for (b = a + 1; b < end && !BIT(j->bm, b); b++)
+			for (b = a + 1; b < end && !BIT(j->bm, b) && (!j->only || BIT(j->only, b)); b++)
 				;
-			if (j->fill(j->ctx, j->r, a, b - a, j->buf, &j->e) < 0) {
+			if (fill(j->src->ctx, j->r, a, b - a, j->buf, &j->e) < 0) {
 				j->rc = -1;
 				return NULL;
 			}
@@ -344,14 +389,16 @@ static void *scan_pages(void *arg)
 
 /* The bitmap of a region (malloc'd); a big one is scanned in two halves on
  * both cores, since nothing can be hashed before its bitmap is known. With the
- * expected image's bitmap (preset), only the pages it leaves out are read. */
+ * expected image's bitmap (preset), only the pages it leaves out are read;
+ * with only, only the pages it holds. */
 #define SCAN_SPLIT 4096u    /* pages (16 MiB): below, a thread costs more than it saves */
-static uint8_t *region_bitmap(const struct snap_region *r, snap_fill_fn fill, void *ctx,
-			      const uint8_t *preset, uint8_t *scan, struct common_err *e)
+static uint8_t *region_bitmap(const struct snap_region *r, const struct snap_source *src,
+			      const uint8_t *preset, const uint8_t *only, uint8_t *scan,
+			      struct common_err *e)
 {
 	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
-	struct scan_job a = { r, fill, ctx, 0, pages, common_xcalloc(1, snap_bitmap_len(r) + 1), scan,
-			      0, { "", "" } };
+	struct scan_job a = { r, src, 0, pages, common_xcalloc(1, snap_bitmap_len(r) + 1), scan,
+			      only, 0, { "", "" } };
 	for (uint64_t p = 0; preset && p < pages; p++)
 		a.bm[p / 8] |= (uint8_t)(BIT(preset, p) << (p % 8));
 	struct scan_job b = a;
@@ -379,22 +426,22 @@ static uint8_t *region_bitmap(const struct snap_region *r, snap_fill_fn fill, vo
 	return a.bm;
 }
 
-/* Streamed, second pass: the bitmap, then each run of non-zero pages read
- * straight into the ring. */
+/* Streamed, second pass: each run of non-zero pages read straight into the
+ * ring. miss (not NULL): bm holds the held pages, each checked as it is read;
+ * stopped at the first zero one, *miss (else UINT64_MAX). */
 static int put_region_runs(struct snap_out *o, const struct snap_region *r, const uint8_t *bm,
-			   snap_fill_fn fill, void *ctx, struct common_err *e)
+			   uint64_t *miss, struct common_err *e)
 {
 	uint64_t pages = (r->end - r->start) / SNAP_PAGE;
-	codec_put_raw(&o->b, bm, snap_bitmap_len(r));
-	if (out_flush(o, e) < 0)
-		return -1;
+	/* compared: pages x holds are read here first, pagemap asked */
+	snap_fill_fn read = o->x ? o->src->fill : o->src->read;
 	for (uint64_t p = 0; p < pages;) {
-		if (!(bm[p / 8] >> (p % 8) & 1)) {
+		if (!BIT(bm, p)) {
 			p++;
 			continue;
 		}
 		uint64_t q = p + 1;
-		while (q < pages && (bm[q / 8] >> (q % 8) & 1))
+		while (q < pages && BIT(bm, q))
 			q++;
 		if (o->counting) {
 			o->total += (q - p) * SNAP_PAGE;
@@ -406,18 +453,79 @@ static int put_region_runs(struct snap_out *o, const struct snap_region *r, cons
 				return -1;
 			uint64_t room = (o->rg->buf - o->fill) / SNAP_PAGE;
 			uint64_t n = q - p < room ? q - p : room;
-			if (fill(ctx, r, p, n, o->cur + o->fill, e) < 0)
+			uint8_t *dst = o->cur + o->fill;
+			if (read(o->src->ctx, r, p, n, dst, e) < 0)
 				return -1;
+			for (uint64_t k = 0; miss && k < n; k++)
+				if (page_is_zero(dst + k * SNAP_PAGE)) {
+					*miss = p + k;
+					return 0;
+				}
 			/* compared: a page taken from the expected bitmap unread must not be zero */
 			for (uint64_t k = 0; o->x && k < n; k++)
-				if (page_is_zero(o->cur + o->fill + k * SNAP_PAGE) &&
+				if (page_is_zero(dst + k * SNAP_PAGE) &&
 				    o->total + o->fill + k * SNAP_PAGE < o->zero_at)
 					o->zero_at = o->total + o->fill + k * SNAP_PAGE;
 			o->fill += (size_t)(n * SNAP_PAGE);
 			p += n;
 		}
 	}
+	if (miss)
+		*miss = UINT64_MAX;
 	return 0;
+}
+
+static uint64_t bits(const uint8_t *bm, size_t len)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += (uint64_t)__builtin_popcount(bm[i]);
+	return n;
+}
+
+/* The exact bitmap of a region whose held pages (guess) were streamed as
+ * non-zero up to miss, a zero one: those before it were read non-zero, the
+ * ones after it are read again here. */
+static uint8_t *exact_bitmap(struct snap_out *o, const struct snap_region *r,
+			     const uint8_t *guess, uint64_t miss, struct common_err *e)
+{
+	size_t bl = snap_bitmap_len(r);
+	uint8_t *before = common_xcalloc(1, bl + 1), *only = common_xmalloc(bl + 1);
+	memcpy(before, guess, miss / 8);
+	before[miss / 8] = (uint8_t)(guess[miss / 8] & ((1u << (miss % 8)) - 1));
+	memcpy(only, guess, bl);
+	only[miss / 8] &= (uint8_t)~(1u << (miss % 8));
+	uint8_t *bm = region_bitmap(r, o->src, before, only, o->scan, e);
+	free(before);
+	free(only);
+	return bm;
+}
+
+/* A region taken with its held pages for a bitmap: streamed from a mark; on
+ * a zero page, back to the mark and again with the exact bitmap (bms[at]). */
+static int put_region_guessed(struct snap_out *o, const struct snap_region *r, size_t at,
+			      struct common_err *e)
+{
+	uint64_t miss;
+	size_t bl = snap_bitmap_len(r);
+	if (out_flush(o, e) < 0 || ring_mark(o, e) < 0)
+		return -1;
+	codec_put_raw(&o->b, o->bms[at], bl);
+	if (out_flush(o, e) < 0 || put_region_runs(o, r, o->bms[at], &miss, e) < 0)
+		return -1;
+	if (miss == UINT64_MAX)
+		return 0;
+	uint8_t *bm = exact_bitmap(o, r, o->bms[at], miss, e);
+	if (!bm || ring_rewind(o, e) < 0) {
+		free(bm);
+		return -1;
+	}
+	o->shrunk += (bits(o->bms[at], bl) - bits(bm, bl)) * SNAP_PAGE;
+	free(o->bms[at]);
+	o->bms[at] = bm;
+	o->guessed[at] = 0;
+	codec_put_raw(&o->b, bm, bl);
+	return out_flush(o, e) < 0 ? -1 : put_region_runs(o, r, bm, NULL, e);
 }
 
 void snap_put_xstate(struct codec_buf *b, uint64_t features, const uint8_t *xstate)
@@ -478,8 +586,11 @@ static int put_content(struct snap_out *o, const struct snap_region *r, const ui
 		       snap_fill_fn fill, void *ctx, struct common_err *e)
 {
 	int rc;
-	if (bm) {
-		rc = put_region_runs(o, r, bm, fill, ctx, e);
+	if (bm && o->guessed[o->bmi - 1] && !o->counting) {
+		rc = put_region_guessed(o, r, o->bmi - 1, e);
+	} else if (bm) {
+		codec_put_raw(&o->b, bm, snap_bitmap_len(r));
+		rc = out_flush(o, e) < 0 ? -1 : put_region_runs(o, r, bm, NULL, e);
 	} else if (r->bitmap) {
 		codec_put_raw(&o->b, r->bitmap, snap_bitmap_len(r));
 		rc = out_big(o, r->packed, snap_packed_len(r), e);
@@ -655,63 +766,6 @@ int snap_encode(const struct snap_state *st, struct snap_image *out, struct comm
 	return snap_encode_with(st, NULL, NULL, out, e);
 }
 
-/* The chunk sink: consecutive files of SNAP_CHUNK_MAX bytes in a directory,
- * made durable together at the end (one syncfs, not one fsync per chunk). */
-struct chunk_sink {
-	const char *dir;
-	int fd;
-	uint32_t index;
-	size_t fill;
-};
-
-static int chunk_write(void *vctx, const uint8_t *p, size_t n, struct common_err *e)
-{
-	struct chunk_sink *c = vctx;
-	while (n) {
-		if (c->fd < 0) {
-			char path[4200];
-			common_fault_point("snap-chunk");
-			snprintf(path, sizeof path, "%s/%06u", c->dir, c->index);
-			c->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-			if (c->fd < 0)
-				return common_errno(e, errno, "create %s", path);
-			c->fill = 0;
-		}
-		size_t k = SNAP_CHUNK_MAX - c->fill < n ? SNAP_CHUNK_MAX - c->fill : n;
-		int rc = common_write_all(c->fd, p, k);
-		if (rc < 0)
-			return common_errno(e, -rc, "write chunk %u in %s", c->index, c->dir);
-		p += k;
-		n -= k;
-		c->fill += k;
-		if (c->fill == SNAP_CHUNK_MAX) {
-			close(c->fd);
-			c->fd = -1;
-			c->index++;
-		}
-	}
-	return 0;
-}
-
-static int write_manifest(const char *dir, const struct snap_manifest *m, struct common_err *e)
-{
-	uint8_t mb[SNAP_MANIFEST_LEN];
-	snap_manifest_encode(m, mb);
-	char *mp = common_xasprintf("%s/manifest", dir);
-	common_fault_point("snap-manifest");
-	int fd = open(mp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	int rc = fd < 0 ? common_errno(e, errno, "create %s", mp) : 0;
-	if (rc == 0 && common_write_all(fd, mb, sizeof mb) < 0)
-		rc = common_errno(e, errno, "write %s", mp);
-	/* one sync for every chunk, the manifest and the directory entries */
-	if (rc == 0 && syncfs(fd) < 0)
-		rc = common_errno(e, errno, "sync %s", dir);
-	if (fd >= 0)
-		close(fd);
-	free(mp);
-	return rc;
-}
-
 /* The expected image's bitmap of region r, the root's (k = 0) or proc k - 1's
  * region i, or shared memory object i (k = SIZE_MAX): where its layout is r's. */
 static const uint8_t *expected_bitmap(const struct snap_expect *x, size_t k, size_t i,
@@ -725,51 +779,111 @@ static const uint8_t *expected_bitmap(const struct snap_expect *x, size_t k, siz
 	return q && q->bitmap && q->start == r->start && q->end == r->end ? q->bitmap : NULL;
 }
 
-int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+/* The bitmap of each region streamed (o->bms, in encoding order): from the
+ * expected image's where it is the same, read, or the held pages guessed. */
+#define GUESS_MIN 256u /* held pages: below, reading twice costs less than a mark */
+static int plan_bitmaps(const struct snap_state *st, struct snap_out *o, struct common_err *e)
+{
+	for (size_t k = 0, at = 0; k <= st->nprocs + 1; k++) {
+		const struct snap_state *p = k <= st->nprocs ? (k ? &st->procs[k - 1] : st) : NULL;
+		/* the shared memory objects come after the last process */
+		size_t n = p ? p->nregions : st->nshms;
+		for (size_t i = 0; i < n; i++, at++) {
+			const struct snap_region *r = p ? &p->regions[i] : &st->shms[i].content;
+			if (r->bitmap || (p && !snap_region_has_content(st, p, i)))
+				continue;
+			uint8_t *bm = common_xcalloc(1, snap_bitmap_len(r) + 1);
+			int64_t held = o->x || !o->src->held ? -1 : o->src->held(o->src->ctx, r, bm);
+			o->guessed[at] = held >= GUESS_MIN;
+			if (!o->guessed[at]) {
+				free(bm);
+				bm = region_bitmap(r, o->src, expected_bitmap(o->x, p ? k : SIZE_MAX, i, r),
+						   NULL, o->scan, e);
+			}
+			if (!(o->bms[at] = bm))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* The exact length (every guess replaced by the exact bitmap) into *len. */
+static int exact_length(const struct snap_state *st, struct snap_out *o, size_t nbm,
+			uint64_t *len, struct common_err *e)
+{
+	for (size_t at = 0; at < nbm; at++) {
+		if (!o->guessed[at])
+			continue;
+		const struct snap_region *r = NULL;
+		for (size_t k = 0, i = at; !r; k++) {
+			const struct snap_state *p = k <= st->nprocs ? (k ? &st->procs[k - 1] : st) : NULL;
+			size_t n = p ? p->nregions : st->nshms;
+			if (i < n)
+				r = p ? &p->regions[i] : &st->shms[i].content;
+			else
+				i -= n;
+		}
+		uint8_t *bm = region_bitmap(r, o->src, NULL, o->bms[at], o->scan, e);
+		if (!bm)
+			return -1;
+		free(o->bms[at]);
+		o->bms[at] = bm;
+		o->guessed[at] = 0;
+	}
+	o->counting = 1;
+	o->total = 0;
+	int rc = encode_body(st, NULL, NULL, o, e);
+	*len = o->total;
+	return rc;
+}
+
+/* Admitted: by the length with every guess right, else by the exact one. */
+static int admit_length(const struct snap_state *st, struct snap_out *o, size_t nbm,
+			snap_admit_fn admit, void *actx, uint64_t *len, struct common_err *e)
+{
+	if (!admit || admit(actx, *len, e) == 0)
+		return 0;
+	size_t g = 0;
+	while (g < nbm && !o->guessed[g])
+		g++;
+	if (g == nbm || exact_length(st, o, nbm, len, e) < 0)
+		return -1;
+	return admit(actx, *len, e);
+}
+
+int snap_encode_stream(const struct snap_state *st, const struct snap_source *src,
 		       struct snap_expect *x, const char *dir, snap_admit_fn admit, void *actx,
 		       struct snap_manifest *m, struct common_err *e)
 {
-	struct chunk_sink cs = { .dir = dir, .fd = -1 };
+	struct snap_chunk_sink cs = { .dir = dir, .fd = -1 };
 	struct snap_out o;
 	int rc = 0, made = 0;
 	memset(&o, 0, sizeof o);
 	codec_buf_init(&o.b);
 	o.streamed = 1;
 	o.x = x;
+	o.src = src;
 	o.zero_at = UINT64_MAX;
 	size_t nbm = st->nregions + st->nshms;
 	for (size_t k = 0; k < st->nprocs; k++)
 		nbm += st->procs[k].nregions;
 	o.bms = common_xcalloc(nbm + 1, sizeof *o.bms);
-	uint8_t *scan = common_xmalloc((size_t)SCAN_PAGES * SNAP_PAGE);
-	for (size_t k = 0, at = 0; k <= st->nprocs && rc == 0; k++) {
-		const struct snap_state *p = k ? &st->procs[k - 1] : st;
-		for (size_t i = 0; i < p->nregions && rc == 0; i++, at++)
-			if (snap_region_has_content(st, p, i) && !p->regions[i].bitmap &&
-			    !(o.bms[at] = region_bitmap(&p->regions[i], fill, ctx,
-							expected_bitmap(x, k, i, &p->regions[i]), scan, e)))
-				rc = -1;
-		/* the shared memory objects come after the last process */
-		for (size_t i = 0; k == st->nprocs && i < st->nshms && rc == 0; i++, at++)
-			if (!st->shms[i].content.bitmap &&
-			    !(o.bms[at] = region_bitmap(&st->shms[i].content, fill, ctx,
-							expected_bitmap(x, SIZE_MAX, i, &st->shms[i].content),
-							scan, e)))
-				rc = -1;
-	}
-	free(scan);
-	/* the exact length before any byte is written */
+	o.guessed = common_xcalloc(nbm + 1, 1);
+	o.scan = common_xmalloc((size_t)SCAN_PAGES * SNAP_PAGE);
+	rc = plan_bitmaps(st, &o, e);
+	/* the length before any byte is written: exact, or (guesses) an upper bound */
 	o.counting = 1;
 	if (rc == 0)
-		rc = encode_body(st, fill, ctx, &o, e);
+		rc = encode_body(st, NULL, NULL, &o, e);
 	uint64_t len = o.total;
-	if (rc == 0 && admit)
-		rc = admit(actx, len, e);
+	if (rc == 0)
+		rc = admit_length(st, &o, nbm, admit, actx, &len, e);
 	if (rc == 0 && dir) {
 		if (mkdir(dir, 0700) < 0)
 			rc = common_errno(e, errno, "create %s", dir);
 		made = rc == 0;
-		o.sink = chunk_write;
+		o.sink = snap_chunk_write;
+		o.rewind = snap_chunk_rewind;
 		o.ctx = &cs;
 	}
 	o.counting = 0;
@@ -777,14 +891,17 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	if (rc == 0)
 		rc = ring_start(&o, len, e);
 	if (rc == 0)
-		rc = encode_body(st, fill, ctx, &o, e);
+		rc = encode_body(st, NULL, NULL, &o, e);
 	if (rc == 0)
 		rc = ring_submit(&o, e);
 	ring_end(&o, rc == 0 ? m->digest : NULL);
 	if (cs.fd >= 0)
 		close(cs.fd);
-	if (rc == 0 && o.total != len)
+	if (rc == 0 && o.total != len - o.shrunk)
 		rc = common_errf(e, "capture", "the guest's memory changed while it was read");
+	/* the guesses that were wrong made the admitted length an upper bound */
+	if (rc == 0 && o.shrunk && admit)
+		rc = admit(actx, o.total, e);
 	/* encodings of two lengths, the same up to the shorter's end, differ there */
 	uint64_t end = x && o.total < x->len ? o.total : x ? x->len : 0;
 	if (x)
@@ -792,10 +909,12 @@ int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx
 	m->len = o.total;
 	m->chunks = (uint32_t)((o.total + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX);
 	if (rc == 0 && dir)
-		rc = write_manifest(dir, m, e);
+		rc = snap_manifest_write(dir, m, e);
 	for (size_t i = 0; i < nbm; i++)
 		free(o.bms[i]);
 	free(o.bms);
+	free(o.guessed);
+	free(o.scan);
 	codec_buf_free(&o.b);
 	if (rc < 0 && made)
 		common_rm_rf(dir, NULL);
@@ -808,36 +927,4 @@ uint64_t snap_cells_bytes(const struct snap_state *st)
 	for (size_t i = 0; i < st->ncells; i++)
 		n += strlen(st->cells[i].key) + st->cells[i].len;
 	return n;
-}
-
-void snap_manifest_encode(const struct snap_manifest *m, uint8_t out[SNAP_MANIFEST_LEN])
-{
-	memcpy(out, m->digest, 32);
-	for (int i = 0; i < 8; i++)
-		out[32 + i] = (uint8_t)(m->len >> (8 * i));
-	for (int i = 0; i < 4; i++)
-		out[40 + i] = (uint8_t)(m->chunks >> (8 * i));
-}
-
-int snap_manifest_decode(const uint8_t *buf, size_t len, struct snap_manifest *m,
-			 struct common_err *e)
-{
-	if (len != SNAP_MANIFEST_LEN)
-		return common_errf(e, "manifest", "%zu bytes, a manifest has exactly 44", len);
-	memcpy(m->digest, buf, 32);
-	m->len = 0;
-	m->chunks = 0;
-	for (int i = 0; i < 8; i++)
-		m->len |= (uint64_t)buf[32 + i] << (8 * i);
-	for (int i = 0; i < 4; i++)
-		m->chunks |= (uint32_t)buf[40 + i] << (8 * i);
-	if (m->len == 0 || m->len > SNAP_MAX_BYTES)
-		return common_errf(e, "manifest", "length %llu out of range",
-				   (unsigned long long)m->len);
-	uint64_t want = (m->len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX;
-	if (m->chunks != want)
-		return common_errf(e, "manifest", "%u chunks for %llu bytes, expected %llu",
-				   m->chunks, (unsigned long long)m->len,
-				   (unsigned long long)want);
-	return 0;
 }

@@ -23,17 +23,51 @@ struct snap_expect {
 	uint64_t len;
 	uint64_t differs;
 };
-/* Streamed: every region read through fill twice (which pages are non-zero,
- * then those pages, straight into reused buffers) and hashed on a second
- * thread. The exact length is known before any byte goes out: admit (may be
- * NULL) sees it first and may refuse. With dir, the chunks and the manifest go
- * into dir (created, must not exist; removed on failure), synced once; without
- * it only *m's digest and length are made. With x (and no dir), compared with
- * x's bytes instead of hashed: pages x's bitmaps hold are read once, in the
- * second pass, and must not be zero; the first pass reads only the others. */
-int snap_encode_stream(const struct snap_state *st, snap_fill_fn fill, void *ctx,
+/* Where a streamed encoding reads region contents: fill as above; read the
+ * same for pages known to be held (pagemap is not asked); held, when not
+ * NULL, sets in bm (zeroed) the pages the kernel holds, which include every
+ * non-zero page, and returns how many (-1: it cannot tell). */
+struct snap_source {
+	snap_fill_fn fill, read;
+	int64_t (*held)(void *ctx, const struct snap_region *r, uint8_t *bm);
+	void *ctx;
+};
+/* Streamed, hashed on a second thread as read into reused buffers. A region
+ * whose held pages src tells is read once: taken as its bitmap, they are
+ * streamed and checked non-zero; on a zero one the hash and the chunks go
+ * back to the region's start and it is streamed again with its exact bitmap.
+ * Other regions are read twice (which pages are non-zero, then those pages).
+ * admit (may be NULL) sees the length before any byte goes out and may
+ * refuse (an upper bound it admits is told the exact length at the end). With
+ * dir, the chunks and the manifest go into dir (created, must not exist;
+ * removed on failure), synced once; without it only *m's digest and length
+ * are made. With x (and no dir), compared with x's bytes instead of hashed:
+ * pages x's bitmaps hold are read once, in the second pass, and must not be
+ * zero; the first pass reads only the others. */
+int snap_encode_stream(const struct snap_state *st, const struct snap_source *src,
 		       struct snap_expect *x, const char *dir, snap_admit_fn admit, void *actx,
 		       struct snap_manifest *m, struct common_err *e);
+/* The chunk sink (store.c): consecutive files of SNAP_CHUNK_MAX bytes in a
+ * directory, made durable together with the manifest (one syncfs, not one
+ * fsync per chunk); rewound to a byte of the stream, the chunks after it are
+ * removed and its own is cut there. */
+struct snap_chunk_sink {
+	const char *dir;
+	int fd;
+	uint32_t index;
+	size_t fill;
+};
+int snap_chunk_write(void *sink, const uint8_t *p, size_t n, struct common_err *e);
+int snap_chunk_rewind(void *sink, uint64_t at, struct common_err *e);
+int snap_manifest_write(const char *dir, const struct snap_manifest *m, struct common_err *e);
+/* Pages [first, first + pages) of region r of process st into dst, through
+ * t; with held 0, pagemap's absent pages read as zero without being touched
+ * (pages.c). The pages of r pagemap says are held set in bm; -1 where it
+ * cannot tell (a file, a SysV segment). */
+int snap_pages_read(struct trace_tracee *t, int pagemap, const struct snap_state *st,
+		    const struct snap_region *r, uint64_t first, uint64_t pages, uint8_t *dst,
+		    int held, struct common_err *e);
+int64_t snap_pages_held(int pagemap, const struct snap_region *r, uint8_t *bm);
 
 /* Bytes of a region's page bitmap; of a decoded region's packed pages. */
 size_t snap_bitmap_len(const struct snap_region *r);

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "snap/snap.h"
+#include "snap/snap-internal.h"
 
 uint64_t snap_persist_bytes(uint64_t len)
 {
@@ -214,5 +214,114 @@ int snap_store_read(const char *dir, struct snap_image *out, struct common_err *
 	}
 	out->bytes = buf;
 	out->len = (size_t)m.len;
+	return 0;
+}
+
+int snap_chunk_write(void *vctx, const uint8_t *p, size_t n, struct common_err *e)
+{
+	struct snap_chunk_sink *c = vctx;
+	while (n) {
+		if (c->fd < 0) {
+			char path[4200];
+			common_fault_point("snap-chunk");
+			snprintf(path, sizeof path, "%s/%06u", c->dir, c->index);
+			c->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (c->fd < 0)
+				return common_errno(e, errno, "create %s", path);
+			c->fill = 0;
+		}
+		size_t k = SNAP_CHUNK_MAX - c->fill < n ? SNAP_CHUNK_MAX - c->fill : n;
+		int rc = common_write_all(c->fd, p, k);
+		if (rc < 0)
+			return common_errno(e, -rc, "write chunk %u in %s", c->index, c->dir);
+		p += k;
+		n -= k;
+		c->fill += k;
+		if (c->fill == SNAP_CHUNK_MAX) {
+			close(c->fd);
+			c->fd = -1;
+			c->index++;
+		}
+	}
+	return 0;
+}
+
+/* Back to byte at of the stream: the chunks after it removed, its own cut there. */
+int snap_chunk_rewind(void *vctx, uint64_t at, struct common_err *e)
+{
+	struct snap_chunk_sink *c = vctx;
+	uint32_t keep = (uint32_t)(at / SNAP_CHUNK_MAX);
+	size_t cut = (size_t)(at % SNAP_CHUNK_MAX);
+	char path[4200];
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	for (uint32_t i = c->index; i > keep; i--) {
+		snprintf(path, sizeof path, "%s/%06u", c->dir, i);
+		if (unlink(path) < 0 && errno != ENOENT)
+			return common_errno(e, errno, "remove %s", path);
+	}
+	snprintf(path, sizeof path, "%s/%06u", c->dir, keep);
+	if (cut == 0 && unlink(path) < 0 && errno != ENOENT)
+		return common_errno(e, errno, "remove %s", path);
+	if (cut) {
+		c->fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (c->fd < 0 || ftruncate(c->fd, (off_t)cut) < 0 ||
+		    lseek(c->fd, (off_t)cut, SEEK_SET) < 0)
+			return common_errno(e, errno, "cut %s", path);
+	}
+	c->index = keep;
+	c->fill = cut;
+	return 0;
+}
+
+int snap_manifest_write(const char *dir, const struct snap_manifest *m, struct common_err *e)
+{
+	uint8_t mb[SNAP_MANIFEST_LEN];
+	snap_manifest_encode(m, mb);
+	char *mp = common_xasprintf("%s/manifest", dir);
+	common_fault_point("snap-manifest");
+	int fd = open(mp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int rc = fd < 0 ? common_errno(e, errno, "create %s", mp) : 0;
+	if (rc == 0 && common_write_all(fd, mb, sizeof mb) < 0)
+		rc = common_errno(e, errno, "write %s", mp);
+	/* one sync for every chunk, the manifest and the directory entries */
+	if (rc == 0 && syncfs(fd) < 0)
+		rc = common_errno(e, errno, "sync %s", dir);
+	if (fd >= 0)
+		close(fd);
+	free(mp);
+	return rc;
+}
+
+void snap_manifest_encode(const struct snap_manifest *m, uint8_t out[SNAP_MANIFEST_LEN])
+{
+	memcpy(out, m->digest, 32);
+	for (int i = 0; i < 8; i++)
+		out[32 + i] = (uint8_t)(m->len >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		out[40 + i] = (uint8_t)(m->chunks >> (8 * i));
+}
+
+int snap_manifest_decode(const uint8_t *buf, size_t len, struct snap_manifest *m,
+			 struct common_err *e)
+{
+	if (len != SNAP_MANIFEST_LEN)
+		return common_errf(e, "manifest", "%zu bytes, a manifest has exactly 44", len);
+	memcpy(m->digest, buf, 32);
+	m->len = 0;
+	m->chunks = 0;
+	for (int i = 0; i < 8; i++)
+		m->len |= (uint64_t)buf[32 + i] << (8 * i);
+	for (int i = 0; i < 4; i++)
+		m->chunks |= (uint32_t)buf[40 + i] << (8 * i);
+	if (m->len == 0 || m->len > SNAP_MAX_BYTES)
+		return common_errf(e, "manifest", "length %llu out of range",
+				   (unsigned long long)m->len);
+	uint64_t want = (m->len + SNAP_CHUNK_MAX - 1) / SNAP_CHUNK_MAX;
+	if (m->chunks != want)
+		return common_errf(e, "manifest", "%u chunks for %llu bytes, expected %llu",
+				   m->chunks, (unsigned long long)m->len,
+				   (unsigned long long)want);
 	return 0;
 }

@@ -168,9 +168,12 @@ snapshot_mid_run() {
 	assert_failure
 	[ "$(lease_state "$TGT")" = Funded ]
 	cp "$BATS_TEST_TMPDIR/c0" "$dir/000000"
-	# wrong manifest length (u64 at byte 32)
+	# wrong manifest length (u64 at byte 32): its low byte changed (a fixed
+	# value was the length's own one time in 256)
 	cp "$dir/manifest" "$BATS_TEST_TMPDIR/m"
-	printf '\x01' | dd of="$dir/manifest" bs=1 seek=32 conv=notrunc 2>/dev/null
+	low=$(od -An -tu1 -j32 -N1 "$dir/manifest")
+	printf "\\$(printf %o $(((low + 1) % 256)))" | dd of="$dir/manifest" bs=1 seek=32 conv=notrunc 2>/dev/null
+	cmp -s "$dir/manifest" "$BATS_TEST_TMPDIR/m" && false
 	run sbx-snap verify "$DIGEST"
 	assert_failure
 	cp "$BATS_TEST_TMPDIR/m" "$dir/manifest"
