@@ -222,9 +222,10 @@ take_stop() {
 		run sbx-snap show "$D"
 		assert_success
 		[ "$(printf '%s' "$output" | jq '.processes | length')" -ge 1 ]
-		# the eventfd both hold is captured once, with its two holders
-		[ $kind != shared-eventfd ] || assert_equal "$(printf '%s' "$output" |
-			jq -c '[.shared_objects[] | [.kind, (.holders | length)]]')" '[["eventfd",2]]'
+		# the eventfd both hold is captured once, with its two holders (and a
+		# third when the take finds one of the loop's short children alive)
+		[ $kind != shared-eventfd ] || assert_regex "$(printf '%s' "$output" |
+			jq -c '[.shared_objects[] | [.kind, (.holders | length)]]')" '^\[\["eventfd",[23]\]\]$'
 		wait "$pid"
 		assert_equal "$(cat "$BATS_TEST_TMPDIR/src.out")" "$want"
 	done
