@@ -65,6 +65,9 @@ for n in $TREES; do
 	take="" tcpu="" rest="" rcpu="" bytes=0
 	for _ in $(seq 1 "$TREE_ROUNDS"); do
 		src=$(tree_lease active)
+		# emptied here, not by the job's redirection, which may come after the
+		# wait below has read the last round's "ready"
+		: >"$W/src.out"
 		sbx-run --lease "$src" -- "$G" "$n" "$TREE_MIB" >"$W/src.out" 2>"$W/src.err" &
 		pid=$!
 		until grep -q ready "$W/src.out" 2>/dev/null; do
