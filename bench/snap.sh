@@ -118,6 +118,7 @@ else
 	for n in $TREES; do
 		d=$(mktemp -d)
 		rm -f /tmp/snap_tree.mark
+		: >"$W/native.out"
 		setsid "$OLDPWD/$B/snap_tree" "$n" "$TREE_MIB" </dev/null >"$W/native.out" 2>&1 &
 		pid=$!
 		until grep -q ready "$W/native.out"; do sleep 0.02; done
