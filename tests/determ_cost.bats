@@ -38,6 +38,8 @@ stops() {
 	chmod -R go-rwx store config
 	export SBX_STORE=$PWD/store XDG_CONFIG_HOME=$PWD/config
 	id=$(cat "$BATS_TEST_DIRNAME/determ_pin/lease")
+	# the lease's namespace directory, empty, which git does not keep
+	mkdir -m 700 -p "store/ns/$id"
 	# the trace's header names the bound source: one path, the sources' times fixed
 	p=/tmp/sbx-determ-pin
 	rm -rf "$p"
