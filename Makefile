@@ -98,10 +98,12 @@ bats: all
 check: deps
 	$(MAKE) test
 
-# the build runs a job per CPU; bats runs BATS_JOBS files at once
+# the build runs a job per CPU; bats runs BATS_JOBS files at once, and the unit
+# tests (which mostly wait on their guests) beside them, their output after
 test:
 	$(MAKE) -j$$(nproc) all
-	@u=0; b=0; $(MAKE) unit || u=1; $(MAKE) bats || b=1; \
+	@u=0; b=0; $(MAKE) unit >$(O)/unit.out 2>&1 & up=$$!; $(MAKE) bats || b=1; \
+	wait $$up || u=1; cat $(O)/unit.out; \
 	p=$$(awk '/ passed, [0-9]+ failed$$/ {p += $$(NF-3)} END {print p+0}' $(O)/unit.log); \
 	f=$$(awk '/ passed, [0-9]+ failed$$/ {f += $$(NF-1)} END {print f+0}' $(O)/unit.log); \
 	p=$$((p + $$(grep -c '^ok ' $(O)/bats.tap))); f=$$((f + $$(grep -c '^not ok ' $(O)/bats.tap))); \
