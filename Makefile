@@ -87,9 +87,9 @@ unit: $(UNITS)
 	@set -o pipefail; (fail=0; for t in $(UNITS); do $$t || fail=1; done; \
 		tests/layers.sh $(O) || fail=1; exit $$fail) | tee $(O)/unit.log
 
-# two files at a time (GNU parallel), each file's tests in order: most tests wait
+# three files at a time (GNU parallel), each file's tests in order: most tests wait
 # on guests, and every bound must hold on a loaded host anyway
-BATS_JOBS ?= 2
+BATS_JOBS ?= 3
 bats: all
 	set -o pipefail; SBX_BUILD=$(CURDIR)/$(O) bats --jobs $(BATS_JOBS) --no-parallelize-within-files \
 		--timing --formatter tap tests/*.bats | tee $(O)/bats.tap
