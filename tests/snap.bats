@@ -572,7 +572,7 @@ EOF
 		# the supervisor died mid-write: nothing under a digest, no receipt
 		[ -z "$(ls "$SBX_STORE/snapshots" | grep -E '^[0-9a-f]{64}$')" ]
 		[ "$(sbx-snap list "$SRC")" = "[]" ]
-		! sbx-lease log "$SRC" | jq -r .edge | grep -qx snapshot
+		! sbx-lease log "$SRC" | jq -r .edge | grep -qx snapshot || false
 		[ "$(sbx-lease show "$SRC" | jq -r '.lease.snapshot_bytes // 0')" = 0 ]
 	done
 }
