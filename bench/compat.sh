@@ -26,21 +26,16 @@
 # all natively (1.47 GiB with its pipes and sockets, which storage_read, the
 # kernel's rchar, counts too), past storage_read's 1 GiB ceiling: in one lease
 # it closes on storage_read after some 166 of its 339 passing cases. So under
-# sbx and sbx-trace the modules of COMPAT_CHAIN (default: that one) run as a
-# user would run them, as a chain of leases (sbx-run --chain COMPAT_LINKS,
-# default 4): each link's tree is snapshotted near the bound (multiprocessing's
-# heap, a deleted /dev/shm file mapped shared, and its named semaphores are held
-# since snapshot format 7) and restored into the next lease; under sbx-trace
-# the one trace goes on across the links, and `sbx-trace verify --complete`
-# checks it against the result's head (one line per chained module). TMPDIR is
-# a directory of the host bound into the run, which outlives every link (the
-# run's /tmp is carried since snapshot format 8; the bind keeps regrtest's
-# directory where it was before). On an AMD EPYC 2-vCPU host at load 11-15 it
-# passed 339 of its 339 under sbx in two links (939 MB and 657 MB of
-# storage_read), 354 s against 305 s natively; at load 20-24, 339 of 339 under
-# sbx (608 s) and under sbx-trace (689 s, two links, one trace of 468,969
-# events that verifies against the result's head) against 465 s natively, and
-# again at load 9-20 (419 s native, 408 s sbx, 355 s sbx-trace, 470,246 events).
+# sbx (not sbx-trace: a chain takes no trace) the modules of COMPAT_CHAIN
+# (default: that one) run as a user would run them, as a chain of leases
+# (sbx-run --chain COMPAT_LINKS, default 4): each link's tree is snapshotted
+# near the bound (multiprocessing's heap, a deleted /dev/shm file mapped
+# shared, and its named semaphores are held since snapshot format 7) and
+# restored into the next lease. The run's /tmp is its own tmpfs, which no
+# snapshot carries, and regrtest works in a directory of TMPDIR: so TMPDIR is
+# a directory of the host bound into the run, which outlives every link. On
+# an AMD EPYC 2-vCPU host at load 11-15 it passed 339 of its 339 in two links
+# (939 MB and 657 MB of storage_read), 354 s against 305 s natively.
 # Prints, per variant, `compat: N of M native-passing cases pass under sbx`
 # and every case that passes natively but not under sbx, with its first error.
 # Usage: [UV_RUN_TESTS=…] bench/compat.sh   (SBX_BUILD defaults to ./build;
@@ -142,18 +137,10 @@ py() {
 		[ "$v" = native ] || sep=--
 		# a chain snapshots and restores a tree at every link: twice the time
 		case "$v: $COMPAT_CHAIN " in
-		"sbx:"*" $m "* | "sbx-trace:"*" $m "*)
-			chain="--chain $COMPAT_LINKS --rw $W/tmp:$W/tmp --env TMPDIR=$W/tmp --result $W/chain.json"
+		"sbx:"*" $m "*) chain="--chain $COMPAT_LINKS --rw $W/tmp:$W/tmp --env TMPDIR=$W/tmp"
 			limit=$((2 * COMPAT_TIMEOUT)) ;;
 		esac
-		rm -f "$W/chain.json" # a run that writes none is not judged by an earlier one's
 		timeout -k 30 "$limit" "$@" $chain $sep $PY -m test -u network -v "$m" >"$W/mod.out" 2>&1 </dev/null || true
-		if [ -n "$chain" ] && [ "$v" = sbx-trace ]; then
-			head=$(jq -r '.trace.head // "none"' "$W/chain.json" 2>/dev/null || echo none)
-			links=$(jq '.links | length' "$W/chain.json" 2>/dev/null || echo "?")
-			"$SBX_BUILD/bin/sbx-trace" verify --format text --complete --head "$head" "$W/t.jsonl" 2>&1 |
-				sed "s|^|compat (sbx-trace): $m, $links links: |" >>"$W/verify.out" || true
-		fi
 		cat "$W/mod.out" >>"$W/$v.out"
 		ended "$start" "$limit" "$W/mod.out" | sed "s/^/$m\t/" >>"$W/$v.mods"
 	done
@@ -317,4 +304,3 @@ for v in sbx sbx-trace; do
 		echo "  not under $v: $c$why"
 	done
 done
-[ ! -s "$W/verify.out" ] || cat "$W/verify.out"

@@ -2,10 +2,8 @@
  * runs until a dimension a fresh lease renews nears its bound; then (trace/run)
  * its guest is snapshotted where it stands and its lease settled. The next link
  * is a lease requested naming it, funded, and the snapshot restored into it. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "lease/lease.h"
 #include "snap/snap-internal.h"
 
@@ -29,7 +27,7 @@ static int link_next(struct trace_run_opts *o, const struct trace_chain_link *ln
 
 int snap_chain_run(struct trace_run_opts *o)
 {
-	struct trace_chain_link ln = { .links = json_array(), .trace_fd = -1 };
+	struct trace_chain_link ln = { .links = json_array() };
 	struct snap_restore_ctx rc;
 	char *const *argv = o->argv; /* a link's plan may point it at its script's */
 	char *next = NULL, *prev = NULL, *image = NULL;
@@ -54,7 +52,6 @@ int snap_chain_run(struct trace_run_opts *o)
 		free(next);
 		next = NULL;
 		memcpy(hex, ln.snapshot, sizeof hex);
-		memcpy(ln.restored, hex, sizeof hex);
 		if (!prev || link_next(o, &ln, hex, &next, &rc, &image, &e) < 0) {
 			common_err_context(&e, "chain: link %u after lease %s (its snapshot %s is kept in "
 					   "the store's snapshots: sbx-restore %s --lease ID goes on)",
@@ -75,11 +72,6 @@ int snap_chain_run(struct trace_run_opts *o)
 	o->argv = argv;
 	trace_run_opts_free(o);
 	json_decref(ln.links);
-	if (ln.trace_fd >= 0 && fsync(ln.trace_fd) < 0 && errno != EINVAL && errno != EROFS)
-		common_warnf("--trace: fsync: %s", strerror(errno));
-	if (ln.trace_fd >= 0)
-		close(ln.trace_fd);
-	free(ln.tasks);
 	free(ln.lease);
 	free(prev);
 	free(next);

@@ -230,10 +230,10 @@ chain_build() {
 	assert_success
 }
 
-@test "chain: --chain is refused with the state fd or --deterministic, and 0" {
-	run sbx-run --ephemeral --chain 2 --deterministic -- /bin/true
+@test "chain: --chain is refused with --trace, the state fd or --deterministic, and 0" {
+	run sbx-run --ephemeral --chain 2 --trace "$BATS_TEST_TMPDIR/t" -- /bin/true
 	[ "$status" -eq 125 ]
-	assert_output --partial "--chain: not with --state-in, --state-out or --deterministic"
+	assert_output --partial "--chain: not with --trace"
 	run sbx-run --ephemeral --chain 0 -- /bin/true
 	[ "$status" -eq 125 ]
 }

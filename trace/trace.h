@@ -145,13 +145,6 @@ struct trace_chain_link {
 	char snapshot[65];            /* out: the snapshot that ended it near a bound, or "" */
 	const char *dim;              /* out: the dimension near its bound then */
 	char *lease;                  /* out: its lease (malloc'd) */
-	char restored[65];            /* the snapshot this link was restored from, or "" */
-	/* --trace across the links (trace/run/recorder.c): one file, one chain */
-	int trace_fd;                 /* open for the whole chain; -1 before the first link */
-	uint8_t trace_head[32];       /* its chain after the links before */
-	uint64_t trace_seq, trace_t0; /* their events; the time base (common_mono_us) */
-	pid_t (*tasks)[2];            /* the link before's tasks at its snapshot: host id, namespace id */
-	size_t ntasks;
 };
 
 struct trace_run_opts {

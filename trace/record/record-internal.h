@@ -103,7 +103,6 @@ struct trace_rec {
 	 * puts them in the run's order (trace_rec_order) */
 	int defer;
 	int restoring;              /* a resumed trace: events start after the restore's exec */
-	int handed;                 /* a chain's link after its snapshot: no more events */
 	pid_t cur;                  /* the task the event being built is of */
 	size_t seq_at;
 	struct trace_rq_set q;
@@ -111,10 +110,6 @@ struct trace_rec {
 	size_t nskip;
 };
 
-/* The event in r->line (canonical, without its closing brace) chained and queued. */
-int trace_rec_chain_line(struct trace_rec *r);
-void trace_rec_free(struct trace_rec *r);
-void trace_rec_pend_drop_all(struct trace_rec *r);
 /* Whether the entry stop s makes its event then (no exit awaited). */
 int trace_rec_at_entry(struct trace_rec *r, const struct trace_stop *s);
 /* 1 once for a task of r->skip, which it leaves (state.c). */

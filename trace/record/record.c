@@ -68,7 +68,8 @@ static void rec_append_line(struct trace_rec *r)
 	sb_raw(&r->out, "\"}\n", 3);
 }
 
-int trace_rec_chain_line(struct trace_rec *r)
+/* The event in r->line chained and appended, now. */
+static int rec_chain(struct trace_rec *r)
 {
 	uint64_t now;
 	unsigned int hl = 0;
@@ -103,7 +104,7 @@ static void kv_seq(struct trace_rec *r, struct sb *b)
 static int rec_emit(struct trace_rec *r)
 {
 	if (!r->defer)
-		return trace_rec_chain_line(r);
+		return rec_chain(r);
 	if (r->failed)
 		return -1;
 	trace_rq_push(&r->q, r->cur, &r->line, r->seq_at);
@@ -122,7 +123,7 @@ static void rq_chain(struct trace_rec *r, size_t i)
 		sb_raw(&r->line, line, hdr[1]);
 		trace_sb_int(&r->line, (long long)r->seq);
 		sb_raw(&r->line, line + hdr[1], hdr[0] - hdr[1]);
-		trace_rec_chain_line(r);
+		rec_chain(r);
 		at += sizeof hdr + hdr[0];
 	}
 	free(q.p);
@@ -695,15 +696,10 @@ int trace_rec_exit(struct trace_rec *r, pid_t tid, pid_t pid, int wstatus)
 	return trace_rec_flush(r);
 }
 
-void trace_rec_pend_drop_all(struct trace_rec *r)
+static void free_rec(struct trace_rec *r)
 {
 	while (r->npend)
 		pend_drop(r, &r->pend[0]);
-}
-
-void trace_rec_free(struct trace_rec *r)
-{
-	trace_rec_pend_drop_all(r);
 	free(r->pend);
 	free(r->thr);
 	free(r->par);
@@ -809,13 +805,11 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	r->t_start = r->last_flush = common_mono_us();
 	/* persisted in the store when given, else for this run only */
 	r->hc = common_hashcache_open(info->hash_cache, "exec-hashes");
-	if (info->resume_text || info->chain_link) {
-		if (info->resume_text)
-			sb_raw(&r->out, info->resume_text, info->resume_len);
+	if (info->resume_text) {
+		sb_raw(&r->out, info->resume_text, info->resume_len);
 		memcpy(r->h, info->resume_head, 32);
 		r->seq = info->resume_seq;
 		r->restoring = 1;
-		r->t_start = info->chain_link ? info->t_start : r->t_start;
 	} else {
 		hj = header_json(info);
 		canon = common_json_canonical(hj);
@@ -833,7 +827,7 @@ struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_re
 	if (trace_rec_flush(r) < 0) {
 		if (e)
 			*e = r->err;
-		trace_rec_free(r);
+		free_rec(r);
 		return NULL;
 	}
 	return r;
@@ -873,7 +867,7 @@ int trace_rec_close(struct trace_rec *r, int wstatus, uint8_t head[32], struct c
 		*e = r->err;
 	if (head)
 		memcpy(head, r->h, 32);
-	trace_rec_free(r);
+	free_rec(r);
 	return rc;
 }
 
@@ -890,10 +884,8 @@ static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 	struct trace_rec *r = ctx;
 
 	(void)g;
-	if (r->restoring || r->handed || (r->nskip && trace_rec_skipped(r, st->tid)))
+	if (r->restoring || (r->nskip && trace_rec_skipped(r, st->tid)))
 		return 0; /* a restored task's call made again: its event is in the chain */
-	if (st->again && st->action == TRACE_DENIED)
-		return 0; /* held at its entry (a chain's hand-over): its event comes when it runs */
 	if (trace_rec_want_exit(r, st))
 		st->want_exit = 1;
 	trace_rec_syscall(r, st);
@@ -903,7 +895,7 @@ static int rec_entry(void *ctx, struct trace_guest *g, struct trace_stop *st)
 static int rec_exit(void *ctx, struct trace_guest *g, struct trace_stop *st)
 {
 	(void)g;
-	if (!((struct trace_rec *)ctx)->restoring && !((struct trace_rec *)ctx)->handed)
+	if (!((struct trace_rec *)ctx)->restoring)
 		trace_rec_syscall(ctx, st);
 	return 0;
 }
@@ -914,8 +906,6 @@ static int rec_exec(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t ppi
 	struct pend *p = pend_find(ctx, pid);
 	struct trace_rec *r = ctx;
 	(void)sv;
-	if (r->handed)
-		return 0;
 	if (r->restoring) { /* the restore's fresh exec: the guest goes on from here */
 		r->restoring = 0;
 		return 0;
@@ -932,7 +922,7 @@ static void rec_spawn(void *ctx, struct trace_supervisor *sv, pid_t parent, pid_
 	struct trace_rec *r = ctx;
 
 	(void)sv;
-	if (r->restoring || r->handed)
+	if (r->restoring)
 		return;
 	const char *kind = flags & CLONE_THREAD ? "thread" : flags & CLONE_VFORK ? "vfork" :
 			   (flags & ~0xffUL) == 0 ? "fork" : "clone";
@@ -954,7 +944,7 @@ static void rec_proc_exit(void *ctx, struct trace_supervisor *sv, pid_t tid, int
 	pid_t pid = tgid_of(r, tid);
 
 	(void)sv;
-	if (r->restoring || r->handed)
+	if (r->restoring)
 		return;
 	for (size_t i = 0; i < r->nthr; i++)
 		if (r->thr[i].tid == tid) {
@@ -994,5 +984,5 @@ void trace_rec_abort(struct trace_rec *r)
 		return;
 	rq_chain_all(r);
 	trace_rec_flush(r);
-	trace_rec_free(r);
+	free_rec(r);
 }

@@ -40,12 +40,6 @@ struct trace_rec_info {
 	size_t resume_len;
 	uint64_t resume_seq;
 	const uint8_t *resume_head;
-	/* a chain's next link (sbx-run --chain, trace/record/link.c): the trace goes
-	 * on in fd after the link before's resume_seq events, its chain at
-	 * resume_head, no header, its times from t_start (common_mono_us); the
-	 * restore's own exec is not an event: trace_rec_link marks the link's start */
-	int chain_link;
-	uint64_t t_start;
 };
 /* path "-" writes to stdout; fd >= 0 (path NULL) writes to that fd. */
 struct trace_rec *trace_rec_open(const char *path, int fd, const struct trace_rec_info *info,
@@ -93,21 +87,6 @@ int trace_rec_state_save(void *rec, struct trace_supervisor *sv, pid_t (*ns)(pid
 const char *trace_rec_state_why(const uint8_t *p, size_t n);
 int trace_rec_state_resume(struct trace_rec *r, const uint8_t *p, size_t n,
 			   const struct trace_sv_idmap *map, size_t nmap, struct common_err *e);
-
-/* sbx-run --chain (trace/record/link.c). The link's snapshot is taken: what
- * the tree does after it (killed) is not the run's, and its calls in flight
- * are made again by the next link: no more events, none pending. Before that,
- * the exits the snapshot met (a task that ended while it stopped the tree, a
- * zombie now: ended[i] = {tid, tgid, wait status}). */
-void trace_rec_handed_over(struct trace_rec *r, const pid_t (*ended)[3], size_t nended);
-/* The next link's start, its guest restored: the event {"ev":"link"} with
- * fields (link, lease, prev, snapshot, pids: [[id before, id now], ...] of each
- * restored task); tgids: each restored thread's process ([[tid, tgid], ...]). */
-int trace_rec_link(struct trace_rec *r, const json_t *fields, const json_t *tgids);
-/* A handed-over link's recorder flushed and freed without an end event (the
- * next link goes on after it): its head, events and time base. */
-int trace_rec_hand_close(struct trace_rec *r, uint8_t head[32], uint64_t *seq, uint64_t *t_start,
-			 struct common_err *e);
 
 /* Events a recorder has written after its header. */
 uint64_t trace_rec_events(const struct trace_rec *r);

@@ -69,28 +69,6 @@ int trace_run_determ_resume(struct trace_determ *d, struct trace_supervisor *sv,
 /* The options these need, checked before anything moves. */
 int trace_run_determ_check(const struct trace_run_opts *o, struct common_err *e);
 
-/* sbx-run's trace (trace/run/recorder.c). */
-struct trace_run_who {          /* what the header binds */
-	struct lease_store *store;
-	const char *id, *image, *sha, *ns;
-	char *const *env;
-};
-/* The recorder with the run's header; a chain's later link goes on in the trace
- * the links before wrote (o->link). */
-struct trace_rec *trace_run_recorder_open(const struct trace_run_opts *o, const struct trace_run_who *w,
-					  struct trace_determ *det, struct common_err *e);
-/* Closed with its end event into *trace_j ({path, head}, the result's); a
- * chain's link that handed over leaves the trace to the next (*trace_j NULL). */
-int trace_run_recorder_close(struct trace_rec *rec, const struct trace_run_opts *o, int wstatus,
-			     json_t **trace_j, struct common_err *e);
-/* --chain: the link's snapshot taken: the recorder quiet, the tasks' ids kept
- * for the next link's map. */
-void trace_run_recorder_handed(struct trace_rec *rec, struct trace_supervisor *sv,
-			       struct trace_chain_link *ln);
-/* --chain: the next link's tree restored: its link event. */
-int trace_run_recorder_linked(struct trace_rec *rec, struct trace_supervisor *sv,
-			      const struct trace_chain_link *ln, const char *lease, struct common_err *e);
-
 /* The run's leases (trace/run/link.c). */
 struct lease_store;
 struct common_outfile;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "lease/lease.h"
 #include "trace/determ/determ.h"
+#include "trace/record/reader/reader.h"
 #include "trace/record/record.h"
 #include "trace/run/run-internal.h"
 #include "trace/sys/sys.h"
@@ -329,12 +330,6 @@ static int hook_restore(void *ctx, struct trace_supervisor *sv, pid_t pid, pid_t
 	/* the snapshot's other threads and processes, made by the restore, run
 	 * from now on */
 	trace_sv_adopt_tree(sv, pid);
-	if (trace_run_recorder_linked(r->rec, sv, r->opts->link, r->id, &e) < 0) {
-		r->fail = e;
-		r->failed = 1;
-		trace_sv_kill_now(sv, "restore failed");
-		return -1;
-	}
 	if (r->det && r->opts->determ_resume && trace_run_determ_resume(r->det, sv, r->rec, &e) < 0) {
 		r->fail = e;
 		r->failed = 1;
@@ -377,10 +372,7 @@ static void hold_trace(struct run *r)
 static int chain_snapshot(void *ctx, pid_t held, struct trace_snap_taken *t, struct common_err *e)
 {
 	struct run *r = ctx;
-	int rc = request_snapshot(r, trace_sv_guest_pid(r->sv), held, 1, held != 0, NULL, t, e);
-	if (rc == 0) /* the trace's link ends where the snapshot stands */
-		trace_run_recorder_handed(r->rec, r->sv, r->opts->link);
-	return rc;
+	return request_snapshot(r, trace_sv_guest_pid(r->sv), held, 1, held != 0, NULL, t, e);
 }
 
 /* --snapshot-at-step's snapshot, as the thread stands at its entry stop (the
@@ -462,6 +454,50 @@ static void hook_signal(void *ctx, struct trace_supervisor *sv, pid_t tid, int s
 		json_decref(t.receipt);
 }
 
+/* --trace: the header binds lease, image, argv, mounts, environment, start batch. */
+static struct trace_rec *recorder_open(const struct run *r, struct common_err *e)
+{
+	const struct trace_run_opts *o = r->opts;
+	struct lease_store *s = r->store;
+	enum trace_level lvl = o->trace_level;
+	uint64_t batch = 0;
+	json_t *mounts = json_array();
+	static const char *const types[] = {"bind", "tmpfs", "proc"};
+	if (lease_store_batch(s, &batch, e) < 0)
+		return NULL;
+	json_t *det = NULL;
+	if (o->deterministic) {
+		batch = 0; /* the run's batch is in the lease's receipts, not in the chain */
+		if (!(det = trace_determ_header(r->det, r->ns, e)))
+			return NULL;
+	}
+	for (size_t i = 0; i < o->nmounts; i++) {
+		const struct trace_mount *m = &o->mounts[i];
+		json_array_append_new(mounts, json_pack("{s:s,s:s?,s:s,s:s?,s:b}", "type",
+			types[m->type], "src", m->src, "dst", m->dst, "opts", m->opts, "rw", m->rw));
+	}
+	/* exec hashes persist in the store: each run need not hash cc1 again */
+	char *hcache = common_xasprintf("%s/exec-hashes", lease_store_dir(s));
+	struct trace_rec_info in = {
+		.lease = r->id, .image_path = r->image, .image_sha256 = r->sha, .argv = o->argv,
+		.envp = r->env, .mounts = mounts, .start_batch = batch, .level = lvl,
+		.deterministic = o->deterministic, .determinism = det, .hash_cache = hcache,
+		.resume_seq = o->resume_seq, .resume_head = o->resume_head,
+	};
+	char *prefix = NULL; /* sbx-restore --trace-from: the run's trace up to the snapshot */
+	struct trace_rec *rec = NULL;
+	if (!o->trace_from || trace_trace_prefix(o->trace_from, o->resume_seq, o->resume_head,
+						 &prefix, &in.resume_len, e) == 0) {
+		in.resume_text = prefix;
+		rec = trace_rec_open(o->trace_path, -1, &in, e);
+	}
+	free(prefix);
+	free(hcache);
+	json_decref(mounts);
+	json_decref(det);
+	return rec;
+}
+
 void trace_run_opts_free(struct trace_run_opts *o)
 {
 	for (size_t i = 0; i < o->nmounts; i++) {
@@ -491,9 +527,9 @@ static int run_plan(struct run *r)
 		return common_errf(&r->e, "usage", "no program given (sbx-run … -- PROGRAM [ARG…])");
 	if (!!o->lease == !!o->ephemeral)
 		return common_errf(&r->e, "usage", "give exactly one of --lease ID and --ephemeral");
-	/* a state channel or virtual clock across leases is not carried (yet) */
-	if (o->chain && (o->state_in || o->state_out || o->deterministic))
-		return common_errf(&r->e, "--chain", "not with --state-in, --state-out or "
+	/* one trace, state or virtual clock across leases is not carried (yet) */
+	if (o->chain && (o->trace_path || o->state_in || o->state_out || o->deterministic))
+		return common_errf(&r->e, "--chain", "not with --trace, --state-in, --state-out or "
 				   "--deterministic");
 	if (trace_run_determ_check(o, &r->e) < 0)
 		return -1;
@@ -609,9 +645,7 @@ static int features_open(struct run *r)
 		return -1;
 	for (size_t i = 0; r->det && i < o->nsockets; i++) /* peers outside the run */
 		trace_determ_uncontrolled(r->det, "socket named with --socket");
-	struct trace_run_who w = { .store = r->store, .id = r->id, .image = r->image, .sha = r->sha,
-				   .ns = r->ns, .env = r->env };
-	if (o->trace_path && !(r->rec = trace_run_recorder_open(o, &w, r->det, &r->e)))
+	if (o->trace_path && !(r->rec = recorder_open(r, &r->e)))
 		return -1;
 	if (trace_bound_attach(r->bound, r->store, r->id, r->ns, &r->run_fd, &r->cfg, &r->e) < 0)
 		return -1;
@@ -718,6 +752,19 @@ static void run_compose(struct run *r)
 		r->cfg.tsc_sigsegv = trace_tsc_probe();
 }
 
+/* The trace closed into its head, named in the result record. */
+static int recorder_close(struct run *r, struct common_err *e)
+{
+	uint8_t h[32];
+	char hex[COMMON_SHA256_HEX];
+	int rc = trace_rec_close(r->rec, r->res.wstatus, h, e);
+
+	r->rec = NULL;
+	common_hex(h, 32, hex);
+	r->trace_j = json_pack("{s:s,s:s}", "path", r->opts->trace_path, "head", hex);
+	return rc;
+}
+
 /* Supervise: the guest runs under the composed layers; then the bound's last
  * observation, sbx's own reason to stop it, the trace closed. */
 static int run_supervise(struct run *r)
@@ -733,10 +780,7 @@ static int run_supervise(struct run *r)
 		rc = -1;
 	}
 	ctl_close(r);
-	struct trace_rec *rec = r->rec;
-	r->rec = NULL;
-	if (rec && trace_run_recorder_close(rec, r->opts, r->res.wstatus, &r->trace_j, &te) < 0 &&
-	    rc == 0) {
+	if (r->rec && recorder_close(r, &te) < 0 && rc == 0) {
 		r->e = te;
 		rc = -1;
 	}

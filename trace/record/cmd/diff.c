@@ -237,7 +237,7 @@ static int pt_digest(const char *path, struct ptree *t, json_t *streams, struct 
 	if (!r)
 		return -1;
 	while ((rc = trace_reader_next(r, &ev, e)) > 0) {
-		if (ev.line == 1 || !strcmp(ev.kind, "link")) /* a chain's marks: not a process's */
+		if (ev.line == 1)
 			continue;
 		const char *k = stream_of(t, &ev);
 		struct pkey *pk = strcmp(k, "run") && strcmp(k, "?") ? pt_find(t, common_jint(ev.ev, "pid", 0))
@@ -289,7 +289,7 @@ static json_t *pt_events(const char *path, struct ptree *t, const char *key, str
 	if (!r)
 		return a;
 	while (trace_reader_next(r, &ev, e) > 0)
-		if (ev.line > 1 && strcmp(ev.kind, "link") && !strcmp(stream_of(t, &ev), key))
+		if (ev.line > 1 && !strcmp(stream_of(t, &ev), key))
 			json_array_append_new(a, normalize(ev.ev, t));
 	trace_reader_close(r);
 	return a;

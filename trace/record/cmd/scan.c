@@ -111,8 +111,8 @@ static int keep(const struct trace_filter *f, struct pidset *tree, const json_t 
 {
 	long long pid = common_jint(ev, "pid", 0);
 
-	if (!strcmp(kind, "end") || !strcmp(kind, "link"))
-		return 1; /* a chain's link marks stay: its ids map through them */
+	if (!strcmp(kind, "end"))
+		return 1;
 	if (f->pid_tree) {
 		if (!strcmp(kind, "spawn") && pid_in(tree, pid))
 			pid_add(tree, common_jint(ev, "child", 0));

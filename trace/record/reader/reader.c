@@ -25,12 +25,6 @@ struct trace_reader {
 	char *canon;
 	size_t canon_cap;
 	int complete, partial, excerpt;
-	/* a chain's links (sbx-run --chain): the last one's number and lease, and
-	 * each restored task's id now -> its id where the trace first named it */
-	unsigned link;
-	char *lease;
-	struct pid_pair { long long now, first; } *map;
-	size_t nmap;
 };
 
 static int rd_err(struct trace_reader *t, struct common_err *e, const char *fmt, ...)
@@ -81,8 +75,6 @@ void trace_reader_close(struct trace_reader *t)
 	json_decref(t->cur);
 	free(t->buf);
 	free(t->canon);
-	free(t->lease);
-	free(t->map);
 	free(t);
 }
 
@@ -228,73 +220,7 @@ static int check_header(struct trace_reader *t, json_t *o, struct common_err *e)
 	if (arr_of(t, o, "argv", 0, e) < 0)
 		return -1;
 	t->excerpt = json_object_get(o, "excerpt") != NULL;
-	t->lease = json_is_string(json_object_get(o, "lease")) ?
-		   common_xstrdup(json_string_value(json_object_get(o, "lease"))) : NULL;
 	return 0;
-}
-
-static int pair_cmp(const void *a, const void *b)
-{
-	const struct pid_pair *x = a, *y = b;
-	return x->now < y->now ? -1 : x->now > y->now;
-}
-
-/* The id a task had where the trace first named it (the links before mapped). */
-static long long pid_first(const struct trace_reader *t, long long id)
-{
-	struct pid_pair k = { .now = id }, *p = t->nmap ?
-		bsearch(&k, t->map, t->nmap, sizeof *t->map, pair_cmp) : NULL;
-	return p ? p->first : id;
-}
-
-/* A link event: the next number, the lease before named as prev, and its map
- * of restored tasks [[id before, id now], ...], each id once. */
-static int check_link(struct trace_reader *t, json_t *o, struct common_err *e)
-{
-	F("link", F_INT, 1); F("lease", F_STR, 1); F("prev", F_STR, 0); F("snapshot", F_HEX, 1);
-	F("pids", F_ARR, 1);
-	json_t *a = json_object_get(o, "pids"), *p;
-	const char *prev = json_string_value(json_object_get(o, "prev"));
-	size_t i, n = json_array_size(a);
-	if (json_integer_value(json_object_get(o, "link")) != (json_int_t)t->link + 2)
-		return rd_err(t, e, "field \"link\": %lld, expected %u (links in order from 2)",
-			      (long long)json_integer_value(json_object_get(o, "link")), t->link + 2);
-	if (t->lease && (!prev || strcmp(prev, t->lease) != 0))
-		return rd_err(t, e, "field \"prev\": not the lease before (%s)", t->lease);
-	struct pid_pair *m = common_xmalloc((n ? n : 1) * sizeof *m);
-	json_array_foreach(a, i, p) {
-		json_t *x = json_array_get(p, 0), *y = json_array_get(p, 1);
-		if (json_array_size(p) != 2 || !json_is_integer(x) || !json_is_integer(y) ||
-		    json_integer_value(x) <= 0 || json_integer_value(y) <= 0) {
-			free(m);
-			return rd_err(t, e, "field \"pids\": expected pairs of positive ids");
-		}
-		m[i] = (struct pid_pair){ json_integer_value(y), pid_first(t, json_integer_value(x)) };
-	}
-	qsort(m, n, sizeof *m, pair_cmp);
-	for (i = 1; i < n; i++)
-		if (m[i].now == m[i - 1].now) {
-			free(m);
-			return rd_err(t, e, "field \"pids\": id %lld twice", m[i].now);
-		}
-	free(t->map);
-	t->map = m;
-	t->nmap = n;
-	t->link++;
-	free(t->lease);
-	t->lease = common_xstrdup(json_string_value(json_object_get(o, "lease")));
-	return 0;
-}
-
-/* A restored task's later events named by its first id: one process across links. */
-static void link_map(const struct trace_reader *t, json_t *o)
-{
-	static const char *const k[] = { "pid", "tid", "ppid", "child" };
-	for (size_t i = 0; t->nmap && i < sizeof k / sizeof k[0]; i++) {
-		json_t *v = json_object_get(o, k[i]);
-		if (json_is_integer(v))
-			json_object_set_new(o, k[i], json_integer(pid_first(t, json_integer_value(v))));
-	}
 }
 
 static int check_event(struct trace_reader *t, json_t *o, const char **kind, struct common_err *e)
@@ -346,10 +272,6 @@ static int check_event(struct trace_reader *t, json_t *o, const char **kind, str
 					      (long long)seq);
 		}
 		return 0;
-	}
-	if (!strcmp(ev, "link")) {
-		*kind = "link";
-		return check_link(t, o, e);
 	}
 	return rd_err(t, e, "field \"ev\": unknown event \"%.40s\"", ev);
 }
@@ -428,8 +350,6 @@ int trace_reader_next(struct trace_reader *t, struct trace_event *out, struct co
 		return -1;
 	}
 	memcpy(t->h, got, 32);
-	if (t->line > 1 && strcmp(kind, "link") != 0)
-		link_map(t, o);
 	if (t->line == 1) {
 		json_decref(t->header);
 		t->header = json_incref(o);

@@ -11,8 +11,7 @@ struct trace_event {           /* one checked line; valid until the next call */
 	uint64_t line;
 	json_t *ev;                /* the parsed event (header for line 1) */
 	uint8_t h[32];
-	const char *kind;          /* "header", "sys", "exec", "spawn", "exit", "link", "end";
-				    * after a link, a restored task's ids are its first ones */
+	const char *kind;          /* "header", "sys", "exec", "spawn", "exit", "end" */
 	const char *canon;         /* the hashed bytes: canonical event without h */
 	size_t canon_len;
 };
