@@ -16,13 +16,6 @@ teardown() {
 }
 
 # An Active lease for an image; prints its id.
-lease_for() {
-	local req
-	req=$(sbx-lease request --image "$1")
-	sbx-lease fund --amount 0 --evidence - <<<"$req" | sbx-lease activate --evidence - >/dev/null
-	jq -r .lease.id <<<"$req"
-}
-
 # The virtual clock's start for a lease: the end of the store batch its request
 # receipt names, rounded up to a second.
 lease_epoch() {

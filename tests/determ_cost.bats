@@ -9,13 +9,6 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-lease_for() {
-	local req
-	req=$(sbx-lease request --image "$1")
-	sbx-lease fund --amount 0 --evidence - <<<"$req" | sbx-lease activate --evidence - >/dev/null
-	jq -r .lease.id <<<"$req"
-}
-
 head_of() {
 	tail -n 1 "$1" | jq -r .h
 }

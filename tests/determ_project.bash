@@ -23,3 +23,11 @@ gen_project() {
 		printf '\nprog: $(OBJ)\n\tcc -o $@ $(OBJ)\n%%.o: %%.c\n\tcc -O1%s -c $< -o $@\n' "${2:+ $2}"
 	} >"$1/Makefile"
 }
+
+# An Active lease (funded with nothing) for the program $1; its id.
+lease_for() {
+	local req
+	req=$(sbx-lease request --image "$1")
+	sbx-lease fund --amount 0 --evidence - <<<"$req" | sbx-lease activate --evidence - >/dev/null
+	jq -r .lease.id <<<"$req"
+}
